@@ -1,0 +1,128 @@
+// Package chat is the vocabulary every channel and the router share: thread
+// identifiers, addresses, inbound and outbound messages. It depends on the
+// standard library only.
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// ThreadID names one conversation. Channels form ids as "<channel>:<target>"
+// ("web:3f2a", "cli:alice", "matrix:!room:example.org", "telegram:1234");
+// "default" is the thread used when nothing else is known, and sub-sessions
+// use "sub_<id>" (never harvested, never shown as chats).
+type ThreadID string
+
+// DefaultThread is the thread used when a message carries no better address.
+const DefaultThread ThreadID = "default"
+
+// SubSessionPrefix starts the id of every background worker's thread.
+const SubSessionPrefix = "sub_"
+
+// MaxThreadIDLen bounds a thread id; longer ids are refused by Validate.
+const MaxThreadIDLen = 256
+
+// ErrInvalidThreadID is returned by ThreadID.Validate for an empty, oversized
+// or control-character-bearing id.
+var ErrInvalidThreadID = errors.New("invalid thread id")
+
+// NewThreadID joins a channel name and a channel-specific target.
+func NewThreadID(channel, target string) ThreadID {
+	return ThreadID(channel + ":" + target)
+}
+
+// Channel returns the channel part of the id ("web" for "web:abc"), or "" for
+// ids without one ("default", "sub_…").
+func (t ThreadID) Channel() string {
+	s := string(t)
+	if i := strings.IndexByte(s, ':'); i > 0 {
+		return s[:i]
+	}
+	return ""
+}
+
+// Target returns the part after the channel prefix, or the whole id when it
+// has none.
+func (t ThreadID) Target() string {
+	s := string(t)
+	if i := strings.IndexByte(s, ':'); i > 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// IsSubSession reports whether the thread belongs to a background worker.
+func (t ThreadID) IsSubSession() bool { return strings.HasPrefix(string(t), SubSessionPrefix) }
+
+// Validate checks that the id is usable as a key everywhere (URLs, file
+// names are never built from it unescaped, but logs and tables are).
+func (t ThreadID) Validate() error {
+	s := string(t)
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: empty", ErrInvalidThreadID)
+	case len(s) > MaxThreadIDLen:
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidThreadID, MaxThreadIDLen)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return fmt.Errorf("%w: %q contains a control or invalid character", ErrInvalidThreadID, s)
+		}
+	}
+	return nil
+}
+
+func (t ThreadID) String() string { return string(t) }
+
+// Address says where a message goes: a channel by name and the thread on it.
+type Address struct {
+	Channel string   // registered channel name: "web", "cli", "matrix", "telegram"
+	Thread  ThreadID // conversation on that channel
+}
+
+func (a Address) String() string { return a.Channel + "→" + string(a.Thread) }
+
+// Sender identifies who wrote an inbound message.
+type Sender struct {
+	ID          string // channel-specific user id ("@alice:example.org", "1234")
+	DisplayName string
+}
+
+// Inbound is a message from a user arriving on a channel.
+type Inbound struct {
+	Address Address
+	Sender  Sender
+	Text    string
+	// Received is when the channel got it; zero means "now".
+	Received time.Time
+}
+
+// OutboundKind distinguishes ordinary replies from proactive messages.
+type OutboundKind string
+
+const (
+	// Reply answers an inbound message.
+	Reply OutboundKind = "reply"
+	// Notify is a proactive message: a reminder, a sub-session result.
+	Notify OutboundKind = "notify"
+	// Error tells the user a turn failed.
+	Error OutboundKind = "error"
+)
+
+// Outbound is a message for a user on a channel.
+type Outbound struct {
+	Address Address
+	Kind    OutboundKind
+	Text    string
+}
+
+// Sender of outbound messages: implemented by whatever routes messages to
+// channels (the router), consumed by tools and background workers.
+type Deliverer interface {
+	Deliver(ctx context.Context, msg Outbound) error
+}

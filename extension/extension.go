@@ -1,0 +1,352 @@
+// Package extension is Reverie's kernel API: what an extension is, how it is
+// registered, what the host gives it and the capability interfaces through
+// which it contributes tools, channels, agents, scheduled jobs, background
+// services, prompt context and setup screens.
+//
+// Extensions register themselves from init, Caddy-style:
+//
+//	func init() {
+//		extension.Register(extension.Info{
+//			ID:  "kv",
+//			New: func() extension.Extension { return new(KV) },
+//		})
+//	}
+//
+// and a bundle of blank imports (extensions/standard) selects the built-in
+// set. The kernel (internal/kernel) creates every enabled extension, orders
+// them by DependsOn, and drives the lifecycle
+//
+//	Init → Start → (running) → Stop → Destroy
+//
+// detecting capabilities by type assertion in one place. Every method other
+// than Init is optional: implement Starter, Stopper, Destroyer or
+// HealthChecker only when needed. An interface-guard block at the end of each
+// implementation documents what it provides:
+//
+//	var (
+//		_ extension.Extension    = (*KV)(nil)
+//		_ extension.ToolProvider = (*KV)(nil)
+//	)
+package extension
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/tool"
+)
+
+// Extension is the one method every extension has.
+type Extension interface {
+	// Init decodes the extension's configuration (host.DecodeConfig) and
+	// prepares its resources. It must not start goroutines: long-running
+	// work belongs in ServiceProvider.Run or Starter.Start. An error stops
+	// this extension (and those that depend on it), not the process.
+	Init(ctx context.Context, host Host) error
+}
+
+// Starter is implemented by extensions with work to do once every extension
+// is initialised (open a listener, connect to a server). Start must return
+// promptly; ongoing work belongs in ServiceProvider.Run.
+type Starter interface {
+	Start(ctx context.Context) error
+}
+
+// Stopper is implemented by extensions that must stop accepting work on
+// shutdown. Stop is called in reverse dependency order, after every
+// ServiceProvider.Run has returned.
+type Stopper interface {
+	Stop(ctx context.Context) error
+}
+
+// Destroyer is implemented by extensions that hold resources to release
+// after Stop (files, connections). Destroy is called in reverse dependency
+// order after every Stop.
+type Destroyer interface {
+	Destroy(ctx context.Context) error
+}
+
+// HealthChecker reports whether the extension works. A nil error is
+// healthy. Checks must be cheap and honour ctx.
+type HealthChecker interface {
+	Health(ctx context.Context) error
+}
+
+// ToolProvider contributes tools to the agent.
+type ToolProvider interface {
+	Tools() []tool.Tool
+}
+
+// ChannelProvider is a way to talk to the user (web, cli, matrix, telegram).
+// Channels hand user messages to the host with Host.Receive and get replies
+// and proactive messages through Send.
+type ChannelProvider interface {
+	// ChannelName is the channel part of the thread ids this channel owns
+	// ("web" for "web:…").
+	ChannelName() string
+	// Send delivers a complete message.
+	Send(ctx context.Context, msg chat.Outbound) error
+}
+
+// StreamingChannelProvider is a channel that can show a reply while it is
+// being written. The router uses it instead of Send when present.
+type StreamingChannelProvider interface {
+	ChannelProvider
+	// OpenStream begins a streamed reply to addr.
+	OpenStream(ctx context.Context, addr chat.Address) (Stream, error)
+}
+
+// Stream is one reply being streamed. Calls come from one goroutine, in
+// order; Close is always called last, exactly once.
+type Stream interface {
+	// Delta appends text to the reply.
+	Delta(text string) error
+	// Status reports tool activity while the reply is being produced.
+	Status(s StreamStatus) error
+	// Close ends the stream with the complete reply text, or with the error
+	// that ended the turn.
+	Close(final string, err error) error
+}
+
+// StreamStatus is tool activity reported to a streaming channel.
+type StreamStatus struct {
+	Kind      StatusKind
+	CallID    string
+	Tool      string
+	Arguments json.RawMessage // set for ToolCallStarted
+	Result    string          // set for ToolCallFinished
+	IsError   bool
+}
+
+// StatusKind names a StreamStatus.
+type StatusKind string
+
+const (
+	ToolCallStarted  StatusKind = "tool_call"
+	ToolCallFinished StatusKind = "tool_result"
+)
+
+// AgentProvider is a specialised agent the orchestrator can hand work to.
+type AgentProvider interface {
+	AgentDescriptor() AgentDescriptor
+	Invoke(ctx context.Context, inv AgentInvocation) (AgentResponse, error)
+}
+
+// AgentDescriptor describes an agent to the orchestrator.
+type AgentDescriptor struct {
+	Name        string
+	Description string
+	// AsTool exposes the agent to the orchestrator as a tool named Name.
+	AsTool bool
+}
+
+// AgentInvocation is one task for an agent.
+type AgentInvocation struct {
+	Thread  chat.ThreadID
+	Task    string
+	Context string
+}
+
+// AgentResponse is an agent's answer.
+type AgentResponse struct {
+	Text string
+}
+
+// SchedulerProvider contributes periodic jobs to the scheduler.
+type SchedulerProvider interface {
+	ScheduledJobs() []Job
+}
+
+// Job is a periodic job. Schedule is a cron expression (5 fields) or
+// "@every <duration>".
+type Job struct {
+	Name     string
+	Schedule string
+	Run      func(ctx context.Context) error
+}
+
+// ServiceProvider runs a long-lived background service. Run blocks until ctx
+// is cancelled (returning nil) or the service fails. A failing service is
+// reported and isolated; it does not take the process down.
+type ServiceProvider interface {
+	Run(ctx context.Context) error
+}
+
+// ContextProvider adds text to the prompt of each turn (relevant memories,
+// for instance). Providers run in ascending ContextPriority order.
+type ContextProvider interface {
+	ContextPriority() int
+	PromptContext(ctx context.Context, req ContextRequest) (string, error)
+}
+
+// ContextRequest is what a ContextProvider knows about the turn.
+type ContextRequest struct {
+	Thread chat.ThreadID
+	// Query is the user's message (or the task) the turn answers.
+	Query string
+	// Agent is the agent being prompted ("main", a sub-session id, …).
+	Agent string
+}
+
+// SetupProvider offers an interactive configuration form (the web page's
+// setup screen renders it; the values are tested and saved by the provider).
+type SetupProvider interface {
+	SetupSchema(ctx context.Context) SetupSchema
+	// ApplySetup validates the values (making a real test call where one
+	// is possible) and saves them; an error explains what is wrong.
+	ApplySetup(ctx context.Context, values SetupValues) error
+}
+
+// SetupValues are the answers to a SetupSchema's fields, by key.
+type SetupValues map[string]string
+
+// SetupSchema is a form.
+type SetupSchema struct {
+	Title       string
+	Description string
+	// Configured reports whether the extension already has a working
+	// configuration (the setup screen is then optional).
+	Configured bool
+	Fields     []SetupField
+}
+
+// SetupField is one input of a form.
+type SetupField struct {
+	Key      string
+	Label    string
+	Kind     FieldKind
+	Options  []string // for FieldSelect
+	Default  string
+	Required bool
+	Help     string
+}
+
+// FieldKind is how a setup field is entered.
+type FieldKind string
+
+const (
+	FieldText   FieldKind = "text"
+	FieldSecret FieldKind = "secret"
+	FieldURL    FieldKind = "url"
+	FieldSelect FieldKind = "select"
+)
+
+// Host is what the kernel gives an extension in Init. The values it returns
+// stay valid until Destroy.
+type Host interface {
+	// ID is the extension's registered id.
+	ID() string
+	// Logger is a logger tagged with the extension id.
+	Logger() *slog.Logger
+	// DataDir is the absolute path of Reverie's data directory.
+	DataDir() string
+	// DecodeConfig decodes the extension's own section of the configuration
+	// (with REVERIE_<ID>__… environment overrides applied) into v, strictly:
+	// unknown keys and wrong types are errors naming file, line and key.
+	// A missing section leaves v unchanged, so set defaults first.
+	DecodeConfig(v any) error
+	// DB is the shared SQLite database. Extensions create their own tables
+	// with sqlite.Migrate-style migrations under their own component name.
+	DB() *sql.DB
+	// Bus is the durable event bus.
+	Bus() Bus
+	// Receive hands a user's message arriving on a channel to the router.
+	// It returns once the message is accepted (persisted), not when the
+	// reply is done; the reply comes back through the channel.
+	Receive(ctx context.Context, msg chat.Inbound) error
+	// Now is the current time from the host's clock (tests inject one).
+	Now() time.Time
+}
+
+// Bus is the durable event bus as extensions see it.
+type Bus interface {
+	// Publish persists an event (payload marshalled to JSON) before
+	// returning.
+	Publish(ctx context.Context, topic string, payload any) error
+	// Subscribe registers a durable named subscriber for every topic that
+	// starts with prefix. Delivery is at least once and in order per topic;
+	// a handler error is retried with backoff, then dead-lettered. Subscribe
+	// must be called from Init.
+	Subscribe(name, prefix string, h Handler) error
+}
+
+// Handler handles one event. Returning an error asks for redelivery.
+type Handler func(ctx context.Context, ev Event) error
+
+// Event is a published event.
+type Event struct {
+	ID      int64
+	Topic   string
+	Payload json.RawMessage
+	Time    time.Time
+	// Attempt counts deliveries of this event to this subscriber, from 1.
+	Attempt int
+}
+
+// Info registers an extension.
+type Info struct {
+	// ID is unique, lower-case, [a-z][a-z0-9_]*; it names the extension's
+	// configuration section.
+	ID string
+	// New returns a new, uninitialised instance.
+	New func() Extension
+	// DependsOn lists ids that must be initialised and started first.
+	DependsOn []string
+	// Disabled makes the extension opt-in: it runs only when its config
+	// section says enabled: true. Otherwise it runs unless it says false.
+	Disabled bool
+	// Description is one line for `reverie doctor` and the debug panel.
+	Description string
+}
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Info{}
+	validID    = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+)
+
+// Register adds an extension to the registry. It is meant to be called from
+// init and panics on an invalid or duplicate id or a nil constructor.
+func Register(info Info) {
+	if !validID.MatchString(info.ID) {
+		panic(fmt.Sprintf("extension.Register: invalid id %q", info.ID))
+	}
+	if info.New == nil {
+		panic(fmt.Sprintf("extension.Register: %q has no constructor", info.ID))
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[info.ID]; dup {
+		panic(fmt.Sprintf("extension.Register: %q registered twice", info.ID))
+	}
+	info.DependsOn = append([]string(nil), info.DependsOn...)
+	registry[info.ID] = info
+}
+
+// Lookup returns the registration of id.
+func Lookup(id string) (Info, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	info, ok := registry[id]
+	return info, ok
+}
+
+// Registered returns every registered extension, sorted by id.
+func Registered() []Info {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]Info, 0, len(registry))
+	for _, info := range registry {
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -1,0 +1,210 @@
+// Package llm is the provider-neutral vocabulary for talking to language
+// models: messages made of typed parts, requests, responses, streaming
+// events and token usage. It depends on the standard library only.
+//
+// Every model in Reverie (the OpenAI-compatible and Anthropic providers, the
+// model router, the scripted test model) is called the same way:
+//
+//	Generate(ctx context.Context, req llm.Request, stream llm.StreamFunc) (llm.Response, error)
+//
+// When stream is nil the call is non-streaming; otherwise stream receives
+// events in order as they arrive and Generate still returns the complete,
+// accumulated Response. Consumers declare the one-method interface they need
+// (toolloop.Model, for instance).
+package llm
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Role is who wrote a message.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Part is one piece of a message. The set is sealed: Text, ToolCall and
+// ToolResult.
+type Part interface{ isPart() }
+
+// Text is plain text.
+type Text struct {
+	Text string
+}
+
+// ToolCall is a model's request to run a tool. Arguments is the raw JSON the
+// model produced (possibly malformed; the tool loop repairs or rejects it).
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments json.RawMessage
+}
+
+// ToolResult answers one ToolCall.
+type ToolResult struct {
+	CallID  string
+	Name    string
+	Content string
+	IsError bool
+}
+
+func (Text) isPart()       {}
+func (ToolCall) isPart()   {}
+func (ToolResult) isPart() {}
+
+// Message is one entry of a conversation.
+type Message struct {
+	Role  Role
+	Parts []Part
+}
+
+// UserText builds a user message holding text.
+func UserText(s string) Message { return Message{Role: RoleUser, Parts: []Part{Text{Text: s}}} }
+
+// AssistantText builds an assistant message holding text.
+func AssistantText(s string) Message {
+	return Message{Role: RoleAssistant, Parts: []Part{Text{Text: s}}}
+}
+
+// SystemText builds a system message holding text.
+func SystemText(s string) Message { return Message{Role: RoleSystem, Parts: []Part{Text{Text: s}}} }
+
+// Text concatenates the text parts of the message.
+func (m Message) Text() string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if t, ok := p.(Text); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// ToolCalls returns the tool calls of the message, in order.
+func (m Message) ToolCalls() []ToolCall {
+	var out []ToolCall
+	for _, p := range m.Parts {
+		if c, ok := p.(ToolCall); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ToolSpec describes a tool offered to the model. Parameters is a JSON Schema
+// object.
+type ToolSpec struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// ResponseFormat asks for structured output matching a JSON Schema.
+type ResponseFormat struct {
+	Name   string
+	Schema json.RawMessage
+	Strict bool
+}
+
+// ToolChoice restricts tool use for one request.
+type ToolChoice string
+
+const (
+	ToolChoiceAuto     ToolChoice = ""         // the model decides
+	ToolChoiceNone     ToolChoice = "none"     // no tool calls
+	ToolChoiceRequired ToolChoice = "required" // at least one tool call
+)
+
+// Request is one model call.
+type Request struct {
+	// Model overrides the backend's configured model when set.
+	Model string
+	// System is the system prompt; providers place it where their API wants it.
+	System   string
+	Messages []Message
+	Tools    []ToolSpec
+	// ToolChoice restricts tool use.
+	ToolChoice ToolChoice
+	// Temperature is nil for the provider default.
+	Temperature *float64
+	// MaxTokens caps the reply; 0 means the backend's configured default.
+	MaxTokens int
+	// ResponseFormat asks for JSON matching a schema; nil for free text.
+	ResponseFormat *ResponseFormat
+}
+
+// Usage counts tokens of one call (or a sum of calls).
+type Usage struct {
+	InputTokens     int `json:"input_tokens"`
+	OutputTokens    int `json:"output_tokens"`
+	CacheReadTokens int `json:"cache_read_tokens,omitempty"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:     u.InputTokens + o.InputTokens,
+		OutputTokens:    u.OutputTokens + o.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens,
+	}
+}
+
+// Total is input plus output tokens.
+func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
+
+// StopReason says why the model stopped.
+type StopReason string
+
+const (
+	StopEnd       StopReason = "end"        // natural end of the reply
+	StopToolCalls StopReason = "tool_calls" // the model wants tools run
+	StopMaxTokens StopReason = "max_tokens" // cut at the token limit
+	StopFiltered  StopReason = "filtered"   // refused by a content filter
+)
+
+// Response is a complete model reply.
+type Response struct {
+	Message    Message
+	Usage      Usage
+	StopReason StopReason
+	// Model is the model that answered, as the provider reports it.
+	Model string
+}
+
+// EventKind names the kind of a streaming event.
+type EventKind string
+
+const (
+	EventTextDelta     EventKind = "text_delta"
+	EventToolCallDelta EventKind = "tool_call_delta"
+	EventUsage         EventKind = "usage"
+	EventDone          EventKind = "done"
+)
+
+// Event is one streaming event. Which fields are set depends on Kind:
+// TextDelta → Text; ToolCallDelta → ToolCall (Index always, ID and Name when
+// first seen, ArgumentsDelta as it arrives); Usage → Usage; Done → Response.
+type Event struct {
+	Kind     EventKind
+	Text     string
+	ToolCall ToolCallDelta
+	Usage    Usage
+	Response *Response
+}
+
+// ToolCallDelta is a fragment of a tool call being streamed.
+type ToolCallDelta struct {
+	Index          int
+	ID             string
+	Name           string
+	ArgumentsDelta string
+}
+
+// StreamFunc receives streaming events. It runs on the caller's goroutine
+// and must not block for long.
+type StreamFunc func(Event)
