@@ -80,6 +80,12 @@ type HealthChecker interface {
 	Health(ctx context.Context) error
 }
 
+// ReadyListener is told once, after every extension has started and the
+// agent is ready to take messages (the web extension's /healthz turns 200).
+type ReadyListener interface {
+	OnReady(ctx context.Context)
+}
+
 // ToolProvider contributes tools to the agent.
 type ToolProvider interface {
 	Tools() []tool.Tool
