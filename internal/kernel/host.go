@@ -1,0 +1,83 @@
+package kernel
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+)
+
+// host is the extension.Host of one extension.
+type host struct {
+	k   *Kernel
+	id  string
+	log *slog.Logger
+	bus extension.Bus
+}
+
+func newHost(k *Kernel, id string) *host {
+	var bus extension.Bus = noBus{}
+	if k.opts.Bus != nil {
+		bus = scopedBus{id: id, bus: k.opts.Bus}
+	}
+	return &host{k: k, id: id, log: k.opts.Logger.With("ext", id), bus: bus}
+}
+
+func (h *host) ID() string           { return h.id }
+func (h *host) Logger() *slog.Logger { return h.log }
+func (h *host) DataDir() string      { return h.k.opts.DataDir }
+func (h *host) DB() *sql.DB          { return h.k.opts.DB }
+func (h *host) Bus() extension.Bus   { return h.bus }
+func (h *host) Now() time.Time       { return h.k.opts.Now() }
+
+// DecodeConfig decodes this extension's configuration section; with no
+// configuration v is left unchanged.
+func (h *host) DecodeConfig(v any) error {
+	if h.k.opts.Config == nil {
+		return nil
+	}
+	if err := h.k.opts.Config.DecodeExtension(h.id, v); err != nil {
+		return fmt.Errorf("decode configuration of extension %q: %w", h.id, err)
+	}
+	return nil
+}
+
+// Receive hands msg to the router, or fails with ErrNoRouter.
+func (h *host) Receive(ctx context.Context, msg chat.Inbound) error {
+	if h.k.opts.Receive == nil {
+		return ErrNoRouter
+	}
+	return h.k.opts.Receive(ctx, msg)
+}
+
+// scopedBus namespaces subscriber names by extension id so that two
+// extensions can both name a subscriber "indexer".
+type scopedBus struct {
+	id  string
+	bus extension.Bus
+}
+
+func (b scopedBus) Publish(ctx context.Context, topic string, payload any) error {
+	return b.bus.Publish(ctx, topic, payload)
+}
+
+func (b scopedBus) Subscribe(name, prefix string, h extension.Handler) error {
+	return b.bus.Subscribe(b.id+"/"+name, prefix, h)
+}
+
+// noBus is the Bus of a kernel built without one.
+type noBus struct{}
+
+func (noBus) Publish(context.Context, string, any) error { return ErrNoBus }
+
+func (noBus) Subscribe(string, string, extension.Handler) error { return ErrNoBus }
+
+var (
+	_ extension.Host = (*host)(nil)
+	_ extension.Bus  = scopedBus{}
+	_ extension.Bus  = noBus{}
+)

@@ -1,0 +1,459 @@
+package kernel
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+)
+
+// DefaultHealthTimeout bounds each health check when Options.HealthTimeout
+// is zero.
+const DefaultHealthTimeout = 2 * time.Second
+
+// Sentinel errors.
+var (
+	// ErrNoRouter is returned by Host.Receive when the kernel was built
+	// without Options.Receive.
+	ErrNoRouter = errors.New("no router to receive messages")
+	// ErrNoBus is returned by the Bus methods of a Host when the kernel was
+	// built without Options.Bus.
+	ErrNoBus = errors.New("no event bus")
+	// ErrLifecycle is returned (wrapped) when a lifecycle method is called
+	// out of order: Init twice, Start before Init, Run before Start or
+	// twice, anything after Shutdown.
+	ErrLifecycle = errors.New("kernel lifecycle method called out of order")
+)
+
+// Config is what the kernel needs from the configuration; *config.Config
+// implements it.
+type Config interface {
+	// ExtensionEnabled reports whether extension id runs, given its
+	// default (true unless the extension is opt-in).
+	ExtensionEnabled(id string, defaultOn bool) bool
+	// DecodeExtension decodes the configuration section of extension id
+	// into v, strictly; a missing section leaves v unchanged.
+	DecodeExtension(id string, v any) error
+}
+
+// Options configure a Kernel.
+type Options struct {
+	// Config selects and configures extensions; nil runs every extension
+	// that is on by default, with no configuration.
+	Config Config
+	// DataDir is the absolute path of the data directory.
+	DataDir string
+	// DB is the shared database.
+	DB *sql.DB
+	// Bus is the durable event bus; nil makes the hosts' Bus methods
+	// return ErrNoBus.
+	Bus extension.Bus
+	// Logger is the parent logger; nil discards.
+	Logger *slog.Logger
+	// Receive hands inbound messages to the router; nil rejects them
+	// with ErrNoRouter.
+	Receive func(ctx context.Context, msg chat.Inbound) error
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Registry is the set of extensions to choose from; nil means
+	// extension.Registered().
+	Registry []extension.Info
+	// HealthTimeout bounds each health check; zero means
+	// DefaultHealthTimeout.
+	HealthTimeout time.Duration
+}
+
+// State is where an extension is in its lifecycle.
+type State string
+
+// States reported by Status.
+const (
+	// StatePending: created, Init not called yet.
+	StatePending State = "pending"
+	// StateInitialised: Init succeeded.
+	StateInitialised State = "initialised"
+	// StateStarted: Start succeeded (or there was nothing to start).
+	StateStarted State = "started"
+	// StateRunning: its ServiceProvider.Run is running.
+	StateRunning State = "running"
+	// StateFailed: its constructor, Init, Start or service failed; see
+	// Status.Error.
+	StateFailed State = "failed"
+	// StateSkipped: not initialised or started because a dependency
+	// failed; see Status.Error.
+	StateSkipped State = "skipped"
+	// StateStopped: shut down.
+	StateStopped State = "stopped"
+	// StateDisabled: registered but not enabled by the configuration.
+	StateDisabled State = "disabled"
+)
+
+// Health is the outcome of an extension's last health check.
+type Health string
+
+// Health values reported by Status.
+const (
+	// HealthNone: the extension has no health check.
+	HealthNone Health = "none"
+	// HealthUnknown: not checked yet.
+	HealthUnknown Health = "unknown"
+	// HealthOK: the last check passed.
+	HealthOK Health = "ok"
+	// HealthFailing: the last check failed or timed out; see
+	// Status.HealthError.
+	HealthFailing Health = "failing"
+)
+
+// Status describes one extension.
+type Status struct {
+	ID          string    `json:"id"`
+	Description string    `json:"description,omitempty"`
+	State       State     `json:"state"`
+	Error       string    `json:"error,omitempty"` // why it failed or was skipped
+	Health      Health    `json:"health"`
+	HealthError string    `json:"health_error,omitempty"`
+	CheckedAt   time.Time `json:"checked_at,omitzero"` // time of the last health check
+}
+
+// ScopedJob is a scheduled job with the extension that provides it.
+type ScopedJob struct {
+	Extension string
+	Job       extension.Job
+}
+
+type phase int
+
+const (
+	phaseNew phase = iota
+	phaseInitialised
+	phaseStarted
+	phaseShutdown
+)
+
+// entry is one enabled extension.
+type entry struct {
+	info     extension.Info
+	ext      extension.Extension // nil when the constructor failed
+	host     *host
+	children []*entry // extensions that depend on this one
+
+	// Guarded by Kernel.mu.
+	state          State
+	err            string
+	health         Health
+	healthErr      string
+	checkedAt      time.Time
+	inited         bool // Init succeeded: Destroy is owed
+	startAttempted bool // Start was called: Stop is owed
+}
+
+// Kernel owns the enabled extensions.
+type Kernel struct {
+	opts     Options
+	log      *slog.Logger
+	order    []*entry // dependency order
+	byID     map[string]*entry
+	disabled []extension.Info
+
+	mu    sync.RWMutex
+	phase phase
+	caps  capabilities
+
+	runMu     sync.Mutex
+	runCancel context.CancelFunc // non-nil while Run is active
+	runDone   chan struct{}      // closed when Run returns
+	readyOnce sync.Once
+}
+
+// New selects the enabled extensions, orders them by dependency and creates
+// one instance of each. A dependency that is not registered or not enabled,
+// a dependency cycle, and an invalid registry (empty or duplicate id, nil
+// constructor) are errors naming the ids; nothing has been initialised then.
+// A constructor that panics or returns nil only fails its own extension.
+func New(opts Options) (*Kernel, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.HealthTimeout <= 0 {
+		opts.HealthTimeout = DefaultHealthTimeout
+	}
+	if opts.Registry == nil {
+		opts.Registry = extension.Registered()
+	}
+	k := &Kernel{opts: opts, log: opts.Logger.With("component", "kernel"), byID: map[string]*entry{}}
+
+	registered := map[string]extension.Info{}
+	for _, info := range opts.Registry {
+		switch {
+		case info.ID == "":
+			return nil, errors.New("extension with an empty id in the registry")
+		case info.New == nil:
+			return nil, fmt.Errorf("extension %q has no constructor", info.ID)
+		}
+		if _, dup := registered[info.ID]; dup {
+			return nil, fmt.Errorf("extension %q registered twice", info.ID)
+		}
+		registered[info.ID] = info
+	}
+	ids := make([]string, 0, len(registered))
+	for id := range registered {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+
+	enabled := map[string]extension.Info{}
+	for _, id := range ids {
+		info := registered[id]
+		on := !info.Disabled
+		if opts.Config != nil {
+			on = opts.Config.ExtensionEnabled(id, !info.Disabled)
+		}
+		if on {
+			enabled[id] = info
+		} else {
+			k.disabled = append(k.disabled, info)
+		}
+	}
+	var errs []error
+	for _, id := range ids {
+		info, ok := enabled[id]
+		if !ok {
+			continue
+		}
+		for _, dep := range info.DependsOn {
+			if _, ok := enabled[dep]; ok {
+				continue
+			}
+			if _, ok := registered[dep]; ok {
+				errs = append(errs, fmt.Errorf("extension %q depends on %q, which is disabled", id, dep))
+			} else {
+				errs = append(errs, fmt.Errorf("extension %q depends on %q, which is not registered", id, dep))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	order, err := sortByDependency(enabled)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range order {
+		e := &entry{info: enabled[id], state: StatePending, health: HealthUnknown}
+		k.order = append(k.order, e)
+		k.byID[id] = e
+	}
+	for _, e := range k.order {
+		for _, dep := range uniq(e.info.DependsOn) {
+			p := k.byID[dep]
+			p.children = append(p.children, e)
+		}
+		e.host = newHost(k, e.info.ID)
+		ext, err := construct(e.info)
+		if err != nil {
+			k.fail(e, err)
+			continue
+		}
+		e.ext = ext
+		if _, ok := ext.(extension.HealthChecker); !ok {
+			e.health = HealthNone
+		}
+	}
+	for _, e := range k.order {
+		if e.state == StateFailed {
+			k.skipDependents(e)
+		}
+	}
+	return k, nil
+}
+
+func construct(info extension.Info) (ext extension.Extension, err error) {
+	err = safely(func() error {
+		ext = info.New()
+		if ext == nil {
+			return errors.New("constructor returned nil")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create: %w", err)
+	}
+	return ext, nil
+}
+
+func uniq(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// sortByDependency orders ids so that dependencies come first, ties broken
+// by id (Kahn's algorithm over a sorted ready set). Every dependency is in
+// infos.
+func sortByDependency(infos map[string]extension.Info) ([]string, error) {
+	indegree := map[string]int{}
+	dependents := map[string][]string{}
+	for id, info := range infos {
+		deps := uniq(info.DependsOn)
+		indegree[id] = len(deps)
+		for _, d := range deps {
+			dependents[d] = append(dependents[d], id)
+		}
+	}
+	var ready []string
+	for id, n := range indegree {
+		if n == 0 {
+			ready = append(ready, id)
+		}
+	}
+	order := make([]string, 0, len(infos))
+	for len(ready) > 0 {
+		slices.Sort(ready)
+		id := ready[0]
+		ready = ready[1:]
+		order = append(order, id)
+		for _, d := range dependents[id] {
+			indegree[d]--
+			if indegree[d] == 0 {
+				ready = append(ready, d)
+			}
+		}
+	}
+	if len(order) == len(infos) {
+		return order, nil
+	}
+	return nil, findCycle(infos, order)
+}
+
+// findCycle describes one dependency cycle among the ids that could not be
+// ordered, as "dependency cycle: a → b → a".
+func findCycle(infos map[string]extension.Info, ordered []string) error {
+	done := map[string]bool{}
+	for _, id := range ordered {
+		done[id] = true
+	}
+	var rest []string
+	for id := range infos {
+		if !done[id] {
+			rest = append(rest, id)
+		}
+	}
+	slices.Sort(rest)
+	const (
+		white = iota
+		grey
+		black
+	)
+	colour := map[string]int{}
+	var stack []string
+	var cycle []string
+	var visit func(id string) bool
+	visit = func(id string) bool {
+		colour[id] = grey
+		stack = append(stack, id)
+		for _, d := range uniq(infos[id].DependsOn) {
+			if done[d] {
+				continue
+			}
+			switch colour[d] {
+			case grey:
+				i := slices.Index(stack, d)
+				cycle = append(slices.Clone(stack[i:]), d)
+				return true
+			case white:
+				if visit(d) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		colour[id] = black
+		return false
+	}
+	for _, id := range rest {
+		if colour[id] == white && visit(id) {
+			return fmt.Errorf("dependency cycle: %s", strings.Join(cycle, " → "))
+		}
+	}
+	// Unreachable: ids left out by Kahn's algorithm always contain a cycle.
+	return fmt.Errorf("dependency cycle among %s", strings.Join(rest, ", "))
+}
+
+// fail records e as failed and logs why (with the stack for a panic).
+// Callers hold k.mu or own the kernel exclusively.
+func (k *Kernel) fail(e *entry, err error) {
+	e.state = StateFailed
+	e.err = err.Error()
+	attrs := []any{"ext", e.info.ID, "err", err}
+	var p *panicError
+	if errors.As(err, &p) {
+		attrs = append(attrs, "stack", string(p.stack))
+	}
+	k.log.Error("extension failed", attrs...)
+}
+
+// skipDependents marks every transitive dependent of e that has not failed
+// already as skipped. Callers hold k.mu or own the kernel exclusively.
+func (k *Kernel) skipDependents(e *entry) {
+	for _, c := range e.children {
+		if c.state == StateFailed || c.state == StateSkipped || c.state == StateStopped {
+			continue
+		}
+		verb := "failed"
+		if e.state == StateSkipped {
+			verb = "was skipped"
+		}
+		c.state = StateSkipped
+		c.err = fmt.Sprintf("dependency %q %s", e.info.ID, verb)
+		k.log.Warn("extension skipped", "ext", c.info.ID, "reason", c.err)
+		k.skipDependents(c)
+	}
+}
+
+// Extension returns the instance of extension id, if it is enabled and was
+// created.
+func (k *Kernel) Extension(id string) (extension.Extension, bool) {
+	e, ok := k.byID[id]
+	if !ok || e.ext == nil {
+		return nil, false
+	}
+	return e.ext, true
+}
+
+// Status reports every enabled extension in dependency order, followed by
+// the disabled ones sorted by id.
+func (k *Kernel) Status() []Status {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	out := make([]Status, 0, len(k.order)+len(k.disabled))
+	for _, e := range k.order {
+		out = append(out, e.status())
+	}
+	for _, info := range k.disabled {
+		out = append(out, Status{ID: info.ID, Description: info.Description, State: StateDisabled, Health: HealthNone})
+	}
+	return out
+}
+
+func (e *entry) status() Status {
+	return Status{
+		ID:          e.info.ID,
+		Description: e.info.Description,
+		State:       e.state,
+		Error:       e.err,
+		Health:      e.health,
+		HealthError: e.healthErr,
+		CheckedAt:   e.checkedAt,
+	}
+}
