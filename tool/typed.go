@@ -1,0 +1,322 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Enumerator is implemented by string-kinded argument types whose values
+// are restricted to a fixed set. Every field of such a type gets an "enum"
+// keyword in the derived schema:
+//
+//	type Unit string
+//	func (Unit) EnumValues() []string { return []string{"celsius", "fahrenheit"} }
+//
+// EnumValues is called on the zero value, once, when the tool is built.
+type Enumerator interface {
+	EnumValues() []string
+}
+
+// Option adjusts a tool built by New.
+type Option func(*options)
+
+type options struct {
+	enums      []enumOption
+	readOnly   bool
+	categories []string
+}
+
+type enumOption struct {
+	path   string
+	values []string
+}
+
+// WithEnum restricts the string property at path to values. path is the
+// property's JSON name; nested object properties are reached with dots
+// ("filter.kind"). For an array of strings the enum applies to its items.
+// New panics if path names no string property.
+func WithEnum(path string, values ...string) Option {
+	return func(o *options) {
+		o.enums = append(o.enums, enumOption{path: path, values: slices.Clone(values)})
+	}
+}
+
+// ReadOnly marks the tool as free of side effects (it only reads). Callers
+// may use it to offer the tool in restricted contexts; see IsReadOnly.
+func ReadOnly() Option {
+	return func(o *options) { o.readOnly = true }
+}
+
+// WithCategories tags the tool with categories such as "research",
+// "execution" or "orchestration". Profiles can select a whole category with
+// an "@category" entry; see Profiles.
+func WithCategories(categories ...string) Option {
+	return func(o *options) { o.categories = append(o.categories, categories...) }
+}
+
+// Categorized is implemented by tools that carry categories (every tool
+// built by New or NewRaw).
+type Categorized interface {
+	Categories() []string
+}
+
+// ReadOnlyReporter is implemented by tools that say whether they are free of
+// side effects (every tool built by New or NewRaw).
+type ReadOnlyReporter interface {
+	ReadOnly() bool
+}
+
+// IsReadOnly reports whether t declared itself read-only. Tools that do not
+// say are assumed to have side effects.
+func IsReadOnly(t Tool) bool {
+	r, ok := t.(ReadOnlyReporter)
+	return ok && r.ReadOnly()
+}
+
+// CategoriesOf returns the categories t declares, or nil.
+func CategoriesOf(t Tool) []string {
+	if c, ok := t.(Categorized); ok {
+		return c.Categories()
+	}
+	return nil
+}
+
+// New builds a tool whose argument schema is derived from the Go type A,
+// which must be a struct. A is the one source of truth for the schema sent
+// to the model and for the values the handler receives:
+//
+//   - property names come from `json` tags (fields tagged "-" are left out);
+//   - descriptions come from `jsonschema:"..."` tags;
+//   - pointer fields and fields tagged omitempty/omitzero are optional, all
+//     others are required;
+//   - unknown properties are rejected (additionalProperties: false);
+//   - enums come from types implementing Enumerator and from WithEnum.
+//
+// fn receives the decoded arguments. Its result becomes Result.Content: a
+// string or json.RawMessage is used as is, a Result is passed through, and
+// anything else is marshalled to JSON.
+//
+// The schema is derived and compiled once, here. New panics when A cannot be
+// described (not a struct, unsupported field types), when name is not a
+// valid tool name, or when an option names an unknown property: these are
+// programming errors, found when the tool is first built.
+func New[A any](name, description string, fn func(ctx context.Context, args A) (any, error), opts ...Option) Tool {
+	if err := CheckName(name); err != nil {
+		panic(fmt.Sprintf("tool.New: %v", err))
+	}
+	if fn == nil {
+		panic(fmt.Sprintf("tool.New(%q): nil handler", name))
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	schema, err := deriveSchema(reflect.TypeFor[A](), o.enums)
+	if err != nil {
+		panic(fmt.Sprintf("tool.New(%q): %v", name, err))
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		panic(fmt.Sprintf("tool.New(%q): marshal schema: %v", name, err))
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool.New(%q): compile schema: %v", name, err))
+	}
+	return &typed[A]{
+		meta: meta{
+			name:        name,
+			description: description,
+			schema:      raw,
+			resolved:    resolved,
+			readOnly:    o.readOnly,
+			categories:  slices.Clone(o.categories),
+		},
+		fn: fn,
+	}
+}
+
+// meta is what every tool built in this package shares.
+type meta struct {
+	name        string
+	description string
+	schema      json.RawMessage
+	resolved    *jsonschema.Resolved
+	readOnly    bool
+	categories  []string
+}
+
+func (m *meta) Name() string            { return m.name }
+func (m *meta) Description() string     { return m.description }
+func (m *meta) Schema() json.RawMessage { return m.schema }
+func (m *meta) ReadOnly() bool          { return m.readOnly }
+func (m *meta) Categories() []string    { return slices.Clone(m.categories) }
+
+// ValidateArgs checks args against the compiled schema.
+func (m *meta) ValidateArgs(args json.RawMessage) error {
+	return validateResolved(m.resolved, args)
+}
+
+type typed[A any] struct {
+	meta
+	fn func(ctx context.Context, args A) (any, error)
+}
+
+// Call decodes args into A and runs the handler.
+func (t *typed[A]) Call(ctx context.Context, args json.RawMessage) (Result, error) {
+	var a A
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &a); err != nil {
+			return Result{}, fmt.Errorf("decode arguments: %w", err)
+		}
+	}
+	v, err := t.fn(ctx, a)
+	if err != nil {
+		return Result{}, err
+	}
+	return resultOf(v)
+}
+
+// resultOf turns a handler's return value into a Result.
+func resultOf(v any) (Result, error) {
+	switch x := v.(type) {
+	case string:
+		return Result{Content: x}, nil
+	case json.RawMessage:
+		return Result{Content: string(x)}, nil
+	case Result:
+		return x, nil
+	case nil:
+		return Result{Content: "null"}, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode result: %w", err)
+	}
+	return Result{Content: string(b)}, nil
+}
+
+// deriveSchema infers the object schema of t and applies the adjustments New
+// documents.
+func deriveSchema(t reflect.Type, enums []enumOption) (*jsonschema.Schema, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("arguments type %v must be a struct", t)
+	}
+	s, err := jsonschema.ForType(t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("derive schema: %w", err)
+	}
+	adjust(t, s)
+	for _, e := range enums {
+		if err := applyEnum(s, e); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+var enumeratorType = reflect.TypeFor[Enumerator]()
+
+// adjust walks the Go type t alongside its inferred schema s: pointer fields
+// become optional, Enumerator types get their enum, and objects always carry
+// a properties map.
+func adjust(t reflect.Type, s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.String && t.Implements(enumeratorType) {
+		vals := reflect.Zero(t).Interface().(Enumerator).EnumValues()
+		s.Enum = make([]any, len(vals))
+		for i, v := range vals {
+			s.Enum[i] = v
+		}
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if s.Properties == nil {
+			s.Properties = map[string]*jsonschema.Schema{}
+		}
+		for _, f := range reflect.VisibleFields(t) {
+			if f.Anonymous || !f.IsExported() {
+				continue
+			}
+			name, ok := jsonName(f)
+			if !ok {
+				continue
+			}
+			ps := s.Properties[name]
+			if ps == nil {
+				continue
+			}
+			if f.Type.Kind() == reflect.Pointer {
+				s.Required = slices.DeleteFunc(s.Required, func(r string) bool { return r == name })
+			}
+			adjust(f.Type, ps)
+		}
+		if len(s.Required) == 0 {
+			s.Required = nil
+		}
+	case reflect.Slice, reflect.Array:
+		adjust(t.Elem(), s.Items)
+	case reflect.Map:
+		adjust(t.Elem(), s.AdditionalProperties)
+	}
+}
+
+// jsonName returns the JSON property name of a struct field and whether it
+// is encoded at all.
+func jsonName(f reflect.StructField) (string, bool) {
+	tag, ok := f.Tag.Lookup("json")
+	if !ok {
+		return f.Name, true
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "-" && !strings.Contains(tag, ",") {
+		return "", false
+	}
+	if name == "" {
+		return f.Name, true
+	}
+	return name, true
+}
+
+func applyEnum(root *jsonschema.Schema, e enumOption) error {
+	s := root
+	for part := range strings.SplitSeq(e.path, ".") {
+		for s.Items != nil && isType(s, "array") {
+			s = s.Items
+		}
+		p := s.Properties[part]
+		if p == nil {
+			return fmt.Errorf("WithEnum(%q): no property %q", e.path, part)
+		}
+		s = p
+	}
+	if isType(s, "array") && s.Items != nil {
+		s = s.Items
+	}
+	if !isType(s, "string") {
+		return fmt.Errorf("WithEnum(%q): property is not a string", e.path)
+	}
+	if len(e.values) == 0 {
+		return fmt.Errorf("WithEnum(%q): no values", e.path)
+	}
+	s.Enum = make([]any, len(e.values))
+	for i, v := range e.values {
+		s.Enum[i] = v
+	}
+	return nil
+}
+
+func isType(s *jsonschema.Schema, typ string) bool {
+	return s.Type == typ || slices.Contains(s.Types, typ)
+}
