@@ -25,12 +25,12 @@ type dateRange struct {
 }
 
 type searchArgs struct {
-	Query    string    `json:"query" jsonschema:"what to search for"`
-	Limit    *int      `json:"limit" jsonschema:"maximum number of results (default 10)"`
-	Sources  []string  `json:"sources,omitempty" jsonschema:"where to search"`
-	Unit     Unit      `json:"unit" jsonschema:"temperature unit of the results"`
-	Range    dateRange `json:"range" jsonschema:"dates to search"`
-	Skipped  string `json:"-"`
+	Query   string    `json:"query" jsonschema:"what to search for"`
+	Limit   *int      `json:"limit" jsonschema:"maximum number of results (default 10)"`
+	Sources []string  `json:"sources,omitempty" jsonschema:"where to search"`
+	Unit    Unit      `json:"unit" jsonschema:"temperature unit of the results"`
+	Range   dateRange `json:"range" jsonschema:"dates to search"`
+	Skipped string    `json:"-"`
 }
 
 type noArgs struct{}
