@@ -1,0 +1,454 @@
+package toolloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/tool"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultMaxRounds      = 24
+	DefaultParallel       = 4
+	DefaultCallTimeout    = 2 * time.Minute
+	DefaultMaxResultChars = 32 * 1024
+)
+
+// ErrStructuredOutput is wrapped by Run's error when the model's answer is
+// still not JSON valid against req.ResponseFormat's schema after one retry.
+var ErrStructuredOutput = errors.New("structured output does not match the schema")
+
+// Model is what the loop needs from a language model.
+type Model interface {
+	Generate(ctx context.Context, req llm.Request, stream llm.StreamFunc) (llm.Response, error)
+}
+
+// Options tune a Run. The zero value gives the defaults.
+type Options struct {
+	// MaxRounds bounds the rounds offering tools; when reached, one last call
+	// with tool use disabled asks for a final answer. Default 24.
+	MaxRounds int
+	// Parallel is the most tool calls of one round running at once.
+	// Default 4.
+	Parallel int
+	// CallTimeout bounds each tool call. Default 2 minutes.
+	CallTimeout time.Duration
+	// MaxResultChars caps each tool result sent back to the model, in
+	// characters. Default 32768.
+	MaxResultChars int
+	// Stream is passed to the model on every call, so text deltas reach the
+	// caller as they arrive.
+	Stream llm.StreamFunc
+	// OnToolCall is called before each tool call runs (also for calls that
+	// turn out to be invalid), in the order the model issued them.
+	OnToolCall func(Call)
+	// OnToolResult is called when a tool call has finished, in completion
+	// order.
+	OnToolResult func(CallRecord)
+	// OnRound is called after each round's messages are final, with the
+	// messages the round appended (the assistant message and its tool
+	// results; or the final answer), so that callers can save their message
+	// list after every round.
+	OnRound func(appended []llm.Message)
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxRounds <= 0 {
+		o.MaxRounds = DefaultMaxRounds
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = DefaultParallel
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.MaxResultChars <= 0 {
+		o.MaxResultChars = DefaultMaxResultChars
+	}
+	return o
+}
+
+// Call is a tool call the model made, as announced by Options.OnToolCall.
+type Call struct {
+	ID   string
+	Name string
+	// Arguments are exactly what the model sent.
+	Arguments json.RawMessage
+	// Round is the 1-based round that issued the call.
+	Round int
+}
+
+// CallRecord is a finished tool call.
+type CallRecord struct {
+	ID   string
+	Name string
+	// Arguments are the normalised arguments the tool received, or the
+	// model's raw arguments when they could not be parsed.
+	Arguments json.RawMessage
+	// Result is the content sent back to the model.
+	Result  string
+	IsError bool
+	// Err is the detailed cause when IsError (a panic's value and stack, the
+	// handler's error, the validation error). It is for logs only.
+	Err      error
+	Duration time.Duration
+	// Round is the 1-based round that issued the call.
+	Round int
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	// Messages are the messages appended after req.Messages, in order: each
+	// round's assistant message and tool results, then Final.
+	Messages []llm.Message
+	// Final is the model's final answer (the formatted JSON when
+	// req.ResponseFormat is set). When Run fails on structured output, Final
+	// holds the last invalid reply, which is not in Messages.
+	Final llm.Message
+	// Usage is summed over every model call.
+	Usage llm.Usage
+	// Calls are the tool calls run, in the order the model issued them.
+	Calls []CallRecord
+	// Rounds counts model calls, including the final and formatting calls.
+	Rounds int
+	// RoundLimitReached is set when MaxRounds was reached and the answer was
+	// forced with tool use disabled.
+	RoundLimitReached bool
+}
+
+// Run runs the loop for req with tools. See the package documentation for
+// the rules. Errors are returned for invalid tools (before any model call),
+// model errors, cancellation and ErrStructuredOutput; the Result then holds
+// what was done so far.
+func Run(ctx context.Context, m Model, req llm.Request, tools []tool.Tool, opts Options) (Result, error) {
+	l := &loop{model: m, opts: opts.withDefaults(), base: req}
+	if err := l.setTools(tools); err != nil {
+		return Result{}, fmt.Errorf("toolloop: %w", err)
+	}
+	if req.ResponseFormat != nil {
+		f, err := newFormat(req.ResponseFormat)
+		if err != nil {
+			return Result{}, fmt.Errorf("toolloop: response format %q: %w", req.ResponseFormat.Name, err)
+		}
+		l.format = f
+	}
+	l.base.Tools = l.specs
+	l.base.ResponseFormat = nil
+	l.msgs = slices.Clip(req.Messages)
+	l.start = len(l.msgs)
+	err := l.run(ctx)
+	l.res.Messages = l.msgs[l.start:len(l.msgs):len(l.msgs)]
+	return l.res, err
+}
+
+// loop is the state of one Run. It is used only by the goroutine calling
+// Run; tool-call goroutines touch nothing but their own record.
+type loop struct {
+	model  Model
+	opts   Options
+	base   llm.Request
+	format *format
+
+	tools map[string]tool.Tool
+	names []string
+	specs []llm.ToolSpec
+
+	msgs  []llm.Message
+	start int
+	res   Result
+}
+
+func (l *loop) setTools(tools []tool.Tool) error {
+	l.tools = make(map[string]tool.Tool, len(tools))
+	l.names = make([]string, 0, len(tools))
+	if len(tools) > 0 {
+		l.specs = make([]llm.ToolSpec, 0, len(tools))
+	}
+	for _, t := range tools {
+		if t == nil {
+			return errors.New("nil tool")
+		}
+		ct, err := tool.Checked(t)
+		if err != nil {
+			return err
+		}
+		name := ct.Name()
+		if _, dup := l.tools[name]; dup {
+			return fmt.Errorf("duplicate tool name %q", name)
+		}
+		l.tools[name] = ct
+		l.names = append(l.names, name)
+		l.specs = append(l.specs, tool.Spec(ct))
+	}
+	return nil
+}
+
+func (l *loop) run(ctx context.Context) error {
+	toolsOn := len(l.tools) > 0 && l.base.ToolChoice != llm.ToolChoiceNone
+	if !toolsOn {
+		if l.format != nil {
+			return l.formatted(ctx, l.msgs)
+		}
+		resp, err := l.generate(ctx, l.request(l.msgs, llm.ToolChoiceNone))
+		if err != nil {
+			return err
+		}
+		l.finish(answerOnly(resp.Message))
+		return nil
+	}
+	for round := 1; round <= l.opts.MaxRounds; round++ {
+		choice := llm.ToolChoiceAuto
+		if round == 1 {
+			choice = l.base.ToolChoice
+		}
+		resp, err := l.generate(ctx, l.request(l.msgs, choice))
+		if err != nil {
+			return err
+		}
+		msg := withCallIDs(assistant(resp.Message), round)
+		calls := msg.ToolCalls()
+		if len(calls) == 0 {
+			if l.format != nil {
+				// The draft informs the formatting call but is superseded by it.
+				return l.formatted(ctx, append(l.msgs, msg), formatNote)
+			}
+			l.finish(msg)
+			return nil
+		}
+		roundStart := len(l.msgs)
+		l.msgs = append(l.msgs, msg)
+		l.runCalls(ctx, round, calls)
+		l.roundDone(roundStart)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("toolloop: round %d: %w", round, err)
+		}
+	}
+
+	l.res.RoundLimitReached = true
+	note := fmt.Sprintf(limitNote, l.opts.MaxRounds)
+	if l.format != nil {
+		return l.formatted(ctx, l.msgs, note+" "+formatNote)
+	}
+	resp, err := l.generate(ctx, l.request(append(l.msgs, llm.UserText(note)), llm.ToolChoiceNone))
+	if err != nil {
+		return err
+	}
+	l.finish(answerOnly(resp.Message))
+	return nil
+}
+
+const (
+	limitNote  = "You have used all %d rounds of tool calls allowed for this turn, and tools are now disabled. Give your final answer now from what you have gathered, and say plainly what is left undone."
+	formatNote = "Now give your final answer as a single JSON value matching the required schema. Output only the JSON."
+	retryNote  = "That reply is not valid: %s. Reply again with only a JSON value matching the required schema."
+)
+
+// request builds one model call over msgs.
+func (l *loop) request(msgs []llm.Message, choice llm.ToolChoice) llm.Request {
+	r := l.base
+	r.Messages = msgs
+	r.ToolChoice = choice
+	if len(r.Tools) == 0 {
+		r.ToolChoice = llm.ToolChoiceAuto
+	}
+	return r
+}
+
+// generate makes one model call and accounts for it.
+func (l *loop) generate(ctx context.Context, r llm.Request) (llm.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return llm.Response{}, fmt.Errorf("toolloop: %w", err)
+	}
+	l.res.Rounds++
+	resp, err := l.model.Generate(ctx, r, l.opts.Stream)
+	if err != nil {
+		return llm.Response{}, fmt.Errorf("toolloop: model call %d: %w", l.res.Rounds, err)
+	}
+	l.res.Usage = l.res.Usage.Add(resp.Usage)
+	return resp, nil
+}
+
+// finish appends the final answer.
+func (l *loop) finish(msg llm.Message) {
+	l.res.Final = msg
+	start := len(l.msgs)
+	l.msgs = append(l.msgs, msg)
+	l.roundDone(start)
+}
+
+// roundDone reports the messages appended since start.
+func (l *loop) roundDone(start int) {
+	if l.opts.OnRound != nil {
+		l.opts.OnRound(l.msgs[start:len(l.msgs):len(l.msgs)])
+	}
+}
+
+// formatted makes the structured-output call over msgs (followed by note,
+// when not empty), validates the answer and retries once.
+func (l *loop) formatted(ctx context.Context, msgs []llm.Message, notes ...string) error {
+	prompt := slices.Clip(msgs)
+	for _, n := range notes {
+		prompt = append(prompt, llm.UserText(n))
+	}
+	for attempt := 0; ; attempt++ {
+		r := l.request(prompt, llm.ToolChoiceNone)
+		r.ResponseFormat = l.format.rf
+		resp, err := l.generate(ctx, r)
+		if err != nil {
+			return err
+		}
+		reply := answerOnly(resp.Message)
+		text, verr := l.format.check(reply.Text())
+		if verr == nil {
+			l.finish(llm.AssistantText(text))
+			return nil
+		}
+		l.res.Final = reply
+		if attempt == 1 {
+			return fmt.Errorf("toolloop: %w: %v", ErrStructuredOutput, verr)
+		}
+		prompt = append(prompt, reply, llm.UserText(fmt.Sprintf(retryNote, verr)))
+	}
+}
+
+// assistant normalises a model reply's role.
+func assistant(m llm.Message) llm.Message {
+	if m.Role == "" {
+		m.Role = llm.RoleAssistant
+	}
+	return m
+}
+
+// answerOnly returns the reply without tool calls, for calls made with tool
+// use disabled.
+func answerOnly(m llm.Message) llm.Message {
+	m = assistant(m)
+	if len(m.ToolCalls()) == 0 {
+		return m
+	}
+	parts := make([]llm.Part, 0, len(m.Parts))
+	for _, p := range m.Parts {
+		if _, ok := p.(llm.ToolCall); !ok {
+			parts = append(parts, p)
+		}
+	}
+	m.Parts = parts
+	return m
+}
+
+// withCallIDs gives every tool call an ID, so that results can answer it.
+func withCallIDs(m llm.Message, round int) llm.Message {
+	var parts []llm.Part
+	for i, p := range m.Parts {
+		c, ok := p.(llm.ToolCall)
+		if !ok || c.ID != "" {
+			continue
+		}
+		if parts == nil {
+			parts = slices.Clone(m.Parts)
+		}
+		c.ID = fmt.Sprintf("call_%d_%d", round, i)
+		parts[i] = c
+	}
+	if parts != nil {
+		m.Parts = parts
+	}
+	return m
+}
+
+// runCalls runs the round's calls, at most opts.Parallel at once, and appends
+// their results in issue order.
+func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
+	n := len(calls)
+	records := make([]CallRecord, n)
+	done := make(chan int, n)
+	var wg sync.WaitGroup
+	next, running, finished := 0, 0, 0
+	for finished < n {
+		if next < n && running < l.opts.Parallel {
+			i := next
+			next++
+			c := calls[i]
+			if l.opts.OnToolCall != nil {
+				l.opts.OnToolCall(Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Round: round})
+			}
+			t, args, rec, ok := l.prepare(ctx, c)
+			if !ok {
+				rec.Round = round
+				records[i] = rec
+				finished++
+				l.reportResult(rec)
+				continue
+			}
+			running++
+			wg.Go(func() {
+				r := execute(ctx, t, c, args, l.opts)
+				r.Round = round
+				records[i] = r
+				done <- i
+			})
+			continue
+		}
+		i := <-done
+		running--
+		finished++
+		l.reportResult(records[i])
+	}
+	wg.Wait()
+	for _, r := range records {
+		l.msgs = append(l.msgs, llm.Message{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{
+			CallID: r.ID, Name: r.Name, Content: r.Result, IsError: r.IsError,
+		}}})
+	}
+	l.res.Calls = append(l.res.Calls, records...)
+}
+
+func (l *loop) reportResult(r CallRecord) {
+	if l.opts.OnToolResult != nil {
+		l.opts.OnToolResult(r)
+	}
+}
+
+// prepare resolves the tool and checks the arguments. When the call cannot
+// run, ok is false and rec is its failed record.
+func (l *loop) prepare(ctx context.Context, c llm.ToolCall) (t tool.Tool, args json.RawMessage, rec CallRecord, ok bool) {
+	rec = CallRecord{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+	t, known := l.tools[c.Name]
+	if !known {
+		return nil, nil, l.failed(rec, fmt.Errorf("unknown tool %q; %s", c.Name, l.available())), false
+	}
+	args, err := normalizeArgs(c.Arguments)
+	if err != nil {
+		return nil, nil, l.failed(rec, fmt.Errorf("tool %q: %w", c.Name, err)), false
+	}
+	rec.Arguments = args
+	if err := tool.Validate(t, args); err != nil {
+		return nil, nil, l.failed(rec, fmt.Errorf("tool %q: %w", c.Name, err)), false
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, l.failed(rec, fmt.Errorf("tool %q was not run: the turn was cancelled", c.Name)), false
+	}
+	return t, args, rec, true
+}
+
+func (l *loop) failed(rec CallRecord, err error) CallRecord {
+	rec.IsError = true
+	rec.Err = err
+	rec.Result = errorContent(err.Error(), l.opts.MaxResultChars)
+	return rec
+}
+
+func (l *loop) available() string {
+	if len(l.names) == 0 {
+		return "no tools are available here"
+	}
+	return "available tools: " + strings.Join(l.names, ", ")
+}
