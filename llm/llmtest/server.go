@@ -1,0 +1,267 @@
+package llmtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/llm"
+)
+
+// ServerReply programs one response of a fake provider server
+// (OpenAIServer, AnthropicServer). The zero value answers with an empty text.
+type ServerReply struct {
+	// Text is the reply text.
+	Text string
+	// ToolCalls are the tool calls of the reply; calls without an ID get one.
+	ToolCalls []llm.ToolCall
+	// Usage is reported in the wire format's usage object.
+	Usage llm.Usage
+	// StopReason overrides the wire finish/stop reason ("stop", "length",
+	// "end_turn", …); by default it follows the content.
+	StopReason string
+	// Model is reported as the answering model; default the requested one.
+	Model string
+
+	// Status, when 400 or more, answers with an error body in the provider's
+	// real format instead of a reply.
+	Status int
+	// ErrorType and ErrorMessage fill the error body; defaults follow Status.
+	ErrorType    string
+	ErrorMessage string
+	// RetryAfter is sent as the Retry-After header when not empty.
+	RetryAfter string
+
+	// Chunks is how many pieces the text and each tool call's arguments are
+	// split into in a stream (default 3).
+	Chunks int
+	// Interleave streams the tool calls' argument pieces round-robin
+	// (OpenAI only: Anthropic never interleaves content blocks).
+	Interleave bool
+	// CutAfter, when positive, ends a stream after that many events without
+	// the terminal event ([DONE] / message_stop) by dropping the connection.
+	CutAfter int
+	// CleanCut ends the body normally at CutAfter instead of dropping the
+	// connection.
+	CleanCut bool
+	// StallAfter, when positive, stops sending after that many stream events
+	// and waits until the client goes away.
+	StallAfter int
+	// Garbage answers 200 with a body that is not valid JSON (or SSE events
+	// whose data is not JSON).
+	Garbage bool
+	// EmptyChoices answers an OpenAI completion with no choices.
+	EmptyChoices bool
+	// FirstByteDelay waits (real time) before sending the headers; the wait
+	// ends early when the client goes away.
+	FirstByteDelay time.Duration
+	// Gate, when set, holds the headers until it is closed or the client
+	// goes away.
+	Gate <-chan struct{}
+}
+
+func (r ServerReply) chunks() int {
+	if r.Chunks <= 0 {
+		return 3
+	}
+	return r.Chunks
+}
+
+// fakeServer is the machinery both fake servers share: an httptest server,
+// a queue of replies, a fallback handler and request recording.
+type fakeServer[Req any] struct {
+	t    testing.TB
+	srv  *httptest.Server
+	done chan struct{}
+
+	mu       sync.Mutex
+	queue    []ServerReply
+	handler  func(Req) ServerReply
+	requests []Recorded[Req]
+	seq      int
+}
+
+// Recorded is one request a fake server received.
+type Recorded[Req any] struct {
+	Method string
+	Path   string
+	Header http.Header
+	// Body is the raw request body.
+	Body json.RawMessage
+	// Decoded is the body decoded into the wire request type (zero for
+	// requests that are not model calls).
+	Decoded Req
+}
+
+func newFakeServer[Req any](t testing.TB, h http.Handler) *fakeServer[Req] {
+	f := &fakeServer[Req]{t: t, done: make(chan struct{})}
+	f.srv = httptest.NewServer(h)
+	t.Cleanup(func() {
+		close(f.done)
+		f.srv.Close()
+	})
+	return f
+}
+
+func (f *fakeServer[Req]) enqueue(rs ...ServerReply) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queue = append(f.queue, rs...)
+}
+
+func (f *fakeServer[Req]) setHandler(h func(Req) ServerReply) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handler = h
+}
+
+func (f *fakeServer[Req]) record(r *http.Request, body []byte, decoded Req) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, Recorded[Req]{
+		Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: json.RawMessage(body), Decoded: decoded,
+	})
+	f.seq++
+	return f.seq
+}
+
+func (f *fakeServer[Req]) recorded() []Recorded[Req] {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Recorded[Req], len(f.requests))
+	copy(out, f.requests)
+	return out
+}
+
+// next picks the reply for a model call: the queue first, then the handler.
+// ok is false when neither has one.
+func (f *fakeServer[Req]) next(req Req) (ServerReply, bool) {
+	f.mu.Lock()
+	if len(f.queue) > 0 {
+		r := f.queue[0]
+		f.queue = f.queue[1:]
+		f.mu.Unlock()
+		return r, true
+	}
+	h := f.handler
+	f.mu.Unlock()
+	if h == nil {
+		return ServerReply{}, false
+	}
+	return h(req), true
+}
+
+func (f *fakeServer[Req]) pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queue)
+}
+
+// wait holds the response until the reply's delay and gate allow it. It
+// reports false when the client or the server went away meanwhile.
+func (f *fakeServer[Req]) wait(ctx context.Context, r ServerReply) bool {
+	if r.FirstByteDelay > 0 {
+		t := time.NewTimer(r.FirstByteDelay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		case <-f.done:
+			return false
+		}
+	}
+	if r.Gate != nil {
+		select {
+		case <-r.Gate:
+		case <-ctx.Done():
+			return false
+		case <-f.done:
+			return false
+		}
+	}
+	return true
+}
+
+// sse writes server-sent events, counting them for CutAfter and StallAfter.
+type sse struct {
+	w     http.ResponseWriter
+	ctx   context.Context
+	done  <-chan struct{}
+	reply ServerReply
+	n     int
+}
+
+func (f *fakeServer[Req]) startSSE(w http.ResponseWriter, r *http.Request, reply ServerReply) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flush(w)
+	return &sse{w: w, ctx: r.Context(), done: f.done, reply: reply}
+}
+
+// send writes one event (name may be empty) and reports whether the stream
+// goes on. It drops the connection at CutAfter and blocks at StallAfter.
+func (s *sse) send(name string, data string) bool {
+	if s.reply.CutAfter > 0 && s.n >= s.reply.CutAfter {
+		if s.reply.CleanCut {
+			return false
+		}
+		// Drop the connection without ending the chunked body.
+		panic(http.ErrAbortHandler)
+	}
+	if s.reply.StallAfter > 0 && s.n >= s.reply.StallAfter {
+		select {
+		case <-s.ctx.Done():
+		case <-s.done:
+		}
+		return false
+	}
+	if name != "" {
+		fmt.Fprintf(s.w, "event: %s\n", name)
+	}
+	fmt.Fprintf(s.w, "data: %s\n\n", data)
+	flush(s.w)
+	s.n++
+	return true
+}
+
+func (s *sse) json(name string, v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("llmtest: encode event: %v", err))
+	}
+	return s.send(name, string(b))
+}
+
+func flush(w http.ResponseWriter) {
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// toolCallsWithIDs gives every call an ID with the given prefix.
+func toolCallsWithIDs(calls []llm.ToolCall, prefix string, seq int) []llm.ToolCall {
+	out := make([]llm.ToolCall, len(calls))
+	for i, c := range calls {
+		if c.ID == "" {
+			c.ID = fmt.Sprintf("%s%d_%d", prefix, seq, i+1)
+		}
+		if len(c.Arguments) == 0 {
+			c.Arguments = json.RawMessage("{}")
+		}
+		out[i] = c
+	}
+	return out
+}
