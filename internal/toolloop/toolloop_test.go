@@ -705,4 +705,3 @@ func TestErrorContentEscaping(t *testing.T) {
 	}
 	errorShape(t, got)
 }
-
