@@ -81,9 +81,11 @@ func (n *notes) count(ctx context.Context) (int, error) {
 
 type countTool struct{ n *notes }
 
-func (countTool) Name() string            { return "count_notes" }
-func (countTool) Description() string     { return "Counts the notes." }
-func (countTool) Schema() json.RawMessage { return json.RawMessage(`{"type":"object","properties":{}}`) }
+func (countTool) Name() string        { return "count_notes" }
+func (countTool) Description() string { return "Counts the notes." }
+func (countTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{}}`)
+}
 func (c countTool) Call(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
 	n, err := c.n.count(ctx)
 	return tool.Result{Content: fmt.Sprint(n)}, err
@@ -274,9 +276,11 @@ type recorder struct {
 	errs []string
 }
 
-func (r *recorder) Helper()                           {}
-func (r *recorder) Error(args ...any)                 { r.errs = append(r.errs, fmt.Sprint(args...)) }
-func (r *recorder) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
+func (r *recorder) Helper()           {}
+func (r *recorder) Error(args ...any) { r.errs = append(r.errs, fmt.Sprint(args...)) }
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
 
 type schemaTool struct{ name, desc, schema string }
 

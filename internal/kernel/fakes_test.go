@@ -129,9 +129,11 @@ func (t *toolset) Tools() []tool.Tool {
 
 type fakeTool struct{ name, owner string }
 
-func (t fakeTool) Name() string            { return t.name }
-func (t fakeTool) Description() string     { return "Echoes its input back (from " + t.owner + ")." }
-func (t fakeTool) Schema() json.RawMessage { return json.RawMessage(`{"type":"object","properties":{}}`) }
+func (t fakeTool) Name() string        { return t.name }
+func (t fakeTool) Description() string { return "Echoes its input back (from " + t.owner + ")." }
+func (t fakeTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{}}`)
+}
 func (t fakeTool) Call(_ context.Context, args json.RawMessage) (tool.Result, error) {
 	return tool.Result{Content: string(args)}, nil
 }
@@ -201,8 +203,8 @@ type full struct {
 func (f *full) Tools() []tool.Tool {
 	return []tool.Tool{fakeTool{name: f.id + "_echo", owner: f.id}}
 }
-func (f *full) ChannelName() string                          { return f.channel }
-func (f *full) Send(context.Context, chat.Outbound) error    { return nil }
+func (f *full) ChannelName() string                       { return f.channel }
+func (f *full) Send(context.Context, chat.Outbound) error { return nil }
 func (f *full) OpenStream(context.Context, chat.Address) (extension.Stream, error) {
 	return nil, errors.New("streaming is not supported by the test channel")
 }
