@@ -234,11 +234,7 @@ func adjust(t reflect.Type, s *jsonschema.Schema) {
 		t = t.Elem()
 	}
 	if t.Kind() == reflect.String && t.Implements(enumeratorType) {
-		vals := reflect.Zero(t).Interface().(Enumerator).EnumValues()
-		s.Enum = make([]any, len(vals))
-		for i, v := range vals {
-			s.Enum[i] = v
-		}
+		setEnum(s, reflect.Zero(t).Interface().(Enumerator).EnumValues())
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -310,11 +306,20 @@ func applyEnum(root *jsonschema.Schema, e enumOption) error {
 	if len(e.values) == 0 {
 		return fmt.Errorf("WithEnum(%q): no values", e.path)
 	}
-	s.Enum = make([]any, len(e.values))
-	for i, v := range e.values {
-		s.Enum[i] = v
-	}
+	setEnum(s, e.values)
 	return nil
+}
+
+// setEnum restricts s to values; a nullable property (a pointer field) keeps
+// accepting null.
+func setEnum(s *jsonschema.Schema, values []string) {
+	s.Enum = make([]any, 0, len(values)+1)
+	for _, v := range values {
+		s.Enum = append(s.Enum, v)
+	}
+	if isType(s, "null") {
+		s.Enum = append(s.Enum, nil)
+	}
 }
 
 func isType(s *jsonschema.Schema, typ string) bool {

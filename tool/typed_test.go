@@ -29,6 +29,7 @@ type searchArgs struct {
 	Limit   *int      `json:"limit" jsonschema:"maximum number of results (default 10)"`
 	Sources []string  `json:"sources,omitempty" jsonschema:"where to search"`
 	Unit    Unit      `json:"unit" jsonschema:"temperature unit of the results"`
+	AltUnit *Unit     `json:"alt_unit" jsonschema:"also show this unit"`
 	Range   dateRange `json:"range" jsonschema:"dates to search"`
 	Skipped string    `json:"-"`
 }
@@ -89,6 +90,9 @@ func TestValidate(t *testing.T) {
 		{"valid with optionals", `{"query":"q","unit":"fahrenheit","range":{"from":"a","to":"b"},"limit":3,"sources":["web"]}`, ""},
 		{"explicit null for pointer", `{"query":"q","unit":"celsius","range":{"from":"a"},"limit":null}`, ""},
 		{"integral float accepted", `{"query":"q","unit":"celsius","range":{"from":"a"},"limit":2.0}`, ""},
+		{"optional enum pointer set", `{"query":"q","unit":"celsius","range":{"from":"a"},"alt_unit":"fahrenheit"}`, ""},
+		{"optional enum pointer null", `{"query":"q","unit":"celsius","range":{"from":"a"},"alt_unit":null}`, ""},
+		{"optional enum pointer invalid", `{"query":"q","unit":"celsius","range":{"from":"a"},"alt_unit":"kelvin"}`, `property "alt_unit": enum`},
 		{"missing required", `{"unit":"celsius","range":{"from":"a"}}`, `missing properties: ["query"]`},
 		{"missing nested required", `{"query":"q","unit":"celsius","range":{}}`, `property "range": required: missing properties: ["from"]`},
 		{"wrong type", `{"query":5,"unit":"celsius","range":{"from":"a"}}`, `property "query": type`},
