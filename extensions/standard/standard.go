@@ -1,0 +1,7 @@
+// Package standard selects Reverie's built-in extensions: importing it for
+// its side effects registers every one of them with the kernel.
+package standard
+
+import (
+	_ "github.com/reverie-ai/reverie/extensions/web" // HTTP listener, API, web page
+)
