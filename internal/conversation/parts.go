@@ -1,0 +1,169 @@
+package conversation
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/reverie-ai/reverie/llm"
+)
+
+// Part type discriminators as stored in the parts column.
+const (
+	partText       = "text"
+	partToolCall   = "tool_call"
+	partToolResult = "tool_result"
+)
+
+// ErrCorruptMessage is returned (wrapped) when a stored message's parts
+// cannot be decoded.
+var ErrCorruptMessage = errors.New("corrupt stored message")
+
+// storedPart is the JSON shape of one llm.Part. String fields that are not
+// valid UTF-8 (tool output can be arbitrary bytes) are stored base64-encoded
+// with B64 set, so every part round-trips byte for byte.
+type storedPart struct {
+	Type string `json:"type"`
+	B64  bool   `json:"b64,omitempty"`
+	// text
+	Text string `json:"text,omitempty"`
+	// tool_call / tool_result
+	ID        string  `json:"id,omitempty"`
+	Name      string  `json:"name,omitempty"`
+	Arguments *string `json:"arguments,omitempty"` // raw model output, possibly not JSON; nil when absent
+	// tool_result
+	CallID  string `json:"call_id,omitempty"`
+	Content string `json:"content,omitempty"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// encodeParts turns parts into the JSON stored in messages.parts.
+func encodeParts(parts []llm.Part) ([]byte, error) {
+	out := make([]storedPart, 0, len(parts))
+	for i, p := range parts {
+		sp, err := toStored(p)
+		if err != nil {
+			return nil, fmt.Errorf("encode part %d: %w", i, err)
+		}
+		out = append(out, sp)
+	}
+	return json.Marshal(out)
+}
+
+func toStored(p llm.Part) (storedPart, error) {
+	switch v := p.(type) {
+	case llm.Text:
+		return textPart(v), nil
+	case *llm.Text:
+		if v == nil {
+			return storedPart{}, errors.New("nil *llm.Text")
+		}
+		return textPart(*v), nil
+	case llm.ToolCall:
+		return callPart(v), nil
+	case *llm.ToolCall:
+		if v == nil {
+			return storedPart{}, errors.New("nil *llm.ToolCall")
+		}
+		return callPart(*v), nil
+	case llm.ToolResult:
+		return resultPart(v), nil
+	case *llm.ToolResult:
+		if v == nil {
+			return storedPart{}, errors.New("nil *llm.ToolResult")
+		}
+		return resultPart(*v), nil
+	default:
+		return storedPart{}, fmt.Errorf("unknown part type %T", p)
+	}
+}
+
+func textPart(t llm.Text) storedPart {
+	sp := storedPart{Type: partText, Text: t.Text}
+	if !utf8.ValidString(t.Text) {
+		sp.B64, sp.Text = true, b64(t.Text)
+	}
+	return sp
+}
+
+func callPart(c llm.ToolCall) storedPart {
+	sp := storedPart{Type: partToolCall, ID: c.ID, Name: c.Name}
+	var args string
+	if c.Arguments != nil {
+		args = string(c.Arguments)
+	}
+	if !utf8.ValidString(c.ID) || !utf8.ValidString(c.Name) || !utf8.ValidString(args) {
+		sp.B64, sp.ID, sp.Name, args = true, b64(c.ID), b64(c.Name), b64(args)
+	}
+	if c.Arguments != nil {
+		sp.Arguments = &args
+	}
+	return sp
+}
+
+func resultPart(r llm.ToolResult) storedPart {
+	sp := storedPart{Type: partToolResult, CallID: r.CallID, Name: r.Name, Content: r.Content, IsError: r.IsError}
+	if !utf8.ValidString(r.CallID) || !utf8.ValidString(r.Name) || !utf8.ValidString(r.Content) {
+		sp.B64, sp.CallID, sp.Name, sp.Content = true, b64(r.CallID), b64(r.Name), b64(r.Content)
+	}
+	return sp
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// decodeParts reverses encodeParts. An empty array decodes to nil parts.
+func decodeParts(data []byte) ([]llm.Part, error) {
+	var stored []storedPart
+	if err := json.Unmarshal(data, &stored); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
+	}
+	if len(stored) == 0 {
+		return nil, nil
+	}
+	parts := make([]llm.Part, 0, len(stored))
+	for i, sp := range stored {
+		p, err := fromStored(sp)
+		if err != nil {
+			return nil, fmt.Errorf("%w: part %d: %v", ErrCorruptMessage, i, err)
+		}
+		parts = append(parts, p)
+	}
+	return parts, nil
+}
+
+func fromStored(sp storedPart) (llm.Part, error) {
+	dec := func(s string) (string, error) { return s, nil }
+	if sp.B64 {
+		dec = func(s string) (string, error) {
+			b, err := base64.StdEncoding.DecodeString(s)
+			return string(b), err
+		}
+	}
+	var err error
+	field := func(s string) string {
+		if err != nil {
+			return ""
+		}
+		var v string
+		v, err = dec(s)
+		return v
+	}
+	switch sp.Type {
+	case partText:
+		t := llm.Text{Text: field(sp.Text)}
+		return t, err
+	case partToolCall:
+		c := llm.ToolCall{ID: field(sp.ID), Name: field(sp.Name)}
+		if sp.Arguments != nil {
+			c.Arguments = json.RawMessage(field(*sp.Arguments))
+		}
+		return c, err
+	case partToolResult:
+		r := llm.ToolResult{CallID: field(sp.CallID), Name: field(sp.Name), Content: field(sp.Content), IsError: sp.IsError}
+		return r, err
+	default:
+		return nil, fmt.Errorf("unknown part type %q", sp.Type)
+	}
+}
