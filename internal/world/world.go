@@ -1,0 +1,278 @@
+// Package world is the durable world state: world_state.json in the data
+// dir, a small versioned document of what the assistant holds true about its
+// situation (who it talks to, the current project, the topics in play, the
+// user's goals and standing rules).
+//
+// Durability: Save commits atomically (temp file, fsync, rename, fsync of
+// the directory), so a crash leaves either the old or the new file. Bad
+// input never loses data: a file that does not parse, has unknown fields or
+// a version this build does not know is moved aside to
+// world_state.json.corrupt-<UTC timestamp> and a fresh default is written.
+//
+// Concurrency: the functions here are stateless; callers that share a
+// *State between goroutines guard it themselves, and one process owns a data
+// dir (see datadir.Lock).
+package world
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// FileName is the world state file inside the data dir.
+const FileName = "world_state.json"
+
+// Version is the schema version this build reads and writes.
+const Version = 1
+
+// DefaultAgentName is the assistant's name in a fresh world state.
+const DefaultAgentName = "Reverie"
+
+// State is the world state document.
+type State struct {
+	// Version is the schema version (Version).
+	Version int `json:"version"`
+	// UpdatedAt is when the state last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+	// Identity is who is who.
+	Identity Identity `json:"identity"`
+	// Project is the project currently in focus, "" when none.
+	Project string `json:"project"`
+	// Topics are the subjects of the recent conversation.
+	Topics []string `json:"topics"`
+	// Goals are the user's stated goals.
+	Goals []Goal `json:"goals"`
+	// Rules are standing instructions from the user ("answer in German").
+	Rules []string `json:"rules"`
+}
+
+// Identity names the participants.
+type Identity struct {
+	// UserName is how the user wants to be addressed, "" when unknown.
+	UserName string `json:"user_name"`
+	// AgentName is the assistant's name.
+	AgentName string `json:"agent_name"`
+	// UserLocation is where the user is (city, region), "" when unknown.
+	UserLocation string `json:"user_location"`
+}
+
+// GoalStatus is the state of a Goal.
+type GoalStatus string
+
+// Goal states.
+const (
+	GoalActive GoalStatus = "active"
+	GoalDone   GoalStatus = "done"
+)
+
+// Goal is one of the user's goals.
+type Goal struct {
+	Text   string     `json:"text"`
+	Status GoalStatus `json:"status"`
+}
+
+// Default returns a fresh world state stamped with now.
+func Default(now time.Time) *State {
+	return &State{
+		Version:   Version,
+		UpdatedAt: now.UTC().Truncate(time.Second),
+		Identity:  Identity{AgentName: DefaultAgentName},
+		Topics:    []string{},
+		Goals:     []Goal{},
+		Rules:     []string{},
+	}
+}
+
+// Validate checks the version and the values.
+func (s *State) Validate() error {
+	if s.Version != Version {
+		return fmt.Errorf("world state version %d is not supported (this build reads version %d)", s.Version, Version)
+	}
+	for i, g := range s.Goals {
+		if strings.TrimSpace(g.Text) == "" {
+			return fmt.Errorf("goal %d has no text", i+1)
+		}
+		switch g.Status {
+		case GoalActive, GoalDone:
+		default:
+			return fmt.Errorf("goal %d has unknown status %q (want %q or %q)", i+1, g.Status, GoalActive, GoalDone)
+		}
+	}
+	return nil
+}
+
+// normalize turns null lists into empty ones so the file always shows [].
+func (s *State) normalize() {
+	if s.Topics == nil {
+		s.Topics = []string{}
+	}
+	if s.Goals == nil {
+		s.Goals = []Goal{}
+	}
+	if s.Rules == nil {
+		s.Rules = []string{}
+	}
+}
+
+// Encode returns the file content for s: indented JSON with a final newline.
+func Encode(s *State) ([]byte, error) {
+	c := *s
+	c.normalize()
+	data, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode world state: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
+// Decode parses and validates file content strictly: unknown fields,
+// trailing data and an unsupported version are errors.
+func Decode(data []byte) (*State, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s State
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("parse world state: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("parse world state: data after the JSON object")
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	s.normalize()
+	return &s, nil
+}
+
+// Check reports whether dir's world state file is usable without changing
+// anything. A missing file is fine (it is created at start).
+func Check(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, FileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", FileName, err)
+	}
+	if _, err := Decode(data); err != nil {
+		return fmt.Errorf("%s: %w", FileName, err)
+	}
+	return nil
+}
+
+// Load reads dir's world state. A missing file is created with the
+// defaults; a corrupt one is moved aside (logged at warn level) and replaced
+// by the defaults. Only I/O failures are errors.
+func Load(dir string, logger *slog.Logger) (*State, error) {
+	return load(dir, logger, time.Now)
+}
+
+func load(dir string, logger *slog.Logger, now func() time.Time) (*State, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	path := filepath.Join(dir, FileName)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		s := Default(now())
+		if err := Save(dir, s); err != nil {
+			return nil, err
+		}
+		logger.Info("created world state", "path", path)
+		return s, nil
+	case err != nil:
+		return nil, fmt.Errorf("read world state: %w", err)
+	}
+	s, derr := Decode(data)
+	if derr == nil {
+		return s, nil
+	}
+	aside, err := moveAside(path, now())
+	if err != nil {
+		return nil, fmt.Errorf("world state is unusable (%v) and could not be moved aside: %w", derr, err)
+	}
+	s = Default(now())
+	if err := Save(dir, s); err != nil {
+		return nil, err
+	}
+	logger.Warn("world state was unusable; kept it aside and started from the defaults",
+		"err", derr, "kept", aside, "path", path)
+	return s, nil
+}
+
+// moveAside renames path to path.corrupt-<UTC timestamp>, never replacing
+// an earlier one.
+func moveAside(path string, now time.Time) (string, error) {
+	base := path + ".corrupt-" + now.UTC().Format("20060102T150405Z")
+	target := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		target = fmt.Sprintf("%s-%d", base, i)
+	}
+	if err := os.Rename(path, target); err != nil {
+		return "", err
+	}
+	return target, nil
+}
+
+// Save validates s and commits it to dir atomically.
+func Save(dir string, s *State) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("save world state: %w", err)
+	}
+	data, err := Encode(s)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, FileName), data); err != nil {
+		return fmt.Errorf("save world state: %w", err)
+	}
+	return nil
+}
+
+// writeAtomic writes data to a temp file beside path, syncs it and renames
+// it over path, then syncs the directory.
+func writeAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
