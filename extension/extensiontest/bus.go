@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/extension"
 )
@@ -58,6 +60,9 @@ func (b *Bus) Publish(ctx context.Context, topic string, payload any) error {
 	if topic == "" {
 		return errors.New("publish: empty topic")
 	}
+	if err := checkTopic(topic); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
 	data, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("publish %s: marshal payload: %w", topic, err)
@@ -99,6 +104,9 @@ func (b *Bus) Subscribe(name, prefix string, h extension.Handler) error {
 	if h == nil {
 		return fmt.Errorf("subscribe %s: nil handler", name)
 	}
+	if err := checkTopic(prefix); err != nil {
+		return fmt.Errorf("subscribe %s: %w", name, err)
+	}
 	if b.scope != "" {
 		name = b.scope + "/" + name
 	}
@@ -110,6 +118,25 @@ func (b *Bus) Subscribe(name, prefix string, h extension.Handler) error {
 		}
 	}
 	b.subs = append(b.subs, subscription{name: name, prefix: prefix, handler: h})
+	return nil
+}
+
+// MaxTopicLen is the longest topic (or prefix) the bus accepts, in bytes,
+// as the real bus.
+const MaxTopicLen = 128
+
+// checkTopic applies the real bus's rules to a topic or prefix: at most
+// MaxTopicLen bytes of valid UTF-8 without spaces or control characters.
+func checkTopic(s string) error {
+	if len(s) > MaxTopicLen {
+		return fmt.Errorf("topic %q is longer than %d bytes", s, MaxTopicLen)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("topic %q is not valid UTF-8", s)
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return fmt.Errorf("topic %q contains a space or control character", s)
+	}
 	return nil
 }
 

@@ -268,6 +268,14 @@ func TestBus(t *testing.T) {
 	if err := b.Publish(t.Context(), "bad", func() {}); err == nil {
 		t.Error("unmarshalable payload accepted")
 	}
+	for _, topic := range []string{"", "has space", "tab\there", strings.Repeat("x", 129)} {
+		if err := b.Publish(t.Context(), topic, 1); err == nil {
+			t.Errorf("topic %q accepted", topic)
+		}
+	}
+	if err := b.Subscribe("spaced", "a b", record("spaced", 0)); err == nil {
+		t.Error("prefix with a space accepted")
+	}
 }
 
 // recorder is a testing.TB that records failures instead of failing.

@@ -5,7 +5,8 @@
 // clock; and a conformance suite (Run) that every extension's tests call:
 //
 //	func TestConformance(t *testing.T) {
-//		extensiontest.Run(t, kv.Info(), extensiontest.WithConfig("max_keys: 10"))
+//		info, _ := extension.Lookup("kv")
+//		extensiontest.Run(t, info, extensiontest.WithConfig("max_keys: 10"))
 //	}
 //
 // It depends only on Reverie's public packages, the standard library and

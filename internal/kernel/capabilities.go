@@ -42,6 +42,7 @@ func (k *Kernel) index() {
 	caps := capabilities{byName: map[string]extension.ChannelProvider{}, setup: map[string]extension.SetupProvider{}}
 	toolOwner := map[string]string{}
 	agentOwner := map[string]string{}
+	jobSeen := map[string]bool{}
 	channelOwner := map[string]string{}
 	type prioritised struct {
 		p        extension.ContextProvider
@@ -128,6 +129,11 @@ func (k *Kernel) index() {
 				k.log.Error("scheduled job without a name or function dropped", "ext", id, "job", j.Name)
 				continue
 			}
+			if jobSeen[id+"/"+j.Name] {
+				k.log.Error("duplicate scheduled job: later one dropped", "ext", id, "job", j.Name)
+				continue
+			}
+			jobSeen[id+"/"+j.Name] = true
 			caps.jobs = append(caps.jobs, ScopedJob{Extension: id, Job: j})
 		}
 		if p, ok := e.ext.(extension.ContextProvider); ok {
@@ -179,7 +185,8 @@ func (k *Kernel) Agents() []extension.AgentProvider {
 }
 
 // Jobs returns the scheduled jobs of every live SchedulerProvider with the
-// id of the extension providing each.
+// id of the extension providing each. Jobs without a name or function, and
+// a second job of the same name from one extension, are logged and dropped.
 func (k *Kernel) Jobs() []ScopedJob {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
