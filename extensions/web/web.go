@@ -46,8 +46,9 @@ type Web struct {
 	log    *slog.Logger
 	ln     net.Listener
 	srv    *http.Server
-	ready  atomic.Bool
-	served chan struct{}
+	ready   atomic.Bool
+	serving atomic.Bool
+	served  chan struct{}
 }
 
 // Init decodes the web section.
@@ -105,6 +106,7 @@ func (w *Web) Run(ctx context.Context) error {
 		return errors.New("web: Run before Start")
 	}
 	errc := make(chan error, 1)
+	w.serving.Store(true)
 	go func() {
 		defer close(w.served)
 		errc <- w.srv.Serve(w.ln)
@@ -131,12 +133,10 @@ func (w *Web) Run(ctx context.Context) error {
 // Stop closes the listener if Run never served it.
 func (w *Web) Stop(context.Context) error {
 	w.ready.Store(false)
-	if w.ln != nil && w.served != nil {
-		select {
-		case <-w.served:
-		default:
-			// Run was never called (or is still running and will close it).
-			_ = w.srv.Close()
+	if w.ln != nil && !w.serving.Load() {
+		// Run never handed the listener to the server: close it here.
+		if err := w.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("close web listener: %w", err)
 		}
 	}
 	return nil
