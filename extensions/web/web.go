@@ -42,10 +42,10 @@ type Config struct {
 
 // Web is the HTTP channel extension.
 type Web struct {
-	cfg    Config
-	log    *slog.Logger
-	ln     net.Listener
-	srv    *http.Server
+	cfg     Config
+	log     *slog.Logger
+	ln      net.Listener
+	srv     *http.Server
 	ready   atomic.Bool
 	serving atomic.Bool
 	served  chan struct{}
