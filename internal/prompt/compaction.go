@@ -40,7 +40,7 @@ func CompactionCut(msgs []llm.Message, keep int) int {
 	if cut <= 0 {
 		return 0
 	}
-	for cut > 0 && isToolResultOnly(msgs[cut]) {
+	for cut > 0 && cut < len(msgs) && isToolResultOnly(msgs[cut]) {
 		cut--
 	}
 	return cut
