@@ -1,0 +1,565 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// Environment of the helper child process.
+const (
+	envHelper     = "SUPERVISOR_TEST_HELPER"      // "1" selects helper mode
+	envMarkerDir  = "SUPERVISOR_TEST_MARKERS"     // a marker file per start goes here
+	envExitCode   = "SUPERVISOR_TEST_EXIT_CODE"   // exit with this code right after starting…
+	envExitRuns   = "SUPERVISOR_TEST_EXIT_RUNS"   // …on the first N runs only (unset: every run)
+	envIgnoreTerm = "SUPERVISOR_TEST_IGNORE_TERM" // "1": ignore SIGTERM and never exit
+)
+
+// TestHelperProcess is the child the supervisor runs in these tests (the
+// test binary re-executed). It records its start with a marker file and a
+// "start N PID" line on stdout, then behaves as the environment says: exit
+// at once with a code, ignore SIGTERM, or run until SIGTERM (prints "term N",
+// exits 0) or SIGUSR1 (exits 1, a crash).
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv(envHelper) != "1" {
+		t.Skip("helper process for the supervisor tests")
+	}
+	os.Exit(helperMain())
+}
+
+func helperMain() int {
+	dir := os.Getenv(envMarkerDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 99
+	}
+	run := len(entries) + 1
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("start-%03d", run)), nil, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 99
+	}
+	sigs := make(chan os.Signal, 1)
+	if os.Getenv(envIgnoreTerm) == "1" {
+		signal.Ignore(syscall.SIGTERM)
+		signal.Notify(sigs, syscall.SIGUSR2) // never sent: keeps a receiver to block on
+	} else {
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1)
+	}
+	fmt.Printf("start %d %d\n", run, os.Getpid())
+
+	if code := os.Getenv(envExitCode); code != "" {
+		n, _ := strconv.Atoi(code)
+		limit, _ := strconv.Atoi(os.Getenv(envExitRuns))
+		if limit == 0 || run <= limit {
+			return n
+		}
+	}
+	for sig := range sigs {
+		switch sig {
+		case syscall.SIGTERM:
+			fmt.Printf("term %d\n", run)
+			return 0
+		case syscall.SIGUSR1:
+			return 1
+		}
+	}
+	return 98
+}
+
+// lineEvents is the child's stdout, split into lines delivered on a channel
+// (a pipe from the child: the tests wait on it instead of polling).
+type lineEvents struct {
+	mu    sync.Mutex
+	buf   []byte
+	lines chan string
+}
+
+func (e *lineEvents) Write(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.buf = append(e.buf, p...)
+	for {
+		i := bytes.IndexByte(e.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		e.lines <- string(e.buf[:i])
+		e.buf = e.buf[i+1:]
+	}
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// harness runs Run in the background against the helper child.
+type harness struct {
+	t         *testing.T
+	ctx       context.Context // bounds every wait of the test
+	clock     *fakeClock
+	markers   string
+	events    *lineEvents
+	logs      *lockedBuffer
+	opts      Options
+	cancelRun context.CancelFunc
+	done      chan error
+}
+
+// newHarness prepares a supervisor for the helper child with env; configure
+// adjusts the options before start is called.
+func newHarness(t *testing.T, env map[string]string) *harness {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	t.Cleanup(cancel)
+	h := &harness{
+		t:       t,
+		ctx:     ctx,
+		clock:   newFakeClock(),
+		markers: t.TempDir(),
+		events:  &lineEvents{lines: make(chan string, 100)},
+		logs:    &lockedBuffer{},
+	}
+	childEnv := append(os.Environ(), envHelper+"=1", envMarkerDir+"="+h.markers,
+		// A race-enabled child otherwise lingers 1 s after exiting 0.
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	for k, v := range env {
+		childEnv = append(childEnv, k+"="+v)
+	}
+	h.opts = Options{
+		Command:        []string{os.Args[0], "-test.run=^TestHelperProcess$"},
+		Env:            childEnv,
+		Stdout:         h.events,
+		Stderr:         h.logs,
+		CrashLoopLimit: -1,
+		Logger:         slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Clock:          h.clock,
+	}
+	return h
+}
+
+func (h *harness) start() {
+	runCtx, cancel := context.WithCancel(context.Background())
+	h.cancelRun = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- Run(runCtx, h.opts) }()
+	h.t.Cleanup(func() {
+		// Make sure Run has returned even if the test failed half-way:
+		// cancel it and keep firing its timers (grace) until it does.
+		cancel()
+		for {
+			_, changed := h.clock.pending()
+			select {
+			case <-h.done:
+				return
+			case <-changed:
+				h.clock.Advance(time.Hour)
+			case <-time.After(20 * time.Second):
+				h.t.Error("Run did not return after cancellation")
+				return
+			}
+		}
+	})
+}
+
+// expect waits for the child's next stdout line and checks its first word
+// and run number; it returns the remaining fields.
+func (h *harness) expect(word string, run int) []string {
+	h.t.Helper()
+	select {
+	case line := <-h.events.lines:
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != word || f[1] != strconv.Itoa(run) {
+			h.t.Fatalf("child said %q, want %q for run %d\nlogs:\n%s", line, word, run, h.logs)
+		}
+		return f[2:]
+	case err := <-h.done:
+		h.done <- err
+		h.t.Fatalf("Run returned %v while waiting for %q %d\nlogs:\n%s", err, word, run, h.logs)
+	case <-h.ctx.Done():
+		h.t.Fatalf("timed out waiting for %q %d\nlogs:\n%s", word, run, h.logs)
+	}
+	return nil
+}
+
+// result waits for Run to return.
+func (h *harness) result() error {
+	h.t.Helper()
+	select {
+	case err := <-h.done:
+		h.done <- err // for the cleanup
+		return err
+	case <-h.ctx.Done():
+		h.t.Fatalf("timed out waiting for Run to return\nlogs:\n%s", h.logs)
+		return nil
+	}
+}
+
+// starts counts the child's marker files.
+func (h *harness) starts() int {
+	h.t.Helper()
+	entries, err := os.ReadDir(h.markers)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return len(entries)
+}
+
+func (h *harness) waitPending(want ...time.Duration) {
+	h.t.Helper()
+	h.clock.waitPending(h.ctx, h.t, want...)
+}
+
+func TestCleanStopOnCancel(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start()
+	h.expect("start", 1)
+	h.cancelRun()
+	h.expect("term", 1) // the child got SIGTERM…
+	if err := h.result(); err != nil {
+		t.Fatalf("Run = %v, want nil after a clean stop", err)
+	}
+	if n := h.starts(); n != 1 {
+		t.Errorf("child started %d times, want 1", n)
+	}
+}
+
+func TestChildExitsOnItsOwn(t *testing.T) {
+	tests := []struct {
+		name    string
+		code    int
+		wantErr error
+		wantMsg string
+	}{
+		{name: "exit 0 ends supervision", code: 0},
+		{name: "exit 2 is a configuration error", code: ExitConfigError, wantErr: ErrConfigInvalid, wantMsg: "fix the configuration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, map[string]string{envExitCode: strconv.Itoa(tt.code)})
+			h.start()
+			h.expect("start", 1)
+			err := h.result()
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("Run = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("error %q should say %q", err, tt.wantMsg)
+			}
+			if n := h.starts(); n != 1 {
+				t.Errorf("child started %d times, want 1 (no restart)", n)
+			}
+		})
+	}
+}
+
+func TestCrashRestartsWithCappedBackoff(t *testing.T) {
+	h := newHarness(t, map[string]string{envExitCode: "1", envExitRuns: "3"})
+	h.opts.BackoffMin = time.Second
+	h.opts.BackoffMax = 3 * time.Second
+	h.opts.StableAfter = time.Minute
+	h.start()
+
+	// Runs 1–3 crash at once: the delays double up to the cap.
+	delays := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}
+	for i, delay := range delays {
+		h.expect("start", i+1)
+		h.waitPending(delay)
+		h.clock.Advance(delay)
+	}
+	pid := h.expect("start", 4)
+
+	// Run 4 stays up longer than StableAfter, then crashes: the backoff is
+	// back to the minimum.
+	h.clock.Advance(time.Minute)
+	p, _ := strconv.Atoi(pid[0])
+	if err := syscall.Kill(p, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPending(time.Second)
+	h.clock.Advance(time.Second)
+	h.expect("start", 5)
+
+	h.cancelRun()
+	h.expect("term", 5)
+	if err := h.result(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if logs := h.logs.String(); !strings.Contains(logs, "agent crashed; restarting after backoff") {
+		t.Errorf("crashes not logged:\n%s", logs)
+	}
+}
+
+func TestCrashLoopGivesUp(t *testing.T) {
+	h := newHarness(t, map[string]string{envExitCode: "1"})
+	h.opts.CrashLoopLimit = 3
+	h.opts.CrashLoopWindow = time.Minute
+	h.start()
+	h.expect("start", 1)
+	h.waitPending(time.Second)
+	h.clock.Advance(time.Second)
+	h.expect("start", 2)
+	h.waitPending(2 * time.Second)
+	h.clock.Advance(2 * time.Second)
+	h.expect("start", 3)
+
+	err := h.result()
+	if !errors.Is(err, ErrCrashLoop) {
+		t.Fatalf("Run = %v, want ErrCrashLoop", err)
+	}
+	want := "agent is crash-looping: it crashed 3 times within 1m0s (last: exit status 1); giving up"
+	if err.Error() != want {
+		t.Errorf("error = %q\nwant    %q", err, want)
+	}
+	if n := h.starts(); n != 3 {
+		t.Errorf("child started %d times, want 3", n)
+	}
+}
+
+func TestCrashesOutsideWindowDoNotCount(t *testing.T) {
+	h := newHarness(t, map[string]string{envExitCode: "1", envExitRuns: "3"})
+	h.opts.CrashLoopLimit = 2
+	h.opts.CrashLoopWindow = 10 * time.Second
+	h.opts.BackoffMin = 20 * time.Second
+	h.opts.BackoffMax = 20 * time.Second
+	h.start()
+	for run := 1; run <= 3; run++ {
+		h.expect("start", run)
+		h.waitPending(20 * time.Second) // each crash is 20 s after the previous one
+		h.clock.Advance(20 * time.Second)
+	}
+	h.expect("start", 4)
+	h.cancelRun()
+	h.expect("term", 4)
+	if err := h.result(); err != nil {
+		t.Fatalf("Run = %v, want nil: crashes 20 s apart never make 2 within 10 s", err)
+	}
+}
+
+func TestExitRestartIsImmediateAndNotACrash(t *testing.T) {
+	h := newHarness(t, map[string]string{envExitCode: strconv.Itoa(ExitRestart), envExitRuns: "3"})
+	h.opts.CrashLoopLimit = 1 // a single counted crash would end Run
+	h.start()
+	for run := 1; run <= 4; run++ { // no clock advance: no backoff
+		h.expect("start", run)
+	}
+	h.cancelRun()
+	h.expect("term", 4)
+	if err := h.result(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+func TestRestartFile(t *testing.T) {
+	h := newHarness(t, nil)
+	restart := filepath.Join(t.TempDir(), "restart")
+	if err := os.WriteFile(restart, []byte("stale\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.opts.RestartFile = restart
+	h.opts.CrashLoopLimit = 1
+	h.start()
+	h.expect("start", 1)
+	if _, err := os.Stat(restart); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stale restart file not removed at start: %v", err)
+	}
+
+	// Nothing requested: a poll changes nothing.
+	h.waitPending(RestartPollInterval)
+	h.clock.Advance(RestartPollInterval)
+	h.waitPending(RestartPollInterval)
+
+	if err := os.WriteFile(restart, []byte("upgrade to v2\nmore detail\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(RestartPollInterval)
+	h.expect("term", 1)
+	h.expect("start", 2)
+	if _, err := os.Stat(restart); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("restart file not removed: %v", err)
+	}
+	h.cancelRun()
+	h.expect("term", 2)
+	if err := h.result(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if logs := h.logs.String(); !strings.Contains(logs, "restart requested: upgrade to v2") {
+		t.Errorf("reason not logged:\n%s", logs)
+	}
+}
+
+func TestChildIgnoringSIGTERMIsKilledAfterGrace(t *testing.T) {
+	h := newHarness(t, map[string]string{envIgnoreTerm: "1"})
+	h.opts.ShutdownGrace = 30 * time.Second
+	h.start()
+	h.expect("start", 1)
+	h.cancelRun()
+	h.waitPending(30 * time.Second)
+	h.clock.Advance(30 * time.Second)
+	err := h.result()
+	if !errors.Is(err, ErrKilled) {
+		t.Fatalf("Run = %v, want ErrKilled", err)
+	}
+	if !strings.Contains(err.Error(), "30s") {
+		t.Errorf("error %q should name the grace period", err)
+	}
+}
+
+// healthServer answers /healthz with 200 while healthy, else 503.
+func healthServer(t *testing.T, healthy *atomic.Bool) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" || !healthy.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, `{"status":"ok"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/healthz"
+}
+
+func TestFailingHealthProbeRestartsChild(t *testing.T) {
+	var healthy atomic.Bool
+	healthy.Store(true)
+	h := newHarness(t, nil)
+	h.opts.HealthURL = healthServer(t, &healthy)
+	h.opts.HealthInterval = 5 * time.Second
+	h.opts.HealthFailures = 2
+	h.opts.ShutdownGrace = 7 * time.Second
+	h.start()
+	h.expect("start", 1)
+
+	h.waitPending(5 * time.Second)
+	h.clock.Advance(5 * time.Second) // healthy
+	h.waitPending(5 * time.Second)
+	healthy.Store(false)
+	h.clock.Advance(5 * time.Second) // failure 1
+	h.waitPending(5 * time.Second)
+	h.clock.Advance(5 * time.Second) // failure 2: stop and restart with backoff
+	h.expect("term", 1)
+	h.waitPending(time.Second)
+	healthy.Store(true)
+	h.clock.Advance(time.Second)
+	h.expect("start", 2)
+
+	h.cancelRun()
+	h.expect("term", 2)
+	if err := h.result(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	logs := h.logs.String()
+	for _, want := range []string{"health check failed", "2 consecutive failed health checks", "agent was unhealthy"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q:\n%s", want, logs)
+		}
+	}
+}
+
+func TestHealthStartPeriod(t *testing.T) {
+	var healthy atomic.Bool // never healthy
+	h := newHarness(t, nil)
+	h.opts.HealthURL = healthServer(t, &healthy)
+	h.opts.HealthInterval = 5 * time.Second
+	h.opts.HealthFailures = 2
+	h.opts.HealthStartPeriod = 20 * time.Second
+	h.start()
+	h.expect("start", 1)
+
+	// Probes at 5, 10, 15 s fall in the start period; 20 s and 25 s count.
+	for probe := 1; probe <= 4; probe++ {
+		h.waitPending(5 * time.Second)
+		h.clock.Advance(5 * time.Second)
+	}
+	h.waitPending(5 * time.Second)
+	h.clock.Advance(5 * time.Second)
+	h.expect("term", 1)
+	h.waitPending(time.Second)
+
+	h.cancelRun()
+	if err := h.result(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if n := h.starts(); n != 1 {
+		t.Errorf("child started %d times, want 1", n)
+	}
+}
+
+func TestRunRejectsBadOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no command", Options{}, "no command"},
+		{"backoff range", Options{Command: []string{"x"}, BackoffMin: time.Minute, BackoffMax: time.Second}, "BackoffMax 1s is below BackoffMin 1m0s"},
+		{"negative grace", Options{Command: []string{"x"}, ShutdownGrace: -time.Second}, "ShutdownGrace is negative"},
+		{"bad health URL", Options{Command: []string{"x"}, HealthURL: "localhost:8420/healthz"}, "not an absolute http(s) URL"},
+		{"missing binary", Options{Command: []string{filepath.Join(t.TempDir(), "no-such-reverie")}}, "start agent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Run(context.Background(), tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Run = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadReason(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content, want string
+	}{
+		{"first line", "new skill installed\nsecond", "new skill installed"},
+		{"empty", "", "unspecified"},
+		{"control characters dropped", "a\x1b[31mb\r\n", "a[31mb"},
+		{"long line capped", strings.Repeat("é", 300), strings.Repeat("é", 200) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, "restart")
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if got := readReason(path); got != tt.want {
+				t.Errorf("readReason = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
