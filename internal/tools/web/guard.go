@@ -1,0 +1,140 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrBlockedAddress is returned (wrapped) when a URL resolves to an address
+// fetch_url may not reach: loopback, private, link-local, unspecified,
+// multicast or otherwise reserved, unless configuration allows it.
+var ErrBlockedAddress = errors.New("address is not publicly routable and is blocked")
+
+// reserved are ranges that are not public unicast beyond what netip's
+// predicates cover.
+var reserved = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // TEST-NET-1
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // TEST-NET-2
+	netip.MustParsePrefix("203.0.113.0/24"),  // TEST-NET-3
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and broadcast
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("100::/64"),        // discard
+}
+
+// embedded v4-in-v6 ranges whose low 32 bits are an IPv4 address to check.
+var (
+	nat64  = netip.MustParsePrefix("64:ff9b::/96")
+	sixTo4 = netip.MustParsePrefix("2002::/16")
+)
+
+// guard decides which addresses fetch_url may connect to.
+type guard struct {
+	allowPrivate bool
+	hosts        map[string]bool // lower-case host names allowed whatever they resolve to
+	prefixes     []netip.Prefix  // addresses allowed even when not public
+}
+
+func newGuard(allowPrivate bool, allow []string) (*guard, error) {
+	g := &guard{allowPrivate: allowPrivate, hosts: map[string]bool{}}
+	for _, a := range allow {
+		a = strings.TrimSpace(a)
+		switch {
+		case a == "":
+		case strings.Contains(a, "/"):
+			p, err := netip.ParsePrefix(a)
+			if err != nil {
+				return nil, fmt.Errorf("allowed host %q: %w", a, err)
+			}
+			g.prefixes = append(g.prefixes, p.Masked())
+		default:
+			if ip, err := netip.ParseAddr(strings.Trim(a, "[]")); err == nil {
+				g.prefixes = append(g.prefixes, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
+				continue
+			}
+			g.hosts[strings.ToLower(strings.TrimSuffix(a, "."))] = true
+		}
+	}
+	return g, nil
+}
+
+// hostAllowed reports whether host (a name from a URL) is on the allowlist.
+func (g *guard) hostAllowed(host string) bool {
+	return g.hosts[strings.ToLower(strings.TrimSuffix(host, "."))]
+}
+
+// check returns nil when ip may be dialled.
+func (g *guard) check(ip netip.Addr) error {
+	ip = ip.Unmap()
+	if g.allowPrivate || public(ip) {
+		return nil
+	}
+	for _, p := range g.prefixes {
+		if p.Contains(ip) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrBlockedAddress, ip)
+}
+
+// public reports whether ip is a public unicast address.
+func public(ip netip.Addr) bool {
+	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
+		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() ||
+		ip.IsUnspecified() {
+		return false
+	}
+	for _, p := range reserved {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	if ip.Is6() && (nat64.Contains(ip) || sixTo4.Contains(ip)) {
+		b := ip.As16()
+		var v4 [4]byte
+		if nat64.Contains(ip) {
+			copy(v4[:], b[12:16])
+		} else {
+			copy(v4[:], b[2:6])
+		}
+		return public(netip.AddrFrom4(v4))
+	}
+	return true
+}
+
+// dialContext connects to addr ("host:port") with the guard enforced on the
+// resolved address at connect time, so every DNS answer, rebinding and
+// redirect target is checked. Allowlisted host names skip the check.
+func (g *guard) dialContext(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	guarded := &net.Dialer{
+		Timeout: timeout,
+		Control: func(network, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return fmt.Errorf("%w: %q", ErrBlockedAddress, address)
+			}
+			ip, err := netip.ParseAddr(host)
+			if err != nil {
+				return fmt.Errorf("%w: %q is not an IP address", ErrBlockedAddress, host)
+			}
+			return g.check(ip)
+		},
+	}
+	open := &net.Dialer{Timeout: timeout}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err == nil && g.hostAllowed(host) {
+			return open.DialContext(ctx, network, addr)
+		}
+		return guarded.DialContext(ctx, network, addr)
+	}
+}
