@@ -200,10 +200,10 @@ type supervisor struct {
 type endKind int
 
 const (
-	endExited   endKind = iota // the child exited on its own
-	endShutdown                // ctx was cancelled and the child stopped
-	endRequest                 // the restart file appeared and the child stopped
-	endUnhealthy               // health probes failed and the child stopped
+	endExited    endKind = iota // the child exited on its own
+	endShutdown                 // ctx was cancelled and the child stopped
+	endRequest                  // the restart file appeared and the child stopped
+	endUnhealthy                // health probes failed and the child stopped
 )
 
 type childEnd struct {
