@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/config"
+	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/world"
+)
+
+// checkStatus is the outcome of one doctor check.
+type checkStatus int
+
+const (
+	checkOK checkStatus = iota
+	checkWarn
+	checkFail
+	checkSkip
+)
+
+func (s checkStatus) mark() string {
+	return [...]string{"ok  ", "warn", "FAIL", "skip"}[s]
+}
+
+type checkResult struct {
+	name   string
+	status checkStatus
+	detail string
+}
+
+// doctor runs the installation checks in order; later checks that need an
+// earlier one's result are skipped when it failed.
+type doctor struct {
+	dir     string
+	cfgPath string
+	env     []string
+	cfg     *config.Config
+	results []checkResult
+}
+
+func (d *doctor) add(name string, st checkStatus, format string, args ...any) {
+	d.results = append(d.results, checkResult{name, st, fmt.Sprintf(format, args...)})
+}
+
+func (d *doctor) run(ctx context.Context) {
+	// Data dir.
+	if fi, err := os.Stat(d.dir); err != nil {
+		d.add("data dir", checkFail, "%s: %v (run `reverie init`)", d.dir, err)
+		return
+	} else if !fi.IsDir() {
+		d.add("data dir", checkFail, "%s is not a directory", d.dir)
+		return
+	}
+	if err := datadir.CheckWritable(d.dir); err != nil {
+		d.add("data dir", checkFail, "%v", err)
+	} else {
+		d.add("data dir", checkOK, "%s is writable", d.dir)
+	}
+
+	// Configuration.
+	cfg, err := loadConfig(d.cfgPath, d.env)
+	switch {
+	case err != nil:
+		d.add("config", checkFail, "%v", err)
+	default:
+		d.cfg = cfg
+		if ws := cfg.Warnings(); len(ws) > 0 {
+			for _, w := range ws {
+				d.add("config", checkWarn, "%s", w)
+			}
+		} else if _, err := os.Stat(d.cfgPath); err != nil {
+			d.add("config", checkOK, "no %s; using built-in defaults", d.cfgPath)
+		} else {
+			d.add("config", checkOK, "%s is valid", d.cfgPath)
+		}
+	}
+
+	// Prompt files.
+	if err := prompt.ValidateDir(d.dir, datadir.Placeholders()); err != nil {
+		d.add("prompts", checkFail, "%v", err)
+	} else {
+		d.add("prompts", checkOK, "templates and BASE_PROMPT.txt markers are valid")
+	}
+
+	// World state (read only: doctor never moves files).
+	if err := world.Check(d.dir); err != nil {
+		d.add("world state", checkWarn, "%v (it will be moved aside and recreated at start)", err)
+	} else {
+		d.add("world state", checkOK, "world_state.json is valid")
+	}
+
+	// Database.
+	dbPath := filepath.Join(d.dir, app.DatabaseFile)
+	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+		d.add("database", checkOK, "%s does not exist yet; it is created at first start", app.DatabaseFile)
+	} else {
+		db, err := sqlite.Open(ctx, dbPath)
+		if err != nil {
+			d.add("database", checkFail, "%v", err)
+		} else {
+			if err := sqlite.IntegrityCheck(ctx, db); err != nil {
+				d.add("database", checkFail, "%v", err)
+			} else {
+				d.add("database", checkOK, "%s passes PRAGMA integrity_check", app.DatabaseFile)
+			}
+			db.Close()
+		}
+	}
+}
+
+func (d *doctor) report(w io.Writer) (failures int) {
+	fmt.Fprintf(w, "Reverie doctor: %s\n\n", d.dir)
+	for _, r := range d.results {
+		fmt.Fprintf(w, "  [%s] %-12s %s\n", r.status.mark(), r.name, r.detail)
+		if r.status == checkFail {
+			failures++
+		}
+	}
+	fmt.Fprintln(w)
+	if failures == 0 {
+		fmt.Fprintln(w, "No problems found.")
+	} else {
+		fmt.Fprintf(w, "%d problem(s) found.\n", failures)
+	}
+	return failures
+}
+
+func newDoctorCmd(g *globalFlags, env []string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the configuration, data dir, prompts, database and model reachability",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := g.dataDir(env)
+			if err != nil {
+				return err
+			}
+			d := &doctor{dir: dir, cfgPath: g.config, env: env}
+			if d.cfgPath == "" {
+				d.cfgPath = filepath.Join(dir, "config.yaml")
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			d.run(ctx)
+			if n := d.report(cmd.OutOrStdout()); n > 0 {
+				return exitError{code: ExitFailure}
+			}
+			return nil
+		},
+	}
+}

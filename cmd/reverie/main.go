@@ -1,0 +1,110 @@
+// Command reverie is the Reverie personal assistant: `reverie run` (the
+// default) supervises the agent process, `reverie agent` runs it in the
+// foreground, `reverie init` prepares a data dir, `reverie doctor` checks an
+// installation and `reverie version` prints the build.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reverie-ai/reverie/internal/config"
+	"github.com/reverie-ai/reverie/internal/datadir"
+
+	_ "github.com/reverie-ai/reverie/extensions/standard" // the built-in extensions
+)
+
+// Exit codes. ExitConfig tells the supervisor not to restart: the same
+// configuration would fail again.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitConfig  = 2
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ()))
+}
+
+// globalFlags are shared by every subcommand.
+type globalFlags struct {
+	data   string
+	config string
+}
+
+func (g *globalFlags) dataDir(env []string) (string, error) {
+	return datadir.Resolve(g.data, env)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string) int {
+	root := newRoot(stdin, stdout, stderr, env)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(stderr, "reverie:", msg)
+		}
+		return ec.ExitCode()
+	}
+	fmt.Fprintln(stderr, "reverie:", err)
+	var cerr *config.Error
+	if errors.As(err, &cerr) {
+		return ExitConfig
+	}
+	return ExitFailure
+}
+
+// exitCoder is an error that carries its own exit code.
+type exitCoder interface {
+	error
+	ExitCode() int
+}
+
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e exitError) Unwrap() error  { return e.err }
+func (e exitError) ExitCode() int { return e.code }
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer, env []string) *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:   "reverie",
+		Short: "Reverie, a self-hosted personal AI assistant",
+		Long: `Reverie is a self-hosted personal AI assistant: one binary you talk to from a web page,
+a terminal, Matrix or Telegram. It remembers what matters, keeps a working list, learns
+procedures as skills, runs background workers and consolidates its memory at night.
+
+With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&g.data, "data", "", "data directory (default $REVERIE_HOME, else $XDG_DATA_HOME/reverie or ~/.local/share/reverie)")
+	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file (default <data>/config.yaml)")
+
+	runCmd := newRunCmd(g, env)
+	root.RunE = runCmd.RunE
+	root.AddCommand(runCmd, newAgentCmd(g, env), newInitCmd(g, env), newDoctorCmd(g, env), newVersionCmd())
+	return root
+}

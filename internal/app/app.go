@@ -1,0 +1,260 @@
+// Package app is Reverie's composition root: it builds every component of
+// the agent process from the configuration, in the start-up order of the
+// specification (data dir → config → logging → lock → database → world state
+// → event bus → extensions → ready), runs them under one owner, and closes
+// them in reverse order. Only this package (and the whole-app tests) sees
+// the whole dependency graph.
+package app
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/config"
+	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/eventbus"
+	"github.com/reverie-ai/reverie/internal/kernel"
+	"github.com/reverie-ai/reverie/internal/logging"
+	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/world"
+)
+
+// DatabaseFile is the name of the SQLite database inside the data dir.
+const DatabaseFile = "reverie.db"
+
+// Options configure an App.
+type Options struct {
+	// DataDir is the resolved data directory (see datadir.Resolve).
+	DataDir string
+	// ConfigPath overrides <DataDir>/config.yaml.
+	ConfigPath string
+	// Env is the environment (os.Environ() format) for overrides and
+	// secrets.
+	Env []string
+	// Console receives console logs; nil means os.Stderr.
+	Console io.Writer
+	// Registry overrides the registered extensions (tests).
+	Registry []extension.Info
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// App is a running agent process.
+type App struct {
+	opts    Options
+	Config  *config.Config
+	Logger  *slog.Logger
+	DB      *sql.DB
+	Bus     *eventbus.Bus
+	Kernel  *kernel.Kernel
+	World   *world.State
+	started time.Time
+
+	closers []namedCloser // closed in reverse order
+}
+
+type namedCloser struct {
+	name  string
+	close func() error
+}
+
+func (a *App) onClose(name string, f func() error) {
+	a.closers = append(a.closers, namedCloser{name, f})
+}
+
+// New builds the agent: it bootstraps the data dir, loads and validates the
+// configuration, sets up logging, takes the data dir lock, opens the database
+// and the event bus, and initialises and starts every enabled extension. A
+// *config.Error is returned unwrapped-compatible (errors.As) for bad
+// configuration. On error everything opened so far is closed again.
+func New(ctx context.Context, opts Options) (a *App, err error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Console == nil {
+		opts.Console = os.Stderr
+	}
+	if opts.Registry == nil {
+		opts.Registry = extension.Registered()
+	}
+	a = &App{opts: opts, started: opts.Now()}
+	defer func() {
+		if err != nil {
+			_ = a.close(context.WithoutCancel(ctx))
+		}
+	}()
+
+	if err := datadir.CheckWritable(filepath.Dir(opts.DataDir)); err != nil && !exists(opts.DataDir) {
+		return nil, err
+	}
+	created, err := datadir.Bootstrap(opts.DataDir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, fmt.Errorf("prepare data dir: %w", err)
+	}
+	if err := datadir.CheckWritable(opts.DataDir); err != nil {
+		return nil, err
+	}
+
+	cfgPath := opts.ConfigPath
+	if cfgPath == "" {
+		cfgPath = filepath.Join(opts.DataDir, "config.yaml")
+	}
+	ids := make([]string, 0, len(opts.Registry))
+	for _, info := range opts.Registry {
+		ids = append(ids, info.ID)
+	}
+	cfg, err := config.Load(cfgPath, opts.Env, ids)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a.Config = cfg
+
+	logFile := ""
+	if cfg.Log.File {
+		logFile = filepath.Join(opts.DataDir, "logs", "reverie.log")
+	}
+	logger, logCloser, err := logging.New(logging.Options{
+		Level: cfg.Log.Level, Format: cfg.Log.Format, File: logFile,
+		MaxSizeMB: cfg.Log.MaxSizeMB, MaxBackups: cfg.Log.MaxBackups, Console: opts.Console,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set up logging: %w", err)
+	}
+	a.onClose("logging", logCloser.Close)
+	a.Logger = logger
+	for _, f := range created {
+		logger.Debug("created default file", "path", f)
+	}
+	if len(created) > 0 {
+		logger.Info("data dir initialised", "dir", opts.DataDir, "files", len(created))
+	}
+	for _, w := range cfg.Warnings() {
+		logger.Warn(w)
+	}
+
+	release, err := datadir.Lock(opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	a.onClose("data dir lock", release)
+
+	db, err := sqlite.Open(ctx, filepath.Join(opts.DataDir, DatabaseFile))
+	if err != nil {
+		return nil, err
+	}
+	a.onClose("database", db.Close)
+	a.DB = db
+
+	ws, err := world.Load(opts.DataDir, logger)
+	if err != nil {
+		return nil, fmt.Errorf("load world state: %w", err)
+	}
+	a.World = ws
+
+	bus, err := eventbus.Open(ctx, db, eventbus.Options{
+		Logger:      logger.With("component", "eventbus"),
+		MaxAttempts: cfg.Bus.MaxAttempts,
+		BaseBackoff: cfg.Bus.BaseBackoff,
+		MaxBackoff:  cfg.Bus.MaxBackoff,
+		Retention:   cfg.Bus.Retention,
+		Now:         opts.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open event bus: %w", err)
+	}
+	a.Bus = bus
+
+	k, err := kernel.New(kernel.Options{
+		Config:   cfg,
+		DataDir:  opts.DataDir,
+		DB:       db,
+		Bus:      bus,
+		Logger:   logger,
+		Receive:  a.receive,
+		Now:      opts.Now,
+		Registry: opts.Registry,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load extensions: %w", err)
+	}
+	a.Kernel = k
+	a.onClose("extensions", func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.Supervisor.ShutdownGrace)
+		defer cancel()
+		return k.Shutdown(sctx)
+	})
+	if err := k.Init(ctx); err != nil {
+		return nil, fmt.Errorf("initialise extensions: %w", err)
+	}
+	if err := k.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start extensions: %w", err)
+	}
+	return a, nil
+}
+
+// receive is where channels hand user messages. The router that runs turns
+// arrives with the agent runtime; until then a message is recorded on the
+// bus so nothing a user sends is lost.
+func (a *App) receive(ctx context.Context, msg chat.Inbound) error {
+	if err := msg.Address.Thread.Validate(); err != nil {
+		return err
+	}
+	return a.Bus.Publish(ctx, "chat.inbound", msg)
+}
+
+// Run runs the event bus and every extension service until ctx is
+// cancelled, then shuts everything down in reverse order. It tells
+// ReadyListeners (the /healthz endpoint) once everything runs.
+func (a *App) Run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.Bus.Run(gctx) })
+	g.Go(func() error { return a.Kernel.Run(gctx) })
+	a.Kernel.Ready(gctx)
+	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),
+		"data", a.opts.DataDir)
+	err := g.Wait()
+	cerr := a.close(context.WithoutCancel(ctx))
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return errors.Join(err, cerr)
+	}
+	return cerr
+}
+
+// Close releases everything New opened without running. It is only needed
+// when Run is never called.
+func (a *App) Close(ctx context.Context) error { return a.close(ctx) }
+
+func (a *App) close(ctx context.Context) error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		c := a.closers[i]
+		if err := c.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", c.name, err))
+			if a.Logger != nil {
+				a.Logger.Error("close failed", "component", c.name, "err", err)
+			}
+		}
+	}
+	a.closers = nil
+	_ = ctx
+	return errors.Join(errs...)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
