@@ -80,7 +80,7 @@ func (e exitError) Error() string {
 	}
 	return e.err.Error()
 }
-func (e exitError) Unwrap() error  { return e.err }
+func (e exitError) Unwrap() error { return e.err }
 func (e exitError) ExitCode() int { return e.code }
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer, env []string) *cobra.Command {
