@@ -135,6 +135,12 @@ func (s *Shell) Sandbox() string {
 	return SandboxNone
 }
 
+// NetworkEnabled reports whether sandboxed commands can reach the network.
+// Unsandboxed commands always can.
+func (s *Shell) NetworkEnabled() bool {
+	return s.bwrap == "" || s.cfg.Network
+}
+
 // Status describes the sandbox in one line, for diagnostics.
 func (s *Shell) Status() string {
 	if s.bwrap != "" {
