@@ -134,8 +134,9 @@ type SubscriberStats struct {
 	// DeadLetters and Requeued count its dead and requeued events.
 	DeadLetters int64
 	Requeued    int64
-	// InFlightEvent and InFlightAttempts describe the event being
-	// delivered (deliveries started so far); LastError its last failure.
+	// InFlightEvent and InFlightAttempts describe an event whose
+	// deliveries have started and failed or been interrupted (zero when
+	// none); LastError is its last failure.
 	InFlightEvent    int64
 	InFlightAttempts int
 	LastError        string
@@ -171,6 +172,11 @@ func (b *Bus) Stats(ctx context.Context) (Stats, error) {
 			&s.LastError, &updated, &s.DeadLetters, &s.Requeued); err != nil {
 			rows.Close()
 			return Stats{}, fmt.Errorf("event bus stats: %w", err)
+		}
+		if s.InFlightEvent <= 0 {
+			// None, or the next delivery recorded before its event
+			// was known.
+			s.InFlightEvent, s.InFlightAttempts = 0, 0
 		}
 		s.UpdatedAt = time.Unix(0, updated)
 		st.Subscribers = append(st.Subscribers, s)

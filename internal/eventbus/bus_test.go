@@ -481,6 +481,41 @@ func TestRestartRecovery(t *testing.T) {
 	}
 }
 
+// A clean stop withdraws the next delivery recorded in advance: after a
+// restart the next event is attempt 1.
+func TestCleanRestartKeepsAttemptCount(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "reverie.db")
+	for run := 1; run <= 2; run++ {
+		db := openDB(t, file)
+		b := openBus(t, db, Options{})
+		r := newRecorder(1)
+		if err := b.Subscribe("s", "", r.handle); err != nil {
+			t.Fatal(err)
+		}
+		stop := runBus(t, b)
+		id := mustPublish(t, b, "tick", run)
+		if d := r.waitN(t, 1); d[0] != (delivery{id, "tick", 1}) {
+			t.Fatalf("run %d delivered %+v, want event %d attempt 1", run, d[0], id)
+		}
+		stop()
+		st, err := b.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := st.Subscribers[0]; s.Cursor != id || s.InFlightAttempts != 0 {
+			t.Fatalf("run %d: stats after stop %+v", run, s)
+		}
+		var inflight, attempts int64
+		if err := db.QueryRow(`SELECT inflight_id, inflight_attempts FROM event_cursors WHERE subscriber = 's'`).Scan(&inflight, &attempts); err != nil {
+			t.Fatal(err)
+		}
+		if inflight != 0 || attempts != 0 {
+			t.Fatalf("run %d: cursor keeps in-flight record (%d, %d) after a clean stop", run, inflight, attempts)
+		}
+		db.Close()
+	}
+}
+
 // A poison event that takes the process down on every delivery is still
 // dead-lettered: attempts are persisted before each delivery.
 func TestCrashLoopDeadLetters(t *testing.T) {
@@ -703,10 +738,10 @@ func TestIdleDoesNothing(t *testing.T) {
 		if got := r.snapshot(); len(got) != 1 || got[0].ID != id {
 			t.Fatalf("deliveries %+v, want event %d", got, id)
 		}
-		// Publish (1) + the woken dispatcher: end of log, read, record
-		// the attempt, acknowledge (4).
-		if n := queries.Load() - before; n != 5 {
-			t.Errorf("%d statements for one publish and delivery, want 5", n)
+		// Publish (1) + the woken dispatcher: read (end of log and events),
+		// record the attempt, acknowledge (3).
+		if n := queries.Load() - before; n != 4 {
+			t.Errorf("%d statements for one publish and delivery, want 4", n)
 		}
 	})
 }

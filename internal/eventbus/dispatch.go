@@ -18,14 +18,20 @@ import (
 // its deliveries was cut short by the process ending (a crash loop).
 const errInterrupted = "delivery interrupted: the process ended while the handler was running"
 
+// nextPending is the inflight_id meaning "the first matching event after
+// last_id": an acknowledgement records the next delivery as started before
+// it is known, so that delivering it costs no extra write.
+const nextPending = -1
+
 // cursorState is a dispatcher's copy of its event_cursors row.
 type cursorState struct {
-	lastID           int64
+	lastID int64
+	// inflightID is the event whose deliveries inflightAttempts counts:
+	// an event id, nextPending, or 0 for none.
 	inflightID       int64
 	inflightAttempts int
-	// preRegistered means inflightID/inflightAttempts=1 was written by the
-	// acknowledgement of the previous event in this process, for a delivery
-	// that has not started yet.
+	// preRegistered means this process wrote inflightID = nextPending,
+	// inflightAttempts = 1 and that delivery has not started yet.
 	preRegistered bool
 }
 
@@ -53,6 +59,7 @@ func (b *Bus) dispatch(ctx context.Context, s *subscriber) {
 			"event_id", cur.inflightID, "attempts_started", cur.inflightAttempts)
 	}
 	pos := cur.lastID
+	defer b.unregisterNext(ctx, s.name, log, &cur)
 	s.requeued.Store(true) // requeues left by an earlier run
 	for {
 		if ctx.Err() != nil {
@@ -72,12 +79,8 @@ func (b *Bus) dispatch(ctx context.Context, s *subscriber) {
 		}) {
 			return
 		}
-		for i, ev := range evs {
-			var next int64
-			if i+1 < len(evs) {
-				next = evs[i+1].ID
-			}
-			if !b.deliverNext(ctx, s, log, &cur, ev, next) {
+		for _, ev := range evs {
+			if !b.deliverNext(ctx, s, log, &cur, ev) {
 				return
 			}
 			pos = ev.ID
@@ -110,19 +113,46 @@ func (b *Bus) loadCursor(ctx context.Context, name string, cur *cursorState) err
 // and the id up to which the log has been scanned: every matching event at
 // or below it is in the result (or before pos).
 func (b *Bus) fetch(ctx context.Context, prefix string, pos int64, limit int) ([]extension.Event, int64, error) {
-	// Read the end of the log first: every id at or below it is committed
-	// (SQLite has one writer, so ids are assigned in commit order), so the
-	// range (pos, end] can be scanned without missing a late commit.
-	var end int64
-	if err := b.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM events`).Scan(&end); err != nil {
-		return nil, pos, fmt.Errorf("read end of event log: %w", err)
+	// One statement reads one snapshot: the end of the log (first row,
+	// kind 0) and the matching events after pos (kind 1) are consistent,
+	// so nothing at or below end can be committed later (SQLite has one
+	// writer; ids are assigned in commit order).
+	q := `SELECT 0, COALESCE(MAX(id), 0), '', '', 0 FROM events
+		UNION ALL
+		SELECT * FROM (SELECT 1, id, topic, payload, created_at FROM events WHERE id > ?`
+	args := []any{pos}
+	if prefix != "" {
+		lo, hi := prefixRange(prefix)
+		q += ` AND topic >= ? AND topic < ?`
+		args = append(args, lo, hi)
 	}
-	if end <= pos {
-		return nil, pos, nil
-	}
-	evs, err := b.query(ctx, prefix, pos, end, limit)
+	q += ` ORDER BY id LIMIT ?) ORDER BY 1, 2`
+	args = append(args, limit)
+	rows, err := b.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, pos, err
+		return nil, pos, fmt.Errorf("read pending events: %w", err)
+	}
+	defer rows.Close()
+	end := pos
+	evs := make([]extension.Event, 0, 16)
+	for rows.Next() {
+		var (
+			kind  int
+			ev    extension.Event
+			nanos int64
+		)
+		if err := rows.Scan(&kind, &ev.ID, &ev.Topic, (*[]byte)(&ev.Payload), &nanos); err != nil {
+			return nil, pos, fmt.Errorf("read pending events: %w", err)
+		}
+		if kind == 0 {
+			end = max(ev.ID, pos)
+			continue
+		}
+		ev.Time = time.Unix(0, nanos)
+		evs = append(evs, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, pos, fmt.Errorf("read pending events: %w", err)
 	}
 	if len(evs) == limit {
 		return evs, evs[len(evs)-1].ID, nil
@@ -168,22 +198,37 @@ func (b *Bus) query(ctx context.Context, prefix string, pos, end int64, limit in
 	return evs, nil
 }
 
-// deliverNext delivers ev, the next event of s's log; next is the id of the
-// event after it in the current batch (0 if unknown). It reports false when
-// ctx ended before the event was settled.
-func (b *Bus) deliverNext(ctx context.Context, s *subscriber, log *slog.Logger, cur *cursorState, ev extension.Event, next int64) bool {
+// deliverNext delivers ev, the first matching event after the cursor. It
+// reports false when ctx ended before the event was settled.
+func (b *Bus) deliverNext(ctx context.Context, s *subscriber, log *slog.Logger, cur *cursorState, ev extension.Event) bool {
 	attempt, registered := 1, false
-	if cur.inflightID == ev.ID {
-		if cur.preRegistered {
-			registered = true
-		} else {
-			// Deliveries were started in an earlier run and never
-			// settled: that run ended during them.
-			attempt = cur.inflightAttempts + 1
-		}
+	switch {
+	case cur.preRegistered:
+		registered = true
+		cur.preRegistered = false // it starts now
+	case cur.inflightID == ev.ID || cur.inflightID == nextPending:
+		// Deliveries were recorded as started by an earlier run that
+		// ended before settling them.
+		attempt = cur.inflightAttempts + 1
 	}
-	tr := &cursorTracker{b: b, name: s.name, cur: cur, eventID: ev.ID, next: next}
+	tr := &cursorTracker{b: b, name: s.name, cur: cur, eventID: ev.ID}
 	return b.deliver(ctx, s, log, ev, attempt, registered, tr)
+}
+
+// unregisterNext, when the dispatcher stops, withdraws a next delivery
+// recorded in advance that never started, so that a clean shutdown does not
+// count it.
+func (b *Bus) unregisterNext(ctx context.Context, name string, log *slog.Logger, cur *cursorState) {
+	if !cur.preRegistered {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dbTimeout)
+	defer cancel()
+	if _, err := b.db.ExecContext(dctx,
+		`UPDATE event_cursors SET inflight_id = 0, inflight_attempts = 0 WHERE subscriber = ? AND inflight_id = ?`,
+		name, nextPending); err != nil {
+		log.Warn("could not clear the pre-recorded delivery at shutdown; the next event will count one extra attempt", "error", err)
+	}
 }
 
 // deliver runs the handler on ev until it succeeds, retrying with backoff,
@@ -318,7 +363,6 @@ type cursorTracker struct {
 	name    string
 	cur     *cursorState
 	eventID int64
-	next    int64
 }
 
 func (t *cursorTracker) started(ctx context.Context, attempt int, lastErr string) error {
@@ -332,21 +376,18 @@ func (t *cursorTracker) started(ctx context.Context, attempt int, lastErr string
 	return nil
 }
 
-// done moves the cursor past the event and, when the next event is known,
-// records its first delivery as started in the same write (one write per
-// delivered event; a crash before that delivery starts overcounts it by one).
+// done moves the cursor past the event and, in the same write, records the
+// first delivery of the next matching event as started (one write per
+// delivered event). A crash before that delivery starts counts it once too
+// often; a clean stop withdraws it (unregisterNext).
 func (t *cursorTracker) done(ctx context.Context) error {
-	var attempts int
-	if t.next != 0 {
-		attempts = 1
-	}
 	_, err := t.b.db.ExecContext(ctx,
-		`UPDATE event_cursors SET last_id = ?, inflight_id = ?, inflight_attempts = ?, last_error = '', updated_at = ? WHERE subscriber = ?`,
-		t.eventID, t.next, attempts, t.b.opts.Now().UnixNano(), t.name)
+		`UPDATE event_cursors SET last_id = ?, inflight_id = ?, inflight_attempts = 1, last_error = '', updated_at = ? WHERE subscriber = ?`,
+		t.eventID, nextPending, t.b.opts.Now().UnixNano(), t.name)
 	if err != nil {
 		return fmt.Errorf("acknowledge event %d: %w", t.eventID, err)
 	}
-	*t.cur = cursorState{lastID: t.eventID, inflightID: t.next, inflightAttempts: attempts, preRegistered: t.next != 0}
+	*t.cur = cursorState{lastID: t.eventID, inflightID: nextPending, inflightAttempts: 1, preRegistered: true}
 	return nil
 }
 

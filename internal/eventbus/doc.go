@@ -48,8 +48,8 @@
 // short continues from the persisted count, so an event that crashes the
 // process every time is still dead-lettered after MaxAttempts (with a
 // "delivery interrupted" error). A crash between an acknowledgement and the
-// next delivery can count that next delivery once too often; it never counts
-// one too few.
+// next delivery can count that next delivery once too often (a clean stop
+// withdraws the advance record); it never counts one too few.
 //
 // A subscriber name seen for the first time starts at the current end of the
 // log when Subscribe is called: history is not replayed, but every event
