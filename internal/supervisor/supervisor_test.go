@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -34,6 +37,8 @@ const (
 	envExitCode   = "SUPERVISOR_TEST_EXIT_CODE"   // exit with this code right after starting…
 	envExitRuns   = "SUPERVISOR_TEST_EXIT_RUNS"   // …on the first N runs only (unset: every run)
 	envIgnoreTerm = "SUPERVISOR_TEST_IGNORE_TERM" // "1": ignore SIGTERM and never exit
+	envSpawn      = "SUPERVISOR_TEST_SPAWN"       // start a grandchild connected to this unix socket
+	envGrandchild = "SUPERVISOR_TEST_GRANDCHILD"  // "1": act as that grandchild
 )
 
 // TestHelperProcess is the child the supervisor runs in these tests (the
@@ -49,6 +54,15 @@ func TestHelperProcess(t *testing.T) {
 }
 
 func helperMain() int {
+	if os.Getenv(envGrandchild) == "1" {
+		// Connect to the test and block: the test sees EOF when we die.
+		conn, err := net.Dial("unix", os.Getenv(envSpawn))
+		if err != nil {
+			return 97
+		}
+		_, _ = conn.Read(make([]byte, 1))
+		return 0
+	}
 	dir := os.Getenv(envMarkerDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -66,6 +80,14 @@ func helperMain() int {
 		signal.Notify(sigs, syscall.SIGUSR2) // never sent: keeps a receiver to block on
 	} else {
 		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGUSR1)
+	}
+	if sock := os.Getenv(envSpawn); sock != "" {
+		gc := exec.Command(os.Args[0], os.Args[1:]...)
+		gc.Env = append(os.Environ(), envGrandchild+"=1")
+		if err := gc.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 99
+		}
 	}
 	fmt.Printf("start %d %d\n", run, os.Getpid())
 
@@ -436,6 +458,35 @@ func TestChildIgnoringSIGTERMIsKilledAfterGrace(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "30s") {
 		t.Errorf("error %q should name the grace period", err)
+	}
+}
+
+func TestLeftoverProcessesInGroupAreKilled(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "gc.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	h := newHarness(t, map[string]string{envSpawn: sock})
+	h.start()
+	h.expect("start", 1)
+	deadline, _ := h.ctx.Deadline()
+	ln.(*net.UnixListener).SetDeadline(deadline)
+	conn, err := ln.Accept() // the grandchild is up
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	h.cancelRun()
+	h.expect("term", 1) // the child exits 0 and leaves its grandchild behind
+	if err := h.result(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	conn.SetReadDeadline(deadline)
+	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("grandchild connection: %v, want EOF (grandchild killed with the group)", err)
 	}
 }
 
