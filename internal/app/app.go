@@ -60,6 +60,7 @@ type App struct {
 	Kernel  *kernel.Kernel
 	World   *world.State
 	started time.Time
+	ready   chan struct{}
 
 	closers []namedCloser // closed in reverse order
 }
@@ -78,7 +79,17 @@ func (a *App) onClose(name string, f func() error) {
 // and the event bus, and initialises and starts every enabled extension. A
 // *config.Error is returned unwrapped-compatible (errors.As) for bad
 // configuration. On error everything opened so far is closed again.
-func New(ctx context.Context, opts Options) (a *App, err error) {
+func New(ctx context.Context, opts Options) (*App, error) {
+	a := &App{}
+	built, err := a.build(ctx, opts)
+	if err != nil {
+		_ = a.close()
+		return nil, err
+	}
+	return built, nil
+}
+
+func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -88,12 +99,7 @@ func New(ctx context.Context, opts Options) (a *App, err error) {
 	if opts.Registry == nil {
 		opts.Registry = extension.Registered()
 	}
-	a = &App{opts: opts, started: opts.Now()}
-	defer func() {
-		if err != nil {
-			_ = a.close(context.WithoutCancel(ctx))
-		}
-	}()
+	a.opts, a.started, a.ready = opts, opts.Now(), make(chan struct{})
 
 	if err := datadir.CheckWritable(filepath.Dir(opts.DataDir)); err != nil && !exists(opts.DataDir) {
 		return nil, err
@@ -224,21 +230,28 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.Bus.Run(gctx) })
 	g.Go(func() error { return a.Kernel.Run(gctx) })
 	a.Kernel.Ready(gctx)
+	close(a.ready)
 	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),
 		"data", a.opts.DataDir)
+	<-gctx.Done()
+	a.Logger.Info("shutting down")
 	err := g.Wait()
-	cerr := a.close(context.WithoutCancel(ctx))
+	a.Logger.Info("services stopped; closing", "uptime", time.Since(a.started).Round(time.Second).String())
+	cerr := a.close()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return errors.Join(err, cerr)
 	}
 	return cerr
 }
 
+// Ready is closed once Run has started everything and /healthz answers 200.
+func (a *App) Ready() <-chan struct{} { return a.ready }
+
 // Close releases everything New opened without running. It is only needed
 // when Run is never called.
-func (a *App) Close(ctx context.Context) error { return a.close(ctx) }
+func (a *App) Close() error { return a.close() }
 
-func (a *App) close(ctx context.Context) error {
+func (a *App) close() error {
 	var errs []error
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		c := a.closers[i]
@@ -250,7 +263,6 @@ func (a *App) close(ctx context.Context) error {
 		}
 	}
 	a.closers = nil
-	_ = ctx
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,150 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extensions/web"
+	"github.com/reverie-ai/reverie/internal/config"
+	"github.com/reverie-ai/reverie/internal/datadir"
+)
+
+func webInfo(t *testing.T) []extension.Info {
+	t.Helper()
+	info, ok := extension.Lookup("web")
+	if !ok {
+		t.Fatal("web extension not registered")
+	}
+	return []extension.Info{info}
+}
+
+// startApp builds an app on a fresh data dir with the web listener on a free
+// port and runs it; the returned function stops it and returns Run's error.
+func startApp(t *testing.T, dir string, env ...string) (*App, string, func() error) {
+	t.Helper()
+	env = append([]string{"REVERIE_WEB__LISTEN=127.0.0.1:0", "REVERIE_LOG__FILE=false"}, env...)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := New(ctx, Options{DataDir: dir, Env: env, Console: io.Discard, Registry: webInfo(t)})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ext, ok := a.Kernel.Extension("web")
+	if !ok {
+		t.Fatal("web extension not loaded")
+	}
+	addr := ext.(*web.Web).Addr().String()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	stop := func() error {
+		cancel()
+		return <-done
+	}
+	return a, "http://" + addr, stop
+}
+
+// waitHealthy waits for the app to be ready and checks that /healthz says so.
+func waitHealthy(t *testing.T, a *App, base string) {
+	t.Helper()
+	select {
+	case <-a.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("app not ready after 10s")
+	}
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Status string }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || body.Status != "ok" {
+		t.Fatalf("/healthz = %d %q, want 200 ok", resp.StatusCode, body.Status)
+	}
+}
+
+func TestStartServeStop(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	a, base, stop := startApp(t, dir)
+	waitHealthy(t, a, base)
+	if err := a.Bus.Publish(context.Background(), "test.hello", map[string]string{"x": "y"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, f := range []string{"config.yaml", "BASE_PROMPT.txt", "MEMORIES.txt", "world_state.json", DatabaseFile, "prompts/SEED_en.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("data dir lacks %s: %v", f, err)
+		}
+	}
+	// A second start on the same data dir works once the first has stopped.
+	a, base, stop = startApp(t, dir)
+	waitHealthy(t, a, base)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOneAgentPerDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	a, base, stop := startApp(t, dir)
+	defer stop()
+	waitHealthy(t, a, base)
+	_, err := New(context.Background(), Options{DataDir: dir, Env: []string{"REVERIE_WEB__LISTEN=127.0.0.1:0"}, Console: io.Discard, Registry: webInfo(t)})
+	if !errors.Is(err, datadir.ErrLocked) {
+		t.Fatalf("second agent on the same data dir: err = %v, want ErrLocked", err)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("log:\n  level: info\n  colour: red\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), Options{DataDir: dir, Console: io.Discard, Registry: webInfo(t)})
+	var cerr *config.Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("err = %v, want *config.Error", err)
+	}
+	if cerr.Line != 3 || !strings.Contains(err.Error(), "colour") {
+		t.Fatalf("error should name line 3 and the key: %v", err)
+	}
+}
+
+func TestCorruptWorldStateMovedAside(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "world_state.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, base, stop := startApp(t, dir)
+	waitHealthy(t, a, base)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "world_state.json.corrupt-*"))
+	if len(matches) != 1 {
+		t.Fatalf("corrupt world state not kept aside: %v", matches)
+	}
+	body, err := os.ReadFile(filepath.Join(dir, "world_state.json"))
+	if err != nil || !json.Valid(body) {
+		t.Fatalf("world_state.json not recreated: %v %q", err, body)
+	}
+}
