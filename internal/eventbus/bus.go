@@ -344,13 +344,10 @@ func (b *Bus) Subscribe(name, prefix string, h extension.Handler) error {
 	if err := validatePrefix(prefix); err != nil {
 		return fmt.Errorf("subscribe %q: %w", name, err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.running {
-		return fmt.Errorf("subscribe %q: %w", name, ErrRunning)
-	}
-	if _, dup := b.byName[name]; dup {
-		return fmt.Errorf("subscribe %q: %w", name, ErrDuplicateSubscriber)
+	// Checked here and again on registration: the database work below
+	// runs without the lock so that publishers are not held up.
+	if err := b.canRegister(name); err != nil {
+		return fmt.Errorf("subscribe %q: %w", name, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
 	defer cancel()
@@ -391,9 +388,30 @@ func (b *Bus) Subscribe(name, prefix string, h extension.Handler) error {
 	case oldPrefix != prefix:
 		b.log.Warn("event subscriber prefix changed; cursor kept", "subscriber", name, "old_prefix", oldPrefix, "prefix", prefix, "cursor", start)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.canRegisterLocked(name); err != nil {
+		return fmt.Errorf("subscribe %q: %w", name, err)
+	}
 	s := &subscriber{name: name, prefix: prefix, h: h, wake: make(chan struct{}, 1)}
 	b.subs = append(b.subs, s)
 	b.byName[name] = s
+	return nil
+}
+
+func (b *Bus) canRegister(name string) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.canRegisterLocked(name)
+}
+
+func (b *Bus) canRegisterLocked(name string) error {
+	if b.running {
+		return ErrRunning
+	}
+	if _, dup := b.byName[name]; dup {
+		return ErrDuplicateSubscriber
+	}
 	return nil
 }
 
@@ -401,7 +419,8 @@ func (b *Bus) Subscribe(name, prefix string, h extension.Handler) error {
 // published by this process after the call, in memory and without
 // durability. Publishers never wait for a watcher: when its buffer (at least
 // 1) is full the event is dropped for it, counted (Stats.WatchDropped) and
-// logged. The channel is closed when ctx is done.
+// logged. The channel is closed when ctx is done. An invalid prefix (see
+// ErrInvalidTopic) yields a closed channel and a logged warning.
 func (b *Bus) Watch(ctx context.Context, prefix string, buffer int) <-chan extension.Event {
 	w := &watcher{prefix: prefix, ch: make(chan extension.Event, max(buffer, 1))}
 	if err := validatePrefix(prefix); err != nil || ctx.Err() != nil {
