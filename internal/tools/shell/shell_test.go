@@ -61,7 +61,10 @@ func modes(t *testing.T) []Mode {
 func TestRun(t *testing.T) {
 	for _, mode := range modes(t) {
 		t.Run(string(mode), func(t *testing.T) {
-			s := newShell(t, Config{Mode: mode, DefaultTimeout: 200 * time.Millisecond, MaxOutput: 64})
+			s := newShell(t, Config{Mode: mode, DefaultTimeout: 30 * time.Second, MaxOutput: 64})
+			// quick shares the workspace but kills commands after one second: the
+			// tool's real timeout behaviour, exercised with a short timeout.
+			quick := newShell(t, Config{Workspace: s.cfg.Workspace, Mode: mode, DefaultTimeout: time.Second})
 			if err := os.MkdirAll(filepath.Join(s.cfg.Workspace.Dir(), "sub"), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +74,7 @@ func TestRun(t *testing.T) {
 				wantExit   int
 				wantOutput string // exact, unless wantPrefix
 				wantSubstr []string
-				timedOut   bool
+				timedOut   bool // run on quick and expect the timeout
 				wantErr    error
 				anyErr     bool
 			}{
@@ -94,7 +97,11 @@ func TestRun(t *testing.T) {
 			}
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
-					res, err := s.Run(t.Context(), tc.args)
+					runner := s
+					if tc.timedOut {
+						runner = quick
+					}
+					res, err := runner.Run(t.Context(), tc.args)
 					if tc.wantErr != nil || tc.anyErr {
 						if err == nil || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
 							t.Fatalf("Run error = %v; want %v", err, tc.wantErr)
