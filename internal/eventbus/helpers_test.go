@@ -25,8 +25,8 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
-		// database/sql's opener of a DB a benchmark leaves to the
-		// process; tests close theirs.
+		// database/sql's connection opener ends asynchronously after
+		// DB.Close.
 		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"))
 }
 
