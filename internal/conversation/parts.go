@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -49,7 +50,13 @@ func encodeParts(parts []llm.Part) ([]byte, error) {
 		}
 		out = append(out, sp)
 	}
-	return json.Marshal(out)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 func toStored(p llm.Part) (storedPart, error) {
@@ -115,9 +122,11 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 
 // decodeParts reverses encodeParts. An empty array decodes to nil parts.
 func decodeParts(data []byte) ([]llm.Part, error) {
-	var stored []storedPart
-	if err := json.Unmarshal(data, &stored); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
+	stored, ok := fastDecode(data)
+	if !ok {
+		if err := json.Unmarshal(data, &stored); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
+		}
 	}
 	if len(stored) == 0 {
 		return nil, nil
@@ -134,35 +143,35 @@ func decodeParts(data []byte) ([]llm.Part, error) {
 }
 
 func fromStored(sp storedPart) (llm.Part, error) {
-	dec := func(s string) (string, error) { return s, nil }
 	if sp.B64 {
-		dec = func(s string) (string, error) {
-			b, err := base64.StdEncoding.DecodeString(s)
-			return string(b), err
+		var err error
+		dec := func(s string) string {
+			b, e := base64.StdEncoding.DecodeString(s)
+			if e != nil && err == nil {
+				err = e
+			}
+			return string(b)
 		}
-	}
-	var err error
-	field := func(s string) string {
+		sp.Text, sp.ID, sp.Name, sp.CallID, sp.Content = dec(sp.Text), dec(sp.ID), dec(sp.Name), dec(sp.CallID), dec(sp.Content)
+		if sp.Arguments != nil {
+			a := dec(*sp.Arguments)
+			sp.Arguments = &a
+		}
 		if err != nil {
-			return ""
+			return nil, fmt.Errorf("bad base64 field: %w", err)
 		}
-		var v string
-		v, err = dec(s)
-		return v
 	}
 	switch sp.Type {
 	case partText:
-		t := llm.Text{Text: field(sp.Text)}
-		return t, err
+		return llm.Text{Text: sp.Text}, nil
 	case partToolCall:
-		c := llm.ToolCall{ID: field(sp.ID), Name: field(sp.Name)}
+		c := llm.ToolCall{ID: sp.ID, Name: sp.Name}
 		if sp.Arguments != nil {
-			c.Arguments = json.RawMessage(field(*sp.Arguments))
+			c.Arguments = json.RawMessage(*sp.Arguments)
 		}
-		return c, err
+		return c, nil
 	case partToolResult:
-		r := llm.ToolResult{CallID: field(sp.CallID), Name: field(sp.Name), Content: field(sp.Content), IsError: sp.IsError}
-		return r, err
+		return llm.ToolResult{CallID: sp.CallID, Name: sp.Name, Content: sp.Content, IsError: sp.IsError}, nil
 	default:
 		return nil, fmt.Errorf("unknown part type %q", sp.Type)
 	}

@@ -328,7 +328,7 @@ func scanMessages(rows *sql.Rows, sizeHint int) ([]StoredMessage, error) {
 	defer rows.Close()
 	out := make([]StoredMessage, 0, sizeHint)
 	var (
-		role     string
+		role     sql.RawBytes
 		parts    sql.RawBytes
 		created  int64
 		archived sql.NullInt64
@@ -342,11 +342,27 @@ func scanMessages(rows *sql.Rows, sizeHint int) ([]StoredMessage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", m.ID, err)
 		}
-		m.Message = llm.Message{Role: llm.Role(role), Parts: p}
+		m.Message = llm.Message{Role: internRole(role), Parts: p}
 		m.CreatedAt, m.ArchivedAt = fromNanos(created), fromNull(archived)
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// internRole returns the shared constant for the common roles, saving an
+// allocation per row.
+func internRole(b []byte) llm.Role {
+	switch string(b) {
+	case string(llm.RoleUser):
+		return llm.RoleUser
+	case string(llm.RoleAssistant):
+		return llm.RoleAssistant
+	case string(llm.RoleTool):
+		return llm.RoleTool
+	case string(llm.RoleSystem):
+		return llm.RoleSystem
+	}
+	return llm.Role(b)
 }
 
 // History returns the thread's active (non-archived) messages in order. An
