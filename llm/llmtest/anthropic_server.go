@@ -137,6 +137,10 @@ func (s *AnthropicServer) Enqueue(rs ...ServerReply) { s.f.enqueue(rs...) }
 // Handle sets the function answering messages calls once the queue is empty.
 func (s *AnthropicServer) Handle(h func(MessagesRequest) ServerReply) { s.f.setHandler(h) }
 
+// WaitForRequests blocks until the server has received n requests in all
+// (of any kind), for tests that must act while a request is in flight.
+func (s *AnthropicServer) WaitForRequests(n int) { s.f.waitFor(n) }
+
 // Pending is the number of queued replies not yet used.
 func (s *AnthropicServer) Pending() int { return s.f.pending() }
 

@@ -172,6 +172,10 @@ func (s *OpenAIServer) Enqueue(rs ...ServerReply) { s.f.enqueue(rs...) }
 // Handle sets the function answering chat calls once the queue is empty.
 func (s *OpenAIServer) Handle(h func(ChatRequest) ServerReply) { s.f.setHandler(h) }
 
+// WaitForRequests blocks until the server has received n requests in all
+// (of any kind), for tests that must act while a request is in flight.
+func (s *OpenAIServer) WaitForRequests(n int) { s.f.waitFor(n) }
+
 // Pending is the number of queued replies not yet used.
 func (s *OpenAIServer) Pending() int { return s.f.pending() }
 

@@ -80,6 +80,7 @@ type fakeServer[Req any] struct {
 	done chan struct{}
 
 	mu       sync.Mutex
+	arrived  *sync.Cond
 	queue    []ServerReply
 	handler  func(Req) ServerReply
 	requests []Recorded[Req]
@@ -100,6 +101,7 @@ type Recorded[Req any] struct {
 
 func newFakeServer[Req any](t testing.TB, h http.Handler) *fakeServer[Req] {
 	f := &fakeServer[Req]{t: t, done: make(chan struct{})}
+	f.arrived = sync.NewCond(&f.mu)
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(func() {
 		close(f.done)
@@ -127,7 +129,17 @@ func (f *fakeServer[Req]) record(r *http.Request, body []byte, decoded Req) int 
 		Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: json.RawMessage(body), Decoded: decoded,
 	})
 	f.seq++
+	f.arrived.Broadcast()
 	return f.seq
+}
+
+// waitFor blocks until n requests have arrived.
+func (f *fakeServer[Req]) waitFor(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for len(f.requests) < n {
+		f.arrived.Wait()
+	}
 }
 
 func (f *fakeServer[Req]) recorded() []Recorded[Req] {

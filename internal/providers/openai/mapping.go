@@ -1,0 +1,236 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/reverie-ai/reverie/internal/providers"
+	"github.com/reverie-ai/reverie/llm"
+)
+
+// params maps a provider-neutral request onto chat-completions parameters.
+// Errors wrap providers.ErrBadRequest.
+func (c *Client) params(req llm.Request, model string) (sdk.ChatCompletionNewParams, error) {
+	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+	if req.System != "" {
+		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
+	}
+	for i, m := range req.Messages {
+		msgs, err := toMessages(m)
+		if err != nil {
+			return p, providers.BadRequest(err, "message %d", i)
+		}
+		p.Messages = append(p.Messages, msgs...)
+	}
+	if len(p.Messages) == 0 {
+		return p, providers.BadRequest(nil, "no messages")
+	}
+	for _, t := range req.Tools {
+		schema, err := schemaObject(t.Parameters)
+		if err != nil {
+			return p, providers.BadRequest(err, "tool %q parameters", t.Name)
+		}
+		def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+		if t.Description != "" {
+			def.Description = sdk.String(t.Description)
+		}
+		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(def))
+	}
+	if len(p.Tools) > 0 {
+		switch req.ToolChoice {
+		case llm.ToolChoiceAuto:
+		case llm.ToolChoiceNone, llm.ToolChoiceRequired:
+			p.ToolChoice = sdk.ChatCompletionToolChoiceOptionUnionParam{OfAuto: sdk.String(string(req.ToolChoice))}
+		default:
+			return p, providers.BadRequest(nil, "unknown tool choice %q", req.ToolChoice)
+		}
+	}
+	temp := req.Temperature
+	if temp == nil {
+		temp = c.o.Temperature
+	}
+	if temp != nil {
+		p.Temperature = sdk.Float(*temp)
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = c.o.MaxTokens
+	}
+	if maxTokens > 0 {
+		if c.o.MaxTokensField == FieldMaxCompletionTokens {
+			p.MaxCompletionTokens = sdk.Int(int64(maxTokens))
+		} else {
+			p.MaxTokens = sdk.Int(int64(maxTokens))
+		}
+	}
+	if rf := req.ResponseFormat; rf != nil {
+		schema, err := schemaObject(rf.Schema)
+		if err != nil {
+			return p, providers.BadRequest(err, "response format schema")
+		}
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: schemaName(rf.Name), Schema: schema}
+		if rf.Strict {
+			js.Strict = sdk.Bool(true)
+		}
+		p.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js},
+		}
+	}
+	return p, nil
+}
+
+var validSchemaName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// schemaName returns name when the API accepts it, "response" otherwise.
+func schemaName(name string) string {
+	if validSchemaName.MatchString(name) {
+		return name
+	}
+	return "response"
+}
+
+// schemaObject decodes a JSON Schema object; an empty schema is an object
+// schema without properties.
+func schemaObject(raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 {
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("schema is null")
+	}
+	return m, nil
+}
+
+// toMessages maps one message. Tool results become one role=tool message
+// each, wherever they appear; other parts follow the message's role.
+func toMessages(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
+	var out []sdk.ChatCompletionMessageParamUnion
+	var text string
+	var calls []sdk.ChatCompletionMessageToolCallUnionParam
+	for _, part := range m.Parts {
+		switch p := part.(type) {
+		case llm.Text:
+			text += p.Text
+		case llm.ToolCall:
+			if m.Role != llm.RoleAssistant {
+				return nil, fmt.Errorf("tool call %q in a %s message", p.Name, m.Role)
+			}
+			args := string(p.Arguments)
+			if args == "" {
+				args = "{}"
+			}
+			calls = append(calls, sdk.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID:       p.ID,
+					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: p.Name, Arguments: args},
+				},
+			})
+		case llm.ToolResult:
+			if p.CallID == "" {
+				return nil, fmt.Errorf("tool result for %q without a call id", p.Name)
+			}
+			out = append(out, sdk.ToolMessage(p.Content, p.CallID))
+		default:
+			return nil, fmt.Errorf("unsupported part %T", part)
+		}
+	}
+	switch m.Role {
+	case llm.RoleSystem:
+		if text != "" {
+			out = append(out, sdk.SystemMessage(text))
+		}
+	case llm.RoleUser:
+		if text != "" {
+			out = append(out, sdk.UserMessage(text))
+		}
+	case llm.RoleAssistant:
+		if text == "" && len(calls) == 0 {
+			break
+		}
+		var a sdk.ChatCompletionAssistantMessageParam
+		if text != "" {
+			a.Content.OfString = sdk.String(text)
+		}
+		a.ToolCalls = calls
+		out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+	case llm.RoleTool:
+		if text != "" {
+			return nil, fmt.Errorf("tool message with text outside a tool result")
+		}
+	default:
+		return nil, fmt.Errorf("unknown role %q", m.Role)
+	}
+	return out, nil
+}
+
+// stopReason maps a finish_reason.
+func stopReason(finish string, hasCalls bool) llm.StopReason {
+	switch finish {
+	case "length":
+		return llm.StopMaxTokens
+	case "content_filter":
+		return llm.StopFiltered
+	case "tool_calls", "function_call":
+		return llm.StopToolCalls
+	}
+	if hasCalls {
+		return llm.StopToolCalls
+	}
+	return llm.StopEnd
+}
+
+func usage(u sdk.CompletionUsage) llm.Usage {
+	return llm.Usage{
+		InputTokens:     int(u.PromptTokens),
+		OutputTokens:    int(u.CompletionTokens),
+		CacheReadTokens: int(u.PromptTokensDetails.CachedTokens),
+	}
+}
+
+// fromCompletion maps a non-streamed completion.
+func fromCompletion(cc *sdk.ChatCompletion) (llm.Response, error) {
+	if cc == nil || len(cc.Choices) == 0 {
+		return llm.Response{}, providers.BadResponse(nil, "completion has no choices")
+	}
+	ch := cc.Choices[0]
+	msg := llm.Message{Role: llm.RoleAssistant}
+	text := ch.Message.Content
+	filtered := false
+	if text == "" && ch.Message.Refusal != "" {
+		text, filtered = ch.Message.Refusal, true
+	}
+	if text != "" {
+		msg.Parts = append(msg.Parts, llm.Text{Text: text})
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		args := tc.Function.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		msg.Parts = append(msg.Parts, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(args)})
+	}
+	if len(msg.Parts) == 0 && ch.FinishReason == "" {
+		return llm.Response{}, providers.BadResponse(nil, "completion choice is empty")
+	}
+	resp := llm.Response{
+		Message:    msg,
+		Usage:      usage(cc.Usage),
+		StopReason: stopReason(ch.FinishReason, len(msg.ToolCalls()) > 0),
+		Model:      cc.Model,
+	}
+	if filtered {
+		resp.StopReason = llm.StopFiltered
+	}
+	return resp, nil
+}
