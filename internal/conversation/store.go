@@ -280,17 +280,36 @@ func (s *Store) Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Messag
 	ids := make([]int64, len(msgs))
 	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
 		now := nanos(s.now())
-		if _, err := ensureThread(ctx, tx, id, now); err != nil {
+		// One upsert creates the thread or moves its times (and gives it a
+		// title from its first user message) before the rows that
+		// reference it.
+		var lastUser any
+		title := ""
+		if hasUser {
+			lastUser, title = now, cleanTitle(firstLine(firstUser))
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO threads (id, channel, title, created_at, updated_at, last_user_message_at)
+			 VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+			 ON CONFLICT (id) DO UPDATE SET
+			     updated_at = excluded.updated_at,
+			     last_user_message_at = coalesce(excluded.last_user_message_at, last_user_message_at),
+			     title = CASE WHEN title = '' THEN excluded.title ELSE title END`,
+			string(id), id.Channel(), title, now, lastUser); err != nil {
 			return err
 		}
-		stmt, err := tx.PrepareContext(ctx,
-			`INSERT INTO messages (thread_id, role, parts, created_at, token_count) VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
+		const insert = `INSERT INTO messages (thread_id, role, parts, created_at, token_count) VALUES (?, ?, ?, ?, ?)`
+		exec := func(args ...any) (sql.Result, error) { return tx.ExecContext(ctx, insert, args...) }
+		if len(enc) > 1 {
+			stmt, err := tx.PrepareContext(ctx, insert)
+			if err != nil {
+				return err
+			}
+			defer stmt.Close()
+			exec = func(args ...any) (sql.Result, error) { return stmt.ExecContext(ctx, args...) }
 		}
-		defer stmt.Close()
 		for i, e := range enc {
-			res, err := stmt.ExecContext(ctx, string(id), e.role, e.parts, now, e.tokens)
+			res, err := exec(string(id), e.role, e.parts, now, e.tokens)
 			if err != nil {
 				return err
 			}
@@ -298,15 +317,7 @@ func (s *Store) Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Messag
 				return err
 			}
 		}
-		if hasUser {
-			_, err = tx.ExecContext(ctx,
-				`UPDATE threads SET updated_at = ?, last_user_message_at = ?,
-				        title = CASE WHEN title = '' THEN ? ELSE title END
-				 WHERE id = ?`, now, now, cleanTitle(firstLine(firstUser)), string(id))
-		} else {
-			_, err = tx.ExecContext(ctx, `UPDATE threads SET updated_at = ? WHERE id = ?`, now, string(id))
-		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("append to thread %q: %w", id, err)
