@@ -1,0 +1,136 @@
+// Package embed turns text into vectors for semantic memory recall.
+//
+// It provides the Embedder interface, an offline feature-hashing embedder
+// that needs no network or model files (Offline), an adapter for provider
+// embedding APIs (Wrap), a content-hash cache stored in SQLite (Cached), and
+// the vector helpers shared by the memory store (Normalize, Dot, Encode,
+// Decode).
+package embed
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Embedder maps texts to fixed-size vectors.
+//
+// Embed returns one vector of length Dimensions() per input text, in order.
+// ID names the model (and its version/dimensions) so that vectors produced by
+// a different model are recognised and re-embedded.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	Dimensions() int
+	ID() string
+}
+
+// ErrDimensions is returned when a backend produces vectors whose length
+// differs from the declared dimensions, or when a stored vector cannot be
+// decoded.
+var ErrDimensions = errors.New("embedding dimensions mismatch")
+
+// Provider is any embedding backend with the provider calling convention,
+// such as the OpenAI-compatible client in internal/providers/openai.
+type Provider interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Adapter turns a Provider into an Embedder with a fixed identity.
+type Adapter struct {
+	p    Provider
+	dims int
+	id   string
+}
+
+// Wrap adapts p, which must return dims-dimensional vectors, to Embedder.
+// id should name the model, for example "openai/text-embedding-3-small".
+// Returned vectors are L2-normalised so that dot product equals cosine.
+func Wrap(p Provider, dims int, id string) *Adapter {
+	return &Adapter{p: p, dims: dims, id: fmt.Sprintf("%s/%d", id, dims)}
+}
+
+// Embed calls the provider and checks and normalises its answer.
+func (a *Adapter) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	vecs, err := a.p.Embed(ctx, texts)
+	if err != nil {
+		return nil, fmt.Errorf("embed %d texts with %s: %w", len(texts), a.id, err)
+	}
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("embed with %s: got %d vectors for %d texts", a.id, len(vecs), len(texts))
+	}
+	for i, v := range vecs {
+		if len(v) != a.dims {
+			return nil, fmt.Errorf("embed with %s: vector %d has %d dimensions, want %d: %w", a.id, i, len(v), a.dims, ErrDimensions)
+		}
+		Normalize(v)
+	}
+	return vecs, nil
+}
+
+// Dimensions returns the declared vector length.
+func (a *Adapter) Dimensions() int { return a.dims }
+
+// ID returns the model identity including the dimensions.
+func (a *Adapter) ID() string { return a.id }
+
+// Normalize scales v to unit length in place (a zero vector is left as is).
+func Normalize(v []float32) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(s))
+	for i := range v {
+		v[i] *= inv
+	}
+}
+
+// Dot returns the dot product of a and b (cosine similarity for unit
+// vectors). It panics if the lengths differ.
+func Dot(a, b []float32) float32 {
+	if len(a) != len(b) {
+		panic("embed.Dot: length mismatch")
+	}
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// Encode serialises v as little-endian float32, the BLOB format stored in
+// SQLite.
+func Encode(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// Decode parses a BLOB written by Encode.
+func Decode(b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("decode vector of %d bytes: %w", len(b), ErrDimensions)
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}

@@ -1,0 +1,403 @@
+// Package eval measures Reverie's memory retrieval on public benchmarks.
+//
+// LoCoMo ingests each conversation of a LoCoMo-format file into a fresh
+// memory store through the store's normal Add path (one memory per dialogue
+// turn, dated with its session's date), asks every question, and reports
+// recall@k of the gold evidence turns per question category.
+package eval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/sqlite"
+)
+
+// Category is a LoCoMo question category.
+type Category int
+
+// The LoCoMo categories.
+const (
+	MultiHop    Category = 1
+	Temporal    Category = 2
+	OpenDomain  Category = 3
+	SingleHop   Category = 4
+	Adversarial Category = 5
+)
+
+// Categories lists the categories in report order.
+var Categories = []Category{SingleHop, MultiHop, Temporal, OpenDomain, Adversarial}
+
+// String returns the category's report name ("single-hop", …).
+func (c Category) String() string {
+	switch c {
+	case MultiHop:
+		return "multi-hop"
+	case Temporal:
+		return "temporal"
+	case OpenDomain:
+		return "open-domain"
+	case SingleHop:
+		return "single-hop"
+	case Adversarial:
+		return "adversarial"
+	}
+	return "category-" + strconv.Itoa(int(c))
+}
+
+// inOverall reports whether questions of c count in the overall figure.
+func (c Category) inOverall() bool { return c >= MultiHop && c <= SingleHop }
+
+// DefaultK are the cut-offs reported when Options.K is empty.
+var DefaultK = []int{1, 5, 10}
+
+// Options configure a LoCoMo run.
+type Options struct {
+	K        []int          // recall cut-offs; DefaultK when empty
+	Embedder embed.Embedder // offline 384-dim embedder when nil
+	// Tuning overrides the store's retrieval parameters when non-nil.
+	Tuning *memory.Tuning
+	// Progress, when non-nil, is called after each conversation.
+	Progress func(done, total int)
+	Logger   *slog.Logger
+}
+
+// Report is the result of a run. Values are percentages.
+type Report struct {
+	K          []int
+	Overall    map[int]float64              // k → mean recall@k over categories 1–4
+	ByCategory map[Category]map[int]float64 // category → k → mean recall@k
+	Counts     map[Category]int             // questions scored per category
+	Questions  int                          // questions scored, all categories
+	Skipped    int                          // questions without usable evidence ids
+}
+
+// Turn is one dialogue turn of a LoCoMo conversation.
+type Turn struct {
+	Speaker     string `json:"speaker"`
+	DiaID       string `json:"dia_id"`
+	Text        string `json:"text"`
+	BlipCaption string `json:"blip_caption"`
+}
+
+// QA is one LoCoMo question.
+type QA struct {
+	Question string          `json:"question"`
+	Evidence []string        `json:"evidence"`
+	Category Category        `json:"category"`
+	Answer   json.RawMessage `json:"answer"`
+}
+
+// Session is a dated group of turns.
+type Session struct {
+	Number int
+	Date   time.Time
+	Turns  []Turn
+}
+
+// Conversation is one LoCoMo sample.
+type Conversation struct {
+	ID       string
+	Sessions []Session
+	QA       []QA
+}
+
+var sessionKey = regexp.MustCompile(`^session_(\d+)$`)
+
+// ParseLoCoMo decodes a LoCoMo JSON file (an array of samples with
+// "sample_id", "conversation" holding "session_N" turn lists and
+// "session_N_date_time" strings, and "qa").
+func ParseLoCoMo(r io.Reader) ([]Conversation, error) {
+	var raw []struct {
+		SampleID     string                     `json:"sample_id"`
+		Conversation map[string]json.RawMessage `json:"conversation"`
+		QA           []QA                       `json:"qa"`
+	}
+	if err := json.NewDecoder(r).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("parse LoCoMo file: %w", err)
+	}
+	out := make([]Conversation, 0, len(raw))
+	for i, s := range raw {
+		c := Conversation{ID: s.SampleID, QA: s.QA}
+		if c.ID == "" {
+			c.ID = "conv-" + strconv.Itoa(i+1)
+		}
+		for key, body := range s.Conversation {
+			m := sessionKey.FindStringSubmatch(key)
+			if m == nil {
+				continue
+			}
+			n, _ := strconv.Atoi(m[1])
+			var turns []Turn
+			if err := json.Unmarshal(body, &turns); err != nil {
+				return nil, fmt.Errorf("parse LoCoMo %s %s: %w", c.ID, key, err)
+			}
+			sess := Session{Number: n, Turns: turns}
+			if d, ok := s.Conversation[key+"_date_time"]; ok {
+				var ds string
+				if err := json.Unmarshal(d, &ds); err == nil {
+					sess.Date, _ = parseSessionDate(ds)
+				}
+			}
+			c.Sessions = append(c.Sessions, sess)
+		}
+		sort.Slice(c.Sessions, func(a, b int) bool { return c.Sessions[a].Number < c.Sessions[b].Number })
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// parseSessionDate reads LoCoMo dates like "1:56 pm on 8 May, 2023".
+func parseSessionDate(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{"3:04 pm on 2 January, 2006", "3:04 pm on 2 Jan, 2006", "3:04 PM on 2 January, 2006", "2 January, 2006", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("unrecognised session date %q", s)
+}
+
+var diaIDRe = regexp.MustCompile(`^D(\d+):(\d+)$`)
+
+// goldIDs normalises evidence entries: "D8:6; D9:17" is split, "D:11:26"
+// becomes "D11:26", anything else unparseable is dropped.
+func goldIDs(evidence []string) []string {
+	var out []string
+	for _, e := range evidence {
+		for _, part := range strings.FieldsFunc(e, func(r rune) bool { return r == ';' || r == ',' || r == ' ' }) {
+			p := strings.TrimSpace(part)
+			p = strings.Replace(p, "D:", "D", 1)
+			if diaIDRe.MatchString(p) && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// TurnText is the memory text stored for a turn: "Speaker: text", plus the
+// caption of a shared image when present.
+func TurnText(t Turn) string {
+	s := strings.TrimSpace(t.Speaker) + ": " + strings.TrimSpace(t.Text)
+	if c := strings.TrimSpace(t.BlipCaption); c != "" {
+		s += " [shared image: " + c + "]"
+	}
+	return s
+}
+
+// LoCoMo runs the retrieval evaluation over the LoCoMo file read from r.
+func LoCoMo(ctx context.Context, r io.Reader, opts Options) (Report, error) {
+	convs, err := ParseLoCoMo(r)
+	if err != nil {
+		return Report{}, err
+	}
+	return Run(ctx, convs, opts)
+}
+
+// Run evaluates already parsed conversations.
+func Run(ctx context.Context, convs []Conversation, opts Options) (Report, error) {
+	ks := slices.Clone(opts.K)
+	if len(ks) == 0 {
+		ks = slices.Clone(DefaultK)
+	}
+	slices.Sort(ks)
+	ks = slices.Compact(ks)
+	if ks[0] <= 0 {
+		return Report{}, fmt.Errorf("locomo: k must be positive, got %d", ks[0])
+	}
+	emb := opts.Embedder
+	if emb == nil {
+		emb = embed.NewOffline(embed.DefaultDimensions)
+	}
+	tune := memory.DefaultTuning
+	if opts.Tuning != nil {
+		tune = *opts.Tuning
+	}
+	sums := map[Category]map[int]float64{}
+	counts := map[Category]int{}
+	rep := Report{K: ks}
+	for ci, c := range convs {
+		if err := evalConversation(ctx, c, emb, tune, opts.Logger, ks, sums, counts, &rep); err != nil {
+			return Report{}, fmt.Errorf("locomo %s: %w", c.ID, err)
+		}
+		if opts.Progress != nil {
+			opts.Progress(ci+1, len(convs))
+		}
+	}
+	rep.Counts = counts
+	rep.ByCategory = map[Category]map[int]float64{}
+	rep.Overall = map[int]float64{}
+	overallN := 0
+	overallSum := map[int]float64{}
+	for cat, n := range counts {
+		m := map[int]float64{}
+		for _, k := range ks {
+			m[k] = 100 * sums[cat][k] / float64(n)
+			if cat.inOverall() {
+				overallSum[k] += sums[cat][k]
+			}
+		}
+		if cat.inOverall() {
+			overallN += n
+		}
+		rep.ByCategory[cat] = m
+	}
+	for _, k := range ks {
+		if overallN > 0 {
+			rep.Overall[k] = 100 * overallSum[k] / float64(overallN)
+		}
+	}
+	return rep, nil
+}
+
+func evalConversation(ctx context.Context, c Conversation, emb embed.Embedder, tune memory.Tuning, log *slog.Logger,
+	ks []int, sums map[Category]map[int]float64, counts map[Category]int, rep *Report) error {
+	db, err := sqlite.Open(ctx, ":memory:")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	store, err := memory.OpenVector(ctx, db, emb, nil, log, tune)
+	if err != nil {
+		return err
+	}
+	defer store.Shutdown(context.WithoutCancel(ctx))
+	var ms []memory.Memory
+	var dias []string
+	for _, s := range c.Sessions {
+		for _, t := range s.Turns {
+			m := memory.Memory{Text: TurnText(t), Kind: memory.KindEpisode, Source: memory.SourceImport, Thread: "locomo:" + c.ID}
+			if !s.Date.IsZero() {
+				d := s.Date
+				m.EventTime = &d
+			}
+			ms = append(ms, m)
+			dias = append(dias, t.DiaID)
+		}
+	}
+	byID := map[int64][]string{}
+	// Add one turn at a time, exactly as the assistant's memory tool does.
+	for i, m := range ms {
+		id, err := store.Add(ctx, m)
+		if err != nil {
+			return fmt.Errorf("ingest %s: %w", dias[i], err)
+		}
+		byID[id] = append(byID[id], dias[i])
+	}
+	maxK := ks[len(ks)-1]
+	for _, qa := range c.QA {
+		gold := goldIDs(qa.Evidence)
+		if len(gold) == 0 || strings.TrimSpace(qa.Question) == "" {
+			rep.Skipped++
+			continue
+		}
+		res, err := store.Recall(ctx, memory.Query{Text: qa.Question, Limit: maxK, Peek: true})
+		if err != nil {
+			return fmt.Errorf("recall %q: %w", qa.Question, err)
+		}
+		if sums[qa.Category] == nil {
+			sums[qa.Category] = map[int]float64{}
+		}
+		for _, k := range ks {
+			hit := map[string]bool{}
+			for _, r := range res[:min(k, len(res))] {
+				for _, d := range byID[r.ID] {
+					hit[d] = true
+				}
+			}
+			n := 0
+			for _, g := range gold {
+				if hit[g] {
+					n++
+				}
+			}
+			sums[qa.Category][k] += float64(n) / float64(len(gold))
+		}
+		counts[qa.Category]++
+		rep.Questions++
+	}
+	return nil
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// MarshalJSON writes {"overall":{"recall@1":…},"by_category":{"single-hop":
+// {…},…},"questions":N} with keys in report order and values in percent
+// rounded to two decimals.
+func (r Report) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	writeKs := func(m map[int]float64) {
+		b.WriteByte('{')
+		for i, k := range r.K {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"recall@%d":%s`, k, strconv.FormatFloat(round2(m[k]), 'f', -1, 64))
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString(`{"overall":`)
+	writeKs(r.Overall)
+	b.WriteString(`,"by_category":{`)
+	first := true
+	for _, c := range Categories {
+		m, ok := r.ByCategory[c]
+		if !ok {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		fmt.Fprintf(&b, "%q:", c.String())
+		writeKs(m)
+	}
+	fmt.Fprintf(&b, `},"questions":%d}`, r.Questions)
+	return b.Bytes(), nil
+}
+
+// WriteTable prints the report as an aligned text table.
+func (r Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "category\tquestions\t")
+	for _, k := range r.K {
+		fmt.Fprintf(tw, "R@%d\t", k)
+	}
+	fmt.Fprintln(tw)
+	row := func(name string, n int, m map[int]float64) {
+		fmt.Fprintf(tw, "%s\t%d\t", name, n)
+		for _, k := range r.K {
+			fmt.Fprintf(tw, "%.2f\t", m[k])
+		}
+		fmt.Fprintln(tw)
+	}
+	overallN := 0
+	for _, c := range Categories {
+		if m, ok := r.ByCategory[c]; ok {
+			row(c.String(), r.Counts[c], m)
+			if c.inOverall() {
+				overallN += r.Counts[c]
+			}
+		}
+	}
+	row("overall (1-4)", overallN, r.Overall)
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}

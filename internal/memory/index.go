@@ -1,0 +1,260 @@
+package memory
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// meta is the per-memory state the recall path needs without touching the
+// database.
+type meta struct {
+	kind        Kind
+	createdAt   int64 // unix nanoseconds
+	validFrom   int64
+	validTo     int64 // 0 = current
+	eventTime   int64 // 0 = unknown
+	lastAccess  int64 // 0 = never
+	accessCount int32
+	temporal    bool // text mentions a date or relative time
+	hasVector   bool
+	thread      string
+	speaker     string // normalised "Name" of a "Name: text" memory, "" otherwise
+}
+
+// index holds every memory's metadata and, for memories embedded with the
+// current model, an int8-quantised copy of its unit vector plus a sign-bit
+// sketch. Vector search scans the sketches by Hamming distance and re-ranks
+// the closest candidates with the int8 dot product; small indexes are
+// scanned exactly. Not safe for concurrent use: the store guards it.
+type index struct {
+	dims  int
+	words int // uint64 words per sign sketch
+
+	ids   []int64
+	metas []meta
+	q     []int8    // len(ids)*dims
+	scale []float32 // per-slot dequantisation factor (0 when no vector)
+	sign  []uint64  // len(ids)*words
+	slot  map[int64]int
+
+	speakers map[string]int // speaker → number of memories with that speaker
+}
+
+func newIndex(dims int) *index {
+	return &index{dims: dims, words: (dims + 63) / 64, slot: map[int64]int{}, speakers: map[string]int{}}
+}
+
+func (x *index) len() int { return len(x.ids) }
+
+// put inserts or replaces the entry for id. vec may be nil (no vector).
+func (x *index) put(id int64, m meta, vec []float32) {
+	s, ok := x.slot[id]
+	if !ok {
+		s = len(x.ids)
+		x.slot[id] = s
+		x.ids = append(x.ids, id)
+		x.metas = append(x.metas, meta{})
+		x.q = append(x.q, make([]int8, x.dims)...)
+		x.scale = append(x.scale, 0)
+		x.sign = append(x.sign, make([]uint64, x.words)...)
+	} else {
+		x.dropSpeaker(x.metas[s].speaker)
+	}
+	if m.speaker != "" {
+		x.speakers[m.speaker]++
+	}
+	m.hasVector = len(vec) == x.dims
+	x.metas[s] = m
+	q := x.q[s*x.dims : (s+1)*x.dims]
+	sg := x.sign[s*x.words : (s+1)*x.words]
+	clear(sg)
+	if !m.hasVector {
+		clear(q)
+		x.scale[s] = 0
+		return
+	}
+	x.scale[s] = quantise(vec, q)
+	for i, v := range vec {
+		if v > 0 {
+			sg[i/64] |= 1 << (uint(i) % 64)
+		}
+	}
+}
+
+// remove deletes id by moving the last slot into its place.
+func (x *index) remove(id int64) {
+	s, ok := x.slot[id]
+	if !ok {
+		return
+	}
+	x.dropSpeaker(x.metas[s].speaker)
+	last := len(x.ids) - 1
+	if s != last {
+		x.ids[s] = x.ids[last]
+		x.metas[s] = x.metas[last]
+		copy(x.q[s*x.dims:(s+1)*x.dims], x.q[last*x.dims:])
+		x.scale[s] = x.scale[last]
+		copy(x.sign[s*x.words:(s+1)*x.words], x.sign[last*x.words:])
+		x.slot[x.ids[s]] = s
+	}
+	delete(x.slot, id)
+	x.ids = x.ids[:last]
+	x.metas = x.metas[:last]
+	x.q = x.q[:last*x.dims]
+	x.scale = x.scale[:last]
+	x.sign = x.sign[:last*x.words]
+}
+
+func (x *index) dropSpeaker(sp string) {
+	if sp == "" {
+		return
+	}
+	if x.speakers[sp]--; x.speakers[sp] <= 0 {
+		delete(x.speakers, sp)
+	}
+}
+
+// quantise writes round(v/scale) into q and returns scale = max|v|/127.
+func quantise(v []float32, q []int8) float32 {
+	var m float32
+	for _, x := range v {
+		if a := float32(math.Abs(float64(x))); a > m {
+			m = a
+		}
+	}
+	if m == 0 {
+		clear(q)
+		return 0
+	}
+	scale := m / 127
+	inv := 1 / scale
+	for i, x := range v {
+		q[i] = int8(math.Round(float64(x * inv)))
+	}
+	return scale
+}
+
+// dot8 is the int8 dot product with four independent accumulators.
+func dot8(a, b []int8) int32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 int32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += int32(a[i]) * int32(b[i])
+		s1 += int32(a[i+1]) * int32(b[i+1])
+		s2 += int32(a[i+2]) * int32(b[i+2])
+		s3 += int32(a[i+3]) * int32(b[i+3])
+	}
+	for ; i < len(a); i++ {
+		s0 += int32(a[i]) * int32(b[i])
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// vecHit is a vector search result.
+type vecHit struct {
+	slot int
+	cos  float32
+}
+
+// exactScanMax is the index size up to which vector search compares every
+// vector; above it the sign sketch preselects rerankMin candidates.
+const (
+	exactScanMax = 8192
+	rerankMin    = 1024
+)
+
+// search returns up to k slots accepted by keep, most similar to the unit
+// vector qv first.
+func (x *index) search(qv []float32, k int, keep func(slot int) bool) []vecHit {
+	n := x.len()
+	if n == 0 || k <= 0 || len(qv) != x.dims {
+		return nil
+	}
+	qq := make([]int8, x.dims)
+	qs := quantise(qv, qq)
+	if qs == 0 {
+		return nil
+	}
+	var cand []int
+	if n <= exactScanMax {
+		cand = make([]int, 0, n)
+		for s := range n {
+			if x.metas[s].hasVector && keep(s) {
+				cand = append(cand, s)
+			}
+		}
+	} else {
+		cand = x.preselect(qv, max(rerankMin, 8*k), keep)
+	}
+	hits := make([]vecHit, 0, len(cand))
+	d := x.dims
+	for _, s := range cand {
+		c := float32(dot8(qq, x.q[s*d:(s+1)*d])) * qs * x.scale[s]
+		hits = append(hits, vecHit{slot: s, cos: c})
+	}
+	slices.SortFunc(hits, func(a, b vecHit) int {
+		if a.cos != b.cos {
+			if a.cos > b.cos {
+				return -1
+			}
+			return 1
+		}
+		return a.slot - b.slot
+	})
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits
+}
+
+// preselect returns about want slots with the smallest Hamming distance
+// between their sign sketch and the query's, using a counting pass over the
+// distance histogram (linear time, no sort).
+func (x *index) preselect(qv []float32, want int, keep func(slot int) bool) []int {
+	w := x.words
+	qsig := make([]uint64, w)
+	for i, v := range qv {
+		if v > 0 {
+			qsig[i/64] |= 1 << (uint(i) % 64)
+		}
+	}
+	n := x.len()
+	dist := make([]uint16, n)
+	hist := make([]int, x.dims+2)
+	sign := x.sign
+	for s := range n {
+		row := sign[s*w : s*w+w]
+		var d int
+		for j, q := range qsig {
+			d += bits.OnesCount64(row[j] ^ q)
+		}
+		if !x.metas[s].hasVector {
+			d = x.dims + 1
+		}
+		dist[s] = uint16(d)
+		hist[d]++
+	}
+	// find the distance cut-off that admits at least want slots
+	cut, total := 0, 0
+	for cut = 0; cut <= x.dims; cut++ {
+		total += hist[cut]
+		if total >= want {
+			break
+		}
+	}
+	out := make([]int, 0, total)
+	for s, d := range dist {
+		if int(d) <= cut && keep(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// cosine returns the approximate cosine between two stored slots.
+func (x *index) cosine(a, b int) float32 {
+	d := x.dims
+	return float32(dot8(x.q[a*d:(a+1)*d], x.q[b*d:(b+1)*d])) * x.scale[a] * x.scale[b]
+}

@@ -1,0 +1,203 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+)
+
+// Kind classifies a memory.
+type Kind string
+
+// The memory kinds.
+const (
+	KindFact       Kind = "fact"
+	KindPreference Kind = "preference"
+	KindEpisode    Kind = "episode"
+	KindProcedure  Kind = "procedure"
+	KindOpinion    Kind = "opinion"
+)
+
+// Kinds lists every valid Kind.
+var Kinds = []Kind{KindFact, KindPreference, KindEpisode, KindProcedure, KindOpinion}
+
+// Valid reports whether k is one of Kinds.
+func (k Kind) Valid() bool {
+	for _, x := range Kinds {
+		if k == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Source says who wrote a memory. Memories with SourceUserExplicit are
+// protected from stale pruning by dreaming.
+type Source string
+
+// The memory sources.
+const (
+	SourceUserExplicit Source = "user_explicit"
+	SourceAgent        Source = "agent"
+	SourceHarvest      Source = "harvest"
+	SourceDream        Source = "dream"
+	SourceImport       Source = "import"
+)
+
+// Sources lists every valid Source.
+var Sources = []Source{SourceUserExplicit, SourceAgent, SourceHarvest, SourceDream, SourceImport}
+
+// Valid reports whether s is one of Sources.
+func (s Source) Valid() bool {
+	for _, x := range Sources {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Memory is one long-term memory entry.
+type Memory struct {
+	ID          int64
+	Text        string
+	Kind        Kind
+	Source      Source
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	ValidFrom   time.Time
+	ValidTo     *time.Time // nil while current; set when superseded (closed, not deleted)
+	AccessCount int
+	LastAccess  *time.Time // nil when never recalled
+	EventTime   *time.Time // when the remembered thing happened, if known
+	Thread      string     // conversation thread it came from, if any
+	Embedding   []float32  // unit vector; nil for backends without vectors
+}
+
+// Current reports whether m is valid at time at.
+func (m *Memory) Current(at time.Time) bool {
+	if m.ValidFrom.After(at) {
+		return false
+	}
+	return m.ValidTo == nil || m.ValidTo.After(at)
+}
+
+// Scored is a recalled memory with its final score and the parts it was
+// computed from (for debugging and the web debug panel).
+type Scored struct {
+	Memory
+	Score    float64 // final score, higher is better
+	Fused    float64 // reciprocal-rank-fusion score before re-scoring
+	TextRank int     // 1-based rank in the full-text candidates, 0 if absent
+	VecRank  int     // 1-based rank in the vector candidates, 0 if absent
+	Cosine   float32 // similarity to the query vector (0 when not a vector candidate)
+}
+
+// Query is a recall request.
+type Query struct {
+	Text          string
+	Limit         int       // results to return; DefaultLimit when ≤ 0
+	Kinds         []Kind    // restrict to these kinds; all when empty
+	At            time.Time // point in time for validity and decay; now when zero
+	IncludeClosed bool      // include memories whose validity has ended
+	Thread        string    // restrict to one thread when non-empty
+	// Peek leaves access statistics untouched (evaluation, previews).
+	Peek bool
+}
+
+// DefaultLimit is the number of memories Recall returns when Query.Limit is
+// not set.
+const DefaultLimit = 10
+
+// Filter selects memories for List.
+type Filter struct {
+	Kinds         []Kind
+	Sources       []Source
+	Thread        string
+	IncludeClosed bool
+	Before        time.Time // created before, when non-zero
+	After         time.Time // created after, when non-zero
+	Limit         int       // 0 = no limit
+	Offset        int
+	// OrderByAccess sorts by access count (descending) instead of newest
+	// first; dreaming uses it to export the working set.
+	OrderByAccess bool
+}
+
+// Neighbour is a memory similar to another one.
+type Neighbour struct {
+	ID     int64
+	Cosine float32
+}
+
+// Vector is one stored embedding, yielded by Store.AllVectors.
+type Vector struct {
+	ID     int64
+	Vector []float32
+}
+
+// Store is a long-term memory backend. Implementations are safe for
+// concurrent use.
+type Store interface {
+	// Add stores m (ID, timestamps and access stats are assigned) and returns
+	// its id. Adding text equal, after normalisation, to a current memory
+	// returns the existing id and bumps its UpdatedAt instead. Errors:
+	// ErrEmpty, ErrTooLong, ErrSecret, ErrInvalid.
+	Add(ctx context.Context, m Memory) (int64, error)
+	// AddBatch adds several memories in one transaction and embedding call.
+	// It is all-or-nothing: one bad memory fails the batch.
+	AddBatch(ctx context.Context, ms []Memory) ([]int64, error)
+	// Get returns one memory or ErrNotFound.
+	Get(ctx context.Context, id int64) (Memory, error)
+	// Update replaces the text, kind, event time and thread of a memory
+	// (re-embedding when the text changed). Errors as Add plus ErrNotFound
+	// and ErrDuplicate.
+	Update(ctx context.Context, m Memory) error
+	// Close ends the validity of a memory at time at (superseded, kept for
+	// history). Closing a closed memory is a no-op.
+	Close(ctx context.Context, id int64, at time.Time) error
+	// Delete removes a memory permanently; ErrNotFound if absent.
+	Delete(ctx context.Context, id int64) error
+	// List returns memories matching f, newest first.
+	List(ctx context.Context, f Filter) ([]Memory, error)
+	// Recall runs hybrid retrieval for q and records the accesses.
+	Recall(ctx context.Context, q Query) ([]Scored, error)
+	// RecordAccess counts an access to each id at time at.
+	RecordAccess(ctx context.Context, ids []int64, at time.Time) error
+	// AllVectors yields every stored vector (current and closed); for
+	// dreaming's similarity matrix.
+	AllVectors(ctx context.Context) iter.Seq2[Vector, error]
+	// Neighbours returns current memories whose cosine similarity to id is at
+	// least minCos, most similar first.
+	Neighbours(ctx context.Context, id int64, minCos float32) ([]Neighbour, error)
+	// Count returns the number of memories (current only, or all).
+	Count(ctx context.Context, includeClosed bool) (int, error)
+	// Shutdown flushes pending access statistics and stops background work.
+	// The database handle is not closed: it belongs to the caller.
+	Shutdown(ctx context.Context) error
+}
+
+// Errors returned by stores.
+var (
+	// ErrEmpty: the memory text is empty or only white space.
+	ErrEmpty = errors.New("memory text is empty")
+	// ErrTooLong: the memory text exceeds MaxTextLen characters.
+	ErrTooLong = fmt.Errorf("memory text longer than %d characters", MaxTextLen)
+	// ErrSecret: the text looks like it contains a credential (API key,
+	// token, private key, password); such text is never stored.
+	ErrSecret = errors.New("memory text looks like it contains a secret")
+	// ErrNotFound: no memory has that id.
+	ErrNotFound = errors.New("memory not found")
+	// ErrDuplicate: an update would make a memory identical to another
+	// current one.
+	ErrDuplicate = errors.New("memory duplicates an existing one")
+	// ErrInvalid: an unknown kind or source.
+	ErrInvalid = errors.New("invalid memory")
+	// ErrUnsupported: the backend cannot do this (e.g. vectors on flat).
+	ErrUnsupported = errors.New("not supported by this memory backend")
+)
+
+// MaxTextLen is the longest memory text accepted, in characters (runes).
+const MaxTextLen = 4000

@@ -1,0 +1,190 @@
+package memory
+
+import (
+	"math"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/reverie-ai/reverie/internal/embed"
+)
+
+// Tuning holds the retrieval parameters. The zero value is not useful; start
+// from DefaultTuning.
+type Tuning struct {
+	RRFK          float64 // reciprocal rank fusion constant k
+	TextWeight    float64 // weight of the full-text (BM25) ranking
+	VectorWeight  float64 // weight of the vector ranking
+	Candidates    int     // candidates taken from each ranking
+	RecencyBoost  float64 // max relative boost for a just-created memory
+	RecencyDays   float64 // e-folding time of the recency boost
+	StrengthBoost float64 // max relative boost for a strongly retained memory
+	StrengthDays  float64 // base stability S0 of the Ebbinghaus curve, days
+	IntentBoost   float64 // relative boost for a memory matching the query intent
+	// SpeakerBoost multiplies the score of a "Name: …" memory whose speaker
+	// the query names (1 + SpeakerBoost).
+	SpeakerBoost float64
+}
+
+// DefaultTuning is tuned on LoCoMo retrieval with the offline embedder.
+var DefaultTuning = Tuning{
+	RRFK:          60,
+	TextWeight:    1,
+	VectorWeight:  1,
+	Candidates:    100,
+	RecencyBoost:  0.1,
+	RecencyDays:   30,
+	StrengthBoost: 0.1,
+	StrengthDays:  7,
+	IntentBoost:   0.15,
+	SpeakerBoost:  0.5,
+}
+
+// intent is what kind of memory a query asks for.
+type intent struct {
+	temporal   bool
+	preference bool
+	procedure  bool
+	opinion    bool
+}
+
+var (
+	temporalQuery   = regexp.MustCompile(`(?i)\b(when|what (date|day|time|year|month|week)|which (date|day|year|month|week)|how long|how many (days|weeks|months|years)|ago|before|after|since|until|first time|last time|recently)\b`)
+	preferenceQuery = regexp.MustCompile(`(?i)\b(like|likes|liked|prefer|prefers|preferred|preference|favou?rite|enjoy|enjoys|love|loves|hate|hates|dislike|dislikes)\b`)
+	procedureQuery  = regexp.MustCompile(`(?i)\b(how (do|can|should|to|did)|steps?|procedure|instructions?|recipe)\b`)
+	opinionQuery    = regexp.MustCompile(`(?i)\b(think|thinks|opinion|feel about|feels about|believe|believes|view on|views on)\b`)
+	temporalText    = regexp.MustCompile(`(?i)\b(yesterday|today|tonight|tomorrow|ago|last (night|week|weekend|month|year|summer|winter|spring|fall|friday|saturday|sunday|monday|tuesday|wednesday|thursday)|next (week|weekend|month|year)|this (morning|week|weekend|month|year|summer)|(mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|19\d\d|20\d\d|\d{1,2}/\d{1,2})\b`)
+)
+
+func detectIntent(q string) intent {
+	return intent{
+		temporal:   temporalQuery.MatchString(q),
+		preference: preferenceQuery.MatchString(q),
+		procedure:  procedureQuery.MatchString(q),
+		opinion:    opinionQuery.MatchString(q),
+	}
+}
+
+// intentMatch returns how well a memory fits the query intent, in [0,1].
+func intentMatch(in intent, m *meta) float64 {
+	var s float64
+	if in.temporal {
+		if m.eventTime != 0 || m.kind == KindEpisode {
+			s += 0.5
+		}
+		if m.temporal {
+			s += 0.5
+		}
+	}
+	if in.preference && m.kind == KindPreference {
+		s = 1
+	}
+	if in.procedure && m.kind == KindProcedure {
+		s = 1
+	}
+	if in.opinion && m.kind == KindOpinion {
+		s = 1
+	}
+	return math.Min(s, 1)
+}
+
+// retention is the Ebbinghaus retention R = exp(−t/S) of a memory at time
+// at, where t is the time since its last access (or creation) and the
+// stability S = S0·(1 + ln(1 + accesses)) grows with every recall.
+func retention(m *meta, at int64, s0Days float64) float64 {
+	last := m.lastAccess
+	if last == 0 {
+		last = m.createdAt
+	}
+	t := float64(at-last) / float64(24*time.Hour)
+	if t < 0 {
+		t = 0
+	}
+	s := s0Days * (1 + math.Log1p(float64(m.accessCount)))
+	return math.Exp(-t / s)
+}
+
+// recency is exp(−age/τ) of the memory's creation time.
+func recency(m *meta, at int64, days float64) float64 {
+	age := float64(at-m.createdAt) / float64(24*time.Hour)
+	if age < 0 {
+		age = 0
+	}
+	return math.Exp(-age / days)
+}
+
+var speakerPrefix = regexp.MustCompile(`^([\p{Lu}][\p{L}\p{N}'’.\- ]{0,40}?):\s`)
+
+// speakerOf returns the normalised speaker of a "Name: text" memory (one to
+// four words, capitalised), or "".
+func speakerOf(text string) string {
+	m := speakerPrefix.FindStringSubmatch(text)
+	if m == nil {
+		return ""
+	}
+	w := embed.Words(m[1])
+	if len(w) == 0 || len(w) > 4 {
+		return ""
+	}
+	return strings.Join(w, " ")
+}
+
+// namedSpeakers returns which of the known speakers the query mentions.
+func namedSpeakers(query string, speakers map[string]int) map[string]bool {
+	if len(speakers) == 0 {
+		return nil
+	}
+	padded := " " + strings.Join(embed.Words(query), " ") + " "
+	var out map[string]bool
+	for sp := range speakers {
+		if strings.Contains(padded, " "+sp+" ") {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[sp] = true
+		}
+	}
+	return out
+}
+
+// finalScore combines the fused rank score with the re-scoring factors; see
+// doc.go for the formula.
+func (t Tuning) finalScore(fused float64, m *meta, in intent, named map[string]bool, at int64) float64 {
+	maxFused := (t.TextWeight + t.VectorWeight) / (t.RRFK + 1)
+	rel := fused / maxFused
+	boost := 1 + t.RecencyBoost*recency(m, at, t.RecencyDays) +
+		t.StrengthBoost*retention(m, at, t.StrengthDays) +
+		t.IntentBoost*intentMatch(in, m)
+	if m.speaker != "" && named[m.speaker] {
+		boost *= 1 + t.SpeakerBoost
+	}
+	return rel * boost
+}
+
+// ftsQuery builds a safe FTS5 MATCH expression from free text: the content
+// words (stop words dropped unless nothing else is left), de-duplicated, each
+// double-quoted (so no user text is ever read as FTS syntax), joined by OR.
+// It returns "" when the text has no words.
+func ftsQuery(text string) string {
+	words := embed.Words(text)
+	var terms []string
+	seen := map[string]bool{}
+	add := func(w string) {
+		if seen[w] || len(terms) >= 32 {
+			return
+		}
+		seen[w] = true
+		terms = append(terms, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
+	}
+	for _, w := range words {
+		if !embed.IsStopWord(w) {
+			add(w)
+		}
+	}
+	if len(terms) == 0 {
+		for _, w := range words {
+			add(w)
+		}
+	}
+	return strings.Join(terms, " OR ")
+}

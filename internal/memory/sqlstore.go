@@ -1,0 +1,561 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	vec "github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/sqlite"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrate applies the "memory" component's migrations to db.
+func Migrate(ctx context.Context, db *sql.DB) error {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return fmt.Errorf("memory migrations: %w", err)
+	}
+	if err := sqlite.Migrate(ctx, db, "memory", sub); err != nil {
+		return fmt.Errorf("memory store: %w", err)
+	}
+	return nil
+}
+
+// VectorStore is the local_vector backend: memories in SQLite with an FTS5
+// index, float32 embeddings stored as BLOBs, and an in-memory quantised
+// vector index loaded at open. See doc.go for scoring and concurrency.
+type VectorStore struct {
+	db    *sql.DB
+	emb   vec.Embedder
+	now   func() time.Time
+	log   *slog.Logger
+	tune  Tuning
+	model string
+
+	writeMu sync.Mutex // serialises write transactions with their index update
+	mu      sync.RWMutex
+	idx     *index
+
+	access *accessQueue
+}
+
+var _ Store = (*VectorStore)(nil)
+
+// OpenVector migrates db and loads the vector index. The store starts a
+// background goroutine that writes access statistics in batches; Shutdown
+// stops it and flushes.
+func OpenVector(ctx context.Context, db *sql.DB, e vec.Embedder, now func() time.Time, log *slog.Logger, tune Tuning) (*VectorStore, error) {
+	if db == nil || e == nil {
+		return nil, fmt.Errorf("open memory store: %w: database and embedder are required", ErrInvalid)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := Migrate(ctx, db); err != nil {
+		return nil, err
+	}
+	s := &VectorStore{db: db, emb: e, now: now, log: log, tune: tune, model: e.ID(), idx: newIndex(e.Dimensions())}
+	if err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	s.access = newAccessQueue(db, log)
+	return s, nil
+}
+
+const selectCols = `id, text, kind, source, created_at, updated_at, valid_from, valid_to, access_count, last_access, event_time, thread`
+
+func (s *VectorStore) load(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, text, kind, created_at, valid_from, valid_to, access_count, last_access, event_time, thread, embedding, embed_model FROM memories`)
+	if err != nil {
+		return fmt.Errorf("load memory index: %w", err)
+	}
+	defer rows.Close()
+	stale := 0
+	for rows.Next() {
+		var (
+			id                     int64
+			text, kind, thr, model string
+			created, from          int64
+			to, last, event        sql.NullInt64
+			count                  int32
+			blob                   []byte
+		)
+		if err := rows.Scan(&id, &text, &kind, &created, &from, &to, &count, &last, &event, &thr, &blob, &model); err != nil {
+			return fmt.Errorf("load memory index: %w", err)
+		}
+		m := meta{kind: Kind(kind), createdAt: created, validFrom: from, validTo: to.Int64, eventTime: event.Int64,
+			lastAccess: last.Int64, accessCount: count, temporal: temporalText.MatchString(text), speaker: speakerOf(text), thread: thr}
+		var v []float32
+		if model == s.model && blob != nil {
+			v, err = vec.Decode(blob)
+			if err != nil {
+				return fmt.Errorf("load memory %d: %w", id, err)
+			}
+		} else {
+			stale++
+		}
+		s.idx.put(id, m, v)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load memory index: %w", err)
+	}
+	if stale > 0 {
+		s.log.Info("memories need re-embedding", "count", stale, "model", s.model)
+	}
+	return nil
+}
+
+func ns(t time.Time) int64 { return t.UTC().UnixNano() }
+
+func nullNS(t *time.Time) sql.NullInt64 {
+	if t == nil || t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: ns(*t), Valid: true}
+}
+
+func fromNS(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func fromNull(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromNS(n.Int64)
+	return &t
+}
+
+// prepare validates and fills defaults of a memory to be added.
+func prepare(m *Memory) error {
+	t, err := clean(m.Text)
+	if err != nil {
+		return err
+	}
+	m.Text = t
+	if m.Kind == "" {
+		m.Kind = KindFact
+	}
+	if m.Source == "" {
+		m.Source = SourceAgent
+	}
+	if !m.Kind.Valid() {
+		return fmt.Errorf("%w: unknown kind %q", ErrInvalid, m.Kind)
+	}
+	if !m.Source.Valid() {
+		return fmt.Errorf("%w: unknown source %q", ErrInvalid, m.Source)
+	}
+	return nil
+}
+
+// Add stores one memory; see Store.Add.
+func (s *VectorStore) Add(ctx context.Context, m Memory) (int64, error) {
+	ids, err := s.AddBatch(ctx, []Memory{m})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// AddBatch stores memories in one transaction; see Store.AddBatch.
+func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	ms = slices.Clone(ms)
+	texts := make([]string, len(ms))
+	for i := range ms {
+		if err := prepare(&ms[i]); err != nil {
+			return nil, fmt.Errorf("add memory %d: %w", i, err)
+		}
+		texts[i] = ms[i].Text
+	}
+	vecs, err := s.emb.Embed(ctx, texts)
+	if err != nil {
+		return nil, fmt.Errorf("add memories: embed: %w", err)
+	}
+	if len(vecs) != len(ms) {
+		return nil, fmt.Errorf("add memories: embedder returned %d vectors for %d texts", len(vecs), len(ms))
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	now := s.now()
+	ids := make([]int64, len(ms))
+	type added struct {
+		id  int64
+		m   meta
+		vec []float32
+	}
+	var fresh []added
+	err = sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+		fresh = fresh[:0]
+		find, err := tx.PrepareContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL`)
+		if err != nil {
+			return err
+		}
+		defer find.Close()
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO memories (text, norm, kind, source, created_at, updated_at, valid_from, event_time, thread, embedding, embed_model)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		bump, err := tx.PrepareContext(ctx, `UPDATE memories SET updated_at = ? WHERE id = ?`)
+		if err != nil {
+			return err
+		}
+		defer bump.Close()
+		for i, m := range ms {
+			norm := normalise(m.Text)
+			var id int64
+			err := find.QueryRowContext(ctx, norm).Scan(&id)
+			switch {
+			case err == nil:
+				if _, err := bump.ExecContext(ctx, ns(now), id); err != nil {
+					return err
+				}
+				ids[i] = id
+				continue
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+			from := m.ValidFrom
+			if from.IsZero() {
+				from = now
+			}
+			res, err := ins.ExecContext(ctx, m.Text, norm, string(m.Kind), string(m.Source), ns(now), ns(now), ns(from),
+				nullNS(m.EventTime), m.Thread, vec.Encode(vecs[i]), s.model)
+			if err != nil {
+				return err
+			}
+			if id, err = res.LastInsertId(); err != nil {
+				return err
+			}
+			ids[i] = id
+			fresh = append(fresh, added{id: id, vec: vecs[i], m: meta{
+				kind: m.Kind, createdAt: ns(now), validFrom: ns(from), eventTime: nullNS(m.EventTime).Int64,
+				temporal: temporalText.MatchString(m.Text), speaker: speakerOf(m.Text), thread: m.Thread,
+			}})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add memories: %w", err)
+	}
+	s.mu.Lock()
+	for _, a := range fresh {
+		s.idx.put(a.id, a.m, a.vec)
+	}
+	s.mu.Unlock()
+	return ids, nil
+}
+
+// scanMemory scans the selectCols columns followed by extra destinations.
+func scanMemory(sc interface{ Scan(...any) error }, extra ...any) (Memory, error) {
+	var (
+		m                      Memory
+		kind, source           string
+		created, updated, from int64
+		to, last, event        sql.NullInt64
+	)
+	dest := append([]any{&m.ID, &m.Text, &kind, &source, &created, &updated, &from, &to, &m.AccessCount, &last, &event, &m.Thread}, extra...)
+	if err := sc.Scan(dest...); err != nil {
+		return Memory{}, err
+	}
+	m.Kind, m.Source = Kind(kind), Source(source)
+	m.CreatedAt, m.UpdatedAt, m.ValidFrom = fromNS(created), fromNS(updated), fromNS(from)
+	m.ValidTo, m.LastAccess, m.EventTime = fromNull(to), fromNull(last), fromNull(event)
+	return m, nil
+}
+
+// Get returns one memory with its embedding.
+func (s *VectorStore) Get(ctx context.Context, id int64) (Memory, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+selectCols+`, embedding FROM memories WHERE id = ?`, id)
+	var blob []byte
+	m, err := scanMemory(row, &blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Memory{}, fmt.Errorf("get memory %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Memory{}, fmt.Errorf("get memory %d: %w", id, err)
+	}
+	if blob != nil {
+		if m.Embedding, err = vec.Decode(blob); err != nil {
+			return Memory{}, fmt.Errorf("get memory %d: %w", id, err)
+		}
+	}
+	s.applyPendingAccess(&m)
+	return m, nil
+}
+
+// Update replaces text, kind, event time and thread; see Store.Update.
+func (s *VectorStore) Update(ctx context.Context, m Memory) error {
+	if err := prepare(&m); err != nil {
+		return fmt.Errorf("update memory %d: %w", m.ID, err)
+	}
+	cur, err := s.Get(ctx, m.ID)
+	if err != nil {
+		return fmt.Errorf("update memory: %w", err)
+	}
+	var v []float32
+	if cur.Text != m.Text || cur.Embedding == nil || s.needsEmbedding(ctx, m.ID) {
+		vs, err := s.emb.Embed(ctx, []string{m.Text})
+		if err != nil {
+			return fmt.Errorf("update memory %d: embed: %w", m.ID, err)
+		}
+		v = vs[0]
+	} else {
+		v = cur.Embedding
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	now := s.now()
+	norm := normalise(m.Text)
+	err = sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+		var other int64
+		err := tx.QueryRowContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND id <> ?`, norm, m.ID).Scan(&other)
+		if err == nil {
+			return fmt.Errorf("%w (memory %d)", ErrDuplicate, other)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE memories SET text = ?, norm = ?, kind = ?, event_time = ?, thread = ?, updated_at = ?, embedding = ?, embed_model = ? WHERE id = ?`,
+			m.Text, norm, string(m.Kind), nullNS(m.EventTime), m.Thread, ns(now), vec.Encode(v), s.model, m.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update memory %d: %w", m.ID, err)
+	}
+	s.mu.Lock()
+	if sl, ok := s.idx.slot[m.ID]; ok {
+		mt := s.idx.metas[sl]
+		mt.kind, mt.eventTime, mt.thread = m.Kind, nullNS(m.EventTime).Int64, m.Thread
+		mt.temporal, mt.speaker = temporalText.MatchString(m.Text), speakerOf(m.Text)
+		s.idx.put(m.ID, mt, v)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *VectorStore) needsEmbedding(ctx context.Context, id int64) bool {
+	var model string
+	if err := s.db.QueryRowContext(ctx, `SELECT embed_model FROM memories WHERE id = ?`, id).Scan(&model); err != nil {
+		return true
+	}
+	return model != s.model
+}
+
+// Close ends a memory's validity at at (now when zero).
+func (s *VectorStore) Close(ctx context.Context, id int64, at time.Time) error {
+	if at.IsZero() {
+		at = s.now()
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	res, err := s.db.ExecContext(ctx, `UPDATE memories SET valid_to = ?, updated_at = ? WHERE id = ? AND valid_to IS NULL`, ns(at), ns(s.now()), id)
+	if err != nil {
+		return fmt.Errorf("close memory %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		var one int
+		if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM memories WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("close memory %d: %w", id, ErrNotFound)
+		}
+		return nil
+	}
+	s.mu.Lock()
+	if sl, ok := s.idx.slot[id]; ok {
+		s.idx.metas[sl].validTo = ns(at)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Delete removes a memory permanently.
+func (s *VectorStore) Delete(ctx context.Context, id int64) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	res, err := s.db.ExecContext(ctx, `DELETE FROM memories WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("delete memory %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("delete memory %d: %w", id, ErrNotFound)
+	}
+	s.mu.Lock()
+	s.idx.remove(id)
+	s.mu.Unlock()
+	s.access.forget(id)
+	return nil
+}
+
+// List returns memories matching f, newest first (or most accessed first).
+func (s *VectorStore) List(ctx context.Context, f Filter) ([]Memory, error) {
+	if err := s.access.flush(ctx); err != nil {
+		return nil, fmt.Errorf("list memories: %w", err)
+	}
+	var where []string
+	var args []any
+	if !f.IncludeClosed {
+		where = append(where, `valid_to IS NULL`)
+	}
+	if len(f.Kinds) > 0 {
+		where = append(where, `kind IN (?`+strings.Repeat(",?", len(f.Kinds)-1)+`)`)
+		for _, k := range f.Kinds {
+			args = append(args, string(k))
+		}
+	}
+	if len(f.Sources) > 0 {
+		where = append(where, `source IN (?`+strings.Repeat(",?", len(f.Sources)-1)+`)`)
+		for _, k := range f.Sources {
+			args = append(args, string(k))
+		}
+	}
+	if f.Thread != "" {
+		where = append(where, `thread = ?`)
+		args = append(args, f.Thread)
+	}
+	if !f.Before.IsZero() {
+		where = append(where, `created_at < ?`)
+		args = append(args, ns(f.Before))
+	}
+	if !f.After.IsZero() {
+		where = append(where, `created_at > ?`)
+		args = append(args, ns(f.After))
+	}
+	q := `SELECT ` + selectCols + ` FROM memories`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	if f.OrderByAccess {
+		q += ` ORDER BY access_count DESC, last_access DESC, id DESC`
+	} else {
+		q += ` ORDER BY created_at DESC, id DESC`
+	}
+	if f.Limit > 0 || f.Offset > 0 {
+		limit := f.Limit
+		if limit <= 0 {
+			limit = -1
+		}
+		q += ` LIMIT ? OFFSET ?`
+		args = append(args, limit, f.Offset)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list memories: %w", err)
+	}
+	defer rows.Close()
+	var out []Memory
+	for rows.Next() {
+		m, err := scanMemory(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list memories: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list memories: %w", err)
+	}
+	return out, nil
+}
+
+// Count returns the number of memories.
+func (s *VectorStore) Count(ctx context.Context, includeClosed bool) (int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if includeClosed {
+		return s.idx.len(), nil
+	}
+	n := 0
+	for i := range s.idx.metas {
+		if s.idx.metas[i].validTo == 0 {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// AllVectors yields every stored embedding of the current model, in id
+// order, streaming from the database.
+func (s *VectorStore) AllVectors(ctx context.Context) iter.Seq2[Vector, error] {
+	return func(yield func(Vector, error) bool) {
+		rows, err := s.db.QueryContext(ctx, `SELECT id, embedding FROM memories WHERE embedding IS NOT NULL AND embed_model = ? ORDER BY id`, s.model)
+		if err != nil {
+			yield(Vector{}, fmt.Errorf("read vectors: %w", err))
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v Vector
+			var blob []byte
+			if err := rows.Scan(&v.ID, &blob); err != nil {
+				yield(Vector{}, fmt.Errorf("read vectors: %w", err))
+				return
+			}
+			if v.Vector, err = vec.Decode(blob); err != nil {
+				yield(Vector{}, fmt.Errorf("read vector %d: %w", v.ID, err))
+				return
+			}
+			if !yield(v, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(Vector{}, fmt.Errorf("read vectors: %w", err))
+		}
+	}
+}
+
+// Neighbours returns current memories at least minCos similar to id (by the
+// quantised index, exact to about ±0.01), most similar first.
+func (s *VectorStore) Neighbours(ctx context.Context, id int64, minCos float32) ([]Neighbour, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a, ok := s.idx.slot[id]
+	if !ok {
+		return nil, fmt.Errorf("neighbours of memory %d: %w", id, ErrNotFound)
+	}
+	if !s.idx.metas[a].hasVector {
+		return nil, nil
+	}
+	var out []Neighbour
+	for b := range s.idx.len() {
+		if b == a || !s.idx.metas[b].hasVector || s.idx.metas[b].validTo != 0 {
+			continue
+		}
+		if b%4096 == 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("neighbours of memory %d: %w", id, ctx.Err())
+		}
+		if c := s.idx.cosine(a, b); c >= minCos {
+			out = append(out, Neighbour{ID: s.idx.ids[b], Cosine: c})
+		}
+	}
+	slices.SortFunc(out, func(x, y Neighbour) int {
+		if c := cmp.Compare(y.Cosine, x.Cosine); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ID, y.ID)
+	})
+	return out, nil
+}
