@@ -1,0 +1,664 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/conversation"
+	"github.com/reverie-ai/reverie/internal/interactions"
+	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/toolloop"
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/tool"
+)
+
+// Kind says what a turn answers.
+type Kind string
+
+// Turn kinds.
+const (
+	// KindUser answers a user's message.
+	KindUser Kind = "user"
+	// KindSystemEvent answers a system event (a worker's result, a reminder,
+	// a condense request, a supervisor correction).
+	KindSystemEvent Kind = "system_event"
+	// KindSeed opens a new conversation (seed 001).
+	KindSeed Kind = "seed"
+)
+
+// Origin says who raised a system event, so that follow-ups are not checked
+// into loops.
+type Origin string
+
+// Origins of system events.
+const (
+	// OriginExternal is any other source (workers, reminders, tools).
+	OriginExternal Origin = ""
+	// OriginSupervisor marks the supervisor check's corrections; turns
+	// answering them are never supervisor-checked.
+	OriginSupervisor Origin = "supervisor"
+	// OriginCondense marks component size-limit condense requests.
+	OriginCondense Origin = "condense"
+)
+
+// SystemEventPrefix starts the stored text of every system event and seed:
+// they are user-role messages (so that every provider accepts them) that the
+// model can tell from what the user wrote.
+const SystemEventPrefix = "[SYSTEM EVENT] "
+
+// Topics the agent publishes.
+const (
+	TopicTurnCompleted = "turn.completed"
+	TopicTurnFailed    = "turn.failed"
+)
+
+// DefaultContextTimeout bounds each context provider.
+const DefaultContextTimeout = 2 * time.Second
+
+// saveTimeout bounds store writes made on a detached context (a cancelled turn
+// still saves what happened).
+const saveTimeout = 10 * time.Second
+
+// OversizeNote is put in front of a message that was cut for the model.
+const OversizeNote = "[Note: this message was too long for the model's context window, so its middle was cut here. The stored copy is complete.]\n"
+
+// ErrEmptyMessage is returned by Turn for a message without text.
+var ErrEmptyMessage = errors.New("empty message")
+
+// Conversations is what the agent needs from the conversation store
+// (*conversation.Store).
+type Conversations interface {
+	Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Message) ([]int64, error)
+	History(ctx context.Context, id chat.ThreadID) ([]conversation.StoredMessage, error)
+	Summary(ctx context.Context, id chat.ThreadID) (conversation.Summary, bool, error)
+	Compact(ctx context.Context, id chat.ThreadID, sum conversation.Summary) (int, error)
+}
+
+// InteractionLog records interactions (*interactions.Store).
+type InteractionLog interface {
+	Log(ctx context.Context, entries ...interactions.Entry) error
+}
+
+// Publisher publishes bus events (extension.Bus, *eventbus.Bus).
+type Publisher interface {
+	Publish(ctx context.Context, topic string, payload any) error
+}
+
+// Options configure an Agent.
+type Options struct {
+	// Conversations stores threads (required).
+	Conversations Conversations
+	// Models gives models and limits per role (required).
+	Models Models
+	// Tools returns the tools offered in a turn of a thread, snapshotted per
+	// turn; nil offers none.
+	Tools func(chat.ThreadID) []tool.Tool
+	// DataDir holds BASE_PROMPT.txt, prompts/ and, for the default sources,
+	// MEMORIES.txt and skills/ (required).
+	DataDir string
+	// Location is the configured time zone (nil: UTC).
+	Location *time.Location
+	// Language selects prompts/SEED_<language>.txt (default "en").
+	Language string
+	// Counter counts tokens (nil: prompt.NewCounter("")).
+	Counter prompt.Counter
+	// ContextProviders add blocks to each prompt, in ascending priority.
+	ContextProviders []extension.ContextProvider
+	// ContextTimeout bounds each provider (default DefaultContextTimeout).
+	ContextTimeout time.Duration
+	// Sources supply memories, pulse and skills (nil: DataDirSources).
+	Sources Sources
+	// Sizes measures components after each turn (nil: Sources when it
+	// implements Sizes, else DataDirSources).
+	Sizes Sizes
+	// Limits are the component size limits; the zero value means
+	// prompt.DefaultLimits(). The skills limit also switches the Skills
+	// section to its table of contents.
+	Limits prompt.Limits
+	// Loop tunes the tool loop (MaxRounds, Parallel, CallTimeout,
+	// MaxResultChars; callbacks are set per turn).
+	Loop toolloop.Options
+	// ClaimRules are the supervisor check's rules (nil: DefaultClaimRules).
+	ClaimRules []ClaimRule
+	// DisableSupervisor turns the supervisor check off.
+	DisableSupervisor bool
+	// Interactions records the interaction log (nil: not recorded).
+	Interactions InteractionLog
+	// Events receives turn.completed / turn.failed (nil: not published).
+	Events Publisher
+	// Now is the clock (nil: time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Input is one turn to run.
+type Input struct {
+	Thread chat.ThreadID
+	// Text is the user's message, the system event or the seed prompt
+	// (without SystemEventPrefix, which the agent adds).
+	Text string
+	// Kind defaults to KindUser.
+	Kind Kind
+	// Origin says who raised a system event.
+	Origin Origin
+	// Stream receives the model's streaming events (text deltas).
+	Stream llm.StreamFunc
+	// OnToolCall and OnToolResult report tool activity as it happens.
+	OnToolCall   func(toolloop.Call)
+	OnToolResult func(toolloop.CallRecord)
+}
+
+// FollowUp is a system event the turn asks its caller to queue after it.
+type FollowUp struct {
+	Thread chat.ThreadID
+	Text   string
+	Origin Origin
+}
+
+// Result is what a turn produced.
+type Result struct {
+	// Reply is the text for the user: the model's answer, or a user-facing
+	// error text when the turn failed.
+	Reply string
+	// Calls are the tool calls run, in the order the model issued them.
+	Calls []toolloop.CallRecord
+	// Usage sums the main model's calls (compaction is logged separately).
+	Usage llm.Usage
+	// SystemPrompt is the system prompt of the inference.
+	SystemPrompt string
+	// FollowUps are system events to queue after this turn (condense
+	// requests, a supervisor correction).
+	FollowUps []FollowUp
+	// Compacted reports that the history was compacted first.
+	Compacted bool
+	// Truncated counts messages cut for the model's context window.
+	Truncated int
+	Duration  time.Duration
+}
+
+// CompactResult reports an on-demand compaction.
+type CompactResult struct {
+	// Archived is how many messages the summary replaced (0: nothing to
+	// compact).
+	Archived int
+	Summary  string
+	Usage    llm.Usage
+}
+
+// Agent runs turns.
+type Agent struct {
+	o   Options
+	log *slog.Logger
+
+	mu         sync.Mutex
+	condensing map[prompt.Component]bool // a condense event is outstanding
+}
+
+// New checks opts and returns an Agent.
+func New(opts Options) (*Agent, error) {
+	switch {
+	case opts.Conversations == nil:
+		return nil, errors.New("agent: no conversation store")
+	case opts.Models == nil:
+		return nil, errors.New("agent: no models")
+	case opts.DataDir == "":
+		return nil, errors.New("agent: no data dir")
+	}
+	if opts.Location == nil {
+		opts.Location = time.UTC
+	}
+	if opts.Counter == nil {
+		opts.Counter = prompt.NewCounter("")
+	}
+	if opts.ContextTimeout <= 0 {
+		opts.ContextTimeout = DefaultContextTimeout
+	}
+	if opts.Sources == nil {
+		opts.Sources = DataDirSources{Dir: opts.DataDir}
+	}
+	if opts.Sizes == nil {
+		if s, ok := opts.Sources.(Sizes); ok {
+			opts.Sizes = s
+		} else {
+			opts.Sizes = DataDirSources{Dir: opts.DataDir}
+		}
+	}
+	if opts.Limits == (prompt.Limits{}) {
+		opts.Limits = prompt.DefaultLimits()
+	}
+	if opts.ClaimRules == nil {
+		opts.ClaimRules = DefaultClaimRules
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	providers := slices.Clone(opts.ContextProviders)
+	slices.SortStableFunc(providers, func(a, b extension.ContextProvider) int {
+		return cmp.Compare(a.ContextPriority(), b.ContextPriority())
+	})
+	opts.ContextProviders = providers
+	return &Agent{o: opts, log: opts.Logger, condensing: map[prompt.Component]bool{}}, nil
+}
+
+// Seed runs the conversation seed on thread (seed 001): the seed prompt in
+// the configured language (prompts/SEED_<language>.txt, else English) as a
+// system event, with tools off. Its reply opens the conversation.
+func (a *Agent) Seed(ctx context.Context, thread chat.ThreadID, stream llm.StreamFunc) (Result, error) {
+	text, err := seedText(a.o.DataDir, a.o.Language)
+	if err != nil {
+		return Result{Reply: ErrorReply(err)}, fmt.Errorf("seed %s: %w", thread, err)
+	}
+	return a.Turn(ctx, Input{Thread: thread, Text: strings.TrimSpace(text), Kind: KindSeed, Stream: stream})
+}
+
+// Turn runs one turn. See the package documentation for what it guarantees.
+// On failure the Result still carries a user-facing Reply (ErrorReply) and
+// whatever was done before the failure.
+func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
+	start := a.o.Now()
+	if in.Kind == "" {
+		in.Kind = KindUser
+	}
+	if err := in.Thread.Validate(); err != nil {
+		return Result{Reply: ErrorReply(err)}, fmt.Errorf("turn: %w", err)
+	}
+	if strings.TrimSpace(in.Text) == "" {
+		return Result{Reply: "There is nothing to answer: the message is empty."}, fmt.Errorf("turn on %s: %w", in.Thread, ErrEmptyMessage)
+	}
+	text := in.Text
+	if in.Kind != KindUser {
+		text = SystemEventPrefix + text
+	}
+	sctx, cancel := a.saveContext(ctx)
+	_, err := a.o.Conversations.Append(sctx, in.Thread, llm.UserText(text))
+	cancel()
+	if err != nil {
+		err = fmt.Errorf("save message on %s: %w", in.Thread, err)
+		a.finish(ctx, in, start, Result{}, err)
+		return Result{Reply: "Your message could not be saved (" + describe(err) + "); please send it again."}, err
+	}
+	res, err := a.run(ctx, in)
+	res.Duration = a.o.Now().Sub(start)
+	if err != nil {
+		res.Reply = ErrorReply(err)
+	}
+	a.finish(ctx, in, start, res, err)
+	return res, err
+}
+
+// run is Turn after the message is saved.
+func (a *Agent) run(ctx context.Context, in Input) (Result, error) {
+	var res Result
+	tools := a.toolsFor(in.Thread)
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name()
+	}
+
+	history, err := a.o.Conversations.History(ctx, in.Thread)
+	if err != nil {
+		return res, fmt.Errorf("read history: %w", err)
+	}
+	sum, _, err := a.o.Conversations.Summary(ctx, in.Thread)
+	if err != nil {
+		return res, fmt.Errorf("read summary: %w", err)
+	}
+	parts, err := a.promptParts(ctx, in, names)
+	if err != nil {
+		return res, err
+	}
+	parts.Summary = sum.Text
+	system := prompt.Assemble(parts)
+
+	limits := a.o.Models.Limits(modelrouter.RoleMain)
+	toolTokens := a.toolTokens(tools)
+	sysTokens := a.o.Counter.Count(system) + toolTokens
+	threshold := prompt.CompactionThreshold(limits.ContextSize, limits.MaxTokens, sysTokens)
+	if historyTokens(history) > threshold {
+		msgs := messagesOf(history)
+		if cut := prompt.CompactionCut(msgs, prompt.KeepRecent); cut > 0 {
+			newSum, _, cerr := a.compact(ctx, in.Thread, sum.Text, history[:cut])
+			if cerr != nil {
+				a.log.Warn("compaction failed; answering with the full history", "thread", in.Thread, "err", cerr)
+			} else {
+				res.Compacted = true
+				history = history[cut:]
+				parts.Summary = newSum
+				system = prompt.Assemble(parts)
+				sysTokens = a.o.Counter.Count(system) + toolTokens
+				threshold = prompt.CompactionThreshold(limits.ContextSize, limits.MaxTokens, sysTokens)
+			}
+		}
+	}
+	res.SystemPrompt = system
+
+	msgs, truncated := fitMessages(a.o.Counter, history, threshold)
+	res.Truncated = truncated
+	if truncated > 0 {
+		a.log.Info("messages cut for the context window", "thread", in.Thread, "messages", truncated, "budget_tokens", threshold)
+	}
+
+	req := llm.Request{System: system, Messages: msgs}
+	if in.Kind == KindSeed {
+		req.ToolChoice = llm.ToolChoiceNone
+	}
+	opts := toolloop.Options{
+		MaxRounds:      a.o.Loop.MaxRounds,
+		Parallel:       a.o.Loop.Parallel,
+		CallTimeout:    a.o.Loop.CallTimeout,
+		MaxResultChars: a.o.Loop.MaxResultChars,
+		Stream:         in.Stream,
+		OnToolCall:     in.OnToolCall,
+		OnToolResult:   in.OnToolResult,
+		OnRound: func(appended []llm.Message) {
+			sctx, cancel := a.saveContext(ctx)
+			defer cancel()
+			if _, err := a.o.Conversations.Append(sctx, in.Thread, appended...); err != nil {
+				a.log.Error("could not save the turn's messages", "thread", in.Thread, "messages", len(appended), "err", err)
+			}
+		},
+	}
+	lr, err := toolloop.Run(ctx, a.o.Models.Model(modelrouter.RoleMain), req, tools, opts)
+	res.Calls, res.Usage = lr.Calls, lr.Usage
+	if err != nil {
+		return res, fmt.Errorf("answer on %s: %w", in.Thread, err)
+	}
+	res.Reply = strings.TrimSpace(lr.Final.Text())
+	res.FollowUps = a.followUps(ctx, in, res)
+	return res, nil
+}
+
+// promptParts gathers everything of the system prompt but the summary.
+func (a *Agent) promptParts(ctx context.Context, in Input, tools []string) (prompt.Input, error) {
+	base, err := readOptional(joinData(a.o.DataDir, prompt.BaseFile))
+	if err != nil {
+		return prompt.Input{}, fmt.Errorf("read base prompt: %w", err)
+	}
+	p := prompt.Input{Mode: prompt.ModeMain, Base: base, Now: a.o.Now(), Location: a.o.Location, Tools: tools}
+	if p.Memories, err = a.o.Sources.Memories(ctx); err != nil {
+		a.log.Warn("memories unavailable for the prompt", "err", err)
+	}
+	if p.Pulse, err = a.o.Sources.Pulse(ctx); err != nil {
+		a.log.Warn("pulse unavailable for the prompt", "err", err)
+	}
+	if p.Skills, err = a.o.Sources.Skills(ctx); err != nil {
+		a.log.Warn("skills unavailable for the prompt", "err", err)
+	}
+	if lim := a.o.Limits.SkillsChars; lim > 0 && skillsChars(p.Skills) > lim {
+		p.SkillsAsTOC = true
+	}
+	p.Extra = a.contextBlocks(ctx, in)
+	return p, nil
+}
+
+// contextBlocks runs the context providers concurrently, each bounded by
+// ContextTimeout, and returns their non-empty blocks in priority order.
+func (a *Agent) contextBlocks(ctx context.Context, in Input) []string {
+	if len(a.o.ContextProviders) == 0 {
+		return nil
+	}
+	out := make([]string, len(a.o.ContextProviders))
+	var wg sync.WaitGroup
+	for i, cp := range a.o.ContextProviders {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, a.o.ContextTimeout)
+			defer cancel()
+			defer func() {
+				if p := recover(); p != nil {
+					a.log.Error("context provider panicked; skipped", "provider", fmt.Sprintf("%T", cp), "panic", p)
+				}
+			}()
+			s, err := cp.PromptContext(cctx, extension.ContextRequest{Thread: in.Thread, Query: in.Text, Agent: modelrouter.RoleMain})
+			if err != nil {
+				a.log.Warn("context provider failed; skipped", "provider", fmt.Sprintf("%T", cp), "err", err)
+				return
+			}
+			out[i] = strings.TrimSpace(s)
+		})
+	}
+	wg.Wait()
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}
+
+func (a *Agent) toolsFor(thread chat.ThreadID) []tool.Tool {
+	if a.o.Tools == nil {
+		return nil
+	}
+	return a.o.Tools(thread)
+}
+
+// toolTokens counts the tool definitions sent with every request: they take
+// context space like the system prompt.
+func (a *Agent) toolTokens(tools []tool.Tool) int {
+	n := 0
+	for _, t := range tools {
+		n += a.o.Counter.Count(t.Name()) + a.o.Counter.Count(t.Description()) + a.o.Counter.Count(string(t.Schema())) + prompt.ToolCallOverhead
+	}
+	return n
+}
+
+// followUps runs the after-reply checks: component sizes, then the
+// supervisor check.
+func (a *Agent) followUps(ctx context.Context, in Input, res Result) []FollowUp {
+	var out []FollowUp
+	sizes, err := a.o.Sizes.ComponentSizes(ctx)
+	if err != nil {
+		a.log.Warn("could not measure prompt components", "err", err)
+	} else {
+		for _, ex := range a.overLimit(sizes) {
+			out = append(out, FollowUp{Thread: in.Thread, Text: ex.Event(), Origin: OriginCondense})
+			a.logInteractions(ctx, interactions.Entry{
+				Thread: in.Thread, Action: interactions.ActionCondenseRequest,
+				Summary: fmt.Sprintf("%s is %d chars (limit %d): condense requested", ex.Component, ex.Chars, ex.Limit),
+				Detail:  mustJSON(ex),
+			})
+		}
+	}
+	if a.o.DisableSupervisor || in.Kind == KindSeed || in.Origin == OriginSupervisor || strings.HasPrefix(in.Text, SupervisorPrefix) {
+		return out
+	}
+	if m, ok := CheckClaims(a.o.ClaimRules, res.Reply, res.Calls); ok {
+		out = append(out, FollowUp{Thread: in.Thread, Text: m.Event(), Origin: OriginSupervisor})
+		a.logInteractions(ctx, interactions.Entry{
+			Thread: in.Thread, Action: interactions.ActionSupervisorCheck,
+			Summary: fmt.Sprintf("claim without a tool call (%s): %q", m.Rule.Name, m.Match),
+			Detail: mustJSON(struct {
+				Rule  string   `json:"rule"`
+				Match string   `json:"match"`
+				Tools []string `json:"expected_tools"`
+				Calls []string `json:"calls"`
+			}{m.Rule.Name, m.Match, m.Rule.Tools, callNames(res.Calls)}),
+		})
+	}
+	return out
+}
+
+// overLimit returns the components over their limits that have no condense
+// request outstanding, and forgets the requests of components back under.
+func (a *Agent) overLimit(s ComponentSizes) []prompt.Exceeded {
+	exceeded := prompt.CheckLimits(s.MemoriesChars, s.PulseChars, s.SkillsChars, a.o.Limits)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	over := map[prompt.Component]bool{}
+	var out []prompt.Exceeded
+	for _, ex := range exceeded {
+		over[ex.Component] = true
+		if !a.condensing[ex.Component] {
+			a.condensing[ex.Component] = true
+			out = append(out, ex)
+		}
+	}
+	for c := range a.condensing {
+		if !over[c] {
+			delete(a.condensing, c)
+		}
+	}
+	return out
+}
+
+// finish logs the turn's interactions and publishes its event.
+func (a *Agent) finish(ctx context.Context, in Input, start time.Time, res Result, err error) {
+	action := interactions.ActionInference
+	switch in.Kind {
+	case KindSystemEvent:
+		action = interactions.ActionSystemEvent
+	case KindSeed:
+		action = interactions.ActionSeed
+	}
+	errText := ""
+	if err != nil {
+		errText = err.Error()
+	}
+	names := callNames(res.Calls)
+	entries := make([]interactions.Entry, 0, 1+len(res.Calls))
+	entries = append(entries, interactions.Entry{
+		At: start, Thread: in.Thread, Action: action,
+		Summary: prompt.MidTruncate(oneLine(cmp.Or(res.Reply, in.Text)), 160),
+		Detail: mustJSON(struct {
+			Kind      Kind     `json:"kind"`
+			Origin    Origin   `json:"origin,omitempty"`
+			Input     string   `json:"input"`
+			ToolCalls []string `json:"tool_calls,omitempty"`
+			Compacted bool     `json:"compacted,omitempty"`
+			Truncated int      `json:"truncated_messages,omitempty"`
+			FollowUps int      `json:"follow_ups,omitempty"`
+		}{in.Kind, in.Origin, prompt.MidTruncate(in.Text, 2000), names, res.Compacted, res.Truncated, len(res.FollowUps)}),
+		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
+		Duration: res.Duration, Error: errText,
+	})
+	for _, c := range res.Calls {
+		e := interactions.Entry{
+			At: start, Thread: in.Thread, Action: interactions.ActionToolCall,
+			Summary: c.Name,
+			Detail: mustJSON(struct {
+				ID        string          `json:"id"`
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments,omitempty"`
+				Result    string          `json:"result"`
+				IsError   bool            `json:"is_error,omitempty"`
+				Round     int             `json:"round"`
+			}{c.ID, c.Name, validJSON(c.Arguments), prompt.MidTruncate(c.Result, 2000), c.IsError, c.Round}),
+			Duration: c.Duration,
+		}
+		if c.IsError {
+			e.Summary += " (failed)"
+			if c.Err != nil {
+				e.Error = c.Err.Error()
+			}
+		}
+		entries = append(entries, e)
+	}
+	a.logInteractions(ctx, entries...)
+
+	if a.o.Events == nil {
+		return
+	}
+	pctx, cancel := a.saveContext(ctx)
+	defer cancel()
+	if err != nil {
+		err = a.o.Events.Publish(pctx, TopicTurnFailed, struct {
+			Thread     chat.ThreadID `json:"thread"`
+			Kind       Kind          `json:"kind"`
+			Error      string        `json:"error"`
+			DurationMS int64         `json:"duration_ms"`
+		}{in.Thread, in.Kind, errText, res.Duration.Milliseconds()})
+	} else {
+		err = a.o.Events.Publish(pctx, TopicTurnCompleted, struct {
+			Thread     chat.ThreadID `json:"thread"`
+			Kind       Kind          `json:"kind"`
+			Usage      llm.Usage     `json:"usage"`
+			ToolCalls  []string      `json:"tool_calls"`
+			DurationMS int64         `json:"duration_ms"`
+		}{in.Thread, in.Kind, res.Usage, append([]string{}, names...), res.Duration.Milliseconds()})
+	}
+	if err != nil {
+		a.log.Warn("could not publish the turn event", "thread", in.Thread, "err", err)
+	}
+}
+
+func (a *Agent) logInteractions(ctx context.Context, entries ...interactions.Entry) {
+	if a.o.Interactions == nil || len(entries) == 0 {
+		return
+	}
+	lctx, cancel := a.saveContext(ctx)
+	defer cancel()
+	if err := a.o.Interactions.Log(lctx, entries...); err != nil {
+		a.log.Warn("could not write the interaction log", "entries", len(entries), "err", err)
+	}
+}
+
+// saveContext detaches from ctx's cancellation (a cancelled turn still
+// saves what happened) but keeps a bound.
+func (a *Agent) saveContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+}
+
+func historyTokens(h []conversation.StoredMessage) int {
+	if len(h) == 0 {
+		return 0
+	}
+	n := prompt.ReplyPriming
+	for _, m := range h {
+		n += m.Tokens
+	}
+	return n
+}
+
+func messagesOf(h []conversation.StoredMessage) []llm.Message {
+	out := make([]llm.Message, len(h))
+	for i, m := range h {
+		out[i] = m.Message
+	}
+	return out
+}
+
+func callNames(calls []toolloop.CallRecord) []string {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = c.Name
+	}
+	return out
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(err.Error())
+	}
+	return b
+}
+
+func validJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 || json.Valid(b) {
+		return b
+	}
+	return mustJSON(string(b))
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
+}
+
+func runeLen(s string) int { return utf8.RuneCountInString(s) }

@@ -1,0 +1,32 @@
+// Package agent runs one turn of Reverie's main assistant: the message is
+// saved, the system prompt is assembled fresh (BASE_PROMPT.txt with its
+// conditional sections, the current time, MEMORIES.txt, the active pulse,
+// the thread's compaction summary, skills and context providers' blocks),
+// the history is compacted first when it would not fit the model's context,
+// and the tool loop runs with the main model role. Around the reply it checks
+// component size limits, runs the rule-based supervisor check, writes the
+// interaction log and publishes turn events.
+//
+// # Guarantees
+//
+//   - The message a turn answers is saved before anything else happens; no
+//     model, tool or provider failure loses it.
+//   - Assistant and tool messages are saved round by round as the tool loop
+//     produces them, so a crash mid-turn keeps what already happened and the
+//     stored history never holds a tool call without its results.
+//   - Provider failures end the turn with a user-facing text (Result.Reply)
+//     and the error; the stored history stays consistent.
+//   - A message larger than the model's context window is cut in the middle
+//     for the model only; the stored copy stays intact.
+//   - Follow-up system events (condense requests, supervisor corrections) are
+//     returned in Result.FollowUps for the caller (the router) to queue; the
+//     agent never calls back into its caller.
+//
+// # Concurrency
+//
+// An *Agent is safe for concurrent use by turns of different threads. Turns of
+// one thread must not overlap (the router serialises them): the history they
+// read and append would interleave. The agent starts no goroutines that outlive
+// a call; context providers run concurrently within a turn, each bounded by
+// Options.ContextTimeout, and are waited for.
+package agent
