@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/reverie-ai/reverie/internal/modelrouter"
-	"github.com/reverie-ai/reverie/internal/providers"
 	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/providers"
 )
 
 // ErrorReply is the text a user sees when a turn fails with err. Every text

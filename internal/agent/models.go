@@ -17,5 +17,5 @@ func RouterModels(r *modelrouter.Router) Models { return routerModels{r} }
 
 type routerModels struct{ r *modelrouter.Router }
 
-func (m routerModels) Model(role string) toolloop.Model       { return m.r.Model(role) }
+func (m routerModels) Model(role string) toolloop.Model      { return m.r.Model(role) }
 func (m routerModels) Limits(role string) modelrouter.Limits { return m.r.Limits(role) }

@@ -90,7 +90,7 @@ var DefaultClaimRules = []ClaimRule{
 		Name:  "skill",
 		Claim: "saved a skill",
 		Patterns: res(
-			iHave+`(?:saved|added|stored|created|written|updated)\s+(?:that|this|it|the procedure)?\s*(?:as\s+)?(?:a\s+|the\s+|new\s+)*skill\b`,
+			iHave + `(?:saved|added|stored|created|written|updated)\s+(?:that|this|it|the procedure)?\s*(?:as\s+)?(?:a\s+|the\s+|new\s+)*skill\b`,
 		),
 		Tools: []string{"add_skill"},
 	},
