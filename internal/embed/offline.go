@@ -21,7 +21,7 @@ type OfflineWeights struct {
 }
 
 // DefaultOfflineWeights are the weights tuned on LoCoMo retrieval.
-var DefaultOfflineWeights = OfflineWeights{Words: 1.0, Bigrams: 0.35, Chars: 0.6, StopWord: 0.1}
+var DefaultOfflineWeights = OfflineWeights{Words: 1.0, Bigrams: 0.35, Chars: 1.0, StopWord: 0.05}
 
 // Offline is a deterministic embedder using signed feature hashing. It needs
 // no network and no model files. Features are lower-cased stemmed word

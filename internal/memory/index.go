@@ -258,3 +258,20 @@ func (x *index) cosine(a, b int) float32 {
 	d := x.dims
 	return float32(dot8(x.q[a*d:(a+1)*d], x.q[b*d:(b+1)*d])) * x.scale[a] * x.scale[b]
 }
+
+// threadNeighbours returns the slots of the memories whose ids are adjacent
+// to slot's and that belong to the same non-empty thread.
+func (x *index) threadNeighbours(slot int) []int {
+	th := x.metas[slot].thread
+	if th == "" {
+		return nil
+	}
+	id := x.ids[slot]
+	var out []int
+	for _, nid := range [2]int64{id - 1, id + 1} {
+		if s, ok := x.slot[nid]; ok && x.metas[s].thread == th {
+			out = append(out, s)
+		}
+	}
+	return out
+}

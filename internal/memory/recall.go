@@ -44,7 +44,19 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	if filtered {
 		textLimit *= 4
 	}
-	textIDs, err := s.textCandidates(ctx, text, textLimit)
+	s.mu.RLock()
+	named := namedSpeakers(text, s.idx.speakers)
+	s.mu.RUnlock()
+	var skip map[string]bool
+	if s.tune.SkipNames {
+		skip = map[string]bool{}
+		for sp := range named {
+			for _, w := range strings.Fields(sp) {
+				skip[w] = true
+			}
+		}
+	}
+	textIDs, err := s.textCandidates(ctx, text, skip, textLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +71,6 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		score float64
 	}
 	s.mu.RLock()
-	named := namedSpeakers(text, s.idx.speakers)
 	keep := func(sl int) bool {
 		m := &s.idx.metas[sl]
 		if !q.IncludeClosed && (m.validFrom > atNS || (m.validTo != 0 && m.validTo <= atNS)) {
@@ -98,6 +109,20 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		c.vr = i + 1
 		c.cos = h.cos
 		c.fused += s.tune.VectorWeight / (s.tune.RRFK + float64(i+1))
+	}
+	if s.tune.Spread > 0 {
+		own := make(map[int]float64, len(byslot))
+		for sl, c := range byslot {
+			own[sl] = c.fused
+		}
+		for sl, f := range own {
+			for _, nb := range s.idx.threadNeighbours(sl) {
+				if keep(nb) {
+					c := get(nb)
+					c.fused = max(c.fused, own[nb]+s.tune.Spread*f)
+				}
+			}
+		}
 	}
 	cands := make([]*cand, 0, len(byslot))
 	for _, c := range byslot {
@@ -149,8 +174,8 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 
 // textCandidates returns ids matching the FTS5 query built from text, best
 // BM25 first.
-func (s *VectorStore) textCandidates(ctx context.Context, text string, limit int) ([]int64, error) {
-	fq := ftsQuery(text)
+func (s *VectorStore) textCandidates(ctx context.Context, text string, skip map[string]bool, limit int) ([]int64, error) {
+	fq := ftsQuery(text, skip)
 	if fq == "" {
 		return nil, nil
 	}

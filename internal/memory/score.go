@@ -24,13 +24,20 @@ type Tuning struct {
 	// SpeakerBoost multiplies the score of a "Name: …" memory whose speaker
 	// the query names (1 + SpeakerBoost).
 	SpeakerBoost float64
+	// Spread is the share of a memory's score passed to its neighbours in the
+	// same thread (the memories added just before and after it), so an answer
+	// is found through the question that preceded it.
+	Spread float64
+	// SkipNames leaves speaker names the query mentions out of the full-text
+	// query (the speaker boost accounts for them).
+	SkipNames bool
 }
 
 // DefaultTuning is tuned on LoCoMo retrieval with the offline embedder.
 var DefaultTuning = Tuning{
-	RRFK:          60,
+	RRFK:          20,
 	TextWeight:    1,
-	VectorWeight:  1,
+	VectorWeight:  0.15,
 	Candidates:    100,
 	RecencyBoost:  0.1,
 	RecencyDays:   30,
@@ -38,6 +45,8 @@ var DefaultTuning = Tuning{
 	StrengthDays:  7,
 	IntentBoost:   0.15,
 	SpeakerBoost:  0.5,
+	Spread:        0.15,
+	SkipNames:     true,
 }
 
 // intent is what kind of memory a query asks for.
@@ -165,7 +174,7 @@ func (t Tuning) finalScore(fused float64, m *meta, in intent, named map[string]b
 // words (stop words dropped unless nothing else is left), de-duplicated, each
 // double-quoted (so no user text is ever read as FTS syntax), joined by OR.
 // It returns "" when the text has no words.
-func ftsQuery(text string) string {
+func ftsQuery(text string, skip map[string]bool) string {
 	words := embed.Words(text)
 	var terms []string
 	seen := map[string]bool{}
@@ -177,7 +186,7 @@ func ftsQuery(text string) string {
 		terms = append(terms, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
 	}
 	for _, w := range words {
-		if !embed.IsStopWord(w) {
+		if !embed.IsStopWord(w) && !skip[w] {
 			add(w)
 		}
 	}
