@@ -742,3 +742,22 @@ func FuzzLoad(f *testing.F) {
 		_ = c.Validate()
 	})
 }
+
+// BenchmarkLoadTemplate measures loading the shipped config.yaml (part of
+// the agent's cold start).
+func BenchmarkLoadTemplate(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, DefaultFile(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	env := []string{"REVERIE_LOG__LEVEL=debug", "HOME=/root"}
+	for b.Loop() {
+		c, err := Load(path, env, []string{"web"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

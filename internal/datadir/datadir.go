@@ -134,8 +134,8 @@ func Resolve(flag string, env []string) (string, error) {
 
 // Bootstrap creates dir (mode 0700) with its subdirectories and writes every
 // shipped default file that does not exist yet. Existing files are never
-// touched. It returns what it created, relative to dir (directories end in
-// "/"), in creation order. logger may be nil.
+// touched. It returns what it created inside dir, relative to dir
+// (directories end in "/"), in creation order. logger may be nil.
 func Bootstrap(dir string, logger *slog.Logger) (created []string, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -151,9 +151,7 @@ func Bootstrap(dir string, logger *slog.Logger) (created []string, err error) {
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			return fmt.Errorf("prepare data dir: %w", err)
 		}
-		if rel == "." {
-			created = append(created, "./")
-		} else {
+		if rel != "." { // the caller knows it asked for dir itself
 			created = append(created, rel+"/")
 		}
 		logger.Debug("created directory", "path", p)
