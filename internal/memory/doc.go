@@ -1,0 +1,79 @@
+// Package memory is Reverie's long-term memory: facts, preferences,
+// episodes, procedures and opinions, with hybrid recall.
+//
+// # Backends
+//
+// Store is the backend interface. Open selects one by Options.Backend:
+//
+//   - local_vector (default, VectorStore): rows in the SQLite table
+//     "memories" (migration component "memory"), an FTS5 index kept in sync
+//     by triggers (external content, porter + unicode61 tokenizer), the
+//     float32 embedding stored as a BLOB next to the id of the model that
+//     made it, and an in-memory index loaded at open holding every memory's
+//     metadata plus an int8-quantised copy and a sign-bit sketch of its
+//     vector (about 0.45 KB per 384-dim memory).
+//   - flat (FlatStore): MEMORIES.txt only, one memory per line, BM25 recall.
+//
+// # Hybrid recall
+//
+// For a query q at time t (Query.At, default now), VectorStore.Recall:
+//
+//  1. Takes up to C = Tuning.Candidates full-text candidates: the content
+//     words of q (stop words and speaker names the query mentions dropped),
+//     each double-quoted and OR-ed — user text is never FTS syntax — ordered
+//     by FTS5 bm25(); and up to C vector candidates by cosine similarity to
+//     the embedded query. Below 8,192 memories every vector is compared;
+//     above, the 1,024 (or 8·C) memories nearest by Hamming distance of the
+//     sign sketches are re-ranked by the int8 dot product. Memories not valid
+//     at t (ValidFrom > t or ValidTo ≤ t, unless IncludeClosed) and those
+//     outside Kinds/Thread are excluded from both lists.
+//  2. Fuses the two rankings by reciprocal rank fusion:
+//     fused(m) = Wt/(k + rank_text(m)) + Wv/(k + rank_vec(m)), a missing
+//     rank contributing 0 (k = RRFK).
+//  3. Spreads relevance to conversational context: each candidate's
+//     neighbours (the memories with the adjacent ids in the same non-empty
+//     thread) get fused(n) = max(fused(n), own(n) + Spread·own(m)), so an
+//     answer is found through the question that preceded it.
+//  4. Re-scores: score(m) = fused(m)/((Wt+Wv)/(k+1)) ·
+//     (1 + Br·e^(−age/τr) + Bs·R + Bi·intent) · (1 + Bsp if the query names
+//     m's speaker), where age is the time since creation, R = e^(−Δ/S) is
+//     Ebbinghaus retention with Δ the time since the last access (or
+//     creation) and stability S = S0·(1 + ln(1 + accesses)) growing with
+//     every recall, and intent ∈ [0,1] is the fit to the query's intent: a
+//     time question (when, what date, how long ago, before/after, …) scores
+//     ½ for a dated memory or an episode and ½ for text mentioning a date or
+//     relative time; "what do I like/prefer/favourite" favours preferences,
+//     "how do I" procedures, "what do I think" opinions. A speaker is the
+//     "Name" of a memory written "Name: text".
+//  5. Returns the top Limit by score, ties broken by id, and — unless
+//     Query.Peek — records an access to each.
+//
+// Tuning holds every constant; DefaultTuning was tuned on the LoCoMo dev
+// split with the offline embedder (see internal/eval).
+//
+// # Writes and validation
+//
+// Texts are trimmed; empty text is ErrEmpty, more than MaxTextLen characters
+// ErrTooLong, and anything LooksSecret recognises (API keys, tokens, private
+// keys, "password: …") ErrSecret — such text is never stored. Adding a text
+// equal after normalisation (case, white space, trailing punctuation) to a
+// current memory stores nothing new: the existing id is returned and its
+// UpdatedAt bumped. A superseded memory is closed (ValidTo set), not
+// deleted; Delete removes it for good. When the embedder's ID differs from
+// the one stored with a vector, that memory is left out of vector search
+// until Reembed (resumable, batched, progress callback) has re-embedded it.
+//
+// # Concurrency
+//
+// VectorStore is safe for concurrent use. Embedding runs outside any lock;
+// each write is one SQLite transaction followed by the index update, both
+// under a write mutex so the index always reflects the committed order.
+// Recall holds the index read lock only while ranking (not during SQL or
+// embedding), so readers never wait for the database and a recall sees
+// every write that returned before it started. Access statistics are applied
+// to the in-memory index at once and written to SQLite in batches by one
+// goroutine the store owns (on 256 pending memories or every 5 s); Flush
+// writes them now, and Shutdown stops the goroutine and flushes. Get and
+// Recall report pending counts; List flushes first. The *sql.DB belongs to
+// the caller and must outlive the store.
+package memory

@@ -1,0 +1,371 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"iter"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/reverie-ai/reverie/internal/embed"
+)
+
+// FlatStore is the flat backend: MEMORIES.txt, one memory per non-empty
+// line, read on every operation (so hand edits are seen) and rewritten
+// atomically (temp file, fsync, rename) on every change. A memory's id is a
+// hash of its normalised text, stable across edits of other lines. Every
+// memory is a current fact; there are no vectors, access statistics or
+// validity history, so Close, AllVectors and Neighbours return
+// ErrUnsupported and RecordAccess does nothing. Recall is BM25 over lines.
+// Safe for concurrent use within one process.
+type FlatStore struct {
+	path string
+	now  func() time.Time
+	log  *slog.Logger
+	mu   sync.Mutex
+}
+
+var _ Store = (*FlatStore)(nil)
+
+// NewFlat returns the flat store over the file at path (created on first
+// write).
+func NewFlat(path string, now func() time.Time, log *slog.Logger) *FlatStore {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &FlatStore{path: path, now: now, log: log}
+}
+
+func flatID(text string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(normalise(text)))
+	return int64(h.Sum64() >> 11) // positive, fits a JSON number exactly
+}
+
+// read returns the lines of the file. Invalid UTF-8 is replaced (and
+// logged), never fatal, so a corrupt file still yields its readable lines.
+func (f *FlatStore) read() ([]string, time.Time, error) {
+	b, err := os.ReadFile(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, time.Time{}, nil
+	}
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("read %s: %w", f.path, err)
+	}
+	var mod time.Time
+	if st, err := os.Stat(f.path); err == nil {
+		mod = st.ModTime()
+	}
+	s := string(b)
+	if !utf8.ValidString(s) {
+		f.log.Warn("memories file has invalid UTF-8; bad bytes replaced", "path", f.path)
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	s = strings.TrimPrefix(s, "\uFEFF")
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(strings.TrimSuffix(l, "\r"))
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out, mod, nil
+}
+
+func (f *FlatStore) write(lines []string) error {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
+		return fmt.Errorf("write %s: %w", f.path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".memories-*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", f.path, err)
+	}
+	defer os.Remove(tmp.Name())
+	body := strings.Join(lines, "\n")
+	if body != "" {
+		body += "\n"
+	}
+	if _, err := tmp.WriteString(body); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", f.path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", f.path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", f.path, err)
+	}
+	if err := os.Rename(tmp.Name(), f.path); err != nil {
+		return fmt.Errorf("write %s: %w", f.path, err)
+	}
+	return nil
+}
+
+func (f *FlatStore) memoryOf(line string, mod time.Time) Memory {
+	return Memory{ID: flatID(line), Text: line, Kind: KindFact, Source: SourceImport, CreatedAt: mod, UpdatedAt: mod, ValidFrom: mod}
+}
+
+// Add appends a line; see Store.Add. A duplicate returns the existing id.
+func (f *FlatStore) Add(ctx context.Context, m Memory) (int64, error) {
+	ids, err := f.AddBatch(ctx, []Memory{m})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// AddBatch appends lines, skipping duplicates, in one rewrite.
+func (f *FlatStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error) {
+	texts := make([]string, len(ms))
+	for i, m := range ms {
+		t, err := clean(m.Text)
+		if err != nil {
+			return nil, fmt.Errorf("add memory %d: %w", i, err)
+		}
+		// one memory per line
+		texts[i] = strings.Join(strings.Fields(t), " ")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines, _, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, l := range lines {
+		have[normalise(l)] = true
+	}
+	ids := make([]int64, len(texts))
+	changed := false
+	for i, t := range texts {
+		ids[i] = flatID(t)
+		if n := normalise(t); !have[n] {
+			have[n] = true
+			lines = append(lines, t)
+			changed = true
+		}
+	}
+	if !changed {
+		return ids, nil
+	}
+	if err := f.write(lines); err != nil {
+		return nil, fmt.Errorf("add memories: %w", err)
+	}
+	return ids, nil
+}
+
+// Get returns the line with that id.
+func (f *FlatStore) Get(ctx context.Context, id int64) (Memory, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines, mod, err := f.read()
+	if err != nil {
+		return Memory{}, err
+	}
+	for _, l := range lines {
+		if flatID(l) == id {
+			return f.memoryOf(l, mod), nil
+		}
+	}
+	return Memory{}, fmt.Errorf("get memory %d: %w", id, ErrNotFound)
+}
+
+// Update replaces the line with m.ID by m.Text (the id changes with the
+// text; the new id is flatID of the new text).
+func (f *FlatStore) Update(ctx context.Context, m Memory) error {
+	t, err := clean(m.Text)
+	if err != nil {
+		return fmt.Errorf("update memory %d: %w", m.ID, err)
+	}
+	t = strings.Join(strings.Fields(t), " ")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines, _, err := f.read()
+	if err != nil {
+		return err
+	}
+	at := -1
+	for i, l := range lines {
+		if flatID(l) == m.ID {
+			at = i
+		} else if normalise(l) == normalise(t) {
+			return fmt.Errorf("update memory %d: %w", m.ID, ErrDuplicate)
+		}
+	}
+	if at < 0 {
+		return fmt.Errorf("update memory %d: %w", m.ID, ErrNotFound)
+	}
+	lines[at] = t
+	return f.write(lines)
+}
+
+// Close is not supported: a flat file has no validity history.
+func (f *FlatStore) Close(ctx context.Context, id int64, at time.Time) error {
+	return fmt.Errorf("close memory %d: %w", id, ErrUnsupported)
+}
+
+// Delete removes the line with that id.
+func (f *FlatStore) Delete(ctx context.Context, id int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines, _, err := f.read()
+	if err != nil {
+		return err
+	}
+	out := slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return flatID(l) == id })
+	if len(out) == len(lines) {
+		return fmt.Errorf("delete memory %d: %w", id, ErrNotFound)
+	}
+	return f.write(out)
+}
+
+// List returns the lines in file order, filtered by f's kind (only fact
+// matches) and paged by Limit/Offset.
+func (f *FlatStore) List(ctx context.Context, flt Filter) ([]Memory, error) {
+	f.mu.Lock()
+	lines, mod, err := f.read()
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if len(flt.Kinds) > 0 && !slices.Contains(flt.Kinds, KindFact) {
+		return nil, nil
+	}
+	var out []Memory
+	for _, l := range lines {
+		out = append(out, f.memoryOf(l, mod))
+	}
+	if flt.Offset >= len(out) {
+		return nil, nil
+	}
+	out = out[flt.Offset:]
+	if flt.Limit > 0 && len(out) > flt.Limit {
+		out = out[:flt.Limit]
+	}
+	return out, nil
+}
+
+// Recall ranks lines by BM25 (k1 = 1.2, b = 0.75) over stemmed content
+// words.
+func (f *FlatStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
+	text := strings.TrimSpace(q.Text)
+	if text == "" {
+		return nil, fmt.Errorf("recall: %w", ErrEmpty)
+	}
+	if len(q.Kinds) > 0 && !slices.Contains(q.Kinds, KindFact) {
+		return nil, nil
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	f.mu.Lock()
+	lines, mod, err := f.read()
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return bm25Lines(lines, text, limit, func(l string) Memory { return f.memoryOf(l, mod) }), nil
+}
+
+func contentStems(text string) []string {
+	var out []string
+	for _, w := range embed.Words(text) {
+		if !embed.IsStopWord(w) {
+			out = append(out, embed.Stem(w))
+		}
+	}
+	return out
+}
+
+func bm25Lines(lines []string, query string, limit int, mk func(string) Memory) []Scored {
+	const k1, b = 1.2, 0.75
+	docs := make([][]string, len(lines))
+	df := map[string]int{}
+	total := 0
+	for i, l := range lines {
+		docs[i] = contentStems(l)
+		total += len(docs[i])
+		seen := map[string]bool{}
+		for _, t := range docs[i] {
+			if !seen[t] {
+				seen[t] = true
+				df[t]++
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	avg := float64(total) / float64(len(lines))
+	qterms := slices.Compact(slices.Sorted(slices.Values(contentStems(query))))
+	n := float64(len(lines))
+	var out []Scored
+	for i, d := range docs {
+		tf := map[string]int{}
+		for _, t := range d {
+			tf[t]++
+		}
+		var s float64
+		for _, t := range qterms {
+			c := float64(tf[t])
+			if c == 0 {
+				continue
+			}
+			idf := math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
+			s += idf * c * (k1 + 1) / (c + k1*(1-b+b*float64(len(d))/max(avg, 1)))
+		}
+		if s > 0 {
+			out = append(out, Scored{Memory: mk(lines[i]), Score: s, Fused: s})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Scored) int { return cmp.Compare(b.Score, a.Score) })
+	for i := range out {
+		out[i].TextRank = i + 1
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// RecordAccess does nothing: the flat file keeps no statistics.
+func (f *FlatStore) RecordAccess(ctx context.Context, ids []int64, at time.Time) error { return nil }
+
+// AllVectors yields ErrUnsupported.
+func (f *FlatStore) AllVectors(ctx context.Context) iter.Seq2[Vector, error] {
+	return func(yield func(Vector, error) bool) {
+		yield(Vector{}, fmt.Errorf("read vectors: %w", ErrUnsupported))
+	}
+}
+
+// Neighbours returns ErrUnsupported.
+func (f *FlatStore) Neighbours(ctx context.Context, id int64, minCos float32) ([]Neighbour, error) {
+	return nil, fmt.Errorf("neighbours of memory %d: %w", id, ErrUnsupported)
+}
+
+// Count returns the number of lines.
+func (f *FlatStore) Count(ctx context.Context, includeClosed bool) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines, _, err := f.read()
+	return len(lines), err
+}
+
+// Shutdown does nothing; every change is already on disk.
+func (f *FlatStore) Shutdown(ctx context.Context) error { return nil }

@@ -1,0 +1,58 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/reverie-ai/reverie/internal/embed"
+)
+
+// Backend names a Store implementation (config key memory.backend).
+type Backend string
+
+// The backends.
+const (
+	BackendLocalVector Backend = "local_vector" // SQLite + FTS5 + vector index (default)
+	BackendFlat        Backend = "flat"         // MEMORIES.txt only
+)
+
+// MemoriesFile is the working-set file name in the data dir.
+const MemoriesFile = "MEMORIES.txt"
+
+// Options configure Open.
+type Options struct {
+	Backend  Backend // BackendLocalVector when empty
+	DB       *sql.DB // required for local_vector; owned by the caller
+	DataDir  string  // holds MEMORIES.txt; required for flat
+	Embedder embed.Embedder
+	Now      func() time.Time // time.Now when nil
+	Logger   *slog.Logger
+	Tuning   *Tuning // DefaultTuning when nil
+}
+
+// Open returns the configured backend. For local_vector a nil Embedder
+// means the offline embedder with embed.DefaultDimensions.
+func Open(ctx context.Context, o Options) (Store, error) {
+	tune := DefaultTuning
+	if o.Tuning != nil {
+		tune = *o.Tuning
+	}
+	switch o.Backend {
+	case BackendLocalVector, "":
+		e := o.Embedder
+		if e == nil {
+			e = embed.NewOffline(embed.DefaultDimensions)
+		}
+		return OpenVector(ctx, o.DB, e, o.Now, o.Logger, tune)
+	case BackendFlat:
+		if o.DataDir == "" {
+			return nil, fmt.Errorf("open flat memory store: %w: data dir is required", ErrInvalid)
+		}
+		return NewFlat(filepath.Join(o.DataDir, MemoriesFile), o.Now, o.Logger), nil
+	}
+	return nil, fmt.Errorf("open memory store: %w: unknown backend %q (want %q or %q)", ErrInvalid, o.Backend, BackendLocalVector, BackendFlat)
+}
