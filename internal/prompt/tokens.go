@@ -3,7 +3,6 @@ package prompt
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -33,34 +32,19 @@ const (
 const EstimateFactor = 1.1
 
 func init() {
-	// The library's default loader downloads the BPE files at run time;
-	// Reverie must work offline, so the embedded tables are used instead.
-	// Set at init time, before any encoder can be loaded.
+	// Counting here reads the embedded tables directly (bpe.go). Any other
+	// use of tiktoken-go in the process must not download them either:
+	// its default loader fetches the BPE files at run time, so the offline
+	// loader is installed at init time, before anything can load an
+	// encoding.
 	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
 }
 
-// bpe is one lazily loaded tiktoken encoding, shared by every counter of
-// that encoding (the tables are large: load them once per process).
-type bpe struct {
-	name string
-	once sync.Once
-	enc  *tiktoken.Tiktoken
-	err  error
-}
-
-func (b *bpe) load() (*tiktoken.Tiktoken, error) {
-	b.once.Do(func() {
-		b.enc, b.err = tiktoken.GetEncoding(b.name)
-		if b.err != nil {
-			b.err = fmt.Errorf("load %s token encoding: %w", b.name, b.err)
-		}
-	})
-	return b.enc, b.err
-}
-
-// encoders is fixed at init time; each entry loads its tables on first use.
-var encoders = map[string]*bpe{
-	EncodingO200k:  {name: EncodingO200k},
+// tables is fixed at init time; each table loads on first use and is
+// shared by every counter of that encoding (the tables are large: load them
+// once per process).
+var tables = map[string]*bpeTable{
+	EncodingO200k:  {name: EncodingO200k, o200k: true},
 	EncodingCl100k: {name: EncodingCl100k},
 }
 
@@ -100,8 +84,8 @@ func hasAnyPrefix(s string, prefixes ...string) bool {
 // ever fail, the counter falls back to the estimate.
 func NewCounter(model string) Counter {
 	enc := EncodingFor(model)
-	if b, ok := encoders[enc]; ok {
-		return &bpeCounter{bpe: b}
+	if t, ok := tables[enc]; ok {
+		return &bpeCounter{table: t}
 	}
 	return Estimator{Factor: EstimateFactor}
 }
@@ -109,25 +93,25 @@ func NewCounter(model string) Counter {
 // NewEncodingCounter returns an exact counter for a named encoding
 // (EncodingO200k or EncodingCl100k), or an error for another name.
 func NewEncodingCounter(encoding string) (Counter, error) {
-	b, ok := encoders[encoding]
+	t, ok := tables[encoding]
 	if !ok {
 		return nil, fmt.Errorf("unknown token encoding %q", encoding)
 	}
-	return &bpeCounter{bpe: b}, nil
+	return &bpeCounter{table: t}, nil
 }
 
 // Preload loads the tables model's counter needs now rather than on the
 // first Count, and reports whether they load (for start-up and doctor).
 func Preload(model string) error {
-	b, ok := encoders[EncodingFor(model)]
+	t, ok := tables[EncodingFor(model)]
 	if !ok {
 		return nil
 	}
-	_, err := b.load()
+	_, err := t.load()
 	return err
 }
 
-type bpeCounter struct{ bpe *bpe }
+type bpeCounter struct{ table *bpeTable }
 
 // Count returns the exact number of tokens of s. Special-token text such as
 // "<|endoftext|>" is counted as ordinary text.
@@ -135,11 +119,11 @@ func (c *bpeCounter) Count(s string) int {
 	if s == "" {
 		return 0
 	}
-	enc, err := c.bpe.load()
+	ranks, err := c.table.load()
 	if err != nil {
 		return Estimator{Factor: 1}.Count(s)
 	}
-	return len(enc.EncodeOrdinary(s))
+	return c.table.count(ranks, s)
 }
 
 // Estimator estimates token counts without a vocabulary, from runs of
