@@ -124,6 +124,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.SetDataDir(opts.DataDir)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -147,9 +148,6 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	}
 	if len(created) > 0 {
 		logger.Info("data dir initialised", "dir", opts.DataDir, "files", len(created))
-	}
-	for _, w := range cfg.Warnings() {
-		logger.Warn(w)
 	}
 
 	release, err := datadir.Lock(opts.DataDir)
@@ -193,6 +191,12 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		Receive:  a.receive,
 		Now:      opts.Now,
 		Registry: opts.Registry,
+		// A bad extension section stops start-up (exit code 2) instead of
+		// leaving that feature silently off.
+		Fatal: func(err error) bool {
+			var cerr *config.Error
+			return errors.As(err, &cerr)
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load extensions: %w", err)
@@ -205,6 +209,11 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	})
 	if err := k.Init(ctx); err != nil {
 		return nil, fmt.Errorf("initialise extensions: %w", err)
+	}
+	// Extensions decode their own sections in Init, so warnings about them
+	// (inline secrets) are known only now.
+	for _, w := range cfg.Warnings() {
+		logger.Warn(w)
 	}
 	if err := k.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start extensions: %w", err)

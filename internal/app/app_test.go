@@ -148,3 +148,13 @@ func TestCorruptWorldStateMovedAside(t *testing.T) {
 		t.Fatalf("world_state.json not recreated: %v %q", err, body)
 	}
 }
+
+func TestBadExtensionConfigIsFatal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	_, err := New(context.Background(), Options{DataDir: dir, Console: io.Discard, Registry: webInfo(t),
+		Env: []string{"REVERIE_WEB__LISTN=127.0.0.1:0"}})
+	var cerr *config.Error
+	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "REVERIE_WEB__LISTN") {
+		t.Fatalf("err = %v, want a *config.Error naming the variable", err)
+	}
+}

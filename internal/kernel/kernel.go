@@ -69,6 +69,10 @@ type Options struct {
 	// HealthTimeout bounds each health check; zero means
 	// DefaultHealthTimeout.
 	HealthTimeout time.Duration
+	// Fatal, when set, picks the Init errors that must stop start-up rather
+	// than be isolated (the app uses it for configuration errors: a typo in
+	// an extension's section must not leave that feature silently off).
+	Fatal func(error) bool
 }
 
 // State is where an extension is in its lifecycle.

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -738,6 +739,32 @@ func BenchmarkNewInitStartShutdown(b *testing.B) {
 		}
 		if err := k.Shutdown(ctx); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestFatalInitErrorStopsStartUp(t *testing.T) {
+	c := &calls{}
+	errBadConfig := errors.New("bad config")
+	reg := []extension.Info{
+		newInfo("a", nil, plain, behaviour{}, c),
+		newInfo("b", []string{"a"}, plain, behaviour{initErr: fmt.Errorf("decode: %w", errBadConfig)}, c),
+		newInfo("c", []string{"b"}, plain, behaviour{}, c),
+	}
+	k, err := New(Options{Registry: reg, Fatal: func(err error) bool { return errors.Is(err, errBadConfig) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = k.Init(context.Background())
+	if !errors.Is(err, errBadConfig) || !strings.Contains(err.Error(), `"b"`) {
+		t.Fatalf("Init = %v, want the fatal error naming b", err)
+	}
+	if err := k.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range k.Status() {
+		if s.ID == "c" && s.State == StateInitialised {
+			t.Fatal("c was initialised after a fatal error in its dependency")
 		}
 	}
 }

@@ -49,7 +49,8 @@ func bounded(ctx context.Context, fn func() error) error {
 // extension whose Init fails or panics is recorded as failed and its
 // dependents as skipped; the others carry on. The error is non-nil only when
 // ctx ends first (the rest are left uninitialised) or Init was already
-// called (ErrLifecycle).
+// called (ErrLifecycle), or when Options.Fatal selects an extension's error
+// (the extensions initialised so far are then left for Shutdown).
 func (k *Kernel) Init(ctx context.Context) error {
 	k.mu.Lock()
 	if k.phase != phaseNew {
@@ -69,6 +70,12 @@ func (k *Kernel) Init(ctx context.Context) error {
 		}
 		err := safely(func() error { return e.ext.Init(ctx, e.host) })
 		k.mu.Lock()
+		if err != nil && k.opts.Fatal != nil && k.opts.Fatal(err) {
+			k.fail(e, fmt.Errorf("init: %w", err))
+			k.phase = phaseInitialised
+			k.mu.Unlock()
+			return fmt.Errorf("extension %q: %w", e.info.ID, err)
+		}
 		if err != nil {
 			k.fail(e, fmt.Errorf("init: %w", err))
 			k.skipDependents(e)
