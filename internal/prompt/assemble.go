@@ -140,6 +140,7 @@ func Assemble(in Input) string {
 		mode = ModeMain
 	}
 	var a assembler
+	a.b.Grow(inputSize(in))
 	switch mode {
 	case ModeMain, ModeFull:
 		a.section(HeadingCore, conditional(in.Base, in.Tools))
@@ -167,6 +168,21 @@ func Assemble(in Input) string {
 	}
 	a.section(HeadingTask, in.Task)
 	return a.b.String()
+}
+
+// inputSize bounds the prompt's size so it is built in one allocation.
+func inputSize(in Input) int {
+	n := len(in.Base) + len(in.Minimal) + len(in.Memories) + len(in.Pulse) + len(in.Summary) + len(in.Task) + 1024
+	for _, r := range in.Recalled {
+		n += len(r) + 4
+	}
+	for _, s := range in.Skills {
+		n += len(s.Name) + len(s.Summary) + len(s.Body) + 32
+	}
+	for _, e := range in.Extra {
+		n += len(e) + 2
+	}
+	return n
 }
 
 func conditional(base string, tools []string) string {

@@ -3,7 +3,6 @@ package prompt
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -28,12 +27,54 @@ import (
 // nested or malformed markers.
 var ErrMarker = errors.New("bad conditional marker")
 
-var (
-	// anyMarker finds every comment that is (or tries to be) a marker.
-	anyMarker = regexp.MustCompile(`<!--\s*(?:if\b[^>]*?|end|endif)\s*-->`)
-	ifMarker  = regexp.MustCompile(`^<!--\s*if\s+(!?)\s*tool:([A-Za-z0-9_.:\-]+)\s*-->$`)
-	endMarker = regexp.MustCompile(`^<!--\s*end\s*-->$`)
+// markerKind classifies an HTML comment.
+type markerKind int
+
+const (
+	notMarker markerKind = iota
+	ifMarker
+	endMarker
+	badMarker
 )
+
+// classify parses the inside of "<!-- … -->": "if tool:NAME",
+// "if !tool:NAME", "end", or something that tries to be a marker ("if …",
+// "endif") but is malformed. Any other comment is not a marker.
+func classify(inner string) (kind markerKind, negate bool, tool string) {
+	inner = strings.TrimSpace(inner)
+	switch {
+	case inner == "end":
+		return endMarker, false, ""
+	case inner == "endif":
+		return badMarker, false, ""
+	case !strings.HasPrefix(inner, "if"):
+		return notMarker, false, ""
+	}
+	rest := inner[2:]
+	if rest != "" && isToolNameByte(rest[0]) {
+		return notMarker, false, "" // "iffy", "if_…": a word, not a marker
+	}
+	rest = strings.TrimSpace(rest)
+	if strings.HasPrefix(rest, "!") {
+		negate, rest = true, strings.TrimSpace(rest[1:])
+	}
+	name, ok := strings.CutPrefix(rest, "tool:")
+	if !ok || name == "" {
+		return badMarker, false, ""
+	}
+	for i := 0; i < len(name); i++ {
+		if !isToolNameByte(name[i]) {
+			return badMarker, false, ""
+		}
+	}
+	return ifMarker, negate, name
+}
+
+// isToolNameByte is [A-Za-z0-9_.:-].
+func isToolNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '_' || c == '.' || c == ':' || c == '-'
+}
 
 // MarkerError locates a bad marker.
 type MarkerError struct {
@@ -62,23 +103,34 @@ func applyConditionals(base string, tools []string, strict bool) (string, error)
 	if !strings.Contains(base, "<!--") {
 		return base, nil
 	}
-	locs := anyMarker.FindAllStringIndex(base, -1)
-	if len(locs) == 0 {
-		return base, nil
-	}
 	type marker struct {
 		start, end int // byte range, widened to the whole line when alone on it
 		open       bool
 		negate     bool
 		tool       string
 	}
-	markers := make([]marker, 0, len(locs))
+	var markers []marker
 	var firstErr error
 	open := -1 // index in markers of the unclosed "if"
-	for _, loc := range locs {
-		text := base[loc[0]:loc[1]]
-		m := marker{start: loc[0], end: loc[1]}
-		line := 1 + strings.Count(base[:loc[0]], "\n")
+	for from := 0; ; {
+		k := strings.Index(base[from:], "<!--")
+		if k < 0 {
+			break
+		}
+		start := from + k
+		e := strings.Index(base[start+4:], "-->")
+		if e < 0 {
+			break
+		}
+		end := start + 4 + e + 3
+		from = end
+		kind, negate, tool := classify(base[start+4 : end-3])
+		if kind == notMarker {
+			continue
+		}
+		text := base[start:end]
+		m := marker{start: start, end: end}
+		line := 1 + strings.Count(base[:start], "\n")
 		// A marker alone on its line takes the line with it.
 		ls := strings.LastIndexByte(base[:m.start], '\n') + 1
 		le := strings.IndexByte(base[m.end:], '\n')
@@ -95,13 +147,13 @@ func applyConditionals(base string, tools []string, strict bool) (string, error)
 				firstErr = &MarkerError{Line: line, Marker: text, Reason: reason}
 			}
 		}
-		switch sm := ifMarker.FindStringSubmatch(text); {
-		case sm != nil && open >= 0:
+		switch {
+		case kind == ifMarker && open >= 0:
 			fail("nested conditional (close the previous block with <!-- end --> first):")
-		case sm != nil:
-			m.open, m.negate, m.tool = true, sm[1] == "!", sm[2]
+		case kind == ifMarker:
+			m.open, m.negate, m.tool = true, negate, tool
 			open = len(markers)
-		case endMarker.MatchString(text):
+		case kind == endMarker:
 			if open < 0 {
 				fail("end without a matching if:")
 			}
@@ -110,6 +162,9 @@ func applyConditionals(base string, tools []string, strict bool) (string, error)
 			fail(`malformed marker (want "<!-- if tool:NAME -->", "<!-- if !tool:NAME -->" or "<!-- end -->"):`)
 		}
 		markers = append(markers, m)
+	}
+	if len(markers) == 0 {
+		return base, nil
 	}
 	if open >= 0 && firstErr == nil {
 		m := markers[open]

@@ -60,8 +60,8 @@ func TestApplyConditionals(t *testing.T) {
 		},
 		{
 			name: "ordinary comments untouched",
-			base: "<!-- a note for editors -->\n<!-- end of notes -->\nText",
-			want: "<!-- a note for editors -->\n<!-- end of notes -->\nText",
+			base: "<!-- a note for editors -->\n<!-- end of notes -->\n<!-- iffy -->\n<!-- unclosed\nText",
+			want: "<!-- a note for editors -->\n<!-- end of notes -->\n<!-- iffy -->\n<!-- unclosed\nText",
 		},
 		{
 			name: "no markers",
