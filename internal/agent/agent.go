@@ -158,6 +158,9 @@ type Input struct {
 	// OnToolCall and OnToolResult report tool activity as it happens.
 	OnToolCall   func(toolloop.Call)
 	OnToolResult func(toolloop.CallRecord)
+	// Saved, when set, is called once the message is stored, before any
+	// model call (the router then drops its durable copy).
+	Saved func()
 }
 
 // FollowUp is a system event the turn asks its caller to queue after it.
@@ -181,6 +184,9 @@ type Result struct {
 	// FollowUps are system events to queue after this turn (condense
 	// requests, a supervisor correction).
 	FollowUps []FollowUp
+	// SeedReply is the conversation seed's reply when the router opened the
+	// thread with a seed before this turn (set by the router).
+	SeedReply string
 	// Compacted reports that the history was compacted first.
 	Compacted bool
 	// Truncated counts messages cut for the model's context window.
@@ -291,6 +297,9 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 		err = fmt.Errorf("save message on %s: %w", in.Thread, err)
 		a.finish(ctx, in, start, Result{}, err)
 		return Result{Reply: "Your message could not be saved (" + describe(err) + "); please send it again."}, err
+	}
+	if in.Saved != nil {
+		in.Saved()
 	}
 	res, err := a.run(ctx, in)
 	res.Duration = a.o.Now().Sub(start)

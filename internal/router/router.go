@@ -1,0 +1,539 @@
+package router
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/agent"
+	"github.com/reverie-ai/reverie/internal/conversation"
+	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/llm"
+)
+
+// Component is the name under which the inbox schema is versioned.
+const Component = "router"
+
+// Defaults for the zero values of Options.
+const (
+	DefaultMaxParallel     = 8
+	DefaultMaxQueue        = 100
+	DefaultGrace           = 20 * time.Second
+	DefaultMaxMessageBytes = 1 << 20
+)
+
+// Topics the router publishes.
+const (
+	TopicMessageReceived = "message.received"
+	TopicMessageReplied  = "message.replied"
+)
+
+// Errors returned when an item is not accepted.
+var (
+	// ErrStopped: the router is shutting down.
+	ErrStopped = errors.New("router is stopping")
+	// ErrQueueFull: the thread has Options.MaxQueue items waiting.
+	ErrQueueFull = errors.New("too many messages waiting in this conversation")
+	// ErrEmptyText: the message has no text.
+	ErrEmptyText = errors.New("message has no text")
+	// ErrTooLarge: the message exceeds Options.MaxMessageBytes.
+	ErrTooLarge = errors.New("message too large")
+)
+
+// Agent runs turns (*agent.Agent).
+type Agent interface {
+	Turn(ctx context.Context, in agent.Input) (agent.Result, error)
+	Seed(ctx context.Context, thread chat.ThreadID, stream llm.StreamFunc) (agent.Result, error)
+	Compact(ctx context.Context, thread chat.ThreadID) (agent.CompactResult, error)
+}
+
+// Threads is what the router needs from the conversation store
+// (*conversation.Store).
+type Threads interface {
+	EnsureThread(ctx context.Context, id chat.ThreadID) (conversation.Thread, bool, error)
+	LastMessageID(ctx context.Context, id chat.ThreadID) (int64, error)
+	Reset(ctx context.Context, id chat.ThreadID) error
+	Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Message) ([]int64, error)
+	Threads(ctx context.Context, opts conversation.ListOptions) ([]conversation.Thread, error)
+}
+
+// ChannelLookup finds a channel by name (*kernel.Kernel).
+type ChannelLookup interface {
+	Channel(name string) (extension.ChannelProvider, bool)
+}
+
+// Publisher publishes bus events.
+type Publisher interface {
+	Publish(ctx context.Context, topic string, payload any) error
+}
+
+// Options configure a Router.
+type Options struct {
+	// DB holds the inbox (required).
+	DB *sql.DB
+	// Agent runs turns (required).
+	Agent Agent
+	// Threads is the conversation store (required).
+	Threads Threads
+	// Channels finds the channel of a thread (nil: nothing is delivered,
+	// replies are only stored and returned by Handle).
+	Channels ChannelLookup
+	// MaxParallel bounds turns running at once (default 8).
+	MaxParallel int
+	// MaxQueue bounds items waiting per thread (default 100).
+	MaxQueue int
+	// MaxMessageBytes bounds an inbound message (default 1 MiB).
+	MaxMessageBytes int
+	// Grace is how long in-flight turns may finish after Run's context
+	// ends before they are cancelled (default 20 s).
+	Grace time.Duration
+	// Roles lists the model roles /status describes; Describe names each
+	// role's model ("openai/gpt-4.1-mini").
+	Roles    []string
+	Describe func(role string) string
+	// UsageToday reports today's token usage for /status.
+	UsageToday func(ctx context.Context) (llm.Usage, error)
+	// DebugURL is the web debug panel's address for /debug ("" when the
+	// web channel is off).
+	DebugURL string
+	// Events receives message.received / message.replied (nil: none).
+	Events Publisher
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+type jobKind string
+
+const (
+	jobMessage     jobKind = "message"
+	jobSystemEvent jobKind = "system_event"
+	jobNotify      jobKind = "notify"
+)
+
+// job is one queued item.
+type job struct {
+	id       int64 // inbox row
+	kind     jobKind
+	thread   chat.ThreadID
+	channel  string
+	sender   chat.Sender
+	text     string
+	origin   agent.Origin
+	received time.Time
+	// done receives the outcome for Handle; nil when nobody waits.
+	done chan outcome
+}
+
+type outcome struct {
+	res agent.Result
+	err error
+}
+
+type threadQueue struct {
+	jobs    []*job
+	running bool // a worker owns this queue
+}
+
+// Router routes messages to turns and replies to channels.
+type Router struct {
+	o     Options
+	log   *slog.Logger
+	start time.Time
+	sem   chan struct{}
+
+	cmdMu    sync.RWMutex
+	commands map[string]Command
+
+	mu      sync.Mutex
+	queues  map[chat.ThreadID]*threadQueue
+	queued  map[int64]bool // inbox ids in memory
+	known   map[chat.ThreadID]bool
+	running bool            // Run has started
+	stopped bool            // Run's context ended: accept nothing
+	turnCtx context.Context // parent of every turn while running
+	active  int             // turns in progress
+	wg      sync.WaitGroup  // workers
+}
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// New migrates the inbox and returns a Router with the built-in commands
+// registered. Call Run to process.
+func New(ctx context.Context, opts Options) (*Router, error) {
+	switch {
+	case opts.DB == nil:
+		return nil, errors.New("router: no database")
+	case opts.Agent == nil:
+		return nil, errors.New("router: no agent")
+	case opts.Threads == nil:
+		return nil, errors.New("router: no conversation store")
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("router migrations: %w", err)
+	}
+	if err := sqlite.Migrate(ctx, opts.DB, Component, sub); err != nil {
+		return nil, fmt.Errorf("migrate router inbox: %w", err)
+	}
+	if opts.MaxParallel <= 0 {
+		opts.MaxParallel = DefaultMaxParallel
+	}
+	if opts.MaxQueue <= 0 {
+		opts.MaxQueue = DefaultMaxQueue
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Router{
+		o: opts, log: opts.Logger, start: opts.Now(),
+		sem:      make(chan struct{}, opts.MaxParallel),
+		commands: map[string]Command{},
+		queues:   map[chat.ThreadID]*threadQueue{},
+		queued:   map[int64]bool{},
+		known:    map[chat.ThreadID]bool{},
+	}
+	r.registerBuiltins()
+	return r, nil
+}
+
+// Receive accepts a user's message from a channel (extension.Host.Receive):
+// it returns once the message is stored in the inbox; the reply goes back
+// through the channel.
+func (r *Router) Receive(ctx context.Context, msg chat.Inbound) error {
+	j, err := r.inbound(msg)
+	if err != nil {
+		return err
+	}
+	return r.accept(ctx, j)
+}
+
+// Handle runs a message synchronously through the thread's queue and
+// returns the turn's result (the HTTP API and `reverie send`). Nothing is
+// delivered to a channel; a conversation seed's reply comes back in
+// Result.SeedReply. If ctx ends first, Handle returns ctx's error and the
+// message is still answered (and stored).
+func (r *Router) Handle(ctx context.Context, msg chat.Inbound) (agent.Result, error) {
+	j, err := r.inbound(msg)
+	if err != nil {
+		return agent.Result{Reply: "The message was not accepted: " + err.Error() + "."}, err
+	}
+	j.done = make(chan outcome, 1)
+	if err := r.accept(ctx, j); err != nil {
+		return agent.Result{Reply: "The message was not accepted: " + err.Error() + "."}, err
+	}
+	select {
+	case o := <-j.done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return agent.Result{}, fmt.Errorf("wait for the reply on %s: %w", j.thread, ctx.Err())
+	}
+}
+
+// EnqueueSystemEvent queues a system event (a worker's result, a reminder)
+// into thread's queue; it runs as a turn of kind system_event and its reply,
+// if any, is delivered as chat.Notify.
+func (r *Router) EnqueueSystemEvent(ctx context.Context, thread chat.ThreadID, text string) error {
+	return r.enqueueEvent(ctx, thread, text, agent.OriginExternal)
+}
+
+func (r *Router) enqueueEvent(ctx context.Context, thread chat.ThreadID, text string, origin agent.Origin) error {
+	if err := thread.Validate(); err != nil {
+		return err
+	}
+	if strings.TrimSpace(text) == "" {
+		return ErrEmptyText
+	}
+	return r.accept(ctx, &job{kind: jobSystemEvent, thread: thread, channel: thread.Channel(), text: text, origin: origin, received: r.o.Now()})
+}
+
+// Notify queues a proactive message for out.Address without a model call:
+// in the thread's order it is stored as an assistant message and delivered
+// (Kind defaults to chat.Notify). It returns once accepted.
+func (r *Router) Notify(ctx context.Context, out chat.Outbound) error {
+	if err := out.Address.Thread.Validate(); err != nil {
+		return err
+	}
+	if strings.TrimSpace(out.Text) == "" {
+		return ErrEmptyText
+	}
+	ch := out.Address.Channel
+	if ch == "" {
+		ch = out.Address.Thread.Channel()
+	}
+	return r.accept(ctx, &job{kind: jobNotify, thread: out.Address.Thread, channel: ch, text: out.Text, received: r.o.Now()})
+}
+
+// Deliver is Notify (chat.Deliverer).
+func (r *Router) Deliver(ctx context.Context, out chat.Outbound) error { return r.Notify(ctx, out) }
+
+func (r *Router) inbound(msg chat.Inbound) (*job, error) {
+	t := msg.Address.Thread
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(msg.Text) == "" {
+		return nil, ErrEmptyText
+	}
+	if len(msg.Text) > r.o.MaxMessageBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(msg.Text), r.o.MaxMessageBytes)
+	}
+	ch := msg.Address.Channel
+	if ch == "" {
+		ch = t.Channel()
+	}
+	received := msg.Received
+	if received.IsZero() {
+		received = r.o.Now()
+	}
+	return &job{kind: jobMessage, thread: t, channel: ch, sender: msg.Sender, text: msg.Text, received: received}, nil
+}
+
+// accept stores j in the inbox and queues it.
+func (r *Router) accept(ctx context.Context, j *job) error {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return ErrStopped
+	}
+	if q := r.queues[j.thread]; q != nil && len(q.jobs) >= r.o.MaxQueue {
+		r.mu.Unlock()
+		return fmt.Errorf("%w (%d)", ErrQueueFull, r.o.MaxQueue)
+	}
+	r.mu.Unlock()
+
+	res, err := r.o.DB.ExecContext(ctx,
+		`INSERT INTO router_inbox (thread, kind, channel, sender_id, sender_name, text, origin, received_at) VALUES (?,?,?,?,?,?,?,?)`,
+		string(j.thread), string(j.kind), j.channel, j.sender.ID, j.sender.DisplayName, j.text, string(j.origin), j.received.UnixNano())
+	if err != nil {
+		return fmt.Errorf("store inbound %s for %s: %w", j.kind, j.thread, err)
+	}
+	if j.id, err = res.LastInsertId(); err != nil {
+		return fmt.Errorf("store inbound %s for %s: %w", j.kind, j.thread, err)
+	}
+	if j.kind == jobMessage {
+		r.publish(ctx, TopicMessageReceived, struct {
+			Thread  chat.ThreadID `json:"thread"`
+			Channel string        `json:"channel"`
+			Sender  string        `json:"sender,omitempty"`
+			Chars   int           `json:"chars"`
+		}{j.thread, j.channel, j.sender.ID, len([]rune(j.text))})
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		// Accepted (it is in the inbox) but processed on the next start.
+		if j.done != nil {
+			return ErrStopped
+		}
+		return nil
+	}
+	r.enqueueLocked(j)
+	return nil
+}
+
+// enqueueLocked appends j to its thread's queue and starts the thread's
+// worker when Run is running and none owns the queue.
+func (r *Router) enqueueLocked(j *job) {
+	q := r.queues[j.thread]
+	if q == nil {
+		q = &threadQueue{}
+		r.queues[j.thread] = q
+	}
+	q.jobs = append(q.jobs, j)
+	r.queued[j.id] = true
+	if r.running && !q.running {
+		q.running = true
+		r.wg.Add(1)
+		go r.worker(j.thread, q)
+	}
+}
+
+// Run processes queued items until ctx ends, replaying what the inbox holds
+// from before, then shuts down as the package documentation says.
+func (r *Router) Run(ctx context.Context) error {
+	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTurns()
+	pending, err := r.loadInbox(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.running || r.stopped {
+		r.mu.Unlock()
+		return errors.New("router: Run called twice")
+	}
+	r.running, r.turnCtx = true, turnCtx
+	for _, j := range pending {
+		if !r.queued[j.id] {
+			r.enqueueLocked(j)
+		}
+	}
+	for t, q := range r.queues {
+		if len(q.jobs) > 0 && !q.running {
+			q.running = true
+			r.wg.Add(1)
+			go r.worker(t, q)
+		}
+	}
+	r.mu.Unlock()
+	if len(pending) > 0 {
+		r.log.Info("replaying accepted messages from before the last stop", "items", len(pending))
+	}
+
+	<-ctx.Done()
+	r.mu.Lock()
+	r.stopped = true
+	inFlight := r.active
+	r.mu.Unlock()
+	if inFlight > 0 {
+		r.log.Info("waiting for turns in progress", "turns", inFlight, "grace", r.o.Grace)
+	}
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	timer := time.NewTimer(r.o.Grace)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		r.log.Warn("turns still running after the grace period; cancelling them")
+		cancelTurns()
+		<-done
+	}
+	// Whoever still waits on a queued item is told; the item stays in the
+	// inbox for the next start.
+	r.mu.Lock()
+	for _, q := range r.queues {
+		for _, j := range q.jobs {
+			if j.done != nil {
+				j.done <- outcome{res: agent.Result{Reply: "The assistant is restarting; your message is saved and will be answered."}, err: ErrStopped}
+			}
+		}
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Router) loadInbox(ctx context.Context) ([]*job, error) {
+	rows, err := r.o.DB.QueryContext(ctx,
+		`SELECT id, thread, kind, channel, sender_id, sender_name, text, origin, received_at FROM router_inbox ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read router inbox: %w", err)
+	}
+	defer rows.Close()
+	var out []*job
+	for rows.Next() {
+		var (
+			j                    job
+			thread, kind, origin string
+			receivedAt           int64
+		)
+		if err := rows.Scan(&j.id, &thread, &kind, &j.channel, &j.sender.ID, &j.sender.DisplayName, &j.text, &origin, &receivedAt); err != nil {
+			return nil, fmt.Errorf("read router inbox: %w", err)
+		}
+		j.thread, j.kind, j.origin, j.received = chat.ThreadID(thread), jobKind(kind), agent.Origin(origin), time.Unix(0, receivedAt)
+		out = append(out, &j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read router inbox: %w", err)
+	}
+	return out, nil
+}
+
+// worker processes a thread's queue until it is empty or the router stops.
+func (r *Router) worker(thread chat.ThreadID, q *threadQueue) {
+	defer r.wg.Done()
+	for {
+		r.mu.Lock()
+		if len(q.jobs) == 0 || r.stopped {
+			q.running = false
+			if len(q.jobs) == 0 && r.queues[thread] == q {
+				delete(r.queues, thread)
+			}
+			r.mu.Unlock()
+			return
+		}
+		j := q.jobs[0]
+		q.jobs[0] = nil
+		q.jobs = q.jobs[1:]
+		ctx := r.turnCtx
+		r.mu.Unlock()
+
+		select {
+		case r.sem <- struct{}{}:
+		case <-ctx.Done():
+			r.requeue(thread, q, j)
+			continue
+		}
+		r.mu.Lock()
+		r.active++
+		r.mu.Unlock()
+		o := r.process(ctx, j)
+		r.mu.Lock()
+		r.active--
+		delete(r.queued, j.id)
+		r.mu.Unlock()
+		<-r.sem
+		if j.done != nil {
+			j.done <- o
+		}
+	}
+}
+
+// requeue puts j back at the head of q (the router is stopping; it stays in
+// the inbox).
+func (r *Router) requeue(thread chat.ThreadID, q *threadQueue, j *job) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q.jobs = append([]*job{j}, q.jobs...)
+	r.queues[thread] = q
+}
+
+// forget removes j's inbox row: its content is stored in the conversation.
+func (r *Router) forget(ctx context.Context, j *job) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := r.o.DB.ExecContext(ctx, `DELETE FROM router_inbox WHERE id = ?`, j.id); err != nil {
+		r.log.Error("could not remove a processed item from the inbox; it may be replayed", "thread", j.thread, "id", j.id, "err", err)
+	}
+}
+
+func (r *Router) publish(ctx context.Context, topic string, payload any) {
+	if r.o.Events == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := r.o.Events.Publish(ctx, topic, payload); err != nil {
+		r.log.Warn("could not publish", "topic", topic, "err", err)
+	}
+}
+
+// QueueDepth is the number of items waiting (not running) over all threads.
+func (r *Router) QueueDepth() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, q := range r.queues {
+		n += len(q.jobs)
+	}
+	return n
+}
