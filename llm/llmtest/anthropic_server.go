@@ -264,6 +264,10 @@ func anthropicUsage(r ServerReply, output int) map[string]any {
 
 func (s *AnthropicServer) stream(w http.ResponseWriter, r *http.Request, reply ServerReply, id, model string, calls []llm.ToolCall, stop string) {
 	ev := s.f.startSSE(w, r, reply)
+	ev.fail = func(ev *sse) {
+		b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": reply.StreamError, "message": "Overloaded"}})
+		ev.raw("error", string(b))
+	}
 	if reply.Garbage {
 		ev.send("message_start", `{"type": "message_start", "message": {"id": "msg_broken", "content": [`)
 		return

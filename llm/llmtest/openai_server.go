@@ -362,6 +362,11 @@ func openAIUsage(r ServerReply) map[string]any {
 func (s *OpenAIServer) stream(w http.ResponseWriter, r *http.Request, req ChatRequest, reply ServerReply,
 	id, model string, calls []llm.ToolCall, finish string) {
 	ev := s.f.startSSE(w, r, reply)
+	ev.fail = func(ev *sse) {
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{
+			"message": "The server had an error while processing your request.", "type": reply.StreamError, "param": nil, "code": nil}})
+		ev.raw("", string(b))
+	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	chunk := func(delta map[string]any, finishReason any) map[string]any {
 		c := map[string]any{

@@ -49,6 +49,10 @@ type ServerReply struct {
 	// CleanCut ends the body normally at CutAfter instead of dropping the
 	// connection.
 	CleanCut bool
+	// StreamError, when set, ends a stream after CutAfter events (0: at
+	// once) with an in-stream error event of this type ("overloaded_error",
+	// "server_error", …) instead of the reply.
+	StreamError string
 	// StallAfter, when positive, stops sending after that many stream events
 	// and waits until the client goes away.
 	StallAfter int
@@ -207,6 +211,8 @@ type sse struct {
 	done  <-chan struct{}
 	reply ServerReply
 	n     int
+	// fail writes the in-stream error event for reply.StreamError.
+	fail func(s *sse)
 }
 
 func (f *fakeServer[Req]) startSSE(w http.ResponseWriter, r *http.Request, reply ServerReply) *sse {
@@ -220,6 +226,14 @@ func (f *fakeServer[Req]) startSSE(w http.ResponseWriter, r *http.Request, reply
 // send writes one event (name may be empty) and reports whether the stream
 // goes on. It drops the connection at CutAfter and blocks at StallAfter.
 func (s *sse) send(name string, data string) bool {
+	if s.reply.StreamError != "" && s.n >= s.reply.CutAfter {
+		if s.fail != nil {
+			f := s.fail
+			s.fail = nil
+			f(s)
+		}
+		return false
+	}
 	if s.reply.CutAfter > 0 && s.n >= s.reply.CutAfter {
 		if s.reply.CleanCut {
 			return false
@@ -241,6 +255,15 @@ func (s *sse) send(name string, data string) bool {
 	flush(s.w)
 	s.n++
 	return true
+}
+
+// raw writes one event bypassing the cut, stall and error rules.
+func (s *sse) raw(name, data string) {
+	if name != "" {
+		fmt.Fprintf(s.w, "event: %s\n", name)
+	}
+	fmt.Fprintf(s.w, "data: %s\n\n", data)
+	flush(s.w)
 }
 
 func (s *sse) json(name string, v any) bool {

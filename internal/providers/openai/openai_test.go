@@ -260,6 +260,20 @@ func TestGenerate(t *testing.T) {
 			wantErr: providers.ErrBadResponse, wantStatus: 200, wantCalls2: 1,
 		},
 		{
+			name:     "error event before any delta is retried",
+			replies:  []llmtest.ServerReply{{StreamError: "server_error"}, {Text: "recovered"}},
+			stream:   true,
+			wantText: "recovered", wantStop: llm.StopEnd, wantCalls2: 2,
+			wantSleeps: []time.Duration{250 * time.Millisecond},
+		},
+		{
+			name:       "error event after deltas",
+			replies:    []llmtest.ServerReply{{Text: "partial text here", Chunks: 4, StreamError: "server_error", CutAfter: 3}, {Text: "unused"}},
+			stream:     true,
+			wantErr:    providers.ErrUnavailable,
+			wantStatus: 200, wantCalls2: 1,
+		},
+		{
 			name:    "garbage body",
 			replies: []llmtest.ServerReply{{Garbage: true}},
 			wantErr: providers.ErrBadResponse, wantStatus: 200, wantCalls2: 1,
