@@ -27,7 +27,6 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-
 func openStore(t *testing.T, path string, e embed.Embedder, clk *clock) *VectorStore {
 	t.Helper()
 	ctx := context.Background()
