@@ -59,6 +59,7 @@ type Config struct {
 	Supervisor SupervisorConfig `yaml:"supervisor"`
 	Bus        BusConfig        `yaml:"bus"`
 	Limits     LimitsConfig     `yaml:"limits"`
+	Models     ModelsConfig     `yaml:"models"`
 
 	meta *meta
 }
@@ -140,6 +141,7 @@ func Default() Config {
 			PulseChars:    5000,
 			SkillsChars:   20000,
 		},
+		Models: ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
 	}
 }
 
@@ -477,7 +479,7 @@ func (c *Config) Validate() error {
 			return c.invalid(ch.key, "%s", ch.msg)
 		}
 	}
-	return nil
+	return c.validateModels()
 }
 
 // validLanguage accepts BCP-47-like codes: "en", "pt-BR", "zh-Hans".
