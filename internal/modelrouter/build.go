@@ -1,0 +1,150 @@
+package modelrouter
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/reverie-ai/reverie/internal/config"
+	"github.com/reverie-ai/reverie/internal/providers"
+	"github.com/reverie-ai/reverie/internal/providers/anthropic"
+	"github.com/reverie-ai/reverie/internal/providers/openai"
+)
+
+// kindDefaults are the limits assumed for a backend kind when the
+// configuration gives none.
+var kindDefaults = map[string]Limits{
+	ProviderOpenAI:    {ContextSize: 128000, MaxTokens: 4096},
+	ProviderAnthropic: {ContextSize: 200000, MaxTokens: 4096},
+	ProviderOllama:    {ContextSize: 8192, MaxTokens: 2048},
+}
+
+// Build creates the backend a Spec describes.
+func Build(spec Spec, timeout time.Duration) (Backend, error) {
+	t := providers.Timeouts{Total: timeout}
+	switch spec.Provider {
+	case ProviderOpenAI, ProviderOllama:
+		base := spec.BaseURL
+		if spec.Provider == ProviderOllama {
+			base = ollamaV1(base)
+		}
+		c, err := openai.New(openai.Options{Name: spec.Name, BaseURL: base, APIKey: spec.APIKey, Model: spec.Model,
+			MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, Timeouts: t})
+		if err != nil {
+			return nil, fmt.Errorf("model backend %s: %w", spec.Name, err)
+		}
+		return c, nil
+	case ProviderAnthropic:
+		c, err := anthropic.New(anthropic.Options{Name: spec.Name, BaseURL: spec.BaseURL, APIKey: spec.APIKey,
+			Model: spec.Model, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, Timeouts: t})
+		if err != nil {
+			return nil, fmt.Errorf("model backend %s: %w", spec.Name, err)
+		}
+		return c, nil
+	default:
+		return nil, fmt.Errorf("model backend %s: unknown provider %q", spec.Name, spec.Provider)
+	}
+}
+
+// ollamaV1 turns an Ollama server address into its OpenAI-compatible root.
+func ollamaV1(base string) string {
+	if base == "" {
+		base = "http://127.0.0.1:11434"
+	}
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	base = strings.TrimRight(base, "/")
+	if !strings.HasSuffix(base, "/v1") {
+		base += "/v1"
+	}
+	return base
+}
+
+// Setup is what FromConfig needs.
+type Setup struct {
+	Models config.ModelsConfig
+	Env    []string
+	DB     *sql.DB
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Probe is the HTTP client for the Ollama probe (nil: a short-timeout
+	// default).
+	Probe *http.Client
+}
+
+// FromConfig builds the Router from the models section, or, when it
+// defines no backend, from the environment (EnvDefaults). It returns a
+// one-line description of where the models came from, for the start-up log.
+// With neither, the Router has no backend and every call returns ErrNoModel.
+func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
+	opts := Options{DB: s.DB, Logger: s.Logger, Now: s.Now, Roles: map[string][]string{}, Limits: map[string]Limits{}}
+	var desc string
+	if len(s.Models.Backends) > 0 {
+		built := map[string]bool{}
+		roles := make([]string, 0, len(s.Models.Roles))
+		for role := range s.Models.Roles {
+			roles = append(roles, role)
+		}
+		sort.Strings(roles)
+		for _, role := range roles {
+			for _, entry := range s.Models.Roles[role] {
+				ref, err := config.ParseModelRef(entry)
+				if err != nil {
+					return nil, "", fmt.Errorf("models.roles.%s: %w", role, err)
+				}
+				name := ref.String()
+				opts.Roles[role] = append(opts.Roles[role], name)
+				if built[name] {
+					continue
+				}
+				bc, ok := s.Models.Backends[ref.Backend]
+				if !ok {
+					return nil, "", fmt.Errorf("models.roles.%s: unknown backend %q", role, ref.Backend)
+				}
+				key, err := bc.APIKey.Resolve()
+				if err != nil {
+					return nil, "", fmt.Errorf("models.backends.%s.api_key: %w", ref.Backend, err)
+				}
+				lim := kindDefaults[bc.Kind]
+				if bc.ContextSize > 0 {
+					lim.ContextSize = bc.ContextSize
+				}
+				if bc.MaxTokens > 0 {
+					lim.MaxTokens = bc.MaxTokens
+				}
+				b, err := Build(Spec{Name: name, Provider: bc.Kind, BaseURL: bc.BaseURL, APIKey: key, Model: ref.Model,
+					ContextSize: lim.ContextSize, MaxTokens: lim.MaxTokens, Temperature: bc.Temperature}, bc.Timeout)
+				if err != nil {
+					return nil, "", err
+				}
+				opts.Backends = append(opts.Backends, b)
+				opts.Limits[name] = lim
+				built[name] = true
+			}
+		}
+		desc = fmt.Sprintf("models from config.yaml: main → %s", strings.Join(opts.Roles[RoleMain], ", "))
+	} else if spec, ok := EnvDefaults(ctx, s.Env, s.Probe); ok {
+		spec.Name = spec.Provider + "/" + spec.Model
+		b, err := Build(spec, 0)
+		if err != nil {
+			return nil, "", err
+		}
+		opts.Backends = []Backend{b}
+		opts.Limits[spec.Name] = Limits{ContextSize: spec.ContextSize, MaxTokens: spec.MaxTokens}
+		opts.Roles[RoleMain] = []string{spec.Name}
+		desc = "model from the environment: " + spec.Name
+	} else {
+		desc = "no model configured"
+	}
+	r, err := New(ctx, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	return r, desc, nil
+}
