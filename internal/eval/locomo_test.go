@@ -1,0 +1,148 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestParseAndHelpers(t *testing.T) {
+	f, err := os.Open("testdata/synthetic.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	convs, err := ParseLoCoMo(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(convs) != 1 || len(convs[0].Sessions) != 2 || len(convs[0].QA) != 6 {
+		t.Fatalf("parsed %+v", convs)
+	}
+	s := convs[0].Sessions[1]
+	if s.Number != 2 || s.Date.Format("2006-01-02 15:04") != "2024-04-20 18:40" {
+		t.Errorf("session 2 = %d %v", s.Number, s.Date)
+	}
+	if got := TurnText(convs[0].Sessions[0].Turns[2]); got != "Ines: Look what I made at the first lesson. [shared image: a photo of a blue ceramic bowl on a table]" {
+		t.Errorf("TurnText = %q", got)
+	}
+	for _, tc := range []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"plain", []string{"D1:3"}, []string{"D1:3"}},
+		{"joined", []string{"D8:6; D9:17"}, []string{"D8:6", "D9:17"}},
+		{"extra colon", []string{"D:11:26"}, []string{"D11:26"}},
+		{"junk", []string{"D", ""}, nil},
+		{"duplicates", []string{"D1:1", "D1:1"}, []string{"D1:1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := goldIDs(tc.in); !slices.Equal(got, tc.want) {
+				t.Errorf("goldIDs(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+	if _, err := ParseLoCoMo(strings.NewReader("{")); err == nil {
+		t.Error("truncated JSON accepted")
+	}
+}
+
+func TestLoCoMoSynthetic(t *testing.T) {
+	f, err := os.Open("testdata/synthetic.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := LoCoMo(context.Background(), f, Options{K: []int{10, 1, 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Questions != 5 || rep.Skipped != 1 {
+		t.Fatalf("questions %d skipped %d", rep.Questions, rep.Skipped)
+	}
+	// eight turns, so recall@10 finds every piece of evidence
+	if rep.Overall[10] != 100 {
+		t.Errorf("recall@10 = %v", rep.Overall[10])
+	}
+	if rep.ByCategory[SingleHop][1] != 100 || rep.ByCategory[Temporal][1] != 100 {
+		t.Errorf("easy questions missed at rank 1: %+v", rep.ByCategory)
+	}
+	js, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shape struct {
+		Overall    map[string]float64            `json:"overall"`
+		ByCategory map[string]map[string]float64 `json:"by_category"`
+		Questions  int                           `json:"questions"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&shape); err != nil {
+		t.Fatalf("json %s: %v", js, err)
+	}
+	if len(shape.Overall) != 3 || len(shape.ByCategory) != 5 || shape.Questions != 5 {
+		t.Errorf("json shape %s", js)
+	}
+	if !strings.HasPrefix(string(js), `{"overall":{"recall@1":`) {
+		t.Errorf("keys not in k order: %s", js)
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	golden := "testdata/synthetic.table.golden"
+	if *update {
+		os.WriteFile(golden, table.Bytes(), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if table.String() != string(want) {
+		t.Errorf("table:\n%s\nwant:\n%s", table.String(), want)
+	}
+}
+
+func TestLoCoMoBadK(t *testing.T) {
+	if _, err := Run(context.Background(), nil, Options{K: []int{0, 5}}); err == nil {
+		t.Error("k = 0 accepted")
+	}
+}
+
+// devSplit is the LoCoMo dev file shared with the team (CC BY-NC 4.0,
+// evaluation only: it is read in place, never copied into the repository).
+const devSplit = "/work/shared/data/locomo/locomo-dev.json"
+
+func TestLoCoMoDevSplit(t *testing.T) {
+	path := os.Getenv("REVERIE_LOCOMO")
+	if path == "" {
+		path = devSplit
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("LoCoMo dev split not available (%v); set REVERIE_LOCOMO to a LoCoMo JSON file to run", err)
+	}
+	defer f.Close()
+	if testing.Short() {
+		t.Skip("LoCoMo dev split skipped in -short mode")
+	}
+	rep, err := LoCoMo(context.Background(), f, Options{K: []int{1, 5, 10, 25}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	rep.WriteTable(&table)
+	t.Logf("LoCoMo %s, offline embedder, hybrid recall:\n%s", path, table.String())
+	if rep.Overall[10] < 60 {
+		t.Errorf("recall@10 over categories 1-4 = %.2f, want ≥ 60", rep.Overall[10])
+	}
+}
