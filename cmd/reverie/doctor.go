@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,8 +15,10 @@ import (
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/world"
 )
 
@@ -100,6 +103,18 @@ func (d *doctor) run(ctx context.Context) {
 		d.add("world state", checkOK, "world_state.json is valid")
 	}
 
+	// Models: every configured backend answers.
+	if d.cfg != nil {
+		d.checkModels(ctx)
+	}
+
+	// Shell sandbox.
+	if st := tools.SandboxStatus(); strings.HasPrefix(st, "bubblewrap") {
+		d.add("sandbox", checkOK, "execute_shell runs in %s", st)
+	} else {
+		d.add("sandbox", checkWarn, "execute_shell has no sandbox (%s); install bubblewrap", st)
+	}
+
 	// Database.
 	dbPath := filepath.Join(d.dir, app.DatabaseFile)
 	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
@@ -115,6 +130,27 @@ func (d *doctor) run(ctx context.Context) {
 				d.add("database", checkOK, "%s passes PRAGMA integrity_check", app.DatabaseFile)
 			}
 			db.Close()
+		}
+	}
+}
+
+func (d *doctor) checkModels(ctx context.Context) {
+	r, desc, err := modelrouter.FromConfig(ctx, modelrouter.Setup{Models: d.cfg.Models, Env: d.env})
+	if err != nil {
+		d.add("models", checkFail, "%v", err)
+		return
+	}
+	if !r.Configured() {
+		d.add("models", checkWarn, "%s: the assistant will answer that no model is configured", desc)
+		return
+	}
+	d.add("models", checkOK, "%s", desc)
+	for _, h := range r.Health(ctx, 15*time.Second) {
+		name := "model"
+		if h.Err != nil {
+			d.add(name, checkFail, "%s (roles %s): %v", h.Backend, strings.Join(h.Roles, ", "), h.Err)
+		} else {
+			d.add(name, checkOK, "%s answers (%s; roles %s)", h.Backend, h.Elapsed.Round(time.Millisecond), strings.Join(h.Roles, ", "))
 		}
 	}
 }
