@@ -60,6 +60,7 @@ type Config struct {
 	Bus        BusConfig        `yaml:"bus"`
 	Limits     LimitsConfig     `yaml:"limits"`
 	Models     ModelsConfig     `yaml:"models"`
+	Tools      ToolsConfig      `yaml:"tools"`
 
 	meta *meta
 }
@@ -141,6 +142,7 @@ func Default() Config {
 			PulseChars:    5000,
 			SkillsChars:   20000,
 		},
+		Tools:  defaultTools(),
 		Models: ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
 	}
 }
@@ -478,6 +480,9 @@ func (c *Config) Validate() error {
 		if ch.bad {
 			return c.invalid(ch.key, "%s", ch.msg)
 		}
+	}
+	if err := c.validateTools(); err != nil {
+		return err
 	}
 	return c.validateModels()
 }

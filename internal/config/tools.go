@@ -1,0 +1,88 @@
+package config
+
+import "time"
+
+// ToolsConfig is the `tools:` section: limits and safety switches of the
+// core tools.
+type ToolsConfig struct {
+	// Workspace is the directory the file and shell tools are confined to,
+	// relative to the data dir unless absolute.
+	Workspace string `yaml:"workspace"`
+	// MaxFileBytes is the largest file the file tools read or write.
+	MaxFileBytes int64           `yaml:"max_file_bytes"`
+	Shell        ShellToolConfig `yaml:"shell"`
+	Fetch        FetchToolConfig `yaml:"fetch"`
+	Search       SearchConfig    `yaml:"search"`
+}
+
+// ShellToolConfig configures execute_shell.
+type ShellToolConfig struct {
+	// Sandbox is auto (bubblewrap when it works), required or off.
+	Sandbox string `yaml:"sandbox"`
+	// Network gives sandboxed commands network access.
+	Network bool `yaml:"network"`
+	// Timeout applies when the model gives none; MaxTimeout caps it.
+	Timeout    time.Duration `yaml:"timeout"`
+	MaxTimeout time.Duration `yaml:"max_timeout"`
+	// MaxOutputBytes is how much merged output is kept (head and tail).
+	MaxOutputBytes int `yaml:"max_output_bytes"`
+}
+
+// FetchToolConfig configures fetch_url.
+type FetchToolConfig struct {
+	// AllowPrivate lets fetch_url reach loopback, private and link-local
+	// addresses.
+	AllowPrivate bool `yaml:"allow_private"`
+	// AllowHosts lists host names, IPs or CIDR prefixes allowed even though
+	// they are not public.
+	AllowHosts []string      `yaml:"allow_hosts"`
+	Timeout    time.Duration `yaml:"timeout"`
+	MaxBytes   int           `yaml:"max_bytes"`
+}
+
+// SearchConfig configures search_web.
+type SearchConfig struct {
+	// SearXNGURL selects a SearXNG instance (JSON format enabled) instead of
+	// DuckDuckGo.
+	SearXNGURL string        `yaml:"searxng_url"`
+	Timeout    time.Duration `yaml:"timeout"`
+}
+
+func defaultTools() ToolsConfig {
+	return ToolsConfig{
+		Workspace:    "workspace",
+		MaxFileBytes: 10 << 20,
+		Shell:        ShellToolConfig{Sandbox: "auto", Timeout: time.Minute, MaxTimeout: 10 * time.Minute, MaxOutputBytes: 32 << 10},
+		Fetch:        FetchToolConfig{AllowHosts: []string{}, Timeout: 30 * time.Second, MaxBytes: 5 << 20},
+		Search:       SearchConfig{Timeout: 15 * time.Second},
+	}
+}
+
+func (c *Config) validateTools() error {
+	t := c.Tools
+	switch t.Shell.Sandbox {
+	case "auto", "required", "off":
+	default:
+		return c.invalid("tools.shell.sandbox", "unknown value %q (want auto, required or off)", t.Shell.Sandbox)
+	}
+	checks := []struct {
+		key string
+		bad bool
+		msg string
+	}{
+		{"tools.workspace", t.Workspace == "", "must not be empty"},
+		{"tools.max_file_bytes", t.MaxFileBytes <= 0, "must be positive"},
+		{"tools.shell.timeout", t.Shell.Timeout <= 0, "must be positive"},
+		{"tools.shell.max_timeout", t.Shell.MaxTimeout < t.Shell.Timeout, "must not be less than timeout"},
+		{"tools.shell.max_output_bytes", t.Shell.MaxOutputBytes <= 0, "must be positive"},
+		{"tools.fetch.timeout", t.Fetch.Timeout <= 0, "must be positive"},
+		{"tools.fetch.max_bytes", t.Fetch.MaxBytes <= 0, "must be positive"},
+		{"tools.search.timeout", t.Search.Timeout <= 0, "must be positive"},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return c.invalid(ch.key, "%s", ch.msg)
+		}
+	}
+	return nil
+}
