@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type models struct{ m toolloop.Model }
 
-func (f models) Model(string) toolloop.Model         { return f.m }
+func (f models) Model(string) toolloop.Model      { return f.m }
 func (f models) Limits(string) modelrouter.Limits { return modelrouter.DefaultLimits }
 
 // sent is one delivery to a fake channel.
