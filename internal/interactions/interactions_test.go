@@ -1,0 +1,93 @@
+package interactions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/internal/sqlite"
+)
+
+func open(t *testing.T, now *time.Time) *Store {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "reverie.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, err := Open(context.Background(), db, Options{Now: func() time.Time { return *now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestLogAndList(t *testing.T) {
+	now := time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC)
+	s := open(t, &now)
+	ctx := context.Background()
+	if err := s.Log(ctx,
+		Entry{Thread: "web:a", Action: ActionInference, Summary: "hello", InputTokens: 10, OutputTokens: 3, Duration: 1500 * time.Millisecond, Detail: json.RawMessage(`{"k":1}`)},
+		Entry{Thread: "web:a", Action: ActionToolCall, Summary: "echo", Error: "boom"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour)
+	if err := s.Log(ctx, Entry{Thread: "web:b", Action: ActionCompaction, Summary: strings.Repeat("x", 900), Detail: json.RawMessage(`not json`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Log(ctx, Entry{Summary: "no action"}); !errors.Is(err, ErrNoAction) {
+		t.Errorf("no action: %v", err)
+	}
+	tests := []struct {
+		name   string
+		f      Filter
+		wantID []int64
+	}{
+		{"all, newest first", Filter{}, []int64{3, 2, 1}},
+		{"by action", Filter{Action: ActionToolCall}, []int64{2}},
+		{"by thread", Filter{Thread: "web:a"}, []int64{2, 1}},
+		{"since", Filter{Since: now}, []int64{3}},
+		{"page", Filter{BeforeID: 3, Limit: 1}, []int64{2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.List(ctx, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []int64
+			for _, e := range got {
+				ids = append(ids, e.ID)
+			}
+			if len(ids) != len(tc.wantID) {
+				t.Fatalf("ids %v, want %v", ids, tc.wantID)
+			}
+			for i := range ids {
+				if ids[i] != tc.wantID[i] {
+					t.Fatalf("ids %v, want %v", ids, tc.wantID)
+				}
+			}
+		})
+	}
+	all, _ := s.List(ctx, Filter{})
+	first := all[2]
+	if first.InputTokens != 10 || first.Duration != 1500*time.Millisecond || string(first.Detail) != `{"k":1}` || first.Thread != "web:a" {
+		t.Errorf("entry 1 = %+v", first)
+	}
+	if c := all[0]; len([]rune(c.Summary)) != MaxSummaryChars || string(c.Detail) != `"not json"` {
+		t.Errorf("entry 3 summary %d runes, detail %s", len([]rune(c.Summary)), c.Detail)
+	}
+	b, err := json.Marshal(first)
+	if err != nil || !strings.Contains(string(b), `"duration_ms":1500`) {
+		t.Errorf("JSON %s, %v", b, err)
+	}
+	n, err := s.Purge(ctx, 30*time.Minute)
+	if err != nil || n != 2 {
+		t.Errorf("purged %d, %v", n, err)
+	}
+}
