@@ -56,7 +56,7 @@ func (o *Offline) Dimensions() int { return o.dims }
 // ID names the algorithm version, weights and dimensions; any change to the
 // feature extraction must change it so stored vectors are re-embedded.
 func (o *Offline) ID() string {
-	return fmt.Sprintf("offline-hash-v1/w%.2f-b%.2f-c%.2f-s%.2f/%d", o.w.Words, o.w.Bigrams, o.w.Chars, o.w.StopWord, o.dims)
+	return fmt.Sprintf("offline-hash-v2/w%.2f-b%.2f-c%.2f-s%.2f/%d", o.w.Words, o.w.Bigrams, o.w.Chars, o.w.StopWord, o.dims)
 }
 
 // Embed returns one unit vector per text. It never fails except when ctx is

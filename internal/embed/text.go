@@ -58,7 +58,8 @@ func Stem(w string) string {
 	type rule struct{ suf, rep string }
 	rules := []rule{
 		{"ational", "ate"}, {"fulness", "ful"}, {"iveness", "ive"}, {"ization", "ize"},
-		{"ousness", "ous"}, {"ation", "ate"}, {"ement", ""}, {"ment", ""}, {"ness", ""},
+		{"ousness", "ous"}, {"ivity", ""}, {"ation", "ate"}, {"tion", "t"}, {"ement", ""},
+		{"ment", ""}, {"ness", ""}, {"ful", ""}, {"ity", ""}, {"ive", ""}, {"ly", ""},
 		{"ied", "y"}, {"ing", ""}, {"ed", ""}, {"er", ""},
 	}
 	for _, r := range rules {
@@ -66,7 +67,7 @@ func Stem(w string) string {
 			continue
 		}
 		base := w[:len(w)-len(r.suf)] + r.rep
-		if len(base) < 3 {
+		if len(base) < 3 || (r.suf == "ly" && len(base) < 4) {
 			return w
 		}
 		if r.suf == "ing" || r.suf == "ed" || r.suf == "er" {

@@ -39,27 +39,6 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		return nil, fmt.Errorf("recall: embed query: %w", err)
 	}
 	nCand := max(s.tune.Candidates, limit)
-	filtered := len(q.Kinds) > 0 || q.Thread != ""
-	textLimit := nCand
-	if filtered {
-		textLimit *= 4
-	}
-	s.mu.RLock()
-	named := namedSpeakers(text, s.idx.speakers)
-	s.mu.RUnlock()
-	var skip map[string]bool
-	if s.tune.SkipNames {
-		skip = map[string]bool{}
-		for sp := range named {
-			for _, w := range strings.Fields(sp) {
-				skip[w] = true
-			}
-		}
-	}
-	textIDs, err := s.textCandidates(ctx, text, skip, textLimit)
-	if err != nil {
-		return nil, err
-	}
 	in := detectIntent(text)
 
 	type cand struct {
@@ -71,6 +50,16 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		score float64
 	}
 	s.mu.RLock()
+	named := namedSpeakers(text, s.idx.speakers)
+	var skip map[string]bool
+	if s.tune.SkipNames {
+		skip = map[string]bool{}
+		for sp := range named {
+			for _, w := range strings.Fields(sp) {
+				skip[w] = true
+			}
+		}
+	}
 	keep := func(sl int) bool {
 		m := &s.idx.metas[sl]
 		if !q.IncludeClosed && (m.validFrom > atNS || (m.validTo != 0 && m.validTo <= atNS)) {
@@ -90,19 +79,14 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		}
 		return c
 	}
-	rank := 0
-	for _, id := range textIDs {
+	keepID := func(id int64) bool {
 		sl, ok := s.idx.slot[id]
-		if !ok || !keep(sl) {
-			continue
-		}
-		rank++
-		if rank > nCand {
-			break
-		}
-		c := get(sl)
-		c.tr = rank
-		c.fused += s.tune.TextWeight / (s.tune.RRFK + float64(rank))
+		return ok && keep(sl)
+	}
+	for i, h := range s.text.search(text, skip, nCand, keepID) {
+		c := get(s.idx.slot[h.id])
+		c.tr = i + 1
+		c.fused += s.tune.TextWeight / (s.tune.RRFK + float64(i+1))
 	}
 	for i, h := range s.idx.search(qv[0], nCand, keep) {
 		c := get(h.slot)
@@ -172,12 +156,17 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	return res, nil
 }
 
-// textCandidates returns ids matching the FTS5 query built from text, best
-// BM25 first.
-func (s *VectorStore) textCandidates(ctx context.Context, text string, skip map[string]bool, limit int) ([]int64, error) {
-	fq := ftsQuery(text, skip)
+// TextSearch is plain full-text search through the FTS5 index (porter
+// stemming, BM25 order), current and closed memories alike, without
+// re-scoring or access recording: for the CLI, the web API and debugging.
+// It returns ids, best first.
+func (s *VectorStore) TextSearch(ctx context.Context, text string, limit int) ([]int64, error) {
+	fq := ftsQuery(text, nil)
 	if fq == "" {
 		return nil, nil
+	}
+	if limit <= 0 {
+		limit = DefaultLimit
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?`, fq, limit)
 	if err != nil {

@@ -48,6 +48,7 @@ type VectorStore struct {
 	writeMu sync.Mutex // serialises write transactions with their index update
 	mu      sync.RWMutex
 	idx     *index
+	text    *textIndex
 
 	access *accessQueue
 }
@@ -70,7 +71,7 @@ func OpenVector(ctx context.Context, db *sql.DB, e vec.Embedder, now func() time
 	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
-	s := &VectorStore{db: db, emb: e, now: now, log: log, tune: tune, model: e.ID(), idx: newIndex(e.Dimensions())}
+	s := &VectorStore{db: db, emb: e, now: now, log: log, tune: tune, model: e.ID(), idx: newIndex(e.Dimensions()), text: newTextIndex()}
 	if err := s.load(ctx); err != nil {
 		return nil, err
 	}
@@ -111,6 +112,7 @@ func (s *VectorStore) load(ctx context.Context) error {
 			stale++
 		}
 		s.idx.put(id, m, v)
+		s.text.put(id, text)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load memory index: %w", err)
@@ -196,9 +198,10 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 	now := s.now()
 	ids := make([]int64, len(ms))
 	type added struct {
-		id  int64
-		m   meta
-		vec []float32
+		id   int64
+		m    meta
+		vec  []float32
+		text string
 	}
 	var fresh []added
 	err = sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
@@ -246,7 +249,7 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 				return err
 			}
 			ids[i] = id
-			fresh = append(fresh, added{id: id, vec: vecs[i], m: meta{
+			fresh = append(fresh, added{id: id, vec: vecs[i], text: m.Text, m: meta{
 				kind: m.Kind, createdAt: ns(now), validFrom: ns(from), eventTime: nullNS(m.EventTime).Int64,
 				temporal: temporalText.MatchString(m.Text), speaker: speakerOf(m.Text), thread: m.Thread,
 			}})
@@ -259,6 +262,7 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 	s.mu.Lock()
 	for _, a := range fresh {
 		s.idx.put(a.id, a.m, a.vec)
+		s.text.put(a.id, a.text)
 	}
 	s.mu.Unlock()
 	return ids, nil
@@ -353,6 +357,7 @@ func (s *VectorStore) Update(ctx context.Context, m Memory) error {
 		mt.kind, mt.eventTime, mt.thread = m.Kind, nullNS(m.EventTime).Int64, m.Thread
 		mt.temporal, mt.speaker = temporalText.MatchString(m.Text), speakerOf(m.Text)
 		s.idx.put(m.ID, mt, v)
+		s.text.put(m.ID, m.Text)
 	}
 	s.mu.Unlock()
 	return nil
@@ -405,6 +410,7 @@ func (s *VectorStore) Delete(ctx context.Context, id int64) error {
 	}
 	s.mu.Lock()
 	s.idx.remove(id)
+	s.text.remove(id)
 	s.mu.Unlock()
 	s.access.forget(id)
 	return nil

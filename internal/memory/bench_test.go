@@ -1,0 +1,258 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/sqlite"
+)
+
+// Synthetic, realistic personal-assistant memories: people, activities,
+// places, times and preferences combined from templates with a fixed seed.
+var (
+	benchNames  = strings.Fields("Anna Ben Carla Dev Elif Farid Greta Hiro Ines Jonas Kemal Lena Mateo Nora Omar Priya Quinn Rosa Sami Tara Uma Viktor Wen Yusuf Zoe")
+	benchThings = strings.Fields("guitar bicycle garden novel recipe marathon painting laptop camera sourdough kayak chessboard telescope violin puppy kitten apartment car piano tent podcast thesis startup quilt aquarium")
+	benchPlaces = strings.Fields("Lisbon Berlin Kyoto Toronto Nairobi Oslo Lima Austin Prague Dublin Seoul Porto Denver Madrid Hanoi Zurich")
+	benchVerbs  = strings.Fields("bought fixed started finished sold painted borrowed visited planned cancelled practised repaired photographed cooked adopted organised")
+	benchTimes  = []string{"yesterday", "last week", "in March", "two years ago", "last summer", "on Sunday", "this morning", "in 2023"}
+	benchLikes  = strings.Fields("jazz hiking sushi board-games poetry cycling tea mountains horror-films gardening yoga football")
+)
+
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+
+func benchText(r *rand.Rand, i int) string {
+	switch r.IntN(5) {
+	case 0:
+		return fmt.Sprintf("%s %s a %s in %s %s and said it was worth it (#%d)", pick(r, benchNames), pick(r, benchVerbs), pick(r, benchThings), pick(r, benchPlaces), pick(r, benchTimes), i)
+	case 1:
+		return fmt.Sprintf("The user prefers %s over %s, especially with %s (#%d)", pick(r, benchLikes), pick(r, benchLikes), pick(r, benchNames), i)
+	case 2:
+		return fmt.Sprintf("%s: I %s my %s %s, then we went to %s for the weekend (#%d)", pick(r, benchNames), pick(r, benchVerbs), pick(r, benchThings), pick(r, benchTimes), pick(r, benchPlaces), i)
+	case 3:
+		return fmt.Sprintf("To look after the %s, %s checks it every %d days and keeps notes in the %s log (#%d)", pick(r, benchThings), pick(r, benchNames), 2+r.IntN(9), pick(r, benchThings), i)
+	default:
+		return fmt.Sprintf("%s thinks %s in %s is overrated but loves %s (#%d)", pick(r, benchNames), pick(r, benchLikes), pick(r, benchPlaces), pick(r, benchLikes), i)
+	}
+}
+
+func benchQuery(r *rand.Rand) string {
+	switch r.IntN(4) {
+	case 0:
+		return fmt.Sprintf("When did %s %s the %s?", pick(r, benchNames), pick(r, benchVerbs), pick(r, benchThings))
+	case 1:
+		return fmt.Sprintf("What does the user like about %s?", pick(r, benchLikes))
+	case 2:
+		return fmt.Sprintf("who went to %s with a %s", pick(r, benchPlaces), pick(r, benchThings))
+	default:
+		return fmt.Sprintf("how does %s look after the %s", pick(r, benchNames), pick(r, benchThings))
+	}
+}
+
+var (
+	benchDBs   sync.Map // size → path of a built database
+	benchDir   string
+	benchDirMu sync.Mutex
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+// benchDB returns the path of a database holding n synthetic memories,
+// building it once per process.
+func benchDB(b *testing.B, n int) string {
+	b.Helper()
+	if p, ok := benchDBs.Load(n); ok {
+		return p.(string)
+	}
+	benchDirMu.Lock()
+	defer benchDirMu.Unlock()
+	if p, ok := benchDBs.Load(n); ok {
+		return p.(string)
+	}
+	if benchDir == "" {
+		d, err := os.MkdirTemp("", "reverie-memory-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchDir = d
+	}
+	ctx := context.Background()
+	path := filepath.Join(benchDir, "m"+strconv.Itoa(n)+".db")
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s, err := OpenVector(ctx, db, embed.NewOffline(0), nil, nil, DefaultTuning)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	const batch = 500
+	for i := 0; i < n; i += batch {
+		ms := make([]Memory, 0, batch)
+		for j := i; j < min(i+batch, n); j++ {
+			ms = append(ms, Memory{Text: benchText(r, j), Kind: Kinds[j%len(Kinds)]})
+		}
+		if _, err := s.AddBatch(ctx, ms); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Shutdown(ctx)
+	benchDBs.Store(n, path)
+	return path
+}
+
+func openBench(b *testing.B, n int) *VectorStore {
+	b.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, benchDB(b, n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := OpenVector(ctx, db, embed.NewOffline(0), nil, nil, DefaultTuning)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Shutdown(ctx); db.Close() })
+	return s
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	slices.Sort(d)
+	at := func(p float64) float64 {
+		return float64(d[min(len(d)-1, int(p*float64(len(d))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.95), "p95-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+func benchRecall(b *testing.B, n int) {
+	s := openBench(b, n)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(3, 4))
+	qs := make([]string, 512)
+	for i := range qs {
+		qs[i] = benchQuery(r)
+	}
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		if _, err := s.Recall(ctx, Query{Text: qs[i%len(qs)], Limit: 10}); err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(t0))
+	}
+	reportPercentiles(b, durs)
+}
+
+// BenchmarkRecall10k and BenchmarkRecall100k measure hybrid recall latency
+// (query embedding, FTS5 BM25, vector search, fusion, row fetch, access
+// recording). Run on one core: go test -bench Recall -cpu 1 -benchtime 2000x.
+func BenchmarkRecall10k(b *testing.B)  { benchRecall(b, 10_000) }
+func BenchmarkRecall100k(b *testing.B) { benchRecall(b, 100_000) }
+
+// BenchmarkIngest measures Add (one memory per transaction, as the tools
+// do) and AddBatch (100 per transaction, as imports do) into a store that
+// already holds 10k memories.
+func BenchmarkIngest(b *testing.B) {
+	for _, size := range []int{1, 100} {
+		b.Run("batch="+strconv.Itoa(size), func(b *testing.B) {
+			ctx := context.Background()
+			db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "i.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			s, err := OpenVector(ctx, db, embed.NewOffline(0), nil, nil, DefaultTuning)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Shutdown(ctx)
+			r := rand.New(rand.NewPCG(5, 6))
+			next := 0
+			mk := func(k int) []Memory {
+				ms := make([]Memory, k)
+				for j := range ms {
+					ms[j] = Memory{Text: benchText(r, next)}
+					next++
+				}
+				return ms
+			}
+			for range 100 {
+				if _, err := s.AddBatch(ctx, mk(100)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			t0 := time.Now()
+			added := 0
+			for b.Loop() {
+				if _, err := s.AddBatch(ctx, mk(size)); err != nil {
+					b.Fatal(err)
+				}
+				added += size
+			}
+			b.ReportMetric(float64(added)/time.Since(t0).Seconds(), "memories/s")
+		})
+	}
+}
+
+// BenchmarkLoad100k opens a store over 100k memories and reports the time
+// to load the index and the Go heap it holds.
+func BenchmarkLoad100k(b *testing.B) {
+	path := benchDB(b, 100_000)
+	ctx := context.Background()
+	var keep []*VectorStore
+	for b.Loop() {
+		db, err := sqlite.Open(ctx, path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s, err := OpenVector(ctx, db, embed.NewOffline(0), nil, nil, DefaultTuning)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		var after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "index-heap-MB")
+		b.ReportMetric(float64(after.HeapAlloc)/(1<<20), "total-heap-MB")
+		if st, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, l := range strings.Split(string(st), "\n") {
+				if strings.HasPrefix(l, "VmRSS:") {
+					f := strings.Fields(l)
+					kb, _ := strconv.Atoi(f[1])
+					b.ReportMetric(float64(kb)/1024, "process-RSS-MB")
+				}
+			}
+		}
+		keep = append(keep, s)
+		s.Shutdown(ctx)
+		db.Close()
+		b.StartTimer()
+	}
+	runtime.KeepAlive(keep)
+}
