@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/conversation"
+	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/eventbus"
+	"github.com/reverie-ai/reverie/internal/interactions"
+	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+	"github.com/reverie-ai/reverie/tool"
+)
+
+// BenchmarkTurnOverhead measures the orchestration cost of one turn with a
+// model that answers instantly: on a thread of 10,000 stored messages whose
+// older part is compacted into a summary, with the shipped data dir
+// (BASE_PROMPT.txt, starter skills), six tools, the interaction log and the
+// real event bus. The active (unsummarised) history is held at a fixed size
+// per sub-benchmark by archiving, outside the measured time, the two oldest
+// active messages after each turn, as compaction would; p50 and p99 are per
+// turn (Turn alone).
+func BenchmarkTurnOverhead(b *testing.B) {
+	for _, active := range []int{40, 400} {
+		b.Run(fmt.Sprintf("active=%d", active), func(b *testing.B) { benchTurn(b, active) })
+	}
+}
+
+func benchTurn(b *testing.B, active int) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	if _, err := datadir.Bootstrap(dir, nil); err != nil {
+		b.Fatal(err)
+	}
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "reverie.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	store, err := conversation.Open(ctx, db, conversation.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ilog, err := interactions.Open(ctx, db, interactions.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bus, err := eventbus.Open(ctx, db, eventbus.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const thread chat.ThreadID = "web:bench"
+	const total = 10000
+	for i := 0; i < total; i += 500 {
+		seedThread(b, store, thread, 500, 12)
+	}
+	h, err := store.History(ctx, thread)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := store.Compact(ctx, thread, conversation.Summary{Text: "The user and the assistant discussed many things.", CoversThrough: h[len(h)-active-1].ID}); err != nil {
+		b.Fatal(err)
+	}
+	var tools []tool.Tool
+	for i := range 6 {
+		tools = append(tools, tool.New(fmt.Sprintf("tool_%d", i), "A tool for the benchmark.", func(ctx context.Context, a echoArgs) (any, error) { return a.Text, nil }))
+	}
+	instant := llmtest.Func(func(ctx context.Context, r llm.Request) (llm.Response, error) {
+		return llm.Response{Message: llm.AssistantText("Sure, here you go."), Usage: llm.Usage{InputTokens: 1000, OutputTokens: 5}}, nil
+	})
+	a, err := New(Options{
+		Conversations: store, DataDir: dir,
+		Models:       &fakeModels{main: instant, limits: map[string]modelrouter.Limits{modelrouter.RoleMain: {ContextSize: 32768, MaxTokens: 4096}}},
+		Tools:        func(chat.ThreadID) []tool.Tool { return tools },
+		Interactions: ilog, Events: bus,
+		Location: time.UTC,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	durations := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, err := a.Turn(ctx, Input{Thread: thread, Text: fmt.Sprintf("question number %d about the plan", i)}); err != nil {
+			b.Fatal(err)
+		}
+		durations = append(durations, time.Since(start))
+		b.StopTimer()
+		last, err := store.LastMessageID(ctx, thread)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Message ids are consecutive here (one thread in the database).
+		if _, err := store.Archive(ctx, thread, last-int64(active)); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(durations)
+	pct := func(p float64) float64 {
+		return float64(durations[min(len(durations)-1, int(float64(len(durations))*p))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}
