@@ -13,21 +13,29 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/config"
+	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/eventbus"
+	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/kernel"
 	"github.com/reverie-ai/reverie/internal/logging"
+	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/world"
+	"github.com/reverie-ai/reverie/tool"
 )
 
 // DatabaseFile is the name of the SQLite database inside the data dir.
@@ -48,19 +56,33 @@ type Options struct {
 	Registry []extension.Info
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ProbeClient is used to probe for a local Ollama (nil: a default with
+	// short timeouts).
+	ProbeClient *http.Client
 }
 
 // App is a running agent process.
 type App struct {
-	opts    Options
-	Config  *config.Config
-	Logger  *slog.Logger
-	DB      *sql.DB
-	Bus     *eventbus.Bus
-	Kernel  *kernel.Kernel
-	World   *world.State
-	started time.Time
-	ready   chan struct{}
+	opts   Options
+	Config *config.Config
+	Logger *slog.Logger
+	DB     *sql.DB
+	Bus    *eventbus.Bus
+	Kernel *kernel.Kernel
+	World  *world.State
+	// The agent runtime.
+	Models        *modelrouter.Router
+	Conversations *conversation.Store
+	Interactions  *interactions.Store
+	Agent         *agent.Agent
+	Router        *router.Router
+
+	coreTools    []tool.Tool
+	runtimeTools []tool.Tool
+	toolsMu      sync.RWMutex
+	tools        []tool.Tool
+	started      time.Time
+	ready        chan struct{}
 
 	closers []namedCloser // closed in reverse order
 }
@@ -207,6 +229,9 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		defer cancel()
 		return k.Shutdown(sctx)
 	})
+	if err := a.buildRuntime(ctx); err != nil {
+		return nil, err
+	}
 	if err := k.Init(ctx); err != nil {
 		return nil, fmt.Errorf("initialise extensions: %w", err)
 	}
@@ -218,17 +243,14 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if err := k.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start extensions: %w", err)
 	}
+	a.collectTools()
 	return a, nil
 }
 
-// receive is where channels hand user messages. The router that runs turns
-// arrives with the agent runtime; until then a message is recorded on the
-// bus so nothing a user sends is lost.
+// receive is where channels hand user messages: the router persists them
+// in its inbox and runs the turn.
 func (a *App) receive(ctx context.Context, msg chat.Inbound) error {
-	if err := msg.Address.Thread.Validate(); err != nil {
-		return err
-	}
-	return a.Bus.Publish(ctx, "chat.inbound", msg)
+	return a.Router.Receive(ctx, msg)
 }
 
 // Run runs the event bus and every extension service until ctx is
@@ -237,7 +259,9 @@ func (a *App) receive(ctx context.Context, msg chat.Inbound) error {
 func (a *App) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.Bus.Run(gctx) })
+	g.Go(func() error { return a.Router.Run(gctx) })
 	g.Go(func() error { return a.Kernel.Run(gctx) })
+	g.Go(func() error { return a.housekeeping(gctx) })
 	a.Kernel.Ready(gctx)
 	close(a.ready)
 	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),

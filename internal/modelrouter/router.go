@@ -225,7 +225,19 @@ func (r *Router) Describe(role string) string {
 		return "none"
 	}
 	b := r.backends[names[0]]
+	if strings.HasSuffix(b.Name(), "/"+b.Model()) {
+		return b.Name()
+	}
 	return b.Name() + "/" + b.Model()
+}
+
+// ModelName is the model role's first backend calls ("" when none), for
+// choosing a token counter.
+func (r *Router) ModelName(role string) string {
+	if names := r.chain(role); len(names) > 0 {
+		return r.backends[names[0]].Model()
+	}
+	return ""
 }
 
 // Model is a role's view of the router; it satisfies the one-method model

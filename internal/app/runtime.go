@@ -1,0 +1,195 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/agent"
+	"github.com/reverie-ai/reverie/internal/conversation"
+	"github.com/reverie-ai/reverie/internal/interactions"
+	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/router"
+	"github.com/reverie-ai/reverie/internal/tools"
+	"github.com/reverie-ai/reverie/internal/tools/channels"
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/tool"
+)
+
+// Retention of housekeeping (archived messages: the seeds' 30 days).
+const (
+	archivedMessageRetention = conversation.DefaultPurgeAge
+	interactionRetention     = 90 * 24 * time.Hour
+	housekeepingInterval     = 6 * time.Hour
+)
+
+// buildRuntime creates the agent runtime: model router, conversation store,
+// interaction log, core tools, the agent and the router. The kernel must
+// exist (the router looks channels up through it); extensions are
+// initialised afterwards.
+func (a *App) buildRuntime(ctx context.Context) error {
+	cfg := a.Config
+	models, desc, err := modelrouter.FromConfig(ctx, modelrouter.Setup{
+		Models: cfg.Models, Env: a.opts.Env, DB: a.DB, Logger: a.Logger.With("component", "models"), Now: a.opts.Now,
+		Probe: a.opts.ProbeClient,
+	})
+	if err != nil {
+		return fmt.Errorf("set up models: %w", err)
+	}
+	a.Models = models
+	if models.Configured() {
+		a.Logger.Info(desc)
+	} else {
+		a.Logger.Warn("no language model is configured: replies will explain how to configure one")
+	}
+
+	counter := prompt.NewCounter(models.ModelName(modelrouter.RoleMain))
+	conv, err := conversation.Open(ctx, a.DB, conversation.Options{Now: a.opts.Now, Counter: counter})
+	if err != nil {
+		return fmt.Errorf("open conversations: %w", err)
+	}
+	a.Conversations = conv
+	ilog, err := interactions.Open(ctx, a.DB, interactions.Options{Now: a.opts.Now})
+	if err != nil {
+		return fmt.Errorf("open interaction log: %w", err)
+	}
+	a.Interactions = ilog
+
+	workspace := cfg.Tools.Workspace
+	if !filepath.IsAbs(workspace) {
+		workspace = filepath.Join(a.opts.DataDir, workspace)
+	}
+	core, err := tools.New(tools.Config{
+		Workspace: workspace,
+		Files:     tools.FilesConfig{MaxFileBytes: cfg.Tools.MaxFileBytes},
+		Shell: tools.ShellConfig{Sandbox: cfg.Tools.Shell.Sandbox, Network: cfg.Tools.Shell.Network,
+			DefaultTimeout: cfg.Tools.Shell.Timeout, MaxTimeout: cfg.Tools.Shell.MaxTimeout,
+			MaxOutput: cfg.Tools.Shell.MaxOutputBytes},
+		Fetch: tools.FetchConfig{AllowPrivate: cfg.Tools.Fetch.AllowPrivate, AllowHosts: cfg.Tools.Fetch.AllowHosts,
+			Timeout: cfg.Tools.Fetch.Timeout, MaxBytes: cfg.Tools.Fetch.MaxBytes},
+		Search: tools.SearchConfig{SearXNGURL: cfg.Tools.Search.SearXNGURL, Timeout: cfg.Tools.Search.Timeout},
+	}, a.Logger.With("component", "tools"))
+	if err != nil {
+		return fmt.Errorf("set up core tools: %w", err)
+	}
+	a.Logger.Info("shell sandbox", "status", core.SandboxStatus())
+	a.coreTools = core.All()
+
+	loc := cfg.Location()
+	ag, err := agent.New(agent.Options{
+		Conversations: conv,
+		Models:        agent.RouterModels(models),
+		Tools:         func(chat.ThreadID) []tool.Tool { return a.turnTools() },
+		DataDir:       a.opts.DataDir,
+		Location:      loc,
+		Language:      cfg.Language,
+		Counter:       counter,
+		Sources:       agent.DataDirSources{Dir: a.opts.DataDir},
+		Sizes:         agent.DataDirSources{Dir: a.opts.DataDir},
+		Limits: prompt.Limits{MemoriesChars: cfg.Limits.MemoriesChars, PulseChars: cfg.Limits.PulseChars,
+			SkillsChars: cfg.Limits.SkillsChars},
+		Interactions: ilog,
+		Events:       a.Bus,
+		Now:          a.opts.Now,
+		Logger:       a.Logger.With("component", "agent"),
+	})
+	if err != nil {
+		return fmt.Errorf("set up agent: %w", err)
+	}
+	a.Agent = ag
+
+	rt, err := router.New(ctx, router.Options{
+		DB:       a.DB,
+		Agent:    ag,
+		Threads:  conv,
+		Channels: a.Kernel,
+		Roles:    modelrouter.BuiltinRoles,
+		Describe: models.Describe,
+		UsageToday: func(ctx context.Context) (llm.Usage, error) {
+			day := a.opts.Now().UTC().Format(time.DateOnly)
+			rows, err := models.Usage(ctx, day, day)
+			var u llm.Usage
+			for _, r := range rows {
+				u = u.Add(llm.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens})
+			}
+			return u, err
+		},
+		Events: a.Bus,
+		Now:    a.opts.Now,
+		Logger: a.Logger.With("component", "router"),
+	})
+	if err != nil {
+		return fmt.Errorf("set up router: %w", err)
+	}
+	a.Router = rt
+	a.runtimeTools = []tool.Tool{
+		channels.ListChannels(a.Kernel, conv),
+		channels.SendToChannel(rt, a.Kernel, conv),
+		channels.RequestRestart(a.opts.DataDir, a.opts.Now),
+	}
+	return nil
+}
+
+// collectTools fixes the tool set once every extension has started: core
+// tools, the runtime's channel and restart tools, then extension tools.
+// Names already taken are dropped with a warning.
+func (a *App) collectTools() {
+	seen := map[string]bool{}
+	var all []tool.Tool
+	add := func(owner string, ts []tool.Tool) {
+		for _, t := range ts {
+			if seen[t.Name()] {
+				a.Logger.Warn("duplicate tool name dropped", "tool", t.Name(), "from", owner)
+				continue
+			}
+			seen[t.Name()] = true
+			all = append(all, t)
+		}
+	}
+	add("core", a.coreTools)
+	add("runtime", a.runtimeTools)
+	add("extensions", a.Kernel.Tools())
+	a.toolsMu.Lock()
+	a.tools = all
+	a.toolsMu.Unlock()
+}
+
+func (a *App) turnTools() []tool.Tool {
+	a.toolsMu.RLock()
+	defer a.toolsMu.RUnlock()
+	return slices.Clone(a.tools)
+}
+
+// housekeeping prunes delivered events, archived messages past their
+// retention and old interaction log entries: once at start, then every
+// housekeepingInterval. It returns when ctx ends.
+func (a *App) housekeeping(ctx context.Context) error {
+	t := time.NewTicker(housekeepingInterval)
+	defer t.Stop()
+	for {
+		if n, err := a.Bus.Prune(ctx); err != nil {
+			a.Logger.Warn("prune events", "err", err)
+		} else if n > 0 {
+			a.Logger.Info("pruned delivered events", "count", n)
+		}
+		if n, err := a.Conversations.Purge(ctx, archivedMessageRetention); err != nil {
+			a.Logger.Warn("purge archived messages", "err", err)
+		} else if n > 0 {
+			a.Logger.Info("purged archived messages", "count", n)
+		}
+		if n, err := a.Interactions.Purge(ctx, interactionRetention); err != nil {
+			a.Logger.Warn("purge interaction log", "err", err)
+		} else if n > 0 {
+			a.Logger.Info("purged interaction log entries", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
