@@ -105,6 +105,6 @@ With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
 
 	runCmd := newRunCmd(g, env)
 	root.RunE = runCmd.RunE
-	root.AddCommand(runCmd, newAgentCmd(g, env), newInitCmd(g, env), newDoctorCmd(g, env), newVersionCmd())
+	root.AddCommand(runCmd, newAgentCmd(g, env), newInitCmd(g, env), newDoctorCmd(g, env), newSendCmd(g, env), newVersionCmd())
 	return root
 }
