@@ -1,0 +1,191 @@
+package apptest
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// ChannelName is the test channel's name; its threads are "test:<x>".
+const ChannelName = "test"
+
+// Harness is a running app with a fake model server and a test channel.
+type Harness struct {
+	App     *app.App
+	Model   *llmtest.OpenAIServer
+	Channel *Channel
+	DataDir string
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Option adjusts the harness before start.
+type Option func(*settings)
+
+type settings struct {
+	env      []string
+	registry []extension.Info
+	dataDir  string
+}
+
+// WithDataDir runs on an existing data dir (a restart) instead of a new one.
+func WithDataDir(dir string) Option { return func(s *settings) { s.dataDir = dir } }
+
+// WithEnv adds environment variables (REVERIE_… overrides).
+func WithEnv(kv ...string) Option { return func(s *settings) { s.env = append(s.env, kv...) } }
+
+// WithExtensions adds extensions to the registry (the test channel is
+// always present).
+func WithExtensions(infos ...extension.Info) Option {
+	return func(s *settings) { s.registry = append(s.registry, infos...) }
+}
+
+// Start builds and runs the app; it is stopped when the test ends.
+func Start(t *testing.T, opts ...Option) *Harness {
+	t.Helper()
+	model := llmtest.NewOpenAIServer(t)
+	s := &settings{}
+	for _, o := range opts {
+		o(s)
+	}
+	dir := s.dataDir
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "data")
+	}
+	env := append([]string{
+		"OPENAI_BASE_URL=" + model.BaseURL(),
+		"OPENAI_API_KEY=sk-test",
+		"REVERIE_MODEL=gpt-test",
+		"REVERIE_LOG__FILE=false",
+		"REVERIE_TOOLS__SHELL__SANDBOX=off",
+	}, s.env...)
+	channel := &Channel{}
+	registry := append([]extension.Info{channel.Info()}, s.registry...)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, app.Options{DataDir: dir, Env: env, Console: testWriter{t}, Registry: registry})
+	if err != nil {
+		cancel()
+		t.Fatalf("start app: %v", err)
+	}
+	h := &Harness{App: a, Model: model, Channel: channel, DataDir: dir, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- a.Run(ctx) }()
+	select {
+	case <-a.Ready():
+	case err := <-h.done:
+		t.Fatalf("app stopped before ready: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := h.Stop(); err != nil {
+			t.Errorf("stop app: %v", err)
+		}
+	})
+	return h
+}
+
+// Stop stops the app (idempotent) and returns Run's error.
+func (h *Harness) Stop() error {
+	if h.cancel == nil {
+		return nil
+	}
+	h.cancel()
+	h.cancel = nil
+	return <-h.done
+}
+
+// Send hands a message to the router as the test channel would.
+func (h *Harness) Send(t *testing.T, thread, text string) {
+	t.Helper()
+	id := chat.NewThreadID(ChannelName, thread)
+	if err := h.Channel.host.Receive(context.Background(), chat.Inbound{
+		Address: chat.Address{Channel: ChannelName, Thread: id},
+		Sender:  chat.Sender{ID: "tester"},
+		Text:    text,
+	}); err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+}
+
+// Channel is a recording, non-streaming channel extension.
+type Channel struct {
+	host extension.Host
+	mu   sync.Mutex
+	sent []chat.Outbound
+	cond chan struct{} // closed and replaced on every Send
+}
+
+// Info registers the channel (under the id "testchan").
+func (c *Channel) Info() extension.Info {
+	return extension.Info{ID: "testchan", New: func() extension.Extension { return c }, Description: "test channel"}
+}
+
+// Init keeps the host for Receive.
+func (c *Channel) Init(_ context.Context, host extension.Host) error {
+	c.host = host
+	c.mu.Lock()
+	c.cond = make(chan struct{})
+	c.mu.Unlock()
+	return nil
+}
+
+// ChannelName implements extension.ChannelProvider.
+func (c *Channel) ChannelName() string { return ChannelName }
+
+// Send records a message.
+func (c *Channel) Send(_ context.Context, msg chat.Outbound) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent = append(c.sent, msg)
+	close(c.cond)
+	c.cond = make(chan struct{})
+	return nil
+}
+
+// WaitFor waits until n messages have been sent to thread and returns them.
+func (c *Channel) WaitFor(t *testing.T, thread string, n int) []chat.Outbound {
+	t.Helper()
+	id := chat.NewThreadID(ChannelName, thread)
+	deadline := time.After(20 * time.Second)
+	for {
+		c.mu.Lock()
+		var got []chat.Outbound
+		for _, m := range c.sent {
+			if m.Address.Thread == id {
+				got = append(got, m)
+			}
+		}
+		wait := c.cond
+		c.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-wait:
+		case <-deadline:
+			t.Fatalf("thread %s: %d messages delivered after 20s, want %d: %+v", id, len(got), n, got)
+		}
+	}
+}
+
+var (
+	_ extension.Extension       = (*Channel)(nil)
+	_ extension.ChannelProvider = (*Channel)(nil)
+)
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Logf("%s", p)
+	return len(p), nil
+}
+
+var _ io.Writer = testWriter{}
