@@ -76,7 +76,6 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("set up core tools: %w", err)
 	}
-	a.Logger.Info("shell sandbox", "status", core.SandboxStatus())
 	a.coreTools = core.All()
 
 	loc := cfg.Location()
