@@ -382,7 +382,8 @@ func (a *Agent) run(ctx context.Context, in Input) (Result, error) {
 			}
 		},
 	}
-	lr, err := toolloop.Run(ctx, a.o.Models.Model(modelrouter.RoleMain), req, tools, opts)
+	callCtx := tool.WithCall(ctx, tool.Call{Thread: in.Thread, Agent: "main"})
+	lr, err := toolloop.Run(callCtx, a.o.Models.Model(modelrouter.RoleMain), req, tools, opts)
 	res.Calls, res.Usage = lr.Calls, lr.Usage
 	if err != nil {
 		return res, fmt.Errorf("answer on %s: %w", in.Thread, err)

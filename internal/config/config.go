@@ -61,6 +61,7 @@ type Config struct {
 	Limits     LimitsConfig     `yaml:"limits"`
 	Models     ModelsConfig     `yaml:"models"`
 	Tools      ToolsConfig      `yaml:"tools"`
+	Memory     MemoryConfig     `yaml:"memory"`
 
 	meta *meta
 }
@@ -143,6 +144,7 @@ func Default() Config {
 			SkillsChars:   20000,
 		},
 		Tools:  defaultTools(),
+		Memory: defaultMemory(),
 		Models: ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
 	}
 }
@@ -482,6 +484,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.validateTools(); err != nil {
+		return err
+	}
+	if err := c.validateMemory(); err != nil {
 		return err
 	}
 	return c.validateModels()
