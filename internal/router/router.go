@@ -131,6 +131,9 @@ type job struct {
 	received time.Time
 	// done receives the outcome for Handle; nil when nobody waits.
 	done chan outcome
+	// finished receives the outcome's error for Submit, after delivery;
+	// nil when nobody waits.
+	finished chan error
 }
 
 type outcome struct {
@@ -140,7 +143,8 @@ type outcome struct {
 
 type threadQueue struct {
 	jobs    []*job
-	running bool // a worker owns this queue
+	running bool               // a worker owns this queue
+	cancel  context.CancelFunc // cancels the item in progress (CancelTurn)
 }
 
 // Router routes messages to turns and replies to channels.
@@ -248,6 +252,37 @@ func (r *Router) Handle(ctx context.Context, msg chat.Inbound) (agent.Result, er
 	}
 }
 
+// Submit is Receive for a caller that also wants to know when the message
+// has been handled (the terminal chat): the reply is delivered through the
+// channel as with Receive, and the returned channel then receives nil, or
+// the error that ended the turn or command. If the router stops before the
+// message ran, it receives ErrStopped (the message stays in the inbox).
+func (r *Router) Submit(ctx context.Context, msg chat.Inbound) (<-chan error, error) {
+	j, err := r.inbound(msg)
+	if err != nil {
+		return nil, err
+	}
+	j.finished = make(chan error, 1)
+	if err := r.accept(ctx, j); err != nil {
+		return nil, err
+	}
+	return j.finished, nil
+}
+
+// CancelTurn cancels what thread is processing now (a user's "stop"): the
+// turn ends with context.Canceled, the user's message stays stored, and
+// queued items still run. It reports whether something was in progress.
+func (r *Router) CancelTurn(thread chat.ThreadID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.queues[thread]
+	if q == nil || q.cancel == nil {
+		return false
+	}
+	q.cancel()
+	return true
+}
+
 // EnqueueSystemEvent queues a system event (a worker's result, a reminder)
 // into thread's queue; it runs as a turn of kind system_event and its reply,
 // if any, is delivered as chat.Notify.
@@ -341,7 +376,7 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 	defer r.mu.Unlock()
 	if r.stopped {
 		// Accepted (it is in the inbox) but processed on the next start.
-		if j.done != nil {
+		if j.done != nil || j.finished != nil {
 			return ErrStopped
 		}
 		return nil
@@ -426,6 +461,9 @@ func (r *Router) Run(ctx context.Context) error {
 			if j.done != nil {
 				j.done <- outcome{res: agent.Result{Reply: "The assistant is restarting; your message is saved and will be answered."}, err: ErrStopped}
 			}
+			if j.finished != nil {
+				j.finished <- ErrStopped
+			}
 		}
 	}
 	r.mu.Unlock()
@@ -483,17 +521,24 @@ func (r *Router) worker(thread chat.ThreadID, q *threadQueue) {
 			r.requeue(thread, q, j)
 			continue
 		}
+		jctx, cancel := context.WithCancel(ctx)
 		r.mu.Lock()
 		r.active++
+		q.cancel = cancel
 		r.mu.Unlock()
-		o := r.process(ctx, j)
+		o := r.process(jctx, j)
+		cancel()
 		r.mu.Lock()
 		r.active--
+		q.cancel = nil
 		delete(r.queued, j.id)
 		r.mu.Unlock()
 		<-r.sem
 		if j.done != nil {
 			j.done <- o
+		}
+		if j.finished != nil {
+			j.finished <- o.err
 		}
 	}
 }
