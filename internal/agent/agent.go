@@ -116,6 +116,10 @@ type Options struct {
 	Counter prompt.Counter
 	// ContextProviders add blocks to each prompt, in ascending priority.
 	ContextProviders []extension.ContextProvider
+	// MoreContext, when set, returns further providers (the extensions'),
+	// asked for at every turn because extensions start after the agent is
+	// built; they are merged with ContextProviders by priority.
+	MoreContext func() []extension.ContextProvider
 	// ContextTimeout bounds each provider (default DefaultContextTimeout).
 	ContextTimeout time.Duration
 	// Sources supply memories, pulse and skills (nil: DataDirSources).
@@ -419,12 +423,21 @@ func (a *Agent) promptParts(ctx context.Context, in Input, tools []string) (prom
 // contextBlocks runs the context providers concurrently, each bounded by
 // ContextTimeout, and returns their non-empty blocks in priority order.
 func (a *Agent) contextBlocks(ctx context.Context, in Input) []string {
-	if len(a.o.ContextProviders) == 0 {
+	providers := a.o.ContextProviders
+	if a.o.MoreContext != nil {
+		if more := a.o.MoreContext(); len(more) > 0 {
+			providers = append(slices.Clone(providers), more...)
+			slices.SortStableFunc(providers, func(a, b extension.ContextProvider) int {
+				return cmp.Compare(a.ContextPriority(), b.ContextPriority())
+			})
+		}
+	}
+	if len(providers) == 0 {
 		return nil
 	}
-	out := make([]string, len(a.o.ContextProviders))
+	out := make([]string, len(providers))
 	var wg sync.WaitGroup
-	for i, cp := range a.o.ContextProviders {
+	for i, cp := range providers {
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, a.o.ContextTimeout)
 			defer cancel()

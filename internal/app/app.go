@@ -31,6 +31,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/kernel"
 	"github.com/reverie-ai/reverie/internal/logging"
+	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/sqlite"
@@ -76,6 +77,12 @@ type App struct {
 	Interactions  *interactions.Store
 	Agent         *agent.Agent
 	Router        *router.Router
+	// Memory is the long-term memory with MEMORIES.txt.
+	Memory *memory.Service
+
+	memoryContext *memory.RecallContext
+	// onDataChange is told about changes to the data dir's versioned files.
+	onDataChange func(ctx context.Context, message string, paths ...string)
 
 	coreTools    []tool.Tool
 	runtimeTools []tool.Tool
@@ -262,6 +269,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.Router.Run(gctx) })
 	g.Go(func() error { return a.Kernel.Run(gctx) })
 	g.Go(func() error { return a.housekeeping(gctx) })
+	g.Go(func() error { return a.reembed(gctx) })
 	a.Kernel.Ready(gctx)
 	close(a.ready)
 	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),

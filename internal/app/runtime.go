@@ -11,6 +11,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/interactions"
+	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/router"
@@ -58,6 +59,9 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		return fmt.Errorf("open interaction log: %w", err)
 	}
 	a.Interactions = ilog
+	if err := a.buildMemory(ctx, counter.Count); err != nil {
+		return err
+	}
 
 	workspace := cfg.Tools.Workspace
 	if !filepath.IsAbs(workspace) {
@@ -76,7 +80,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("set up core tools: %w", err)
 	}
-	a.coreTools = core.All()
+	a.coreTools = append(core.All(), memory.Tools(a.Memory)...)
 
 	loc := cfg.Location()
 	ag, err := agent.New(agent.Options{
@@ -91,10 +95,12 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		Sizes:         agent.DataDirSources{Dir: a.opts.DataDir},
 		Limits: prompt.Limits{MemoriesChars: cfg.Limits.MemoriesChars, PulseChars: cfg.Limits.PulseChars,
 			SkillsChars: cfg.Limits.SkillsChars},
-		Interactions: ilog,
-		Events:       a.Bus,
-		Now:          a.opts.Now,
-		Logger:       a.Logger.With("component", "agent"),
+		Interactions:     ilog,
+		ContextProviders: a.contextProviders(),
+		MoreContext:      a.Kernel.ContextProviders,
+		Events:           a.Bus,
+		Now:              a.opts.Now,
+		Logger:           a.Logger.With("component", "agent"),
 	})
 	if err != nil {
 		return fmt.Errorf("set up agent: %w", err)

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -87,33 +86,11 @@ func (f *FlatStore) read() ([]string, time.Time, error) {
 }
 
 func (f *FlatStore) write(lines []string) error {
-	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".memories-*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	defer os.Remove(tmp.Name())
 	body := strings.Join(lines, "\n")
 	if body != "" {
 		body += "\n"
 	}
-	if _, err := tmp.WriteString(body); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	return nil
+	return writeAtomic(f.path, body)
 }
 
 func (f *FlatStore) memoryOf(line string, mod time.Time) Memory {

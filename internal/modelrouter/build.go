@@ -31,7 +31,7 @@ func Build(spec Spec, timeout time.Duration) (Backend, error) {
 	case ProviderOpenAI, ProviderOllama:
 		base := spec.BaseURL
 		if spec.Provider == ProviderOllama {
-			base = ollamaV1(base)
+			base = OllamaV1(base)
 		}
 		c, err := openai.New(openai.Options{Name: spec.Name, BaseURL: base, APIKey: spec.APIKey, Model: spec.Model,
 			MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, Timeouts: t})
@@ -52,7 +52,9 @@ func Build(spec Spec, timeout time.Duration) (Backend, error) {
 }
 
 // ollamaV1 turns an Ollama server address into its OpenAI-compatible root.
-func ollamaV1(base string) string {
+// OllamaV1 turns an Ollama server address (empty: the local default) into
+// its OpenAI-compatible API root.
+func OllamaV1(base string) string {
 	if base == "" {
 		base = "http://127.0.0.1:11434"
 	}

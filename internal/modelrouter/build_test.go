@@ -81,8 +81,8 @@ func TestOllamaV1(t *testing.T) {
 		"http://gpu:11434/":   "http://gpu:11434/v1",
 		"http://gpu:11434/v1": "http://gpu:11434/v1",
 	} {
-		if got := ollamaV1(in); got != want {
-			t.Errorf("ollamaV1(%q) = %q, want %q", in, got, want)
+		if got := OllamaV1(in); got != want {
+			t.Errorf("OllamaV1(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,0 +1,408 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxWorkingSetChars bounds a full rewrite of MEMORIES.txt. The prompt's own
+// size limit (limits.memories_chars) asks the assistant to condense well
+// before this; the bound only stops a runaway rewrite.
+const MaxWorkingSetChars = 200_000
+
+// ChangeFunc is told after MEMORIES.txt changed, with a one-line description
+// and the data-dir-relative paths (the app commits them to the data dir's
+// history).
+type ChangeFunc func(ctx context.Context, message string, paths ...string)
+
+// ServiceOptions configure NewService.
+type ServiceOptions struct {
+	Store   Store  // required
+	DataDir string // holds MEMORIES.txt (required)
+	Changed ChangeFunc
+	Now     func() time.Time
+	Logger  *slog.Logger
+}
+
+// Service is the memory subsystem as the tools, the CLI and the HTTP API
+// use it: the long-term Store together with MEMORIES.txt, the readable
+// working set that is always in the prompt. With the flat backend the two
+// are the same file; with the vector backend MEMORIES.txt holds the top of
+// the store (what the user or the assistant asked to keep in view, and what
+// dreaming exports) while everything is recalled from the store.
+//
+// Writes to MEMORIES.txt are serialised and atomic (temp file, fsync,
+// rename). Safe for concurrent use.
+type Service struct {
+	store   Store
+	flat    bool
+	dir     string
+	path    string
+	changed ChangeFunc
+	now     func() time.Time
+	log     *slog.Logger
+	mu      sync.Mutex // guards MEMORIES.txt writes
+}
+
+// NewService returns the service over o.Store and <o.DataDir>/MEMORIES.txt.
+func NewService(o ServiceOptions) (*Service, error) {
+	if o.Store == nil || o.DataDir == "" {
+		return nil, fmt.Errorf("memory service: %w: store and data dir are required", ErrInvalid)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Changed == nil {
+		o.Changed = func(context.Context, string, ...string) {}
+	}
+	_, flat := o.Store.(*FlatStore)
+	return &Service{store: o.Store, flat: flat, dir: o.DataDir, path: filepath.Join(o.DataDir, MemoriesFile),
+		changed: o.Changed, now: o.Now, log: o.Logger}, nil
+}
+
+// Store is the long-term store.
+func (s *Service) Store() Store { return s.store }
+
+// Flat reports whether the backend is MEMORIES.txt itself.
+func (s *Service) Flat() bool { return s.flat }
+
+// Remembered is the outcome of Remember.
+type Remembered struct {
+	ID int64 `json:"id"`
+	// Existing is true when an equal memory was already stored (nothing
+	// was duplicated).
+	Existing bool `json:"existing"`
+	// InWorkingSet is true when the text is (now) a line of MEMORIES.txt.
+	InWorkingSet bool `json:"in_working_set"`
+}
+
+// Remember stores m in the long-term store and, when keep is true (or the
+// backend is flat), appends it to MEMORIES.txt unless an equal line is
+// there already. Errors as Store.Add (ErrEmpty, ErrTooLong, ErrSecret,
+// ErrInvalid); nothing is written when it fails.
+func (s *Service) Remember(ctx context.Context, m Memory, keep bool) (Remembered, error) {
+	text, err := clean(m.Text)
+	if err != nil {
+		return Remembered{}, err
+	}
+	m.Text = text
+	if s.flat {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		lines, err := s.readLines()
+		if err != nil {
+			return Remembered{}, err
+		}
+		existing := containsLine(lines, text)
+		id, err := s.store.Add(ctx, m)
+		if err != nil {
+			return Remembered{}, err
+		}
+		if !existing {
+			s.changed(ctx, "memory: remember "+summary(text), MemoriesFile)
+		}
+		return Remembered{ID: id, Existing: existing, InWorkingSet: true}, nil
+	}
+	before, _ := s.store.Count(ctx, false)
+	id, err := s.store.Add(ctx, m)
+	if err != nil {
+		return Remembered{}, err
+	}
+	after, _ := s.store.Count(ctx, false)
+	r := Remembered{ID: id, Existing: after == before}
+	if !keep {
+		return r, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lines, err := s.readLines()
+	if err != nil {
+		return r, err
+	}
+	if containsLine(lines, text) {
+		r.InWorkingSet = true
+		return r, nil
+	}
+	if err := s.writeLines(append(lines, oneLine(text))); err != nil {
+		return r, err
+	}
+	r.InWorkingSet = true
+	s.changed(ctx, "memory: remember "+summary(text), MemoriesFile)
+	return r, nil
+}
+
+// WorkingSet returns MEMORIES.txt ("" when absent). Invalid UTF-8 is
+// replaced, never fatal.
+func (s *Service) WorkingSet(ctx context.Context) (string, error) {
+	b, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", MemoriesFile, err)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD"), nil
+}
+
+// Rewrite is the outcome of RewriteWorkingSet.
+type Rewrite struct {
+	Lines   int `json:"lines"`
+	Added   int `json:"added"`   // lines that were not there before
+	Removed int `json:"removed"` // lines that are gone from MEMORIES.txt
+}
+
+// RewriteWorkingSet replaces MEMORIES.txt with content. Every line is
+// checked first (a line that looks like a secret, or is longer than
+// MaxTextLen, refuses the whole rewrite; nothing is written). With the
+// vector backend, new lines are also added to the long-term store (source
+// src) and removed lines stay there: they leave the working set, not the
+// memory.
+func (s *Service) RewriteWorkingSet(ctx context.Context, content string, src Source) (Rewrite, error) {
+	if !utf8.ValidString(content) {
+		return Rewrite{}, fmt.Errorf("rewrite %s: %w: text is not valid UTF-8", MemoriesFile, ErrInvalid)
+	}
+	if n := utf8.RuneCountInString(content); n > MaxWorkingSetChars {
+		return Rewrite{}, fmt.Errorf("rewrite %s: %w: %d characters (at most %d)", MemoriesFile, ErrTooLong, n, MaxWorkingSetChars)
+	}
+	var lines []string
+	for i, l := range strings.Split(content, "\n") {
+		l = strings.TrimSpace(strings.TrimSuffix(l, "\r"))
+		if l == "" {
+			continue
+		}
+		if _, err := clean(l); err != nil {
+			return Rewrite{}, fmt.Errorf("rewrite %s: line %d: %w", MemoriesFile, i+1, err)
+		}
+		lines = append(lines, l)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, err := s.readLines()
+	if err != nil {
+		return Rewrite{}, err
+	}
+	oldSet := normSet(old)
+	newSet := normSet(lines)
+	var rw Rewrite
+	rw.Lines = len(lines)
+	var fresh []Memory
+	for _, l := range lines {
+		if !oldSet[normalise(l)] {
+			rw.Added++
+			fresh = append(fresh, Memory{Text: l, Kind: KindFact, Source: src})
+		}
+	}
+	for _, l := range old {
+		if !newSet[normalise(l)] {
+			rw.Removed++
+		}
+	}
+	if !s.flat && len(fresh) > 0 {
+		if _, err := s.store.AddBatch(ctx, fresh); err != nil {
+			return Rewrite{}, fmt.Errorf("rewrite %s: store new lines: %w", MemoriesFile, err)
+		}
+	}
+	if err := s.writeLines(lines); err != nil {
+		return Rewrite{}, err
+	}
+	if rw.Added > 0 || rw.Removed > 0 {
+		s.changed(ctx, fmt.Sprintf("memory: rewrite working set (+%d −%d)", rw.Added, rw.Removed), MemoriesFile)
+	}
+	return rw, nil
+}
+
+// Search recalls memories for q (hybrid recall; access statistics updated
+// unless q.Peek).
+func (s *Service) Search(ctx context.Context, q Query) ([]Scored, error) {
+	return s.store.Recall(ctx, q)
+}
+
+// Get returns one memory.
+func (s *Service) Get(ctx context.Context, id int64) (Memory, error) { return s.store.Get(ctx, id) }
+
+// List lists memories.
+func (s *Service) List(ctx context.Context, f Filter) ([]Memory, error) { return s.store.List(ctx, f) }
+
+// Update replaces a memory's text and kind (see Store.Update). The matching
+// MEMORIES.txt line, if any, is updated with it.
+func (s *Service) Update(ctx context.Context, m Memory) error {
+	old, err := s.store.Get(ctx, m.ID)
+	if err != nil {
+		return err
+	}
+	text, err := clean(m.Text)
+	if err != nil {
+		return err
+	}
+	m.Text = text
+	if err := s.store.Update(ctx, m); err != nil {
+		return err
+	}
+	if s.flat {
+		s.changed(ctx, "memory: edit "+summary(text), MemoriesFile)
+		return nil
+	}
+	return s.replaceLine(ctx, old.Text, text, "memory: edit "+summary(text))
+}
+
+// Forget deletes a memory permanently and removes its line from
+// MEMORIES.txt. It returns the forgotten memory; ErrNotFound when absent.
+func (s *Service) Forget(ctx context.Context, id int64) (Memory, error) {
+	m, err := s.store.Get(ctx, id)
+	if err != nil {
+		return Memory{}, err
+	}
+	if err := s.store.Delete(ctx, id); err != nil {
+		return Memory{}, err
+	}
+	if s.flat {
+		s.changed(ctx, "memory: forget "+summary(m.Text), MemoriesFile)
+		return m, nil
+	}
+	return m, s.replaceLine(ctx, m.Text, "", "memory: forget "+summary(m.Text))
+}
+
+// FindExact returns the current memories whose text equals text after
+// normalisation (case, white space and trailing punctuation ignored).
+func (s *Service) FindExact(ctx context.Context, text string) ([]Memory, error) {
+	want := normalise(text)
+	if want == "" {
+		return nil, ErrEmpty
+	}
+	res, err := s.store.Recall(ctx, Query{Text: text, Limit: 20, Peek: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []Memory
+	for _, r := range res {
+		if normalise(r.Memory.Text) == want {
+			out = append(out, r.Memory)
+		}
+	}
+	return out, nil
+}
+
+// replaceLine replaces (or, with repl "", removes) the MEMORIES.txt lines
+// equal to old after normalisation.
+func (s *Service) replaceLine(ctx context.Context, old, repl, message string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lines, err := s.readLines()
+	if err != nil {
+		return err
+	}
+	want := normalise(old)
+	changed := false
+	out := lines[:0:0]
+	for _, l := range lines {
+		if normalise(l) == want {
+			changed = true
+			if repl != "" {
+				out = append(out, oneLine(repl))
+			}
+			continue
+		}
+		out = append(out, l)
+	}
+	if !changed {
+		return nil
+	}
+	if err := s.writeLines(out); err != nil {
+		return err
+	}
+	s.changed(ctx, message, MemoriesFile)
+	return nil
+}
+
+func (s *Service) readLines() ([]string, error) {
+	text, err := s.WorkingSet(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	text = strings.TrimPrefix(text, "\uFEFF")
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(strings.TrimSuffix(l, "\r")); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) writeLines(lines []string) error {
+	body := strings.Join(lines, "\n")
+	if body != "" {
+		body += "\n"
+	}
+	return writeAtomic(s.path, body)
+}
+
+// writeAtomic writes body to path through a temp file, fsync and rename.
+func writeAtomic(path, body string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".memories-*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(body); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+func containsLine(lines []string, text string) bool {
+	want := normalise(text)
+	for _, l := range lines {
+		if normalise(l) == want {
+			return true
+		}
+	}
+	return false
+}
+
+func normSet(lines []string) map[string]bool {
+	m := make(map[string]bool, len(lines))
+	for _, l := range lines {
+		m[normalise(l)] = true
+	}
+	return m
+}
+
+// oneLine collapses white space so a memory stays one line of the file.
+func oneLine(text string) string { return strings.Join(strings.Fields(text), " ") }
+
+// summary shortens text for a change message.
+func summary(text string) string {
+	t := oneLine(text)
+	if utf8.RuneCountInString(t) <= 60 {
+		return t
+	}
+	r := []rune(t)
+	return string(r[:57]) + "…"
+}

@@ -1,0 +1,203 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/reverie-ai/reverie/tool"
+)
+
+// EnumValues lists the kinds for tool schemas.
+func (Kind) EnumValues() []string {
+	out := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = string(k)
+	}
+	return out
+}
+
+type appendArgs struct {
+	Text string `json:"text" jsonschema:"the memory, one self-contained sentence (who, what, when), e.g. 'The user's daughter Mia was born on 2019-03-04.'"`
+	Kind Kind   `json:"kind,omitempty" jsonschema:"fact (default), preference, episode (something that happened), procedure or opinion"`
+	// Explicit marks memories the user asked for in so many words; dreaming
+	// never prunes them.
+	Explicit bool `json:"user_asked,omitempty" jsonschema:"true when the user explicitly asked you to remember this"`
+	// When is the date of an episode.
+	When string `json:"when,omitempty" jsonschema:"for episodes: when it happened, YYYY-MM-DD or an RFC 3339 time"`
+	// Keep puts the memory into MEMORIES.txt as well (the always-visible
+	// working set).
+	Keep *bool `json:"keep_in_view,omitempty" jsonschema:"also add it to MEMORIES.txt, always shown to you (default true; false for minor details that only need to be recallable)"`
+}
+
+type updateArgs struct {
+	Content string `json:"content" jsonschema:"the complete new MEMORIES.txt, one memory per line; lines you leave out leave the working set (they stay recallable)"`
+}
+
+type searchArgs struct {
+	Query string `json:"query" jsonschema:"what to look for, in natural language"`
+	Limit int    `json:"limit,omitempty" jsonschema:"how many results (default 10, at most 50)"`
+	Kinds []Kind `json:"kinds,omitempty" jsonschema:"restrict to these kinds"`
+	// History includes superseded memories.
+	History bool `json:"include_superseded,omitempty" jsonschema:"include memories that were superseded (closed) by newer ones"`
+}
+
+type forgetArgs struct {
+	ID   *int64 `json:"id,omitempty" jsonschema:"id of the memory, from search_memory"`
+	Text string `json:"text,omitempty" jsonschema:"the exact text of the memory, when you do not know its id"`
+}
+
+// Tools returns append_memory, update_memories, search_memory and
+// forget_memory over svc. now is the clock for validity dates.
+func Tools(svc *Service) []tool.Tool {
+	return []tool.Tool{appendTool(svc), updateTool(svc), searchTool(svc), forgetTool(svc)}
+}
+
+func appendTool(svc *Service) tool.Tool {
+	return tool.New("append_memory",
+		"Remember one new fact about the user or the world for the long term (preferred over update_memories). Duplicates are detected. Never store secrets (passwords, API keys, tokens): they are refused.",
+		func(ctx context.Context, a appendArgs) (any, error) {
+			m := Memory{Text: a.Text, Kind: a.Kind, Source: SourceAgent}
+			if m.Kind == "" {
+				m.Kind = KindFact
+			}
+			if a.Explicit {
+				m.Source = SourceUserExplicit
+			}
+			if a.When != "" {
+				t, err := parseWhen(a.When)
+				if err != nil {
+					return nil, err
+				}
+				m.EventTime = &t
+			}
+			if c, ok := tool.CallFrom(ctx); ok {
+				m.Thread = string(c.Thread)
+			}
+			keep := a.Keep == nil || *a.Keep
+			r, err := svc.Remember(ctx, m, keep)
+			if err != nil {
+				return nil, toolError("remember", err)
+			}
+			return r, nil
+		}, tool.WithCategories("memory"))
+}
+
+func updateTool(svc *Service) tool.Tool {
+	return tool.New("update_memories",
+		"Rewrite MEMORIES.txt completely (use it to condense or reorganise the working set when asked to; for one new fact use append_memory). Lines you drop stay recallable with search_memory.",
+		func(ctx context.Context, a updateArgs) (any, error) {
+			rw, err := svc.RewriteWorkingSet(ctx, a.Content, SourceAgent)
+			if err != nil {
+				return nil, toolError("rewrite MEMORIES.txt", err)
+			}
+			return rw, nil
+		}, tool.WithCategories("memory"))
+}
+
+type searchHit struct {
+	ID         int64   `json:"id"`
+	Text       string  `json:"text"`
+	Kind       Kind    `json:"kind"`
+	When       string  `json:"when,omitempty"`
+	Superseded bool    `json:"superseded,omitempty"`
+	Score      float64 `json:"score"`
+}
+
+func searchTool(svc *Service) tool.Tool {
+	return tool.New("search_memory",
+		"Search your long-term memory by meaning and words. Returns the best matches with ids (for forget_memory).",
+		func(ctx context.Context, a searchArgs) (any, error) {
+			if strings.TrimSpace(a.Query) == "" {
+				return nil, errors.New("query is empty")
+			}
+			limit := a.Limit
+			if limit <= 0 {
+				limit = DefaultLimit
+			}
+			limit = min(limit, 50)
+			res, err := svc.Search(ctx, Query{Text: a.Query, Limit: limit, Kinds: a.Kinds, IncludeClosed: a.History})
+			if err != nil {
+				return nil, toolError("search", err)
+			}
+			hits := make([]searchHit, 0, len(res))
+			for _, r := range res {
+				h := searchHit{ID: r.Memory.ID, Text: r.Memory.Text, Kind: r.Memory.Kind, Superseded: r.Memory.ValidTo != nil,
+					Score: float64(int(r.Score*1000)) / 1000}
+				if r.Memory.EventTime != nil {
+					h.When = r.Memory.EventTime.Format(time.DateOnly)
+				}
+				hits = append(hits, h)
+			}
+			return struct {
+				Results []searchHit `json:"results"`
+			}{hits}, nil
+		}, tool.ReadOnly(), tool.WithCategories("memory"))
+}
+
+func forgetTool(svc *Service) tool.Tool {
+	return tool.New("forget_memory",
+		"Forget a memory permanently (it is removed from the store and from MEMORIES.txt). Give its id from search_memory, or its exact text.",
+		func(ctx context.Context, a forgetArgs) (any, error) {
+			var id int64
+			switch {
+			case a.ID != nil:
+				id = *a.ID
+			case strings.TrimSpace(a.Text) != "":
+				found, err := svc.FindExact(ctx, a.Text)
+				if err != nil {
+					return nil, toolError("find the memory", err)
+				}
+				if len(found) == 0 {
+					return nil, errors.New("no memory has exactly that text; use search_memory and pass the id")
+				}
+				if len(found) > 1 {
+					return nil, fmt.Errorf("%d memories match; pass one id: %v", len(found), ids(found))
+				}
+				id = found[0].ID
+			default:
+				return nil, errors.New("give the id of the memory (or its exact text)")
+			}
+			m, err := svc.Forget(ctx, id)
+			if err != nil {
+				return nil, toolError("forget", err)
+			}
+			return struct {
+				Forgotten int64  `json:"forgotten"`
+				Text      string `json:"text"`
+			}{m.ID, m.Text}, nil
+		}, tool.WithCategories("memory"))
+}
+
+func ids(ms []Memory) []int64 {
+	out := make([]int64, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+// parseWhen accepts YYYY-MM-DD or RFC 3339.
+func parseWhen(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("when: %q is neither YYYY-MM-DD nor an RFC 3339 time", s)
+}
+
+// toolError phrases store errors for the model.
+func toolError(doing string, err error) error {
+	switch {
+	case errors.Is(err, ErrSecret):
+		return fmt.Errorf("refused: %w; never store credentials", err)
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("%s: no memory with that id (search_memory shows ids)", doing)
+	}
+	return fmt.Errorf("%s: %w", doing, err)
+}
