@@ -29,6 +29,7 @@ var thirdPartyFor = map[string][]string{
 	"extension": {},
 	"chat":      {},
 	"llm":       {},
+	"api":       {},
 }
 
 // moduleImportsFor lists the module packages a vocabulary package may import.
@@ -37,6 +38,9 @@ var moduleImportsFor = map[string][]string{
 	"llm":       {},
 	"tool":      {"chat", "llm"},
 	"extension": {"chat", "llm", "tool"},
+	// api is the HTTP API's contract (JSON types and service interfaces)
+	// that extensions/web serves and the app implements.
+	"api": {"chat", "llm", "tool", "extension"},
 }
 
 // internalAllowedForExtensions lists, per extension package, the internal
@@ -128,6 +132,12 @@ func TestRules(t *testing.T) {
 		{"extensiontest internal", "extension/extensiontest", []string{module + "/internal/sqlite"}, []string{module + "/internal/sqlite"}},
 		{"llmtest extensions", "llm/llmtest", []string{module + "/extensions/web"}, []string{module + "/extensions/web"}},
 		{"extension using public api", "extensions/kv", []string{module + "/extension", module + "/tool", "github.com/goccy/go-yaml"}, nil},
+		{"api with vocabulary and extension", "api", []string{module + "/chat", module + "/extension", "encoding/json"}, nil},
+		{"api importing internal", "api", []string{module + "/internal/eventbus"}, []string{module + "/internal/eventbus"}},
+		{"api importing third party", "api", []string{"github.com/coder/websocket"}, []string{"github.com/coder/websocket"}},
+		{"api importing an extension", "api", []string{module + "/extensions/web"}, []string{module + "/extensions/web"}},
+		{"web using api", "extensions/web", []string{module + "/api", "github.com/coder/websocket"}, nil},
+		{"kernel using api", "internal/kernel", []string{module + "/api"}, nil},
 		{"extension own subpackage", "extensions/web", []string{module + "/extensions/web/static"}, nil},
 		{"extension importing another", "extensions/pulse", []string{module + "/extensions/kv"}, []string{module + "/extensions/kv"}},
 		{"extension prefix is not a tree", "extensions/web", []string{module + "/extensions/webhook"}, []string{module + "/extensions/webhook"}},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 )
@@ -46,6 +47,9 @@ func (h *host) DecodeConfig(v any) error {
 	return nil
 }
 
+// APIServices returns the services of Options.APIServices (api.Provider).
+func (h *host) APIServices() *api.Services { return h.k.opts.APIServices }
+
 // Receive hands msg to the router, or fails with ErrNoRouter.
 func (h *host) Receive(ctx context.Context, msg chat.Inbound) error {
 	if h.k.opts.Receive == nil {
@@ -78,6 +82,7 @@ func (noBus) Subscribe(string, string, extension.Handler) error { return ErrNoBu
 
 var (
 	_ extension.Host = (*host)(nil)
+	_ api.Provider   = (*host)(nil)
 	_ extension.Bus  = scopedBus{}
 	_ extension.Bus  = noBus{}
 )

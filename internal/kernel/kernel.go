@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 )
@@ -73,6 +74,10 @@ type Options struct {
 	// than be isolated (the app uses it for configuration errors: a typo in
 	// an extension's section must not leave that feature silently off).
 	Fatal func(error) bool
+	// APIServices are offered to extensions through the hosts'
+	// api.Provider method (api.ServicesFrom); nil offers none. The
+	// pointer is handed out as is: fill it before Init.
+	APIServices *api.Services
 }
 
 // State is where an extension is in its lifecycle.

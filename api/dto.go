@@ -1,0 +1,490 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+)
+
+// ErrorBody is every error answer: {"error":"…"}.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// LoginRequest is the body of POST /api/v1/login.
+type LoginRequest struct {
+	Token string `json:"token"`
+}
+
+// AgentInfo is GET /api/v1/info (Features and Auth are filled in by the web
+// extension).
+type AgentInfo struct {
+	Version          string          `json:"version"`
+	Auth             string          `json:"auth"`
+	ModelsConfigured bool            `json:"models_configured"`
+	PanelURL         string          `json:"panel_url,omitempty"`
+	Features         map[string]bool `json:"features"`
+	Commands         []Command       `json:"commands"`
+}
+
+// Command is a slash command.
+type Command struct {
+	Name string `json:"name"`
+	Help string `json:"help"`
+}
+
+// SendRequest is the body of POST /api/v1/threads/{thread}/messages.
+type SendRequest struct {
+	Text string `json:"text"`
+}
+
+// Reply is the answer to POST /api/v1/threads/{thread}/messages.
+type Reply struct {
+	Thread    chat.ThreadID `json:"thread"`
+	Reply     string        `json:"reply"`
+	ToolCalls []ToolCall    `json:"tool_calls"`
+	Usage     Usage         `json:"usage"`
+	SeedReply string        `json:"seed_reply,omitempty"`
+	// Error is set (with status 502) when the turn failed.
+	Error string `json:"error,omitempty"`
+}
+
+// Usage is a token count.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// ToolCall is a finished tool call of a turn.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    string          `json:"result"`
+	IsError   bool            `json:"is_error"`
+}
+
+// ThreadQuery selects threads.
+type ThreadQuery struct {
+	IncludeSubSessions bool
+	Limit              int
+}
+
+// Thread is a conversation.
+type Thread struct {
+	ID                chat.ThreadID `json:"id"`
+	Channel           string        `json:"channel"`
+	Title             string        `json:"title"`
+	Language          string        `json:"language"`
+	CreatedAt         time.Time     `json:"created_at"`
+	UpdatedAt         time.Time     `json:"updated_at"`
+	LastUserMessageAt *time.Time    `json:"last_user_message_at"`
+}
+
+// ThreadList is GET /api/v1/threads.
+type ThreadList struct {
+	Threads []Thread `json:"threads"`
+}
+
+// MessageQuery selects a thread's messages.
+type MessageQuery struct {
+	AfterID         int64
+	Limit           int
+	IncludeArchived bool
+}
+
+// Message is a stored message.
+type Message struct {
+	ID          int64           `json:"id"`
+	Role        string          `json:"role"`
+	Text        string          `json:"text"`
+	ToolCalls   []MessageCall   `json:"tool_calls,omitempty"`
+	ToolResults []MessageResult `json:"tool_results,omitempty"`
+	SystemEvent bool            `json:"system_event,omitempty"`
+	Archived    bool            `json:"archived,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+// MessageCall is a tool call inside an assistant message.
+type MessageCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// MessageResult is a tool result inside a tool message.
+type MessageResult struct {
+	CallID  string `json:"call_id"`
+	Name    string `json:"name"`
+	Result  string `json:"result"`
+	IsError bool   `json:"is_error"`
+}
+
+// MessageList is GET /api/v1/threads/{thread}/messages.
+type MessageList struct {
+	Messages []Message `json:"messages"`
+}
+
+// Frame types of the WebSocket protocol (docs/api.md).
+const (
+	// Client → server.
+	FrameMessage     = "message"
+	FrameSubscribe   = "subscribe"
+	FrameUnsubscribe = "unsubscribe"
+	FramePing        = "ping"
+	// Server → client.
+	FrameDelta      = "delta"
+	FrameToolCall   = "tool_call"
+	FrameToolResult = "tool_result"
+	FrameDone       = "done"
+	FrameError      = "error"
+	FrameNotify     = "notify"
+	FramePong       = "pong"
+)
+
+// ClientFrame is a frame a WebSocket client sends.
+type ClientFrame struct {
+	Type   string `json:"type"`
+	Thread string `json:"thread,omitempty"`
+	Text   string `json:"text,omitempty"`
+	ID     string `json:"id,omitempty"`
+}
+
+// ServerFrame is a frame the server sends; which fields are set depends on
+// Type.
+type ServerFrame struct {
+	Type      string          `json:"type"`
+	Thread    chat.ThreadID   `json:"thread,omitempty"`
+	Text      string          `json:"text,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Result    *string         `json:"result,omitempty"`
+	IsError   *bool           `json:"is_error,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	ID        string          `json:"id,omitempty"`
+}
+
+// Event is an event of the bus.
+type Event struct {
+	ID      int64           `json:"id"`
+	Topic   string          `json:"topic"`
+	Time    time.Time       `json:"time"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// EventList is GET /api/v1/events/recent.
+type EventList struct {
+	Events []Event `json:"events"`
+}
+
+// InteractionQuery selects interaction log entries; zero fields do not
+// filter.
+type InteractionQuery struct {
+	Action   string
+	Thread   chat.ThreadID
+	Since    time.Time
+	BeforeID int64
+	Limit    int
+}
+
+// Interaction is one entry of the interaction log.
+type Interaction struct {
+	ID           int64           `json:"id"`
+	At           time.Time       `json:"at"`
+	Thread       chat.ThreadID   `json:"thread,omitempty"`
+	Action       string          `json:"action"`
+	Summary      string          `json:"summary,omitempty"`
+	Detail       json.RawMessage `json:"detail,omitempty"`
+	InputTokens  int             `json:"input_tokens,omitempty"`
+	OutputTokens int             `json:"output_tokens,omitempty"`
+	DurationMS   int64           `json:"duration_ms,omitempty"`
+	Error        string          `json:"error,omitempty"`
+}
+
+// InteractionList is GET /api/v1/interactions.
+type InteractionList struct {
+	Interactions []Interaction `json:"interactions"`
+	Actions      []string      `json:"actions"`
+}
+
+// SystemPrompt is GET /api/v1/prompt.
+type SystemPrompt struct {
+	Thread chat.ThreadID `json:"thread"`
+	At     time.Time     `json:"at"`
+	Text   string        `json:"text"`
+	Chars  int           `json:"chars"`
+}
+
+// UsageRow is the usage of one role on one backend on one day.
+type UsageRow struct {
+	Day          string `json:"day"`
+	Role         string `json:"role"`
+	Backend      string `json:"backend"`
+	Model        string `json:"model"`
+	Calls        int    `json:"calls"`
+	Failures     int    `json:"failures"`
+	InputTokens  int    `json:"input_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+}
+
+// UsageList is GET /api/v1/usage.
+type UsageList struct {
+	Usage []UsageRow `json:"usage"`
+}
+
+// Memory kinds and sources (docs/api.md).
+var (
+	MemoryKinds   = []string{"fact", "preference", "episode", "procedure", "opinion"}
+	MemorySources = []string{"user_explicit", "agent", "harvest", "dream", "import"}
+)
+
+// MemorySearch is a recall query.
+type MemorySearch struct {
+	Text  string
+	Limit int
+	Kinds []string
+}
+
+// MemoryFilter selects memories for listing.
+type MemoryFilter struct {
+	Kinds         []string
+	Sources       []string
+	IncludeClosed bool
+	Limit         int
+	Offset        int
+}
+
+// MemoryInput is the body of POST and PUT /api/v1/memories.
+type MemoryInput struct {
+	Text      string     `json:"text"`
+	Kind      string     `json:"kind"`
+	Source    string     `json:"source,omitempty"`
+	EventTime *time.Time `json:"event_time,omitempty"`
+	Thread    string     `json:"thread,omitempty"`
+}
+
+// Memory is a long-term memory.
+type Memory struct {
+	ID          int64      `json:"id"`
+	Text        string     `json:"text"`
+	Kind        string     `json:"kind"`
+	Source      string     `json:"source"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	ValidFrom   time.Time  `json:"valid_from"`
+	ValidTo     *time.Time `json:"valid_to"`
+	AccessCount int        `json:"access_count"`
+	LastAccess  *time.Time `json:"last_access"`
+	EventTime   *time.Time `json:"event_time"`
+	Thread      string     `json:"thread,omitempty"`
+	Score       *float64   `json:"score,omitempty"`
+}
+
+// MemoryList is GET /api/v1/memories.
+type MemoryList struct {
+	Memories []Memory `json:"memories"`
+}
+
+// Pulse item statuses.
+const (
+	PulseActive  = "active"
+	PulseWaiting = "waiting"
+	PulseDone    = "done"
+	PulseDropped = "dropped"
+)
+
+// PulseItem is one item of the working memory.
+type PulseItem struct {
+	ID        int64     `json:"id"`
+	Text      string    `json:"text"`
+	Status    string    `json:"status"`
+	Priority  int       `json:"priority"`
+	Thread    string    `json:"thread,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// PulseInput is the body of POST and PUT /api/v1/pulse; nil fields are
+// left unchanged by an update.
+type PulseInput struct {
+	Text     *string `json:"text,omitempty"`
+	Status   *string `json:"status,omitempty"`
+	Priority *int    `json:"priority,omitempty"`
+	Thread   *string `json:"thread,omitempty"`
+}
+
+// PulseList is GET /api/v1/pulse.
+type PulseList struct {
+	Items []PulseItem `json:"items"`
+}
+
+// Skill is a learned procedure. Content is omitted from lists.
+type Skill struct {
+	Name      string    `json:"name"`
+	Summary   string    `json:"summary"`
+	Content   string    `json:"content,omitempty"`
+	Chars     int       `json:"chars"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// SkillInput is the body of PUT /api/v1/skills/{name}.
+type SkillInput struct {
+	Content string `json:"content"`
+}
+
+// SkillList is GET /api/v1/skills.
+type SkillList struct {
+	Skills []Skill `json:"skills"`
+}
+
+// WorldState is the world state document, passed through as JSON (its
+// schema belongs to the world state; see docs/api.md).
+type WorldState = json.RawMessage
+
+// Task kinds.
+const (
+	TaskReminder = "reminder"
+	TaskAI       = "ai_task"
+)
+
+// Schedule says when a task runs (docs/api.md lists the types).
+type Schedule struct {
+	Type        string     `json:"type"` // once, daily, weekly, monthly, interval, cron
+	At          *time.Time `json:"at,omitempty"`
+	Time        string     `json:"time,omitempty"`    // "HH:MM"
+	Weekday     string     `json:"weekday,omitempty"` // "monday" …
+	Day         int        `json:"day,omitempty"`     // day of month
+	Every       string     `json:"every,omitempty"`   // Go duration ("2h")
+	WindowStart string     `json:"window_start,omitempty"`
+	WindowEnd   string     `json:"window_end,omitempty"`
+	Cron        string     `json:"cron,omitempty"`
+}
+
+// TaskQuery selects tasks.
+type TaskQuery struct {
+	Kind            string
+	IncludeFinished bool
+}
+
+// Task is a scheduled reminder or AI task.
+type Task struct {
+	ID        int64      `json:"id"`
+	Kind      string     `json:"kind"`
+	Text      string     `json:"text"`
+	Thread    string     `json:"thread,omitempty"`
+	Schedule  Schedule   `json:"schedule"`
+	Enabled   bool       `json:"enabled"`
+	NextRun   *time.Time `json:"next_run"`
+	LastRun   *time.Time `json:"last_run"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+// TaskInput is the body of POST and PUT /api/v1/tasks; nil fields are left
+// unchanged by an update.
+type TaskInput struct {
+	Kind     *string   `json:"kind,omitempty"`
+	Text     *string   `json:"text,omitempty"`
+	Thread   *string   `json:"thread,omitempty"`
+	Schedule *Schedule `json:"schedule,omitempty"`
+	Enabled  *bool     `json:"enabled,omitempty"`
+}
+
+// TaskList is GET /api/v1/tasks.
+type TaskList struct {
+	Tasks []Task `json:"tasks"`
+}
+
+// ReceiptQuery selects run receipts.
+type ReceiptQuery struct {
+	TaskID int64
+	Limit  int
+}
+
+// Receipt records one run (or non-run) of a task.
+type Receipt struct {
+	ID      int64     `json:"id"`
+	TaskID  int64     `json:"task_id"`
+	At      time.Time `json:"at"`
+	Outcome string    `json:"outcome"` // fired, skipped, failed
+	Detail  string    `json:"detail,omitempty"`
+}
+
+// ReceiptList is GET /api/v1/receipts.
+type ReceiptList struct {
+	Receipts []Receipt `json:"receipts"`
+}
+
+// WorkflowQuery selects workflows.
+type WorkflowQuery struct {
+	Status string
+	Limit  int
+}
+
+// Workflow is a graph of sub-sessions.
+type Workflow struct {
+	ID        string         `json:"id"`
+	Thread    string         `json:"thread"`
+	Status    string         `json:"status"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	Nodes     []WorkflowNode `json:"nodes"`
+}
+
+// WorkflowNode is one sub-session of a workflow.
+type WorkflowNode struct {
+	ID         string     `json:"id"`
+	Objective  string     `json:"objective"`
+	Status     string     `json:"status"`
+	DependsOn  []string   `json:"depends_on"`
+	Mode       string     `json:"mode,omitempty"`
+	NotBefore  *time.Time `json:"not_before,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Result     string     `json:"result,omitempty"`
+	Error      string     `json:"error,omitempty"`
+}
+
+// WorkflowList is GET /api/v1/workflows.
+type WorkflowList struct {
+	Workflows []Workflow `json:"workflows"`
+}
+
+// SetupStatus is GET /api/v1/setup.
+type SetupStatus struct {
+	// Configured reports whether a model is configured.
+	Configured bool        `json:"configured"`
+	Forms      []SetupForm `json:"forms"`
+}
+
+// SetupForm is a configuration form.
+type SetupForm struct {
+	ID          string       `json:"id"`
+	Title       string       `json:"title"`
+	Description string       `json:"description,omitempty"`
+	Configured  bool         `json:"configured"`
+	Fields      []SetupField `json:"fields"`
+}
+
+// SetupField is one input of a form.
+type SetupField struct {
+	Key      string   `json:"key"`
+	Label    string   `json:"label"`
+	Kind     string   `json:"kind"` // text, secret, url, select
+	Options  []string `json:"options,omitempty"`
+	Default  string   `json:"default,omitempty"`
+	Required bool     `json:"required,omitempty"`
+	Help     string   `json:"help,omitempty"`
+}
+
+// SetupRequest is the body of POST /api/v1/setup/{form}.
+type SetupRequest struct {
+	Values map[string]string `json:"values"`
+}
+
+// SetupResult is the answer of a successful POST /api/v1/setup/{form}.
+type SetupResult struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message"`
+}

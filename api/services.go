@@ -1,0 +1,217 @@
+// Package api is the contract of Reverie's HTTP API (docs/api.md): the JSON
+// types of every request and response, with stable field names, and the
+// small service interfaces the web extension serves them from.
+//
+// The agent process (internal/app) implements the services over its
+// internal packages and offers them to extensions through the host:
+//
+//	svc := api.ServicesFrom(host) // nil fields: feature not available
+//	if svc.Memories != nil { … }
+//
+// Every field of Services may be nil; the web extension answers the
+// endpoints of a nil service with 501. The package imports only the
+// standard library and Reverie's public vocabulary packages, so
+// out-of-tree extensions can use it too.
+package api
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+)
+
+// Prefix is the path prefix of every API endpoint.
+const Prefix = "/api/v1"
+
+// Errors the services return (wrapped, with details) so the web extension
+// can choose the HTTP status. Anything else is a 500.
+var (
+	// ErrInvalid: the request is malformed or a value is not allowed (400).
+	ErrInvalid = errors.New("invalid request")
+	// ErrNotFound: no such thread, memory, item, skill, task or workflow (404).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the change conflicts with the current state (409).
+	ErrConflict = errors.New("conflict")
+	// ErrTooLarge: a message or value exceeds a size limit (413).
+	ErrTooLarge = errors.New("too large")
+	// ErrBusy: too much is waiting; retry later (429).
+	ErrBusy = errors.New("busy")
+	// ErrUnavailable: the agent is starting or stopping (503).
+	ErrUnavailable = errors.New("unavailable")
+	// ErrTurnFailed: the turn ran but failed (the model could not be
+	// reached, …); the Reply still carries a user-facing text (502).
+	ErrTurnFailed = errors.New("turn failed")
+	// ErrTestFailed: setup values failed their test; nothing was saved (422).
+	ErrTestFailed = errors.New("setup test failed")
+)
+
+// Services are what the agent offers the HTTP API. Any field may be nil: the
+// feature is not part of this build or is switched off.
+type Services struct {
+	Info         Info
+	Threads      Threads
+	Chat         Chat
+	Memories     Memories
+	Pulse        Pulse
+	Skills       Skills
+	World        World
+	Tasks        Tasks
+	Workflows    Workflows
+	Interactions Interactions
+	Usage        TokenUsage
+	Events       Events
+	Prompt       Prompt
+	Setup        Setup
+}
+
+// Provider is the optional interface of an extension.Host that offers the
+// services.
+type Provider interface {
+	APIServices() *Services
+}
+
+// ServicesFrom returns the services the host offers, or an empty (all nil)
+// Services when it offers none. The result is never nil.
+func ServicesFrom(h extension.Host) *Services {
+	if p, ok := h.(Provider); ok {
+		if s := p.APIServices(); s != nil {
+			return s
+		}
+	}
+	return &Services{}
+}
+
+// Info describes the running agent.
+type Info interface {
+	// Info reports the version, whether a model is configured and the
+	// slash commands.
+	Info(ctx context.Context) (AgentInfo, error)
+}
+
+// Threads lists conversations and their messages.
+type Threads interface {
+	List(ctx context.Context, q ThreadQuery) ([]Thread, error)
+	// Messages returns a thread's messages, oldest first; an unknown thread
+	// has none.
+	Messages(ctx context.Context, thread chat.ThreadID, q MessageQuery) ([]Message, error)
+}
+
+// Chat runs messages synchronously.
+type Chat interface {
+	// Handle runs msg (a message or a slash command) through its thread's
+	// queue and returns the turn's result; nothing is delivered to a
+	// channel. Errors: ErrInvalid, ErrTooLarge, ErrBusy, ErrUnavailable,
+	// ErrTurnFailed (the Reply is still filled in). If ctx ends first the
+	// message is still answered and stored.
+	Handle(ctx context.Context, msg chat.Inbound) (Reply, error)
+}
+
+// Memories reads and edits long-term memories.
+type Memories interface {
+	// Search runs hybrid recall without counting an access.
+	Search(ctx context.Context, q MemorySearch) ([]Memory, error)
+	List(ctx context.Context, f MemoryFilter) ([]Memory, error)
+	Get(ctx context.Context, id int64) (Memory, error)
+	// Add stores a memory (an equal current memory is returned instead).
+	Add(ctx context.Context, in MemoryInput) (Memory, error)
+	Update(ctx context.Context, id int64, in MemoryInput) (Memory, error)
+	// Forget ends the memory's validity (kept for history), or deletes it
+	// for good when purge is set.
+	Forget(ctx context.Context, id int64, purge bool) error
+}
+
+// Pulse reads and edits the working memory.
+type Pulse interface {
+	// List returns the items with status (one of the PulseStatus values,
+	// "" for every open item, "all" for all).
+	List(ctx context.Context, status string) ([]PulseItem, error)
+	Add(ctx context.Context, in PulseInput) (PulseItem, error)
+	Update(ctx context.Context, id int64, in PulseInput) (PulseItem, error)
+	Delete(ctx context.Context, id int64) error
+}
+
+// Skills reads and edits the learned procedures.
+type Skills interface {
+	List(ctx context.Context) ([]Skill, error)
+	Get(ctx context.Context, name string) (Skill, error)
+	Put(ctx context.Context, name, content string) (Skill, error)
+	Delete(ctx context.Context, name string) error
+}
+
+// World reads and replaces the durable world state document.
+type World interface {
+	Get(ctx context.Context) (WorldState, error)
+	// Put validates and saves the whole document, returning it as saved.
+	Put(ctx context.Context, doc WorldState) (WorldState, error)
+}
+
+// Tasks reads and edits schedules (reminders, AI tasks) and their run
+// receipts.
+type Tasks interface {
+	List(ctx context.Context, q TaskQuery) ([]Task, error)
+	Add(ctx context.Context, in TaskInput) (Task, error)
+	Update(ctx context.Context, id int64, in TaskInput) (Task, error)
+	Cancel(ctx context.Context, id int64) error
+	Receipts(ctx context.Context, q ReceiptQuery) ([]Receipt, error)
+}
+
+// Workflows reads workflows of sub-sessions and cancels them.
+type Workflows interface {
+	List(ctx context.Context, q WorkflowQuery) ([]Workflow, error)
+	Get(ctx context.Context, id string) (Workflow, error)
+	Cancel(ctx context.Context, id string) error
+}
+
+// Interactions reads the interaction log.
+type Interactions interface {
+	List(ctx context.Context, q InteractionQuery) ([]Interaction, error)
+	// Actions lists the known action names (for the filter).
+	Actions() []string
+}
+
+// TokenUsage reads token usage.
+type TokenUsage interface {
+	// Usage returns rows for UTC days in [from, to] (YYYY-MM-DD; empty is
+	// unbounded), newest day first.
+	Usage(ctx context.Context, from, to string) ([]UsageRow, error)
+}
+
+// Events reads the event bus.
+type Events interface {
+	// Watch delivers events published from now on whose topic starts with
+	// prefix, until ctx ends (then the channel is closed). Delivery never
+	// blocks publishers: when the buffer is full, events are dropped for
+	// this watcher.
+	Watch(ctx context.Context, prefix string, buffer int) <-chan Event
+	// Recent returns stored events with id > afterID, oldest first.
+	Recent(ctx context.Context, prefix string, afterID int64, limit int) ([]Event, error)
+	// Last returns the newest limit stored events, oldest first.
+	Last(ctx context.Context, prefix string, limit int) ([]Event, error)
+}
+
+// Prompt reports the system prompt of the last turn.
+type Prompt interface {
+	// LastPrompt returns the system prompt of the last turn on thread (any
+	// thread when ""); ErrNotFound when none ran since the start.
+	LastPrompt(ctx context.Context, thread chat.ThreadID) (SystemPrompt, error)
+}
+
+// Setup lists configuration forms and applies them.
+type Setup interface {
+	Forms(ctx context.Context) (SetupStatus, error)
+	// Apply tests and saves a form's values; ErrNotFound for an unknown
+	// form, ErrTestFailed (with the reason) when the test failed.
+	Apply(ctx context.Context, form string, values map[string]string) (string, error)
+}
+
+// TimePtr returns &t, or nil for the zero time (optional timestamps are
+// pointers so that JSON shows null).
+func TimePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
