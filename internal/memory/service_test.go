@@ -1,0 +1,347 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/tool"
+)
+
+type changeLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (c *changeLog) record(_ context.Context, msg string, paths ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.msgs = append(c.msgs, msg+" "+strings.Join(paths, ","))
+}
+
+func (c *changeLog) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.msgs)
+}
+
+func newService(t *testing.T, flat bool) (*Service, string, *changeLog) {
+	t.Helper()
+	dir := t.TempDir()
+	var st Store
+	if flat {
+		st = NewFlat(filepath.Join(dir, MemoriesFile), nil, nil)
+	} else {
+		vs, _, _ := newStore(t)
+		st = vs
+	}
+	ch := &changeLog{}
+	svc, err := NewService(ServiceOptions{Store: st, DataDir: dir, Changed: ch.record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, dir, ch
+}
+
+func readFile(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, MemoriesFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestServiceRemember(t *testing.T) {
+	for _, flat := range []bool{false, true} {
+		name := map[bool]string{false: "vector", true: "flat"}[flat]
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			svc, dir, ch := newService(t, flat)
+			r, err := svc.Remember(ctx, Memory{Text: "The user lives in Lyon.", Kind: KindFact, Source: SourceAgent}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Existing || !r.InWorkingSet {
+				t.Fatalf("first remember = %+v", r)
+			}
+			// The same fact again, differently spaced and cased: no duplicate.
+			r2, err := svc.Remember(ctx, Memory{Text: "the user  lives in lyon", Kind: KindFact, Source: SourceAgent}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r2.Existing || r2.ID != r.ID {
+				t.Fatalf("duplicate remember = %+v, first %+v", r2, r)
+			}
+			if got := readFile(t, dir); got != "The user lives in Lyon.\n" {
+				t.Fatalf("MEMORIES.txt = %q", got)
+			}
+			if n, _ := svc.Store().Count(ctx, false); n != 1 {
+				t.Fatalf("store holds %d memories, want 1", n)
+			}
+			if ch.count() != 1 {
+				t.Fatalf("change hook called %d times, want 1: %v", ch.count(), ch.msgs)
+			}
+			// Refused input writes nothing.
+			for _, bad := range []string{"", "   ", "my api key is sk-proj-abcdefghijklmnopqrstuvwxyz123456", strings.Repeat("x", MaxTextLen+1)} {
+				if _, err := svc.Remember(ctx, Memory{Text: bad, Kind: KindFact, Source: SourceAgent}, true); err == nil {
+					t.Errorf("Remember(%.20q) succeeded", bad)
+				}
+			}
+			if got := readFile(t, dir); got != "The user lives in Lyon.\n" {
+				t.Fatalf("MEMORIES.txt after bad input = %q", got)
+			}
+		})
+	}
+}
+
+func TestServiceRememberNotKept(t *testing.T) {
+	ctx := context.Background()
+	svc, dir, _ := newService(t, false)
+	if _, err := svc.Remember(ctx, Memory{Text: "Minor detail: the cat's vet is Dr. Roux.", Kind: KindFact, Source: SourceAgent}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, dir); got != "" {
+		t.Fatalf("MEMORIES.txt = %q, want empty", got)
+	}
+	res, err := svc.Search(ctx, Query{Text: "who is the vet of the cat", Peek: true})
+	if err != nil || len(res) == 0 || !strings.Contains(res[0].Memory.Text, "Dr. Roux") {
+		t.Fatalf("search = %v, %v", res, err)
+	}
+}
+
+func TestServiceRewriteWorkingSet(t *testing.T) {
+	ctx := context.Background()
+	svc, dir, ch := newService(t, false)
+	if _, err := svc.Remember(ctx, Memory{Text: "Likes green tea.", Kind: KindPreference, Source: SourceAgent}, true); err != nil {
+		t.Fatal(err)
+	}
+	rw, err := svc.RewriteWorkingSet(ctx, "Works as a nurse.\n\n  Has two cats.  \r\n", SourceAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rw != (Rewrite{Lines: 2, Added: 2, Removed: 1}) {
+		t.Fatalf("rewrite = %+v", rw)
+	}
+	if got := readFile(t, dir); got != "Works as a nurse.\nHas two cats.\n" {
+		t.Fatalf("MEMORIES.txt = %q", got)
+	}
+	// The dropped line left the working set, not the memory.
+	if n, _ := svc.Store().Count(ctx, false); n != 3 {
+		t.Fatalf("store holds %d, want 3", n)
+	}
+	before := ch.count()
+	cases := []struct {
+		name, content string
+	}{
+		{"secret line", "Works as a nurse.\npassword: hunter2hunter2\n"},
+		{"too long line", strings.Repeat("y", MaxTextLen+1)},
+		{"invalid utf-8", "caf\xe9\n"},
+		{"enormous", strings.Repeat("a line\n", MaxWorkingSetChars/7+10)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := svc.RewriteWorkingSet(ctx, c.content, SourceAgent); err == nil {
+				t.Fatal("rewrite succeeded")
+			}
+			if got := readFile(t, dir); got != "Works as a nurse.\nHas two cats.\n" {
+				t.Fatalf("MEMORIES.txt changed: %q", got)
+			}
+		})
+	}
+	if ch.count() != before {
+		t.Fatal("refused rewrites reported a change")
+	}
+	// An identical rewrite is not a change.
+	if _, err := svc.RewriteWorkingSet(ctx, "Works as a nurse.\nHas two cats.", SourceAgent); err != nil {
+		t.Fatal(err)
+	}
+	if ch.count() != before {
+		t.Fatal("identical rewrite reported a change")
+	}
+}
+
+func TestServiceForgetAndUpdate(t *testing.T) {
+	ctx := context.Background()
+	svc, dir, _ := newService(t, false)
+	a, _ := svc.Remember(ctx, Memory{Text: "Drives a red Fiat.", Kind: KindFact, Source: SourceAgent}, true)
+	b, _ := svc.Remember(ctx, Memory{Text: "Plays the cello.", Kind: KindFact, Source: SourceAgent}, true)
+	if err := svc.Update(ctx, Memory{ID: a.ID, Text: "Drives a blue Fiat.", Kind: KindFact}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, dir); got != "Drives a blue Fiat.\nPlays the cello.\n" {
+		t.Fatalf("after update MEMORIES.txt = %q", got)
+	}
+	m, err := svc.Forget(ctx, b.ID)
+	if err != nil || m.Text != "Plays the cello." {
+		t.Fatalf("forget = %v, %v", m, err)
+	}
+	if got := readFile(t, dir); got != "Drives a blue Fiat.\n" {
+		t.Fatalf("after forget MEMORIES.txt = %q", got)
+	}
+	if _, err := svc.Forget(ctx, b.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second forget: %v", err)
+	}
+}
+
+func TestServiceConcurrentRemember(t *testing.T) {
+	ctx := context.Background()
+	svc, dir, _ := newService(t, false)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			text := "Fact number " + string(rune('A'+i%10)) // 10 distinct, each twice
+			if _, err := svc.Remember(ctx, Memory{Text: text, Kind: KindFact, Source: SourceAgent}, true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSpace(readFile(t, dir)), "\n")
+	if len(lines) != 10 {
+		t.Fatalf("MEMORIES.txt has %d lines, want 10:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	if n, _ := svc.Store().Count(ctx, false); n != 10 {
+		t.Fatalf("store holds %d, want 10", n)
+	}
+}
+
+func callTool(t *testing.T, tools []tool.Tool, ctx context.Context, name, args string) (string, error) {
+	t.Helper()
+	for _, tl := range tools {
+		if tl.Name() == name {
+			if err := tool.Validate(tl, json.RawMessage(args)); err != nil {
+				return "", err
+			}
+			r, err := tl.Call(ctx, json.RawMessage(args))
+			return r.Content, err
+		}
+	}
+	t.Fatalf("no tool %s", name)
+	return "", nil
+}
+
+func TestTools(t *testing.T) {
+	svc, dir, _ := newService(t, false)
+	tools := Tools(svc)
+	ctx := tool.WithCall(context.Background(), tool.Call{Thread: "web:abc", Agent: "main"})
+
+	out, err := callTool(t, tools, ctx, "append_memory", `{"text":"The user's daughter Mia was born on 2019-03-04.","kind":"fact","user_asked":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rem Remembered
+	if err := json.Unmarshal([]byte(out), &rem); err != nil || rem.ID == 0 {
+		t.Fatalf("append result %s (%v)", out, err)
+	}
+	m, err := svc.Get(context.Background(), rem.ID)
+	if err != nil || m.Source != SourceUserExplicit || m.Thread != "web:abc" {
+		t.Fatalf("stored %+v, %v", m, err)
+	}
+	if _, err := callTool(t, tools, ctx, "append_memory", `{"text":"Went hiking in the Alps.","kind":"episode","when":"2026-07-14","keep_in_view":false}`); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err = callTool(t, tools, ctx, "search_memory", `{"query":"when was Mia born","limit":3}`)
+	if err != nil || !strings.Contains(out, "2019-03-04") {
+		t.Fatalf("search = %s, %v", out, err)
+	}
+	out, err = callTool(t, tools, ctx, "search_memory", `{"query":"hiking"}`)
+	if err != nil || !strings.Contains(out, `"when":"2026-07-14"`) {
+		t.Fatalf("search episode = %s, %v", out, err)
+	}
+
+	errCases := []struct{ name, tool, args, want string }{
+		{"secret", "append_memory", `{"text":"my token is ghp_abcdefghijklmnopqrstuvwxyz0123"}`, "refused"},
+		{"empty", "append_memory", `{"text":"  "}`, "empty"},
+		{"bad kind", "append_memory", `{"text":"x","kind":"gossip"}`, "kind"},
+		{"bad date", "append_memory", `{"text":"x happened","when":"last tuesday"}`, "when"},
+		{"unknown field", "append_memory", `{"text":"x","importance":3}`, "importance"},
+		{"empty query", "search_memory", `{"query":""}`, "empty"},
+		{"forget nothing", "forget_memory", `{}`, "id"},
+		{"forget unknown id", "forget_memory", `{"id":999999}`, "no memory"},
+		{"forget unknown text", "forget_memory", `{"text":"never said"}`, "no memory"},
+	}
+	for _, c := range errCases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := callTool(t, tools, ctx, c.tool, c.args)
+			if err == nil || !strings.Contains(strings.ToLower(err.Error()), c.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, c.want)
+			}
+		})
+	}
+
+	out, err = callTool(t, tools, ctx, "forget_memory", `{"text":"the user's daughter mia was born on 2019-03-04"}`)
+	if err != nil || !strings.Contains(out, "Mia") {
+		t.Fatalf("forget by text = %s, %v", out, err)
+	}
+	if got := readFile(t, dir); got != "" {
+		t.Fatalf("MEMORIES.txt after forget = %q", got)
+	}
+
+	out, err = callTool(t, tools, ctx, "update_memories", `{"content":"Prefers mornings.\nSpeaks French."}`)
+	if err != nil || !strings.Contains(out, `"added":2`) {
+		t.Fatalf("update_memories = %s, %v", out, err)
+	}
+}
+
+func TestRecallContext(t *testing.T) {
+	ctx := context.Background()
+	svc, _, _ := newService(t, false)
+	if _, err := svc.Remember(ctx, Memory{Text: "Allergic to peanuts.", Kind: KindFact, Source: SourceAgent}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Bought peanut butter for the kids on 2026-05-02.", "The kids' school is Ecole Jaures.", "Favourite colour is teal."} {
+		if _, err := svc.Remember(ctx, Memory{Text: s, Kind: KindFact, Source: SourceAgent}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := &RecallContext{Service: svc, Budget: 60}
+	var _ extension.ContextProvider = rc
+	block, err := rc.PromptContext(ctx, extension.ContextRequest{Thread: "web:x", Query: "can I give the kids peanut butter?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(block, "peanut butter") {
+		t.Fatalf("block lacks the relevant memory:\n%s", block)
+	}
+	if strings.Contains(block, "Allergic") {
+		t.Fatalf("block repeats MEMORIES.txt:\n%s", block)
+	}
+	if n := (len(block) + 3) / 4; n > 60 {
+		t.Fatalf("block of ~%d tokens exceeds the budget of 60:\n%s", n, block)
+	}
+	// The shown memory's access was counted, and only it.
+	if err := svc.Store().(*VectorStore).Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := svc.List(ctx, Filter{})
+	var accessed []string
+	for _, m := range all {
+		if m.AccessCount > 0 {
+			accessed = append(accessed, m.Text)
+		}
+	}
+	for _, a := range accessed {
+		if !strings.Contains(block, a) {
+			t.Errorf("access counted for %q, which was not shown", a)
+		}
+	}
+	if !slices.ContainsFunc(accessed, func(s string) bool { return strings.Contains(s, "peanut butter") }) {
+		t.Error("shown memory's access not counted")
+	}
+	if b, _ := rc.PromptContext(ctx, extension.ContextRequest{Query: "  "}); b != "" {
+		t.Errorf("empty query gave %q", b)
+	}
+	flat, _, _ := newService(t, true)
+	if b, _ := (&RecallContext{Service: flat}).PromptContext(ctx, extension.ContextRequest{Query: "peanuts"}); b != "" {
+		t.Errorf("flat backend gave %q", b)
+	}
+}
