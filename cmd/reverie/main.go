@@ -106,5 +106,6 @@ With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
 	runCmd := newRunCmd(g, env)
 	root.RunE = runCmd.RunE
 	root.AddCommand(runCmd, newAgentCmd(g, env), newInitCmd(g, env), newDoctorCmd(g, env), newSendCmd(g, env), newVersionCmd())
+	root.AddCommand(newMemoryCmd(g, env), newEvalCmd())
 	return root
 }

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/memory"
+)
+
+// newMemoryCmd is `reverie memory`: the long-term memory from the command
+// line. search, add, list and forget are here; history and restore (the
+// data dir's versioned files) live in memoryhistory.go.
+func newMemoryCmd(g *globalFlags, env []string, children ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "memory",
+		Short: "Search, add, list and forget long-term memories",
+		Long: `Work with the long-term memory of the data dir. The commands open the store in this
+process, so stop a running agent first (one agent per data dir), or use the web page.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newMemorySearchCmd(g, env), newMemoryAddCmd(g, env), newMemoryListCmd(g, env), newMemoryForgetCmd(g, env))
+	cmd.AddCommand(children...)
+	return cmd
+}
+
+// withMemory opens the data dir's memory (no extensions, no channels) for
+// the duration of fn.
+func withMemory(cmd *cobra.Command, g *globalFlags, env []string, fn func(ctx context.Context, svc *memory.Service) error) error {
+	dir, err := g.dataDir(env)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	a, err := app.New(ctx, app.Options{DataDir: dir, ConfigPath: g.config, Env: env, Console: io.Discard, Registry: []extension.Info{}})
+	if err != nil {
+		if errors.Is(err, datadir.ErrLocked) {
+			return fmt.Errorf("%w\nstop the running agent first (one agent per data dir), or use the web page", err)
+		}
+		return err
+	}
+	ferr := fn(ctx, a.Memory)
+	return errors.Join(ferr, a.Close())
+}
+
+func parseKinds(s string) ([]memory.Kind, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []memory.Kind
+	for _, k := range strings.Split(s, ",") {
+		kind := memory.Kind(strings.TrimSpace(k))
+		if !kind.Valid() {
+			return nil, fmt.Errorf("--kind: unknown kind %q (want %s)", kind, strings.Join(memory.Kind("").EnumValues(), ", "))
+		}
+		out = append(out, kind)
+	}
+	return out, nil
+}
+
+func newMemorySearchCmd(g *globalFlags, env []string) *cobra.Command {
+	var limit int
+	var kinds string
+	var asJSON, history bool
+	cmd := &cobra.Command{
+		Use:   "search QUERY",
+		Short: "Recall the memories most relevant to QUERY (hybrid: words and meaning)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ks, err := parseKinds(kinds)
+			if err != nil {
+				return err
+			}
+			return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
+				res, err := svc.Search(ctx, memory.Query{Text: strings.Join(args, " "), Limit: limit, Kinds: ks,
+					IncludeClosed: history, Peek: true})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					out := make([]memoryJSON, len(res))
+					for i, r := range res {
+						out[i] = toJSON(r.Memory)
+						out[i].Score = r.Score
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				ms := make([]memory.Memory, len(res))
+				for i, r := range res {
+					ms[i] = r.Memory
+				}
+				return writeMemories(cmd.OutOrStdout(), ms)
+			})
+		},
+	}
+	cmd.Flags().IntVarP(&limit, "limit", "n", 10, "number of results")
+	cmd.Flags().StringVar(&kinds, "kind", "", "only these kinds (comma-separated: fact, preference, episode, procedure, opinion)")
+	cmd.Flags().BoolVar(&history, "superseded", false, "include superseded memories")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newMemoryAddCmd(g *globalFlags, env []string) *cobra.Command {
+	var kind, when string
+	var keep bool
+	cmd := &cobra.Command{
+		Use:   "add TEXT",
+		Short: "Remember TEXT (as if you had asked the assistant to)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ks, err := parseKinds(kind)
+			if err != nil {
+				return err
+			}
+			m := memory.Memory{Text: strings.Join(args, " "), Kind: memory.KindFact, Source: memory.SourceUserExplicit}
+			if len(ks) == 1 {
+				m.Kind = ks[0]
+			} else if len(ks) > 1 {
+				return errors.New("--kind: give one kind")
+			}
+			if when != "" {
+				t, err := time.Parse(time.DateOnly, when)
+				if err != nil {
+					return fmt.Errorf("--when: %q is not YYYY-MM-DD", when)
+				}
+				m.EventTime = &t
+			}
+			return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
+				r, err := svc.Remember(ctx, m, keep)
+				if err != nil {
+					return err
+				}
+				if r.Existing {
+					fmt.Fprintf(cmd.OutOrStdout(), "already remembered as #%d\n", r.ID)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "remembered as #%d\n", r.ID)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&kind, "kind", "fact", "fact, preference, episode, procedure or opinion")
+	cmd.Flags().StringVar(&when, "when", "", "date of an episode (YYYY-MM-DD)")
+	cmd.Flags().BoolVar(&keep, "keep", true, "also add it to MEMORIES.txt (always in the prompt)")
+	return cmd
+}
+
+func newMemoryListCmd(g *globalFlags, env []string) *cobra.Command {
+	var limit int
+	var kinds string
+	var asJSON, closed, byAccess bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List memories, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ks, err := parseKinds(kinds)
+			if err != nil {
+				return err
+			}
+			return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
+				ms, err := svc.List(ctx, memory.Filter{Kinds: ks, IncludeClosed: closed, Limit: limit, OrderByAccess: byAccess})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					out := make([]memoryJSON, len(ms))
+					for i, m := range ms {
+						out[i] = toJSON(m)
+					}
+					return writeJSON(cmd.OutOrStdout(), out)
+				}
+				return writeMemories(cmd.OutOrStdout(), ms)
+			})
+		},
+	}
+	cmd.Flags().IntVarP(&limit, "limit", "n", 50, "at most this many (0: all)")
+	cmd.Flags().StringVar(&kinds, "kind", "", "only these kinds (comma-separated)")
+	cmd.Flags().BoolVar(&closed, "superseded", false, "include superseded memories")
+	cmd.Flags().BoolVar(&byAccess, "by-access", false, "most recalled first")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newMemoryForgetCmd(g *globalFlags, env []string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "forget ID...",
+		Short: "Forget memories permanently (ids from search or list)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids := make([]int64, len(args))
+			for i, a := range args {
+				id, err := strconv.ParseInt(strings.TrimPrefix(a, "#"), 10, 64)
+				if err != nil {
+					return fmt.Errorf("%q is not a memory id", a)
+				}
+				ids[i] = id
+			}
+			return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
+				var errs []error
+				for _, id := range ids {
+					m, err := svc.Forget(ctx, id)
+					if err != nil {
+						errs = append(errs, fmt.Errorf("#%d: %w", id, err))
+						continue
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "forgot #%d: %s\n", id, m.Text)
+				}
+				return errors.Join(errs...)
+			})
+		},
+	}
+}
+
+type memoryJSON struct {
+	ID          int64   `json:"id"`
+	Text        string  `json:"text"`
+	Kind        string  `json:"kind"`
+	Source      string  `json:"source"`
+	CreatedAt   string  `json:"created_at"`
+	EventTime   string  `json:"event_time,omitempty"`
+	ValidTo     string  `json:"valid_to,omitempty"`
+	AccessCount int     `json:"access_count"`
+	Score       float64 `json:"score,omitempty"`
+}
+
+func toJSON(m memory.Memory) memoryJSON {
+	j := memoryJSON{ID: m.ID, Text: m.Text, Kind: string(m.Kind), Source: string(m.Source),
+		CreatedAt: m.CreatedAt.Format(time.RFC3339), AccessCount: m.AccessCount}
+	if m.EventTime != nil {
+		j.EventTime = m.EventTime.Format(time.DateOnly)
+	}
+	if m.ValidTo != nil {
+		j.ValidTo = m.ValidTo.Format(time.RFC3339)
+	}
+	return j
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeMemories(w io.Writer, ms []memory.Memory) error {
+	if len(ms) == 0 {
+		_, err := fmt.Fprintln(w, "no memories")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tDATE\tTEXT")
+	for _, m := range ms {
+		date := m.CreatedAt.Format(time.DateOnly)
+		if m.EventTime != nil {
+			date = m.EventTime.Format(time.DateOnly)
+		}
+		text := m.Text
+		if m.ValidTo != nil {
+			text += " (superseded)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.ID, m.Kind, date, text)
+	}
+	return tw.Flush()
+}

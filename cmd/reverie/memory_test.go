@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestMemoryCLI(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	env := []string{"HOME=" + t.TempDir()}
+	mustRun := func(args ...string) string {
+		t.Helper()
+		code, out, errs := runCLI(t, env, append(args, "--data", dir)...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		return out
+	}
+	out := mustRun("memory", "add", "My sister Ana lives in Porto.")
+	if !strings.Contains(out, "remembered as #") {
+		t.Fatalf("add: %q", out)
+	}
+	if out := mustRun("memory", "add", "my sister ana lives in porto"); !strings.Contains(out, "already remembered") {
+		t.Fatalf("duplicate add: %q", out)
+	}
+	mustRun("memory", "add", "--kind", "episode", "--when", "2026-06-01", "--keep=false", "Visited Ana in Porto for her birthday.")
+	mustRun("memory", "add", "--kind", "preference", "Prefers trains to planes.")
+
+	out = mustRun("memory", "search", "--json", "where does my sister live")
+	var hits []memoryJSON
+	if err := json.Unmarshal([]byte(out), &hits); err != nil || len(hits) == 0 {
+		t.Fatalf("search json: %v\n%s", err, out)
+	}
+	if !strings.Contains(hits[0].Text, "Porto") {
+		t.Fatalf("best hit %+v", hits[0])
+	}
+	out = mustRun("memory", "list", "--kind", "episode")
+	if !strings.Contains(out, "2026-06-01") || strings.Contains(out, "trains") {
+		t.Fatalf("list --kind episode:\n%s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "MEMORIES.txt"))
+	if err != nil || string(b) != "My sister Ana lives in Porto.\nPrefers trains to planes.\n" {
+		t.Fatalf("MEMORIES.txt = %q, %v", b, err)
+	}
+
+	var id string
+	for _, h := range hits {
+		if strings.Contains(h.Text, "sister") {
+			id = strconv.FormatInt(h.ID, 10)
+		}
+	}
+	if out := mustRun("memory", "forget", id); !strings.Contains(out, "forgot #"+id) {
+		t.Fatalf("forget: %q", out)
+	}
+	b, _ = os.ReadFile(filepath.Join(dir, "MEMORIES.txt"))
+	if string(b) != "Prefers trains to planes.\n" {
+		t.Fatalf("MEMORIES.txt after forget = %q", b)
+	}
+
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"secret", []string{"memory", "add", "aws key AKIAABCDEFGHIJKLMNOP"}, "secret"},
+		{"bad kind", []string{"memory", "add", "--kind", "gossip", "x"}, "unknown kind"},
+		{"bad id", []string{"memory", "forget", "abc"}, "not a memory id"},
+		{"unknown id", []string{"memory", "forget", "424242"}, "not found"},
+		{"bad date", []string{"memory", "add", "--when", "yesterday", "x"}, "YYYY-MM-DD"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errs := runCLI(t, env, append(c.args, "--data", dir)...)
+			if code == ExitOK || !strings.Contains(errs, c.want) {
+				t.Fatalf("exit %d, stderr %q; want failure mentioning %q", code, errs, c.want)
+			}
+		})
+	}
+}
+
+func TestEvalLoCoMoCLI(t *testing.T) {
+	env := []string{"HOME=" + t.TempDir()}
+	code, out, errs := runCLI(t, env, "eval", "locomo", "--data", filepath.Join("..", "..", "internal", "eval", "testdata", "synthetic.json"), "--json", "--k", "1,10")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep struct {
+		Overall    map[string]float64            `json:"overall"`
+		ByCategory map[string]map[string]float64 `json:"by_category"`
+		Questions  int                           `json:"questions"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Questions == 0 || rep.Overall["recall@10"] <= 0 || rep.ByCategory["single-hop"] == nil {
+		t.Fatalf("report %+v", rep)
+	}
+	if code, _, errs := runCLI(t, env, "eval", "locomo"); code != ExitConfig || !strings.Contains(errs, "--data") {
+		t.Fatalf("missing --data: %d %q", code, errs)
+	}
+	if code, _, _ := runCLI(t, env, "eval", "locomo", "--data", "/nonexistent.json"); code == ExitOK {
+		t.Fatal("missing file succeeded")
+	}
+}
