@@ -1,0 +1,49 @@
+// Package versioning keeps the human-editable files of the data dir in a git
+// repository inside the data dir (DATA/.git), written in pure Go with go-git:
+// no git binary is needed, and a user who has one can browse the history
+// with ordinary git commands.
+//
+// # What is tracked
+//
+// Only the files people and the assistant edit as text (Tracked):
+//
+//	MEMORIES.txt  BASE_PROMPT.txt  world_state.json  skills/…  prompts/…
+//
+// Never the database (reverie.db*), logs/, secrets, the workspace, archive/,
+// the lock file or config.yaml (it may hold inline secrets, and secrets never
+// go into history). Inside skills/ and prompts/, hidden files (".*"), temp
+// files ("*.tmp") and editor leftovers ("*~", "*.swp") are skipped too, and
+// so is anything that is not a regular file. The rule is code (IsTracked);
+// the .gitignore written on initialisation only mirrors it for people using
+// git by hand.
+//
+// # Operations
+//
+// Commit stages the paths a component just changed (files or directories,
+// deletions included) and records a commit only when something differs from
+// the last one; CommitAll does the same for every tracked path (used at
+// start-up for edits made while Reverie was stopped). History lists commits,
+// optionally only those touching a path; Show returns one commit's patch;
+// Restore puts every tracked file back to its content at an earlier revision
+// and records that as a new commit "restore <short>". History is never
+// rewritten, so a restore can itself be restored. Uncommitted edits found
+// when Restore starts are committed first, so a restore never loses them.
+//
+// # Durability and bad input
+//
+// A missing .git is initialised. A .git that cannot be opened (a corrupt
+// HEAD, a missing head commit, garbage where the repository should be) is
+// moved aside to .git.corrupt-<UTC timestamp> — never deleted — and a fresh
+// repository is started; Open logs a warning naming the kept copy. The index
+// is a cache of the head commit: an unreadable index or one that disagrees
+// with the head is rebuilt from the head commit on Open.
+//
+// Files restored are written atomically (temp file, fsync, rename).
+//
+// # Concurrency
+//
+// A Repo is safe for concurrent use: one mutex serialises every operation,
+// reads included (go-git's storage is not safe for concurrent writers). One
+// process owns a data dir (datadir.Lock); commands that change the history
+// from outside the agent take that lock first.
+package versioning

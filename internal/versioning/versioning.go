@@ -1,0 +1,446 @@
+package versioning
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Sentinel errors, wrapped with the detail (errors.Is them).
+var (
+	// ErrUnknownRevision: the revision names no commit of the history.
+	ErrUnknownRevision = errors.New("unknown revision")
+	// ErrAmbiguousRevision: a short hash matches more than one commit.
+	ErrAmbiguousRevision = errors.New("ambiguous revision")
+	// ErrNotTracked: a path handed to Commit or History is outside the
+	// versioned files (see IsTracked).
+	ErrNotTracked = errors.New("path is not versioned")
+)
+
+// Names in the data dir.
+const (
+	// GitDir is the repository inside the data dir.
+	GitDir = ".git"
+	// GitignoreFile documents the tracking rule for people using git.
+	GitignoreFile = ".gitignore"
+	// Branch is the branch a new repository commits to.
+	Branch = "main"
+)
+
+// Default commit author.
+const (
+	DefaultAuthorName  = "Reverie"
+	DefaultAuthorEmail = "reverie@localhost"
+)
+
+// shortLen is the length of Revision.Short; minShort the shortest prefix
+// accepted as a revision.
+const (
+	shortLen = 7
+	minShort = 4
+)
+
+// The versioned top-level entries of the data dir.
+var (
+	trackedFiles = []string{"BASE_PROMPT.txt", "MEMORIES.txt", "world_state.json"}
+	trackedDirs  = []string{"prompts", "skills"}
+)
+
+// Tracked returns the versioned top-level files and directories, relative to
+// the data dir, sorted.
+func Tracked() []string {
+	out := append(slices.Clone(trackedFiles), trackedDirs...)
+	slices.Sort(out)
+	return out
+}
+
+// IsTracked reports whether the file at rel (slash-separated, relative to
+// the data dir) is versioned: one of the top-level tracked files, or a file
+// inside a tracked directory whose path has no hidden component and whose
+// name is no temp or editor backup file.
+func IsTracked(rel string) bool {
+	rel, ok := cleanRel(rel)
+	if !ok {
+		return false
+	}
+	if slices.Contains(trackedFiles, rel) {
+		return true
+	}
+	top, rest, found := strings.Cut(rel, "/")
+	if !found || !slices.Contains(trackedDirs, top) {
+		return false
+	}
+	for _, part := range strings.Split(rest, "/") {
+		if strings.HasPrefix(part, ".") {
+			return false
+		}
+	}
+	base := path.Base(rel)
+	return !strings.HasSuffix(base, ".tmp") && !strings.HasSuffix(base, "~") && !strings.HasSuffix(base, ".swp")
+}
+
+// trackedPath reports whether rel may be given to Commit or History: a
+// tracked root, a tracked file, or a directory inside a tracked directory.
+func trackedPath(rel string) bool {
+	if slices.Contains(trackedDirs, rel) || IsTracked(rel) {
+		return true
+	}
+	top, rest, found := strings.Cut(rel, "/")
+	if !found || !slices.Contains(trackedDirs, top) {
+		return false
+	}
+	for _, part := range strings.Split(rest, "/") {
+		if strings.HasPrefix(part, ".") {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanRel cleans a slash-separated relative path; ok is false for absolute
+// paths and paths leaving the data dir.
+func cleanRel(rel string) (string, bool) {
+	if rel == "" || strings.HasPrefix(rel, "/") || strings.Contains(rel, "\\") {
+		return "", false
+	}
+	c := path.Clean(rel)
+	if c == "." || c == ".." || strings.HasPrefix(c, "../") {
+		return "", false
+	}
+	return c, true
+}
+
+// under reports whether name is p or inside directory p.
+func under(name, p string) bool {
+	return name == p || strings.HasPrefix(name, p+"/")
+}
+
+// gitignore mirrors IsTracked for people who run git in the data dir.
+const gitignore = `# Reverie versions only the files people and the assistant edit as text.
+# The database, logs, secrets, the workspace, archive/ and config.yaml (it may
+# hold secrets) stay out. Reverie decides what it commits in code; this file
+# only keeps "git status" quiet for people who use git by hand.
+/*
+!/BASE_PROMPT.txt
+!/MEMORIES.txt
+!/world_state.json
+!/prompts/
+!/skills/
+.*
+*.tmp
+*~
+*.swp
+`
+
+// Author signs the commits.
+type Author struct {
+	Name  string
+	Email string
+}
+
+// Options configure Open.
+type Options struct {
+	// Now is the clock for commit times (nil: time.Now).
+	Now func() time.Time
+	// Logger receives warnings about repairs (nil: discarded).
+	Logger *slog.Logger
+	// Author signs commits (zero: DefaultAuthorName <DefaultAuthorEmail>).
+	Author Author
+}
+
+// Revision is one commit of the history.
+type Revision struct {
+	// Hash is the full commit hash; "" for the zero Revision (nothing was
+	// committed).
+	Hash string `json:"hash"`
+	// Short is the abbreviated hash shown to people.
+	Short string `json:"short"`
+	// Time is the commit time.
+	Time time.Time `json:"time"`
+	// Message is the full commit message.
+	Message string `json:"message"`
+	// Files are the paths the commit added, changed or removed, sorted.
+	Files []string `json:"files"`
+}
+
+// IsZero reports whether r is the zero Revision (nothing was committed).
+func (r Revision) IsZero() bool { return r.Hash == "" }
+
+// Subject is the first line of the message.
+func (r Revision) Subject() string {
+	s, _, _ := strings.Cut(r.Message, "\n")
+	return strings.TrimSpace(s)
+}
+
+// Diff is one commit with its patch.
+type Diff struct {
+	Revision
+	// Patch is the unified diff against the commit's parent (against
+	// nothing for the first commit).
+	Patch string `json:"patch"`
+}
+
+// Repo is the versioned data dir. It is safe for concurrent use.
+type Repo struct {
+	dir     string
+	now     func() time.Time
+	log     *slog.Logger
+	author  Author
+	created bool
+
+	mu   sync.Mutex
+	repo *git.Repository
+	wt   *git.Worktree
+}
+
+// Open opens the repository in dir (the data dir, which must exist),
+// initialising it when there is none and replacing an unusable one after
+// moving it aside (see the package documentation). The index is brought in
+// line with the head commit. Open commits nothing: call CommitAll to record
+// edits made while no agent was running.
+func Open(dir string, opts Options) (*Repo, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Author.Name == "" {
+		opts.Author.Name = DefaultAuthorName
+	}
+	if opts.Author.Email == "" {
+		opts.Author.Email = DefaultAuthorEmail
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open data dir history: %w", err)
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("open data dir history: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("open data dir history: %s is not a directory", abs)
+	}
+	r := &Repo{dir: abs, now: opts.Now, log: opts.Logger, author: opts.Author}
+	gitPath := filepath.Join(abs, GitDir)
+	if _, err := os.Lstat(gitPath); errors.Is(err, os.ErrNotExist) {
+		if err := r.init(); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("open data dir history: %w", err)
+	} else if oerr := r.open(); oerr != nil {
+		aside, err := moveAside(gitPath, opts.Now())
+		if err != nil {
+			return nil, fmt.Errorf("data dir history is unusable (%v) and could not be moved aside: %w", oerr, err)
+		}
+		r.log.Warn("data dir history was unusable; kept it aside and started a new one",
+			"err", oerr, "kept", aside)
+		if err := r.init(); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.writeGitignore(); err != nil {
+		return nil, err
+	}
+	if err := r.syncIndex(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Created reports whether Open started a new repository (there was none, or
+// the old one was unusable).
+func (r *Repo) Created() bool { return r.created }
+
+// Dir is the data dir.
+func (r *Repo) Dir() string { return r.dir }
+
+func (r *Repo) init() error {
+	repo, err := git.PlainInitWithOptions(r.dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(Branch)},
+	})
+	if err != nil {
+		return fmt.Errorf("initialise data dir history: %w", err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("initialise data dir history: %w", err)
+	}
+	r.repo, r.wt, r.created = repo, wt, true
+	return nil
+}
+
+// open opens an existing repository and checks that its head commit and
+// tree can be read.
+func (r *Repo) open() error {
+	repo, err := git.PlainOpen(r.dir)
+	if err != nil {
+		return err
+	}
+	head, err := repo.Head()
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		// A repository without commits yet.
+	case err != nil:
+		return fmt.Errorf("read HEAD: %w", err)
+	default:
+		c, err := repo.CommitObject(head.Hash())
+		if err != nil {
+			return fmt.Errorf("read head commit %s: %w", head.Hash(), err)
+		}
+		t, err := c.Tree()
+		if err != nil {
+			return fmt.Errorf("read head tree: %w", err)
+		}
+		if err := t.Files().ForEach(func(*object.File) error { return nil }); err != nil {
+			return fmt.Errorf("read head tree: %w", err)
+		}
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return err
+	}
+	r.repo, r.wt = repo, wt
+	return nil
+}
+
+func (r *Repo) writeGitignore() error {
+	p := filepath.Join(r.dir, GitignoreFile)
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	if err := os.WriteFile(p, []byte(gitignore), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", GitignoreFile, err)
+	}
+	return nil
+}
+
+// headCommit returns the head commit, nil when there is none yet.
+func (r *Repo) headCommit() (*object.Commit, error) {
+	head, err := r.repo.Head()
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read HEAD: %w", err)
+	}
+	c, err := r.repo.CommitObject(head.Hash())
+	if err != nil {
+		return nil, fmt.Errorf("read head commit: %w", err)
+	}
+	return c, nil
+}
+
+// treeFile is a file of a commit's tree.
+type treeFile struct {
+	hash plumbing.Hash
+	mode filemode.FileMode
+}
+
+// treeFiles lists the files of c's tree (none for a nil commit).
+func treeFiles(c *object.Commit) (map[string]treeFile, error) {
+	out := map[string]treeFile{}
+	if c == nil {
+		return out, nil
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("read tree of %s: %w", c.Hash, err)
+	}
+	err = t.Files().ForEach(func(f *object.File) error {
+		out[f.Name] = treeFile{hash: f.Hash, mode: f.Mode}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read tree of %s: %w", c.Hash, err)
+	}
+	return out, nil
+}
+
+// syncIndex makes the index list exactly the head commit's files, rebuilding
+// it when it is unreadable or disagrees: commits are built from the index, so
+// a stale one would silently drop or resurrect files.
+func (r *Repo) syncIndex() error {
+	head, err := r.headCommit()
+	if err != nil {
+		return err
+	}
+	want, err := treeFiles(head)
+	if err != nil {
+		return err
+	}
+	idx, ierr := r.repo.Storer.Index()
+	if ierr == nil && indexMatches(idx, want) {
+		return nil
+	}
+	if ierr != nil && !r.created {
+		r.log.Warn("data dir history index was unreadable; rebuilt it from the last commit", "err", ierr)
+	} else if ierr == nil && len(idx.Entries) > 0 {
+		r.log.Info("data dir history index disagreed with the last commit; rebuilt it")
+	}
+	return r.resetIndex(want)
+}
+
+func indexMatches(idx *index.Index, want map[string]treeFile) bool {
+	if len(idx.Entries) != len(want) {
+		return false
+	}
+	for _, e := range idx.Entries {
+		w, ok := want[e.Name]
+		if !ok || w.hash != e.Hash || w.mode != e.Mode || e.Stage != index.Merged {
+			return false
+		}
+	}
+	return true
+}
+
+// resetIndex writes an index listing files.
+func (r *Repo) resetIndex(files map[string]treeFile) error {
+	entries := make(map[string]*index.Entry, len(files))
+	for name, f := range files {
+		entries[name] = &index.Entry{Name: name, Hash: f.hash, Mode: f.mode}
+	}
+	if err := r.repo.Storer.SetIndex(newIndex(entries)); err != nil {
+		return fmt.Errorf("write data dir history index: %w", err)
+	}
+	return nil
+}
+
+func newIndex(entries map[string]*index.Entry) *index.Index {
+	idx := &index.Index{Version: 2, Entries: make([]*index.Entry, 0, len(entries))}
+	for _, e := range entries {
+		idx.Entries = append(idx.Entries, e)
+	}
+	slices.SortFunc(idx.Entries, func(a, b *index.Entry) int { return strings.Compare(a.Name, b.Name) })
+	return idx
+}
+
+// moveAside renames p to p.corrupt-<UTC timestamp>, never replacing an
+// earlier one.
+func moveAside(p string, now time.Time) (string, error) {
+	base := p + ".corrupt-" + now.UTC().Format("20060102T150405Z")
+	target := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		target = fmt.Sprintf("%s-%d", base, i)
+	}
+	if err := os.Rename(p, target); err != nil {
+		return "", err
+	}
+	return target, nil
+}
