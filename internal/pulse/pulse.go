@@ -84,14 +84,15 @@ func (s Status) Valid() bool {
 func (s Status) Closed() bool { return s == StatusCompleted || s == StatusCancelled }
 
 // ParseStatus returns the status named s (case-insensitive; "done" and
-// "complete" mean completed, "canceled" cancelled) or ErrStatus.
+// "complete" mean completed, "canceled" and "dropped" cancelled) or
+// ErrStatus.
 func ParseStatus(s string) (Status, error) {
 	switch st := Status(strings.ToLower(strings.TrimSpace(s))); st {
 	case StatusActive, StatusCompleted, StatusCancelled:
 		return st, nil
 	case "done", "complete":
 		return StatusCompleted, nil
-	case "canceled":
+	case "canceled", "dropped":
 		return StatusCancelled, nil
 	}
 	return "", fmt.Errorf("%w: %q", ErrStatus, s)
@@ -143,6 +144,7 @@ type Patch struct {
 	Text     *string
 	Priority *int
 	Status   *Status
+	Thread   *chat.ThreadID
 }
 
 // Filter selects items for List. Zero fields do not filter.
@@ -160,6 +162,7 @@ type ChangeAction string
 const (
 	ChangeAdded   ChangeAction = "added"
 	ChangeUpdated ChangeAction = "updated"
+	ChangeDeleted ChangeAction = "deleted"
 	ChangePurged  ChangeAction = "purged"
 )
 
@@ -167,7 +170,7 @@ const (
 // TopicChanged event.
 type Change struct {
 	Action ChangeAction `json:"action"`
-	// ID is the item added or updated (0 for purges).
+	// ID is the item added, updated or deleted (0 for purges).
 	ID int64 `json:"id,omitempty"`
 	// Status is the item's status after the change.
 	Status Status `json:"status,omitempty"`
@@ -362,7 +365,7 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (Item, error) {
 
 // update is Update that also reports whether anything changed.
 func (s *Store) update(ctx context.Context, id int64, p Patch) (Item, bool, error) {
-	if p.Text == nil && p.Priority == nil && p.Status == nil {
+	if p.Text == nil && p.Priority == nil && p.Status == nil && p.Thread == nil {
 		return Item{}, false, fmt.Errorf("update pulse item #%d: %w", id, ErrNoChange)
 	}
 	var text string
@@ -399,6 +402,9 @@ func (s *Store) update(ctx context.Context, id int64, p Patch) (Item, bool, erro
 		if p.Priority != nil {
 			next.Priority = *p.Priority
 		}
+		if p.Thread != nil {
+			next.Thread = *p.Thread
+		}
 		if p.Status != nil && *p.Status != cur.Status {
 			next.Status = *p.Status
 			if next.Status.Closed() {
@@ -416,9 +422,9 @@ func (s *Store) update(ctx context.Context, id int64, p Patch) (Item, bool, erro
 		if !next.CompletedAt.IsZero() {
 			completed = next.CompletedAt.UnixNano()
 		}
-		row := tx.QueryRowContext(ctx, `UPDATE pulse_items SET text = ?, priority = ?, status = ?, updated_at = ?, completed_at = ?
+		row := tx.QueryRowContext(ctx, `UPDATE pulse_items SET text = ?, priority = ?, status = ?, thread = ?, updated_at = ?, completed_at = ?
 			WHERE id = ? RETURNING `+itemColumns,
-			next.Text, next.Priority, string(next.Status), now.UnixNano(), completed, id)
+			next.Text, next.Priority, string(next.Status), string(next.Thread), now.UnixNano(), completed, id)
 		if it, err = scanItem(row); err != nil {
 			return err
 		}
@@ -433,6 +439,31 @@ func (s *Store) update(ctx context.Context, id int64, p Patch) (Item, bool, erro
 		s.notify(ctx, Change{Action: ChangeUpdated, ID: it.ID, Status: it.Status, Revision: rev})
 	}
 	return it, changed, nil
+}
+
+// Delete removes item id for good (the web page's delete; the model
+// completes or cancels instead). An unknown id is ErrNotFound.
+func (s *Store) Delete(ctx context.Context, id int64) error {
+	now := s.now()
+	var rev int64
+	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM pulse_items WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("%w: #%d", ErrNotFound, id)
+		}
+		rev, err = bump(ctx, tx, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete pulse item #%d: %w", id, err)
+	}
+	s.notify(ctx, Change{Action: ChangeDeleted, ID: id, Revision: rev})
+	return nil
 }
 
 // Complete marks item id completed. Completing a completed item changes

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
@@ -338,6 +339,33 @@ func TestPurgeCompleted(t *testing.T) {
 	}
 }
 
+func TestDeleteAndThreadPatch(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	a := e.add(t, "a", 1)
+	b := e.add(t, "b", 2)
+	if err := e.store.Delete(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Delete(ctx, a.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if _, err := e.store.Get(ctx, a.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get deleted: %v", err)
+	}
+	it, err := e.store.Update(ctx, b.ID, Patch{Thread: ptr(chat.ThreadID("telegram:42"))})
+	if err != nil || it.Thread != "telegram:42" {
+		t.Fatalf("thread patch = %+v, %v", it, err)
+	}
+	ch := e.recorded()
+	if got := ch[2]; got.Action != ChangeDeleted || got.ID != a.ID || got.Revision != 3 {
+		t.Errorf("delete change = %+v", got)
+	}
+	if got := FormatItems([]Item{it}); got != "[P2] #2: b" {
+		t.Errorf("format = %q", got)
+	}
+}
+
 func TestRevisionStartsAtZero(t *testing.T) {
 	e := newEnv(t)
 	rev, at, err := e.store.Revision(context.Background())
@@ -400,7 +428,7 @@ func TestConcurrentWriters(t *testing.T) {
 
 func TestParseStatus(t *testing.T) {
 	cases := map[string]Status{"active": StatusActive, " Done ": StatusCompleted, "complete": StatusCompleted,
-		"completed": StatusCompleted, "canceled": StatusCancelled, "CANCELLED": StatusCancelled}
+		"completed": StatusCompleted, "canceled": StatusCancelled, "dropped": StatusCancelled, "CANCELLED": StatusCancelled}
 	for in, want := range cases {
 		if got, err := ParseStatus(in); err != nil || got != want {
 			t.Errorf("ParseStatus(%q) = %q, %v", in, got, err)

@@ -69,7 +69,8 @@ type ToolResult struct {
 }
 
 // Tool is the pulse tool: add, complete, update and list pulse items. Items
-// it adds have source SourceAgent. Failures (unknown id, bad priority, empty
+// it adds have source SourceAgent and the calling turn's thread
+// (tool.CallFrom). Failures (unknown id, bad priority, empty
 // text, …) are returned as errors, which the tool loop reports to the model.
 func Tool(s *Store) tool.Tool {
 	return tool.New(ToolName,
@@ -119,7 +120,11 @@ func (s *Store) toolAdd(ctx context.Context, a ToolArgs) (ToolResult, error) {
 	if a.Status != "" && a.Status != string(StatusActive) {
 		return ToolResult{}, errors.New("add creates an active item; leave status out")
 	}
-	it, err := s.Add(ctx, NewItem{Text: a.Text, Priority: a.Priority, Source: SourceAgent})
+	n := NewItem{Text: a.Text, Priority: a.Priority, Source: SourceAgent}
+	if c, ok := tool.CallFrom(ctx); ok {
+		n.Thread = c.Thread
+	}
+	it, err := s.Add(ctx, n)
 	if err != nil {
 		return ToolResult{}, toolError(err)
 	}

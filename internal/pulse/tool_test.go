@@ -17,7 +17,8 @@ func call(t *testing.T, tl tool.Tool, args string) (string, error) {
 			return "", err
 		}
 	}
-	res, err := tl.Call(context.Background(), json.RawMessage(args))
+	ctx := tool.WithCall(context.Background(), tool.Call{Thread: "web:t1", Agent: "main"})
+	res, err := tl.Call(ctx, json.RawMessage(args))
 	return res.Content, err
 }
 
@@ -100,7 +101,7 @@ func TestToolCalls(t *testing.T) {
 	}
 	// Items the tool adds are marked as the agent's.
 	it, err := e.store.Get(context.Background(), 1)
-	if err != nil || it.Source != SourceAgent {
+	if err != nil || it.Source != SourceAgent || it.Thread != "web:t1" {
 		t.Errorf("item 1 = %+v, %v", it, err)
 	}
 }

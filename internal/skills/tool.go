@@ -86,7 +86,8 @@ type ReadResult struct {
 }
 
 // ReadTool is the read_skill tool: a skill's full text, for skills the
-// prompt lists only by name and summary.
+// prompt lists only by name and summary. A read in a turn (tool.CallFrom)
+// is recorded as a LoadRead of the turn's thread.
 func ReadTool(s *Store) tool.Tool {
 	return tool.New(ReadToolName,
 		"Read the full text of one of your skills (learned procedures). When your instructions list skills only by name and summary, read the matching skill before following it.",
@@ -104,6 +105,11 @@ func ReadTool(s *Store) tool.Tool {
 			}
 			if err != nil {
 				return nil, err
+			}
+			if c, ok := tool.CallFrom(ctx); ok && c.Thread != "" {
+				if err := s.RecordLoads(ctx, c.Thread, []string{sk.Name}, LoadRead); err != nil {
+					s.log.Warn("could not record a skill read", "skill", sk.Name, "thread", c.Thread, "err", err)
+				}
 			}
 			return ReadResult{OK: true, Name: sk.Name, Summary: sk.Summary, Body: sk.Body}, nil
 		}, tool.ReadOnly(), tool.WithCategories("memory"))

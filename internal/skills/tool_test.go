@@ -19,7 +19,8 @@ func call(t *testing.T, tl tool.Tool, args string) (string, error) {
 			return "", err
 		}
 	}
-	res, err := tl.Call(context.Background(), json.RawMessage(args))
+	ctx := tool.WithCall(context.Background(), tool.Call{Thread: "sub_7", Agent: "sub_7", Depth: 1})
+	res, err := tl.Call(ctx, json.RawMessage(args))
 	return res.Content, err
 }
 
@@ -73,6 +74,10 @@ func TestAddAndReadTools(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.dataDir, "BASE_PROMPT.md")); !os.IsNotExist(err) {
 		t.Errorf("a path name escaped: %v", err)
+	}
+	loads, err := e.store.Loads(context.Background(), LoadFilter{Mode: LoadRead})
+	if err != nil || len(loads) != 2 || loads[0].Thread != "sub_7" || loads[0].Skill != "backup" || loads[1].Skill != "deploy-blog" {
+		t.Errorf("read loads = %+v, %v", loads, err)
 	}
 	if got := e.files(t); strings.Join(got, ",") != "backup.md,deploy-blog.md" {
 		t.Errorf("files = %v", got)
