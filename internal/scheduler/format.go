@@ -1,0 +1,106 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// LastReceipts returns the newest receipt of every task that has one, by
+// task id.
+func (s *Scheduler) LastReceipts(ctx context.Context) (map[string]Receipt, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT r.task_id, r.scheduled_at, r.started_at, r.outcome, r.reason, r.count,
+		r.catch_up, r.duration_ms, r.input_tokens, r.output_tokens, r.id
+		FROM scheduler_receipts r JOIN (SELECT MAX(id) AS id FROM scheduler_receipts GROUP BY task_id) last ON r.id = last.id`)
+	if err != nil {
+		return nil, fmt.Errorf("read last receipts: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]Receipt{}
+	for rows.Next() {
+		var (
+			r              Receipt
+			sched, started int64
+			outcome        string
+			catchUp        int
+			ms             int64
+		)
+		if err := rows.Scan(&r.TaskID, &sched, &started, &outcome, &r.Reason, &r.Count, &catchUp, &ms,
+			&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.ID); err != nil {
+			return nil, fmt.Errorf("read last receipts: %w", err)
+		}
+		r.ScheduledAt, r.StartedAt = fromNanos(sched), fromNanos(started)
+		r.Outcome, r.CatchUp, r.Duration = Outcome(outcome), catchUp != 0, time.Duration(ms)*time.Millisecond
+		out[r.TaskID] = r
+	}
+	return out, rows.Err()
+}
+
+// Summary is the text of the /reminders command: active and paused tasks
+// with their next run and last receipt, then the background jobs.
+func (s *Scheduler) Summary(ctx context.Context) (string, error) {
+	tasks, err := s.List(ctx, ListOptions{Jobs: true, Limit: 500})
+	if err != nil {
+		return "", err
+	}
+	last, err := s.LastReceipts(ctx)
+	if err != nil {
+		return "", err
+	}
+	loc := s.o.Location
+	var user, jobs []Task
+	for _, t := range tasks {
+		if t.Kind == KindJob {
+			jobs = append(jobs, t)
+		} else {
+			user = append(user, t)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Reminders and scheduled tasks (now %s):", FormatTime(s.now(), loc))
+	if len(user) == 0 {
+		b.WriteString("\nNone. Ask me to remind you of something, or to do something on a schedule.")
+	}
+	for _, t := range user {
+		writeTask(&b, t, last, loc)
+	}
+	if len(jobs) > 0 {
+		b.WriteString("\n\nBackground jobs:")
+		for _, t := range jobs {
+			writeTask(&b, t, last, loc)
+		}
+	}
+	return b.String(), nil
+}
+
+func writeTask(b *strings.Builder, t Task, last map[string]Receipt, loc *time.Location) {
+	what := map[TaskKind]string{KindReminder: "reminder", KindAITask: "AI task", KindSystem: "system task", KindJob: "job"}[t.Kind]
+	title := t.Title()
+	if t.Kind == KindJob {
+		title = t.Job
+	}
+	fmt.Fprintf(b, "\n• %s — %s %q — %s", t.ID, what, title, t.Description)
+	switch t.Status {
+	case StatusActive:
+		fmt.Fprintf(b, "\n  next: %s", FormatTime(t.NextRun, loc))
+	default:
+		fmt.Fprintf(b, "\n  %s", t.Status)
+	}
+	if r, ok := last[t.ID]; ok {
+		fmt.Fprintf(b, "; last: %s %s", r.Outcome, FormatTime(r.StartedAt, loc))
+		if r.Usage.Total() > 0 {
+			fmt.Fprintf(b, " (%d tokens)", r.Usage.Total())
+		}
+		if r.Reason != "" && r.Outcome != OutcomeFired {
+			reason := r.Reason
+			if len([]rune(reason)) > 120 {
+				reason = string([]rune(reason)[:119]) + "…"
+			}
+			fmt.Fprintf(b, " — %s", reason)
+		}
+	}
+	if t.Failures > 1 {
+		fmt.Fprintf(b, "; %d failures in a row", t.Failures)
+	}
+}
