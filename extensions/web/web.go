@@ -1,21 +1,44 @@
-// Package web is Reverie's HTTP channel. It owns the listener on the
-// configured address (default 127.0.0.1:8420) and serves GET /healthz, which
-// answers 200 {"status":"ok"} only once the agent is ready to take messages
-// and 503 before that. The HTTP API, WebSocket chat and the web page grow
-// from this extension.
+// Package web is Reverie's HTTP channel: the HTTP API of docs/api.md, the
+// WebSocket chat, the Server-Sent Events stream of the event bus and the web
+// page, on the configured address (default 127.0.0.1:8420).
+//
+// GET /healthz answers 200 {"status":"ok"} only once the agent is ready to
+// take messages and 503 before that. Everything under /api/ needs the access
+// token (bearer header or the session cookie set by POST /api/v1/login);
+// the page shell needs none.
+//
+// The extension is the channel "web" (threads web:<session>): messages
+// arrive over the WebSocket and go to the router through Host.Receive;
+// replies stream back to the connections following the thread. The data
+// endpoints are served from the api.Services the host offers
+// (api.ServicesFrom); a service the host does not offer answers 501.
+//
+// Delivery guarantees and concurrency: a message read from a WebSocket is
+// handed to the router (which stores it) on a context detached from the
+// connection, so a client that disconnects right after sending still gets
+// its turn run and saved. Frames for a thread go to the connections
+// following it at that moment, each through its own bounded queue and
+// writer goroutine: a slow or dead client never blocks a turn or another
+// client (a client more than 1024 frames behind is disconnected and catches
+// up from the history). Nothing is lost when nobody is connected: the
+// router stores every reply before delivering it. On shutdown the listener
+// closes, event streams end, WebSocket connections are closed with status
+// 1001 and every connection goroutine is awaited before Run returns.
 package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/extension"
 )
 
@@ -26,7 +49,7 @@ func init() {
 	extension.Register(extension.Info{
 		ID:          "web",
 		New:         func() extension.Extension { return new(Web) },
-		Description: "HTTP listener: health check, API and web page",
+		Description: "web page, HTTP API, WebSocket chat and event stream",
 	})
 }
 
@@ -34,37 +57,98 @@ func init() {
 type Config struct {
 	// Listen is host:port; port 0 picks a free port (the bound address is logged).
 	Listen string `yaml:"listen"`
+	// PublicURL is the page's address as users reach it (behind a reverse
+	// proxy); empty means http://<listen address>.
+	PublicURL string `yaml:"public_url"`
+	// Auth is "token" (default) or "none" (only on a loopback listener).
+	Auth string `yaml:"auth"`
+	// Token overrides the generated access token.
+	Token Secret `yaml:"token"`
 	// ReadTimeout bounds reading a request, headers and body.
 	ReadTimeout time.Duration `yaml:"read_timeout"`
 	// WriteTimeout bounds writing a non-streaming response.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// TurnTimeout bounds POST …/messages waiting for its turn.
+	TurnTimeout time.Duration `yaml:"turn_timeout"`
+	// MaxBodyBytes bounds request bodies and WebSocket frames.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// RatePerSecond and RateBurst limit requests per client IP (0 turns the
+	// limit off).
+	RatePerSecond float64 `yaml:"rate_per_second"`
+	RateBurst     int     `yaml:"rate_burst"`
+	// MaxConnections bounds open WebSocket and event-stream connections.
+	MaxConnections int `yaml:"max_connections"`
+}
+
+// DefaultConfig is the configuration without a `web:` section.
+func DefaultConfig() Config {
+	return Config{
+		Listen:         DefaultListen,
+		Auth:           AuthToken,
+		ReadTimeout:    30 * time.Second,
+		WriteTimeout:   60 * time.Second,
+		TurnTimeout:    10 * time.Minute,
+		MaxBodyBytes:   1 << 20,
+		RatePerSecond:  20,
+		RateBurst:      60,
+		MaxConnections: 4096,
+	}
 }
 
 // Web is the HTTP channel extension.
 type Web struct {
-	cfg     Config
-	log     *slog.Logger
-	ln      net.Listener
-	srv     *http.Server
-	ready   atomic.Bool
-	serving atomic.Bool
-	served  chan struct{}
+	cfg  Config
+	host extension.Host
+	log  *slog.Logger
+	now  func() time.Time
+	svc  *api.Services
+
+	auth         *authenticator
+	token        string // kept only to print the sign-in URL once
+	tokenCreated bool
+	limit        *limiter
+	hub          *hub
+	streams      atomic.Int64 // open WebSocket and SSE connections
+
+	ln       net.Listener
+	srv      *http.Server
+	ready    atomic.Bool
+	serving  atomic.Bool
+	served   chan struct{}
+	stopping chan struct{} // closed when Run begins shutting down
+	stopOnce sync.Once
 }
 
-// Init decodes the web section.
+// Init decodes the web section, loads (or creates) the access token and
+// builds the handler.
 func (w *Web) Init(_ context.Context, host extension.Host) error {
-	w.cfg = Config{Listen: DefaultListen, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
+	w.cfg = DefaultConfig()
 	if err := host.DecodeConfig(&w.cfg); err != nil {
 		return err
 	}
-	if _, _, err := net.SplitHostPort(w.cfg.Listen); err != nil {
-		return fmt.Errorf("web.listen %q: %w", w.cfg.Listen, err)
+	if err := w.cfg.validate(); err != nil {
+		return err
 	}
-	w.log = host.Logger()
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", w.healthz)
+	w.host, w.log, w.now = host, host.Logger(), host.Now
+	w.svc = api.ServicesFrom(host)
+	none := w.cfg.Auth == AuthNone
+	if !none {
+		token, created, err := loadToken(w.cfg.Token, host.DataDir())
+		if err != nil {
+			return err
+		}
+		w.auth = newAuthenticator(token, false)
+		if created {
+			w.token, w.tokenCreated = token, true
+		}
+	} else {
+		w.auth = newAuthenticator("", true)
+	}
+	w.limit = newLimiter(w.cfg.RatePerSecond, w.cfg.RateBurst, host.Now)
+	w.hub = newHub()
+	w.stopping = make(chan struct{})
 	w.srv = &http.Server{
-		Handler:           mux,
+		Handler:           w.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       w.cfg.ReadTimeout,
 		WriteTimeout:      w.cfg.WriteTimeout,
@@ -75,7 +159,38 @@ func (w *Web) Init(_ context.Context, host extension.Host) error {
 	return nil
 }
 
-// Start binds the listener so that a port conflict is reported at start-up.
+func (c Config) validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("web.listen %q: %w", c.Listen, err)
+	}
+	switch c.Auth {
+	case AuthToken:
+	case AuthNone:
+		if !isLoopback(c.Listen) {
+			return fmt.Errorf("web.auth: none is allowed only on a loopback listener, and web.listen is %q: "+
+				"set web.listen to 127.0.0.1:<port> or keep token authentication", c.Listen)
+		}
+	default:
+		return fmt.Errorf("web.auth: %q is not %q or %q", c.Auth, AuthToken, AuthNone)
+	}
+	switch {
+	case c.ReadTimeout <= 0, c.WriteTimeout <= 0, c.TurnTimeout <= 0:
+		return errors.New("web: read_timeout, write_timeout and turn_timeout must be positive")
+	case c.MaxBodyBytes < 1024:
+		return fmt.Errorf("web.max_body_bytes: %d is below the minimum of 1024", c.MaxBodyBytes)
+	case c.RatePerSecond < 0 || c.RateBurst < 0:
+		return errors.New("web: rate_per_second and rate_burst must not be negative")
+	case c.MaxConnections < 1:
+		return errors.New("web.max_connections must be at least 1")
+	}
+	if c.PublicURL != "" && !strings.HasPrefix(c.PublicURL, "http://") && !strings.HasPrefix(c.PublicURL, "https://") {
+		return fmt.Errorf("web.public_url %q: must start with http:// or https://", c.PublicURL)
+	}
+	return nil
+}
+
+// Start binds the listener so that a port conflict is reported at start-up,
+// and prints the sign-in URL once when the token was just created.
 func (w *Web) Start(ctx context.Context) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", w.cfg.Listen)
@@ -84,7 +199,15 @@ func (w *Web) Start(ctx context.Context) error {
 	}
 	w.ln = ln
 	w.served = make(chan struct{})
-	w.log.Info("web listener bound", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/")
+	w.log.Info("web listener bound", "addr", ln.Addr().String(), "url", w.BaseURL()+"/")
+	if w.tokenCreated {
+		w.log.Info("web access token created: open the URL below once to sign in; the token is kept in "+TokenFile,
+			"url", w.BaseURL()+"/#token="+w.token)
+		w.token = ""
+	}
+	if w.auth.none {
+		w.log.Warn("web authentication is off (web.auth: none): anyone who can reach " + w.cfg.Listen + " can use the assistant")
+	}
 	return nil
 }
 
@@ -96,11 +219,35 @@ func (w *Web) Addr() net.Addr {
 	return w.ln.Addr()
 }
 
+// BaseURL is the page's address without a trailing slash: web.public_url,
+// else http:// and the bound address (a wildcard address shown as
+// localhost).
+func (w *Web) BaseURL() string {
+	if w.cfg.PublicURL != "" {
+		return strings.TrimRight(w.cfg.PublicURL, "/")
+	}
+	addr := w.cfg.Listen
+	if w.ln != nil {
+		addr = w.ln.Addr().String()
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// PanelURL is the debug panel's address (what /debug prints).
+func (w *Web) PanelURL() string { return w.BaseURL() + "/#debug" }
+
 // OnReady makes /healthz answer 200.
 func (w *Web) OnReady(context.Context) { w.ready.Store(true) }
 
-// Run serves HTTP until ctx is cancelled, then shuts the server down
-// gracefully (in-flight requests get 5 seconds).
+// Run serves HTTP until ctx is cancelled, then shuts down: event streams end,
+// WebSocket connections are closed (1001), in-flight requests get 5 seconds.
 func (w *Web) Run(ctx context.Context) error {
 	if w.ln == nil {
 		return errors.New("web: Run before Start")
@@ -111,23 +258,29 @@ func (w *Web) Run(ctx context.Context) error {
 		defer close(w.served)
 		errc <- w.srv.Serve(w.ln)
 	}()
+	var serveErr error
 	select {
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return fmt.Errorf("serve http: %w", err)
+	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
 	w.ready.Store(false)
+	w.stopOnce.Do(func() { close(w.stopping) })
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	herr := w.hub.close(sctx)
 	err := w.srv.Shutdown(sctx)
+	if err != nil {
+		// Requests still running after the grace period are cut.
+		_ = w.srv.Close()
+	}
 	<-w.served
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve http: %w", serveErr)
+	}
 	if err != nil {
 		return fmt.Errorf("shut down http server: %w", err)
 	}
-	return nil
+	return herr
 }
 
 // Stop closes the listener if Run never served it.
@@ -150,16 +303,22 @@ func (w *Web) Health(context.Context) error {
 	return nil
 }
 
-func (w *Web) healthz(rw http.ResponseWriter, _ *http.Request) {
-	rw.Header().Set("Content-Type", "application/json")
-	rw.Header().Set("Cache-Control", "no-store")
-	if !w.ready.Load() {
-		rw.WriteHeader(http.StatusServiceUnavailable)
-		_ = json.NewEncoder(rw).Encode(map[string]string{"status": "starting"})
-		return
+// acquireStream counts an open WebSocket or SSE connection; false when
+// MaxConnections are open or the server is stopping.
+func (w *Web) acquireStream() bool {
+	select {
+	case <-w.stopping:
+		return false
+	default:
 	}
-	_ = json.NewEncoder(rw).Encode(map[string]string{"status": "ok"})
+	if w.streams.Add(1) > int64(w.cfg.MaxConnections) {
+		w.streams.Add(-1)
+		return false
+	}
+	return true
 }
+
+func (w *Web) releaseStream() { w.streams.Add(-1) }
 
 var (
 	_ extension.Extension       = (*Web)(nil)

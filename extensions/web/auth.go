@@ -1,0 +1,308 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Authentication modes (web.auth).
+const (
+	AuthToken = "token"
+	AuthNone  = "none"
+)
+
+// TokenFile is where the generated token is kept, relative to the data dir.
+const TokenFile = "secrets/web_token"
+
+// SessionCookie is the name of the browser session cookie.
+const SessionCookie = "reverie_session"
+
+// sessionMaxAge is how long a session cookie lives.
+const sessionMaxAge = 30 * 24 * time.Hour
+
+// maxSecretFile bounds a token file read.
+const maxSecretFile = 64 << 10
+
+// Secret is a credential in the web section, written like every secret in
+// config.yaml:
+//
+//	token: {env: NAME}        # from an environment variable
+//	token: {file: path}       # from a file (relative to the data dir), trimmed
+//	token: "inline"           # allowed; prefer the other two
+//
+// REVERIE_WEB__TOKEN=… sets it inline. It never prints its value.
+type Secret struct {
+	literal, env, file string
+}
+
+// UnmarshalYAML accepts the three forms above.
+func (s *Secret) UnmarshalYAML(unmarshal func(any) error) error {
+	var text string
+	if err := unmarshal(&text); err == nil {
+		*s = Secret{literal: text}
+		return nil
+	}
+	var m map[string]string
+	if err := unmarshal(&m); err == nil && len(m) == 1 {
+		for k, name := range m {
+			if strings.TrimSpace(name) == "" {
+				break
+			}
+			switch k {
+			case "env":
+				*s = Secret{env: name}
+				return nil
+			case "file":
+				*s = Secret{file: name}
+				return nil
+			}
+		}
+	}
+	return errors.New("a secret is {env: NAME}, {file: path} or a string")
+}
+
+// UnmarshalText sets the secret inline.
+func (s *Secret) UnmarshalText(b []byte) error {
+	*s = Secret{literal: string(b)}
+	return nil
+}
+
+// IsSet reports whether the secret was configured.
+func (s Secret) IsSet() bool { return s.literal != "" || s.env != "" || s.file != "" }
+
+// String never reveals the value.
+func (s Secret) String() string { return "[secret]" }
+
+// Format makes every fmt verb print [secret].
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, "[secret]") }
+
+// resolve returns the value; relative files are read from dataDir.
+func (s Secret) resolve(dataDir string) (string, error) {
+	switch {
+	case s.literal != "":
+		return strings.TrimSpace(s.literal), nil
+	case s.env != "":
+		v := strings.TrimSpace(os.Getenv(s.env))
+		if v == "" {
+			return "", fmt.Errorf("environment variable %s is not set or empty", s.env)
+		}
+		return v, nil
+	case s.file != "":
+		path := s.file
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dataDir, path)
+		}
+		v, err := readSecretFile(path)
+		if err != nil {
+			return "", err
+		}
+		if v == "" {
+			return "", fmt.Errorf("%s is empty", path)
+		}
+		return v, nil
+	}
+	return "", errors.New("not set")
+}
+
+func readSecretFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxSecretFile {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, maxSecretFile)
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// minTokenLen is the shortest token accepted from the configuration.
+const minTokenLen = 16
+
+// loadToken returns the configured token, or the one kept in
+// <dataDir>/secrets/web_token, generating and storing it (mode 0600) when
+// there is none; created reports that it was generated now.
+func loadToken(cfg Secret, dataDir string) (token string, created bool, err error) {
+	if cfg.IsSet() {
+		token, err := cfg.resolve(dataDir)
+		if err != nil {
+			return "", false, fmt.Errorf("web.token: %w", err)
+		}
+		if len(token) < minTokenLen {
+			return "", false, fmt.Errorf("web.token: shorter than %d characters", minTokenLen)
+		}
+		return token, false, nil
+	}
+	path := filepath.Join(dataDir, TokenFile)
+	switch token, err := readSecretFile(path); {
+	case err == nil && token != "":
+		return token, false, nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return "", false, fmt.Errorf("read the web token: %w", err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", false, fmt.Errorf("generate the web token: %w", err)
+	}
+	token = hex.EncodeToString(raw[:])
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", false, fmt.Errorf("store the web token: %w", err)
+	}
+	if err := writeFileAtomic(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", false, fmt.Errorf("store the web token: %w", err)
+	}
+	return token, true, nil
+}
+
+func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(perm); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if _, err = tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// authenticator checks bearer tokens and session cookies in constant time.
+type authenticator struct {
+	none bool
+	// tokenSum and cookieSum are SHA-256 sums, so every comparison is
+	// between equal-length values (no length leak).
+	tokenSum  [32]byte
+	cookie    string // the session cookie's value
+	cookieSum [32]byte
+}
+
+func newAuthenticator(token string, none bool) *authenticator {
+	a := &authenticator{none: none}
+	if none {
+		return a
+	}
+	a.tokenSum = sha256.Sum256([]byte(token))
+	mac := hmac.New(sha256.New, []byte(token))
+	mac.Write([]byte("reverie web session v1"))
+	a.cookie = hex.EncodeToString(mac.Sum(nil))
+	a.cookieSum = sha256.Sum256([]byte(a.cookie))
+	return a
+}
+
+func (a *authenticator) tokenOK(presented string) bool {
+	sum := sha256.Sum256([]byte(presented))
+	return subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) == 1
+}
+
+func (a *authenticator) cookieOK(presented string) bool {
+	sum := sha256.Sum256([]byte(presented))
+	return subtle.ConstantTimeCompare(sum[:], a.cookieSum[:]) == 1
+}
+
+// how a request was authenticated.
+type authKind int
+
+const (
+	authFailed authKind = iota
+	authBearer
+	authCookie
+	authOff
+)
+
+// check authenticates r. A present but wrong Authorization header fails
+// even when a valid cookie is present.
+func (a *authenticator) check(r *http.Request) authKind {
+	if a.none {
+		return authOff
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") && a.tokenOK(strings.TrimSpace(tok)) {
+			return authBearer
+		}
+		return authFailed
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil && a.cookieOK(c.Value) {
+		return authCookie
+	}
+	return authFailed
+}
+
+// sameOrigin reports whether r's Origin header, when present, names the host
+// r was sent to (cookie-authenticated writes must come from the page).
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
+
+// sessionCookie builds the cookie set by /login (maxAge < 0 clears it).
+func (a *authenticator) sessionCookie(r *http.Request, clear bool) *http.Cookie {
+	c := &http.Cookie{
+		Name:     SessionCookie,
+		Value:    a.cookie,
+		Path:     "/api/",
+		MaxAge:   int(sessionMaxAge / time.Second),
+		HttpOnly: true,
+		Secure:   r.TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+	}
+	if clear {
+		c.Value, c.MaxAge = "", -1
+	}
+	return c
+}
+
+// isLoopback reports whether a listen address binds only loopback
+// interfaces ("127.0.0.1:8420", "[::1]:0", "localhost:8420").
+func isLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,579 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/reverie-ai/reverie/api"
+)
+
+// Handlers of the editable state: memories, pulse, skills, tasks,
+// workflows, world state and setup. Each answers 501 when its service is
+// not offered.
+
+func (w *Web) listMemories(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Memories
+	if s == nil {
+		notEnabled(rw, "memories")
+		return
+	}
+	q := query{r: r}
+	text := strings.TrimSpace(q.str("q"))
+	kinds := q.list("kind")
+	sources := q.list("source")
+	limit := int(q.int("limit", 50, 1, 1000))
+	offset := int(q.int("offset", 0, 0, 1<<31))
+	closed := q.bool("include_closed")
+	for _, k := range kinds {
+		if !slices.Contains(api.MemoryKinds, k) {
+			q.fail("unknown kind %q (one of %s)", k, strings.Join(api.MemoryKinds, ", "))
+		}
+	}
+	for _, src := range sources {
+		if !slices.Contains(api.MemorySources, src) {
+			q.fail("unknown source %q (one of %s)", src, strings.Join(api.MemorySources, ", "))
+		}
+	}
+	if q.err != nil {
+		w.serviceError(rw, r, q.err)
+		return
+	}
+	var (
+		ms  []api.Memory
+		err error
+	)
+	if text != "" {
+		ms, err = s.Search(r.Context(), api.MemorySearch{Text: text, Limit: limit, Kinds: kinds})
+	} else {
+		ms, err = s.List(r.Context(), api.MemoryFilter{Kinds: kinds, Sources: sources, IncludeClosed: closed, Limit: limit, Offset: offset})
+	}
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, api.MemoryList{Memories: nonNil(ms)})
+}
+
+func (w *Web) getMemory(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Memories
+	if s == nil {
+		notEnabled(rw, "memories")
+		return
+	}
+	id, err := pathID(r)
+	if err == nil {
+		var m api.Memory
+		if m, err = s.Get(r.Context(), id); err == nil {
+			writeJSON(rw, http.StatusOK, m)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func validMemoryInput(in api.MemoryInput) error {
+	switch {
+	case strings.TrimSpace(in.Text) == "":
+		return fmt.Errorf("%w: text is empty", api.ErrInvalid)
+	case in.Kind == "":
+		return fmt.Errorf("%w: kind is missing (one of %s)", api.ErrInvalid, strings.Join(api.MemoryKinds, ", "))
+	case !slices.Contains(api.MemoryKinds, in.Kind):
+		return fmt.Errorf("%w: unknown kind %q (one of %s)", api.ErrInvalid, in.Kind, strings.Join(api.MemoryKinds, ", "))
+	case in.Source != "" && !slices.Contains(api.MemorySources, in.Source):
+		return fmt.Errorf("%w: unknown source %q (one of %s)", api.ErrInvalid, in.Source, strings.Join(api.MemorySources, ", "))
+	}
+	return nil
+}
+
+func (w *Web) addMemory(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Memories
+	if s == nil {
+		notEnabled(rw, "memories")
+		return
+	}
+	var in api.MemoryInput
+	err := decodeBody(r, &in)
+	if err == nil {
+		err = validMemoryInput(in)
+	}
+	if err == nil {
+		if in.Source == "" {
+			in.Source = "user_explicit"
+		}
+		var m api.Memory
+		if m, err = s.Add(r.Context(), in); err == nil {
+			writeJSON(rw, http.StatusCreated, m)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func (w *Web) updateMemory(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Memories
+	if s == nil {
+		notEnabled(rw, "memories")
+		return
+	}
+	id, err := pathID(r)
+	var in api.MemoryInput
+	if err == nil {
+		err = decodeBody(r, &in)
+	}
+	if err == nil {
+		err = validMemoryInput(in)
+	}
+	if err == nil {
+		var m api.Memory
+		if m, err = s.Update(r.Context(), id, in); err == nil {
+			writeJSON(rw, http.StatusOK, m)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func (w *Web) forgetMemory(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Memories
+	if s == nil {
+		notEnabled(rw, "memories")
+		return
+	}
+	q := query{r: r}
+	purge := q.bool("purge")
+	id, err := pathID(r)
+	if err == nil {
+		err = q.err
+	}
+	if err == nil {
+		if err = s.Forget(r.Context(), id, purge); err == nil {
+			rw.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+var pulseStatuses = []string{api.PulseActive, api.PulseWaiting, api.PulseDone, api.PulseDropped}
+
+func validPulseInput(in api.PulseInput, create bool) error {
+	switch {
+	case create && (in.Text == nil || strings.TrimSpace(*in.Text) == ""):
+		return fmt.Errorf("%w: text is empty", api.ErrInvalid)
+	case in.Text != nil && strings.TrimSpace(*in.Text) == "":
+		return fmt.Errorf("%w: text is empty", api.ErrInvalid)
+	case in.Status != nil && !slices.Contains(pulseStatuses, *in.Status):
+		return fmt.Errorf("%w: unknown status %q (one of %s)", api.ErrInvalid, *in.Status, strings.Join(pulseStatuses, ", "))
+	case in.Priority != nil && (*in.Priority < 0 || *in.Priority > 3):
+		return fmt.Errorf("%w: priority must be 0 to 3", api.ErrInvalid)
+	}
+	return nil
+}
+
+func (w *Web) listPulse(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Pulse
+	if s == nil {
+		notEnabled(rw, "pulse")
+		return
+	}
+	status := r.URL.Query().Get("status")
+	if status != "" && status != "all" && !slices.Contains(pulseStatuses, status) {
+		writeError(rw, http.StatusBadRequest, fmt.Sprintf("unknown status %q (one of %s or all)", status, strings.Join(pulseStatuses, ", ")))
+		return
+	}
+	items, err := s.List(r.Context(), status)
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, api.PulseList{Items: nonNil(items)})
+}
+
+func (w *Web) addPulse(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Pulse
+	if s == nil {
+		notEnabled(rw, "pulse")
+		return
+	}
+	var in api.PulseInput
+	err := decodeBody(r, &in)
+	if err == nil {
+		err = validPulseInput(in, true)
+	}
+	if err == nil {
+		var it api.PulseItem
+		if it, err = s.Add(r.Context(), in); err == nil {
+			writeJSON(rw, http.StatusCreated, it)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func (w *Web) updatePulse(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Pulse
+	if s == nil {
+		notEnabled(rw, "pulse")
+		return
+	}
+	id, err := pathID(r)
+	var in api.PulseInput
+	if err == nil {
+		err = decodeBody(r, &in)
+	}
+	if err == nil {
+		err = validPulseInput(in, false)
+	}
+	if err == nil {
+		var it api.PulseItem
+		if it, err = s.Update(r.Context(), id, in); err == nil {
+			writeJSON(rw, http.StatusOK, it)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func (w *Web) deletePulse(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Pulse
+	if s == nil {
+		notEnabled(rw, "pulse")
+		return
+	}
+	id, err := pathID(r)
+	if err == nil {
+		if err = s.Delete(r.Context(), id); err == nil {
+			rw.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+var skillName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+func skillParam(r *http.Request) (string, error) {
+	name := r.PathValue("name")
+	if !skillName.MatchString(name) {
+		return "", fmt.Errorf("%w: skill name %q: use lower-case letters, digits, - and _ (at most 64)", api.ErrInvalid, name)
+	}
+	return name, nil
+}
+
+func (w *Web) listSkills(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Skills
+	if s == nil {
+		notEnabled(rw, "skills")
+		return
+	}
+	list, err := s.List(r.Context())
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	for i := range list {
+		list[i].Content = ""
+	}
+	writeJSON(rw, http.StatusOK, api.SkillList{Skills: nonNil(list)})
+}
+
+func (w *Web) getSkill(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Skills
+	if s == nil {
+		notEnabled(rw, "skills")
+		return
+	}
+	name, err := skillParam(r)
+	if err == nil {
+		var sk api.Skill
+		if sk, err = s.Get(r.Context(), name); err == nil {
+			writeJSON(rw, http.StatusOK, sk)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func (w *Web) putSkill(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Skills
+	if s == nil {
+		notEnabled(rw, "skills")
+		return
+	}
+	name, err := skillParam(r)
+	var in api.SkillInput
+	if err == nil {
+		err = decodeBody(r, &in)
+	}
+	if err == nil && strings.TrimSpace(in.Content) == "" {
+		err = fmt.Errorf("%w: content is empty", api.ErrInvalid)
+	}
+	if err == nil {
+		var sk api.Skill
+		if sk, err = s.Put(r.Context(), name, in.Content); err == nil {
+			writeJSON(rw, http.StatusOK, sk)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func (w *Web) deleteSkill(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Skills
+	if s == nil {
+		notEnabled(rw, "skills")
+		return
+	}
+	name, err := skillParam(r)
+	if err == nil {
+		if err = s.Delete(r.Context(), name); err == nil {
+			rw.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+var taskKinds = []string{api.TaskReminder, api.TaskAI}
+
+func validTaskInput(in api.TaskInput, create bool) error {
+	switch {
+	case create && in.Kind == nil:
+		return fmt.Errorf("%w: kind is missing (one of %s)", api.ErrInvalid, strings.Join(taskKinds, ", "))
+	case in.Kind != nil && !slices.Contains(taskKinds, *in.Kind):
+		return fmt.Errorf("%w: unknown kind %q (one of %s)", api.ErrInvalid, *in.Kind, strings.Join(taskKinds, ", "))
+	case create && (in.Text == nil || strings.TrimSpace(*in.Text) == ""):
+		return fmt.Errorf("%w: text is empty", api.ErrInvalid)
+	case in.Text != nil && strings.TrimSpace(*in.Text) == "":
+		return fmt.Errorf("%w: text is empty", api.ErrInvalid)
+	case create && in.Schedule == nil:
+		return fmt.Errorf("%w: schedule is missing", api.ErrInvalid)
+	case in.Schedule != nil && in.Schedule.Type == "":
+		return fmt.Errorf("%w: schedule.type is missing (once, daily, weekly, monthly, interval or cron)", api.ErrInvalid)
+	}
+	return nil
+}
+
+func (w *Web) listTasks(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Tasks
+	if s == nil {
+		notEnabled(rw, "tasks")
+		return
+	}
+	q := query{r: r}
+	tq := api.TaskQuery{Kind: q.str("kind"), IncludeFinished: q.bool("include_finished")}
+	if tq.Kind != "" && !slices.Contains(taskKinds, tq.Kind) {
+		q.fail("unknown kind %q (one of %s)", tq.Kind, strings.Join(taskKinds, ", "))
+	}
+	if q.err != nil {
+		w.serviceError(rw, r, q.err)
+		return
+	}
+	list, err := s.List(r.Context(), tq)
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, api.TaskList{Tasks: nonNil(list)})
+}
+
+func (w *Web) addTask(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Tasks
+	if s == nil {
+		notEnabled(rw, "tasks")
+		return
+	}
+	var in api.TaskInput
+	err := decodeBody(r, &in)
+	if err == nil {
+		err = validTaskInput(in, true)
+	}
+	if err == nil {
+		var t api.Task
+		if t, err = s.Add(r.Context(), in); err == nil {
+			writeJSON(rw, http.StatusCreated, t)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func (w *Web) updateTask(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Tasks
+	if s == nil {
+		notEnabled(rw, "tasks")
+		return
+	}
+	id, err := pathID(r)
+	var in api.TaskInput
+	if err == nil {
+		err = decodeBody(r, &in)
+	}
+	if err == nil {
+		err = validTaskInput(in, false)
+	}
+	if err == nil {
+		var t api.Task
+		if t, err = s.Update(r.Context(), id, in); err == nil {
+			writeJSON(rw, http.StatusOK, t)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func (w *Web) cancelTask(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Tasks
+	if s == nil {
+		notEnabled(rw, "tasks")
+		return
+	}
+	id, err := pathID(r)
+	if err == nil {
+		if err = s.Cancel(r.Context(), id); err == nil {
+			rw.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func (w *Web) listReceipts(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Tasks
+	if s == nil {
+		notEnabled(rw, "tasks")
+		return
+	}
+	q := query{r: r}
+	rq := api.ReceiptQuery{TaskID: q.int("task", 0, 0, 1<<62), Limit: int(q.int("limit", 50, 1, 1000))}
+	if q.err != nil {
+		w.serviceError(rw, r, q.err)
+		return
+	}
+	list, err := s.Receipts(r.Context(), rq)
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, api.ReceiptList{Receipts: nonNil(list)})
+}
+
+func (w *Web) listWorkflows(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Workflows
+	if s == nil {
+		notEnabled(rw, "workflows")
+		return
+	}
+	q := query{r: r}
+	wq := api.WorkflowQuery{Status: q.str("status"), Limit: int(q.int("limit", 50, 1, 1000))}
+	if q.err != nil {
+		w.serviceError(rw, r, q.err)
+		return
+	}
+	list, err := s.List(r.Context(), wq)
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, api.WorkflowList{Workflows: nonNil(list)})
+}
+
+func (w *Web) getWorkflow(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Workflows
+	if s == nil {
+		notEnabled(rw, "workflows")
+		return
+	}
+	wf, err := s.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, wf)
+}
+
+func (w *Web) cancelWorkflow(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Workflows
+	if s == nil {
+		notEnabled(rw, "workflows")
+		return
+	}
+	if err := s.Cancel(r.Context(), r.PathValue("id")); err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	rw.WriteHeader(http.StatusNoContent)
+}
+
+func (w *Web) getWorld(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.World
+	if s == nil {
+		notEnabled(rw, "world")
+		return
+	}
+	doc, err := s.Get(r.Context())
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, json.RawMessage(doc))
+}
+
+func (w *Web) putWorld(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.World
+	if s == nil {
+		notEnabled(rw, "world")
+		return
+	}
+	var doc json.RawMessage
+	err := decodeBody(r, &doc)
+	if err == nil && (len(doc) == 0 || doc[0] != '{') {
+		err = fmt.Errorf("%w: the world state is a JSON object", api.ErrInvalid)
+	}
+	if err == nil {
+		if doc, err = s.Put(r.Context(), doc); err == nil {
+			writeJSON(rw, http.StatusOK, json.RawMessage(doc))
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}
+
+func (w *Web) setupForms(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Setup
+	if s == nil {
+		notEnabled(rw, "setup")
+		return
+	}
+	st, err := s.Forms(r.Context())
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	st.Forms = nonNil(st.Forms)
+	writeJSON(rw, http.StatusOK, st)
+}
+
+func (w *Web) applySetup(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Setup
+	if s == nil {
+		notEnabled(rw, "setup")
+		return
+	}
+	var req api.SetupRequest
+	err := decodeBody(r, &req)
+	if err == nil {
+		var msg string
+		// A real test call may take a while.
+		_ = http.NewResponseController(rw).SetWriteDeadline(w.now().Add(2 * w.cfg.WriteTimeout))
+		if msg, err = s.Apply(r.Context(), r.PathValue("form"), req.Values); err == nil {
+			writeJSON(rw, http.StatusOK, api.SetupResult{OK: true, Message: msg})
+			return
+		}
+	}
+	w.serviceError(rw, r, err)
+}

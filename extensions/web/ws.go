@@ -1,0 +1,518 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+)
+
+// WebSocket limits.
+const (
+	// maxQueuedFrames is how many frames may wait for a slow client before
+	// its connection is closed (it catches up from the history).
+	maxQueuedFrames = 1024
+	// maxSubscriptions bounds the threads one connection follows.
+	maxSubscriptions = 64
+	// wsMessageRate and wsMessageBurst bound the messages one connection
+	// sends.
+	wsMessageRate  = 5.0
+	wsMessageBurst = 20.0
+	// pingInterval is how often idle connections are pinged; a ping not
+	// answered within pingTimeout closes the connection.
+	pingInterval = 30 * time.Second
+	pingTimeout  = 30 * time.Second
+	// frameWriteTimeout bounds writing one frame.
+	frameWriteTimeout = 10 * time.Second
+	// receiveTimeout bounds handing a message to the router.
+	receiveTimeout = 10 * time.Second
+)
+
+// ChannelName is the channel this extension is: threads "web:<session>".
+const ChannelName = "web"
+
+var sessionPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// webThread turns a frame's thread ("web:abc" or "abc") into a web thread
+// id.
+func webThread(s string) (chat.ThreadID, error) {
+	session, ok := strings.CutPrefix(s, ChannelName+":")
+	if !ok && strings.Contains(s, ":") {
+		return "", fmt.Errorf("thread %q is not a web thread (web:<session>)", s)
+	}
+	if !sessionPattern.MatchString(session) {
+		return "", fmt.Errorf("thread %q: a session is 1 to 64 letters, digits, - or _", s)
+	}
+	return chat.NewThreadID(ChannelName, session), nil
+}
+
+// hub tracks WebSocket connections and the threads they follow. Safe for
+// concurrent use.
+type hub struct {
+	mu       sync.RWMutex
+	closed   bool
+	conns    map[*wsConn]struct{}
+	byThread map[chat.ThreadID]map[*wsConn]struct{}
+	wg       sync.WaitGroup // one per registered connection
+}
+
+func newHub() *hub {
+	return &hub{conns: map[*wsConn]struct{}{}, byThread: map[chat.ThreadID]map[*wsConn]struct{}{}}
+}
+
+// add registers c; false once the hub is closed.
+func (h *hub) add(c *wsConn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.conns[c] = struct{}{}
+	h.wg.Add(1)
+	return true
+}
+
+// remove unregisters c and its subscriptions.
+func (h *hub) remove(c *wsConn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.conns[c]; !ok {
+		return
+	}
+	delete(h.conns, c)
+	for t := range c.threads {
+		h.unsubscribeLocked(c, t)
+	}
+	h.wg.Done()
+}
+
+func (h *hub) subscribe(c *wsConn, t chat.ThreadID) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := c.threads[t]; ok {
+		return nil
+	}
+	if len(c.threads) >= maxSubscriptions {
+		return fmt.Errorf("a connection follows at most %d threads", maxSubscriptions)
+	}
+	c.threads[t] = struct{}{}
+	subs := h.byThread[t]
+	if subs == nil {
+		subs = map[*wsConn]struct{}{}
+		h.byThread[t] = subs
+	}
+	subs[c] = struct{}{}
+	return nil
+}
+
+func (h *hub) unsubscribe(c *wsConn, t chat.ThreadID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unsubscribeLocked(c, t)
+}
+
+func (h *hub) unsubscribeLocked(c *wsConn, t chat.ThreadID) {
+	delete(c.threads, t)
+	if subs := h.byThread[t]; subs != nil {
+		delete(subs, c)
+		if len(subs) == 0 {
+			delete(h.byThread, t)
+		}
+	}
+}
+
+// toThread sends f to every connection following t and reports how many.
+// The frame is encoded once, and only when someone follows t.
+func (h *hub) toThread(t chat.ThreadID, f *api.ServerFrame) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	subs := h.byThread[t]
+	if len(subs) == 0 {
+		return 0
+	}
+	b := encodeFrame(f)
+	for c := range subs {
+		c.enqueue(b)
+	}
+	return len(subs)
+}
+
+// broadcast sends f to every connection.
+func (h *hub) broadcast(f *api.ServerFrame) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if len(h.conns) == 0 {
+		return 0
+	}
+	b := encodeFrame(f)
+	for c := range h.conns {
+		c.enqueue(b)
+	}
+	return len(h.conns)
+}
+
+// count is the number of open connections.
+func (h *hub) count() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.conns)
+}
+
+// close refuses new connections, asks every open one to close with
+// StatusGoingAway and waits (bounded by ctx) until their handlers are done.
+func (h *hub) close(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	for c := range h.conns {
+		c.close(websocket.StatusGoingAway, "server shutting down")
+	}
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close WebSocket connections: %w", ctx.Err())
+	}
+}
+
+func encodeFrame(f *api.ServerFrame) []byte {
+	b, err := json.Marshal(f)
+	if err != nil {
+		// Unreachable: every field marshals (arguments are checked).
+		b, _ = json.Marshal(&api.ServerFrame{Type: api.FrameError, Thread: f.Thread, Error: "could not encode a frame"})
+	}
+	return b
+}
+
+// wsConn is one WebSocket connection. The handler goroutine reads; one
+// writer goroutine (owned by the handler) writes queued frames and pings.
+type wsConn struct {
+	ws      *websocket.Conn
+	threads map[chat.ThreadID]struct{} // guarded by hub.mu
+	bucket  bucket                     // reader goroutine only
+
+	mu     sync.Mutex
+	queue  [][]byte
+	done   bool
+	code   websocket.StatusCode
+	reason string
+	wake   chan struct{} // capacity 1: frames queued
+	quit   chan struct{} // closed by close
+}
+
+func newWSConn(ws *websocket.Conn) *wsConn {
+	return &wsConn{ws: ws, threads: map[chat.ThreadID]struct{}{}, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+}
+
+// enqueue queues a frame; a client more than maxQueuedFrames behind is
+// disconnected. It never blocks.
+func (c *wsConn) enqueue(b []byte) {
+	c.mu.Lock()
+	if c.done {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.queue) >= maxQueuedFrames {
+		c.mu.Unlock()
+		c.close(websocket.StatusPolicyViolation, "client too slow: reconnect and read the history")
+		return
+	}
+	c.queue = append(c.queue, b)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// send queues a frame built here.
+func (c *wsConn) send(f *api.ServerFrame) { c.enqueue(encodeFrame(f)) }
+
+// close asks the writer to close the connection with code and reason
+// (the first call wins).
+func (c *wsConn) close(code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return
+	}
+	c.done, c.code, c.reason, c.queue = true, code, reason, nil
+	close(c.quit)
+}
+
+// writeLoop writes queued frames and pings until the connection closes.
+func (c *wsConn) writeLoop(ctx context.Context) {
+	ping := time.NewTicker(pingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.wake:
+			c.mu.Lock()
+			batch := c.queue
+			c.queue = nil
+			c.mu.Unlock()
+			for _, b := range batch {
+				wctx, cancel := context.WithTimeout(ctx, frameWriteTimeout)
+				err := c.ws.Write(wctx, websocket.MessageText, b)
+				cancel()
+				if err != nil {
+					c.close(websocket.StatusInternalError, "")
+					_ = c.ws.CloseNow()
+					return
+				}
+			}
+		case <-ping.C:
+			pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+			err := c.ws.Ping(pctx)
+			cancel()
+			if err != nil {
+				c.close(websocket.StatusPolicyViolation, "")
+				_ = c.ws.CloseNow()
+				return
+			}
+		case <-c.quit:
+			c.mu.Lock()
+			code, reason := c.code, c.reason
+			c.mu.Unlock()
+			_ = c.ws.Close(code, reason)
+			return
+		case <-ctx.Done():
+			_ = c.ws.CloseNow()
+			return
+		}
+	}
+}
+
+// serveWS upgrades to a WebSocket and runs the connection.
+func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
+	var initial []chat.ThreadID
+	for _, s := range r.URL.Query()["thread"] {
+		t, err := webThread(s)
+		if err != nil {
+			writeError(rw, http.StatusBadRequest, err.Error())
+			return
+		}
+		initial = append(initial, t)
+	}
+	if len(initial) > maxSubscriptions {
+		writeError(rw, http.StatusBadRequest, fmt.Sprintf("at most %d threads", maxSubscriptions))
+		return
+	}
+	if !w.acquireStream() {
+		writeError(rw, http.StatusServiceUnavailable, "too many open connections")
+		return
+	}
+	defer w.releaseStream()
+	ws, err := websocket.Accept(rw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		// Accept has answered (400, 403 for another origin, …).
+		w.log.Debug("WebSocket upgrade refused", "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	ws.SetReadLimit(w.cfg.MaxBodyBytes)
+	c := newWSConn(ws)
+	if !w.hub.add(c) {
+		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
+		return
+	}
+	defer w.hub.remove(c)
+	for _, t := range initial {
+		_ = w.hub.subscribe(c, t)
+	}
+	// The request's context is not used after the upgrade (see
+	// websocket.Accept); the connection lives until either side closes.
+	ctx, cancel := context.WithCancel(context.Background())
+	var writer sync.WaitGroup
+	writer.Go(func() { c.writeLoop(ctx) })
+	defer func() {
+		cancel()
+		writer.Wait()
+	}()
+	w.readLoop(ctx, c, clientIP(r))
+}
+
+// readLoop handles client frames until the connection ends.
+func (w *Web) readLoop(ctx context.Context, c *wsConn, remote string) {
+	for {
+		typ, data, err := c.ws.Read(ctx)
+		if err != nil {
+			if s := websocket.CloseStatus(err); s == -1 && !errors.Is(err, context.Canceled) {
+				w.log.Debug("WebSocket closed", "remote", remote, "err", err)
+			}
+			c.close(websocket.StatusNormalClosure, "")
+			return
+		}
+		if typ != websocket.MessageText {
+			c.send(&api.ServerFrame{Type: api.FrameError, Error: "binary frames are not supported; send JSON text frames"})
+			continue
+		}
+		var f api.ClientFrame
+		if err := json.Unmarshal(data, &f); err != nil {
+			c.send(&api.ServerFrame{Type: api.FrameError, Error: "malformed frame: " + jsonMessage(err)})
+			continue
+		}
+		w.handleFrame(c, f)
+	}
+}
+
+func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
+	fail := func(msg string) {
+		c.send(&api.ServerFrame{Type: api.FrameError, Error: msg, ID: f.ID})
+	}
+	switch f.Type {
+	case api.FramePing:
+		c.send(&api.ServerFrame{Type: api.FramePong})
+	case api.FrameSubscribe, api.FrameUnsubscribe:
+		t, err := webThread(f.Thread)
+		if err != nil {
+			fail(err.Error())
+			return
+		}
+		if f.Type == api.FrameUnsubscribe {
+			w.hub.unsubscribe(c, t)
+			return
+		}
+		if err := w.hub.subscribe(c, t); err != nil {
+			fail(err.Error())
+		}
+	case api.FrameMessage:
+		if ok, _ := c.bucket.take(w.now(), wsMessageRate, wsMessageBurst); !ok {
+			fail("too many messages; slow down")
+			return
+		}
+		t, err := webThread(f.Thread)
+		if err != nil {
+			fail(err.Error())
+			return
+		}
+		if strings.TrimSpace(f.Text) == "" {
+			fail("text is empty")
+			return
+		}
+		if err := w.hub.subscribe(c, t); err != nil {
+			fail(err.Error())
+			return
+		}
+		// Detached: once read, the message is stored even if the client
+		// goes away now.
+		rctx, cancel := context.WithTimeout(context.Background(), receiveTimeout)
+		err = w.host.Receive(rctx, chat.Inbound{
+			Address:  chat.Address{Channel: ChannelName, Thread: t},
+			Sender:   chat.Sender{ID: ChannelName},
+			Text:     f.Text,
+			Received: w.now(),
+		})
+		cancel()
+		if err != nil {
+			w.log.Warn("message from the web not accepted", "thread", t, "err", err)
+			fail("the message was not accepted: " + err.Error())
+		}
+	case "":
+		fail(`malformed frame: "type" is missing`)
+	default:
+		fail(fmt.Sprintf("unknown frame type %q", f.Type))
+	}
+}
+
+// ChannelName implements extension.ChannelProvider: threads "web:…".
+func (w *Web) ChannelName() string { return ChannelName }
+
+// Send delivers a complete message: a reply as "done", a failure as
+// "error", a proactive message as "notify". It goes to the connections
+// following the thread; a message for a thread that is not a web thread
+// goes to every connection. With nobody connected it is only stored (the
+// router stored it before calling Send), so Send never fails.
+func (w *Web) Send(_ context.Context, msg chat.Outbound) error {
+	f := &api.ServerFrame{Thread: msg.Address.Thread}
+	switch msg.Kind {
+	case chat.Error:
+		f.Type, f.Error = api.FrameError, msg.Text
+	case chat.Notify:
+		f.Type, f.Text = api.FrameNotify, msg.Text
+	default:
+		f.Type, f.Text = api.FrameDone, msg.Text
+	}
+	if n := w.hub.toThread(msg.Address.Thread, f); n == 0 && msg.Address.Thread.Channel() != ChannelName {
+		w.hub.broadcast(f)
+	}
+	return nil
+}
+
+// OpenStream implements extension.StreamingChannelProvider: the reply is
+// streamed to whoever follows the thread while it is written.
+func (w *Web) OpenStream(_ context.Context, addr chat.Address) (extension.Stream, error) {
+	return &wsStream{hub: w.hub, thread: addr.Thread}, nil
+}
+
+// wsStream streams one reply to the thread's connections. Its methods never
+// fail: a client that is gone loses nothing (the reply is stored).
+type wsStream struct {
+	hub    *hub
+	thread chat.ThreadID
+}
+
+func (s *wsStream) Delta(text string) error {
+	s.hub.toThread(s.thread, &api.ServerFrame{Type: api.FrameDelta, Thread: s.thread, Text: text})
+	return nil
+}
+
+func (s *wsStream) Status(st extension.StreamStatus) error {
+	f := &api.ServerFrame{Thread: s.thread, CallID: st.CallID, Name: st.Tool}
+	switch st.Kind {
+	case extension.ToolCallStarted:
+		f.Type = api.FrameToolCall
+		f.Arguments = validJSON(st.Arguments)
+	case extension.ToolCallFinished:
+		f.Type = api.FrameToolResult
+		result, isErr := st.Result, st.IsError
+		f.Result, f.IsError = &result, &isErr
+	default:
+		return nil
+	}
+	s.hub.toThread(s.thread, f)
+	return nil
+}
+
+func (s *wsStream) Close(final string, err error) error {
+	f := &api.ServerFrame{Type: api.FrameDone, Thread: s.thread, Text: final}
+	if err != nil {
+		f.Type, f.Text, f.Error = api.FrameError, "", final
+		if f.Error == "" {
+			f.Error = "the reply failed"
+		}
+	}
+	s.hub.toThread(s.thread, f)
+	return nil
+}
+
+// validJSON returns b when it is valid JSON, else b as a JSON string (the
+// model's raw arguments may be malformed).
+func validJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("{}")
+	}
+	if json.Valid(b) {
+		return b
+	}
+	s, _ := json.Marshal(string(b))
+	return s
+}
+
+var (
+	_ extension.ChannelProvider          = (*Web)(nil)
+	_ extension.StreamingChannelProvider = (*Web)(nil)
+	_ extension.Stream                   = (*wsStream)(nil)
+)
