@@ -416,8 +416,29 @@ func (a *Agent) promptParts(ctx context.Context, in Input, tools []string) (prom
 	if lim := a.o.Limits.SkillsChars; lim > 0 && skillsChars(p.Skills) > lim {
 		p.SkillsAsTOC = true
 	}
+	a.recordSkillLoads(ctx, in.Thread, p.Skills, p.SkillsAsTOC)
 	p.Extra = a.contextBlocks(ctx, in)
 	return p, nil
+}
+
+// recordSkillLoads tells Sources implementing SkillLoadRecorder which skills
+// the prompt carries and how; a failure is logged, never fatal.
+func (a *Agent) recordSkillLoads(ctx context.Context, thread chat.ThreadID, skills []prompt.Skill, toc bool) {
+	rec, ok := a.o.Sources.(SkillLoadRecorder)
+	if !ok || len(skills) == 0 {
+		return
+	}
+	names := make([]string, len(skills))
+	for i, s := range skills {
+		names[i] = s.Name
+	}
+	mode := SkillLoadFull
+	if toc {
+		mode = SkillLoadTOC
+	}
+	if err := rec.RecordSkillLoads(ctx, thread, names, mode); err != nil {
+		a.log.Warn("could not record the skills loaded into the prompt", "thread", thread, "err", err)
+	}
 }
 
 // contextBlocks runs the context providers concurrently, each bounded by

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/prompt"
 )
@@ -25,6 +26,21 @@ type Sources interface {
 	Pulse(ctx context.Context) (string, error)
 	// Skills are the learned procedures, in display order.
 	Skills(ctx context.Context) ([]prompt.Skill, error)
+}
+
+// How a prompt carried the skills, for SkillLoadRecorder.
+const (
+	SkillLoadFull = "full" // each skill's whole text
+	SkillLoadTOC  = "toc"  // the table of contents (name and summary)
+)
+
+// SkillLoadRecorder is implemented by Sources that record which skills went
+// into which thread's prompt (the reflection cycle correlates skills with
+// failures). The agent calls it once per prompt it assembles, after reading
+// the skills, with their names and SkillLoadFull or SkillLoadTOC; an error
+// is logged and the turn goes on.
+type SkillLoadRecorder interface {
+	RecordSkillLoads(ctx context.Context, thread chat.ThreadID, names []string, mode string) error
 }
 
 // ComponentSizes are the current sizes of the size-limited prompt
