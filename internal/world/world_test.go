@@ -24,11 +24,16 @@ func TestLoadCorruptMovedAside(t *testing.T) {
 		{name: "not JSON", content: "{this is not json", reason: "parse world state"},
 		{name: "truncated", content: `{"version":1,"identity":{`, reason: "parse world state"},
 		{name: "not an object", content: `[1,2,3]`, reason: "parse world state"},
-		{name: "wrong version", content: `{"version":2,"topics":[]}`, reason: "version 2 is not supported"},
-		{name: "missing version", content: `{"topics":[]}`, reason: "version 0 is not supported"},
-		{name: "unknown field", content: `{"version":1,"mood":"happy"}`, reason: "unknown field"},
-		{name: "trailing data", content: `{"version":1} {"version":1}`, reason: "data after"},
-		{name: "bad goal", content: `{"version":1,"goals":[{"text":"x","status":"maybe"}]}`, reason: "unknown status"},
+		{name: "version not a number", content: `{"version":"2","topics":[]}`, reason: "not a whole number"},
+		{name: "negative version", content: `{"version":-1}`, reason: "not a whole number"},
+		{name: "null", content: `null`, reason: "not a JSON object"},
+		{name: "unknown field", content: `{"version":2,"mood":"happy"}`, reason: "unknown field"},
+		{name: "unknown field in v1", content: `{"version":1,"mood":"happy"}`, reason: "unknown field"},
+		{name: "unknown field unversioned", content: `{"mood":"happy"}`, reason: "unknown field"},
+		{name: "v0 topics not strings", content: `{"topics":[{"a":1}]}`, reason: "migrate world state from version 0"},
+		{name: "bad time zone", content: `{"version":2,"timezone":"Mars/Olympus_Mons"}`, reason: "IANA"},
+		{name: "trailing data", content: `{"version":2} {"version":2}`, reason: "data after"},
+		{name: "bad goal", content: `{"version":2,"goals":[{"text":"x","status":"maybe"}]}`, reason: "unknown status"},
 		{name: "empty file", content: ``, reason: "parse world state"},
 	}
 	for _, tc := range tests {
@@ -138,7 +143,7 @@ func TestLoadMissingCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"version": 1`, `"topics": []`, `"agent_name": "Reverie"`, `"updated_at": "2025-01-15T14:32:07Z"`} {
+	for _, want := range []string{`"version": 2`, `"timezone": ""`, `"topics": []`, `"agent_name": "Reverie"`, `"updated_at": "2025-01-15T14:32:07Z"`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("file lacks %s:\n%s", want, data)
 		}
@@ -160,7 +165,7 @@ func TestSaveRejectsInvalid(t *testing.T) {
 }
 
 func TestNullListsNormalised(t *testing.T) {
-	s, err := Decode([]byte(`{"version":1,"topics":null,"goals":null,"rules":null}`))
+	s, err := Decode([]byte(`{"version":2,"topics":null,"goals":null,"rules":null}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,156 @@
+package world
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func sample() *State {
+	s := Default(fixed)
+	s.Identity.UserName = "Ada"
+	s.Topics = []string{"notes", "Bernoulli numbers"}
+	s.Goals = []Goal{{Text: "publish the notes", Status: GoalActive}}
+	s.Rules = []string{"answer briefly"}
+	return s
+}
+
+func TestOps(t *testing.T) {
+	tests := []struct {
+		name string
+		ops  string
+		want func(s *State) // applied to sample() to give the expected state
+	}{
+		{"set user name", `[{"op":"set_user_name","value":"  Ada Lovelace "}]`, func(s *State) { s.Identity.UserName = "Ada Lovelace" }},
+		{"clear user name", `[{"op":"set_user_name"}]`, func(s *State) { s.Identity.UserName = "" }},
+		{"set agent name", `[{"op":"set_agent_name","value":"Mnemo"}]`, func(s *State) { s.Identity.AgentName = "Mnemo" }},
+		{"clear agent name falls back", `[{"op":"set_agent_name","value":""}]`, func(s *State) { s.Identity.AgentName = DefaultAgentName }},
+		{"set location", `[{"op":"set_location","value":"London"}]`, func(s *State) { s.Identity.UserLocation = "London" }},
+		{"set time zone", `[{"op":"set_timezone","value":"Europe/London"}]`, func(s *State) { s.TimeZone = "Europe/London" }},
+		{"UTC is a zone", `[{"op":"set_timezone","value":"UTC"}]`, func(s *State) { s.TimeZone = "UTC" }},
+		{"set project", `[{"op":"set_project","value":"analytical engine"}]`, func(s *State) { s.Project = "analytical engine" }},
+		{"add topic", `[{"op":"add_topic","value":"tea"}]`, func(s *State) { s.Topics = append(s.Topics, "tea") }},
+		{"add existing topic is a no-op", `[{"op":"add_topic","value":"bernoulli   NUMBERS"}]`, func(*State) {}},
+		{"remove topic case-insensitively", `[{"op":"remove_topic","value":"NOTES"}]`, func(s *State) { s.Topics = []string{"Bernoulli numbers"} }},
+		{"add goal", `[{"op":"add_goal","value":"meet Babbage"}]`, func(s *State) {
+			s.Goals = append(s.Goals, Goal{Text: "meet Babbage", Status: GoalActive})
+		}},
+		{"goal done", `[{"op":"set_goal_status","value":"Publish the notes","status":"done"}]`, func(s *State) { s.Goals[0].Status = GoalDone }},
+		{"remove goal", `[{"op":"remove_goal","value":"publish the notes"}]`, func(s *State) { s.Goals = []Goal{} }},
+		{"add rule", `[{"op":"add_rule","value":"answer in German"}]`, func(s *State) { s.Rules = append(s.Rules, "answer in German") }},
+		{"remove rule", `[{"op":"remove_rule","value":"answer briefly"}]`, func(s *State) { s.Rules = []string{} }},
+		{"several in order", `[{"op":"add_topic","value":"tea"},{"op":"remove_topic","value":"tea"},{"op":"add_goal","value":"x"},{"op":"set_goal_status","value":"x","status":"done"}]`,
+			func(s *State) { s.Goals = append(s.Goals, Goal{Text: "x", Status: GoalDone}) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, err := DecodeOps([]byte(tc.ops))
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := sample()
+			got, err := ApplyOps(before, ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := sample()
+			tc.want(want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got  %+v\nwant %+v", got, want)
+			}
+			if !reflect.DeepEqual(before, sample()) {
+				t.Error("ApplyOps changed its input")
+			}
+		})
+	}
+}
+
+func TestOpsBadInput(t *testing.T) {
+	tests := []struct {
+		name   string
+		ops    string
+		reason string
+	}{
+		{"not an array", `{"op":"add_topic","value":"x"}`, "decode world ops"},
+		{"unknown op", `[{"op":"set_mood","value":"happy"}]`, `unknown op "set_mood"`},
+		{"missing op", `[{"value":"x"}]`, `missing "op"`},
+		{"unknown field", `[{"op":"add_topic","topic":"x"}]`, "unknown field"},
+		{"wrong type", `[{"op":"add_topic","value":3}]`, "cannot unmarshal"},
+		{"trailing data", `[] []`, "data after"},
+		{"status on another op", `[{"op":"add_goal","value":"x","status":"done"}]`, "takes no status"},
+		{"status missing", `[{"op":"set_goal_status","value":"publish the notes"}]`, "needs a status"},
+		{"bad status", `[{"op":"set_goal_status","value":"publish the notes","status":"maybe"}]`, `status "maybe"`},
+		{"empty topic", `[{"op":"add_topic","value":"  "}]`, "value is empty"},
+		{"unknown goal", `[{"op":"remove_goal","value":"fly"}]`, `no goal "fly"; the goals are: "publish the notes"`},
+		{"unknown rule", `[{"op":"remove_rule","value":"x"}]`, `no rule "x"`},
+		{"unknown topic", `[{"op":"remove_topic","value":"x"}]`, `no topic "x"`},
+		{"bad zone", `[{"op":"set_timezone","value":"Mars/Olympus_Mons"}]`, "IANA"},
+		{"Local zone", `[{"op":"set_timezone","value":"Local"}]`, "not allowed"},
+		{"line break", `[{"op":"set_user_name","value":"Ada\nLovelace"}]`, "line break"},
+		{"too long", `[{"op":"set_project","value":"` + strings.Repeat("x", MaxNameChars+1) + `"}]`, "at most"},
+		{"no ops", `[]`, "no ops"},
+		{"bad op after good ones", `[{"op":"add_topic","value":"tea"},{"op":"remove_goal","value":"fly"}]`, "op 2 (remove_goal)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := sample()
+			ops, err := DecodeOps([]byte(tc.ops))
+			if err == nil {
+				_, err = ApplyOps(before, ops)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.reason) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.reason)
+			}
+			if !reflect.DeepEqual(before, sample()) {
+				t.Error("state changed on a failed op")
+			}
+		})
+	}
+}
+
+func TestOpsLimits(t *testing.T) {
+	s := Default(fixed)
+	var ops []Op
+	for i := range MaxTopics + 1 {
+		ops = append(ops, AddTopic{Topic: strings.Repeat("t", i+1)})
+	}
+	if _, err := ApplyOps(s, ops); err == nil || !strings.Contains(err.Error(), "already 30 topics") {
+		t.Errorf("too many topics: %v", err)
+	}
+	ops = make([]Op, MaxOps+1)
+	for i := range ops {
+		ops[i] = SetProject{Project: "x"}
+	}
+	if _, err := ApplyOps(s, ops); err == nil || !strings.Contains(err.Error(), "at most 50") {
+		t.Errorf("too many ops: %v", err)
+	}
+	if _, err := ApplyOps(s, []Op{nil}); err == nil {
+		t.Error("nil op accepted")
+	}
+}
+
+func TestSummary(t *testing.T) {
+	if got := Default(fixed).Summary(); got != "" {
+		t.Errorf("default summary = %q, want empty", got)
+	}
+	s := sample()
+	s.Identity.UserLocation = "London"
+	s.TimeZone = "Europe/London"
+	s.Identity.AgentName = "Mnemo"
+	s.Project = "analytical engine"
+	s.Goals = append(s.Goals, Goal{Text: "meet Babbage", Status: GoalDone})
+	want := `User: Ada
+User's location: London
+User's time zone: Europe/London
+Your name: Mnemo
+Current project: analytical engine
+Topics: notes; Bernoulli numbers
+Goals:
+- publish the notes (active)
+- meet Babbage (done)
+Standing rules from the user:
+- answer briefly`
+	if got := s.Summary(); got != want {
+		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
+	}
+}
