@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+)
+
+// Backend is what a chat frontend talks to: the agent in this process
+// (Local) or a running server (Remote).
+type Backend interface {
+	// Thread is the conversation the chat sends to.
+	Thread() chat.ThreadID
+	// Where describes the backend for the banner ("in process",
+	// "http://host:8420").
+	Where() string
+	// Send submits a message or a slash command. It returns once the
+	// message is accepted; what it causes arrives through Next and ends
+	// with an EventIdle.
+	Send(ctx context.Context, text string) error
+	// Cancel stops the turn in progress, if any. It reports what happened
+	// in words for the user.
+	Cancel(ctx context.Context) string
+	// Next returns the next event, waiting until there is one or ctx ends.
+	// An error other than ctx's means the backend is gone.
+	Next(ctx context.Context) (Event, error)
+	// Close releases the backend and waits for its goroutines.
+	Close() error
+}
+
+// Router is what Local needs from the process's message router
+// (*router.Router): Submit is Receive plus a report of when the message
+// was handled; CancelTurn cancels what a thread is processing.
+type Router interface {
+	Submit(ctx context.Context, msg chat.Inbound) (<-chan error, error)
+	CancelTurn(thread chat.ThreadID) bool
+}
+
+// Local is the Backend of an agent running in this process: messages go
+// to the router, replies come back through the cli channel.
+type Local struct {
+	c      *CLI
+	router Router
+	thread chat.ThreadID
+	sender chat.Sender
+	now    func() time.Time
+
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewLocal returns a backend on thread for the channel c (the enabled cli
+// extension of this process) and the process's router.
+func NewLocal(c *CLI, r Router, thread chat.ThreadID, sender chat.Sender) (*Local, error) {
+	if c == nil || c.events == nil {
+		return nil, errors.New("the cli channel is not running")
+	}
+	if err := thread.Validate(); err != nil {
+		return nil, err
+	}
+	if thread.Channel() != ChannelName {
+		return nil, fmt.Errorf("thread %q is not a %s thread", thread, ChannelName)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Local{c: c, router: r, thread: thread, sender: sender, now: time.Now, ctx: ctx, cancel: cancel}, nil
+}
+
+// Thread implements Backend.
+func (l *Local) Thread() chat.ThreadID { return l.thread }
+
+// Where implements Backend.
+func (l *Local) Where() string { return "in process" }
+
+// Send implements Backend.
+func (l *Local) Send(ctx context.Context, text string) error {
+	done, err := l.router.Submit(ctx, chat.Inbound{
+		Address:  chat.Address{Channel: ChannelName, Thread: l.thread},
+		Sender:   l.sender,
+		Text:     text,
+		Received: l.now(),
+	})
+	if err != nil {
+		return err
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		select {
+		case err := <-done:
+			ev := Event{Kind: EventIdle, Thread: l.thread}
+			if err != nil {
+				ev.Err = err.Error()
+			}
+			l.c.events.Push(ev)
+		case <-l.ctx.Done():
+		}
+	}()
+	return nil
+}
+
+// Cancel implements Backend.
+func (l *Local) Cancel(context.Context) string {
+	if l.router.CancelTurn(l.thread) {
+		return "cancelled"
+	}
+	return "nothing to cancel"
+}
+
+// Next implements Backend. Events of other cli threads (a message the
+// assistant sent to another terminal user) are shown as notifications.
+func (l *Local) Next(ctx context.Context) (Event, error) {
+	for {
+		ev, err := l.c.events.Next(ctx)
+		if err != nil {
+			return ev, err
+		}
+		if ev.Thread == "" || ev.Thread == l.thread || ev.Kind == EventNotify {
+			return ev, nil
+		}
+		switch ev.Kind {
+		case EventDone, EventError:
+			return Event{Kind: EventNotify, Thread: ev.Thread, Text: "[" + string(ev.Thread) + "] " + ev.Text}, nil
+		}
+	}
+}
+
+// Close implements Backend.
+func (l *Local) Close() error {
+	l.cancel()
+	l.wg.Wait()
+	return nil
+}
+
+var _ Backend = (*Local)(nil)

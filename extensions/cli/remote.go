@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/api/client"
+	"github.com/reverie-ai/reverie/chat"
+)
+
+// commandText matches a slash command the way the router recognises one.
+var commandText = regexp.MustCompile(`^/([A-Za-z][A-Za-z0-9_]*)(?:@\S+)?(?:\s|$)`)
+
+// Remote is the Backend of a server reached through its WebSocket API. The
+// API has no way to cancel a turn: Cancel stops waiting for the reply (the
+// server finishes it and keeps it in the thread's history) and hides what
+// is still streamed for it.
+type Remote struct {
+	c      *client.Client
+	conn   *client.Conn
+	thread chat.ThreadID
+	q      *Queue
+
+	mu      sync.Mutex
+	pending []*remoteMsg // sent, oldest first, until their last done/error
+	known   bool         // the thread has messages: no seed before a reply
+	seq     int
+	readErr error
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type remoteMsg struct {
+	id     string
+	expect int  // done/error frames still to come (2 when a seed comes first)
+	muted  bool // cancelled locally: its frames are dropped
+}
+
+// DialRemote connects to the server of c and prepares a chat on thread:
+// it checks the token with a history read (a new thread's first message
+// is answered by the seed's greeting, then the reply) and opens the
+// WebSocket subscribed to the thread.
+func DialRemote(ctx context.Context, c *client.Client, thread chat.ThreadID) (*Remote, error) {
+	if err := thread.Validate(); err != nil {
+		return nil, err
+	}
+	msgs, err := c.Messages(ctx, thread, api.MessageQuery{Limit: 1})
+	if err != nil {
+		if errors.Is(err, client.ErrUnauthorized) {
+			return nil, fmt.Errorf("%s refused the access token (give it with --token or $REVERIE_TOKEN): %w", c.URL(), err)
+		}
+		return nil, fmt.Errorf("reach %s: %w", c.URL(), err)
+	}
+	conn, err := c.Dial(ctx, thread)
+	if err != nil {
+		return nil, fmt.Errorf("open the chat connection to %s: %w", c.URL(), err)
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	r := &Remote{c: c, conn: conn, thread: thread, q: NewQueue(), known: len(msgs) > 0, cancel: cancel}
+	r.wg.Add(1)
+	go r.read(rctx)
+	return r, nil
+}
+
+// Thread implements Backend.
+func (r *Remote) Thread() chat.ThreadID { return r.thread }
+
+// Where implements Backend.
+func (r *Remote) Where() string { return r.c.URL() }
+
+// Send implements Backend.
+func (r *Remote) Send(ctx context.Context, text string) error {
+	r.mu.Lock()
+	if r.readErr != nil {
+		err := r.readErr
+		r.mu.Unlock()
+		return err
+	}
+	r.seq++
+	m := &remoteMsg{id: fmt.Sprintf("c%d", r.seq), expect: 1}
+	cmd := commandText.FindStringSubmatch(strings.TrimSpace(text))
+	if cmd == nil && !r.known {
+		m.expect = 2 // the seed's greeting, then the reply
+	}
+	if cmd == nil || strings.EqualFold(cmd[1], "new") {
+		r.known = true
+	}
+	r.pending = append(r.pending, m)
+	r.mu.Unlock()
+	err := r.conn.Write(ctx, api.ClientFrame{Type: api.FrameMessage, Thread: string(r.thread), Text: text, ID: m.id})
+	if err != nil {
+		r.mu.Lock()
+		r.remove(m)
+		r.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Cancel implements Backend: the reply is no longer waited for.
+func (r *Remote) Cancel(context.Context) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.pending {
+		if !m.muted {
+			m.muted = true
+			r.q.Push(Event{Kind: EventIdle, Thread: r.thread, Err: "cancelled"})
+			return "stopped waiting (the server finishes this reply and keeps it in the history)"
+		}
+	}
+	return "nothing to cancel"
+}
+
+// Next implements Backend.
+func (r *Remote) Next(ctx context.Context) (Event, error) {
+	ev, err := r.q.Next(ctx)
+	if errors.Is(err, ErrClosed) {
+		r.mu.Lock()
+		if r.readErr != nil {
+			err = r.readErr
+		}
+		r.mu.Unlock()
+	}
+	return ev, err
+}
+
+// Close implements Backend.
+func (r *Remote) Close() error {
+	err := r.conn.Close()
+	r.cancel()
+	r.wg.Wait()
+	return err
+}
+
+func (r *Remote) remove(m *remoteMsg) {
+	for i, p := range r.pending {
+		if p == m {
+			r.pending = append(r.pending[:i], r.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// read turns frames into events until the connection ends.
+func (r *Remote) read(ctx context.Context) {
+	defer r.wg.Done()
+	for {
+		f, err := r.conn.Read(ctx)
+		if err != nil {
+			r.mu.Lock()
+			if ctx.Err() == nil {
+				r.readErr = fmt.Errorf("connection to %s lost: %w", r.c.URL(), err)
+			} else {
+				r.readErr = ErrClosed
+			}
+			r.mu.Unlock()
+			r.q.Close()
+			return
+		}
+		r.mu.Lock()
+		r.frame(f)
+		r.mu.Unlock()
+	}
+}
+
+// frame handles one frame; r.mu is held.
+func (r *Remote) frame(f api.ServerFrame) {
+	var head *remoteMsg
+	if len(r.pending) > 0 {
+		head = r.pending[0]
+	}
+	if f.Type == api.FrameError && f.ID != "" {
+		// One of our messages was refused.
+		for _, m := range r.pending {
+			if m.id == f.ID {
+				r.remove(m)
+				if !m.muted {
+					r.q.Push(Event{Kind: EventError, Thread: r.thread, Text: f.Error})
+					r.q.Push(Event{Kind: EventIdle, Thread: r.thread, Err: f.Error})
+				}
+				return
+			}
+		}
+	}
+	if f.Thread == "" {
+		if f.Type == api.FrameError {
+			r.q.Push(Event{Kind: EventNotify, Text: "server: " + f.Error})
+		}
+		return
+	}
+	if f.Thread != r.thread {
+		switch f.Type {
+		case api.FrameNotify, api.FrameDone:
+			r.q.Push(Event{Kind: EventNotify, Thread: f.Thread, Text: "[" + string(f.Thread) + "] " + f.Text})
+		}
+		return
+	}
+	muted := head != nil && head.muted
+	switch f.Type {
+	case api.FrameDelta:
+		if !muted {
+			r.q.Push(Event{Kind: EventDelta, Thread: f.Thread, Text: f.Text})
+		}
+	case api.FrameToolCall:
+		if !muted {
+			r.q.Push(Event{Kind: EventToolCall, Thread: f.Thread, Tool: f.Name, CallID: f.CallID, Arguments: f.Arguments})
+		}
+	case api.FrameToolResult:
+		if !muted {
+			ev := Event{Kind: EventToolResult, Thread: f.Thread, Tool: f.Name, CallID: f.CallID}
+			if f.Result != nil {
+				ev.Result = *f.Result
+			}
+			if f.IsError != nil {
+				ev.IsError = *f.IsError
+			}
+			r.q.Push(ev)
+		}
+	case api.FrameNotify:
+		r.q.Push(Event{Kind: EventNotify, Thread: f.Thread, Text: f.Text})
+	case api.FrameDone, api.FrameError:
+		ev := Event{Kind: EventDone, Thread: f.Thread, Text: f.Text}
+		if f.Type == api.FrameError {
+			ev = Event{Kind: EventError, Thread: f.Thread, Text: f.Error}
+		}
+		if head == nil {
+			// A reply to someone else on the same thread (the web page).
+			r.q.Push(ev)
+			return
+		}
+		if !muted {
+			r.q.Push(ev)
+		}
+		head.expect--
+		if head.expect > 0 {
+			return
+		}
+		r.remove(head)
+		if !muted {
+			idle := Event{Kind: EventIdle, Thread: f.Thread}
+			if f.Type == api.FrameError {
+				idle.Err = f.Error
+			}
+			r.q.Push(idle)
+		}
+	}
+}
+
+var _ Backend = (*Remote)(nil)

@@ -1,0 +1,502 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Keys is the key help shown when the chat starts.
+const Keys = "Enter sends · Alt+Enter, Ctrl+J or a trailing \\ adds a line · ↑/↓ history · " +
+	"Ctrl+C cancels a reply (twice at an empty prompt quits) · Ctrl+D quits · Ctrl+O shows the last tool result · /help"
+
+// sendTimeout bounds handing one message to the backend.
+const sendTimeout = 30 * time.Second
+
+// InteractiveOptions configure RunInteractive.
+type InteractiveOptions struct {
+	// In and Out are the terminal (os.Stdin and os.Stdout, or a
+	// pseudo-terminal in tests).
+	In  io.Reader
+	Out io.Writer
+	// Env is the environment (TERM, NO_COLOR, GLAMOUR_STYLE).
+	Env []string
+	// History is the input history (nil: in memory only).
+	History *History
+}
+
+// RunInteractive runs the terminal chat on b until the user quits (Ctrl+D,
+// or Ctrl+C twice at an empty prompt) or ctx ends. Ctrl+C while a reply is
+// being written cancels that turn only. A history that cannot be saved is
+// reported once and kept in memory.
+func RunInteractive(ctx context.Context, b Backend, o InteractiveOptions) error {
+	if o.History == nil {
+		o.History, _ = OpenHistory("", 0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := newModel(ctx, b, o)
+	p := tea.NewProgram(m,
+		tea.WithContext(ctx),
+		tea.WithInput(o.In),
+		tea.WithOutput(o.Out),
+		tea.WithEnvironment(o.Env),
+		tea.WithoutSignalHandler(),
+	)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			ev, err := b.Next(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					p.Send(backendGone{err})
+				}
+				return
+			}
+			p.Send(eventMsg{ev})
+		}
+	}()
+	final, err := p.Run()
+	cancel()
+	wg.Wait()
+	if fm, ok := final.(*model); ok {
+		if fm.pending > 0 {
+			// Quitting while a reply is being written: stop it.
+			cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			b.Cancel(cctx)
+			ccancel()
+		}
+		if fm.err != nil {
+			return fm.err
+		}
+	}
+	if err != nil {
+		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("terminal: %w", err)
+	}
+	return nil
+}
+
+type eventMsg struct{ ev Event }
+type backendGone struct{ err error }
+
+// printedMsg says the last batch of lines was printed above the view.
+type printedMsg struct{}
+
+// styles of the chat; plain when NO_COLOR is set.
+type styles struct {
+	user, dim, tool, fail, notice, status lipgloss.Style
+}
+
+func newStyles(color bool) styles {
+	if !color {
+		return styles{}
+	}
+	return styles{
+		user:   lipgloss.NewStyle().Bold(true),
+		dim:    lipgloss.NewStyle().Faint(true),
+		tool:   lipgloss.NewStyle().Foreground(lipgloss.Color("6")),
+		fail:   lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
+		notice: lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
+		status: lipgloss.NewStyle().Faint(true).Italic(true),
+	}
+}
+
+type model struct {
+	ctx  context.Context
+	b    Backend
+	hist *History
+	st   styles
+	md   markdown
+	// fixedStyle: the markdown style came from GLAMOUR_STYLE or NO_COLOR
+	// and is not changed by the terminal's background colour.
+	fixedStyle bool
+
+	in      editor
+	histIdx int    // position while browsing the history; Len() when not
+	draft   string // the input before browsing started
+
+	width, height int
+	live          strings.Builder // the reply segment being written
+	pending       int             // messages sent and not idle yet
+	queued        []string        // typed while busy, sent when idle
+	activity      string
+	deferred      []string // notifications held until the reply ends
+	lastTool      string   // the last tool result, in full (Ctrl+O)
+	armedQuit     bool     // Ctrl+C at an empty idle prompt: once more quits
+	hint          string
+	histWarned    bool
+	err           error // why the chat ended, when it failed
+	bannerShown   bool
+	quitting      bool // quit once everything is printed
+
+	// Lines printed above the view. tea.Println commands run concurrently,
+	// so one batch is in flight at a time to keep the order.
+	out      []string
+	printing bool
+}
+
+func newModel(ctx context.Context, b Backend, o InteractiveOptions) *model {
+	m := &model{ctx: ctx, b: b, hist: o.History, width: 80, height: 24}
+	m.histIdx = m.hist.Len()
+	noColor := lookupEnv(o.Env, "NO_COLOR") != ""
+	m.st = newStyles(!noColor)
+	m.md.style = "dark"
+	switch s := lookupEnv(o.Env, "GLAMOUR_STYLE"); {
+	case s != "":
+		m.md.style, m.fixedStyle = s, true
+	case noColor:
+		m.md.style, m.fixedStyle = "notty", true
+	}
+	return m
+}
+
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func (m *model) Init() tea.Cmd {
+	if !m.fixedStyle {
+		return tea.RequestBackgroundColor
+	}
+	return nil
+}
+
+// print queues s, wrapped to the terminal's width, to be printed above the
+// view.
+func (m *model) print(s string) { m.out = append(m.out, ansi.Wrap(s, m.width, "")) }
+
+// flushed adds to cmd the printing of what is queued (one batch in flight
+// at a time) and quitting once everything is printed.
+func (m *model) flushed(cmd tea.Cmd) tea.Cmd {
+	cmds := []tea.Cmd{cmd}
+	if !m.printing && len(m.out) > 0 {
+		m.printing = true
+		text := strings.Join(m.out, "\n")
+		m.out = nil
+		cmds = append(cmds, tea.Sequence(tea.Println(text), func() tea.Msg { return printedMsg{} }))
+	}
+	if m.quitting && !m.printing {
+		cmds = append(cmds, tea.Quit)
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(msg.Width, 20), max(msg.Height, 5)
+		if !m.bannerShown {
+			m.bannerShown = true
+			m.print(m.st.user.Render("Reverie") + m.st.dim.Render(fmt.Sprintf(" · %s · %s", sanitize(string(m.b.Thread())), sanitize(m.b.Where()))))
+			m.print(m.st.dim.Render(Keys))
+		}
+	case printedMsg:
+		m.printing = false
+	case tea.BackgroundColorMsg:
+		if !m.fixedStyle {
+			m.md.style = "light"
+			if msg.IsDark() {
+				m.md.style = "dark"
+			}
+		}
+	case tea.PasteMsg:
+		m.in.insert(msg.Content)
+		m.armedQuit = false
+	case tea.KeyPressMsg:
+		cmd = m.key(msg)
+	case eventMsg:
+		m.event(msg.ev)
+	case backendGone:
+		m.err = fmt.Errorf("lost the connection to the assistant: %w", msg.err)
+		m.print(m.st.fail.Render("✗ " + sanitize(m.err.Error())))
+		m.quitting = true
+	}
+	return m, m.flushed(cmd)
+}
+
+func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
+	s := k.String()
+	if s != "ctrl+c" {
+		m.armedQuit = false
+		m.hint = ""
+	}
+	switch s {
+	case "ctrl+c":
+		return m.interrupt()
+	case "ctrl+d":
+		if m.in.empty() {
+			m.quitting = true
+			return nil
+		}
+		m.in.del()
+	case "enter":
+		m.submit()
+	case "alt+enter", "ctrl+j", "shift+enter":
+		m.in.insert("\n")
+	case "up":
+		if !m.in.up() {
+			m.historyPrev()
+		}
+	case "down":
+		if !m.in.down() {
+			m.historyNext()
+		}
+	case "left", "ctrl+b":
+		m.in.left()
+	case "right", "ctrl+f":
+		m.in.right()
+	case "home", "ctrl+a":
+		m.in.home()
+	case "end", "ctrl+e":
+		m.in.end()
+	case "alt+left", "ctrl+left", "alt+b":
+		m.in.pos = m.in.wordBack()
+	case "alt+right", "ctrl+right", "alt+f":
+		m.in.pos = m.in.wordForward()
+	case "backspace", "ctrl+h":
+		m.in.backspace()
+	case "delete":
+		m.in.del()
+	case "ctrl+u":
+		m.in.killBack()
+	case "ctrl+k":
+		m.in.killForward()
+	case "ctrl+w", "alt+backspace":
+		m.in.deleteWord()
+	case "ctrl+l":
+		return tea.ClearScreen
+	case "ctrl+z":
+		return tea.Suspend
+	case "ctrl+o":
+		if m.lastTool == "" {
+			m.hint = "no tool result yet"
+		} else {
+			m.print(m.st.dim.Render(sanitize(m.lastTool)))
+		}
+	case "tab":
+		m.in.insert("  ")
+	default:
+		if k.Text != "" && k.Mod&(tea.ModCtrl|tea.ModAlt) == 0 {
+			m.in.insert(k.Text)
+		}
+	}
+	return nil
+}
+
+// interrupt is Ctrl+C: cancel the turn in progress, else clear the input,
+// else arm quitting; a second Ctrl+C at an empty prompt quits.
+func (m *model) interrupt() tea.Cmd {
+	switch {
+	case m.pending > 0:
+		if n := len(m.queued); n > 0 {
+			m.print(m.st.dim.Render(fmt.Sprintf("(%d queued message(s) dropped; ↑ recalls them)", n)))
+			m.queued = nil
+		}
+		ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
+		what := m.b.Cancel(ctx)
+		cancel()
+		m.activity = what
+		m.armedQuit = false
+	case !m.in.empty():
+		m.in.set("")
+		m.histIdx = m.hist.Len()
+	case m.armedQuit:
+		m.quitting = true
+	default:
+		m.armedQuit = true
+		m.hint = "press Ctrl+C again or Ctrl+D to quit"
+	}
+	return nil
+}
+
+// submit is Enter: a trailing backslash continues on a new line, else the
+// input is sent (or queued while a reply is being written).
+func (m *model) submit() {
+	text := m.in.String()
+	if m.in.pos == len(m.in.buf) {
+		if cont, ok := strings.CutSuffix(text, `\`); ok {
+			m.in.set(cont + "\n")
+			return
+		}
+	}
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	if err := m.hist.Add(text); err != nil && !m.histWarned {
+		m.histWarned = true
+		m.print(m.st.fail.Render("✗ " + sanitize(err.Error()) + " (history kept in memory only)"))
+	}
+	m.histIdx, m.draft = m.hist.Len(), ""
+	m.in.set("")
+	if m.pending > 0 {
+		m.queued = append(m.queued, text)
+		return
+	}
+	m.send(text)
+}
+
+func (m *model) send(text string) {
+	m.print(m.echo(text))
+	ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
+	err := m.b.Send(ctx, text)
+	cancel()
+	if err != nil {
+		m.print(m.st.fail.Render("✗ not sent: " + sanitize(err.Error())))
+		return
+	}
+	m.pending++
+	m.activity = "thinking"
+}
+
+func (m *model) echo(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		p := "  "
+		if i == 0 {
+			p = "› "
+		}
+		lines[i] = m.st.user.Render(p + l)
+	}
+	return "\n" + strings.Join(lines, "\n")
+}
+
+func (m *model) historyPrev() {
+	if m.histIdx == 0 {
+		return
+	}
+	if m.histIdx == m.hist.Len() {
+		m.draft = m.in.String()
+	}
+	m.histIdx--
+	m.in.set(m.hist.At(m.histIdx))
+}
+
+func (m *model) historyNext() {
+	if m.histIdx >= m.hist.Len() {
+		return
+	}
+	m.histIdx++
+	if m.histIdx == m.hist.Len() {
+		m.in.set(m.draft)
+		return
+	}
+	m.in.set(m.hist.At(m.histIdx))
+}
+
+// event shows what the backend reports.
+func (m *model) event(ev Event) {
+	switch ev.Kind {
+	case EventDelta:
+		m.live.WriteString(ev.Text)
+		m.activity = "writing"
+	case EventToolCall:
+		m.flushLive()
+		m.print(m.st.tool.Render("⚙ " + toolCallLine(ev.Tool, ev.Arguments)))
+		m.activity = "running " + sanitize(ev.Tool)
+	case EventToolResult:
+		m.lastTool = ev.Result
+		mark, style := "↳", m.st.dim
+		if ev.IsError {
+			mark, style = "✗", m.st.fail
+		}
+		m.print(style.Render("  " + mark + " " + toolResultLine(ev.Result)))
+		m.activity = "thinking"
+	case EventDone:
+		text := ev.Text
+		if strings.TrimSpace(text) == "" {
+			text = m.live.String()
+		}
+		m.live.Reset()
+		if strings.TrimSpace(text) != "" {
+			m.print("\n" + m.md.render(text, m.width))
+		}
+	case EventError:
+		m.flushLive()
+		m.print(m.st.fail.Render("✗ " + sanitize(ev.Text)))
+	case EventNotify:
+		line := m.st.notice.Render("◆ " + sanitize(ev.Text))
+		if m.pending > 0 || m.live.Len() > 0 {
+			m.deferred = append(m.deferred, line)
+		} else {
+			m.print("\n" + line)
+		}
+	case EventIdle:
+		if m.pending > 0 {
+			m.pending--
+		}
+		if m.pending == 0 {
+			m.flushLive()
+			m.activity = ""
+			for _, d := range m.deferred {
+				m.print("\n" + d)
+			}
+			m.deferred = nil
+			if len(m.queued) > 0 {
+				next := m.queued[0]
+				m.queued = m.queued[1:]
+				m.send(next)
+			}
+		}
+	}
+}
+
+// flushLive prints the segment written so far (text before a tool call,
+// or what a cancelled reply had written) and clears it.
+func (m *model) flushLive() {
+	if strings.TrimSpace(m.live.String()) != "" {
+		m.print("\n" + m.md.render(m.live.String(), m.width))
+	}
+	m.live.Reset()
+}
+
+func (m *model) View() tea.View {
+	var b strings.Builder
+	inputRows, curX, curY := m.in.render(m.width, "› ", "  ")
+	lines := 0
+	if m.live.Len() > 0 {
+		wrapped := strings.Split(ansi.Wrap(sanitize(m.live.String()), max(m.width-2, 10), ""), "\n")
+		keep := max(m.height-len(inputRows)-4, 3)
+		if len(wrapped) > keep {
+			wrapped = wrapped[len(wrapped)-keep:]
+		}
+		for _, l := range wrapped {
+			b.WriteString("  " + l + "\n")
+			lines++
+		}
+	}
+	if m.pending > 0 {
+		status := "… " + m.activity + " · Ctrl+C cancels"
+		if n := len(m.queued); n > 0 {
+			status += fmt.Sprintf(" · %d queued", n)
+		}
+		b.WriteString(m.st.status.Render(status) + "\n")
+		lines++
+	}
+	if m.hint != "" {
+		b.WriteString(m.st.dim.Render(m.hint) + "\n")
+		lines++
+	}
+	b.WriteString(strings.Join(inputRows, "\n"))
+	v := tea.NewView(b.String())
+	v.Cursor = tea.NewCursor(curX, lines+curY)
+	return v
+}
