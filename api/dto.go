@@ -287,31 +287,39 @@ type MemoryList struct {
 	Memories []Memory `json:"memories"`
 }
 
-// Pulse item statuses.
+// Pulse item statuses: completed and cancelled items are closed.
 const (
-	PulseActive  = "active"
-	PulseWaiting = "waiting"
-	PulseDone    = "done"
-	PulseDropped = "dropped"
+	PulseActive    = "active"
+	PulseCompleted = "completed"
+	PulseCancelled = "cancelled"
+)
+
+// Pulse priorities: 1 is urgent, 10 low.
+const (
+	PulseMinPriority     = 1
+	PulseMaxPriority     = 10
+	PulseDefaultPriority = 5
 )
 
 // PulseItem is one item of the working memory.
 type PulseItem struct {
-	ID        int64     `json:"id"`
-	Text      string    `json:"text"`
-	Status    string    `json:"status"`
-	Priority  int       `json:"priority"`
-	Thread    string    `json:"thread,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID          int64      `json:"id"`
+	Text        string     `json:"text"`
+	Priority    int        `json:"priority"`
+	Status      string     `json:"status"`
+	Thread      string     `json:"thread,omitempty"`
+	Source      string     `json:"source,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	CompletedAt *time.Time `json:"completed_at"`
 }
 
 // PulseInput is the body of POST and PUT /api/v1/pulse; nil fields are
-// left unchanged by an update.
+// left unchanged by an update (and take their defaults on creation).
 type PulseInput struct {
 	Text     *string `json:"text,omitempty"`
-	Status   *string `json:"status,omitempty"`
 	Priority *int    `json:"priority,omitempty"`
+	Status   *string `json:"status,omitempty"`
 	Thread   *string `json:"thread,omitempty"`
 }
 
@@ -343,52 +351,79 @@ type SkillList struct {
 // schema belongs to the world state; see docs/api.md).
 type WorldState = json.RawMessage
 
-// Task kinds.
+// Task kinds: a reminder delivers its text, an AI task runs its prompt and
+// delivers the answer, a system task hands its text to the main agent, a
+// job is an extension's scheduled job.
 const (
 	TaskReminder = "reminder"
 	TaskAI       = "ai_task"
+	TaskSystem   = "system"
+	TaskJob      = "job"
 )
 
-// Schedule says when a task runs (docs/api.md lists the types).
+// Task states.
+const (
+	TaskActive    = "active"
+	TaskPaused    = "paused"
+	TaskDone      = "done"
+	TaskCancelled = "cancelled"
+	TaskInactive  = "inactive"
+)
+
+// Schedule says when a task runs (docs/api.md lists the kinds). Times of
+// day are "HH:MM" in Zone, else the configured time zone.
 type Schedule struct {
-	Type        string     `json:"type"` // once, daily, weekly, monthly, interval, cron
+	Kind        string     `json:"kind"` // once, daily, weekly, monthly, interval, cron
 	At          *time.Time `json:"at,omitempty"`
-	Time        string     `json:"time,omitempty"`    // "HH:MM"
-	Weekday     string     `json:"weekday,omitempty"` // "monday" …
-	Day         int        `json:"day,omitempty"`     // day of month
-	Every       string     `json:"every,omitempty"`   // Go duration ("2h")
+	Time        string     `json:"time,omitempty"`
+	Weekdays    []string   `json:"weekdays,omitempty"` // "mon" … "sun"
+	Day         int        `json:"day,omitempty"`      // day of month
+	Every       string     `json:"every,omitempty"`    // "90m", "2h"
 	WindowStart string     `json:"window_start,omitempty"`
 	WindowEnd   string     `json:"window_end,omitempty"`
 	Cron        string     `json:"cron,omitempty"`
+	Start       *time.Time `json:"start,omitempty"`
+	Zone        string     `json:"zone,omitempty"`
 }
 
 // TaskQuery selects tasks.
 type TaskQuery struct {
-	Kind            string
-	IncludeFinished bool
+	Thread chat.ThreadID
+	// Statuses to include; empty means active and paused.
+	Statuses []string
+	// Jobs includes extensions' scheduled jobs.
+	Jobs bool
 }
 
-// Task is a scheduled reminder or AI task.
+// Task is a scheduled reminder, AI task, system task or job.
 type Task struct {
-	ID        int64      `json:"id"`
-	Kind      string     `json:"kind"`
-	Text      string     `json:"text"`
-	Thread    string     `json:"thread,omitempty"`
-	Schedule  Schedule   `json:"schedule"`
-	Enabled   bool       `json:"enabled"`
-	NextRun   *time.Time `json:"next_run"`
-	LastRun   *time.Time `json:"last_run"`
-	CreatedAt time.Time  `json:"created_at"`
+	ID          string     `json:"id"`
+	Kind        string     `json:"kind"`
+	Text        string     `json:"text,omitempty"`
+	AIPrompt    string     `json:"ai_prompt,omitempty"`
+	Thread      string     `json:"thread,omitempty"`
+	SubSession  bool       `json:"sub_session,omitempty"`
+	Job         string     `json:"job,omitempty"`
+	Schedule    Schedule   `json:"schedule"`
+	Description string     `json:"description"`
+	Status      string     `json:"status"`
+	NextRun     *time.Time `json:"next_run"`
+	LastRun     *time.Time `json:"last_run"`
+	LastOutcome string     `json:"last_outcome,omitempty"`
+	Runs        int        `json:"runs"`
+	Failures    int        `json:"failures"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
-// TaskInput is the body of POST and PUT /api/v1/tasks; nil fields are left
-// unchanged by an update.
+// TaskInput is the body of POST /api/v1/tasks. With AIPrompt it is an AI
+// task; else with Thread a reminder; else a system task.
 type TaskInput struct {
-	Kind     *string   `json:"kind,omitempty"`
-	Text     *string   `json:"text,omitempty"`
-	Thread   *string   `json:"thread,omitempty"`
-	Schedule *Schedule `json:"schedule,omitempty"`
-	Enabled  *bool     `json:"enabled,omitempty"`
+	Text       string   `json:"text,omitempty"`
+	AIPrompt   string   `json:"ai_prompt,omitempty"`
+	Thread     string   `json:"thread,omitempty"`
+	SubSession bool     `json:"sub_session,omitempty"`
+	Schedule   Schedule `json:"schedule"`
 }
 
 // TaskList is GET /api/v1/tasks.
@@ -398,17 +433,22 @@ type TaskList struct {
 
 // ReceiptQuery selects run receipts.
 type ReceiptQuery struct {
-	TaskID int64
+	TaskID string
 	Limit  int
 }
 
-// Receipt records one run (or non-run) of a task.
+// Receipt records one run of a task (or a group of skipped runs).
 type Receipt struct {
-	ID      int64     `json:"id"`
-	TaskID  int64     `json:"task_id"`
-	At      time.Time `json:"at"`
-	Outcome string    `json:"outcome"` // fired, skipped, failed
-	Detail  string    `json:"detail,omitempty"`
+	ID          int64     `json:"id"`
+	TaskID      string    `json:"task_id"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	StartedAt   time.Time `json:"started_at"`
+	Outcome     string    `json:"outcome"` // running, fired, skipped, failed
+	Reason      string    `json:"reason,omitempty"`
+	Count       int       `json:"count"`
+	CatchUp     bool      `json:"catch_up,omitempty"`
+	DurationMS  int64     `json:"duration_ms"`
+	Usage       Usage     `json:"usage"`
 }
 
 // ReceiptList is GET /api/v1/receipts.
@@ -418,32 +458,59 @@ type ReceiptList struct {
 
 // WorkflowQuery selects workflows.
 type WorkflowQuery struct {
-	Status string
+	// Active keeps workflows with pending or running sub-sessions.
+	Active bool
+	Thread chat.ThreadID
 	Limit  int
 }
 
+// Sub-session and workflow states.
+const (
+	StatePending   = "pending"
+	StateRunning   = "running"
+	StateCompleted = "completed"
+	StateFailed    = "failed"
+	StateTimeout   = "timeout"
+	StateCancelled = "cancelled"
+)
+
 // Workflow is a graph of sub-sessions.
 type Workflow struct {
-	ID        string         `json:"id"`
-	Thread    string         `json:"thread"`
-	Status    string         `json:"status"`
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
-	Nodes     []WorkflowNode `json:"nodes"`
+	ID         string         `json:"id"`
+	RootThread string         `json:"root_thread,omitempty"`
+	State      string         `json:"state"`
+	CreatedAt  time.Time      `json:"created_at"`
+	FinishedAt *time.Time     `json:"finished_at,omitempty"`
+	MergedFrom []string       `json:"merged_from,omitempty"`
+	Nodes      []WorkflowNode `json:"nodes"`
 }
 
 // WorkflowNode is one sub-session of a workflow.
 type WorkflowNode struct {
-	ID         string     `json:"id"`
-	Objective  string     `json:"objective"`
-	Status     string     `json:"status"`
-	DependsOn  []string   `json:"depends_on"`
-	Mode       string     `json:"mode,omitempty"`
-	NotBefore  *time.Time `json:"not_before,omitempty"`
-	StartedAt  *time.Time `json:"started_at,omitempty"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
-	Result     string     `json:"result,omitempty"`
-	Error      string     `json:"error,omitempty"`
+	ID             string     `json:"id"`
+	Workflow       string     `json:"workflow_id"`
+	Parent         string     `json:"parent,omitempty"`
+	Depth          int        `json:"depth"`
+	Objective      string     `json:"objective"`
+	Mode           string     `json:"mode"`
+	Profile        string     `json:"profile,omitempty"`
+	DependsOn      []string   `json:"depends_on"`
+	NotBefore      *time.Time `json:"not_before,omitempty"`
+	TimeoutSeconds float64    `json:"timeout_seconds"`
+	State          string     `json:"state"`
+	// Waiting says why a pending sub-session has not started:
+	// dependencies, not_before, concurrency or stopped.
+	Waiting        string     `json:"waiting,omitempty"`
+	Result         string     `json:"result,omitempty"`
+	Error          string     `json:"error,omitempty"`
+	Hop            int        `json:"hop"`
+	ContinuationOf string     `json:"continuation_of,omitempty"`
+	ContinuedBy    string     `json:"continued_by,omitempty"`
+	ToolCalls      int        `json:"tool_calls"`
+	Usage          Usage      `json:"usage"`
+	CreatedAt      time.Time  `json:"created_at"`
+	StartedAt      *time.Time `json:"started_at,omitempty"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
 }
 
 // WorkflowList is GET /api/v1/workflows.

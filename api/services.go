@@ -118,15 +118,14 @@ type Memories interface {
 	// Add stores a memory (an equal current memory is returned instead).
 	Add(ctx context.Context, in MemoryInput) (Memory, error)
 	Update(ctx context.Context, id int64, in MemoryInput) (Memory, error)
-	// Forget ends the memory's validity (kept for history), or deletes it
-	// for good when purge is set.
-	Forget(ctx context.Context, id int64, purge bool) error
+	// Forget deletes the memory for good (and its MEMORIES.txt line).
+	Forget(ctx context.Context, id int64) error
 }
 
 // Pulse reads and edits the working memory.
 type Pulse interface {
-	// List returns the items with status (one of the PulseStatus values,
-	// "" for every open item, "all" for all).
+	// List returns the items with status (PulseActive, PulseCompleted,
+	// PulseCancelled, or "all"; "" means PulseActive).
 	List(ctx context.Context, status string) ([]PulseItem, error)
 	Add(ctx context.Context, in PulseInput) (PulseItem, error)
 	Update(ctx context.Context, id int64, in PulseInput) (PulseItem, error)
@@ -152,9 +151,11 @@ type World interface {
 // receipts.
 type Tasks interface {
 	List(ctx context.Context, q TaskQuery) ([]Task, error)
+	Get(ctx context.Context, id string) (Task, error)
 	Add(ctx context.Context, in TaskInput) (Task, error)
-	Update(ctx context.Context, id int64, in TaskInput) (Task, error)
-	Cancel(ctx context.Context, id int64) error
+	Pause(ctx context.Context, id string) (Task, error)
+	Resume(ctx context.Context, id string) (Task, error)
+	Cancel(ctx context.Context, id string) (Task, error)
 	Receipts(ctx context.Context, q ReceiptQuery) ([]Receipt, error)
 }
 
@@ -162,7 +163,9 @@ type Tasks interface {
 type Workflows interface {
 	List(ctx context.Context, q WorkflowQuery) ([]Workflow, error)
 	Get(ctx context.Context, id string) (Workflow, error)
-	Cancel(ctx context.Context, id string) error
+	// Cancel cancels a workflow's (or one sub-session's) unfinished
+	// sub-sessions and returns the ids cancelled.
+	Cancel(ctx context.Context, id string) ([]string, error)
 }
 
 // Interactions reads the interaction log.

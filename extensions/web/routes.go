@@ -61,7 +61,9 @@ func (w *Web) apiMux() *http.ServeMux {
 
 	m.HandleFunc("GET "+p+"/tasks", w.listTasks)
 	m.HandleFunc("POST "+p+"/tasks", w.addTask)
-	m.HandleFunc("PUT "+p+"/tasks/{id}", w.updateTask)
+	m.HandleFunc("GET "+p+"/tasks/{id}", w.getTask)
+	m.HandleFunc("POST "+p+"/tasks/{id}/pause", w.taskAction(true))
+	m.HandleFunc("POST "+p+"/tasks/{id}/resume", w.taskAction(false))
 	m.HandleFunc("DELETE "+p+"/tasks/{id}", w.cancelTask)
 	m.HandleFunc("GET "+p+"/receipts", w.listReceipts)
 

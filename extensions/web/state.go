@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/chat"
 )
 
 // Handlers of the editable state: memories, pulse, skills, tasks,
@@ -143,14 +144,9 @@ func (w *Web) forgetMemory(rw http.ResponseWriter, r *http.Request) {
 		notEnabled(rw, "memories")
 		return
 	}
-	q := query{r: r}
-	purge := q.bool("purge")
 	id, err := pathID(r)
 	if err == nil {
-		err = q.err
-	}
-	if err == nil {
-		if err = s.Forget(r.Context(), id, purge); err == nil {
+		if err = s.Forget(r.Context(), id); err == nil {
 			rw.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -158,7 +154,7 @@ func (w *Web) forgetMemory(rw http.ResponseWriter, r *http.Request) {
 	w.serviceError(rw, r, err)
 }
 
-var pulseStatuses = []string{api.PulseActive, api.PulseWaiting, api.PulseDone, api.PulseDropped}
+var pulseStatuses = []string{api.PulseActive, api.PulseCompleted, api.PulseCancelled}
 
 func validPulseInput(in api.PulseInput, create bool) error {
 	switch {
@@ -168,8 +164,8 @@ func validPulseInput(in api.PulseInput, create bool) error {
 		return fmt.Errorf("%w: text is empty", api.ErrInvalid)
 	case in.Status != nil && !slices.Contains(pulseStatuses, *in.Status):
 		return fmt.Errorf("%w: unknown status %q (one of %s)", api.ErrInvalid, *in.Status, strings.Join(pulseStatuses, ", "))
-	case in.Priority != nil && (*in.Priority < 0 || *in.Priority > 3):
-		return fmt.Errorf("%w: priority must be 0 to 3", api.ErrInvalid)
+	case in.Priority != nil && (*in.Priority < api.PulseMinPriority || *in.Priority > api.PulseMaxPriority):
+		return fmt.Errorf("%w: priority must be %d (urgent) to %d (low)", api.ErrInvalid, api.PulseMinPriority, api.PulseMaxPriority)
 	}
 	return nil
 }
@@ -181,7 +177,10 @@ func (w *Web) listPulse(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status := r.URL.Query().Get("status")
-	if status != "" && status != "all" && !slices.Contains(pulseStatuses, status) {
+	if status == "" {
+		status = api.PulseActive
+	}
+	if status != "all" && !slices.Contains(pulseStatuses, status) {
 		writeError(rw, http.StatusBadRequest, fmt.Sprintf("unknown status %q (one of %s or all)", status, strings.Join(pulseStatuses, ", ")))
 		return
 	}
@@ -338,22 +337,19 @@ func (w *Web) deleteSkill(rw http.ResponseWriter, r *http.Request) {
 	w.serviceError(rw, r, err)
 }
 
-var taskKinds = []string{api.TaskReminder, api.TaskAI}
+var (
+	taskStatuses  = []string{api.TaskActive, api.TaskPaused, api.TaskDone, api.TaskCancelled, api.TaskInactive}
+	scheduleKinds = []string{"once", "daily", "weekly", "monthly", "interval", "cron"}
+)
 
-func validTaskInput(in api.TaskInput, create bool) error {
+func validTaskInput(in api.TaskInput) error {
 	switch {
-	case create && in.Kind == nil:
-		return fmt.Errorf("%w: kind is missing (one of %s)", api.ErrInvalid, strings.Join(taskKinds, ", "))
-	case in.Kind != nil && !slices.Contains(taskKinds, *in.Kind):
-		return fmt.Errorf("%w: unknown kind %q (one of %s)", api.ErrInvalid, *in.Kind, strings.Join(taskKinds, ", "))
-	case create && (in.Text == nil || strings.TrimSpace(*in.Text) == ""):
-		return fmt.Errorf("%w: text is empty", api.ErrInvalid)
-	case in.Text != nil && strings.TrimSpace(*in.Text) == "":
-		return fmt.Errorf("%w: text is empty", api.ErrInvalid)
-	case create && in.Schedule == nil:
-		return fmt.Errorf("%w: schedule is missing", api.ErrInvalid)
-	case in.Schedule != nil && in.Schedule.Type == "":
-		return fmt.Errorf("%w: schedule.type is missing (once, daily, weekly, monthly, interval or cron)", api.ErrInvalid)
+	case strings.TrimSpace(in.Text) == "" && strings.TrimSpace(in.AIPrompt) == "":
+		return fmt.Errorf("%w: a task needs text (a reminder) or ai_prompt (an AI task)", api.ErrInvalid)
+	case in.Schedule.Kind == "":
+		return fmt.Errorf("%w: schedule.kind is missing (one of %s)", api.ErrInvalid, strings.Join(scheduleKinds, ", "))
+	case !slices.Contains(scheduleKinds, in.Schedule.Kind):
+		return fmt.Errorf("%w: unknown schedule.kind %q (one of %s)", api.ErrInvalid, in.Schedule.Kind, strings.Join(scheduleKinds, ", "))
 	}
 	return nil
 }
@@ -365,9 +361,15 @@ func (w *Web) listTasks(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := query{r: r}
-	tq := api.TaskQuery{Kind: q.str("kind"), IncludeFinished: q.bool("include_finished")}
-	if tq.Kind != "" && !slices.Contains(taskKinds, tq.Kind) {
-		q.fail("unknown kind %q (one of %s)", tq.Kind, strings.Join(taskKinds, ", "))
+	tq := api.TaskQuery{Thread: chat.ThreadID(q.str("thread")), Statuses: q.list("status"), Jobs: q.bool("jobs")}
+	for _, st := range tq.Statuses {
+		if st == "all" {
+			tq.Statuses = taskStatuses
+			break
+		}
+		if !slices.Contains(taskStatuses, st) {
+			q.fail("unknown status %q (one of %s or all)", st, strings.Join(taskStatuses, ", "))
+		}
 	}
 	if q.err != nil {
 		w.serviceError(rw, r, q.err)
@@ -381,6 +383,20 @@ func (w *Web) listTasks(rw http.ResponseWriter, r *http.Request) {
 	writeJSON(rw, http.StatusOK, api.TaskList{Tasks: nonNil(list)})
 }
 
+func (w *Web) getTask(rw http.ResponseWriter, r *http.Request) {
+	s := w.svc.Tasks
+	if s == nil {
+		notEnabled(rw, "tasks")
+		return
+	}
+	t, err := s.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, t)
+}
+
 func (w *Web) addTask(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Tasks
 	if s == nil {
@@ -390,7 +406,7 @@ func (w *Web) addTask(rw http.ResponseWriter, r *http.Request) {
 	var in api.TaskInput
 	err := decodeBody(r, &in)
 	if err == nil {
-		err = validTaskInput(in, true)
+		err = validTaskInput(in)
 	}
 	if err == nil {
 		var t api.Task
@@ -402,28 +418,29 @@ func (w *Web) addTask(rw http.ResponseWriter, r *http.Request) {
 	w.serviceError(rw, r, err)
 }
 
-func (w *Web) updateTask(rw http.ResponseWriter, r *http.Request) {
-	s := w.svc.Tasks
-	if s == nil {
-		notEnabled(rw, "tasks")
-		return
-	}
-	id, err := pathID(r)
-	var in api.TaskInput
-	if err == nil {
-		err = decodeBody(r, &in)
-	}
-	if err == nil {
-		err = validTaskInput(in, false)
-	}
-	if err == nil {
-		var t api.Task
-		if t, err = s.Update(r.Context(), id, in); err == nil {
-			writeJSON(rw, http.StatusOK, t)
+// taskAction serves POST /tasks/{id}/pause and /resume.
+func (w *Web) taskAction(pause bool) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		s := w.svc.Tasks
+		if s == nil {
+			notEnabled(rw, "tasks")
 			return
 		}
+		var (
+			t   api.Task
+			err error
+		)
+		if pause {
+			t, err = s.Pause(r.Context(), r.PathValue("id"))
+		} else {
+			t, err = s.Resume(r.Context(), r.PathValue("id"))
+		}
+		if err != nil {
+			w.serviceError(rw, r, err)
+			return
+		}
+		writeJSON(rw, http.StatusOK, t)
 	}
-	w.serviceError(rw, r, err)
 }
 
 func (w *Web) cancelTask(rw http.ResponseWriter, r *http.Request) {
@@ -432,14 +449,12 @@ func (w *Web) cancelTask(rw http.ResponseWriter, r *http.Request) {
 		notEnabled(rw, "tasks")
 		return
 	}
-	id, err := pathID(r)
-	if err == nil {
-		if err = s.Cancel(r.Context(), id); err == nil {
-			rw.WriteHeader(http.StatusNoContent)
-			return
-		}
+	t, err := s.Cancel(r.Context(), r.PathValue("id"))
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
 	}
-	w.serviceError(rw, r, err)
+	writeJSON(rw, http.StatusOK, t)
 }
 
 func (w *Web) listReceipts(rw http.ResponseWriter, r *http.Request) {
@@ -449,7 +464,7 @@ func (w *Web) listReceipts(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := query{r: r}
-	rq := api.ReceiptQuery{TaskID: q.int("task", 0, 0, 1<<62), Limit: int(q.int("limit", 50, 1, 1000))}
+	rq := api.ReceiptQuery{TaskID: q.str("task"), Limit: int(q.int("limit", 50, 1, 1000))}
 	if q.err != nil {
 		w.serviceError(rw, r, q.err)
 		return
@@ -469,7 +484,7 @@ func (w *Web) listWorkflows(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := query{r: r}
-	wq := api.WorkflowQuery{Status: q.str("status"), Limit: int(q.int("limit", 50, 1, 1000))}
+	wq := api.WorkflowQuery{Active: q.bool("active"), Thread: chat.ThreadID(q.str("thread")), Limit: int(q.int("limit", 50, 1, 500))}
 	if q.err != nil {
 		w.serviceError(rw, r, q.err)
 		return
@@ -502,11 +517,12 @@ func (w *Web) cancelWorkflow(rw http.ResponseWriter, r *http.Request) {
 		notEnabled(rw, "workflows")
 		return
 	}
-	if err := s.Cancel(r.Context(), r.PathValue("id")); err != nil {
+	ids, err := s.Cancel(r.Context(), r.PathValue("id"))
+	if err != nil {
 		w.serviceError(rw, r, err)
 		return
 	}
-	rw.WriteHeader(http.StatusNoContent)
+	writeJSON(rw, http.StatusOK, map[string][]string{"cancelled": nonNil(ids)})
 }
 
 func (w *Web) getWorld(rw http.ResponseWriter, r *http.Request) {
