@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -46,26 +47,29 @@ func (s *Scheduler) execute(ctx context.Context, t Task, at time.Time, catchUp b
 
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer wcancel()
-	if _, werr := s.db.ExecContext(wctx, `UPDATE scheduler_receipts SET outcome = ?, reason = ?, duration_ms = ?,
-		input_tokens = ?, output_tokens = ? WHERE id = ?`,
-		string(outcome), reason, dur.Milliseconds(), rep.Usage.InputTokens, rep.Usage.OutputTokens, receipt); werr != nil {
-		s.log.Error("could not complete a run's receipt", "id", t.ID, "receipt", receipt, "err", werr)
-	}
-	var werr error
-	switch {
-	case interrupted:
-		// Give the run time back so that the next start catches it up.
-		_, werr = s.db.ExecContext(wctx, `UPDATE scheduler_tasks SET next_run = ?, status = 'active', updated_at = ?
-			WHERE id = ? AND status IN ('active', 'done')`, nanos(at), nanos(s.now()), t.ID)
-	case outcome == OutcomeFailed:
-		_, werr = s.db.ExecContext(wctx, `UPDATE scheduler_tasks SET last_run = ?, last_outcome = 'failed', runs = runs + 1,
-			failures = failures + 1, updated_at = ? WHERE id = ?`, nanos(start), nanos(s.now()), t.ID)
-	default:
-		_, werr = s.db.ExecContext(wctx, `UPDATE scheduler_tasks SET last_run = ?, last_outcome = ?, runs = runs + 1,
-			failures = 0, updated_at = ? WHERE id = ?`, nanos(start), string(outcome), nanos(s.now()), t.ID)
-	}
+	werr := s.tx(wctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(wctx, `UPDATE scheduler_receipts SET outcome = ?, reason = ?, duration_ms = ?,
+			input_tokens = ?, output_tokens = ? WHERE id = ?`,
+			string(outcome), reason, dur.Milliseconds(), rep.Usage.InputTokens, rep.Usage.OutputTokens, receipt); err != nil {
+			return err
+		}
+		var err error
+		switch {
+		case interrupted:
+			// Give the run time back so that the next start catches it up.
+			_, err = tx.ExecContext(wctx, `UPDATE scheduler_tasks SET next_run = ?, status = 'active', updated_at = ?
+				WHERE id = ? AND status IN ('active', 'done')`, nanos(at), nanos(s.now()), t.ID)
+		case outcome == OutcomeFailed:
+			_, err = tx.ExecContext(wctx, `UPDATE scheduler_tasks SET last_run = ?, last_outcome = 'failed', runs = runs + 1,
+				failures = failures + 1, updated_at = ? WHERE id = ?`, nanos(start), nanos(s.now()), t.ID)
+		default:
+			_, err = tx.ExecContext(wctx, `UPDATE scheduler_tasks SET last_run = ?, last_outcome = ?, runs = runs + 1,
+				failures = 0, updated_at = ? WHERE id = ?`, nanos(start), string(outcome), nanos(s.now()), t.ID)
+		}
+		return err
+	})
 	if werr != nil {
-		s.log.Error("could not record a run on its task", "id", t.ID, "err", werr)
+		s.log.Error("could not record a run", "id", t.ID, "receipt", receipt, "err", werr)
 	}
 
 	attrs := []any{"id", t.ID, "kind", t.Kind, "scheduled", at, "outcome", outcome, "duration", dur.Round(time.Millisecond),
@@ -169,12 +173,12 @@ func (s *Scheduler) maybePrune(ctx context.Context, now time.Time) {
 // last changed before it (with their receipts). It returns the rows
 // deleted.
 func (s *Scheduler) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM scheduler_receipts WHERE started_at < ? AND outcome <> 'running'`, nanos(cutoff))
+	res, err := s.exec(ctx, `DELETE FROM scheduler_receipts WHERE started_at < ? AND outcome <> 'running'`, nanos(cutoff))
 	if err != nil {
 		return 0, fmt.Errorf("prune receipts: %w", err)
 	}
 	n, _ := res.RowsAffected()
-	res, err = s.db.ExecContext(ctx, `DELETE FROM scheduler_tasks WHERE status IN ('done', 'cancelled') AND updated_at < ?`, nanos(cutoff))
+	res, err = s.exec(ctx, `DELETE FROM scheduler_tasks WHERE status IN ('done', 'cancelled') AND updated_at < ?`, nanos(cutoff))
 	if err != nil {
 		return n, fmt.Errorf("prune finished tasks: %w", err)
 	}

@@ -140,6 +140,9 @@ type Scheduler struct {
 	started atomic.Bool
 
 	runs sync.WaitGroup // the runs started by Run
+	// wmu serialises the scheduler's own writes, so that its goroutines
+	// never wait for each other in SQLite's busy handler.
+	wmu sync.Mutex
 
 	mu      sync.Mutex
 	jobs    map[string]JobFunc
@@ -195,6 +198,20 @@ func (s *Scheduler) now() time.Time { return s.o.Now() }
 // Location is the configured time zone.
 func (s *Scheduler) Location() *time.Location { return s.o.Location }
 
+// exec runs a write statement under wmu.
+func (s *Scheduler) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.db.ExecContext(ctx, q, args...)
+}
+
+// tx runs fn in a write transaction under wmu.
+func (s *Scheduler) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return sqlite.Tx(ctx, s.db, fn)
+}
+
 // signal wakes the timer goroutine to re-read the next due time.
 func (s *Scheduler) signal() {
 	select {
@@ -228,7 +245,7 @@ func (s *Scheduler) RegisterJob(ctx context.Context, j Job) error {
 		return fmt.Errorf("register job %s: %w", name, err)
 	}
 	id := "job:" + name
-	err = sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var (
 			text, status string
 			next         sql.NullInt64
@@ -318,7 +335,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // recover marks receipts left running by a crash as failed and sets jobs
 // that nobody registered inactive.
 func (s *Scheduler) recover(ctx context.Context) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE scheduler_receipts SET outcome = 'failed',
+	res, err := s.exec(ctx, `UPDATE scheduler_receipts SET outcome = 'failed',
 		reason = 'interrupted: the process stopped during the run' WHERE outcome = 'running'`)
 	if err != nil {
 		return err
@@ -336,7 +353,7 @@ func (s *Scheduler) recover(ctx context.Context) error {
 	if len(names) > 0 {
 		q += ` AND job NOT IN (?` + strings.Repeat(",?", len(names)-1) + `)`
 	}
-	_, err = s.db.ExecContext(ctx, q, append([]any{nanos(s.now())}, names...)...)
+	_, err = s.exec(ctx, q, append([]any{nanos(s.now())}, names...)...)
 	return err
 }
 
@@ -487,7 +504,7 @@ func (s *Scheduler) fire(ctx context.Context, t Task, now time.Time) error {
 func (s *Scheduler) commit(ctx context.Context, t Task, now time.Time, p plan, status Status, skip, failure string) error {
 	var runID int64
 	changed := true
-	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE scheduler_tasks SET next_run = ?, status = ?, updated_at = ?
 			WHERE id = ? AND status = 'active' AND next_run = ?`,
 			nullNanos(p.next), string(status), nanos(now), t.ID, nanos(t.NextRun))

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/chat"
-	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -297,7 +296,7 @@ func (s *Scheduler) Add(ctx context.Context, nt NewTask) (Task, error) {
 	}
 	for range 3 {
 		t.ID = newID()
-		_, err = s.db.ExecContext(ctx, `INSERT INTO scheduler_tasks (`+taskColumns+`)
+		_, err = s.exec(ctx, `INSERT INTO scheduler_tasks (`+taskColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, '', ?, ?, ?, NULL, '', 0, 0, ?, ?)`,
 			t.ID, string(t.Kind), t.Text, t.AIPrompt, string(t.Thread), boolInt(t.SubSession), string(spec2),
 			string(t.Status), nanos(t.NextRun), nanos(now), nanos(now))
@@ -457,7 +456,7 @@ func (s *Scheduler) Resume(ctx context.Context, id string) (Task, error) {
 // change applies fn to the task in one transaction and wakes the timer.
 func (s *Scheduler) change(ctx context.Context, id string, fn func(t *Task, now time.Time) error) (Task, error) {
 	var out Task
-	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		t, err := s.scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM scheduler_tasks WHERE id = ?`, strings.TrimSpace(id)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %q", ErrNotFound, id)
