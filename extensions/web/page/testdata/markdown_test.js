@@ -146,7 +146,7 @@
     else passed.push('graph layers');
     if (edges.some(([f]) => f === 'ghost')) failures.push('graph: unknown dependency drawn'); else passed.push('graph unknown deps');
     if (pos.size !== nodes.length) failures.push('graph: a node in a cycle was lost'); else passed.push('graph cycle');
-    const svg = graph.draw(nodes.map((n, i) => ({ ...n, status: ['done', 'running', 'failed', 'waiting', 'x<y', 'skipped'][i] })), () => {});
+    const svg = graph.draw(nodes.map((n, i) => ({ ...n, status: ['completed', 'running', 'failed', 'pending', 'x<y', 'timeout'][i] })), () => {});
     if (svg.querySelectorAll('g.node').length !== nodes.length) failures.push('graph: drawn nodes');
     else if (!svg.querySelector('g.status-running') || !svg.querySelector('g.status-failed')) failures.push('graph: node states not drawn');
     else if (svg.querySelector('[class*="<"]')) failures.push('graph: status not sanitised');
@@ -162,7 +162,8 @@
     if (want === '' ? got !== '' : !got.includes(want)) failures.push(`jsonError(${JSON.stringify(input)}) = ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
     else passed.push('jsonError ' + input);
   }
-  if (debug.describeSchedule({ type: 'weekly', weekday: 'monday', time: '08:30' }) !== 'every monday at 08:30') failures.push('describeSchedule weekly');
+  const weekly = debug.describeSchedule({ kind: 'weekly', weekdays: ['mon', 'thu'], time: '08:30' });
+  if (weekly !== 'every Mon, Thu at 08:30') failures.push('describeSchedule weekly: ' + weekly);
   else passed.push('describeSchedule');
 
   // Trusted Types: the CSP must make HTML-string sinks throw.

@@ -276,7 +276,7 @@ function memoriesView(body) {
   const newText = h('textarea', { id: 'mem-new', rows: 2, placeholder: 'Add a memory: something Reverie should know about you' });
   const newKind = kindSelect('fact', 'mem-new-kind');
   const add = h('form', { class: 'add-form card' }, newText, h('div', { class: 'row' }, newKind, h('button', { class: 'btn primary', type: 'submit' }, 'Add')));
-  body.append(header('Memories', search, h('label', { class: 'inline' }, closed, ' include forgotten')), add, list);
+  body.append(header('Memories', search, h('label', { class: 'inline' }, closed, ' include superseded')), add, list);
   const load = async () => {
     const qv = search.value.trim();
     let res;
@@ -292,10 +292,10 @@ function memoriesView(body) {
       h('p', { class: 'mem-text' }, m.text),
       h('div', { class: 'meta-row' },
         pill(m.kind || 'fact'), pill(m.source || '', 'subtle'),
-        h('span', { class: 'muted small' }, `#${m.id} · ${fmtTime(m.created_at, true)} · recalled ${m.access_count || 0}×` + (m.score !== undefined ? ` · score ${Number(m.score).toFixed(3)}` : '') + (m.valid_to ? ' · forgotten' : '')),
+        h('span', { class: 'muted small' }, `#${m.id} · ${fmtTime(m.created_at, true)} · recalled ${m.access_count || 0}×` + (m.score !== undefined ? ` · score ${Number(m.score).toFixed(3)}` : '') + (m.valid_to ? ' · superseded' : '')),
         h('span', { class: 'spacer' }),
         m.valid_to ? null : button('Edit', edit, 'btn small'),
-        m.valid_to ? null : confirmButton('Forget', 'Really forget?', async () => {
+        m.valid_to ? null : confirmButton('Forget', 'Forget for good?', async () => {
           try { await api.del(`/memories/${m.id}`); toast('Forgotten.'); load(); } catch (err) { toast(err.message, 'error'); }
         })));
     const edit = () => {
@@ -340,15 +340,15 @@ function memoriesView(body) {
 
 // ---- pulse --------------------------------------------------------------------------------
 
-const PULSE_STATUS = ['active', 'waiting', 'done', 'dropped'];
+const PULSE_STATUS = ['active', 'completed', 'cancelled'];
 
 function pulseView(body) {
   const all = h('input', { type: 'checkbox', id: 'pulse-all' });
   const list = h('div', { class: 'cards', id: 'pulse-list' });
-  const text = h('input', { type: 'text', placeholder: 'Something in progress…', 'aria-label': 'New pulse item' });
-  const prio = prioSelect(0);
+  const text = h('input', { type: 'text', class: 'grow', placeholder: 'Something in progress…', 'aria-label': 'New pulse item' });
+  const prio = prioSelect(5);
   const add = h('form', { class: 'add-form card row' }, text, prio, h('button', { class: 'btn primary', type: 'submit' }, 'Add'));
-  body.append(header('Pulse', h('label', { class: 'inline' }, all, ' include done')), add, list);
+  body.append(header('Pulse', h('label', { class: 'inline' }, all, ' include closed')), add, list);
   const load = async () => {
     let res;
     try { res = await api.get('/pulse' + api.q({ status: all.checked ? 'all' : '' })); } catch (err) { failed(list, err, 'Pulse'); return; }
@@ -362,13 +362,14 @@ function pulseView(body) {
   const item = (it) => {
     const st = h('select', { 'aria-label': 'Status' }, PULSE_STATUS.map((x) => h('option', { value: x, selected: x === it.status }, x)));
     st.addEventListener('change', () => update(it, { status: st.value }));
-    const pr = prioSelect(it.priority || 0);
+    const pr = prioSelect(it.priority || 5);
     pr.addEventListener('change', () => update(it, { priority: Number(pr.value) }));
     const txt = h('input', { type: 'text', value: it.text, class: 'grow', 'aria-label': 'Text' });
     txt.addEventListener('change', () => update(it, { text: txt.value }));
-    return h('div', { class: 'card row pulse-item status-' + String(it.status).replace(/[^a-z]/g, '') }, txt, st, pr,
-      h('span', { class: 'muted small' }, it.thread || ''),
-      confirmButton('Delete', 'Really delete?', async () => { try { await api.del(`/pulse/${it.id}`); load(); } catch (err) { toast(err.message, 'error'); } }));
+    return h('div', { class: 'card pulse-item status-' + String(it.status).replace(/[^a-z]/g, ''), dataset: { id: String(it.id) } },
+      h('div', { class: 'row' }, txt, st, pr,
+        confirmButton('Delete', 'Really delete?', async () => { try { await api.del(`/pulse/${it.id}`); load(); } catch (err) { toast(err.message, 'error'); } })),
+      h('p', { class: 'muted small' }, [it.source && 'from ' + it.source, it.thread, 'updated ' + fmtTime(it.updated_at, true), it.completed_at && 'closed ' + fmtTime(it.completed_at, true)].filter(Boolean).join(' · ')));
   };
   add.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -379,8 +380,10 @@ function pulseView(body) {
   load();
 }
 
+// prioSelect: 1 (urgent) … 10 (low).
 function prioSelect(v) {
-  return h('select', { 'aria-label': 'Priority' }, ['none', 'low', 'medium', 'high'].map((l, i) => h('option', { value: i, selected: i === v }, l)));
+  return h('select', { 'aria-label': 'Priority', title: 'Priority: 1 urgent … 10 low' },
+    Array.from({ length: 10 }, (_, i) => i + 1).map((p) => h('option', { value: p, selected: p === v }, `P${p}${p === 1 ? ' urgent' : p === 10 ? ' low' : ''}`)));
 }
 
 // ---- skills -------------------------------------------------------------------------------
@@ -426,73 +429,92 @@ function skillsView(body) {
 
 // ---- tasks ----------------------------------------------------------------------------------
 
+const WEEKDAYS = { mon: 'Mon', tue: 'Tue', wed: 'Wed', thu: 'Thu', fri: 'Fri', sat: 'Sat', sun: 'Sun' };
+
+/** describeSchedule explains a schedule (the server's description is preferred). */
 export function describeSchedule(sc) {
   if (!sc || typeof sc !== 'object') return '';
-  switch (sc.type) {
+  const zone = sc.zone ? ` (${sc.zone})` : '';
+  switch (sc.kind) {
     case 'once': return 'once at ' + fmtTime(sc.at, true);
-    case 'daily': return 'daily at ' + sc.time;
-    case 'weekly': return `every ${sc.weekday} at ${sc.time}`;
-    case 'monthly': return `monthly on day ${sc.day} at ${sc.time}`;
-    case 'interval': return `every ${sc.every}` + (sc.window_start ? ` between ${sc.window_start} and ${sc.window_end}` : '');
-    case 'cron': return 'cron ' + sc.cron;
+    case 'daily': return `daily at ${sc.time}${zone}`;
+    case 'weekly': return `every ${(sc.weekdays || []).map((d) => WEEKDAYS[d] || d).join(', ')} at ${sc.time}${zone}`;
+    case 'monthly': return `monthly on day ${sc.day} at ${sc.time}${zone}`;
+    case 'interval': return `every ${sc.every}` + (sc.window_start ? ` between ${sc.window_start} and ${sc.window_end}` : '') + zone;
+    case 'cron': return `cron ${sc.cron}${zone}`;
     default: return JSON.stringify(sc);
   }
 }
 
+const TASK_KINDS = { reminder: 'reminder', ai_task: 'AI task', system: 'system', job: 'job' };
+
 function tasksView(body) {
-  const kind = h('select', { 'aria-label': 'Kind' }, h('option', { value: '' }, 'all'), h('option', { value: 'reminder' }, 'reminders'), h('option', { value: 'ai_task' }, 'AI tasks'));
+  const kind = h('select', { 'aria-label': 'Kind' }, h('option', { value: '' }, 'all kinds'),
+    Object.entries(TASK_KINDS).filter(([k]) => k !== 'job').map(([k, l]) => h('option', { value: k }, l)));
   const finished = h('input', { type: 'checkbox' });
+  const jobs = h('input', { type: 'checkbox' });
   const list = h('div', { class: 'cards', id: 'task-list' });
-  body.append(header('Tasks and reminders', kind, h('label', { class: 'inline' }, finished, ' include finished'), button('Refresh', () => load())), list);
+  body.append(header('Tasks and reminders', kind, h('label', { class: 'inline' }, finished, ' finished'),
+    h('label', { class: 'inline' }, jobs, ' jobs'), button('Refresh', () => load())), list);
   const load = async () => {
     let res;
-    try { res = await api.get('/tasks' + api.q({ kind: kind.value, include_finished: finished.checked })); } catch (err) { failed(list, err, 'Tasks'); return; }
-    const tasks = (res && res.tasks) || [];
+    try { res = await api.get('/tasks' + api.q({ status: finished.checked ? 'all' : '', jobs: jobs.checked })); } catch (err) { failed(list, err, 'Tasks'); return; }
+    const tasks = ((res && res.tasks) || []).filter((t) => !kind.value || t.kind === kind.value);
     fill(list, tasks.length ? tasks.map(task) : h('p', { class: 'muted' }, 'Nothing scheduled.'));
   };
+  const act = async (f) => { try { await f(); } catch (err) { toast(err.message, 'error'); } load(); };
   const task = (t) => {
-    const on = h('input', { type: 'checkbox', checked: t.enabled !== false, 'aria-label': 'Enabled' });
-    on.addEventListener('change', async () => { try { await api.put(`/tasks/${t.id}`, { enabled: on.checked }); } catch (err) { toast(err.message, 'error'); on.checked = !on.checked; } });
-    const txt = h('input', { type: 'text', value: t.text || '', class: 'grow', 'aria-label': 'Text' });
-    txt.addEventListener('change', async () => { try { await api.put(`/tasks/${t.id}`, { text: txt.value }); toast('Saved.'); } catch (err) { toast(err.message, 'error'); } });
+    const id = encodeURIComponent(t.id);
     const receipts = h('div', { class: 'receipts' });
-    const det = h('details', null, h('summary', null, 'Runs'), receipts);
+    const det = h('details', null, h('summary', null, `Runs (${t.runs || 0}${t.failures ? `, ${t.failures} failed` : ''})`), receipts);
     det.addEventListener('toggle', async () => {
       if (!det.open) return;
       fill(receipts, h('p', { class: 'muted small' }, 'Loading…'));
       try {
         const res = await api.get('/receipts' + api.q({ task: t.id, limit: 50 }));
         const rs = (res && res.receipts) || [];
-        fill(receipts, rs.length ? h('ul', { class: 'plain-list' }, rs.map((r) => h('li', null, pill(r.outcome, 'o-' + String(r.outcome).replace(/[^a-z]/g, '')), ' ', fmtTime(r.at, true), r.detail ? ' · ' + r.detail : ''))) : h('p', { class: 'muted small' }, 'No runs yet.'));
+        fill(receipts, rs.length ? h('ul', { class: 'plain-list' }, rs.map((r) => h('li', null,
+          pill(r.outcome, 'o-' + String(r.outcome).replace(/[^a-z]/g, '')), ' ',
+          [fmtTime(r.scheduled_at || r.started_at, true), r.count > 1 ? `${r.count} runs` : '', r.catch_up ? 'catch-up' : '',
+            r.duration_ms ? `${fmtNum(r.duration_ms)} ms` : '', r.reason].filter(Boolean).join(' · ')))) : h('p', { class: 'muted small' }, 'No runs yet.'));
       } catch (err) { failed(receipts, err, 'Runs'); }
     });
-    return h('div', { class: 'card task' },
-      h('div', { class: 'row' }, pill(t.kind === 'ai_task' ? 'AI task' : 'reminder'), txt, h('label', { class: 'inline' }, on, ' on'),
-        confirmButton('Cancel', 'Really cancel?', async () => { try { await api.del(`/tasks/${t.id}`); load(); } catch (err) { toast(err.message, 'error'); } })),
-      h('p', { class: 'muted small' }, [describeSchedule(t.schedule), t.next_run ? 'next ' + fmtTime(t.next_run, true) : 'will not run again', t.last_run ? 'last ' + fmtTime(t.last_run, true) : '', t.thread || ''].filter(Boolean).join(' · ')),
+    const live = t.status === 'active' || t.status === 'paused';
+    return h('div', { class: 'card task status-' + String(t.status).replace(/[^a-z]/g, ''), dataset: { id: t.id } },
+      h('div', { class: 'row' }, pill(TASK_KINDS[t.kind] || t.kind), h('span', { class: 'grow task-text' }, t.text || t.ai_prompt || t.job || ''),
+        pill(t.status, t.status === 'active' ? 'ok' : ''),
+        live && t.status === 'active' ? button('Pause', () => act(() => api.post(`/tasks/${id}/pause`)), 'btn small') : null,
+        live && t.status === 'paused' ? button('Resume', () => act(() => api.post(`/tasks/${id}/resume`)), 'btn small') : null,
+        live && t.kind !== 'job' ? confirmButton('Cancel', 'Really cancel?', () => act(() => api.del(`/tasks/${id}`))) : null),
+      h('p', { class: 'muted small' }, [t.description || describeSchedule(t.schedule), t.next_run ? 'next ' + fmtTime(t.next_run, true) : '',
+        t.last_run ? 'last ' + fmtTime(t.last_run, true) + (t.last_outcome ? ` (${t.last_outcome})` : '') : '', t.thread || ''].filter(Boolean).join(' · ')),
       det);
   };
   kind.addEventListener('change', load);
   finished.addEventListener('change', load);
+  jobs.addEventListener('change', load);
   load();
 }
 
 // ---- workflows --------------------------------------------------------------------------------
 
+const cls = (v) => String(v || '').replace(/[^a-z_]/g, '');
+
 function workflowsView(body) {
+  const active = h('input', { type: 'checkbox' });
   const list = h('div', { class: 'wf-list', id: 'wf-list' });
   const detail = h('div', { class: 'wf-detail', id: 'wf-detail' });
-  body.append(header('Workflows', button('Refresh', () => load())), list, detail);
+  body.append(header('Workflows', h('label', { class: 'inline' }, active, ' unfinished only'), button('Refresh', () => load())), list, detail);
   let selected = '';
   const load = async () => {
     let res;
-    try { res = await api.get('/workflows' + api.q({ limit: 50 })); } catch (err) { failed(list, err, 'Workflows'); detail.replaceChildren(); return; }
+    try { res = await api.get('/workflows' + api.q({ active: active.checked, limit: 50 })); } catch (err) { failed(list, err, 'Workflows'); detail.replaceChildren(); return; }
     const wfs = (res && res.workflows) || [];
     if (!wfs.length) { fill(list, h('p', { class: 'muted' }, 'No workflows yet.')); detail.replaceChildren(); return; }
     fill(list, wfs.map((wf) => h('button', {
       type: 'button', class: 'chip wf' + (wf.id === selected ? ' active' : ''),
       on: { click: () => { selected = wf.id; load(); } },
-    }, pill(wf.status, 'w-' + String(wf.status).replace(/[^a-z_]/g, '')), ' ', wf.id, ' ', h('span', { class: 'muted small' }, `${(wf.nodes || []).length} nodes`))));
+    }, pill(wf.state, 'w-' + cls(wf.state)), ' ', wf.id, ' ', h('span', { class: 'muted small' }, `${(wf.nodes || []).length} nodes`))));
     const wf = wfs.find((w) => w.id === selected) || wfs[0];
     selected = wf.id;
     showWorkflow(wf);
@@ -500,28 +522,42 @@ function workflowsView(body) {
   const showWorkflow = (wf) => {
     const info = h('div', { class: 'node-info', id: 'node-info' }, h('p', { class: 'muted small' }, 'Select a node to see its objective and result.'));
     const counts = {};
-    for (const n of wf.nodes || []) counts[n.status] = (counts[n.status] || 0) + 1;
+    for (const n of wf.nodes || []) counts[n.state] = (counts[n.state] || 0) + 1;
+    const finishedWf = ['completed', 'failed', 'cancelled', 'timeout'].includes(wf.state);
+    // edges: dependencies, and nested sub-sessions under their parent
+    const nodes = (wf.nodes || []).map((n) => ({ ...n, status: n.state, depends_on: [...(n.depends_on || []), ...(n.parent ? [n.parent] : [])] }));
     fill(detail,
-      h('div', { class: 'row' }, h('strong', null, wf.id), pill(wf.status, 'w-' + String(wf.status).replace(/[^a-z_]/g, '')),
-        h('span', { class: 'muted small' }, [wf.thread, fmtTime(wf.created_at, true), Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ')].filter(Boolean).join(' · ')),
+      h('div', { class: 'row' }, h('strong', null, wf.id), pill(wf.state, 'w-' + cls(wf.state)),
+        h('span', { class: 'muted small' }, [wf.root_thread, fmtTime(wf.created_at, true), Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', '),
+          wf.merged_from && wf.merged_from.length ? 'merged from ' + wf.merged_from.join(', ') : ''].filter(Boolean).join(' · ')),
         h('span', { class: 'spacer' }),
-        wf.status === 'running' ? confirmButton('Cancel', 'Really cancel?', async () => {
-          try { await api.post(`/workflows/${encodeURIComponent(wf.id)}/cancel`); load(); } catch (err) { toast(err.message, 'error'); }
-        }) : null),
-      h('div', { class: 'graph-wrap' }, draw(wf.nodes || [], (n) => fill(info,
-        h('h3', null, n.id, ' ', pill(n.status, 'n-' + String(n.status).replace(/[^a-z_]/g, ''))),
+        finishedWf ? null : confirmButton('Cancel', 'Really cancel?', async () => {
+          try {
+            const res = await api.post(`/workflows/${encodeURIComponent(wf.id)}/cancel`);
+            toast(`Cancelled ${((res && res.cancelled) || []).length} sub-sessions.`);
+          } catch (err) { toast(err.message, 'error'); }
+          load();
+        })),
+      h('div', { class: 'graph-wrap' }, draw(nodes, (n) => fill(info,
+        h('h3', null, n.id, ' ', pill(n.state, 'n-' + cls(n.state))),
         n.objective ? h('p', null, n.objective) : null,
-        h('p', { class: 'muted small' }, [n.mode && 'mode ' + n.mode, n.depends_on && n.depends_on.length ? 'after ' + n.depends_on.join(', ') : '', n.not_before && 'not before ' + fmtTime(n.not_before, true), n.started_at && 'started ' + fmtTime(n.started_at, true), n.finished_at && 'finished ' + fmtTime(n.finished_at, true)].filter(Boolean).join(' · ')),
+        h('p', { class: 'muted small' }, [n.mode && 'mode ' + n.mode, n.profile && 'profile ' + n.profile, n.waiting && 'waiting for ' + n.waiting.replace('_', ' '),
+          (wf.nodes.find((x) => x.id === n.id).depends_on || []).length ? 'after ' + wf.nodes.find((x) => x.id === n.id).depends_on.join(', ') : '',
+          n.parent && 'spawned by ' + n.parent, n.not_before && 'not before ' + fmtTime(n.not_before, true),
+          n.started_at && 'started ' + fmtTime(n.started_at, true), n.finished_at && 'finished ' + fmtTime(n.finished_at, true),
+          n.tool_calls ? `${n.tool_calls} tool calls` : '', n.usage ? `${fmtNum(n.usage.input_tokens)} → ${fmtNum(n.usage.output_tokens)} tok` : '',
+          n.continuation_of && 'continues ' + n.continuation_of, n.continued_by && 'continued by ' + n.continued_by].filter(Boolean).join(' · ')),
         n.error ? h('p', { class: 'error-text' }, n.error) : null,
         n.result ? h('pre', { class: 'plain' }, n.result) : null))),
       legend(), info);
   };
+  active.addEventListener('change', load);
   load();
 }
 
 function legend() {
-  return h('div', { class: 'legend' }, ['waiting', 'running', 'done', 'failed', 'skipped', 'cancelled', 'timed_out'].map((st) =>
-    h('span', { class: 'legend-item status-' + st }, s('svg', { width: 10, height: 10, viewBox: '0 0 10 10', 'aria-hidden': 'true' }, s('circle', { cx: 5, cy: 5, r: 5, class: 'state-dot' })), ' ', st.replace('_', ' '))));
+  return h('div', { class: 'legend' }, ['pending', 'running', 'completed', 'failed', 'timeout', 'cancelled'].map((st) =>
+    h('span', { class: 'legend-item status-' + st }, s('svg', { width: 10, height: 10, viewBox: '0 0 10 10', 'aria-hidden': 'true' }, s('circle', { cx: 5, cy: 5, r: 5, class: 'state-dot' })), ' ', st)));
 }
 
 // ---- world --------------------------------------------------------------------------------------

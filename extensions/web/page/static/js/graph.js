@@ -87,7 +87,7 @@ export function draw(nodes, onSelect) {
   }
   for (const n of nodes) {
     const p = pos.get(n.id);
-    const status = String(n.status || 'waiting').replace(/[^a-z_]/g, '');
+    const status = String(n.status || 'pending').replace(/[^a-z_]/g, '');
     const g = s('g', { class: `node status-${status}`, transform: `translate(${p.x} ${p.y})`, tabindex: 0, role: 'button', 'data-node': n.id },
       s('title', null, `${n.id} (${status})${n.objective ? '\n' + n.objective : ''}`),
       s('rect', { width: W, height: H, rx: 8 }),
