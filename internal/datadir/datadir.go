@@ -44,6 +44,7 @@ const (
 	DreamPulsePrompt         = "prompts/DREAM_PULSE_PROMPT.txt"
 	DreamDedupPrompt         = "prompts/DREAM_DEDUP_PROMPT.txt"
 	DreamContradictionPrompt = "prompts/DREAM_CONTRADICTION_PROMPT.txt"
+	DreamSkillsPrompt        = "prompts/DREAM_SKILLS_PROMPT.txt"
 	CompactionPrompt         = "prompts/COMPACTION_PROMPT.txt"
 )
 
@@ -69,6 +70,7 @@ func Placeholders() map[string][]string {
 		DreamPulsePrompt:         {"content"},
 		DreamDedupPrompt:         {"content"},
 		DreamContradictionPrompt: {"content"},
+		DreamSkillsPrompt:        {"content"},
 		CompactionPrompt:         {"history"},
 		"prompts/SEED_*.txt":     {},
 	}

@@ -397,6 +397,31 @@ func (s *VectorStore) Close(ctx context.Context, id int64, at time.Time) error {
 	return nil
 }
 
+// Reopen makes a closed memory current again (undoing Close, for reverting
+// a consolidation). Reopening a current memory is a no-op; ErrNotFound when
+// absent.
+func (s *VectorStore) Reopen(ctx context.Context, id int64) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	res, err := s.db.ExecContext(ctx, `UPDATE memories SET valid_to = NULL, updated_at = ? WHERE id = ? AND valid_to IS NOT NULL`, ns(s.now()), id)
+	if err != nil {
+		return fmt.Errorf("reopen memory %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		var one int
+		if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM memories WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("reopen memory %d: %w", id, ErrNotFound)
+		}
+		return nil
+	}
+	s.mu.Lock()
+	if sl, ok := s.idx.slot[id]; ok {
+		s.idx.metas[sl].validTo = 0
+	}
+	s.mu.Unlock()
+	return nil
+}
+
 // Delete removes a memory permanently.
 func (s *VectorStore) Delete(ctx context.Context, id int64) error {
 	s.writeMu.Lock()

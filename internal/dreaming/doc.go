@@ -1,0 +1,55 @@
+// Package dreaming is Reverie's nightly memory consolidation (seed 001's
+// Dreaming Loop), made safe: every change is journalled and reversible, and
+// a consolidation that would remove too much is refused.
+//
+// A dream consolidates each component independently with direct calls to
+// the `dreaming` model role (no tool loop, no conversation side effects);
+// one failing or refused component does not stop the others.
+//
+//   - Memories, vector backend: (1) dedup clusters — connected components
+//     of pairs at cosine ≥ 0.85 (union-find) — each merged by the model
+//     (DREAM_DEDUP_PROMPT.txt) into one new memory (source dream) while the
+//     originals are closed (valid_to set, never erased); (2) up to 20 of the
+//     most similar pairs in [0.5, 0.85) resolved by a JSON decision
+//     keep_first | keep_second | merge (DREAM_CONTRADICTION_PROMPT.txt), the
+//     loser closed; (3) stale pruning: not recalled for 90 days and fewer
+//     than 3 recalls, closed, except source=user_explicit; (4) the top 50
+//     by recalls written to MEMORIES.txt (lines hand-written into the file
+//     are first imported into the store, so the export never loses them).
+//     All model calls happen before anything changes; the whole plan is then
+//     checked against the guard.
+//   - Memories, flat backend: the model rewrites MEMORIES.txt
+//     (DREAM_MEMORIES_PROMPT.txt).
+//   - Pulse: JSON actions complete | update | keep (DREAM_PULSE_PROMPT.txt);
+//     items completed more than 30 days ago are purged.
+//   - Skills: overlapping skills (similar texts) merged, long ones condensed
+//     to about 150 tokens keeping the first-line summary
+//     (DREAM_SKILLS_PROMPT.txt).
+//
+// # Safety
+//
+// The guard refuses a component's result that would remove more than
+// Settings.MaxDropShare (25%) of its entries, or that does not parse;
+// nothing of that component changes and the report says why. Every change
+// is journalled (tables dream_runs, dream_changes) with what is needed to
+// undo it, the changed files are committed to the data dir's history as one
+// revision, and Revert undoes a dream: closed memories reopened, created
+// ones deleted, pulse items set back, files restored. (Pulse items purged
+// for being completed more than 30 days earlier are not restored.)
+//
+// # Cost at scale
+//
+// The similarity pass never builds a matrix: pairs are streamed, clusters
+// grow in a union-find and the suspicious pairs are kept in a bounded heap,
+// so memory is O(N). Up to ExactLimit memories every pair is compared
+// (N²/2 dot products of 384 dims; 4,000 → 8M); above, candidates come from
+// locality-sensitive hashing (16 tables of 8 random-hyperplane bits,
+// buckets compared in windows of 256), at most 16·N·256 comparisons. Model
+// calls are one per cluster (at most 100 per dream), one per suspicious
+// pair (at most 20), one for the pulse, one per merged or long skill.
+//
+// # Concurrency
+//
+// A Dreamer runs one dream (or revert) at a time; a second concurrent call
+// gets ErrBusy. Run owns its timer and calls Dream in its own goroutine.
+package dreaming

@@ -1,0 +1,490 @@
+package dreaming
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/llm"
+)
+
+// maxClustersPerDream bounds the dedup model calls of one dream; the rest
+// waits for the next night.
+const maxClustersPerDream = 100
+
+func (r *run) memories(ctx context.Context) ComponentReport {
+	if r.d.o.Memory.Flat() {
+		return r.flatMemories(ctx)
+	}
+	return r.vectorMemories(ctx)
+}
+
+// flatMemories is the flat-file path: the model rewrites MEMORIES.txt.
+func (r *run) flatMemories(ctx context.Context) ComponentReport {
+	old, err := r.d.o.Memory.WorkingSet(ctx)
+	if err != nil {
+		return ComponentReport{Status: StatusFailed, Detail: err.Error()}
+	}
+	oldLines := lines(old)
+	if len(oldLines) == 0 {
+		return ComponentReport{Status: StatusSkipped, Detail: "MEMORIES.txt is empty"}
+	}
+	if r.unchanged(ctx, datadir.MemoriesFile, old) {
+		return ComponentReport{Status: StatusSkipped, Detail: "MEMORIES.txt unchanged since the last dream"}
+	}
+	out, err := r.ask(ctx, datadir.DreamMemoriesPrompt, strings.Join(oldLines, "\n"), nil)
+	if err != nil {
+		return ComponentReport{Status: StatusFailed, Detail: err.Error()}
+	}
+	var newLines, dropped []string
+	for _, l := range lines(stripFences(out)) {
+		l = strings.TrimSpace(strings.TrimLeft(l, "-*• "))
+		if l == "" {
+			continue
+		}
+		if what := memory.LooksSecret(l); what != "" {
+			dropped = append(dropped, "left out a line that looks like a "+what)
+			continue
+		}
+		if utf8.RuneCountInString(l) > memory.MaxTextLen {
+			return ComponentReport{Status: StatusRefused, Detail: "the rewrite has a line longer than a memory may be; MEMORIES.txt unchanged"}
+		}
+		newLines = append(newLines, l)
+	}
+	if len(newLines) == 0 {
+		return ComponentReport{Status: StatusRefused, Detail: "the model returned no memories; MEMORIES.txt unchanged"}
+	}
+	if refuse, why := r.tooMuchDropped(len(oldLines), len(oldLines)-len(newLines)); refuse {
+		return ComponentReport{Status: StatusRefused, Detail: why + "; MEMORIES.txt unchanged"}
+	}
+	body := strings.Join(newLines, "\n") + "\n"
+	if err := r.writeFile(ctx, datadir.MemoriesFile, body); err != nil {
+		return ComponentReport{Status: StatusFailed, Detail: err.Error()}
+	}
+	r.seen(ctx, datadir.MemoriesFile, body)
+	rep := ComponentReport{Status: StatusOK, Detail: fmt.Sprintf("MEMORIES.txt rewritten: %d → %d lines", len(oldLines), len(newLines))}
+	rep.Lines = dropped
+	return rep
+}
+
+// tooMuchDropped applies the safety guard: removing more than MaxDropShare
+// of total entries is refused.
+func (r *run) tooMuchDropped(total, removed int) (bool, string) {
+	if total == 0 || removed <= 0 {
+		return false, ""
+	}
+	share := float64(removed) / float64(total)
+	if share > r.d.set.MaxDropShare {
+		return true, fmt.Sprintf("refused: it would remove %d of %d entries (%.0f%%, more than the allowed %.0f%%; raise dreaming.max_drop_share to allow it)",
+			removed, total, share*100, r.d.set.MaxDropShare*100)
+	}
+	return false, ""
+}
+
+type mergeOp struct {
+	members []memory.Memory
+	text    string
+}
+
+type resolveOp struct {
+	first, second memory.Memory
+	decision      string
+	merged        string
+	reason        string
+}
+
+// vectorMemories is the four-phase vector pipeline of seed 001: dedup
+// clusters, contradictions, stale pruning, working-set export. All model
+// calls happen first (planning); the guard then checks the whole plan, and
+// only then is anything changed, each change journalled for Revert.
+func (r *run) vectorMemories(ctx context.Context) ComponentReport {
+	svc := r.d.o.Memory
+	vs, ok := svc.Store().(*memory.VectorStore)
+	if !ok {
+		return ComponentReport{Status: StatusSkipped, Detail: "the memory backend has no vectors"}
+	}
+	var rep ComponentReport
+	// Lines written into MEMORIES.txt by hand must exist in the store before
+	// the export rewrites the file, or they would be lost.
+	ws, err := svc.WorkingSet(ctx)
+	if err != nil {
+		return ComponentReport{Status: StatusFailed, Detail: err.Error()}
+	}
+	imported := 0
+	for _, l := range lines(ws) {
+		found, err := svc.FindExact(ctx, l)
+		if err == nil && len(found) == 0 {
+			if _, err := svc.Remember(ctx, memory.Memory{Text: l, Kind: memory.KindFact, Source: memory.SourceImport}, false); err == nil {
+				imported++
+			}
+		}
+	}
+	if imported > 0 {
+		rep.Lines = append(rep.Lines, fmt.Sprintf("imported %d hand-written line(s) of MEMORIES.txt into the store", imported))
+	}
+
+	current, err := svc.List(ctx, memory.Filter{})
+	if err != nil {
+		return ComponentReport{Status: StatusFailed, Detail: err.Error()}
+	}
+	if len(current) == 0 {
+		return ComponentReport{Status: StatusSkipped, Detail: "no memories"}
+	}
+	byID := make(map[int64]memory.Memory, len(current))
+	for _, m := range current {
+		byID[m.ID] = m
+	}
+	var items []item
+	for v, err := range vs.AllVectors(ctx) {
+		if err != nil {
+			return ComponentReport{Status: StatusFailed, Detail: err.Error()}
+		}
+		if _, ok := byID[v.ID]; ok && len(v.Vector) > 0 {
+			items = append(items, item{id: v.ID, vec: v.Vector})
+		}
+	}
+	slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.id, b.id) })
+	sim := findSimilar(items, float32(r.d.set.ContradictionFloor), float32(r.d.set.DedupThreshold), r.d.set.MaxContradictions)
+	r.d.log.Info("dreaming: similarity pass", "memories", len(items), "compared_pairs", sim.compared,
+		"clusters", len(sim.clusters), "suspicious_pairs", len(sim.pairs))
+
+	// Phase 1: dedup clusters.
+	involved := map[int64]bool{}
+	var merges []mergeOp
+	for i, cl := range sim.clusters {
+		if i >= maxClustersPerDream {
+			rep.Lines = append(rep.Lines, fmt.Sprintf("%d more cluster(s) left for the next dream", len(sim.clusters)-i))
+			break
+		}
+		var members []memory.Memory
+		var b strings.Builder
+		for _, idx := range cl {
+			m := byID[items[idx].id]
+			members = append(members, m)
+			b.WriteString("- " + describe(m) + "\n")
+		}
+		out, err := r.ask(ctx, datadir.DreamDedupPrompt, strings.TrimRight(b.String(), "\n"), nil)
+		if err != nil {
+			return ComponentReport{Status: StatusFailed, Detail: err.Error()}
+		}
+		text := oneLine(stripFences(out))
+		if bad := badMemoryText(text); bad != "" {
+			rep.Lines = append(rep.Lines, fmt.Sprintf("kept a cluster of %d as it was: the merge %s", len(members), bad))
+			continue
+		}
+		merges = append(merges, mergeOp{members: members, text: text})
+		for _, m := range members {
+			involved[m.ID] = true
+		}
+	}
+
+	// Phase 2: contradictions among the rest.
+	var resolutions []resolveOp
+	for _, p := range sim.pairs {
+		a, b := byID[items[p.a].id], byID[items[p.b].id]
+		if involved[a.ID] || involved[b.ID] {
+			continue
+		}
+		content := "First: " + describe(a) + "\nSecond: " + describe(b)
+		out, err := r.ask(ctx, datadir.DreamContradictionPrompt, content, contradictionFormat)
+		if err != nil {
+			return ComponentReport{Status: StatusFailed, Detail: err.Error()}
+		}
+		var dec struct {
+			Decision string `json:"decision"`
+			Merged   string `json:"merged"`
+			Reason   string `json:"reason"`
+		}
+		if err := decodeJSON(out, &dec); err != nil {
+			rep.Lines = append(rep.Lines, fmt.Sprintf("left #%d and #%d alone: the decision did not parse (%v)", a.ID, b.ID, err))
+			continue
+		}
+		switch dec.Decision {
+		case "keep_first", "keep_second":
+		case "merge":
+			dec.Merged = oneLine(dec.Merged)
+			if bad := badMemoryText(dec.Merged); bad != "" {
+				rep.Lines = append(rep.Lines, fmt.Sprintf("left #%d and #%d alone: the merged entry %s", a.ID, b.ID, bad))
+				continue
+			}
+		default:
+			rep.Lines = append(rep.Lines, fmt.Sprintf("left #%d and #%d alone: unknown decision %q", a.ID, b.ID, dec.Decision))
+			continue
+		}
+		resolutions = append(resolutions, resolveOp{first: a, second: b, decision: dec.Decision, merged: dec.Merged, reason: dec.Reason})
+		involved[a.ID], involved[b.ID] = true, true
+	}
+
+	// Phase 3: stale entries.
+	now := r.d.o.Now()
+	cutoff := now.Add(-time.Duration(r.d.set.StaleDays) * 24 * time.Hour)
+	var stale []memory.Memory
+	for _, m := range current {
+		if involved[m.ID] || m.Source == memory.SourceUserExplicit || m.AccessCount >= r.d.set.StaleMinAccess {
+			continue
+		}
+		last := m.CreatedAt
+		if m.LastAccess != nil {
+			last = *m.LastAccess
+		}
+		if last.Before(cutoff) {
+			stale = append(stale, m)
+		}
+	}
+
+	// The guard over the whole plan.
+	removed := len(stale)
+	for _, mg := range merges {
+		removed += len(mg.members) - 1
+	}
+	removed += len(resolutions) // one closed, or two closed and one created
+
+	if refuse, why := r.tooMuchDropped(len(current), removed); refuse {
+		rep.Status, rep.Detail = StatusRefused, why+"; no memory changed"
+		return rep
+	}
+
+	// Apply.
+	for _, mg := range merges {
+		kind, event := dominantKind(mg.members), latestEvent(mg.members)
+		if err := r.replace(ctx, vs, mg.members, memory.Memory{Text: mg.text, Kind: kind, EventTime: event, Source: memory.SourceDream}); err != nil {
+			return r.partial(rep, err)
+		}
+		rep.Lines = append(rep.Lines, fmt.Sprintf("merged %d → %q", len(mg.members), mg.text))
+	}
+	for _, rs := range resolutions {
+		var err error
+		switch rs.decision {
+		case "keep_first":
+			err = r.closeMemory(ctx, vs, rs.second.ID, now)
+			rep.Lines = append(rep.Lines, fmt.Sprintf("kept %q over %q (%s)", rs.first.Text, rs.second.Text, rs.reason))
+		case "keep_second":
+			err = r.closeMemory(ctx, vs, rs.first.ID, now)
+			rep.Lines = append(rep.Lines, fmt.Sprintf("kept %q over %q (%s)", rs.second.Text, rs.first.Text, rs.reason))
+		case "merge":
+			err = r.replace(ctx, vs, []memory.Memory{rs.first, rs.second},
+				memory.Memory{Text: rs.merged, Kind: dominantKind([]memory.Memory{rs.first, rs.second}),
+					EventTime: latestEvent([]memory.Memory{rs.first, rs.second}), Source: memory.SourceDream})
+			rep.Lines = append(rep.Lines, fmt.Sprintf("resolved %q / %q → %q", rs.first.Text, rs.second.Text, rs.merged))
+		}
+		if err != nil {
+			return r.partial(rep, err)
+		}
+	}
+	for _, m := range stale {
+		if err := r.closeMemory(ctx, vs, m.ID, now); err != nil {
+			return r.partial(rep, err)
+		}
+	}
+	if len(stale) > 0 {
+		rep.Lines = append(rep.Lines, fmt.Sprintf("pruned %d stale memor(ies) (not recalled for %d days, fewer than %d recalls)",
+			len(stale), r.d.set.StaleDays, r.d.set.StaleMinAccess))
+	}
+
+	// Phase 4: the working set.
+	n, left, err := r.export(ctx, svc)
+	if err != nil {
+		return r.partial(rep, err)
+	}
+	rep.Lines = append(rep.Lines, fmt.Sprintf("exported the top %d memories to MEMORIES.txt (%d line(s) left the working set, still recallable)", n, left))
+	rep.Status = StatusOK
+	rep.Detail = fmt.Sprintf("%d merged cluster(s), %d contradiction(s) resolved, %d pruned", len(merges), len(resolutions), len(stale))
+	return rep
+}
+
+// partial reports a failure after some changes were applied (they are
+// journalled, so Revert undoes them).
+func (r *run) partial(rep ComponentReport, err error) ComponentReport {
+	rep.Status = StatusFailed
+	rep.Detail = err.Error() + " (changes made before the error are part of this dream and can be reverted)"
+	return rep
+}
+
+// replace adds the consolidated memory and closes the originals. When the
+// consolidated text equals one of them, that one stays.
+func (r *run) replace(ctx context.Context, vs *memory.VectorStore, originals []memory.Memory, m memory.Memory) error {
+	before, _ := vs.Count(ctx, true)
+	id, err := vs.Add(ctx, m)
+	if err != nil {
+		return fmt.Errorf("store consolidated memory: %w", err)
+	}
+	after, _ := vs.Count(ctx, true)
+	if after > before {
+		if err := r.journal(ctx, "memory", "created", strconv.FormatInt(id, 10), nil); err != nil {
+			return err
+		}
+	}
+	for _, o := range originals {
+		if o.ID == id {
+			continue
+		}
+		if err := r.closeMemory(ctx, vs, o.ID, r.d.o.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) closeMemory(ctx context.Context, vs *memory.VectorStore, id int64, at time.Time) error {
+	if err := r.journal(ctx, "memory", "closed", strconv.FormatInt(id, 10), nil); err != nil {
+		return err
+	}
+	if err := vs.Close(ctx, id, at); err != nil {
+		return fmt.Errorf("close memory %d: %w", id, err)
+	}
+	return nil
+}
+
+// export writes the top ExportTop current memories (most recalled first;
+// among equals the ones the user asked for, then the newest) to
+// MEMORIES.txt. It returns how many were written and how many previous lines
+// are no longer in the file.
+func (r *run) export(ctx context.Context, svc *memory.Service) (int, int, error) {
+	all, err := svc.List(ctx, memory.Filter{})
+	if err != nil {
+		return 0, 0, err
+	}
+	slices.SortStableFunc(all, func(a, b memory.Memory) int {
+		if c := cmp.Compare(b.AccessCount, a.AccessCount); c != 0 {
+			return c
+		}
+		ea, eb := a.Source == memory.SourceUserExplicit, b.Source == memory.SourceUserExplicit
+		if ea != eb {
+			if ea {
+				return -1
+			}
+			return 1
+		}
+		return b.UpdatedAt.Compare(a.UpdatedAt)
+	})
+	all = all[:min(len(all), r.d.set.ExportTop)]
+	out := make([]string, len(all))
+	keep := map[string]bool{}
+	for i, m := range all {
+		out[i] = oneLine(m.Text)
+		keep[strings.ToLower(out[i])] = true
+	}
+	old, err := svc.WorkingSet(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	left := 0
+	for _, l := range lines(old) {
+		if !keep[strings.ToLower(oneLine(l))] {
+			left++
+		}
+	}
+	body := strings.Join(out, "\n")
+	if body != "" {
+		body += "\n"
+	}
+	return len(out), left, r.writeFile(ctx, datadir.MemoriesFile, body)
+}
+
+var contradictionFormat = &llm.ResponseFormat{Name: "contradiction_decision", Schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "decision": {"type": "string", "enum": ["keep_first", "keep_second", "merge"]},
+    "merged": {"type": "string"},
+    "reason": {"type": "string"}
+  },
+  "required": ["decision", "merged", "reason"],
+  "additionalProperties": false
+}`)}
+
+// describe renders a memory for a prompt: text with its date and kind.
+func describe(m memory.Memory) string {
+	var b strings.Builder
+	b.WriteString(oneLine(m.Text))
+	var meta []string
+	if m.EventTime != nil {
+		meta = append(meta, "happened "+m.EventTime.Format(time.DateOnly))
+	}
+	meta = append(meta, "recorded "+m.CreatedAt.Format(time.DateOnly))
+	if m.Kind != memory.KindFact && m.Kind != "" {
+		meta = append(meta, string(m.Kind))
+	}
+	b.WriteString(" (" + strings.Join(meta, ", ") + ")")
+	return b.String()
+}
+
+func dominantKind(ms []memory.Memory) memory.Kind {
+	count := map[memory.Kind]int{}
+	best := memory.KindFact
+	for _, m := range ms {
+		count[m.Kind]++
+		if count[m.Kind] > count[best] {
+			best = m.Kind
+		}
+	}
+	return best
+}
+
+func latestEvent(ms []memory.Memory) *time.Time {
+	var t *time.Time
+	for _, m := range ms {
+		if m.EventTime != nil && (t == nil || m.EventTime.After(*t)) {
+			t = m.EventTime
+		}
+	}
+	return t
+}
+
+// badMemoryText says why a model-written memory cannot be stored, or "".
+func badMemoryText(t string) string {
+	switch {
+	case t == "":
+		return "was empty"
+	case utf8.RuneCountInString(t) > memory.MaxTextLen:
+		return "was too long"
+	case memory.LooksSecret(t) != "":
+		return "looked like it held a secret"
+	}
+	return ""
+}
+
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(strings.TrimSuffix(l, "\r")); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// stripFences removes a Markdown code fence around a whole answer.
+func stripFences(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "```") {
+		return s
+	}
+	s = strings.TrimPrefix(s, "```")
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "```"))
+}
+
+// decodeJSON decodes the first JSON object in s (models wrap answers in
+// prose or fences).
+func decodeJSON(s string, v any) error {
+	s = stripFences(s)
+	start := strings.IndexByte(s, '{')
+	end := strings.LastIndexByte(s, '}')
+	if start < 0 || end < start {
+		return errors.New("no JSON object in the answer")
+	}
+	return json.Unmarshal([]byte(s[start:end+1]), v)
+}
