@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/extensions/cli/clitest"
+)
+
+var testEnv = []string{"TERM=xterm-256color", "NO_COLOR=1"}
+
+func recvText(t *testing.T, ch <-chan string) string {
+	t.Helper()
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(clitest.Timeout):
+		t.Fatal("the chat sent nothing")
+		return ""
+	}
+}
+
+func recvDone(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(clitest.Timeout):
+		t.Fatal("the chat did not end")
+		return nil
+	}
+}
+
+// startChat runs RunInteractive on a pseudo-terminal with b.
+func startChat(t *testing.T, b Backend, hist *History) (*clitest.Terminal, <-chan error) {
+	t.Helper()
+	tm := clitest.New(t, 100, 30)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		done <- RunInteractive(ctx, b, InteractiveOptions{In: tm.TTY, Out: tm.TTY, Env: testEnv, History: hist})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(clitest.Timeout):
+			t.Error("the chat did not stop")
+		}
+	})
+	tm.WaitFor("Reverie · cli:tester · fake backend")
+	tm.WaitFor("Enter sends")
+	return tm, done
+}
+
+func TestInteractive(t *testing.T) {
+	b := newFakeBackend(nil)
+	histPath := filepath.Join(t.TempDir(), HistoryFile)
+	hist, err := OpenHistory(histPath, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, done := startChat(t, b, hist)
+	reply := func(evs ...Event) {
+		for _, ev := range evs {
+			b.q.Push(ev)
+		}
+	}
+
+	// A message: its reply streams, tool calls show folded, the final
+	// reply is rendered.
+	tm.Type("hello", clitest.Enter)
+	if got := recvText(t, b.sentc); got != "hello" {
+		t.Fatalf("sent %q", got)
+	}
+	tm.WaitFor("› hello")
+	reply(Event{Kind: EventDelta, Text: "Partial9Qz "})
+	tm.WaitFor("Partial9Qz")
+	reply(Event{Kind: EventToolCall, Tool: "read_file", Arguments: json.RawMessage(`{"path":"x.md"}`)},
+		Event{Kind: EventToolResult, Tool: "read_file", Result: "line1\nline2\nline3"})
+	tm.WaitFor(`⚙ read_file {"path":"x.md"}`)
+	tm.WaitFor("↳ line1 (+2 lines)")
+	reply(Event{Kind: EventDone, Text: "# Heading9\n\nThe final answer9."}, Event{Kind: EventIdle})
+	tm.WaitFor("Heading9")
+	tm.WaitFor("final answer9.")
+
+	// Ctrl+C during a slow reply cancels that turn; the chat goes on.
+	tm.Type("slow", clitest.Enter)
+	if got := recvText(t, b.sentc); got != "slow" {
+		t.Fatalf("sent %q", got)
+	}
+	reply(Event{Kind: EventDelta, Text: "Slow7Wx"})
+	tm.WaitFor("Slow7Wx")
+	tm.Type(clitest.CtrlC)
+	select {
+	case <-b.cancel:
+	case <-time.After(clitest.Timeout):
+		t.Fatal("Ctrl+C did not cancel the turn")
+	}
+	reply(Event{Kind: EventError, Text: "The answer was interrupted; your message is saved."}, Event{Kind: EventIdle, Err: "context canceled"})
+	tm.WaitFor("✗ The answer was interrupted")
+
+	// Multiline input: Alt+Enter, and a trailing backslash.
+	tm.Type("first", clitest.AltEnter, "second", clitest.Enter)
+	if got := recvText(t, b.sentc); got != "first\nsecond" {
+		t.Fatalf("sent %q", got)
+	}
+	reply(Event{Kind: EventDone, Text: "ok1"}, Event{Kind: EventIdle})
+	tm.Type(`a\`, clitest.Enter, "b", clitest.Enter)
+	if got := recvText(t, b.sentc); got != "a\nb" {
+		t.Fatalf("sent %q", got)
+	}
+	reply(Event{Kind: EventDone, Text: "ok2"}, Event{Kind: EventIdle})
+	tm.WaitFor("ok2")
+
+	// History: ↑ recalls the last message, ↑↑ the one before.
+	tm.Type(clitest.Up, clitest.Up, clitest.Up, clitest.Enter)
+	if got := recvText(t, b.sentc); got != "first\nsecond" {
+		t.Fatalf("history recalled %q", got)
+	}
+	reply(Event{Kind: EventDone, Text: "ok3"}, Event{Kind: EventIdle})
+	tm.WaitFor("ok3")
+
+	// A message typed while a reply is being written waits for it.
+	var idlePushed atomic.Bool
+	tm.Type("q1", clitest.Enter)
+	recvText(t, b.sentc)
+	tm.Type("q2", clitest.Enter)
+	tm.WaitFor("1 queued")
+	reply(Event{Kind: EventDone, Text: "r1"})
+	idlePushed.Store(true)
+	reply(Event{Kind: EventIdle})
+	if got := recvText(t, b.sentc); got != "q2" || !idlePushed.Load() {
+		t.Fatalf("sent %q (after the first reply ended: %v)", got, idlePushed.Load())
+	}
+	reply(Event{Kind: EventDone, Text: "r2"}, Event{Kind: EventIdle})
+	tm.WaitFor("r2")
+
+	// A proactive message between turns.
+	reply(Event{Kind: EventNotify, Text: "Reminder: call Anna9"})
+	tm.WaitFor("◆ Reminder: call Anna9")
+
+	// Model output cannot drive the terminal.
+	reply(Event{Kind: EventNotify, Text: "evil\x1b]0;title\x07\x1b[2Jdone8"})
+	tm.WaitFor("evil]0;title[2Jdone8")
+
+	// Ctrl+C at an empty prompt asks for confirmation; the second quits.
+	tm.Type(clitest.CtrlC)
+	tm.WaitFor("press Ctrl+C again or Ctrl+D to quit")
+	tm.Type(clitest.CtrlC)
+	if err := recvDone(t, done); err != nil {
+		t.Fatalf("chat ended with %v", err)
+	}
+
+	// The history was saved, privately.
+	st, err := os.Stat(histPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("history mode %v", st.Mode().Perm())
+	}
+	saved, err := OpenHistory(histPath, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"hello", "slow", "first\nsecond", "a\nb", "first\nsecond", "q1", "q2"}
+	if got := saved.Entries(); !slices.Equal(got, want) {
+		t.Errorf("history %q, want %q", got, want)
+	}
+}
+
+func TestInteractiveKeys(t *testing.T) {
+	b := newFakeBackend(func(text string) []Event {
+		return []Event{{Kind: EventDone, Text: "echo9 " + text}, {Kind: EventIdle}}
+	})
+	tm, done := startChat(t, b, nil)
+	// Ctrl+C clears a draft; editing keys work.
+	tm.Type("draft", clitest.CtrlC, "helo", "\x1b[D", "l", clitest.Enter)
+	if got := recvText(t, b.sentc); got != "hello" {
+		t.Fatalf("sent %q", got)
+	}
+	tm.WaitFor("echo9 hello")
+	tm.Type("one two", "\x17", "three", clitest.Enter) // Ctrl+W deletes a word
+	if got := recvText(t, b.sentc); got != "one three" {
+		t.Fatalf("sent %q", got)
+	}
+	// A message the backend refuses is reported and nothing waits for it.
+	b.refuse = errors.New("message too large")
+	tm.Type("big", clitest.Enter)
+	tm.WaitFor("✗ not sent: message too large")
+	b.refuse = nil
+	// Ctrl+D at an empty prompt quits.
+	tm.Type(clitest.CtrlD)
+	if err := recvDone(t, done); err != nil {
+		t.Fatalf("chat ended with %v", err)
+	}
+}
+
+func TestInteractiveBackendGone(t *testing.T) {
+	b := newFakeBackend(nil)
+	tm, done := startChat(t, b, nil)
+	b.q.Close()
+	tm.WaitFor("✗ lost the connection to the assistant")
+	if err := recvDone(t, done); err == nil || !strings.Contains(err.Error(), "lost the connection") {
+		t.Fatalf("chat ended with %v", err)
+	}
+}
