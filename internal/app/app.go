@@ -1,9 +1,9 @@
 // Package app is Reverie's composition root: it builds every component of
 // the agent process from the configuration, in the start-up order of the
-// specification (data dir → config → logging → lock → database → world state
-// → event bus → extensions → ready), runs them under one owner, and closes
-// them in reverse order. Only this package (and the whole-app tests) sees
-// the whole dependency graph.
+// specification (data dir → config → logging → lock → data dir history →
+// database → world state → event bus → extensions → ready), runs them under
+// one owner, and closes them in reverse order. Only this package (and the
+// whole-app tests) sees the whole dependency graph.
 package app
 
 import (
@@ -35,6 +35,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/versioning"
 	"github.com/reverie-ai/reverie/internal/world"
 	"github.com/reverie-ai/reverie/tool"
 )
@@ -70,7 +71,7 @@ type App struct {
 	DB     *sql.DB
 	Bus    *eventbus.Bus
 	Kernel *kernel.Kernel
-	World  *world.State
+	World  *world.Store
 	// The agent runtime.
 	Models        *modelrouter.Router
 	Conversations *conversation.Store
@@ -79,6 +80,9 @@ type App struct {
 	Router        *router.Router
 	// Memory is the long-term memory with MEMORIES.txt.
 	Memory *memory.Service
+	// Versions is the history of the data dir's editable files (nil when
+	// it could not be opened: changes are then not versioned).
+	Versions *versioning.Repo
 
 	memoryContext *memory.RecallContext
 	// onDataChange is told about changes to the data dir's versioned files.
@@ -184,6 +188,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.onClose("data dir lock", release)
+	a.openVersions(ctx)
 
 	db, err := sqlite.Open(ctx, filepath.Join(opts.DataDir, DatabaseFile))
 	if err != nil {
@@ -192,7 +197,9 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	a.onClose("database", db.Close)
 	a.DB = db
 
-	ws, err := world.Load(opts.DataDir, logger)
+	ws, err := world.OpenStore(opts.DataDir, world.StoreOptions{
+		Now: opts.Now, Logger: logger.With("component", "world"), Changed: a.dataChangeHook,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("load world state: %w", err)
 	}
@@ -239,6 +246,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if err := a.buildRuntime(ctx); err != nil {
 		return nil, err
 	}
+	a.runtimeTools = append(a.runtimeTools, world.ApplyOpsTool(a.World))
 	if err := k.Init(ctx); err != nil {
 		return nil, fmt.Errorf("initialise extensions: %w", err)
 	}

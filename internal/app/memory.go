@@ -139,6 +139,9 @@ func (a *App) reembed(ctx context.Context) error {
 // contextProviders are the built-in context providers of every turn.
 func (a *App) contextProviders() []extension.ContextProvider {
 	var out []extension.ContextProvider
+	if a.World != nil {
+		out = append(out, worldContext{a.World})
+	}
 	if a.memoryContext != nil {
 		out = append(out, a.memoryContext)
 	}
