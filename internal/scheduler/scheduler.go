@@ -144,6 +144,9 @@ type Scheduler struct {
 	// never wait for each other in SQLite's busy handler.
 	wmu sync.Mutex
 
+	// Prepared statements of the timer loop (parsing dominates their cost).
+	stmtDue, stmtNext *sql.Stmt
+
 	mu      sync.Mutex
 	jobs    map[string]JobFunc
 	running map[string]bool
@@ -187,10 +190,25 @@ func Open(ctx context.Context, opts Options) (*Scheduler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Scheduler{
+	s := &Scheduler{
 		o: opts, db: opts.DB, log: opts.Logger,
 		wake: make(chan struct{}, 1), jobs: map[string]JobFunc{}, running: map[string]bool{},
-	}, nil
+	}
+	if s.stmtDue, err = opts.DB.PrepareContext(ctx, `SELECT `+taskColumns+` FROM scheduler_tasks
+		WHERE status = 'active' AND next_run <= ? ORDER BY next_run LIMIT ?`); err != nil {
+		return nil, fmt.Errorf("open scheduler: %w", err)
+	}
+	if s.stmtNext, err = opts.DB.PrepareContext(ctx, `SELECT MIN(next_run) FROM scheduler_tasks WHERE status = 'active'`); err != nil {
+		s.stmtDue.Close()
+		return nil, fmt.Errorf("open scheduler: %w", err)
+	}
+	return s, nil
+}
+
+// Close releases the prepared statements. Call it after Run has returned
+// (or when Run is never called); the database stays open.
+func (s *Scheduler) Close() error {
+	return errors.Join(s.stmtDue.Close(), s.stmtNext.Close())
 }
 
 func (s *Scheduler) now() time.Time { return s.o.Now() }
@@ -383,7 +401,7 @@ func (s *Scheduler) tick(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	var next sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT MIN(next_run) FROM scheduler_tasks WHERE status = 'active'`).Scan(&next); err != nil {
+	if err := s.stmtNext.QueryRowContext(ctx).Scan(&next); err != nil {
 		return 0, fmt.Errorf("read the next due time: %w", err)
 	}
 	if !next.Valid {
@@ -394,8 +412,7 @@ func (s *Scheduler) tick(ctx context.Context) (time.Duration, error) {
 }
 
 func (s *Scheduler) dueTasks(ctx context.Context, now time.Time, limit int) ([]Task, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+taskColumns+` FROM scheduler_tasks
-		WHERE status = 'active' AND next_run <= ? ORDER BY next_run LIMIT ?`, nanos(now), limit)
+	rows, err := s.stmtDue.QueryContext(ctx, nanos(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("read due tasks: %w", err)
 	}

@@ -458,12 +458,14 @@ func TestInterruptedAndFailingRuns(t *testing.T) {
 		if err := s2.RegisterJob(ctx, Job{Name: "x/long", Schedule: "0 9 * * *", Run: done}); err != nil {
 			t.Fatal(err)
 		}
-		start(t, s2)
+		stop2 := start(t, s2)
 		synctest.Wait()
 		rs = receipts(t, s2, "job:x/long")
 		if runs.Load() != 2 || len(rs) != 2 || rs[1].Outcome != OutcomeFired || !rs[1].CatchUp {
 			t.Fatalf("after restart: %d runs, receipts %+v", runs.Load(), rs)
 		}
+
+		stop2()
 
 		// A crash leaves a running receipt: the next start marks it failed.
 		if _, err := db.Exec(`INSERT INTO scheduler_receipts (task_id, scheduled_at, started_at, outcome) VALUES ('t_x', ?, ?, 'running')`,
@@ -476,7 +478,6 @@ func TestInterruptedAndFailingRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		failing := mustAdd(t, s3, NewTask{Text: "f", Thread: thread, Spec: Spec{Kind: Interval, Every: Duration(time.Hour)}})
-		s2.runs.Wait()
 		start(t, s3)
 		sleepUntil(time.Now().Add(3*time.Hour + time.Minute))
 		if rs := receipts(t, s3, "t_x"); rs[0].Outcome != OutcomeFailed || !strings.Contains(rs[0].Reason, "interrupted") {

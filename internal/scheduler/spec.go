@@ -449,12 +449,16 @@ func (s *Schedule) nextCalendar(after time.Time) time.Time {
 		// so the first candidate after after is the answer; on a change
 		// day every candidate is computed and the earliest taken.
 		plain := !transitionDay(dy, dm, dd, s.loc)
-		sameDay := i == 0 && plain
+		if i == -1 && plain {
+			continue // without a gap nothing of the day before is after after
+		}
+		from := clock{}
+		if i == 0 && plain {
+			// Wall times up to after's minute are not after after.
+			from = clock{ah, am + 1}
+		}
 		var best time.Time
-		s.eachClock(func(c clock) bool {
-			if sameDay && (c.hour < ah || c.hour == ah && c.min <= am) {
-				return true
-			}
+		s.eachClock(from, func(c clock) bool {
 			t := wallTime(dy, dm, dd, c, s.loc)
 			if !t.After(after) {
 				return true
@@ -491,18 +495,24 @@ func (s *Schedule) dayMatches(y int, m time.Month, d int, wd time.Weekday) bool 
 	}
 }
 
-// eachClock calls fn with the day's wall times in order until it returns
-// false.
-func (s *Schedule) eachClock(fn func(clock) bool) {
+// eachClock calls fn with the day's wall times from from on, in order,
+// until it returns false.
+func (s *Schedule) eachClock(from clock, fn func(clock) bool) {
 	if s.cron == nil {
-		fn(s.at)
+		if s.at.minutes() >= from.minutes() {
+			fn(s.at)
+		}
 		return
 	}
-	for h := 0; h < 24; h++ {
+	for h := from.hour; h < 24; h++ {
 		if s.cron.Hour&(1<<uint(h)) == 0 {
 			continue
 		}
-		for mi := 0; mi < 60; mi++ {
+		m0 := 0
+		if h == from.hour {
+			m0 = from.min
+		}
+		for mi := m0; mi < 60; mi++ {
 			if s.cron.Minute&(1<<uint(mi)) == 0 {
 				continue
 			}
