@@ -33,7 +33,9 @@ import (
 	"github.com/reverie-ai/reverie/internal/logging"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/internal/pulse"
 	"github.com/reverie-ai/reverie/internal/router"
+	"github.com/reverie-ai/reverie/internal/skills"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/versioning"
 	"github.com/reverie-ai/reverie/internal/world"
@@ -80,6 +82,12 @@ type App struct {
 	Router        *router.Router
 	// Memory is the long-term memory with MEMORIES.txt.
 	Memory *memory.Service
+	// Pulse is the working memory (pulse items).
+	Pulse *pulse.Store
+	// Skills are the learned procedures (skills/*.md).
+	Skills *skills.Store
+	// Sources supply the agent's memories, pulse and skills sections.
+	Sources *Sources
 	// Versions is the history of the data dir's editable files (nil when
 	// it could not be opened: changes are then not versioned).
 	Versions *versioning.Repo

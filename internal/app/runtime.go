@@ -81,6 +81,9 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		return fmt.Errorf("set up core tools: %w", err)
 	}
 	a.coreTools = append(core.All(), memory.Tools(a.Memory)...)
+	if err := a.buildPulseAndSkills(ctx); err != nil {
+		return err
+	}
 
 	loc := cfg.Location()
 	ag, err := agent.New(agent.Options{
@@ -91,8 +94,8 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		Location:      loc,
 		Language:      cfg.Language,
 		Counter:       counter,
-		Sources:       agent.DataDirSources{Dir: a.opts.DataDir},
-		Sizes:         agent.DataDirSources{Dir: a.opts.DataDir},
+		Sources:       a.Sources,
+		Sizes:         a.Sources,
 		Limits: prompt.Limits{MemoriesChars: cfg.Limits.MemoriesChars, PulseChars: cfg.Limits.PulseChars,
 			SkillsChars: cfg.Limits.SkillsChars},
 		Interactions:     ilog,
@@ -131,6 +134,9 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		return fmt.Errorf("set up router: %w", err)
 	}
 	a.Router = rt
+	if err := a.registerPulseCommand(rt); err != nil {
+		return fmt.Errorf("set up router: %w", err)
+	}
 	a.runtimeTools = []tool.Tool{
 		channels.ListChannels(a.Kernel, conv),
 		channels.SendToChannel(rt, a.Kernel, conv),
@@ -191,6 +197,7 @@ func (a *App) housekeeping(ctx context.Context) error {
 		} else if n > 0 {
 			a.Logger.Info("purged interaction log entries", "count", n)
 		}
+		a.purgePulseAndSkillLoads(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
