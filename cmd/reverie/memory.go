@@ -13,9 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/app"
-	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/memory"
 )
 
@@ -38,20 +36,7 @@ process, so stop a running agent first (one agent per data dir), or use the web 
 // withMemory opens the data dir's memory (no extensions, no channels) for
 // the duration of fn.
 func withMemory(cmd *cobra.Command, g *globalFlags, env []string, fn func(ctx context.Context, svc *memory.Service) error) error {
-	dir, err := g.dataDir(env)
-	if err != nil {
-		return err
-	}
-	ctx := cmd.Context()
-	a, err := app.New(ctx, app.Options{DataDir: dir, ConfigPath: g.config, Env: env, Console: io.Discard, Registry: []extension.Info{}})
-	if err != nil {
-		if errors.Is(err, datadir.ErrLocked) {
-			return fmt.Errorf("%w\nstop the running agent first (one agent per data dir), or use the web page", err)
-		}
-		return err
-	}
-	ferr := fn(ctx, a.Memory)
-	return errors.Join(ferr, a.Close())
+	return withApp(cmd, g, env, func(ctx context.Context, a *app.App) error { return fn(ctx, a.Memory) })
 }
 
 func parseKinds(s string) ([]memory.Kind, error) {

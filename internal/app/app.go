@@ -21,12 +21,14 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/dreaming"
 	"github.com/reverie-ai/reverie/internal/eventbus"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/kernel"
@@ -82,17 +84,23 @@ type App struct {
 	Router        *router.Router
 	// Memory is the long-term memory with MEMORIES.txt.
 	Memory *memory.Service
+	// Versions is the history of the data dir's editable files (nil when
+	// it could not be opened: changes are then not versioned).
+	Versions *versioning.Repo
 	// Pulse is the working memory (pulse items).
 	Pulse *pulse.Store
 	// Skills are the learned procedures (skills/*.md).
 	Skills *skills.Store
 	// Sources supply the agent's memories, pulse and skills sections.
 	Sources *Sources
-	// Versions is the history of the data dir's editable files (nil when
-	// it could not be opened: changes are then not versioned).
-	Versions *versioning.Repo
+
+	// Dreamer is the nightly consolidation.
+	Dreamer *dreaming.Dreamer
 
 	memoryContext *memory.RecallContext
+	// commitFiles records changed data-dir files in its history and returns
+	// the short revision (nil while versioning is off).
+	commitFiles func(ctx context.Context, message string, paths ...string) (string, error)
 	// onDataChange is told about changes to the data dir's versioned files.
 	onDataChange func(ctx context.Context, message string, paths ...string)
 
@@ -102,6 +110,11 @@ type App struct {
 	tools        []tool.Tool
 	started      time.Time
 	ready        chan struct{}
+
+	// API are the services the HTTP API serves (extensions reach them
+	// through api.ServicesFrom); filled before the extensions start.
+	API     *api.Services
+	prompts *promptRecorder // the last system prompts, for the debug panel
 
 	closers []namedCloser // closed in reverse order
 }
@@ -226,6 +239,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	}
 	a.Bus = bus
 
+	a.API = &api.Services{}
 	k, err := kernel.New(kernel.Options{
 		Config:   cfg,
 		DataDir:  opts.DataDir,
@@ -241,6 +255,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 			var cerr *config.Error
 			return errors.As(err, &cerr)
 		},
+		APIServices: a.API,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load extensions: %w", err)
@@ -255,6 +270,10 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.runtimeTools = append(a.runtimeTools, world.ApplyOpsTool(a.World))
+	if err := a.buildDreaming(ctx); err != nil {
+		return nil, err
+	}
+	a.fillAPIServices(a.API)
 	if err := k.Init(ctx); err != nil {
 		return nil, fmt.Errorf("initialise extensions: %w", err)
 	}
@@ -286,6 +305,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.Kernel.Run(gctx) })
 	g.Go(func() error { return a.housekeeping(gctx) })
 	g.Go(func() error { return a.reembed(gctx) })
+	g.Go(func() error { return a.runDreaming(gctx) })
 	a.Kernel.Ready(gctx)
 	close(a.ready)
 	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),

@@ -62,6 +62,7 @@ type Config struct {
 	Models     ModelsConfig     `yaml:"models"`
 	Tools      ToolsConfig      `yaml:"tools"`
 	Memory     MemoryConfig     `yaml:"memory"`
+	Dreaming   DreamingConfig   `yaml:"dreaming"`
 
 	meta *meta
 }
@@ -143,9 +144,10 @@ func Default() Config {
 			PulseChars:    5000,
 			SkillsChars:   20000,
 		},
-		Tools:  defaultTools(),
-		Memory: defaultMemory(),
-		Models: ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
+		Tools:    defaultTools(),
+		Memory:   defaultMemory(),
+		Dreaming: defaultDreaming(),
+		Models:   ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
 	}
 }
 
@@ -487,6 +489,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateMemory(); err != nil {
+		return err
+	}
+	if err := c.validateDreaming(); err != nil {
 		return err
 	}
 	return c.validateModels()

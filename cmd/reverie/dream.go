@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/datadir"
+)
+
+// newDreamCmd is `reverie dream`: consolidate now, list dreams, revert one.
+func newDreamCmd(g *globalFlags, env []string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dream",
+		Short: "Consolidate memories, pulse and skills now and print the report",
+		Long: `Run one dream now (the nightly consolidation): merge duplicate memories, resolve
+contradictions, prune stale ones, refresh MEMORIES.txt, review the pulse, tidy the skills.
+Every dream can be undone with "reverie dream revert ID". Runs in this process: stop a
+running agent first, or use /dream in a chat.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withApp(cmd, g, env, func(ctx context.Context, a *app.App) error {
+				if !a.Models.Configured() {
+					return errors.New("dreaming needs a language model; none is configured (see reverie doctor)")
+				}
+				rep, err := a.Dreamer.Dream(ctx, "cli")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), rep.Format())
+				return err
+			})
+		},
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "Show the reports of recent dreams",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, _ := cmd.Flags().GetInt("limit")
+			return withApp(cmd, g, env, func(ctx context.Context, a *app.App) error {
+				reps, err := a.Dreamer.Reports(ctx, n)
+				if err != nil {
+					return err
+				}
+				if len(reps) == 0 {
+					_, err := fmt.Fprintln(cmd.OutOrStdout(), "no dreams yet")
+					return err
+				}
+				var b strings.Builder
+				for _, r := range reps {
+					b.WriteString(r.Format() + "\n\n")
+				}
+				_, err = io.WriteString(cmd.OutOrStdout(), b.String())
+				return err
+			})
+		},
+	}
+	list.Flags().IntP("limit", "n", 5, "how many")
+	revert := &cobra.Command{
+		Use:   "revert ID",
+		Short: "Undo everything a dream changed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(strings.TrimPrefix(args[0], "#"), 10, 64)
+			if err != nil {
+				return fmt.Errorf("%q is not a dream number", args[0])
+			}
+			return withApp(cmd, g, env, func(ctx context.Context, a *app.App) error {
+				n, err := a.Dreamer.Revert(ctx, id)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "dream #%d reverted (%d change(s) undone)\n", id, n)
+				return err
+			})
+		},
+	}
+	cmd.AddCommand(list, revert)
+	return cmd
+}
+
+// withApp builds the agent in this process without extensions (no
+// channels, no listeners) for the duration of fn.
+func withApp(cmd *cobra.Command, g *globalFlags, env []string, fn func(ctx context.Context, a *app.App) error) error {
+	dir, err := g.dataDir(env)
+	if err != nil {
+		return err
+	}
+	a, err := app.New(cmd.Context(), app.Options{DataDir: dir, ConfigPath: g.config, Env: env, Console: io.Discard, Registry: []extension.Info{}})
+	if err != nil {
+		if errors.Is(err, datadir.ErrLocked) {
+			return fmt.Errorf("%w\nstop the running agent first (one agent per data dir)", err)
+		}
+		return err
+	}
+	return errors.Join(fn(cmd.Context(), a), a.Close())
+}
