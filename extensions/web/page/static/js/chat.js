@@ -39,15 +39,25 @@ export function initChat({ chat, info }) {
   installCopy($('messages'));
   $('composer').addEventListener('submit', (ev) => { ev.preventDefault(); sendInput(); });
   const input = $('input');
+  let swallow = false; // the line break of the Enter that just sent
   input.addEventListener('keydown', (ev) => {
+    swallow = false;
     if (ev.key !== 'Enter' || ev.isComposing || ev.keyCode === 229) return;
     if (ev.shiftKey || ev.altKey) return; // newline
     // On touch screens Enter makes a new line; the send button sends.
     if (window.matchMedia('(pointer: coarse)').matches && !ev.ctrlKey && !ev.metaKey) return;
     ev.preventDefault();
+    swallow = true;
     sendInput();
   });
+  input.addEventListener('beforeinput', (ev) => {
+    if (swallow && (ev.inputType === 'insertLineBreak' || ev.inputType === 'insertParagraph' || (ev.inputType === 'insertText' && /^[\r\n]+$/.test(ev.data || '')))) ev.preventDefault();
+  });
+  input.addEventListener('keyup', (ev) => { if (ev.key === 'Enter') swallow = false; });
   input.addEventListener('input', () => { autosize(input); suggestCommands(); });
+  if (!window.matchMedia('(pointer: coarse)').matches) {
+    input.placeholder = 'Message Reverie…  Enter sends, Shift+Enter adds a line, /help lists the commands';
+  }
   $('new-session').addEventListener('click', () => newSession());
   $('menu').addEventListener('click', () => toggleSidebar());
   $('scrim').addEventListener('click', () => toggleSidebar(false));

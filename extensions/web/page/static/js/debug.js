@@ -83,7 +83,7 @@ function button(label, onClick, cls = 'btn') {
 
 // confirmButton asks for a second click instead of a modal dialog.
 function confirmButton(label, confirmLabel, onConfirm) {
-  const b = h('button', { type: 'button', class: 'btn danger' }, label);
+  const b = h('button', { type: 'button', class: 'btn small danger' }, label);
   let armed = false;
   let timer;
   b.addEventListener('click', async () => {
@@ -148,16 +148,22 @@ function eventsView(body) {
     while (list.childElementCount > MAX_EVENTS) list.lastElementChild.remove();
   };
 
+  let gen = 0;
+  let stopped = false;
   const connect = async () => {
+    const mine = ++gen;
     if (close) close();
+    close = null;
     list.replaceChildren();
     seen.clear();
     status.textContent = 'loading…';
     // the recent past first, then live (duplicates are skipped by id)
     try {
       const res = await api.get('/events/recent' + api.q({ topic, last: 100 }));
+      if (mine !== gen || stopped) return;
       for (const ev of (res && res.events) || []) add(ev, false);
     } catch (err) {
+      if (mine !== gen || stopped) return;
       if (err.status === 501) { fill(body, notEnabled('Events')); return; }
       status.textContent = 'history unavailable: ' + err.message;
     }
@@ -167,10 +173,15 @@ function eventsView(body) {
       onState: (s) => { status.textContent = s === 'open' ? 'live' : 'reconnecting…'; status.dataset.state = s; },
     });
   };
-  filter.addEventListener('change', () => { topic = filter.value.trim(); connect(); });
-  filter.addEventListener('search', () => { topic = filter.value.trim(); connect(); });
+  const apply = () => {
+    if (filter.value.trim() === topic) return;
+    topic = filter.value.trim();
+    connect();
+  };
+  filter.addEventListener('change', apply);
+  filter.addEventListener('search', apply);
   connect();
-  return () => { if (close) close(); close = null; };
+  return () => { stopped = true; gen++; if (close) close(); close = null; };
 }
 
 function eventSummary(p) {

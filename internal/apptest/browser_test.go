@@ -1,0 +1,532 @@
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extensions/web"
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// The browser tests drive the real web page served by the real app (web
+// extension, API, router, agent, SQLite) with the fake OpenAI-compatible
+// model, in a headless Chromium. They skip when no Chromium is installed
+// (CI installs Debian's chromium). The page runs under its production
+// Content-Security-Policy with Trusted Types, which forbid eval; so the
+// waits here evaluate their conditions from DevTools (waitFor) instead of
+// chromedp.Poll, which compiles its predicate in the page.
+
+const browserToken = "browser-test-token-4f9a0c1d2e3b"
+
+// webApp is the app with its web extension listening on a free port.
+type webApp struct {
+	*Harness
+	base string
+}
+
+func startWebApp(t *testing.T) *webApp {
+	t.Helper()
+	info, ok := extension.Lookup("web")
+	if !ok {
+		t.Fatal("the web extension is not registered")
+	}
+	var inst *web.Web
+	wrapped := info
+	wrapped.New = func() extension.Extension {
+		e := info.New()
+		inst = e.(*web.Web)
+		return e
+	}
+	h := Start(t, WithExtensions(wrapped), WithEnv(
+		"REVERIE_WEB__LISTEN=127.0.0.1:0",
+		"REVERIE_WEB__TOKEN="+browserToken,
+	))
+	if inst == nil || inst.Addr() == nil {
+		t.Fatal("the web extension did not start")
+	}
+	return &webApp{Harness: h, base: "http://" + inst.Addr().String()}
+}
+
+// apiCall calls the HTTP API with the token and decodes the answer into out.
+func (a *webApp) apiCall(t *testing.T, method, path string, body, out any) {
+	t.Helper()
+	var rd *bytes.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, a.base+"/api/v1"+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+browserToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var e struct{ Error string }
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, e.Error)
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("%s %s: decode: %v", method, path, err)
+		}
+	}
+}
+
+// browserPage is one Chromium tab with a record of the page's problems.
+type browserPage struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu       sync.Mutex
+	problems []string
+}
+
+// newBrowser starts a headless Chromium (fresh profile in t.TempDir()) with
+// a window of the given size. On failure the test's screenshot is saved
+// under a temporary directory and its path logged.
+func newBrowser(t *testing.T, name string, width, height int) *browserPage {
+	t.Helper()
+	path := ""
+	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(n); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		t.Skip("no Chromium: install it (apt-get install chromium) to run the browser tests; CI does")
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(width, height),
+	)
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(tabCtx, 3*time.Minute)
+	p := &browserPage{t: t, ctx: ctx}
+
+	var wg sync.WaitGroup
+	exceptions := chromedp.Events(ctx, runtime.ExceptionThrown)
+	entries := chromedp.Events(ctx, log.EntryAdded)
+	consoles := chromedp.Events(ctx, runtime.ConsoleAPICalled)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for ev, err := range exceptions {
+			if err != nil {
+				return
+			}
+			d := ev.ExceptionDetails
+			text := d.Text
+			if d.Exception != nil {
+				text += " " + d.Exception.Description
+			}
+			p.problem("uncaught exception: " + text)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for ev, err := range entries {
+			if err != nil {
+				return
+			}
+			if ev.Entry.Level == log.EntryLevelError {
+				p.problem("browser log: " + ev.Entry.Text + " " + ev.Entry.URL)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for ev, err := range consoles {
+			if err != nil {
+				return
+			}
+			if ev.Type == runtime.ConsoleAPICalledTypeError {
+				var parts []string
+				for _, a := range ev.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				p.problem("console.error: " + strings.Join(parts, " "))
+			}
+		}
+	}()
+
+	artifacts := os.Getenv("REVERIE_TEST_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = t.TempDir()
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			p.saveFailure(artifacts, name)
+		}
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc()
+		wg.Wait()
+	})
+	return p
+}
+
+func (p *browserPage) problem(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.problems = append(p.problems, s)
+}
+
+// checkProblems fails the test on uncaught exceptions, CSP violations and
+// console errors of the page.
+func (p *browserPage) checkProblems() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.problems {
+		p.t.Errorf("page problem: %s", s)
+	}
+	p.problems = nil
+}
+
+func (p *browserPage) saveFailure(dir, name string) {
+	ctx, cancel := context.WithTimeout(p.ctx, 15*time.Second)
+	defer cancel()
+	if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err == nil {
+		p.t.Logf("page text at the failure:\n%s", text)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		p.t.Logf("screenshot: %v", err)
+		return
+	}
+	path := filepath.Join(dir, name+".jpg")
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		p.t.Logf("screenshot: %v", err)
+		return
+	}
+	p.t.Logf("screenshot of the failure: %s (set REVERIE_TEST_ARTIFACTS=DIR to keep it after the test)", path)
+}
+
+// snapshot saves a screenshot named name when REVERIE_TEST_ARTIFACTS names
+// a directory (to look at the page; nothing is compared).
+func (p *browserPage) snapshot(name string) {
+	p.t.Helper()
+	dir := os.Getenv("REVERIE_TEST_ARTIFACTS")
+	if dir == "" {
+		return
+	}
+	shot, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), shot, 0o644); err != nil {
+		p.t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+// do runs actions and fails the test with what was being done.
+func (p *browserPage) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.ctx, actions...); err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression and decodes its value into T.
+func eval[T any](p *browserPage, expr string) T {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		p.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor evaluates cond (a JavaScript expression) until it is true, for at
+// most 30 seconds.
+func (p *browserPage) waitFor(what, cond string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var lastErr error
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
+		if err == nil && ok {
+			return
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			p.t.Fatalf("waiting for %s: %v (last error: %v)", what, ctx.Err(), lastErr)
+		case <-tick.C:
+		}
+	}
+}
+
+// webAssistant is the scripted model: a greeting for the conversation seed,
+// a write_file tool call for "write a note", a markdown reply after the tool
+// result (streamed in many pieces), and "ok" otherwise.
+func webAssistant(req llmtest.ChatRequest) llmtest.ServerReply {
+	last := req.Messages[len(req.Messages)-1]
+	switch {
+	case last.Role == "tool":
+		return llmtest.ServerReply{
+			Text:   "Saved it to **notes/today.txt**:\n\n- buy milk\n- call Anna\n\n```sh\ncat notes/today.txt\n```\n\nAnything else?",
+			Chunks: 12,
+			Usage:  llm.Usage{InputTokens: 50, OutputTokens: 20},
+		}
+	case strings.HasPrefix(lastUser(req), "[SYSTEM EVENT]"):
+		return llmtest.ServerReply{Text: "Hello, I'm Reverie. What are you working on?", Chunks: 4}
+	case strings.Contains(lastUser(req), "write a note"):
+		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{
+			ID: "call_1", Name: "write_file",
+			Arguments: json.RawMessage(`{"path":"notes/today.txt","content":"buy milk\ncall Anna"}`),
+		}}, Usage: llm.Usage{InputTokens: 40, OutputTokens: 12}}
+	case strings.Contains(lastUser(req), "injection"):
+		return llmtest.ServerReply{Text: `Here: <img src=x onerror="window.__pwned=1"> [click](javascript:window.__pwned=2) <script>window.__pwned=3</script>`}
+	default:
+		return llmtest.ServerReply{Text: "ok"}
+	}
+}
+
+// js quotes a Go string as a JavaScript string literal.
+func js(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestBrowserChatAndDebugPanel(t *testing.T) {
+	p := newBrowser(t, "desktop", 1280, 900)
+	app := startWebApp(t)
+	app.Model.Handle(webAssistant)
+
+	// Sign in with the token in the fragment, as the printed URL does.
+	p.do("load the page", chromedp.Navigate(app.base+"/#token="+browserToken))
+	p.waitFor("the chat view", `!document.getElementById('view-chat').hidden`)
+	p.waitFor("the WebSocket connection", `document.getElementById('conn').dataset.state === 'online'`)
+	if hash := eval[string](p, `location.hash`); strings.Contains(hash, "token") {
+		t.Errorf("the token stays in the address bar: %q", hash)
+	}
+	if stored := eval[string](p, `localStorage.getItem('reverie.token') || ''`); stored != browserToken {
+		t.Errorf("token in localStorage = %q", stored)
+	}
+	thread := eval[string](p, `decodeURIComponent(location.hash.replace(/^#chat\//, ''))`)
+	if !strings.HasPrefix(thread, "web:") {
+		t.Fatalf("the page did not open a web thread: %q", thread)
+	}
+
+	// Send a message with Enter; the seed greets first, then the tool call
+	// and the streamed reply arrive.
+	p.do("type a message",
+		chromedp.WaitVisible(chromedp.ID("input")),
+		chromedp.Focus(chromedp.ID("input")),
+		chromedp.SendKeys(chromedp.ID("input"), "please write a note: buy milk"),
+		chromedp.KeyEvent(kb.Enter),
+	)
+	p.waitFor("the user's message", `[...document.querySelectorAll('.msg.user')].some(m => m.textContent.includes('please write a note'))`)
+	if v := eval[string](p, `document.getElementById('input').value`); v != "" {
+		t.Errorf("the input was not cleared: %q", v)
+	}
+	p.waitFor("the greeting of the conversation seed", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes("I'm Reverie"))`)
+	const reply = `[...document.querySelectorAll('.msg.assistant')].find(m => m.textContent.includes('Anything else?') && !m.classList.contains('streaming'))`
+	p.waitFor("the streamed reply", reply)
+	if n := eval[int](p, `Number(`+reply+`.dataset.deltas)`); n < 2 {
+		t.Errorf("the reply came in %d delta frames, want it streamed in several", n)
+	}
+	// Markdown rendered, tool call folded under the reply.
+	for _, check := range []struct{ what, expr string }{
+		{"bold", reply + `.querySelector('.md strong').textContent === 'notes/today.txt'`},
+		{"list", reply + `.querySelectorAll('.md ul > li').length === 2`},
+		{"code block with a copy button", reply + `.querySelector('.codeblock pre code').textContent === 'cat notes/today.txt' && !!` + reply + `.querySelector('.codeblock button.copy')`},
+		{"folded tool call", `(() => { const d = ` + reply + `.querySelector('details.tools'); return d && !d.open && d.textContent.includes('write_file') && d.textContent.includes('notes/today.txt'); })()`},
+	} {
+		if !eval[bool](p, check.expr) {
+			t.Errorf("reply: no %s", check.what)
+		}
+	}
+	// The conversation appears in the thread list.
+	p.waitFor("the thread in the list", `!!document.querySelector('#threads a[data-thread=`+js(thread)+`]')`)
+
+	p.snapshot("desktop-chat")
+
+	// Model output cannot inject markup or script.
+	p.do("send an injection", chromedp.SendKeys(chromedp.ID("input"), "show me an injection"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the injection reply", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes('<img src=x onerror='))`)
+	if eval[bool](p, `!!document.querySelector('#messages img[src="x"], #messages script, #messages a[href^="javascript"]') || window.__pwned !== undefined`) {
+		t.Error("model output was rendered as HTML")
+	}
+
+	// Slash commands typed in the box go through.
+	p.do("send /help", chromedp.SendKeys(chromedp.ID("input"), "/help"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the /help answer", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes('/compact'))`)
+
+	// The debug panel shows the event of that turn.
+	p.do("open the debug panel", chromedp.Click(chromedp.ID("tab-debug")))
+	p.waitFor("the events list", `!document.getElementById('view-debug').hidden && !!document.getElementById('event-list')`)
+	p.waitFor("an event of the turn", `[...document.querySelectorAll('#event-list .event')].some(e => e.dataset.topic.startsWith('turn.') && e.textContent.includes(`+js(thread)+`))`)
+	p.snapshot("desktop-events")
+	// Topic filter.
+	p.do("filter events",
+		chromedp.SendKeys(chromedp.ID("events-topic"), "turn."),
+		chromedp.KeyEvent(kb.Enter),
+	)
+	p.waitFor("filtered events", `(() => { const ev = [...document.querySelectorAll('#event-list .event')]; return ev.length > 0 && ev.every(e => e.dataset.topic.startsWith('turn.')); })()`)
+	p.waitFor("the live stream", `document.getElementById('events-state').textContent === 'live'`)
+
+	// Interaction log with an action filter.
+	p.do("open the interaction log", chromedp.Navigate(app.base+"/#debug/interactions"))
+	p.waitFor("inference entries", `!!document.querySelector('#ix-list .ix[data-action="inference"]')`)
+	p.do("filter by action", chromedp.SetValue(chromedp.ID("ix-action"), "tool_call"))
+	p.do("apply the filter", chromedp.Evaluate[chromedp.Void](`document.getElementById('ix-action').dispatchEvent(new Event('change'))`))
+	p.waitFor("only tool calls", `(() => { const r = [...document.querySelectorAll('#ix-list .ix')]; return r.length > 0 && r.every(x => x.dataset.action === 'tool_call'); })()`)
+
+	// The exact system prompt of the last turn.
+	p.do("open the prompt", chromedp.Navigate(app.base+"/#debug/prompt"))
+	p.waitFor("the system prompt", `(document.getElementById('prompt-text') || {}).textContent?.length > 50`)
+
+	// Edit a memory.
+	var mem struct {
+		ID   int64  `json:"id"`
+		Text string `json:"text"`
+	}
+	app.apiCall(t, http.MethodPost, "/memories", map[string]string{"text": "Anna is my sister.", "kind": "fact"}, &mem)
+	card := fmt.Sprintf(`document.querySelector('#mem-list .mem[data-id="%d"]')`, mem.ID)
+	p.do("open the memories", chromedp.Navigate(app.base+"/#debug/memories"))
+	p.waitFor("the memory", card)
+	p.do("edit the memory", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#mem-list .mem[data-id="%d"] button`, mem.ID))))
+	p.waitFor("the editor", card+`.querySelector('textarea')`)
+	p.do("change the text",
+		chromedp.SetValue(chromedp.CSS(fmt.Sprintf(`#mem-list .mem[data-id="%d"] textarea`, mem.ID)), "Anna is my older sister; she lives in Lyon."),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#mem-list .mem[data-id="%d"] button[type=submit]`, mem.ID))),
+	)
+	p.waitFor("the saved memory", card+`.querySelector('.mem-text')?.textContent.includes('older sister')`)
+	p.snapshot("desktop-memories")
+	var got struct {
+		Text string `json:"text"`
+	}
+	app.apiCall(t, http.MethodGet, fmt.Sprintf("/memories/%d", mem.ID), nil, &got)
+	if got.Text != "Anna is my older sister; she lives in Lyon." {
+		t.Errorf("the memory after the edit: %q", got.Text)
+	}
+
+	var info struct {
+		Features map[string]bool `json:"features"`
+	}
+	app.apiCall(t, http.MethodGet, "/info", nil, &info)
+
+	// World state: invalid JSON is refused before it is sent.
+	p.do("open the world state", chromedp.Navigate(app.base+"/#debug/world"))
+	if info.Features["world"] {
+		p.waitFor("the world state", `document.getElementById('world-json')?.value.includes('"version"')`)
+		p.do("break the JSON", chromedp.SetValue(chromedp.ID("world-json"), `{"version": 2,`))
+		p.do("validate", chromedp.Evaluate[chromedp.Void](`document.getElementById('world-json').dispatchEvent(new Event('input'))`))
+		p.waitFor("the validation error", `document.getElementById('world-status').textContent.includes('Invalid JSON') && document.getElementById('world-save').disabled`)
+	} else {
+		p.waitFor("world state not enabled", `document.querySelector('#debug-body .not-enabled')?.textContent.includes('not enabled')`)
+	}
+
+	// Token usage per role.
+	p.do("open usage", chromedp.Navigate(app.base+"/#debug/usage"))
+	if info.Features["usage"] {
+		p.waitFor("the usage table", `[...document.querySelectorAll('#usage-table td')].some(td => td.textContent === 'main')`)
+	} else {
+		p.waitFor("usage not enabled", `document.querySelector('#debug-body .not-enabled')?.textContent.includes('not enabled')`)
+	}
+
+	// Back to the chat: the conversation is still there after a reload.
+	p.do("reload the chat", chromedp.Navigate(app.base+"/#chat/"+thread))
+	p.waitFor("the history", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes('Anything else?') && m.querySelector('details.tools'))`)
+	p.checkProblems()
+}
+
+func TestBrowserPhoneViewport(t *testing.T) {
+	p := newBrowser(t, "phone", 390, 844)
+	app := startWebApp(t)
+	app.Model.Handle(webAssistant)
+
+	p.do("emulate a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile, chromedp.EmulateTouch))
+	p.do("load the page", chromedp.Navigate(app.base+"/#token="+browserToken))
+	p.waitFor("the chat view", `!document.getElementById('view-chat').hidden && document.getElementById('conn').dataset.state === 'online'`)
+	noOverflow := `document.documentElement.scrollWidth <= window.innerWidth`
+	if !eval[bool](p, noOverflow) {
+		t.Errorf("the page is wider than the phone: %d > %d", eval[int](p, `document.documentElement.scrollWidth`), eval[int](p, `window.innerWidth`))
+	}
+	// The thread list is a drawer behind the menu button.
+	if eval[bool](p, `document.getElementById('sidebar').getBoundingClientRect().right > 1`) {
+		t.Error("the thread list covers the chat on a phone")
+	}
+	p.do("open the drawer", chromedp.Click(chromedp.ID("menu")))
+	p.waitFor("the drawer", `(() => { const r = document.getElementById('sidebar').getBoundingClientRect(); return r.left >= 0 && r.right > 200; })()`)
+	p.snapshot("phone-drawer")
+	// The scrim's centre is under the drawer: tap beside the drawer.
+	p.do("close the drawer", chromedp.MouseClickXY(375, 400))
+	p.waitFor("the drawer closed", `document.getElementById('sidebar').getBoundingClientRect().right <= 1`)
+
+	// Chat with the send button (Enter makes a new line on touch screens).
+	p.do("type", chromedp.SendKeys(chromedp.ID("input"), "hello"), chromedp.KeyEvent(kb.Enter), chromedp.SendKeys(chromedp.ID("input"), "there"))
+	if v := eval[string](p, `document.getElementById('input').value`); v != "hello\nthere" {
+		t.Errorf("Enter on a touch screen should make a new line: %q", v)
+	}
+	p.do("send", chromedp.Click(chromedp.ID("send")))
+	p.waitFor("the reply", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.trim().startsWith('ok'))`)
+	p.snapshot("phone-chat")
+	// Everything the user needs is inside the viewport.
+	for _, id := range []string{"input", "send", "tab-debug", "menu"} {
+		if !eval[bool](p, `(() => { const r = document.getElementById('`+id+`').getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight; })()`) {
+			t.Errorf("#%s is not fully visible on the phone", id)
+		}
+	}
+	if !eval[bool](p, noOverflow) {
+		t.Error("the chat overflows the phone's width")
+	}
+	// The debug panel fits too; its sections are a scrolling tab strip.
+	p.do("open the debug panel", chromedp.Click(chromedp.ID("tab-debug")))
+	p.waitFor("events", `document.querySelectorAll('#event-list .event').length > 0`)
+	p.snapshot("phone-debug")
+	if !eval[bool](p, noOverflow) {
+		t.Error("the debug panel overflows the phone's width")
+	}
+	p.checkProblems()
+}
