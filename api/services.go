@@ -188,11 +188,16 @@ type Events interface {
 	// prefix, until ctx ends (then the channel is closed). Delivery never
 	// blocks publishers: when the buffer is full, events are dropped for
 	// this watcher.
-	Watch(ctx context.Context, prefix string, buffer int) <-chan Event
+	Watch(ctx context.Context, prefix string, buffer int) <-chan extension.Event
 	// Recent returns stored events with id > afterID, oldest first.
-	Recent(ctx context.Context, prefix string, afterID int64, limit int) ([]Event, error)
+	Recent(ctx context.Context, prefix string, afterID int64, limit int) ([]extension.Event, error)
 	// Last returns the newest limit stored events, oldest first.
-	Last(ctx context.Context, prefix string, limit int) ([]Event, error)
+	Last(ctx context.Context, prefix string, limit int) ([]extension.Event, error)
+}
+
+// EventOf converts a bus event to its JSON form.
+func EventOf(ev extension.Event) Event {
+	return Event{ID: ev.ID, Topic: ev.Topic, Time: ev.Time, Payload: ev.Payload}
 }
 
 // Prompt reports the system prompt of the last turn.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // routes builds the whole handler: /healthz, the API under /api/, and the
@@ -386,7 +388,7 @@ func (w *Web) recentEvents(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var (
-		evs []api.Event
+		evs []extension.Event
 		err error
 	)
 	if last > 0 {
@@ -398,7 +400,14 @@ func (w *Web) recentEvents(rw http.ResponseWriter, r *http.Request) {
 		w.serviceError(rw, r, err)
 		return
 	}
-	writeJSON(rw, http.StatusOK, api.EventList{Events: nonNil(evs)})
+	out := api.EventList{Events: make([]api.Event, len(evs))}
+	for i, ev := range evs {
+		out.Events[i] = api.EventOf(ev)
+		if len(out.Events[i].Payload) == 0 {
+			out.Events[i].Payload = json.RawMessage("null")
+		}
+	}
+	writeJSON(rw, http.StatusOK, out)
 }
 
 // checkPrefix validates a topic prefix filter as the event bus does: at

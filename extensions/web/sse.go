@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // Event stream settings.
@@ -57,7 +58,7 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	// Watch first, so nothing published during the replay is missed; the
 	// ids then skip what the replay already sent.
 	live := s.Watch(ctx, prefix, watchBuffer)
-	var replay []api.Event
+	var replay []extension.Event
 	if last > 0 {
 		var err error
 		if replay, err = s.Recent(ctx, prefix, last, maxReplay); err != nil {
@@ -130,7 +131,8 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func writeEvent(out *bufio.Writer, ev api.Event) {
+func writeEvent(out *bufio.Writer, bev extension.Event) {
+	ev := api.EventOf(bev)
 	if len(ev.Payload) == 0 {
 		ev.Payload = json.RawMessage("null")
 	}

@@ -110,9 +110,10 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	}
 	a.Agent = ag
 
+	a.prompts = newPromptRecorder(ag, a.opts.Now)
 	rt, err := router.New(ctx, router.Options{
 		DB:       a.DB,
-		Agent:    ag,
+		Agent:    a.prompts,
 		Threads:  conv,
 		Channels: a.Kernel,
 		Roles:    modelrouter.BuiltinRoles,
