@@ -314,7 +314,8 @@ func (m *model) interrupt() tea.Cmd {
 		ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
 		what := m.b.Cancel(ctx)
 		cancel()
-		m.activity = what
+		m.print(m.st.dim.Render("^C " + what))
+		m.activity = "cancelling"
 		m.armedQuit = false
 	case !m.in.empty():
 		m.in.set("")
