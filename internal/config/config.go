@@ -63,6 +63,7 @@ type Config struct {
 	Tools      ToolsConfig      `yaml:"tools"`
 	Memory     MemoryConfig     `yaml:"memory"`
 	Dreaming   DreamingConfig   `yaml:"dreaming"`
+	Scheduler  SchedulerConfig  `yaml:"scheduler"`
 
 	meta *meta
 }
@@ -144,10 +145,11 @@ func Default() Config {
 			PulseChars:    5000,
 			SkillsChars:   20000,
 		},
-		Tools:    defaultTools(),
-		Memory:   defaultMemory(),
-		Dreaming: defaultDreaming(),
-		Models:   ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
+		Tools:     defaultTools(),
+		Memory:    defaultMemory(),
+		Dreaming:  defaultDreaming(),
+		Scheduler: defaultScheduler(),
+		Models:    ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
 	}
 }
 
@@ -492,6 +494,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateDreaming(); err != nil {
+		return err
+	}
+	if err := c.validateScheduler(); err != nil {
 		return err
 	}
 	return c.validateModels()
