@@ -29,6 +29,9 @@ func (r *Repo) Commit(ctx context.Context, message string, paths ...string) (Rev
 	if strings.TrimSpace(message) == "" {
 		return Revision{}, errors.New("commit data dir: empty message")
 	}
+	if r.ro {
+		return Revision{}, fmt.Errorf("commit data dir: %w", ErrReadOnly)
+	}
 	rels, err := r.relPaths(paths)
 	if err != nil {
 		return Revision{}, fmt.Errorf("commit data dir: %w", err)

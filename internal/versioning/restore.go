@@ -22,6 +22,9 @@ import (
 // ends with changes nothing and returns the zero Revision. Only tracked
 // files are touched.
 func (r *Repo) Restore(ctx context.Context, rev string) (Revision, error) {
+	if r.ro {
+		return Revision{}, fmt.Errorf("restore: %w", ErrReadOnly)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	target, err := r.resolve(rev)

@@ -28,6 +28,10 @@ var (
 	// ErrNotTracked: a path handed to Commit or History is outside the
 	// versioned files (see IsTracked).
 	ErrNotTracked = errors.New("path is not versioned")
+	// ErrNoHistory: a read-only Open found no usable repository.
+	ErrNoHistory = errors.New("the data dir has no history yet")
+	// ErrReadOnly: Commit or Restore on a Repo opened read-only.
+	ErrReadOnly = errors.New("the data dir history was opened read-only")
 )
 
 // Names in the data dir.
@@ -159,6 +163,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Author signs commits (zero: DefaultAuthorName <DefaultAuthorEmail>).
 	Author Author
+	// ReadOnly opens an existing repository for History, Head and Show
+	// only, changing nothing on disk (no initialisation, repair or index
+	// rebuild): for reading while an agent may be writing. A missing or
+	// unusable repository is ErrNoHistory; Commit and Restore fail with
+	// ErrReadOnly.
+	ReadOnly bool
 }
 
 // Revision is one commit of the history.
@@ -200,6 +210,7 @@ type Repo struct {
 	log     *slog.Logger
 	author  Author
 	created bool
+	ro      bool
 
 	mu   sync.Mutex
 	repo *git.Repository
@@ -233,8 +244,17 @@ func Open(dir string, opts Options) (*Repo, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("open data dir history: %s is not a directory", abs)
 	}
-	r := &Repo{dir: abs, now: opts.Now, log: opts.Logger, author: opts.Author}
+	r := &Repo{dir: abs, now: opts.Now, log: opts.Logger, author: opts.Author, ro: opts.ReadOnly}
 	gitPath := filepath.Join(abs, GitDir)
+	if opts.ReadOnly {
+		if _, err := os.Lstat(gitPath); err != nil {
+			return nil, fmt.Errorf("%w (%s)", ErrNoHistory, abs)
+		}
+		if err := r.open(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrNoHistory, gitPath, err)
+		}
+		return r, nil
+	}
 	if _, err := os.Lstat(gitPath); errors.Is(err, os.ErrNotExist) {
 		if err := r.init(); err != nil {
 			return nil, err

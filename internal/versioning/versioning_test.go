@@ -663,3 +663,44 @@ func TestGitInterop(t *testing.T) {
 		t.Errorf("git log:\n%s", log)
 	}
 }
+
+func TestReadOnly(t *testing.T) {
+	dir := dataDir(t)
+	if _, err := Open(dir, Options{ReadOnly: true}); !errors.Is(err, ErrNoHistory) {
+		t.Fatalf("read-only Open without history = %v, want ErrNoHistory", err)
+	}
+	for _, name := range []string{GitDir, GitignoreFile} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("read-only Open created %s", name)
+		}
+	}
+	rw := open(t, dir)
+	first, err := rw.CommitAll(t.Context(), "initial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := ro.History(t.Context(), "", 0); err != nil || len(h) != 1 || h[0].Hash != first.Hash {
+		t.Errorf("read-only history = %v, %v", hashes(h), err)
+	}
+	if _, err := ro.Show(t.Context(), first.Short); err != nil {
+		t.Errorf("read-only show: %v", err)
+	}
+	write(t, dir, "MEMORIES.txt", "changed\n")
+	if _, err := ro.CommitAll(t.Context(), "x"); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only commit = %v", err)
+	}
+	if _, err := ro.Restore(t.Context(), first.Short); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only restore = %v", err)
+	}
+	write(t, dir, ".git/HEAD", "garbage")
+	if _, err := Open(dir, Options{ReadOnly: true}); !errors.Is(err, ErrNoHistory) {
+		t.Errorf("read-only Open of a corrupt history = %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, GitDir+".corrupt-*")); len(m) != 0 {
+		t.Errorf("read-only Open moved the history aside: %v", m)
+	}
+}

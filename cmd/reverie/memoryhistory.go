@@ -1,0 +1,163 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/versioning"
+)
+
+// historyFiles is how many changed files a history line names.
+const historyFiles = 3
+
+// newMemoryHistoryCmd is `reverie memory history [REV]`: the history of the
+// data dir's versioned files, or one change with its diff. It only reads, so
+// it works while an agent runs.
+func newMemoryHistoryCmd(g *globalFlags, env []string) *cobra.Command {
+	var path string
+	var limit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "history [REV]",
+		Short: "List the changes to MEMORIES.txt, skills, prompts and the world state, or show one",
+		Long: `Every change to the data dir's editable files — MEMORIES.txt, BASE_PROMPT.txt,
+world_state.json, skills/ and prompts/ — made by a tool, the web page, dreaming or by hand
+is recorded in a git repository inside the data dir (DATA/.git). Without REV this lists
+the changes, newest first; with REV (a hash, a short hash or HEAD~N) it prints that
+change with its diff. Put a change back with "reverie memory restore REV".`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := g.dataDir(env)
+			if err != nil {
+				return err
+			}
+			repo, err := versioning.Open(dir, versioning.Options{ReadOnly: true})
+			if errors.Is(err, versioning.ErrNoHistory) {
+				if _, serr := os.Stat(dir); serr != nil {
+					return fmt.Errorf("no data dir at %s (run \"reverie init\" first)", dir)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "No history yet: it starts the next time the agent runs on this data dir.")
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if len(args) == 1 {
+				d, err := repo.Show(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(out, d)
+				}
+				fmt.Fprintf(out, "commit %s\nDate:  %s\n\n", d.Hash, d.Time.Local().Format("2006-01-02 15:04:05 -0700"))
+				for _, line := range strings.Split(d.Message, "\n") {
+					fmt.Fprintln(out, "    "+line)
+				}
+				fmt.Fprintln(out)
+				fmt.Fprint(out, d.Patch)
+				return nil
+			}
+			if limit < 0 {
+				return errors.New("--limit must be 0 (all) or more")
+			}
+			revs, err := repo.History(cmd.Context(), path, limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(out, revs)
+			}
+			if len(revs) == 0 {
+				fmt.Fprintln(out, "No changes recorded.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			for _, r := range revs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Short, r.Time.Local().Format("2006-01-02 15:04"), r.Subject(), fileList(r.Files))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&path, "path", "", `only changes to this file or directory ("MEMORIES.txt", "skills")`)
+	cmd.Flags().IntVar(&limit, "limit", 20, "show at most this many changes (0: all)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// newMemoryRestoreCmd is `reverie memory restore REV`. It changes files, so
+// it takes the data dir lock and refuses while an agent runs.
+func newMemoryRestoreCmd(g *globalFlags, env []string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restore REV",
+		Short: "Put MEMORIES.txt, skills, prompts and the world state back as they were at REV",
+		Long: `Put every versioned file of the data dir back to its content at REV (a hash, a short hash
+or HEAD~N from "reverie memory history"): files changed since are rewritten, files added
+since are removed, files removed since come back. Nothing else is touched. The restore is
+recorded as a new change, so it can itself be undone with another restore; edits not yet
+recorded are recorded first. Stop a running agent first (one agent per data dir), or use
+the web page.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := g.dataDir(env)
+			if err != nil {
+				return err
+			}
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return fmt.Errorf("no data dir at %s (run \"reverie init\" first)", dir)
+			}
+			release, err := datadir.Lock(dir)
+			if err != nil {
+				if errors.Is(err, datadir.ErrLocked) {
+					return fmt.Errorf("%w\nstop the running agent first (one agent per data dir), or restore from the web page", err)
+				}
+				return err
+			}
+			defer release()
+			repo, err := versioning.Open(dir, versioning.Options{})
+			if err != nil {
+				return err
+			}
+			target, err := repo.Show(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			rev, err := repo.Restore(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if rev.IsZero() {
+				fmt.Fprintf(out, "Nothing to restore: the files already match %s (%s).\n", target.Short, target.Subject())
+				return nil
+			}
+			fmt.Fprintf(out, "Restored %s (%s) as %s; %d file(s) changed: %s\n",
+				target.Short, target.Subject(), rev.Short, len(rev.Files), strings.Join(rev.Files, ", "))
+			fmt.Fprintf(out, "Undo with: reverie memory restore %s\n", parentOf(repo, cmd, rev))
+			return nil
+		},
+	}
+}
+
+// parentOf names the change before rev (what an undo restores).
+func parentOf(repo *versioning.Repo, cmd *cobra.Command, rev versioning.Revision) string {
+	h, err := repo.History(cmd.Context(), "", 2)
+	if err != nil || len(h) < 2 || h[0].Hash != rev.Hash {
+		return rev.Short + "~1"
+	}
+	return h[1].Short
+}
+
+func fileList(files []string) string {
+	if len(files) <= historyFiles {
+		return strings.Join(files, ", ")
+	}
+	return fmt.Sprintf("%s +%d more", strings.Join(files[:historyFiles], ", "), len(files)-historyFiles)
+}
