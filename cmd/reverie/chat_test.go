@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/extensions/cli"
+	"github.com/reverie-ai/reverie/extensions/cli/clitest"
+	"github.com/reverie-ai/reverie/extensions/web"
+	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// chatModel is the fake model of the chat tests: the seed gets a
+// greeting, "slow" a reply that stalls after its first words until the
+// request is cancelled, "gated" a reply held until openGate is called,
+// "fail" an error, anything else an echo.
+func chatModel(t *testing.T) (model *llmtest.OpenAIServer, openGate func()) {
+	model = llmtest.NewOpenAIServer(t)
+	gate := make(chan struct{})
+	var once sync.Once
+	openGate = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(openGate)
+	model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		last := ""
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if req.Messages[i].Role == "user" {
+				last = req.Messages[i].Text()
+				break
+			}
+		}
+		switch {
+		case strings.HasPrefix(last, "[SYSTEM EVENT]"):
+			return llmtest.ServerReply{Text: "Hello9, I'm Reverie. What are you working on?"}
+		case last == "slow":
+			return llmtest.ServerReply{Text: "Slow9Partial and then nothing more", Chunks: 1, StallAfter: 2}
+		case last == "gated":
+			return llmtest.ServerReply{Text: "Muted9Reply", Gate: gate}
+		case last == "fail":
+			// A bad request is not retried: the turn fails at once.
+			return llmtest.ServerReply{Status: 400, ErrorMessage: "the model refused"}
+		default:
+			return llmtest.ServerReply{Text: "Echo9: **" + last + "**"}
+		}
+	})
+	return model, openGate
+}
+
+func chatEnv(t *testing.T, model *llmtest.OpenAIServer, extra ...string) []string {
+	return append([]string{
+		"HOME=" + t.TempDir(),
+		"USER=tester",
+		"TERM=xterm-256color",
+		"NO_COLOR=1",
+		"OPENAI_BASE_URL=" + model.BaseURL(),
+		"OPENAI_API_KEY=sk-test",
+		"REVERIE_MODEL=gpt-test",
+		"REVERIE_LOG__FILE=false",
+		"REVERIE_TOOLS__SHELL__SANDBOX=off",
+	}, extra...)
+}
+
+func TestChatPlainInProcess(t *testing.T) {
+	model, _ := chatModel(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	env := chatEnv(t, model)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"chat", "--data", dir}, strings.NewReader("hello\n/status\n"), &out, &errb, env)
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	replies := strings.SplitN(out.String(), "\n", 2)
+	if replies[0] != "Echo9: **hello**" || !strings.Contains(replies[1], "Reverie status") {
+		t.Errorf("stdout:\n%s", out.String())
+	}
+	if !strings.Contains(errb.String(), "Hello9, I'm Reverie") {
+		t.Errorf("the greeting of the new conversation should be on stderr:\n%s", errb.String())
+	}
+
+	// The same conversation (cli:tester) goes on in the next run: no
+	// greeting; a failing turn is explained on stderr and exits non-zero,
+	// after the other lines were answered.
+	out.Reset()
+	errb.Reset()
+	code = run(context.Background(), []string{"chat", "--data", dir}, strings.NewReader("fail\nagain\n"), &out, &errb, env)
+	if code != ExitFailure {
+		t.Errorf("exit %d after a failed turn", code)
+	}
+	if out.String() != "Echo9: **again**\n" || !strings.Contains(errb.String(), "error: ") || strings.Contains(errb.String(), "Hello9") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+	sawHistory := false
+	for _, req := range model.ChatRequests() {
+		for _, m := range req.Messages {
+			if m.Role == "assistant" && strings.Contains(m.Text(), "Echo9: **hello**") {
+				sawHistory = true
+			}
+		}
+	}
+	if !sawHistory {
+		t.Error("the second run did not continue the conversation of the first")
+	}
+}
+
+func TestChatInteractiveInProcess(t *testing.T) {
+	model, _ := chatModel(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	env := chatEnv(t, model)
+	tm := clitest.New(t, 100, 30)
+	var errb syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(context.Background(), []string{"chat", "--data", dir}, tm.TTY, tm.TTY, &errb, env)
+	}()
+	waitCode := func() int {
+		select {
+		case c := <-code:
+			return c
+		case <-time.After(clitest.Timeout):
+			t.Fatalf("the chat did not end; stderr:\n%s", errb.String())
+			return -1
+		}
+	}
+
+	tm.WaitFor("Reverie · cli:tester · in process")
+	tm.Type("hello", clitest.Enter)
+	tm.WaitFor("Hello9, I'm Reverie") // the new conversation's greeting
+	tm.WaitFor("Echo9:")
+	tm.WaitFor("hello") // rendered markdown (the style decides about the stars)
+
+	// A slow turn streams its first words; Ctrl+C cancels it and the chat
+	// goes on.
+	tm.Type("slow", clitest.Enter)
+	tm.WaitFor("Slow9Partial and then nothing more")
+	tm.Type(clitest.CtrlC)
+	tm.WaitFor("✗ The answer was interrupted")
+	tm.Type("after", clitest.Enter)
+	tm.WaitFor("Echo9:")
+	tm.WaitFor("after")
+
+	tm.Type(clitest.CtrlD)
+	if c := waitCode(); c != ExitOK {
+		t.Fatalf("exit %d; stderr:\n%s", c, errb.String())
+	}
+	st, err := os.Stat(filepath.Join(dir, cli.HistoryFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("history file: %v %v", st, err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in
+// different goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServer runs a whole agent with the web extension on a free
+// loopback port and returns its URL.
+func startServer(t *testing.T, env []string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "server")
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, app.Options{DataDir: dir, Env: env, Console: &syncBuffer{}})
+	if err != nil {
+		cancel()
+		t.Fatalf("start the server: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	select {
+	case <-a.Ready():
+	case err := <-done:
+		t.Fatalf("server stopped: %v", err)
+	}
+	ext, ok := a.Kernel.Extension("web")
+	w, isWeb := ext.(*web.Web)
+	if !ok || !isWeb || w.Addr() == nil {
+		t.Fatal("the web extension is not running")
+	}
+	return "http://" + w.Addr().String()
+}
+
+func TestChatRemote(t *testing.T) {
+	model, openGate := chatModel(t)
+	const token = "test-token-0123456789abcdef"
+	serverEnv := chatEnv(t, model, "REVERIE_WEB__LISTEN=127.0.0.1:0", "REVERIE_WEB__TOKEN="+token)
+	url := startServer(t, serverEnv)
+	clientDir := filepath.Join(t.TempDir(), "client")
+
+	t.Run("wrong token", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"chat", "--data", clientDir, "--remote", url, "--token", "wrong-token-0123456789"},
+			strings.NewReader("hello\n"), &out, &errb, chatEnv(t, model))
+		if code == ExitOK || !strings.Contains(errb.String(), "refused the access token") {
+			t.Errorf("exit %d, stderr %q", code, errb.String())
+		}
+	})
+
+	t.Run("plain", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		env := chatEnv(t, model, "REVERIE_TOKEN="+token)
+		code := run(context.Background(), []string{"chat", "--data", clientDir, "--remote", url},
+			strings.NewReader("hello\n/help\n"), &out, &errb, env)
+		if code != ExitOK {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+		}
+		replies := strings.SplitN(out.String(), "\n", 2)
+		if replies[0] != "Echo9: **hello**" || !strings.Contains(replies[1], "/status") {
+			t.Errorf("stdout:\n%s", out.String())
+		}
+		if !strings.Contains(errb.String(), "Hello9") {
+			t.Errorf("stderr should have the greeting:\n%s", errb.String())
+		}
+	})
+
+	t.Run("interactive", func(t *testing.T) {
+		tm := clitest.New(t, 100, 30)
+		env := chatEnv(t, model, "USER=remote.user")
+		var errb syncBuffer
+		code := make(chan int, 1)
+		go func() {
+			code <- run(context.Background(), []string{"chat", "--data", clientDir, "--remote", url, "--token", token}, tm.TTY, tm.TTY, &errb, env)
+		}()
+		tm.WaitFor("Reverie · web:cli-remote_user · " + url)
+		tm.Type("hi there", clitest.Enter)
+		tm.WaitFor("Hello9")
+		tm.WaitFor("Echo9:")
+		tm.WaitFor("hi there")
+		// The API cannot cancel a turn: Ctrl+C stops waiting for it, and
+		// what the server still sends for it is not shown.
+		tm.Type("gated", clitest.Enter)
+		tm.WaitFor("› gated")
+		tm.Type(clitest.CtrlC)
+		tm.WaitFor("stopped waiting")
+		openGate()
+		tm.Type("after", clitest.Enter)
+		seen := tm.WaitFor("after") + tm.WaitFor("Echo9:")
+		if strings.Contains(seen, "Muted9Reply") || strings.Contains(tm.Output(), "Muted9Reply") {
+			t.Errorf("the reply the user stopped waiting for was shown:\n%s", seen)
+		}
+		tm.Type(clitest.CtrlD)
+		select {
+		case c := <-code:
+			if c != ExitOK {
+				t.Fatalf("exit %d; stderr:\n%s", c, errb.String())
+			}
+		case <-time.After(clitest.Timeout):
+			t.Fatalf("the chat did not end; stderr:\n%s", errb.String())
+		}
+	})
+}
