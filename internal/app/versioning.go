@@ -39,6 +39,19 @@ func (a *App) openVersions(ctx context.Context) {
 	}
 	a.Versions = v
 	a.onDataChange = a.dataChanged
+	a.commitFiles = a.commitData
+}
+
+// commitData is dataChanged for callers that report the revision (dreaming
+// names it in its journal): the short hash, "" when nothing changed.
+func (a *App) commitData(ctx context.Context, message string, paths ...string) (string, error) {
+	if a.Versions == nil {
+		return "", nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	rev, err := a.Versions.Commit(cctx, message, paths...)
+	return rev.Short, err
 }
 
 // dataChanged records a change to the data dir's versioned files (paths
