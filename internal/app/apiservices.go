@@ -744,8 +744,31 @@ func (s apiSetup) Apply(ctx context.Context, form string, values map[string]stri
 	return "Saved.", nil
 }
 
-// fillFeatureServices adds the services of the features that are built on
-// their own stores: pulse (App.Pulse), skills (App.Skills), world state
-// (the world store), tasks (the scheduler) and workflows (the workflow
-// manager), each once the app holds it.
-func (a *App) fillFeatureServices(svc *api.Services) {}
+// fillFeatureServices adds the services of the features built on their own
+// stores: pulse (App.Pulse), skills (App.Skills) and world state
+// (App.World). Tasks are filled from the scheduler and workflows from the
+// workflow manager once the app holds them.
+func (a *App) fillFeatureServices(svc *api.Services) {
+	if a.Pulse != nil {
+		svc.Pulse = apiPulse{a.Pulse}
+	}
+	if a.Skills != nil {
+		svc.Skills = apiSkills{a.Skills}
+	}
+	if a.World != nil {
+		svc.World = apiWorld{a.World}
+	}
+}
+
+// panelURL is the web debug panel's address for /debug, asked from the web
+// channel ("" when it is not running).
+func (a *App) panelURL() string {
+	ch, ok := a.Kernel.Channel("web")
+	if !ok {
+		return ""
+	}
+	if p, ok := ch.(interface{ PanelURL() string }); ok {
+		return p.PanelURL()
+	}
+	return ""
+}

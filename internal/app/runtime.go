@@ -114,6 +114,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	rt, err := router.New(ctx, router.Options{
 		DB:       a.DB,
 		Agent:    a.prompts,
+		PanelURL: a.panelURL,
 		Threads:  conv,
 		Channels: a.Kernel,
 		Roles:    modelrouter.BuiltinRoles,

@@ -185,10 +185,14 @@ func (r *Router) cmdHelp(ctx context.Context, cc CommandContext) (string, error)
 }
 
 func (r *Router) cmdDebug(ctx context.Context, cc CommandContext) (string, error) {
-	if r.o.DebugURL == "" {
+	url := r.o.DebugURL
+	if r.o.PanelURL != nil {
+		url = r.o.PanelURL()
+	}
+	if url == "" {
 		return "The debug panel is not available: the web channel is not running.", nil
 	}
-	return "Debug panel (interaction log, events, prompts): " + r.o.DebugURL, nil
+	return "Debug panel (interaction log, events, prompts): " + url, nil
 }
 
 func (r *Router) cmdStatus(ctx context.Context, cc CommandContext) (string, error) {

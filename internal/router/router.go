@@ -105,6 +105,10 @@ type Options struct {
 	// DebugURL is the web debug panel's address for /debug ("" when the
 	// web channel is off).
 	DebugURL string
+	// PanelURL, when set, is asked for the debug panel's address at each
+	// /debug instead of DebugURL (the web channel knows its address only
+	// once it has bound its listener); "" means not available.
+	PanelURL func() string
 	// Events receives message.received / message.replied (nil: none).
 	Events Publisher
 	Now    func() time.Time
