@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extensions/web"
 	"github.com/reverie-ai/reverie/llm"
@@ -42,7 +43,7 @@ type webApp struct {
 	base string
 }
 
-func startWebApp(t *testing.T) *webApp {
+func startWebApp(t *testing.T, listen string, opts ...Option) *webApp {
 	t.Helper()
 	info, ok := extension.Lookup("web")
 	if !ok {
@@ -55,10 +56,10 @@ func startWebApp(t *testing.T) *webApp {
 		inst = e.(*web.Web)
 		return e
 	}
-	h := Start(t, WithExtensions(wrapped), WithEnv(
-		"REVERIE_WEB__LISTEN=127.0.0.1:0",
+	h := Start(t, append([]Option{WithExtensions(wrapped), WithEnv(
+		"REVERIE_WEB__LISTEN="+listen,
 		"REVERIE_WEB__TOKEN="+browserToken,
-	))
+	)}, opts...)...)
 	if inst == nil || inst.Addr() == nil {
 		t.Fatal("the web extension did not start")
 	}
@@ -110,6 +111,7 @@ type browserPage struct {
 
 	mu       sync.Mutex
 	problems []string
+	allowed  []string // substrings of expected problems
 }
 
 // newBrowser starts a headless Chromium (fresh profile in t.TempDir()) with
@@ -210,7 +212,20 @@ func newBrowser(t *testing.T, name string, width, height int) *browserPage {
 func (p *browserPage) problem(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, a := range p.allowed {
+		if strings.Contains(s, a) {
+			return
+		}
+	}
 	p.problems = append(p.problems, s)
+}
+
+// allow makes problems containing any of subs expected (network errors
+// while the server is down, for instance).
+func (p *browserPage) allow(subs ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.allowed = append(p.allowed, subs...)
 }
 
 // checkProblems fails the test on uncaught exceptions, CSP violations and
@@ -324,6 +339,8 @@ func webAssistant(req llmtest.ChatRequest) llmtest.ServerReply {
 			ID: "call_1", Name: "write_file",
 			Arguments: json.RawMessage(`{"path":"notes/today.txt","content":"buy milk\ncall Anna"}`),
 		}}, Usage: llm.Usage{InputTokens: 40, OutputTokens: 12}}
+	case strings.Contains(lastUser(req), "fail please"):
+		return llmtest.ServerReply{Status: http.StatusUnauthorized, ErrorMessage: "invalid api key"}
 	case strings.Contains(lastUser(req), "injection"):
 		return llmtest.ServerReply{Text: `Here: <img src=x onerror="window.__pwned=1"> [click](javascript:window.__pwned=2) <script>window.__pwned=3</script>`}
 	default:
@@ -339,7 +356,7 @@ func js(s string) string {
 
 func TestBrowserChatAndDebugPanel(t *testing.T) {
 	p := newBrowser(t, "desktop", 1280, 900)
-	app := startWebApp(t)
+	app := startWebApp(t, "127.0.0.1:0")
 	app.Model.Handle(webAssistant)
 
 	// Sign in with the token in the fragment, as the printed URL does.
@@ -397,6 +414,16 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 	if eval[bool](p, `!!document.querySelector('#messages img[src="x"], #messages script, #messages a[href^="javascript"]') || window.__pwned !== undefined`) {
 		t.Error("model output was rendered as HTML")
 	}
+
+	// A failed turn shows its error frame; a proactive message arrives live.
+	p.do("send a failing message", chromedp.SendKeys(chromedp.ID("input"), "fail please"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the error", `!!document.querySelector('.msg.failed .error-text')`)
+	if err := app.App.Router.Notify(context.Background(), chat.Outbound{
+		Address: chat.Address{Channel: "web", Thread: chat.ThreadID(thread)}, Kind: chat.Notify, Text: "Reminder: **call Anna**",
+	}); err != nil {
+		t.Fatalf("notify: %v", err)
+	}
+	p.waitFor("the notification", `[...document.querySelectorAll('.msg.notify')].some(m => m.querySelector('strong')?.textContent === 'call Anna')`)
 
 	// Slash commands typed in the box go through.
 	p.do("send /help", chromedp.SendKeys(chromedp.ID("input"), "/help"), chromedp.KeyEvent(kb.Enter))
@@ -478,12 +505,20 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 	// Back to the chat: the conversation is still there after a reload.
 	p.do("reload the chat", chromedp.Navigate(app.base+"/#chat/"+thread))
 	p.waitFor("the history", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes('Anything else?') && m.querySelector('details.tools'))`)
+
+	// "New session" opens a new thread and the seed greets in it.
+	p.do("start a new session", chromedp.Click(chromedp.ID("new-session")))
+	p.waitFor("a new thread", `decodeURIComponent(location.hash) !== '#chat/' + `+js(thread)+` && location.hash.startsWith('#chat/web')`)
+	p.waitFor("the greeting of the new session", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes("I'm Reverie"))`)
+	if n := eval[int](p, `document.querySelectorAll('.msg.user').length`); n != 0 {
+		t.Errorf("the new session shows %d user messages of the old one", n)
+	}
 	p.checkProblems()
 }
 
 func TestBrowserPhoneViewport(t *testing.T) {
 	p := newBrowser(t, "phone", 390, 844)
-	app := startWebApp(t)
+	app := startWebApp(t, "127.0.0.1:0")
 	app.Model.Handle(webAssistant)
 
 	p.do("emulate a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile, chromedp.EmulateTouch))
@@ -527,6 +562,39 @@ func TestBrowserPhoneViewport(t *testing.T) {
 	p.snapshot("phone-debug")
 	if !eval[bool](p, noOverflow) {
 		t.Error("the debug panel overflows the phone's width")
+	}
+	p.checkProblems()
+}
+
+// TestBrowserReconnects: the agent restarts (same data dir, same address)
+// while the page is open; the page reconnects by itself, and a reply sent
+// after the restart streams in.
+func TestBrowserReconnects(t *testing.T) {
+	p := newBrowser(t, "reconnect", 1024, 768)
+	first := startWebApp(t, "127.0.0.1:0")
+	first.Model.Handle(webAssistant)
+	p.do("load the page", chromedp.Navigate(first.base+"/#token="+browserToken))
+	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online'`)
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "hello"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the reply", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.trim().startsWith('ok'))`)
+
+	// While the server is down the browser logs failed connection attempts.
+	p.allow("WebSocket connection to", "ERR_CONNECTION_REFUSED", "Failed to load resource")
+	if err := first.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	p.waitFor("the page to notice", `document.getElementById('conn').dataset.state !== 'online'`)
+	addr := strings.TrimPrefix(first.base, "http://")
+	second := startWebApp(t, addr, WithDataDir(first.DataDir))
+	second.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		return llmtest.ServerReply{Text: "back again", Chunks: 4}
+	})
+	p.waitFor("the reconnection", `document.getElementById('conn').dataset.state === 'online'`)
+	p.do("send after the restart", chromedp.SendKeys(chromedp.ID("input"), "are you there?"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the reply after the restart", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes('back again'))`)
+	// The history from before the restart is still shown once, not twice.
+	if n := eval[int](p, `[...document.querySelectorAll('.msg.user')].filter(m => m.textContent.includes('hello')).length`); n != 1 {
+		t.Errorf("the message before the restart is shown %d times", n)
 	}
 	p.checkProblems()
 }
