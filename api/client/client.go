@@ -95,6 +95,9 @@ func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h
 // a path prefix is kept) using token for the Authorization header (empty:
 // none, for a server with web.auth: none).
 func New(baseURL, token string, opts ...Option) (*Client, error) {
+	if !strings.Contains(baseURL, "://") {
+		return nil, fmt.Errorf("server URL %q: want http:// or https://", baseURL)
+	}
 	u, err := url.Parse(strings.TrimSpace(baseURL))
 	if err != nil {
 		return nil, fmt.Errorf("server URL %q: %w", baseURL, err)
@@ -130,23 +133,27 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 // URL is the server's base URL.
 func (c *Client) URL() string { return c.base.String() }
 
-// endpoint is the URL of an API path (relative to api.Prefix).
-func (c *Client) endpoint(path string, q url.Values) string {
+// endpoint is the URL of an API path (relative to api.Prefix), given
+// unescaped and escaped.
+func (c *Client) endpoint(path, rawPath string, q url.Values) string {
 	u := *c.base
+	u.RawPath = c.base.EscapedPath() + api.Prefix + rawPath
 	u.Path += api.Prefix + path
-	u.RawPath = ""
 	if q != nil {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
 }
 
-func threadPath(t chat.ThreadID) string { return "/threads/" + url.PathEscape(string(t)) }
+// threadPath is /threads/{thread}/<rest>, unescaped and escaped.
+func threadPath(t chat.ThreadID, rest string) (path, rawPath string) {
+	return "/threads/" + string(t) + rest, "/threads/" + url.PathEscape(string(t)) + rest
+}
 
 // Info is GET /api/v1/info.
 func (c *Client) Info(ctx context.Context) (api.AgentInfo, error) {
 	var out api.AgentInfo
-	err := c.do(ctx, http.MethodGet, c.endpoint("/info", nil), nil, &out, DefaultTimeout)
+	err := c.do(ctx, http.MethodGet, c.endpoint("/info", "/info", nil), nil, &out, DefaultTimeout)
 	return out, err
 }
 
@@ -164,7 +171,8 @@ func (c *Client) Messages(ctx context.Context, thread chat.ThreadID, q api.Messa
 		v.Set("include_archived", "true")
 	}
 	var out api.MessageList
-	err := c.do(ctx, http.MethodGet, c.endpoint(threadPath(thread)+"/messages", v), nil, &out, DefaultTimeout)
+	p, raw := threadPath(thread, "/messages")
+	err := c.do(ctx, http.MethodGet, c.endpoint(p, raw, v), nil, &out, DefaultTimeout)
 	return out.Messages, err
 }
 
@@ -173,7 +181,8 @@ func (c *Client) Messages(ctx context.Context, thread chat.ThreadID, q api.Messa
 // the failure) together with an *Error of status 502.
 func (c *Client) Send(ctx context.Context, thread chat.ThreadID, text string) (api.Reply, error) {
 	var out api.Reply
-	err := c.do(ctx, http.MethodPost, c.endpoint(threadPath(thread)+"/messages", nil), api.SendRequest{Text: text}, &out, DefaultTurnTimeout)
+	p, raw := threadPath(thread, "/messages")
+	err := c.do(ctx, http.MethodPost, c.endpoint(p, raw, nil), api.SendRequest{Text: text}, &out, DefaultTurnTimeout)
 	return out, err
 }
 
@@ -263,7 +272,7 @@ func (c *Client) Dial(ctx context.Context, threads ...chat.ThreadID) (*Conn, err
 	}
 	h := http.Header{}
 	c.authorize(h)
-	ws, resp, err := websocket.Dial(ctx, c.endpoint("/ws", q), &websocket.DialOptions{HTTPClient: c.http, HTTPHeader: h})
+	ws, resp, err := websocket.Dial(ctx, c.endpoint("/ws", "/ws", q), &websocket.DialOptions{HTTPClient: c.http, HTTPHeader: h})
 	if err != nil {
 		if resp != nil && resp.StatusCode >= 300 {
 			e := &Error{Status: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
