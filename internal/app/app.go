@@ -37,6 +37,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/pulse"
 	"github.com/reverie-ai/reverie/internal/router"
+	"github.com/reverie-ai/reverie/internal/scheduler"
 	"github.com/reverie-ai/reverie/internal/skills"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/versioning"
@@ -96,6 +97,8 @@ type App struct {
 
 	// Dreamer is the nightly consolidation.
 	Dreamer *dreaming.Dreamer
+	// Scheduler runs reminders, AI tasks and the extensions' jobs.
+	Scheduler *scheduler.Scheduler
 
 	memoryContext *memory.RecallContext
 	// commitFiles records changed data-dir files in its history and returns
@@ -273,6 +276,9 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if err := a.buildDreaming(ctx); err != nil {
 		return nil, err
 	}
+	if err := a.buildScheduler(ctx); err != nil {
+		return nil, err
+	}
 	a.fillAPIServices(a.API)
 	if err := k.Init(ctx); err != nil {
 		return nil, fmt.Errorf("initialise extensions: %w", err)
@@ -286,6 +292,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		return nil, fmt.Errorf("start extensions: %w", err)
 	}
 	a.collectTools()
+	a.registerJobs(ctx)
 	return a, nil
 }
 
@@ -306,6 +313,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.housekeeping(gctx) })
 	g.Go(func() error { return a.reembed(gctx) })
 	g.Go(func() error { return a.runDreaming(gctx) })
+	g.Go(func() error { return a.Scheduler.Run(gctx) })
 	a.Kernel.Ready(gctx)
 	close(a.ready)
 	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),

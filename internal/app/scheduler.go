@@ -1,0 +1,128 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/conversation"
+	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/router"
+	"github.com/reverie-ai/reverie/internal/scheduler"
+)
+
+// buildScheduler opens the scheduler with the router-backed dispatcher
+// (reminders without a model call, AI tasks as isolated inferences on the
+// sub_sessions role, system tasks as system events on the main thread),
+// adds the reminder tools and replaces the /reminders placeholder. The
+// router must exist.
+func (a *App) buildScheduler(ctx context.Context) error {
+	cfg := a.Config.Scheduler
+	loc := a.Config.Location()
+	catchUp := cfg.CatchUpWindow
+	if catchUp == 0 {
+		catchUp = -1 // configured off (the scheduler's zero value is its default)
+	}
+	d := &scheduler.Dispatcher{
+		Router:     a.Router,
+		MainThread: a.mainThread,
+		Model:      a.Models.Model(modelrouter.RoleSubSessions),
+		Tools:      a.turnTools,
+		System:     a.taskSystemPrompt,
+		Location:   loc,
+		Now:        a.opts.Now,
+		// SubSessions: set once the workflow runtime offers
+		// scheduler.SubSessions; until then sub_session tasks run as
+		// isolated inferences (their receipts say so).
+	}
+	s, err := scheduler.Open(ctx, scheduler.Options{
+		DB:               a.DB,
+		Executor:         d,
+		Location:         loc,
+		CatchUpWindow:    catchUp,
+		RunTimeout:       cfg.RunTimeout,
+		MaxParallel:      cfg.MaxParallel,
+		ReceiptRetention: cfg.ReceiptRetention,
+		Events:           a.Bus,
+		Now:              a.opts.Now,
+		Logger:           a.Logger.With("component", "scheduler"),
+	})
+	if err != nil {
+		return fmt.Errorf("open scheduler: %w", err)
+	}
+	a.Scheduler = s
+	a.onClose("scheduler", s.Close)
+	a.runtimeTools = append(a.runtimeTools, s.Tools()...)
+	return a.Router.Register(router.Command{
+		Name: "reminders",
+		Help: "list reminders and scheduled tasks with their next run and last outcome",
+		Run: func(ctx context.Context, cc router.CommandContext) (string, error) {
+			return s.Summary(ctx)
+		},
+	})
+}
+
+// registerJobs puts the extensions' scheduled jobs on the scheduler. It
+// runs once the extensions have started and before the scheduler runs; a
+// job that cannot be registered (a bad schedule) is logged and left out.
+func (a *App) registerJobs(ctx context.Context) {
+	for _, j := range a.Kernel.Jobs() {
+		run := j.Job.Run
+		err := a.Scheduler.RegisterJob(ctx, scheduler.Job{
+			Name:     j.Extension + "/" + j.Job.Name,
+			Schedule: j.Job.Schedule,
+			Run: func(ctx context.Context) (scheduler.RunReport, error) {
+				return scheduler.RunReport{}, run(ctx)
+			},
+		})
+		if err != nil {
+			a.Logger.Error("extension job not scheduled", "ext", j.Extension, "job", j.Job.Name, "err", err)
+		}
+	}
+}
+
+// mainThread is where system events go: the conversation the user wrote
+// in most recently (chat.DefaultThread when there is none).
+func (a *App) mainThread(ctx context.Context) chat.ThreadID {
+	threads, err := a.Conversations.Threads(ctx, conversation.ListOptions{Limit: 50})
+	if err != nil {
+		a.Logger.Warn("could not find the main thread; using the default", "err", err)
+		return chat.DefaultThread
+	}
+	best := chat.DefaultThread
+	var at conversation.Thread
+	for _, t := range threads {
+		if !t.LastUserMessageAt.IsZero() && t.LastUserMessageAt.After(at.LastUserMessageAt) {
+			best, at = t.ID, t
+		}
+	}
+	return best
+}
+
+// taskSystemPrompt is the system prompt of an AI task's isolated
+// inference: the full-mode prompt (core instructions, time, memories,
+// pulse, skills as a table of contents) ending with the task instructions.
+func (a *App) taskSystemPrompt(ctx context.Context, instructions string, tools []string) (string, error) {
+	base, err := os.ReadFile(filepath.Join(a.opts.DataDir, prompt.BaseFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read the base prompt: %w", err)
+	}
+	in := prompt.Input{Mode: prompt.ModeFull, Base: string(base), Now: a.opts.Now(), Location: a.Config.Location(),
+		Tools: tools, Task: instructions}
+	if a.Sources != nil {
+		if in.Memories, err = a.Sources.Memories(ctx); err != nil {
+			a.Logger.Warn("memories unavailable for a scheduled task", "err", err)
+		}
+		if in.Pulse, err = a.Sources.Pulse(ctx); err != nil {
+			a.Logger.Warn("pulse unavailable for a scheduled task", "err", err)
+		}
+		if in.Skills, err = a.Sources.Skills(ctx); err != nil {
+			a.Logger.Warn("skills unavailable for a scheduled task", "err", err)
+		}
+	}
+	return prompt.Assemble(in), nil
+}
