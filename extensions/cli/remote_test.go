@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/api/client"
+	"github.com/reverie-ai/reverie/chat"
+)
+
+// fakeServer speaks the WebSocket protocol of docs/api.md: answer maps a
+// client frame to the frames sent back. history is what the thread holds.
+func fakeServer(t *testing.T, history int, answer func(api.ClientFrame) []api.ServerFrame) (*client.Client, chan struct{}) {
+	drop := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/threads/{thread}/messages", func(w http.ResponseWriter, r *http.Request) {
+		var l api.MessageList
+		for range history {
+			l.Messages = append(l.Messages, api.Message{Role: "user", Text: "earlier"})
+		}
+		_ = json.NewEncoder(w).Encode(l)
+	})
+	mux.HandleFunc("GET /api/v1/ws", func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-drop:
+				cancel() // drops the connection
+			case <-ctx.Done():
+			}
+		}()
+		for {
+			var f api.ClientFrame
+			if err := wsjson.Read(ctx, ws, &f); err != nil {
+				return
+			}
+			for _, out := range answer(f) {
+				if err := wsjson.Write(ctx, ws, out); err != nil {
+					return
+				}
+			}
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, drop
+}
+
+func str(s string) *string { return &s }
+
+func TestRemote(t *testing.T) {
+	const th = chat.ThreadID("web:cli-ann")
+	answer := func(f api.ClientFrame) []api.ServerFrame {
+		switch f.Text {
+		case "refuse":
+			return []api.ServerFrame{{Type: api.FrameError, Error: "too many messages; slow down", ID: f.ID}}
+		case "tool":
+			return []api.ServerFrame{
+				{Type: api.FrameDelta, Thread: th, Text: "Let me look."},
+				{Type: api.FrameToolCall, Thread: th, CallID: "c1", Name: "clock", Arguments: json.RawMessage(`{}`)},
+				{Type: api.FrameToolResult, Thread: th, CallID: "c1", Name: "clock", Result: str("09:00"), IsError: new(bool)},
+				{Type: api.FrameDone, Thread: th, Text: "It is nine."},
+			}
+		case "fail":
+			return []api.ServerFrame{{Type: api.FrameError, Thread: th, Error: "The model is unavailable."}}
+		case "noise":
+			return []api.ServerFrame{
+				{Type: api.FrameNotify, Thread: "web:other", Text: "for someone else"},
+				{Type: api.FrameError, Error: "malformed frame"},
+				{Type: api.FrameNotify, Thread: th, Text: "Reminder: tea"},
+				{Type: api.FrameDone, Thread: th, Text: "noise done"},
+			}
+		default:
+			return []api.ServerFrame{{Type: api.FrameDone, Thread: th, Text: "echo " + f.Text}}
+		}
+	}
+	c, drop := fakeServer(t, 1, answer)
+	ctx := context.Background()
+	r, err := DialRemote(ctx, c, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Where() != c.URL() || r.Thread() != th {
+		t.Errorf("where %q thread %q", r.Where(), r.Thread())
+	}
+	exchange := func(text string, want ...Event) {
+		t.Helper()
+		if err := r.Send(ctx, text); err != nil {
+			t.Fatalf("send %q: %v", text, err)
+		}
+		for i, w := range want {
+			got := next(t, r)
+			if got.Kind != w.Kind || got.Text != w.Text || got.Err != w.Err || got.Tool != w.Tool || got.Result != w.Result {
+				t.Errorf("%q event %d = %+v, want %+v", text, i, got, w)
+			}
+		}
+	}
+	exchange("refuse", Event{Kind: EventError, Text: "too many messages; slow down"}, Event{Kind: EventIdle, Err: "too many messages; slow down"})
+	exchange("tool", Event{Kind: EventDelta, Text: "Let me look."}, Event{Kind: EventToolCall, Tool: "clock"},
+		Event{Kind: EventToolResult, Tool: "clock", Result: "09:00"}, Event{Kind: EventDone, Text: "It is nine."}, Event{Kind: EventIdle})
+	exchange("fail", Event{Kind: EventError, Text: "The model is unavailable."}, Event{Kind: EventIdle, Err: "The model is unavailable."})
+	exchange("noise", Event{Kind: EventNotify, Text: "[web:other] for someone else"}, Event{Kind: EventNotify, Text: "server: malformed frame"},
+		Event{Kind: EventNotify, Text: "Reminder: tea"}, Event{Kind: EventDone, Text: "noise done"}, Event{Kind: EventIdle})
+	if got := r.Cancel(ctx); got != "nothing to cancel" {
+		t.Errorf("cancel while idle: %q", got)
+	}
+
+	// Losing the connection ends the chat with an error.
+	close(drop)
+	if _, err := r.Next(ctx); err == nil || !strings.Contains(err.Error(), "connection to") {
+		t.Errorf("after the connection dropped: %v", err)
+	}
+	if err := r.Send(ctx, "late"); err == nil {
+		t.Error("send on a lost connection succeeded")
+	}
+}
+
+func TestRemoteNewThreadWaitsForTheSeed(t *testing.T) {
+	const th = chat.ThreadID("web:new")
+	answer := func(f api.ClientFrame) []api.ServerFrame {
+		if strings.HasPrefix(f.Text, "/") {
+			return []api.ServerFrame{{Type: api.FrameDone, Thread: th, Text: "command " + f.Text}}
+		}
+		return []api.ServerFrame{
+			{Type: api.FrameDelta, Thread: th, Text: "Hi"},
+			{Type: api.FrameDone, Thread: th, Text: "Hi, I'm Reverie."},
+			{Type: api.FrameDone, Thread: th, Text: "echo " + f.Text},
+		}
+	}
+	c, _ := fakeServer(t, 0, answer)
+	ctx := context.Background()
+	r, err := DialRemote(ctx, c, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// A command on a new thread runs no seed.
+	if err := r.Send(ctx, "/status"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []EventKind{EventDone, EventIdle} {
+		if got := next(t, r); got.Kind != want {
+			t.Fatalf("got %+v, want %s", got, want)
+		}
+	}
+	if err := r.Send(ctx, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for {
+		ev := next(t, r)
+		kinds = append(kinds, string(ev.Kind)+":"+ev.Text)
+		if ev.Kind == EventIdle {
+			break
+		}
+	}
+	want := "delta:Hi done:Hi, I'm Reverie. done:echo hello idle:"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+func TestRemoteCancelHidesTheRestOfTheReply(t *testing.T) {
+	const th = chat.ThreadID("web:c")
+	release := make(chan struct{})
+	answer := func(f api.ClientFrame) []api.ServerFrame {
+		if f.Text == "slow" {
+			<-release
+			return []api.ServerFrame{{Type: api.FrameDelta, Thread: th, Text: "late"}, {Type: api.FrameDone, Thread: th, Text: "late reply"}}
+		}
+		return []api.ServerFrame{{Type: api.FrameDone, Thread: th, Text: "echo " + f.Text}}
+	}
+	c, _ := fakeServer(t, 1, answer)
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // before the server closes, if the test fails early
+	ctx := context.Background()
+	r, err := DialRemote(ctx, c, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Send(ctx, "slow"); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Cancel(ctx); !strings.Contains(got, "stopped waiting") {
+		t.Errorf("cancel: %q", got)
+	}
+	if ev := next(t, r); ev.Kind != EventIdle || ev.Err != "cancelled" {
+		t.Errorf("after cancel: %+v", ev)
+	}
+	open()
+	if err := r.Send(ctx, "next"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []Event{{Kind: EventDone, Text: "echo next"}, {Kind: EventIdle}} {
+		if got := next(t, r); got.Kind != want.Kind || got.Text != want.Text {
+			t.Errorf("got %+v, want %+v (the cancelled reply must stay hidden)", got, want)
+		}
+	}
+}
