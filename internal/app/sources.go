@@ -108,6 +108,7 @@ func (a *App) buildPulseAndSkills(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open pulse: %w", err)
 	}
+	a.onClose("pulse", ps.Close)
 	a.Pulse = ps
 	ss, err := skills.Open(ctx, skills.Options{
 		DataDir: a.opts.DataDir, DB: a.DB, MaxBodyChars: a.Config.Limits.SkillsChars,

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,5 +115,44 @@ func TestPulseCommand(t *testing.T) {
 				t.Fatalf("got %q, %v\nwant %q", out, err, c.want)
 			}
 		})
+	}
+}
+
+// BenchmarkSourcesPerTurn is what one turn costs the prompt sources when
+// nothing changed: memories, pulse (30 items), skills (50 files), the
+// skill-load record and the size check after the reply.
+func BenchmarkSourcesPerTurn(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "reverie.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ps, _ := pulse.Open(ctx, db, pulse.Options{})
+	ss, _ := skills.Open(ctx, skills.Options{DataDir: dir, DB: db})
+	for i := range 30 {
+		ps.Add(ctx, pulse.NewItem{Text: fmt.Sprintf("pulse item %d of typical length for a working memory line", i), Priority: 1 + i%10})
+	}
+	for i := range 50 {
+		if _, err := ss.Save(ctx, fmt.Sprintf("skill-%02d", i), fmt.Sprintf("Skill %d summary\n%s", i, strings.Repeat("A step.\n", 40))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := &Sources{MemoriesText: func(context.Context) (string, error) { return "- likes tea", nil }, PulseStore: ps, SkillStore: ss}
+	for b.Loop() {
+		s.Memories(ctx)
+		s.Pulse(ctx)
+		sk, _ := s.Skills(ctx)
+		names := make([]string, len(sk))
+		for i, x := range sk {
+			names[i] = x.Name
+		}
+		if err := s.RecordSkillLoads(ctx, "web:a", names, agent.SkillLoadFull); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.ComponentSizes(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

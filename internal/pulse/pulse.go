@@ -195,6 +195,7 @@ type Store struct {
 	now     func() time.Time
 	changed func(ctx context.Context, c Change)
 	maxText int
+	revStmt *sql.Stmt // Revision's query, prepared once (it runs every turn)
 
 	mu    sync.Mutex
 	cache struct { // Format's last result
@@ -225,8 +226,15 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if opts.MaxTextChars <= 0 {
 		opts.MaxTextChars = MaxTextChars
 	}
-	return &Store{db: db, now: opts.Now, changed: opts.Changed, maxText: opts.MaxTextChars}, nil
+	rev, err := db.PrepareContext(ctx, `SELECT revision, changed_at FROM pulse_revision WHERE id = 1`)
+	if err != nil {
+		return nil, fmt.Errorf("open pulse: %w", err)
+	}
+	return &Store{db: db, now: opts.Now, changed: opts.Changed, maxText: opts.MaxTextChars, revStmt: rev}, nil
 }
+
+// Close releases the store's prepared statement; the database stays open.
+func (s *Store) Close() error { return s.revStmt.Close() }
 
 // CleanText trims text, collapses its white space and checks it: ErrEmpty,
 // ErrTooLong (over limit characters; 0 means MaxTextChars) or ErrSecret.
@@ -610,7 +618,7 @@ func (s *Store) PurgeCompleted(ctx context.Context, olderThan time.Duration) (in
 // and when it last changed (zero before the first change).
 func (s *Store) Revision(ctx context.Context) (int64, time.Time, error) {
 	var rev, at int64
-	if err := s.db.QueryRowContext(ctx, `SELECT revision, changed_at FROM pulse_revision WHERE id = 1`).Scan(&rev, &at); err != nil {
+	if err := s.revStmt.QueryRowContext(ctx).Scan(&rev, &at); err != nil {
 		return 0, time.Time{}, fmt.Errorf("read pulse revision: %w", err)
 	}
 	var t time.Time

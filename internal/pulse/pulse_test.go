@@ -74,6 +74,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.store.Close() })
 	return e
 }
 
