@@ -598,3 +598,64 @@ func TestBrowserReconnects(t *testing.T) {
 	}
 	p.checkProblems()
 }
+
+// TestBrowserDebugSections opens every section of the debug panel with some
+// data in it: each renders without an error, or says "not enabled" when
+// /api/v1/info lists the feature as off.
+func TestBrowserDebugSections(t *testing.T) {
+	p := newBrowser(t, "sections", 1280, 900)
+	app := startWebApp(t, "127.0.0.1:0")
+	app.Model.Handle(webAssistant)
+	var info struct {
+		Features map[string]bool `json:"features"`
+	}
+	app.apiCall(t, http.MethodGet, "/info", nil, &info)
+	if info.Features["pulse"] {
+		app.apiCall(t, http.MethodPost, "/pulse", map[string]any{"text": "Draft the Lyon trip plan", "priority": 2}, nil)
+	}
+	if info.Features["skills"] {
+		app.apiCall(t, http.MethodPut, "/skills/book-train", map[string]string{"content": "How to book a train\n1. Open the site"}, nil)
+	}
+	p.do("load the page", chromedp.Navigate(app.base+"/#token="+browserToken))
+	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online'`)
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "please write a note"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the reply", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes('Anything else?') && !m.classList.contains('streaming'))`)
+
+	sections := []struct {
+		id, feature, ready string
+	}{
+		{"events", "events", `document.querySelectorAll('#event-list .event').length > 0`},
+		{"interactions", "interactions", `document.querySelectorAll('#ix-list .ix').length > 0`},
+		{"prompt", "prompt", `document.getElementById('prompt-text')?.textContent.length > 0`},
+		{"memories", "memories", `!!document.getElementById('mem-list')?.firstElementChild`},
+		{"pulse", "pulse", `[...document.querySelectorAll('#pulse-list .pulse-item input')].some(i => i.value === 'Draft the Lyon trip plan')`},
+		{"skills", "skills", `document.getElementById('skill-list')?.textContent.includes('book-train')`},
+		{"tasks", "tasks", `!!document.getElementById('task-list')?.firstElementChild`},
+		{"workflows", "workflows", `!!document.getElementById('wf-list')?.firstElementChild`},
+		{"world", "world", `document.getElementById('world-json')?.value.includes('"version"')`},
+		{"usage", "usage", `[...document.querySelectorAll('#usage-table td')].some(td => td.textContent === 'main')`},
+	}
+	for _, sec := range sections {
+		p.do("open "+sec.id, chromedp.Navigate(app.base+"/#debug/"+sec.id))
+		if info.Features[sec.feature] {
+			p.waitFor(sec.id, `document.getElementById('debug-body').dataset.section === '`+sec.id+`' && (`+sec.ready+`)`)
+			if msg := eval[string](p, `[...document.querySelectorAll('#debug-body .error-text')].map(e => e.textContent).join(' ')`); msg != "" {
+				t.Errorf("%s shows an error: %s", sec.id, msg)
+			}
+		} else {
+			p.waitFor(sec.id+" not enabled", `document.querySelector('#debug-body .not-enabled')?.textContent.includes('not enabled')`)
+		}
+		p.snapshot("section-" + sec.id)
+	}
+	if info.Features["skills"] {
+		// Open a skill, change it, save it.
+		p.do("open skills", chromedp.Navigate(app.base+"/#debug/skills"))
+		p.waitFor("the skill", `document.getElementById('skill-list')?.textContent.includes('book-train')`)
+		p.do("open the skill", chromedp.Click(chromedp.CSS("#skill-list .skill")))
+		p.waitFor("the editor", `document.querySelector('#skill-editor textarea')?.value.startsWith('How to book a train')`)
+		p.do("edit", chromedp.SetValue(chromedp.CSS("#skill-editor textarea"), "How to book a train, fast\n1. Open the site\n2. Pay"),
+			chromedp.Click(chromedp.CSS("#skill-editor button[type=submit]")))
+		p.waitFor("the saved skill", `document.getElementById('skill-list')?.textContent.includes('fast')`)
+	}
+	p.checkProblems()
+}
