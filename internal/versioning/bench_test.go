@@ -40,3 +40,22 @@ func BenchmarkCommitNoChange(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOpenAndCommitAllNoChange measures what every agent start pays:
+// opening the repository and finding that nothing changed.
+func BenchmarkOpenAndCommitAllNoChange(b *testing.B) {
+	dir := dataDir(b)
+	if _, err := open(b, dir).CommitAll(b.Context(), "initial"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := Open(dir, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rev, err := r.CommitAll(b.Context(), "external edits"); err != nil || !rev.IsZero() {
+			b.Fatalf("CommitAll = %+v, %v", rev, err)
+		}
+	}
+}

@@ -84,6 +84,10 @@ func (r *Repo) relPath(p string) (string, error) {
 	return rel, nil
 }
 
+// MaxFileBytes is the largest file versioned; a bigger one (something
+// dropped into skills/ by mistake) is left out with a warning.
+const MaxFileBytes = 8 << 20
+
 // diskFile is a tracked file read from the data dir.
 type diskFile struct {
 	data []byte
@@ -176,7 +180,7 @@ func (r *Repo) scan(rel string) (map[string]diskFile, error) {
 		return nil, err
 	}
 	if !fi.IsDir() {
-		if IsTracked(rel) && fi.Mode().IsRegular() {
+		if IsTracked(rel) && fi.Mode().IsRegular() && r.sizeOK(rel, fi) {
 			if err := addFile(out, rel, full, fi); err != nil {
 				return nil, err
 			}
@@ -218,7 +222,7 @@ func (r *Repo) scan(rel string) (map[string]diskFile, error) {
 		if err != nil {
 			return err
 		}
-		if !info.Mode().IsRegular() {
+		if !info.Mode().IsRegular() || !r.sizeOK(name, info) {
 			return nil
 		}
 		return addFile(out, name, p, info)
@@ -227,6 +231,17 @@ func (r *Repo) scan(rel string) (map[string]diskFile, error) {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
 	return out, nil
+}
+
+// sizeOK reports whether a file is small enough to version, warning when
+// it is not.
+func (r *Repo) sizeOK(name string, info fs.FileInfo) bool {
+	if info.Size() <= MaxFileBytes {
+		return true
+	}
+	r.log.Warn("file too big to keep in the data dir history; left out", "path", name,
+		"bytes", info.Size(), "max_bytes", MaxFileBytes)
+	return false
 }
 
 func addFile(out map[string]diskFile, name, full string, info fs.FileInfo) error {

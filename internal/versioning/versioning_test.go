@@ -704,3 +704,20 @@ func TestReadOnly(t *testing.T) {
 		t.Errorf("read-only Open moved the history aside: %v", m)
 	}
 }
+
+func TestBigFileLeftOut(t *testing.T) {
+	dir := dataDir(t)
+	big := make([]byte, MaxFileBytes+1)
+	if err := os.WriteFile(filepath.Join(dir, "skills", "huge.md"), big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	r := open(t, dir, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	rev, err := r.CommitAll(t.Context(), "initial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(rev.Files, "skills/huge.md") || !strings.Contains(logs.String(), "too big") {
+		t.Errorf("big file: files %v, logs %s", rev.Files, logs.String())
+	}
+}
