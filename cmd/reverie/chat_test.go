@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,4 +274,27 @@ func TestChatRemote(t *testing.T) {
 			t.Fatalf("the chat did not end; stderr:\n%s", errb.String())
 		}
 	})
+}
+
+// BenchmarkChatPlainInProcess measures a piped `reverie chat` in process:
+// per message, through the router, the agent, the fake OpenAI server over
+// HTTP and back through the cli channel (start-up amortised over b.N).
+func BenchmarkChatPlainInProcess(b *testing.B) {
+	model := llmtest.NewOpenAIServer(b)
+	model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply { return llmtest.ServerReply{Text: "ok"} })
+	dir := filepath.Join(b.TempDir(), "data")
+	env := []string{"HOME=" + b.TempDir(), "USER=bench", "OPENAI_BASE_URL=" + model.BaseURL(), "OPENAI_API_KEY=sk-test",
+		"REVERIE_MODEL=gpt-test", "REVERIE_LOG__FILE=false", "REVERIE_TOOLS__SHELL__SANDBOX=off"}
+	// A first run creates the data dir and the conversation (seed).
+	if code := run(context.Background(), []string{"chat", "--data", dir}, strings.NewReader("hi\n"), io.Discard, io.Discard, env); code != ExitOK {
+		b.Fatalf("warm-up exit %d", code)
+	}
+	input := strings.Repeat("hello\n", b.N)
+	var out bytes.Buffer
+	b.ResetTimer()
+	code := run(context.Background(), []string{"chat", "--data", dir}, strings.NewReader(input), &out, io.Discard, env)
+	b.StopTimer()
+	if code != ExitOK || strings.Count(out.String(), "ok\n") != b.N {
+		b.Fatalf("exit %d, %d replies for %d messages", code, strings.Count(out.String(), "ok\n"), b.N)
+	}
 }
