@@ -114,21 +114,27 @@ type browserPage struct {
 	allowed  []string // substrings of expected problems
 }
 
+// chromium returns the browser to drive, or skips the test when none is
+// installed.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	t.Skip("no Chromium: install it (apt-get install chromium) to run the browser tests; CI does")
+	return ""
+}
+
 // newBrowser starts a headless Chromium (fresh profile in t.TempDir()) with
 // a window of the given size. On failure the test's screenshot is saved
 // under a temporary directory and its path logged.
-func newBrowser(t *testing.T, name string, width, height int) *browserPage {
+//
+// Call it after starting the app, so that its cleanup (the screenshot) runs
+// before the app stops.
+func newBrowser(t *testing.T, path, name string, width, height int) *browserPage {
 	t.Helper()
-	path := ""
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(n); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		t.Skip("no Chromium: install it (apt-get install chromium) to run the browser tests; CI does")
-	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -355,8 +361,9 @@ func js(s string) string {
 }
 
 func TestBrowserChatAndDebugPanel(t *testing.T) {
-	p := newBrowser(t, "desktop", 1280, 900)
+	browserPath := chromium(t)
 	app := startWebApp(t, "127.0.0.1:0")
+	p := newBrowser(t, browserPath, "desktop", 1280, 900)
 	app.Model.Handle(webAssistant)
 
 	// Sign in with the token in the fragment, as the printed URL does.
@@ -517,8 +524,9 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 }
 
 func TestBrowserPhoneViewport(t *testing.T) {
-	p := newBrowser(t, "phone", 390, 844)
+	browserPath := chromium(t)
 	app := startWebApp(t, "127.0.0.1:0")
+	p := newBrowser(t, browserPath, "phone", 390, 844)
 	app.Model.Handle(webAssistant)
 
 	p.do("emulate a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile, chromedp.EmulateTouch))
@@ -570,8 +578,9 @@ func TestBrowserPhoneViewport(t *testing.T) {
 // while the page is open; the page reconnects by itself, and a reply sent
 // after the restart streams in.
 func TestBrowserReconnects(t *testing.T) {
-	p := newBrowser(t, "reconnect", 1024, 768)
+	browserPath := chromium(t)
 	first := startWebApp(t, "127.0.0.1:0")
+	p := newBrowser(t, browserPath, "reconnect", 1024, 768)
 	first.Model.Handle(webAssistant)
 	p.do("load the page", chromedp.Navigate(first.base+"/#token="+browserToken))
 	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online'`)
@@ -603,8 +612,9 @@ func TestBrowserReconnects(t *testing.T) {
 // data in it: each renders without an error, or says "not enabled" when
 // /api/v1/info lists the feature as off.
 func TestBrowserDebugSections(t *testing.T) {
-	p := newBrowser(t, "sections", 1280, 900)
+	browserPath := chromium(t)
 	app := startWebApp(t, "127.0.0.1:0")
+	p := newBrowser(t, browserPath, "sections", 1280, 900)
 	app.Model.Handle(webAssistant)
 	var info struct {
 		Features map[string]bool `json:"features"`
@@ -657,5 +667,101 @@ func TestBrowserDebugSections(t *testing.T) {
 			chromedp.Click(chromedp.CSS("#skill-editor button[type=submit]")))
 		p.waitFor("the saved skill", `document.getElementById('skill-list')?.textContent.includes('fast')`)
 	}
+	p.checkProblems()
+}
+
+// setupForm is a SetupProvider for the setup-screen test: its test call
+// accepts only the key "sk-good".
+type setupForm struct {
+	mu      sync.Mutex
+	applied extension.SetupValues
+}
+
+func (f *setupForm) Init(context.Context, extension.Host) error { return nil }
+
+func (f *setupForm) SetupSchema(context.Context) extension.SetupSchema {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return extension.SetupSchema{
+		Title: "Language model", Description: "Where Reverie finds its model.", Configured: f.applied != nil,
+		Fields: []extension.SetupField{
+			{Key: "provider", Label: "Provider", Kind: extension.FieldSelect, Options: []string{"openai", "anthropic", "ollama"}, Default: "openai", Required: true},
+			{Key: "base_url", Label: "Base URL", Kind: extension.FieldURL, Default: "https://api.openai.com/v1", Help: "Any OpenAI-compatible server."},
+			{Key: "api_key", Label: "API key", Kind: extension.FieldSecret, Required: true},
+			{Key: "model", Label: "Model", Kind: extension.FieldText, Required: true},
+		},
+	}
+}
+
+func (f *setupForm) ApplySetup(_ context.Context, v extension.SetupValues) error {
+	if v["api_key"] != "sk-good" {
+		return errors.New("the model did not answer: 401 invalid api key")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applied = v
+	return nil
+}
+
+func (f *setupForm) values() extension.SetupValues {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
+}
+
+var (
+	_ extension.Extension     = (*setupForm)(nil)
+	_ extension.SetupProvider = (*setupForm)(nil)
+)
+
+// TestBrowserSetupScreen: with no model configured the page opens on the
+// setup screen; a value that fails the provider's test is refused with its
+// reason, a good one is saved; the chat says that no model is configured.
+func TestBrowserSetupScreen(t *testing.T) {
+	browserPath := chromium(t)
+	form := &setupForm{}
+	app := startWebApp(t, "127.0.0.1:0",
+		WithExtensions(extension.Info{ID: "modelsetup", New: func() extension.Extension { return form }, Description: "test setup form"}),
+		// No model from the environment (and no Ollama to find).
+		WithEnv("OPENAI_BASE_URL=", "OPENAI_API_KEY=", "REVERIE_MODEL=", "ANTHROPIC_API_KEY=", "OLLAMA_HOST=127.0.0.1:1"))
+	p := newBrowser(t, browserPath, "setup", 1024, 800)
+
+	p.do("load the page", chromedp.Navigate(app.base+"/#token="+browserToken))
+	p.waitFor("the setup screen", `!document.getElementById('view-setup').hidden && location.hash === '#setup'`)
+	p.waitFor("the form", `!!document.querySelector('form[data-form="modelsetup"]')`)
+	const f = `form[data-form="modelsetup"]`
+	for _, check := range []struct{ what, expr string }{
+		{"a select of providers", `document.querySelector('` + f + ` select[name="provider"]').options.length === 3`},
+		{"the default base URL", `document.querySelector('` + f + ` input[name="base_url"]').value === 'https://api.openai.com/v1'`},
+		{"a password input for the key", `document.querySelector('` + f + ` input[name="api_key"]').type === 'password'`},
+		{"the help text", `document.querySelector('` + f + `').textContent.includes('Any OpenAI-compatible server.')`},
+	} {
+		if !eval[bool](p, check.expr) {
+			t.Errorf("setup form: no %s", check.what)
+		}
+	}
+	p.do("fill in a bad key",
+		chromedp.SetValue(chromedp.CSS(f+` input[name="base_url"]`), app.Model.BaseURL()),
+		chromedp.SendKeys(chromedp.CSS(f+` input[name="api_key"]`), "sk-bad"),
+		chromedp.SendKeys(chromedp.CSS(f+` input[name="model"]`), "gpt-test"),
+		chromedp.Click(chromedp.CSS(f+` button[type=submit]`)),
+	)
+	p.allow("status of 422") // the refused setup, logged by the browser
+	p.waitFor("the refusal", `document.querySelector('`+f+` .form-status').textContent.includes('nothing was saved') && document.querySelector('`+f+` .form-status').textContent.includes('invalid api key')`)
+	if form.values() != nil {
+		t.Fatal("a refused setup was saved")
+	}
+	p.do("fix the key",
+		chromedp.SetValue(chromedp.CSS(f+` input[name="api_key"]`), "sk-good"),
+		chromedp.Click(chromedp.CSS(f+` button[type=submit]`)),
+	)
+	p.waitFor("the confirmation", `document.querySelector('`+f+` .form-status.ok')?.textContent.includes('Saved')`)
+	got := form.values()
+	if got["api_key"] != "sk-good" || got["model"] != "gpt-test" || got["provider"] != "openai" || got["base_url"] != app.Model.BaseURL() {
+		t.Errorf("saved values = %v", got)
+	}
+	// Until a model is configured the chat says so.
+	p.do("open the chat", chromedp.Click(chromedp.ID("tab-chat")))
+	p.waitFor("the banner", `!document.getElementById('banner').hidden && document.getElementById('banner').textContent.includes('No model is configured')`)
 	p.checkProblems()
 }
