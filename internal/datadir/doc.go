@@ -19,6 +19,7 @@
 //	prompts/DREAM_DEDUP_PROMPT.txt       merge one cluster of similar memories     {content}
 //	prompts/DREAM_CONTRADICTION_PROMPT.txt  resolve two conflicting memories (JSON) {content}
 //	prompts/DREAM_SKILLS_PROMPT.txt      merge overlapping skills / condense one    {content}
+//	prompts/REFLECTION_PROMPT.txt        analyse the reflection rules' findings (JSON) {content}
 //	prompts/COMPACTION_PROMPT.txt        summarise old conversation history        {history}
 //
 // Placeholders returns the placeholders each template may use, for the
