@@ -303,6 +303,9 @@ func (w *Web) Health(context.Context) error {
 	return nil
 }
 
+// Connections is the number of open WebSocket connections.
+func (w *Web) Connections() int { return w.hub.count() }
+
 // acquireStream counts an open WebSocket or SSE connection; false when
 // MaxConnections are open or the server is stopping.
 func (w *Web) acquireStream() bool {
