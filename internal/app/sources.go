@@ -100,7 +100,11 @@ func (a *App) buildPulseAndSkills(ctx context.Context) error {
 	ps, err := pulse.Open(ctx, a.DB, pulse.Options{
 		Now: a.opts.Now,
 		Changed: func(ctx context.Context, c pulse.Change) {
-			if err := a.Bus.Publish(ctx, pulse.TopicChanged, c); err != nil {
+			// The change is committed: publish it even if the caller's
+			// context ends now.
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := a.Bus.Publish(pctx, pulse.TopicChanged, c); err != nil {
 				a.Logger.Warn("could not publish a pulse change", "change", c, "err", err)
 			}
 		},
