@@ -233,7 +233,9 @@ func (r *Reflector) Rules(ctx context.Context) ([]Finding, error) {
 		task, known := tasks[id]
 		// consecutive_failures: from sub-sessions of the task, or the
 		// scheduler's own count of failed runs.
-		if n := leading(hist, func(o workflow.Outcome) bool { return o.Status == workflow.StateFailed || o.Status == workflow.StateTimeout }); n >= r.set.ConsecutiveFailures {
+		if n := leading(hist, func(o workflow.Outcome) bool {
+			return o.Status == workflow.StateFailed || o.Status == workflow.StateTimeout
+		}); n >= r.set.ConsecutiveFailures {
 			found = append(found, Finding{Rule: RuleConsecutiveFailures, Subject: id,
 				Detail: fmt.Sprintf("the last %d sub-sessions of task %s failed (latest: %s)", n, id, clip(hist[0].Error, 200)),
 				key:    RuleConsecutiveFailures + ":" + id + ":" + hist[0].SessionID})

@@ -41,15 +41,34 @@ func (f *fakeOutcomes) add(o workflow.Outcome) {
 }
 
 type fakeTasks struct {
+	mu     sync.Mutex
 	tasks  []scheduler.Task
 	paused []string
 }
 
 func (f *fakeTasks) List(context.Context, scheduler.ListOptions) ([]scheduler.Task, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return slices.Clone(f.tasks), nil
 }
-func (f *fakeTasks) Receipts(context.Context, string, int) ([]scheduler.Receipt, error) { return nil, nil }
+
+func (f *fakeTasks) setFailures(i, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tasks[i].Failures = n
+}
+
+func (f *fakeTasks) pausedIDs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.paused)
+}
+func (f *fakeTasks) Receipts(context.Context, string, int) ([]scheduler.Receipt, error) {
+	return nil, nil
+}
 func (f *fakeTasks) Pause(_ context.Context, id string) (scheduler.Task, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for i := range f.tasks {
 		if f.tasks[i].ID == id {
 			f.tasks[i].Status = scheduler.StatusPaused
@@ -86,8 +105,15 @@ type fixture struct {
 	rec   *recorder
 	log   *interactions.Store
 	r     *Reflector
+	mu    sync.Mutex
 	calls int
 	reply string
+}
+
+func (f *fixture) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
 }
 
 func newFixture(t *testing.T, now func() time.Time) *fixture {
@@ -110,6 +136,8 @@ func newFixture(t *testing.T, now func() time.Time) *fixture {
 		{ID: "t_2", Status: scheduler.StatusActive}}}, rec: &recorder{}, log: ilog,
 		reply: `{"summary":"The daily news task fails because its source moved.","recommend_change":false,"change":""}`}
 	model := llmtest.Func(func(context.Context, llm.Request) (llm.Response, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		f.calls++
 		return llm.Response{Message: llm.AssistantText(f.reply)}, nil
 	})
@@ -251,8 +279,8 @@ func TestRunTriggers(t *testing.T) {
 		}
 		events <- extension.Event{Topic: workflow.TopicFailed}
 		synctest.Wait()
-		if !slices.Equal(f.tasks.paused, []string{"t_1"}) || f.calls != 1 {
-			t.Fatalf("after a failure: paused %v, %d calls", f.tasks.paused, f.calls)
+		if !slices.Equal(f.tasks.pausedIDs(), []string{"t_1"}) || f.callCount() != 1 {
+			t.Fatalf("after a failure: paused %v, %d calls", f.tasks.pausedIDs(), f.callCount())
 		}
 		// Nine completions do nothing, the tenth runs a batch cycle.
 		for range 3 {
@@ -262,20 +290,20 @@ func TestRunTriggers(t *testing.T) {
 			events <- extension.Event{Topic: workflow.TopicCompleted}
 		}
 		synctest.Wait()
-		if f.calls != 1 {
-			t.Fatalf("%d calls after 9 completions", f.calls)
+		if f.callCount() != 1 {
+			t.Fatalf("%d calls after 9 completions", f.callCount())
 		}
 		events <- extension.Event{Topic: workflow.TopicCompleted}
 		synctest.Wait()
-		if f.calls != 2 {
-			t.Fatalf("%d calls after 10 completions", f.calls)
+		if f.callCount() != 2 {
+			t.Fatalf("%d calls after 10 completions", f.callCount())
 		}
 		// The fallback: a new finding appears with no event; found within 6h.
-		f.tasks.tasks[1].Failures = 5
+		f.tasks.setFailures(1, 5)
 		time.Sleep(6*time.Hour + time.Minute)
 		synctest.Wait()
-		if !slices.Contains(f.tasks.paused, "t_2") {
-			t.Fatalf("fallback cycle did not run: paused %v", f.tasks.paused)
+		if !slices.Contains(f.tasks.pausedIDs(), "t_2") {
+			t.Fatalf("fallback cycle did not run: paused %v", f.tasks.pausedIDs())
 		}
 		cancel()
 		if err := <-done; err != nil {
