@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -564,6 +565,15 @@ func TestBrowserPhoneViewport(t *testing.T) {
 	if !eval[bool](p, noOverflow) {
 		t.Error("the chat overflows the phone's width")
 	}
+	// Dark mode follows the system preference.
+	if _, err := chromedp.Call(p.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}},
+	}); err != nil {
+		t.Fatalf("emulate dark mode: %v", err)
+	}
+	p.waitFor("the dark theme", `getComputedStyle(document.body).backgroundColor === 'rgb(23, 24, 27)'`)
+	p.snapshot("phone-chat-dark")
+
 	// The debug panel fits too; its sections are a scrolling tab strip.
 	p.do("open the debug panel", chromedp.Click(chromedp.ID("tab-debug")))
 	p.waitFor("events", `document.querySelectorAll('#event-list .event').length > 0`)

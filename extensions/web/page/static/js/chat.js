@@ -1,7 +1,7 @@
 // The chat view: thread list, messages (streamed over the WebSocket), tool
 // calls folded under each reply, proactive notifications, the composer.
 
-import { h, $, fill, fmtTime, fmtRelative, pretty, toast, uuid } from './dom.js';
+import { h, $, fill, fmtClock, fmtRelative, pretty, toast, uuid } from './dom.js';
 import { render, installCopy } from './markdown.js';
 import * as api from './api.js';
 
@@ -290,7 +290,7 @@ function renderEntry(e) {
   el.dataset.deltas = String(e.deltas);
   if (e.role === 'system') {
     fill(el, h('details', { class: 'sysevent' },
-      h('summary', null, 'System event', h('span', { class: 'meta-inline' }, fmtTime(e.at))),
+      h('summary', null, 'System event', h('span', { class: 'meta-inline' }, fmtClock(e.at))),
       h('pre', { class: 'plain' }, e.text.replace(/^\[SYSTEM EVENT\]\s*/, ''))));
     return;
   }
@@ -305,7 +305,7 @@ function renderEntry(e) {
   const kids = [];
   if (e.text || e.error || e.streaming || e.role !== 'assistant') kids.push(bubble);
   if (e.tools.length) kids.push(toolsView(e));
-  kids.push(h('div', { class: 'meta' }, e.streaming ? 'writing…' : fmtTime(e.at)));
+  kids.push(h('div', { class: 'meta' }, e.streaming ? 'writing…' : fmtClock(e.at)));
   fill(el, kids);
 }
 

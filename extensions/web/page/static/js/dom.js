@@ -71,6 +71,16 @@ export function fmtTime(t, withDate = false) {
   return d.toLocaleTimeString(undefined, opts);
 }
 
+/** fmtClock formats a timestamp as hours and minutes (with the date when not today). */
+export function fmtClock(t) {
+  if (!t) return '';
+  const d = new Date(t);
+  if (Number.isNaN(d.getTime())) return '';
+  const hm = { hour: '2-digit', minute: '2-digit' };
+  if (d.toDateString() === new Date().toDateString()) return d.toLocaleTimeString(undefined, hm);
+  return d.toLocaleString(undefined, { month: 'short', day: 'numeric', ...hm });
+}
+
 /** rel formats a timestamp relative to now ("3 min ago"). */
 export function fmtRelative(t) {
   if (!t) return '';
