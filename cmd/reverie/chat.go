@@ -31,12 +31,14 @@ func newChatCmd(g *globalFlags, env []string) *cobra.Command {
 		Long: `Chat with the assistant in the terminal: replies stream as they are written and are
 rendered as markdown, tool calls are shown, slash commands work (/help lists them).
 
-Keys: ` + cli.Keys + `.
+Keys:
+  ` + strings.ReplaceAll(cli.Keys, " · ", "\n  ") + `
 The input history is kept in <data>/cli_history.
 
 By default the agent runs in this process on the data dir (stop a running agent first: one
-agent per data dir); the conversation is the thread cli:$USER. With --remote URL it attaches
-to a running server through its WebSocket API instead (token from --token, $REVERIE_TOKEN or
+agent per data dir; the web page and the other channels do not run meanwhile); the
+conversation is the thread cli:$USER. With --remote URL it attaches to a running server
+through its WebSocket API instead (token from --token, $REVERIE_TOKEN or
 <data>/secrets/web_token).
 
 When standard input is not a terminal, chat reads one message per line (a trailing backslash
