@@ -206,8 +206,11 @@ func converse(ctx context.Context, cmd *cobra.Command, b cli.Backend, dir string
 		return err
 	}
 	err := cli.RunPlain(ctx, b, in, out, cmd.ErrOrStderr())
-	if errors.Is(err, cli.ErrFailed) {
+	switch {
+	case errors.Is(err, cli.ErrFailed):
 		return exitError{code: ExitFailure} // each failure was explained
+	case err != nil && ctx.Err() != nil:
+		return exitError{code: ExitFailure, err: errors.New("interrupted")}
 	}
 	return err
 }
