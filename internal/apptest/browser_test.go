@@ -773,5 +773,20 @@ func TestBrowserSetupScreen(t *testing.T) {
 	// Until a model is configured the chat says so.
 	p.do("open the chat", chromedp.Click(chromedp.ID("tab-chat")))
 	p.waitFor("the banner", `!document.getElementById('banner').hidden && document.getElementById('banner').textContent.includes('No model is configured')`)
+
+	// Signing out forgets the token: the page asks for it, and a wrong one
+	// is refused.
+	p.allow("status of 401") // signed out, and a wrong token: logged by the browser
+	p.do("sign out", chromedp.Navigate(app.base+"/#setup"))
+	p.waitFor("the sign-out button", `!!document.getElementById('sign-out')`)
+	p.do("click sign out", chromedp.Click(chromedp.ID("sign-out")))
+	p.waitFor("the sign-in form", `!document.getElementById('view-login').hidden`)
+	if stored := eval[string](p, `localStorage.getItem('reverie.token') || ''`); stored != "" {
+		t.Errorf("the token is still stored after signing out")
+	}
+	p.do("sign in with a wrong token", chromedp.SendKeys(chromedp.ID("login-token"), "wrong"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the refusal", `!document.getElementById('login-error').hidden`)
+	p.do("sign in", chromedp.SetValue(chromedp.ID("login-token"), browserToken), chromedp.Click(chromedp.CSS("#login-form button[type=submit]")))
+	p.waitFor("signed in again", `document.getElementById('view-login').hidden && document.getElementById('conn').dataset.state === 'online'`)
 	p.checkProblems()
 }

@@ -28,7 +28,17 @@ export async function show() {
     h('p', { class: 'muted' }, res && res.configured
       ? 'Reverie is configured. You can change the settings below; new values are tested before they are saved.'
       : 'Tell Reverie which language model to use. The values are tested with a real call before they are saved.'),
-    forms.length ? forms.map(formView) : h('p', { class: 'muted' }, 'Nothing to set up.'));
+    forms.length ? forms.map(formView) : h('p', { class: 'muted' }, 'Nothing to set up.'),
+    h('div', { class: 'card row' },
+      h('div', { class: 'grow' }, h('strong', null, 'This browser'),
+        h('p', { class: 'muted small' }, 'Signing out forgets the access token here and ends the session cookie.')),
+      h('button', { class: 'btn', type: 'button', id: 'sign-out', on: { click: signOut } }, 'Sign out')));
+}
+
+async function signOut() {
+  await api.logout();
+  location.hash = '';
+  location.reload();
 }
 
 function formView(f) {
