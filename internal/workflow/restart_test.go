@@ -1,0 +1,3 @@
+package workflow
+
+func runHelperProcess() bool { return false }

@@ -1,0 +1,349 @@
+package workflow
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/llm"
+)
+
+// node is a sub-session in memory. Fields above the runtime marker mirror
+// the workflow_nodes row; spec fields never change after creation, the
+// others change only under Manager.mu.
+type node struct {
+	id, workflow string
+	parent       chat.ThreadID
+	lineage      string
+	root         chat.ThreadID
+	depth        int
+	objective    string
+	context      string
+	mode         prompt.Mode
+	profile      string
+	toolNames    []string // nil: the mode's default set
+	deps         []string
+	notBefore    time.Time
+	timeout      time.Duration
+	taskID       string
+	hop          int
+	continuation string // continuation_of
+	feedback     string
+	createdAt    time.Time
+
+	continuedBy string
+	resumes     int
+	state       State
+	result      string
+	errText     string
+	toolCalls   int
+	usage       llm.Usage
+	verdict     string
+	delivered   bool
+	startedAt   time.Time
+	finishedAt  time.Time
+
+	// runtime (never stored)
+	waiting    string // why a pending node has not started
+	dependents []string
+	cancel     func(error)
+	skills     []string // skills the last run loaded (for its outcome)
+}
+
+const nodeColumns = `id, workflow_id, parent, lineage, root_thread, depth, objective, context, mode, profile,
+	tool_names, depends_on, not_before, timeout_ms, task_id, hop, continuation_of, continued_by, resumes,
+	state, result, error, feedback, tool_calls, input_tokens, output_tokens, verdict, delivered,
+	created_at, started_at, finished_at`
+
+// stmt is one statement of a batch.
+type stmt struct {
+	query string
+	args  []any
+}
+
+// batch collects the writes of one transition, committed in one
+// transaction.
+type batch struct{ stmts []stmt }
+
+func (b *batch) add(query string, args ...any) { b.stmts = append(b.stmts, stmt{query, args}) }
+
+func (b *batch) insertNode(n *node) {
+	b.add(`INSERT INTO workflow_nodes (`+nodeColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		n.id, n.workflow, string(n.parent), n.lineage, string(n.root), n.depth, n.objective, n.context, string(n.mode), n.profile,
+		encodeNames(n.toolNames), encodeList(n.deps), unixNano(n.notBefore), n.timeout.Milliseconds(), n.taskID, n.hop,
+		n.continuation, n.continuedBy, n.resumes, string(n.state), n.result, n.errText, n.feedback, n.toolCalls,
+		n.usage.InputTokens, n.usage.OutputTokens, n.verdict, boolInt(n.delivered),
+		unixNano(n.createdAt), unixNano(n.startedAt), unixNano(n.finishedAt))
+}
+
+// updateNode writes every mutable column of n.
+func (b *batch) updateNode(n *node) {
+	b.add(`UPDATE workflow_nodes SET workflow_id=?, continued_by=?, resumes=?, state=?, result=?, error=?, tool_calls=?,
+		input_tokens=?, output_tokens=?, verdict=?, delivered=?, started_at=?, finished_at=? WHERE id=?`,
+		n.workflow, n.continuedBy, n.resumes, string(n.state), n.result, n.errText, n.toolCalls,
+		n.usage.InputTokens, n.usage.OutputTokens, n.verdict, boolInt(n.delivered),
+		unixNano(n.startedAt), unixNano(n.finishedAt), n.id)
+}
+
+func (b *batch) appendMessage(nodeID string, seq int, m llm.Message) {
+	b.add(`INSERT INTO workflow_messages (node_id, seq, message) VALUES (?,?,?)`, nodeID, seq, encodeMessage(m))
+}
+
+// appendNote appends m after the last saved message of nodeID.
+func (b *batch) appendNote(nodeID string, m llm.Message) {
+	b.add(`INSERT INTO workflow_messages (node_id, seq, message)
+		SELECT ?, COALESCE(MAX(seq) + 1, 0), ? FROM workflow_messages WHERE node_id = ?`, nodeID, encodeMessage(m), nodeID)
+}
+
+// commit runs the batch in one transaction.
+func commit(ctx context.Context, db *sql.DB, b *batch) error {
+	if len(b.stmts) == 0 {
+		return nil
+	}
+	return sqlite.Tx(ctx, db, func(tx *sql.Tx) error {
+		for _, s := range b.stmts {
+			if _, err := tx.ExecContext(ctx, s.query, s.args...); err != nil {
+				return fmt.Errorf("%s: %w", firstWords(s.query), err)
+			}
+		}
+		return nil
+	})
+}
+
+func firstWords(q string) string {
+	f := strings.Fields(q)
+	if len(f) > 3 {
+		f = f[:3]
+	}
+	return strings.Join(f, " ")
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanNode(s scanner) (*node, error) {
+	var (
+		n                                   node
+		parent, root, mode, tools, deps, st string
+		notBefore, timeoutMS                int64
+		delivered                           int
+		created, started, finished          int64
+	)
+	err := s.Scan(&n.id, &n.workflow, &parent, &n.lineage, &root, &n.depth, &n.objective, &n.context, &mode, &n.profile,
+		&tools, &deps, &notBefore, &timeoutMS, &n.taskID, &n.hop, &n.continuation, &n.continuedBy, &n.resumes,
+		&st, &n.result, &n.errText, &n.feedback, &n.toolCalls, &n.usage.InputTokens, &n.usage.OutputTokens, &n.verdict,
+		&delivered, &created, &started, &finished)
+	if err != nil {
+		return nil, err
+	}
+	n.parent, n.root, n.mode, n.state = chat.ThreadID(parent), chat.ThreadID(root), prompt.Mode(mode), State(st)
+	n.toolNames = decodeNames(tools)
+	n.deps = decodeList(deps)
+	n.notBefore = fromNano(notBefore)
+	n.timeout = time.Duration(timeoutMS) * time.Millisecond
+	n.delivered = delivered != 0
+	n.createdAt, n.startedAt, n.finishedAt = fromNano(created), fromNano(started), fromNano(finished)
+	return &n, nil
+}
+
+// queryNodes runs a SELECT of nodeColumns with the given tail.
+func queryNodes(ctx context.Context, db *sql.DB, tail string, args ...any) ([]*node, error) {
+	rows, err := db.QueryContext(ctx, `SELECT `+nodeColumns+` FROM workflow_nodes `+tail, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*node
+	for rows.Next() {
+		n, err := scanNode(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// wfRow is a workflows row.
+type wfRow struct {
+	id         string
+	root       chat.ThreadID
+	mergedInto string
+	createdAt  time.Time
+	finishedAt time.Time
+}
+
+func queryWorkflows(ctx context.Context, db *sql.DB, tail string, args ...any) ([]wfRow, error) {
+	rows, err := db.QueryContext(ctx, `SELECT id, root_thread, merged_into, created_at, finished_at FROM workflows `+tail, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []wfRow
+	for rows.Next() {
+		var w wfRow
+		var root string
+		var c, f int64
+		if err := rows.Scan(&w.id, &root, &w.mergedInto, &c, &f); err != nil {
+			return nil, err
+		}
+		w.root, w.createdAt, w.finishedAt = chat.ThreadID(root), fromNano(c), fromNano(f)
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// resolveWorkflowID follows merged_into links to the surviving workflow.
+func resolveWorkflowID(ctx context.Context, db *sql.DB, id string) (string, error) {
+	for range 64 {
+		var into string
+		err := db.QueryRowContext(ctx, `SELECT merged_into FROM workflows WHERE id = ?`, id).Scan(&into)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("workflow %q: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return "", fmt.Errorf("look up workflow %q: %w", id, err)
+		}
+		if into == "" {
+			return id, nil
+		}
+		id = into
+	}
+	return "", fmt.Errorf("workflow %q: merge chain too long", id)
+}
+
+// loadMessages reads a worker's saved message list in order.
+func loadMessages(ctx context.Context, db *sql.DB, nodeID string) ([]llm.Message, error) {
+	rows, err := db.QueryContext(ctx, `SELECT message FROM workflow_messages WHERE node_id = ? ORDER BY seq`, nodeID)
+	if err != nil {
+		return nil, fmt.Errorf("load messages of %s: %w", nodeID, err)
+	}
+	defer rows.Close()
+	var out []llm.Message
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		m, err := decodeMessage(s)
+		if err != nil {
+			return nil, fmt.Errorf("load messages of %s: %w", nodeID, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// wirePart is the stored JSON of an llm.Part.
+type wirePart struct {
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+	CallID    string `json:"call_id,omitempty"`
+	Content   string `json:"content,omitempty"`
+	IsError   bool   `json:"is_error,omitempty"`
+}
+
+type wireMessage struct {
+	Role  llm.Role   `json:"role"`
+	Parts []wirePart `json:"parts"`
+}
+
+func encodeMessage(m llm.Message) string {
+	w := wireMessage{Role: m.Role, Parts: make([]wirePart, 0, len(m.Parts))}
+	for _, p := range m.Parts {
+		switch v := p.(type) {
+		case llm.Text:
+			w.Parts = append(w.Parts, wirePart{Type: "text", Text: v.Text})
+		case llm.ToolCall:
+			w.Parts = append(w.Parts, wirePart{Type: "tool_call", ID: v.ID, Name: v.Name, Arguments: string(v.Arguments)})
+		case llm.ToolResult:
+			w.Parts = append(w.Parts, wirePart{Type: "tool_result", CallID: v.CallID, Name: v.Name, Content: v.Content, IsError: v.IsError})
+		}
+	}
+	b, _ := json.Marshal(w) // strings and bools only: cannot fail
+	return string(b)
+}
+
+func decodeMessage(s string) (llm.Message, error) {
+	var w wireMessage
+	if err := json.Unmarshal([]byte(s), &w); err != nil {
+		return llm.Message{}, fmt.Errorf("corrupt stored message: %w", err)
+	}
+	m := llm.Message{Role: w.Role, Parts: make([]llm.Part, 0, len(w.Parts))}
+	for _, p := range w.Parts {
+		switch p.Type {
+		case "text":
+			m.Parts = append(m.Parts, llm.Text{Text: p.Text})
+		case "tool_call":
+			m.Parts = append(m.Parts, llm.ToolCall{ID: p.ID, Name: p.Name, Arguments: json.RawMessage(p.Arguments)})
+		case "tool_result":
+			m.Parts = append(m.Parts, llm.ToolResult{CallID: p.CallID, Name: p.Name, Content: p.Content, IsError: p.IsError})
+		default:
+			return llm.Message{}, fmt.Errorf("corrupt stored message: unknown part type %q", p.Type)
+		}
+	}
+	return m, nil
+}
+
+func encodeList(ss []string) string {
+	if len(ss) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(ss)
+	return string(b)
+}
+
+func decodeList(s string) []string {
+	var out []string
+	_ = json.Unmarshal([]byte(s), &out)
+	return out
+}
+
+// encodeNames keeps nil ("" = the mode's default tools) apart from an empty
+// list (no tools).
+func encodeNames(ss []string) string {
+	if ss == nil {
+		return ""
+	}
+	b, _ := json.Marshal(ss)
+	return string(b)
+}
+
+func decodeNames(s string) []string {
+	if s == "" {
+		return nil
+	}
+	out := []string{}
+	_ = json.Unmarshal([]byte(s), &out)
+	return out
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
