@@ -37,6 +37,8 @@ const (
 	frameWriteTimeout = 10 * time.Second
 	// receiveTimeout bounds handing a message to the router.
 	receiveTimeout = 10 * time.Second
+	// closeTimeout bounds waiting for a client's answer to a close frame.
+	closeTimeout = time.Second
 )
 
 // ChannelName is the channel this extension is: threads "web:<session>".
@@ -201,6 +203,7 @@ func encodeFrame(f *api.ServerFrame) []byte {
 // writer goroutine (owned by the handler) writes queued frames and pings.
 type wsConn struct {
 	ws      *websocket.Conn
+	stop    context.CancelFunc         // ends the connection's context
 	threads map[chat.ThreadID]struct{} // guarded by hub.mu
 	bucket  bucket                     // reader goroutine only
 
@@ -213,8 +216,8 @@ type wsConn struct {
 	quit   chan struct{} // closed by close
 }
 
-func newWSConn(ws *websocket.Conn) *wsConn {
-	return &wsConn{ws: ws, threads: map[chat.ThreadID]struct{}{}, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+func newWSConn(ws *websocket.Conn, stop context.CancelFunc) *wsConn {
+	return &wsConn{ws: ws, stop: stop, threads: map[chat.ThreadID]struct{}{}, wake: make(chan struct{}, 1), quit: make(chan struct{})}
 }
 
 // enqueue queues a frame; a client more than maxQueuedFrames behind is
@@ -287,12 +290,33 @@ func (c *wsConn) writeLoop(ctx context.Context) {
 			c.mu.Lock()
 			code, reason := c.code, c.reason
 			c.mu.Unlock()
-			_ = c.ws.Close(code, reason)
+			c.closeHandshake(code, reason)
 			return
 		case <-ctx.Done():
 			_ = c.ws.CloseNow()
 			return
 		}
+	}
+}
+
+// closeHandshake sends a close frame and waits at most closeTimeout for the
+// client's answer (a client that does not read must not hold up a
+// shutdown), then drops the connection.
+func (c *wsConn) closeHandshake(code websocket.StatusCode, reason string) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.ws.Close(code, reason)
+	}()
+	t := time.NewTimer(closeTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		// Ending the reader's context drops the connection (CloseNow does
+		// not interrupt a handshake under way).
+		c.stop()
+		<-done
 	}
 }
 
@@ -323,7 +347,11 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(w.cfg.MaxBodyBytes)
-	c := newWSConn(ws)
+	// The request's context is not used after the upgrade (see
+	// websocket.Accept); the connection lives until either side closes.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := newWSConn(ws, cancel)
 	if !w.hub.add(c) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
@@ -332,9 +360,6 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 	for _, t := range initial {
 		_ = w.hub.subscribe(c, t)
 	}
-	// The request's context is not used after the upgrade (see
-	// websocket.Accept); the connection lives until either side closes.
-	ctx, cancel := context.WithCancel(context.Background())
 	var writer sync.WaitGroup
 	writer.Go(func() { c.writeLoop(ctx) })
 	defer func() {
