@@ -1,7 +1,6 @@
 package apptest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
-	"github.com/reverie-ai/reverie/extensions/web"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -36,73 +34,11 @@ import (
 // waits here evaluate their conditions from DevTools (waitFor) instead of
 // chromedp.Poll, which compiles its predicate in the page.
 
-const browserToken = "browser-test-token-4f9a0c1d2e3b"
-
-// webApp is the app with its web extension listening on a free port.
-type webApp struct {
-	*Harness
-	base string
-}
-
-func startWebApp(t *testing.T, listen string, opts ...Option) *webApp {
+// startWebApp is StartWeb on the given address ("127.0.0.1:0" for a free
+// port; a fixed one to restart on the same address).
+func startWebApp(t *testing.T, listen string, opts ...Option) *WebHarness {
 	t.Helper()
-	info, ok := extension.Lookup("web")
-	if !ok {
-		t.Fatal("the web extension is not registered")
-	}
-	var inst *web.Web
-	wrapped := info
-	wrapped.New = func() extension.Extension {
-		e := info.New()
-		inst = e.(*web.Web)
-		return e
-	}
-	h := Start(t, append([]Option{WithExtensions(wrapped), WithEnv(
-		"REVERIE_WEB__LISTEN="+listen,
-		"REVERIE_WEB__TOKEN="+browserToken,
-	)}, opts...)...)
-	if inst == nil || inst.Addr() == nil {
-		t.Fatal("the web extension did not start")
-	}
-	return &webApp{Harness: h, base: "http://" + inst.Addr().String()}
-}
-
-// apiCall calls the HTTP API with the token and decodes the answer into out.
-func (a *webApp) apiCall(t *testing.T, method, path string, body, out any) {
-	t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, a.base+"/api/v1"+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+browserToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		var e struct{ Error string }
-		_ = json.NewDecoder(resp.Body).Decode(&e)
-		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, e.Error)
-	}
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatalf("%s %s: decode: %v", method, path, err)
-		}
-	}
+	return StartWeb(t, append([]Option{WithEnv("REVERIE_WEB__LISTEN=" + listen)}, opts...)...)
 }
 
 // browserPage is one Chromium tab with a record of the page's problems.
@@ -368,13 +304,13 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 	app.Model.Handle(webAssistant)
 
 	// Sign in with the token in the fragment, as the printed URL does.
-	p.do("load the page", chromedp.Navigate(app.base+"/#token="+browserToken))
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
 	p.waitFor("the chat view", `!document.getElementById('view-chat').hidden`)
 	p.waitFor("the WebSocket connection", `document.getElementById('conn').dataset.state === 'online'`)
 	if hash := eval[string](p, `location.hash`); strings.Contains(hash, "token") {
 		t.Errorf("the token stays in the address bar: %q", hash)
 	}
-	if stored := eval[string](p, `localStorage.getItem('reverie.token') || ''`); stored != browserToken {
+	if stored := eval[string](p, `localStorage.getItem('reverie.token') || ''`); stored != WebToken {
 		t.Errorf("token in localStorage = %q", stored)
 	}
 	thread := eval[string](p, `decodeURIComponent(location.hash.replace(/^#chat\//, ''))`)
@@ -451,14 +387,14 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 	p.waitFor("the live stream", `document.getElementById('events-state').textContent === 'live'`)
 
 	// Interaction log with an action filter.
-	p.do("open the interaction log", chromedp.Navigate(app.base+"/#debug/interactions"))
+	p.do("open the interaction log", chromedp.Navigate(app.Base+"/#debug/interactions"))
 	p.waitFor("inference entries", `!!document.querySelector('#ix-list .ix[data-action="inference"]')`)
 	p.do("filter by action", chromedp.SetValue(chromedp.ID("ix-action"), "tool_call"))
 	p.do("apply the filter", chromedp.Evaluate[chromedp.Void](`document.getElementById('ix-action').dispatchEvent(new Event('change'))`))
 	p.waitFor("only tool calls", `(() => { const r = [...document.querySelectorAll('#ix-list .ix')]; return r.length > 0 && r.every(x => x.dataset.action === 'tool_call'); })()`)
 
 	// The exact system prompt of the last turn.
-	p.do("open the prompt", chromedp.Navigate(app.base+"/#debug/prompt"))
+	p.do("open the prompt", chromedp.Navigate(app.Base+"/#debug/prompt"))
 	p.waitFor("the system prompt", `(document.getElementById('prompt-text') || {}).textContent?.length > 50`)
 
 	// Edit a memory.
@@ -466,9 +402,9 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 		ID   int64  `json:"id"`
 		Text string `json:"text"`
 	}
-	app.apiCall(t, http.MethodPost, "/memories", map[string]string{"text": "Anna is my sister.", "kind": "fact"}, &mem)
+	app.JSON(t, http.MethodPost, "/memories", map[string]string{"text": "Anna is my sister.", "kind": "fact"}, http.StatusCreated, &mem)
 	card := fmt.Sprintf(`document.querySelector('#mem-list .mem[data-id="%d"]')`, mem.ID)
-	p.do("open the memories", chromedp.Navigate(app.base+"/#debug/memories"))
+	p.do("open the memories", chromedp.Navigate(app.Base+"/#debug/memories"))
 	p.waitFor("the memory", card)
 	p.do("edit the memory", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#mem-list .mem[data-id="%d"] button`, mem.ID))))
 	p.waitFor("the editor", card+`.querySelector('textarea')`)
@@ -481,7 +417,7 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 	var got struct {
 		Text string `json:"text"`
 	}
-	app.apiCall(t, http.MethodGet, fmt.Sprintf("/memories/%d", mem.ID), nil, &got)
+	app.JSON(t, http.MethodGet, fmt.Sprintf("/memories/%d", mem.ID), nil, http.StatusOK, &got)
 	if got.Text != "Anna is my older sister; she lives in Lyon." {
 		t.Errorf("the memory after the edit: %q", got.Text)
 	}
@@ -489,10 +425,10 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 	var info struct {
 		Features map[string]bool `json:"features"`
 	}
-	app.apiCall(t, http.MethodGet, "/info", nil, &info)
+	app.JSON(t, http.MethodGet, "/info", nil, http.StatusOK, &info)
 
 	// World state: invalid JSON is refused before it is sent.
-	p.do("open the world state", chromedp.Navigate(app.base+"/#debug/world"))
+	p.do("open the world state", chromedp.Navigate(app.Base+"/#debug/world"))
 	if info.Features["world"] {
 		p.waitFor("the world state", `document.getElementById('world-json')?.value.includes('"version"')`)
 		p.do("break the JSON", chromedp.SetValue(chromedp.ID("world-json"), `{"version": 2,`))
@@ -503,7 +439,7 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 	}
 
 	// Token usage per role.
-	p.do("open usage", chromedp.Navigate(app.base+"/#debug/usage"))
+	p.do("open usage", chromedp.Navigate(app.Base+"/#debug/usage"))
 	if info.Features["usage"] {
 		p.waitFor("the usage table", `[...document.querySelectorAll('#usage-table td')].some(td => td.textContent === 'main')`)
 	} else {
@@ -511,7 +447,7 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 	}
 
 	// Back to the chat: the conversation is still there after a reload.
-	p.do("reload the chat", chromedp.Navigate(app.base+"/#chat/"+thread))
+	p.do("reload the chat", chromedp.Navigate(app.Base+"/#chat/"+thread))
 	p.waitFor("the history", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes('Anything else?') && m.querySelector('details.tools'))`)
 
 	// "New session" opens a new thread and the seed greets in it.
@@ -531,7 +467,7 @@ func TestBrowserPhoneViewport(t *testing.T) {
 	app.Model.Handle(webAssistant)
 
 	p.do("emulate a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile, chromedp.EmulateTouch))
-	p.do("load the page", chromedp.Navigate(app.base+"/#token="+browserToken))
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
 	p.waitFor("the chat view", `!document.getElementById('view-chat').hidden && document.getElementById('conn').dataset.state === 'online'`)
 	noOverflow := `document.documentElement.scrollWidth <= window.innerWidth`
 	if !eval[bool](p, noOverflow) {
@@ -592,7 +528,7 @@ func TestBrowserReconnects(t *testing.T) {
 	first := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "reconnect", 1024, 768)
 	first.Model.Handle(webAssistant)
-	p.do("load the page", chromedp.Navigate(first.base+"/#token="+browserToken))
+	p.do("load the page", chromedp.Navigate(first.Base+"/#token="+WebToken))
 	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online'`)
 	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "hello"), chromedp.KeyEvent(kb.Enter))
 	p.waitFor("the reply", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.trim().startsWith('ok'))`)
@@ -603,7 +539,7 @@ func TestBrowserReconnects(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	p.waitFor("the page to notice", `document.getElementById('conn').dataset.state !== 'online'`)
-	addr := strings.TrimPrefix(first.base, "http://")
+	addr := strings.TrimPrefix(first.Base, "http://")
 	second := startWebApp(t, addr, WithDataDir(first.DataDir))
 	second.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
 		return llmtest.ServerReply{Text: "back again", Chunks: 4}
@@ -629,14 +565,14 @@ func TestBrowserDebugSections(t *testing.T) {
 	var info struct {
 		Features map[string]bool `json:"features"`
 	}
-	app.apiCall(t, http.MethodGet, "/info", nil, &info)
+	app.JSON(t, http.MethodGet, "/info", nil, http.StatusOK, &info)
 	if info.Features["pulse"] {
-		app.apiCall(t, http.MethodPost, "/pulse", map[string]any{"text": "Draft the Lyon trip plan", "priority": 2}, nil)
+		app.JSON(t, http.MethodPost, "/pulse", map[string]any{"text": "Draft the Lyon trip plan", "priority": 2}, http.StatusCreated, nil)
 	}
 	if info.Features["skills"] {
-		app.apiCall(t, http.MethodPut, "/skills/book-train", map[string]string{"content": "How to book a train\n1. Open the site"}, nil)
+		app.JSON(t, http.MethodPut, "/skills/book-train", map[string]string{"content": "How to book a train\n1. Open the site"}, http.StatusOK, nil)
 	}
-	p.do("load the page", chromedp.Navigate(app.base+"/#token="+browserToken))
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
 	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online'`)
 	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "please write a note"), chromedp.KeyEvent(kb.Enter))
 	p.waitFor("the reply", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes('Anything else?') && !m.classList.contains('streaming'))`)
@@ -656,7 +592,7 @@ func TestBrowserDebugSections(t *testing.T) {
 		{"usage", "usage", `[...document.querySelectorAll('#usage-table td')].some(td => td.textContent === 'main')`},
 	}
 	for _, sec := range sections {
-		p.do("open "+sec.id, chromedp.Navigate(app.base+"/#debug/"+sec.id))
+		p.do("open "+sec.id, chromedp.Navigate(app.Base+"/#debug/"+sec.id))
 		if info.Features[sec.feature] {
 			p.waitFor(sec.id, `document.getElementById('debug-body').dataset.section === '`+sec.id+`' && (`+sec.ready+`)`)
 			if msg := eval[string](p, `[...document.querySelectorAll('#debug-body .error-text')].map(e => e.textContent).join(' ')`); msg != "" {
@@ -669,7 +605,7 @@ func TestBrowserDebugSections(t *testing.T) {
 	}
 	if info.Features["skills"] {
 		// Open a skill, change it, save it.
-		p.do("open skills", chromedp.Navigate(app.base+"/#debug/skills"))
+		p.do("open skills", chromedp.Navigate(app.Base+"/#debug/skills"))
 		p.waitFor("the skill", `document.getElementById('skill-list')?.textContent.includes('book-train')`)
 		p.do("open the skill", chromedp.Click(chromedp.CSS("#skill-list .skill")))
 		p.waitFor("the editor", `document.querySelector('#skill-editor textarea')?.value.startsWith('How to book a train')`)
@@ -736,7 +672,7 @@ func TestBrowserSetupScreen(t *testing.T) {
 		WithEnv("OPENAI_BASE_URL=", "OPENAI_API_KEY=", "REVERIE_MODEL=", "ANTHROPIC_API_KEY=", "OLLAMA_HOST=127.0.0.1:1"))
 	p := newBrowser(t, browserPath, "setup", 1024, 800)
 
-	p.do("load the page", chromedp.Navigate(app.base+"/#token="+browserToken))
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
 	p.waitFor("the setup screen", `!document.getElementById('view-setup').hidden && location.hash === '#setup'`)
 	p.waitFor("the form", `!!document.querySelector('form[data-form="modelsetup"]')`)
 	const f = `form[data-form="modelsetup"]`
@@ -777,7 +713,7 @@ func TestBrowserSetupScreen(t *testing.T) {
 	// Signing out forgets the token: the page asks for it, and a wrong one
 	// is refused.
 	p.allow("status of 401") // signed out, and a wrong token: logged by the browser
-	p.do("sign out", chromedp.Navigate(app.base+"/#setup"))
+	p.do("sign out", chromedp.Navigate(app.Base+"/#setup"))
 	p.waitFor("the sign-out button", `!!document.getElementById('sign-out')`)
 	p.do("click sign out", chromedp.Click(chromedp.ID("sign-out")))
 	p.waitFor("the sign-in form", `!document.getElementById('view-login').hidden`)
@@ -786,7 +722,7 @@ func TestBrowserSetupScreen(t *testing.T) {
 	}
 	p.do("sign in with a wrong token", chromedp.SendKeys(chromedp.ID("login-token"), "wrong"), chromedp.KeyEvent(kb.Enter))
 	p.waitFor("the refusal", `!document.getElementById('login-error').hidden`)
-	p.do("sign in", chromedp.SetValue(chromedp.ID("login-token"), browserToken), chromedp.Click(chromedp.CSS("#login-form button[type=submit]")))
+	p.do("sign in", chromedp.SetValue(chromedp.ID("login-token"), WebToken), chromedp.Click(chromedp.CSS("#login-form button[type=submit]")))
 	p.waitFor("signed in again", `document.getElementById('view-login').hidden && document.getElementById('conn').dataset.state === 'online'`)
 	p.checkProblems()
 }
