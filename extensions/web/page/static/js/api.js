@@ -145,6 +145,7 @@ export class Chat {
     this.onState = () => {};
     this.onReconnect = () => {};
     this.seq = 0;
+    this.inURL = new Set(); // threads the current connection's URL subscribed
     this.hadConnection = false;
     this.reauth = null; // async () => bool: refresh the cookie after a refused upgrade
   }
@@ -152,6 +153,7 @@ export class Chat {
   url() {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
     const sp = new URLSearchParams();
+    this.inURL = new Set(this.threads);
     for (const t of this.threads) sp.append('thread', t);
     const qs = sp.toString();
     return `${proto}//${location.host}${PREFIX}/ws${qs ? '?' + qs : ''}`;
@@ -182,6 +184,8 @@ export class Chat {
       this.setState('online');
       const reconnected = this.hadConnection;
       this.hadConnection = true;
+      // threads added while connecting were not in the URL
+      for (const t of this.threads) if (!this.inURL.has(t)) this.raw({ type: 'subscribe', thread: t });
       const pending = this.outbox.splice(0);
       for (const f of pending) this.raw(f);
       if (reconnected) this.onReconnect();
@@ -247,6 +251,7 @@ export class Chat {
   subscribe(thread) {
     if (this.threads.has(thread)) return;
     this.threads.add(thread);
+    // when not open, the next connection subscribes (URL or on open)
     if (this.ws && this.ws.readyState === WebSocket.OPEN) this.raw({ type: 'subscribe', thread });
   }
 }

@@ -410,8 +410,8 @@ function sendInput() {
   append(e);
   touchThread(thread, isCommand ? '' : text.slice(0, 80));
   expect(thread, first ? 2 : 1);
-  const queued = !st.chat.send(thread, text) && st.chat.state !== 'online';
-  if (queued) toast('Not connected: the message will be sent when the connection is back.');
+  if (st.chat.state !== 'online') toast('Not connected: the message will be sent when the connection is back.');
+  st.chat.send(thread, text);
   input.value = '';
   autosize(input);
   suggestCommands();

@@ -170,7 +170,13 @@ function eventsView(body) {
     close = api.events(topic, {
       onEvent: (ev) => add(ev, true),
       onLag: (n) => toast(`${n} events were dropped (the panel fell behind).`),
-      onState: (s) => { status.textContent = s === 'open' ? 'live' : 'reconnecting…'; status.dataset.state = s; },
+      onState: (s) => {
+        status.textContent = s === 'open' ? 'live' : 'reconnecting…';
+        status.dataset.state = s;
+        // The browser gives up on a refused stream (an expired session, a
+        // restart): try again, from scratch, a little later.
+        if (s === 'closed' && mine === gen && !stopped) setTimeout(() => { if (mine === gen && !stopped) connect(); }, 3000);
+      },
     });
   };
   const apply = () => {
