@@ -421,6 +421,17 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 	if got.Text != "Anna is my older sister; she lives in Lyon." {
 		t.Errorf("the memory after the edit: %q", got.Text)
 	}
+	// Search, then forget (two clicks: the first only arms the button).
+	p.do("search memories", chromedp.SendKeys(chromedp.ID("mem-search"), "Lyon"))
+	p.waitFor("the search result", card+`?.textContent.includes('score')`)
+	forget := chromedp.CSS(fmt.Sprintf(`#mem-list .mem[data-id="%d"] button.danger`, mem.ID))
+	p.do("forget the memory", chromedp.Click(forget))
+	p.waitFor("the confirmation", card+`.querySelector('button.danger.armed')`)
+	p.do("confirm", chromedp.Click(forget))
+	p.waitFor("the memory gone", `!`+card)
+	if code, _ := app.Do(t, http.MethodGet, fmt.Sprintf("/memories/%d", mem.ID), nil); code != http.StatusNotFound {
+		t.Errorf("the forgotten memory still answers %d", code)
+	}
 
 	var info struct {
 		Features map[string]bool `json:"features"`

@@ -34,7 +34,13 @@ export function initChat({ chat, info }) {
   st.chat = chat;
   st.info = info;
   chat.onFrame = onFrame;
-  chat.onReconnect = () => { if (st.current) loadThread(st.current, { keepScroll: true }); refreshThreads(); };
+  chat.onReconnect = () => {
+    // Replies finished while disconnected are in the history; frames of a
+    // reply still being written resume on the new connection.
+    st.expected.clear();
+    if (st.current) loadThread(st.current, { keepScroll: true });
+    refreshThreads();
+  };
 
   installCopy($('messages'));
   $('composer').addEventListener('submit', (ev) => { ev.preventDefault(); sendInput(); });
