@@ -22,6 +22,7 @@ func TestFanIn(t *testing.T) {
 		var mu sync.Mutex
 		started := map[string]bool{}
 		both := make(chan struct{})
+		release := make(chan struct{})
 		parallel := func(name string) behaviour {
 			return func(ctx context.Context, req llm.Request) (llm.Response, error) {
 				mu.Lock()
@@ -30,11 +31,8 @@ func TestFanIn(t *testing.T) {
 					close(both)
 				}
 				mu.Unlock()
-				select { // proves A and B run at the same time
-				case <-both:
-				case <-ctx.Done():
-					return llm.Response{}, ctx.Err()
-				}
+				<-both // proves A and B run at the same time
+				<-release
 				return reply("result of " + name), nil
 			}
 		}
@@ -46,6 +44,7 @@ func TestFanIn(t *testing.T) {
 		if c.Waiting != waitDeps || c.State != StatePending {
 			t.Errorf("C at spawn: %+v", c)
 		}
+		close(release)
 		got := e.deliver.wait(t, 3)
 		if got[2].Thread != thread || !strings.Contains(got[2].Text, c.ID) || !strings.Contains(got[2].Text, "done: combine") {
 			t.Errorf("last delivery = %+v", got[2])

@@ -84,8 +84,8 @@ func (m *Manager) specLocked(ctx context.Context, n *node) (runSpec, error) {
 func (m *Manager) work(ctx context.Context, n *node, sp runSpec) {
 	start := m.now()
 	out := m.execute(ctx, n, sp)
+	m.logRun(sp, start, out) // before the outcome is visible
 	m.finishRun(n, out)
-	m.logRun(sp, start, out)
 }
 
 // execute runs the tool loop over the saved message list, saving it after
