@@ -307,6 +307,9 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
 	p.waitFor("the chat view", `!document.getElementById('view-chat').hidden`)
 	p.waitFor("the WebSocket connection", `document.getElementById('conn').dataset.state === 'online'`)
+	t.Logf("page start-up: DOMContentLoaded %.0f ms, chat connected %.0f ms after navigation",
+		eval[float64](p, `performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd`),
+		eval[float64](p, `performance.getEntriesByName('reverie-online')[0].startTime`))
 	if hash := eval[string](p, `location.hash`); strings.Contains(hash, "token") {
 		t.Errorf("the token stays in the address bar: %q", hash)
 	}

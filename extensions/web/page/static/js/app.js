@@ -51,6 +51,8 @@ function route() {
 }
 
 function setConn(state) {
+  // first connection: a mark for measuring the page's start-up
+  if (state === 'online' && !performance.getEntriesByName('reverie-online').length) performance.mark('reverie-online');
   const el = $('conn');
   el.dataset.state = state;
   el.querySelector('.conn-label').textContent = state === 'online' ? 'online' : state === 'connecting' ? 'connecting…' : 'offline';
