@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"embed"
 	"encoding/hex"
 	"errors"
@@ -83,6 +84,7 @@ type Manager struct {
 	log *slog.Logger
 
 	spawnTool, cancelTool, listTool tool.Tool
+	feedbackStmt                    *sql.Stmt
 
 	// mu guards everything below. It is a channel rather than a
 	// sync.Mutex so that a goroutine waiting for it counts as durably
@@ -158,6 +160,10 @@ func Open(ctx context.Context, opts Options) (*Manager, error) {
 		wake: make(chan struct{}, 1), mu: make(chanMutex, 1),
 	}
 	m.buildTools()
+	// Prepared once: preparing a full-text query costs more than running it.
+	if m.feedbackStmt, err = opts.DB.PrepareContext(ctx, feedbackQuery); err != nil {
+		return nil, fmt.Errorf("prepare feedback query: %w", err)
+	}
 	var ids []string
 	rows, err := opts.DB.QueryContext(ctx, `SELECT DISTINCT workflow_id FROM workflow_nodes
 		WHERE state IN ('pending','running') OR delivered = 0`)
@@ -249,16 +255,16 @@ func (m *Manager) loadWorkflowLocked(ctx context.Context, id string) (*wf, error
 // indexLocked adds n to the children, lineage and dependents indexes.
 func (m *Manager) indexLocked(n *node) {
 	if n.parent.IsSubSession() {
-		m.children[string(n.parent)] = appendUnique(m.children[string(n.parent)], n.id)
+		m.children[string(n.parent)] = append(m.children[string(n.parent)], n.id)
 	}
 	if n.hop == 0 && n.lineage != "" {
-		m.lineages[n.lineage] = appendUnique(m.lineages[n.lineage], n.id)
+		m.lineages[n.lineage] = append(m.lineages[n.lineage], n.id)
 	}
 	// Dependencies are always in the same workflow (spawning merges the
 	// workflows of all of them), so they are loaded together.
 	for _, d := range n.deps {
 		if dn := m.nodes[d]; dn != nil {
-			dn.dependents = appendUnique(dn.dependents, n.id)
+			dn.dependents = append(dn.dependents, n.id) // deps are distinct
 		}
 	}
 }

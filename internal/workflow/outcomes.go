@@ -1,8 +1,10 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -84,13 +86,18 @@ func (m *Manager) Outcomes(ctx context.Context, f OutcomeFilter) ([]Outcome, err
 }
 
 // Historical feedback: before a spawn, past outcomes of similar
-// objectives (full-text match, then at least 40% of the new objective's
-// words in common) become a short note in the worker's task.
+// objectives (the 50 most recent full-text matches, ranked by the share of
+// the new objective's words they contain, at least 40%) become a short note in the worker's task.
 const (
-	feedbackCandidates = 8
+	feedbackCandidates = 50
 	feedbackLines      = 3
 	feedbackMinShare   = 0.4
 )
+
+// feedbackQuery selects the most recent outcomes matching a full-text query.
+const feedbackQuery = `SELECT o.objective, o.status, o.duration_ms, o.tool_calls, o.continuation_depth, o.error
+		FROM sub_session_outcomes o WHERE o.id IN (SELECT rowid FROM sub_session_outcomes_fts
+			WHERE sub_session_outcomes_fts MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY o.id DESC`
 
 // feedback returns the historical-feedback note for objective ("" when
 // nothing similar ran before).
@@ -105,18 +112,22 @@ func (m *Manager) feedback(ctx context.Context, objective string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	rows, err := m.o.DB.QueryContext(ctx, `SELECT o.objective, o.status, o.duration_ms, o.tool_calls, o.continuation_depth, o.error
-		FROM sub_session_outcomes_fts f JOIN sub_session_outcomes o ON o.id = f.rowid
-		WHERE sub_session_outcomes_fts MATCH ? ORDER BY bm25(sub_session_outcomes_fts), o.id DESC LIMIT ?`,
+	// The most recent matches (cheap: FTS5 walks rowids backwards and
+	// stops), ranked here by word overlap.
+	rows, err := m.feedbackStmt.QueryContext(ctx,
 		strings.Join(quoted, " OR "), feedbackCandidates)
 	if err != nil {
 		m.log.Warn("historical feedback unavailable", "err", err)
 		return ""
 	}
 	defer rows.Close()
-	var lines []string
-	var timeouts, failures int
-	for rows.Next() && len(lines) < feedbackLines {
+	type past struct {
+		line   string
+		status State
+		score  float64
+	}
+	var found []past
+	for rows.Next() {
 		var obj, st, errText string
 		var durMS int64
 		var calls, hops int
@@ -124,7 +135,8 @@ func (m *Manager) feedback(ctx context.Context, objective string) string {
 			m.log.Warn("historical feedback unavailable", "err", err)
 			return ""
 		}
-		if share(terms, keywords(obj)) < feedbackMinShare {
+		score := share(terms, keywords(obj))
+		if score < feedbackMinShare {
 			continue
 		}
 		dur := (time.Duration(durMS) * time.Millisecond).Round(time.Second)
@@ -132,16 +144,26 @@ func (m *Manager) feedback(ctx context.Context, objective string) string {
 		if hops > 0 {
 			line += fmt.Sprintf(", continuation %d", hops)
 		}
-		switch State(st) {
+		if State(st) == StateFailed && errText != "" {
+			line += ": " + oneLine(errText, 160)
+		}
+		found = append(found, past{line, State(st), score})
+	}
+	if err := rows.Err(); err != nil {
+		m.log.Warn("historical feedback unavailable", "err", err)
+		return ""
+	}
+	slices.SortStableFunc(found, func(a, b past) int { return cmp.Compare(b.score, a.score) })
+	var lines []string
+	var timeouts, failures int
+	for _, p := range found[:min(len(found), feedbackLines)] {
+		lines = append(lines, p.line)
+		switch p.status {
 		case StateTimeout:
 			timeouts++
 		case StateFailed:
 			failures++
-			if errText != "" {
-				line += ": " + oneLine(errText, 160)
-			}
 		}
-		lines = append(lines, line)
 	}
 	if len(lines) == 0 {
 		return ""

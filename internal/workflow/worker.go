@@ -120,14 +120,12 @@ func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutc
 		}
 		calls := sp.baseCalls + len(out.calls)
 		b.add(`UPDATE workflow_nodes SET tool_calls = ? WHERE id = ?`, calls, sp.id)
+		// Under the lock: the package's writes never contend with each
+		// other for SQLite's write lock (whose busy wait sleeps).
 		m.mu.Lock()
+		defer m.mu.Unlock()
 		n.toolCalls = calls
-		m.mu.Unlock()
-		sctx, cancel := dbctx()
-		defer cancel()
-		if err := commit(sctx, m.o.DB, &b); err != nil {
-			m.log.Error("could not save a worker's messages", "session", sp.id, "err", err)
-		}
+		m.commitLocked(&b)
 	}
 	opts := toolloop.Options{
 		MaxRounds: m.o.Loop.MaxRounds, Parallel: m.o.Loop.Parallel, CallTimeout: m.o.Loop.CallTimeout,
