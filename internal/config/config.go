@@ -64,6 +64,7 @@ type Config struct {
 	Memory     MemoryConfig     `yaml:"memory"`
 	Dreaming   DreamingConfig   `yaml:"dreaming"`
 	Scheduler  SchedulerConfig  `yaml:"scheduler"`
+	Workflow   WorkflowConfig   `yaml:"workflow"`
 
 	meta *meta
 }
@@ -149,6 +150,7 @@ func Default() Config {
 		Memory:    defaultMemory(),
 		Dreaming:  defaultDreaming(),
 		Scheduler: defaultScheduler(),
+		Workflow:  defaultWorkflow(),
 		Models:    ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
 	}
 }
@@ -497,6 +499,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateScheduler(); err != nil {
+		return err
+	}
+	if err := c.validateWorkflow(); err != nil {
 		return err
 	}
 	return c.validateModels()
