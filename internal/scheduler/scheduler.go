@@ -140,9 +140,12 @@ type Scheduler struct {
 	started atomic.Bool
 
 	runs sync.WaitGroup // the runs started by Run
-	// wmu serialises the scheduler's own writes, so that its goroutines
-	// never wait for each other in SQLite's busy handler.
-	wmu sync.Mutex
+	// wsem serialises the scheduler's own writes, so that its goroutines
+	// never wait for each other in SQLite's busy handler. It is a channel
+	// rather than a mutex so that waiting honours ctx (and counts as
+	// durably blocked under testing/synctest, where the busy handler's
+	// sleep must be able to end).
+	wsem chan struct{}
 
 	// Prepared statements of the timer loop (parsing dominates their cost).
 	stmtDue, stmtNext *sql.Stmt
@@ -192,7 +195,7 @@ func Open(ctx context.Context, opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		o: opts, db: opts.DB, log: opts.Logger,
-		wake: make(chan struct{}, 1), jobs: map[string]JobFunc{}, running: map[string]bool{},
+		wake: make(chan struct{}, 1), wsem: make(chan struct{}, 1), jobs: map[string]JobFunc{}, running: map[string]bool{},
 	}
 	if s.stmtDue, err = opts.DB.PrepareContext(ctx, `SELECT `+taskColumns+` FROM scheduler_tasks
 		WHERE status = 'active' AND next_run <= ? ORDER BY next_run LIMIT ?`); err != nil {
@@ -216,17 +219,31 @@ func (s *Scheduler) now() time.Time { return s.o.Now() }
 // Location is the configured time zone.
 func (s *Scheduler) Location() *time.Location { return s.o.Location }
 
-// exec runs a write statement under wmu.
+// lockWrites takes the write semaphore.
+func (s *Scheduler) lockWrites(ctx context.Context) error {
+	select {
+	case s.wsem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// exec runs a write statement under the write semaphore.
 func (s *Scheduler) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	if err := s.lockWrites(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { <-s.wsem }()
 	return s.db.ExecContext(ctx, q, args...)
 }
 
-// tx runs fn in a write transaction under wmu.
+// tx runs fn in a write transaction under the write semaphore.
 func (s *Scheduler) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	if err := s.lockWrites(ctx); err != nil {
+		return err
+	}
+	defer func() { <-s.wsem }()
 	return sqlite.Tx(ctx, s.db, fn)
 }
 

@@ -171,6 +171,8 @@ type ListOptions struct {
 	Jobs bool
 	// DueBefore keeps active tasks whose next run is before it.
 	DueBefore time.Time
+	// Failing keeps tasks whose last run failed (Failures > 0).
+	Failing bool
 	// Limit caps the result (0 = 1000).
 	Limit int
 }
@@ -364,6 +366,9 @@ func (s *Scheduler) List(ctx context.Context, opts ListOptions) ([]Task, error) 
 	}
 	if !opts.Jobs {
 		where = append(where, "kind <> 'job'")
+	}
+	if opts.Failing {
+		where = append(where, "failures > 0")
 	}
 	if !opts.DueBefore.IsZero() {
 		where = append(where, "status = 'active' AND next_run < ?")
