@@ -758,6 +758,9 @@ func (a *App) fillFeatureServices(svc *api.Services) {
 	if a.World != nil {
 		svc.World = apiWorld{a.World}
 	}
+	if a.Scheduler != nil {
+		svc.Tasks = apiTasks{a.Scheduler}
+	}
 }
 
 // panelURL is the web debug panel's address for /debug, asked from the web
