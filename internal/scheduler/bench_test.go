@@ -67,6 +67,12 @@ func (e *nopExecutor) Remind(ctx context.Context, thread chat.ThreadID, text str
 	e.mu.Unlock()
 	return nil
 }
+func (e *nopExecutor) runs() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n
+}
+
 func (e *nopExecutor) SystemEvent(ctx context.Context, text string) error { return nil }
 func (e *nopExecutor) RunAIPrompt(ctx context.Context, t Task) (RunReport, error) {
 	return RunReport{}, nil
@@ -137,7 +143,7 @@ func BenchmarkFire(b *testing.B) {
 		fired++
 	}
 	b.StopTimer()
-	if ex.n < fired {
-		b.Fatalf("%d runs for %d ticks", ex.n, fired)
+	if ex.runs() < fired {
+		b.Fatalf("%d runs for %d ticks", ex.runs(), fired)
 	}
 }
