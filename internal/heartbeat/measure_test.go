@@ -64,7 +64,9 @@ func TestMeasureDays(t *testing.T) {
 		w.scout.requests = nil
 		w.scout.mu.Unlock()
 		day := time.Date(2026, 5, 5, 0, 0, 0, 0, loc)
-		at := func(h, m int) { advance(time.Until(day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute))) }
+		at := func(h, m int) {
+			advance(time.Until(day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)))
+		}
 		at(8, 10)
 		if _, err := w.pulse.Add(ctx, pulse.NewItem{Text: "Book the Lisbon hotel", Priority: 2}); err != nil {
 			t.Fatal(err)
