@@ -446,9 +446,13 @@ func (s *Schedule) nextCalendar(after time.Time) time.Time {
 			continue
 		}
 		// On a day without an offset change wall order is instant order,
-		// so the first candidate after after is the answer; on a change
-		// day every candidate is computed and the earliest taken.
-		plain := !transitionDay(dy, dm, dd, s.loc)
+		// so the first candidate after after is the answer. On a change
+		// day the earliest candidate is taken; a wall time u (as if UTC)
+		// lies at an instant between u−hi and u−lo (the day's offsets), so
+		// candidates that cannot be after after are skipped, and the walk
+		// stops once none can be earlier than the best.
+		o1, o2 := dayOffsets(dy, dm, dd, s.loc)
+		plain := o1 == o2
 		if i == -1 && plain {
 			continue // without a gap nothing of the day before is after after
 		}
@@ -457,8 +461,20 @@ func (s *Schedule) nextCalendar(after time.Time) time.Time {
 			// Wall times up to after's minute are not after after.
 			from = clock{ah, am + 1}
 		}
+		lo, hi := int64(min(o1, o2)), int64(max(o1, o2))
+		base := time.Date(dy, dm, dd, 0, 0, 0, 0, time.UTC).Unix()
+		afterSec := after.Unix()
 		var best time.Time
 		s.eachClock(from, func(c clock) bool {
+			if !plain {
+				u := base + int64(c.hour*3600+c.min*60)
+				if u-lo <= afterSec {
+					return true
+				}
+				if !best.IsZero() && u-hi > best.Unix() {
+					return false
+				}
+			}
 			t := wallTime(dy, dm, dd, c, s.loc)
 			if !t.After(after) {
 				return true
@@ -527,13 +543,13 @@ func daysIn(y int, m time.Month) int {
 	return time.Date(y, m+1, 0, 12, 0, 0, 0, time.UTC).Day()
 }
 
-// transitionDay reports whether loc's UTC offset changes during the local
-// day y-m-d.
-func transitionDay(y int, m time.Month, d int, loc *time.Location) bool {
+// dayOffsets returns loc's UTC offsets (seconds) around the local day
+// y-m-d: at its start and at its end (with some margin on both sides).
+func dayOffsets(y int, m time.Month, d int, loc *time.Location) (int, int) {
 	u := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 	_, o1 := u.Add(-14 * time.Hour).In(loc).Zone()
 	_, o2 := u.Add(38 * time.Hour).In(loc).Zone()
-	return o1 != o2
+	return o1, o2
 }
 
 // wallTime returns the instant of wall time c on day y-m-d in loc (d may

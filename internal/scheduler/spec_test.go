@@ -244,3 +244,57 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestNextMatchesBruteForce checks the optimised walk of nextCalendar
+// against a brute force over every candidate wall time (wallTime's rules),
+// around the DST changes of zones with one-hour, half-hour and no shifts.
+func TestNextMatchesBruteForce(t *testing.T) {
+	exprs := []string{"* * * * *", "*/7 1-4 * * *", "30 2 * * *", "0,59 0-3 * * 0", "15 */2 * * *", "0 0 * * *"}
+	for _, zone := range []string{"Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, expr := range exprs {
+			s, err := Compile(Spec{Kind: Cron, Cron: expr}, loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every change of 2026 in the zone, and a plain day.
+			var days []time.Time
+			for d := time.Date(2026, 1, 1, 0, 0, 0, 0, loc); d.Year() == 2026; d = d.AddDate(0, 0, 1) {
+				if o1, o2 := dayOffsets(d.Year(), d.Month(), d.Day(), loc); o1 != o2 {
+					days = append(days, d)
+				}
+			}
+			days = append(days, time.Date(2026, 6, 10, 0, 0, 0, 0, loc))
+			for _, day := range days {
+				var cands []time.Time
+				for i := -2; i <= 2; i++ {
+					y, m, d := day.AddDate(0, 0, i).Date()
+					if !s.dayMatches(y, m, d, time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Weekday()) {
+						continue
+					}
+					s.eachClock(clock{}, func(c clock) bool {
+						cands = append(cands, wallTime(y, m, d, c, loc))
+						return true
+					})
+				}
+				for after := day.Add(-3 * time.Hour); after.Before(day.Add(30 * time.Hour)); after = after.Add(7*time.Minute + 13*time.Second) {
+					var want time.Time
+					for _, c := range cands {
+						if c.After(after) && (want.IsZero() || c.Before(want)) {
+							want = c
+						}
+					}
+					if want.IsZero() {
+						continue // beyond the candidates collected
+					}
+					if got := s.Next(after); !got.Equal(want) {
+						t.Fatalf("%s %q: Next(%s) = %s, want %s", zone, expr, after.In(loc), got.In(loc), want.In(loc))
+					}
+				}
+			}
+		}
+	}
+}
