@@ -41,6 +41,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/skills"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/versioning"
+	"github.com/reverie-ai/reverie/internal/workflow"
 	"github.com/reverie-ai/reverie/internal/world"
 	"github.com/reverie-ai/reverie/tool"
 )
@@ -99,6 +100,8 @@ type App struct {
 	Dreamer *dreaming.Dreamer
 	// Scheduler runs reminders, AI tasks and the extensions' jobs.
 	Scheduler *scheduler.Scheduler
+	// Workflows runs sub-sessions and their workflows.
+	Workflows *workflow.Manager
 
 	memoryContext *memory.RecallContext
 	// commitFiles records changed data-dir files in its history and returns
@@ -276,6 +279,9 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if err := a.buildDreaming(ctx); err != nil {
 		return nil, err
 	}
+	if err := a.buildWorkflows(ctx); err != nil {
+		return nil, err
+	}
 	if err := a.buildScheduler(ctx); err != nil {
 		return nil, err
 	}
@@ -292,6 +298,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		return nil, fmt.Errorf("start extensions: %w", err)
 	}
 	a.collectTools()
+	a.checkProfiles()
 	a.registerJobs(ctx)
 	return a, nil
 }
@@ -314,6 +321,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.reembed(gctx) })
 	g.Go(func() error { return a.runDreaming(gctx) })
 	g.Go(func() error { return a.Scheduler.Run(gctx) })
+	g.Go(func() error { return a.Workflows.Run(gctx) })
 	a.Kernel.Ready(gctx)
 	close(a.ready)
 	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/interactions"
@@ -89,7 +88,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	ag, err := agent.New(agent.Options{
 		Conversations: conv,
 		Models:        agent.RouterModels(models),
-		Tools:         func(chat.ThreadID) []tool.Tool { return a.turnTools() },
+		Tools:         a.threadTools,
 		DataDir:       a.opts.DataDir,
 		Location:      loc,
 		Language:      cfg.Language,

@@ -35,9 +35,8 @@ func (a *App) buildScheduler(ctx context.Context) error {
 		System:     a.taskSystemPrompt,
 		Location:   loc,
 		Now:        a.opts.Now,
-		// SubSessions: set once the workflow runtime offers
-		// scheduler.SubSessions; until then sub_session tasks run as
-		// isolated inferences (their receipts say so).
+		// sub_session tasks run as full-mode sub-sessions.
+		SubSessions: a.scheduledSubSessions(),
 	}
 	s, err := scheduler.Open(ctx, scheduler.Options{
 		DB:               a.DB,
