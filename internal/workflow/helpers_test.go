@@ -219,6 +219,16 @@ func testTools() []tool.Tool {
 		tool.New("read_file", "read a file", func(_ context.Context, a pathArgs) (any, error) { return "file " + a.Path, nil },
 			tool.WithCategories("files", "research")),
 		tool.New("append_memory", "remember", echo),
+		tool.New("read_skill", "read a skill", func(_ context.Context, a struct {
+			Name string `json:"name"`
+		}) (any, error) {
+			return "skill " + a.Name, nil
+		}, tool.ReadOnly(), tool.WithCategories("memory")),
+		tool.New("add_skill", "add a skill", func(_ context.Context, a struct {
+			Name string `json:"name"`
+		}) (any, error) {
+			return "saved", nil
+		}, tool.WithCategories("memory")),
 		tool.New("send_to_channel", "send", echo, tool.WithCategories("orchestration")),
 		tool.New("request_restart", "restart", echo),
 	}

@@ -373,6 +373,8 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (SpawnResult, err
 		return SpawnResult{}, fmt.Errorf("%w: context is longer than %d characters", ErrInvalid, MaxContextChars)
 	case req.Timeout < 0 || req.Timeout > MaxTimeout:
 		return SpawnResult{}, fmt.Errorf("%w: timeout %s is outside 0..%s", ErrInvalid, req.Timeout, MaxTimeout)
+	case req.MaxRounds < 0:
+		return SpawnResult{}, fmt.Errorf("%w: max_rounds must not be negative", ErrInvalid)
 	}
 	mode, err := prompt.ParseMode(string(req.Mode))
 	if err != nil || mode == prompt.ModeMain {
@@ -410,7 +412,7 @@ func (m *Manager) spawnLocked(ctx context.Context, req SpawnRequest, mode prompt
 	n := &node{
 		id: newID(SessionPrefix), parent: req.Parent, depth: 1, objective: req.Objective, context: req.Context,
 		mode: mode, profile: profile, toolNames: toolNames, notBefore: req.NotBefore, timeout: req.Timeout,
-		taskID: req.TaskID, feedback: feedback, createdAt: now, state: StatePending,
+		taskID: req.TaskID, feedback: feedback, maxRounds: req.MaxRounds, createdAt: now, state: StatePending,
 	}
 	var spawner *node
 	switch {

@@ -20,7 +20,7 @@ func (m *Manager) recordOutcomeLocked(n *node, b *batch) {
 	b.add(`INSERT INTO sub_session_outcomes (session_id, workflow_id, task_id, objective, mode, profile, status,
 		started_at, finished_at, duration_ms, tool_calls, continuation_depth, skills_loaded, supervisor_verdict,
 		input_tokens, output_tokens, result_chars, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		n.id, n.workflow, n.taskID, n.objective, string(n.mode), n.profile, string(n.state),
+		n.id, n.workflow, n.taskID, n.objective, string(n.mode), n.profile, string(cmp.Or(n.outcome, n.state)),
 		unixNano(n.startedAt), unixNano(n.finishedAt), dur.Milliseconds(), n.toolCalls, n.hop, encodeList(n.skills),
 		n.verdict, n.usage.InputTokens, n.usage.OutputTokens, len([]rune(n.result)), n.errText)
 }
@@ -224,14 +224,16 @@ func share(want, have []string) float64 {
 	return float64(n) / float64(len(want))
 }
 
-// skillsLoaded names the skills a run read: calls of skill tools with a
-// "name" argument, and read_file on skills/*.md.
+// skillsLoaded names the skills a run read: read_skill (and other
+// read/load/get skill tools) with a "name" argument, and read_file on
+// skills/*.md.
 func skillsLoaded(calls []callInfo) []string {
 	var out []string
 	for _, c := range calls {
 		var name string
 		switch {
-		case strings.Contains(c.name, "skill") && c.args.Name != "":
+		case strings.Contains(c.name, "skill") && c.args.Name != "" &&
+			(strings.HasPrefix(c.name, "read") || strings.HasPrefix(c.name, "load") || strings.HasPrefix(c.name, "get")):
 			name = c.args.Name
 		case c.name == "read_file" && strings.Contains(c.args.Path, "skills/") && strings.HasSuffix(c.args.Path, ".md"):
 			p := c.args.Path[strings.LastIndex(c.args.Path, "skills/")+len("skills/"):]

@@ -36,6 +36,7 @@ type node struct {
 	hop          int
 	continuation string // continuation_of
 	feedback     string
+	maxRounds    int
 	createdAt    time.Time
 
 	continuedBy string
@@ -55,12 +56,15 @@ type node struct {
 	dependents []string
 	cancel     func(error)
 	skills     []string // skills the last run loaded (for its outcome)
+	// outcome overrides state in the outcome row (a run that timed out on
+	// its last hop is a timeout there, while the session failed).
+	outcome State
 }
 
 const nodeColumns = `id, workflow_id, parent, lineage, root_thread, depth, objective, context, mode, profile,
 	tool_names, depends_on, not_before, timeout_ms, task_id, hop, continuation_of, continued_by, resumes,
 	state, result, error, feedback, tool_calls, input_tokens, output_tokens, verdict, delivered,
-	created_at, started_at, finished_at`
+	created_at, started_at, finished_at, max_rounds`
 
 // stmt is one statement of a batch.
 type stmt struct {
@@ -75,12 +79,12 @@ type batch struct{ stmts []stmt }
 func (b *batch) add(query string, args ...any) { b.stmts = append(b.stmts, stmt{query, args}) }
 
 func (b *batch) insertNode(n *node) {
-	b.add(`INSERT INTO workflow_nodes (`+nodeColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	b.add(`INSERT INTO workflow_nodes (`+nodeColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		n.id, n.workflow, string(n.parent), n.lineage, string(n.root), n.depth, n.objective, n.context, string(n.mode), n.profile,
 		encodeNames(n.toolNames), encodeList(n.deps), unixNano(n.notBefore), n.timeout.Milliseconds(), n.taskID, n.hop,
 		n.continuation, n.continuedBy, n.resumes, string(n.state), n.result, n.errText, n.feedback, n.toolCalls,
 		n.usage.InputTokens, n.usage.OutputTokens, n.verdict, boolInt(n.delivered),
-		unixNano(n.createdAt), unixNano(n.startedAt), unixNano(n.finishedAt))
+		unixNano(n.createdAt), unixNano(n.startedAt), unixNano(n.finishedAt), n.maxRounds)
 }
 
 // updateNode writes every mutable column of n.
@@ -138,7 +142,7 @@ func scanNode(s scanner) (*node, error) {
 	err := s.Scan(&n.id, &n.workflow, &parent, &n.lineage, &root, &n.depth, &n.objective, &n.context, &mode, &n.profile,
 		&tools, &deps, &notBefore, &timeoutMS, &n.taskID, &n.hop, &n.continuation, &n.continuedBy, &n.resumes,
 		&st, &n.result, &n.errText, &n.feedback, &n.toolCalls, &n.usage.InputTokens, &n.usage.OutputTokens, &n.verdict,
-		&delivered, &created, &started, &finished)
+		&delivered, &created, &started, &finished, &n.maxRounds)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,7 @@ type runSpec struct {
 	toolNames    []string
 	timeout      time.Duration
 	baseCalls    int
+	maxRounds    int
 	deps         []depResult
 }
 
@@ -68,7 +70,7 @@ func (m *Manager) specLocked(ctx context.Context, n *node) (runSpec, error) {
 	sp := runSpec{
 		id: n.id, workflow: n.workflow, parent: n.parent, root: n.root, depth: n.depth, hop: n.hop,
 		objective: n.objective, context: n.context, feedback: n.feedback, mode: n.mode, profile: n.profile,
-		toolNames: slices.Clone(n.toolNames), timeout: n.timeout, baseCalls: n.toolCalls,
+		toolNames: slices.Clone(n.toolNames), timeout: n.timeout, baseCalls: n.toolCalls, maxRounds: n.maxRounds,
 	}
 	for _, d := range n.deps {
 		f := m.finalLocked(ctx, d)
@@ -128,7 +130,7 @@ func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutc
 		m.commitLocked(&b)
 	}
 	opts := toolloop.Options{
-		MaxRounds: m.o.Loop.MaxRounds, Parallel: m.o.Loop.Parallel, CallTimeout: m.o.Loop.CallTimeout,
+		MaxRounds: cmp.Or(sp.maxRounds, m.o.Loop.MaxRounds), Parallel: m.o.Loop.Parallel, CallTimeout: m.o.Loop.CallTimeout,
 		MaxResultChars: m.o.Loop.MaxResultChars,
 		OnToolResult:   func(r toolloop.CallRecord) { out.calls = append(out.calls, r) },
 		OnRound:        save,

@@ -201,6 +201,9 @@ type SpawnRequest struct {
 	Parent chat.ThreadID
 	// TaskID links the session to a scheduled task (recorded in outcomes).
 	TaskID string
+	// MaxRounds bounds the worker's rounds of tool calls per run (0:
+	// Options.Loop.MaxRounds, else the tool loop's default).
+	MaxRounds int
 }
 
 // SpawnResult is what Spawn returns at once.
@@ -266,8 +269,6 @@ type Workflow struct {
 	MergedFrom []string `json:"merged_from,omitempty"`
 	Nodes      []Node   `json:"nodes"`
 }
-
-// StateRunning is also used for a workflow with unfinished nodes.
 
 // ListOptions select workflows for ListWorkflows.
 type ListOptions struct {
