@@ -109,4 +109,3 @@ func BenchmarkIdlePendingNodeMemory(b *testing.B) {
 		b.StartTimer()
 	}
 }
-
