@@ -30,6 +30,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/dreaming"
 	"github.com/reverie-ai/reverie/internal/eventbus"
+	"github.com/reverie-ai/reverie/internal/heartbeat"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/kernel"
 	"github.com/reverie-ai/reverie/internal/logging"
@@ -102,6 +103,8 @@ type App struct {
 	Scheduler *scheduler.Scheduler
 	// Workflows runs sub-sessions and their workflows.
 	Workflows *workflow.Manager
+	// Heartbeat is the periodic review (nil when off or without a model).
+	Heartbeat *heartbeat.Heartbeat
 
 	memoryContext *memory.RecallContext
 	// commitFiles records changed data-dir files in its history and returns

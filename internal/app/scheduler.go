@@ -9,6 +9,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/conversation"
+	"github.com/reverie-ai/reverie/internal/heartbeat"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/router"
@@ -56,6 +57,9 @@ func (a *App) buildScheduler(ctx context.Context) error {
 	a.Scheduler = s
 	a.onClose("scheduler", s.Close)
 	a.runtimeTools = append(a.runtimeTools, s.Tools()...)
+	if err := a.buildHeartbeat(ctx); err != nil {
+		return err
+	}
 	return a.Router.Register(router.Command{
 		Name: "reminders",
 		Help: "list reminders and scheduled tasks with their next run and last outcome",
@@ -63,6 +67,42 @@ func (a *App) buildScheduler(ctx context.Context) error {
 			return s.Summary(ctx)
 		},
 	})
+}
+
+// buildHeartbeat registers the periodic review on the scheduler when it is
+// enabled and a model is configured (a job nobody registers is set
+// inactive when the scheduler starts).
+func (a *App) buildHeartbeat(ctx context.Context) error {
+	cfg := a.Config.Scheduler.Heartbeat
+	if !cfg.Enabled || !a.Models.Configured() {
+		return nil
+	}
+	o := heartbeat.Options{
+		DB:         a.DB,
+		Model:      a.Models.Model(modelrouter.RoleScout),
+		Escalate:   a.Router,
+		MainThread: a.mainThread,
+		Tasks:      a.Scheduler,
+		Events:     a.Bus,
+		Interval:   cfg.Interval,
+		QuietStart: cfg.QuietStart,
+		QuietEnd:   cfg.QuietEnd,
+		Location:   a.Config.Location(),
+		Now:        a.opts.Now,
+		Logger:     a.Logger.With("component", "heartbeat"),
+	}
+	if a.Pulse != nil {
+		o.Pulse = a.Pulse
+	}
+	hb, err := heartbeat.New(ctx, o)
+	if err != nil {
+		return fmt.Errorf("set up the heartbeat: %w", err)
+	}
+	a.Heartbeat = hb
+	if err := a.Scheduler.RegisterJob(ctx, hb.Job()); err != nil {
+		return fmt.Errorf("schedule the heartbeat: %w", err)
+	}
+	return nil
 }
 
 // registerJobs puts the extensions' scheduled jobs on the scheduler. It

@@ -3,11 +3,14 @@ package apptest
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/pulse"
 	"github.com/reverie-ai/reverie/internal/scheduler"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -93,5 +96,72 @@ func TestRemindersAndTasks(t *testing.T) {
 	msgs = h.Channel.WaitFor(t, "alice", 6)
 	if !strings.Contains(msgs[5].Text, `reminder "water the plants" — daily at 09:00`) || !strings.Contains(msgs[5].Text, "next: ") {
 		t.Errorf("/reminders:\n%s", msgs[5].Text)
+	}
+}
+
+// The heartbeat is wired: its job is on the scheduler; a review with
+// nothing changed makes no model call; after a pulse change one scout call
+// (structured output through the real provider) decides, and its "yes"
+// reaches the main agent, which tells the user.
+func TestHeartbeat(t *testing.T) {
+	// No quiet hours, whatever the time of day the test runs at.
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "scheduler:\n  heartbeat:\n    quiet_start: \"\"\n    quiet_end: \"\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := Start(t, WithDataDir(dir))
+	if h.App.Config.Scheduler.Heartbeat.QuietStart != "" {
+		t.Fatal("quiet hours still set")
+	}
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		user := lastUser(req)
+		switch {
+		case req.ResponseFormat != nil:
+			return llmtest.ServerReply{Text: `{"attention":true,"reason":"The passport must be renewed before Friday.","nudge":"Remind the user to renew the passport."}`,
+				Usage: llm.Usage{InputTokens: 250, OutputTokens: 25}}
+		case strings.HasPrefix(user, "[SYSTEM EVENT] Heartbeat review"):
+			return llmtest.ServerReply{Text: "Don't forget the passport before Friday."}
+		case strings.HasPrefix(user, "[SYSTEM EVENT]"):
+			return llmtest.ServerReply{Text: "Hello, I'm Reverie."}
+		default:
+			return llmtest.ServerReply{Text: "ok"}
+		}
+	})
+	hb := h.App.Heartbeat
+	if hb == nil {
+		t.Fatal("no heartbeat")
+	}
+	ctx := context.Background()
+	if job, err := h.App.Scheduler.Get(ctx, "job:heartbeat/review"); err != nil || job.Status != scheduler.StatusActive {
+		t.Fatalf("heartbeat job %+v, %v", job, err)
+	}
+	h.Send(t, "bob", "hi")
+	h.Channel.WaitFor(t, "bob", 2)
+	before := len(h.Model.Requests())
+	for range 2 { // baseline, then unchanged
+		if rep, err := hb.Tick(ctx); err != nil || rep.Usage.Total() != 0 {
+			t.Fatalf("idle tick: %+v, %v", rep, err)
+		}
+	}
+	if n := len(h.Model.Requests()) - before; n != 0 {
+		t.Fatalf("idle ticks made %d model calls", n)
+	}
+	if _, err := h.App.Pulse.Add(ctx, pulse.NewItem{Text: "Renew the passport before Friday", Priority: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := hb.Tick(ctx)
+	if err != nil || rep.Usage.Total() != 275 || !strings.HasPrefix(rep.Note, "escalated") {
+		t.Fatalf("tick after a change: %+v, %v", rep, err)
+	}
+	msgs := h.Channel.WaitFor(t, "bob", 3)
+	if msgs[2].Text != "Don't forget the passport before Friday." || msgs[2].Kind != chat.Notify {
+		t.Errorf("nudge %+v", msgs[2])
+	}
+	if rep, err := hb.Tick(ctx); err != nil || rep.Usage.Total() != 0 {
+		t.Errorf("tick after the review: %+v, %v", rep, err)
 	}
 }
