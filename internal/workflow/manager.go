@@ -433,6 +433,9 @@ func (m *Manager) spawnLocked(ctx context.Context, req SpawnRequest, mode prompt
 	if n.depth > m.o.MaxDepth {
 		return SpawnResult{}, fx, fmt.Errorf("%w: a session at depth %d cannot spawn (the limit is %d levels)", ErrDepth, n.depth-1, m.o.MaxDepth)
 	}
+	if spawner != nil && spawner.state != StateRunning {
+		return SpawnResult{}, fx, fmt.Errorf("%w: %s is %s, not running", ErrNotAllowed, spawner.id, spawner.state)
+	}
 
 	// Dependencies: unknown ids are stripped, so that a hallucinated id can
 	// never deadlock the workflow.

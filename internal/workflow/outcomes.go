@@ -224,7 +224,7 @@ func share(want, have []string) float64 {
 	return float64(n) / float64(len(want))
 }
 
-// skillsLoaded names the skills a run read: read_skill (and other
+// skillsLoaded names the skills a run read, sorted: read_skill (and other
 // read/load/get skill tools) with a "name" argument, and read_file on
 // skills/*.md.
 func skillsLoaded(calls []callInfo) []string {
@@ -243,6 +243,7 @@ func skillsLoaded(calls []callInfo) []string {
 			out = appendUnique(out, name)
 		}
 	}
+	slices.Sort(out) // calls of a round finish in any order
 	return out
 }
 
