@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/workflow"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -124,5 +125,44 @@ func TestSubSessionsEndToEnd(t *testing.T) {
 	outs, err := h.App.Workflows.Outcomes(ctx, workflow.OutcomeFilter{})
 	if err != nil || len(outs) != 2 {
 		t.Errorf("outcomes: %+v, %v", outs, err)
+	}
+}
+
+// A reply claiming a background worker that was never spawned gets the
+// supervisor's corrective system event; the assistant then really spawns
+// it and the result arrives.
+func TestSpawnClaimCorrected(t *testing.T) {
+	h := Start(t)
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		sys, user := systemText(req), lastUser(req)
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case strings.Contains(sys, "## Objective\nLook into flights"):
+			return llmtest.ServerReply{Text: "Flights: three options under 200 EUR."}
+		case last.Role == "tool":
+			return llmtest.ServerReply{Text: "Now it really runs."}
+		case strings.Contains(user, "[SUPERVISOR]"):
+			args, _ := json.Marshal(map[string]any{"objective": "Look into flights to Lisbon"})
+			return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: workflow.ToolSpawn, Arguments: args}}}
+		case strings.Contains(user, "Sub-session"):
+			return llmtest.ServerReply{Text: "Result: " + user[strings.LastIndex(user, "Result:\n")+len("Result:\n"):]}
+		case strings.HasPrefix(user, "[SYSTEM EVENT]"):
+			return llmtest.ServerReply{Text: "Hello."}
+		case strings.Contains(user, "flights"):
+			return llmtest.ServerReply{Text: "I've started a background worker to look into flights."}
+		}
+		return llmtest.ServerReply{Text: "ok"}
+	})
+	h.Send(t, "bob", "look into flights to Lisbon for me")
+	msgs := h.Channel.WaitFor(t, "bob", 4)
+	if msgs[2].Text != "Now it really runs." || msgs[3].Text != "Result: Flights: three options under 200 EUR." {
+		for i, m := range msgs {
+			t.Logf("delivered %d (%s): %q", i, m.Kind, m.Text)
+		}
+		t.Fatal("the claim was not corrected into a real spawn")
+	}
+	entries, err := h.App.Interactions.List(context.Background(), interactions.Filter{Action: interactions.ActionSupervisorCheck})
+	if err != nil || len(entries) != 1 || !strings.Contains(entries[0].Summary, "spawn") {
+		t.Errorf("supervisor verdict: %+v, %v", entries, err)
 	}
 }
