@@ -57,9 +57,10 @@
 // from a user thread reports into that thread as a system event
 // (Deliverer.EnqueueSystemEvent: the agent answers it and tells the user);
 // dependents that failed because of it are listed in the same event. Nested
-// (depth-2) sessions are never reported one by one: when every session a
-// worker spawned is final (completed, failed, timeout or cancelled), one
-// aggregated message goes to the root user thread. A de-duplication set
+// (depth-2) sessions are never reported one by one: when the worker that
+// spawned them (all hops of it) and every session it spawned are final
+// (completed, failed, timeout or cancelled), one aggregated message goes to
+// the root user thread. A de-duplication set
 // (persisted as each session's delivered flag) makes that exactly once per
 // session even when siblings finish at the same instant. Cancelled
 // sessions and fire-and-forget spawns (no parent thread) are not reported.
