@@ -408,7 +408,8 @@ func TestChannelDeliversToFollowersOnly(t *testing.T) {
 }
 
 func TestSlowClientIsDisconnected(t *testing.T) {
-	c := newWSConn(nil, func() {})
+	// No WebSocket: nothing is written, so the queue only grows.
+	c := newWSConn(context.Background(), nil, func() {})
 	for range maxQueuedFrames {
 		c.enqueue([]byte("x"))
 	}
@@ -419,10 +420,9 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 	if !c.done || c.code != websocket.StatusPolicyViolation || c.queue != nil {
 		t.Fatalf("done=%v code=%v queued=%d", c.done, c.code, len(c.queue))
 	}
-	select {
-	case <-c.quit:
-	default:
-		t.Fatal("writer not told to close")
+	c.enqueue([]byte("after"))
+	if c.queue != nil {
+		t.Fatal("queued after closing")
 	}
 }
 

@@ -258,6 +258,13 @@ func (w *Web) Run(ctx context.Context) error {
 		defer close(w.served)
 		errc <- w.srv.Serve(w.ln)
 	}()
+	pctx, stopPings := context.WithCancel(ctx)
+	var pinger sync.WaitGroup
+	pinger.Go(func() { w.hub.pingAll(pctx) })
+	defer func() {
+		stopPings()
+		pinger.Wait()
+	}()
 	var serveErr error
 	select {
 	case serveErr = <-errc:

@@ -199,104 +199,134 @@ func encodeFrame(f *api.ServerFrame) []byte {
 	return b
 }
 
-// wsConn is one WebSocket connection. The handler goroutine reads; one
-// writer goroutine (owned by the handler) writes queued frames and pings.
+// wsConn is one WebSocket connection. The handler goroutine reads. Writing
+// happens on a writer goroutine that runs only while frames are queued (an
+// idle connection costs one goroutine), and pings on short-lived
+// goroutines started by the hub's pinger; the handler waits for both
+// before it returns.
 type wsConn struct {
-	ws      *websocket.Conn
-	stop    context.CancelFunc         // ends the connection's context
+	ws *websocket.Conn
+	// ctx is the connection's lifetime (not a request's): it ends when the
+	// handler returns, and ending it drops the connection.
+	ctx     context.Context
+	stop    context.CancelFunc         // ends ctx
 	threads map[chat.ThreadID]struct{} // guarded by hub.mu
 	bucket  bucket                     // reader goroutine only
+	wg      sync.WaitGroup             // writer and pings
 
-	mu     sync.Mutex
-	queue  [][]byte
-	done   bool
-	code   websocket.StatusCode
-	reason string
-	wake   chan struct{} // capacity 1: frames queued
-	quit   chan struct{} // closed by close
+	mu      sync.Mutex
+	queue   [][]byte
+	writing bool // a writer goroutine runs
+	pinging bool // a ping is in flight
+	done    bool // closing: nothing more is queued
+	code    websocket.StatusCode
+	reason  string
 }
 
-func newWSConn(ws *websocket.Conn, stop context.CancelFunc) *wsConn {
-	return &wsConn{ws: ws, stop: stop, threads: map[chat.ThreadID]struct{}{}, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+func newWSConn(ctx context.Context, ws *websocket.Conn, stop context.CancelFunc) *wsConn {
+	return &wsConn{ws: ws, ctx: ctx, stop: stop, threads: map[chat.ThreadID]struct{}{}}
 }
 
 // enqueue queues a frame; a client more than maxQueuedFrames behind is
 // disconnected. It never blocks.
 func (c *wsConn) enqueue(b []byte) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.done {
-		c.mu.Unlock()
 		return
 	}
 	if len(c.queue) >= maxQueuedFrames {
-		c.mu.Unlock()
-		c.close(websocket.StatusPolicyViolation, "client too slow: reconnect and read the history")
+		c.closeLocked(websocket.StatusPolicyViolation, "client too slow: reconnect and read the history")
 		return
 	}
 	c.queue = append(c.queue, b)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.kickLocked()
 }
 
 // send queues a frame built here.
 func (c *wsConn) send(f *api.ServerFrame) { c.enqueue(encodeFrame(f)) }
 
-// close asks the writer to close the connection with code and reason
-// (the first call wins).
+// close makes the writer close the connection with code and reason (the
+// first call wins); queued frames are dropped.
 func (c *wsConn) close(code websocket.StatusCode, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closeLocked(code, reason)
+}
+
+func (c *wsConn) closeLocked(code websocket.StatusCode, reason string) {
 	if c.done {
 		return
 	}
 	c.done, c.code, c.reason, c.queue = true, code, reason, nil
-	close(c.quit)
+	c.kickLocked()
 }
 
-// writeLoop writes queued frames and pings until the connection closes.
-func (c *wsConn) writeLoop(ctx context.Context) {
-	ping := time.NewTicker(pingInterval)
-	defer ping.Stop()
+// kickLocked starts the writer unless it runs.
+func (c *wsConn) kickLocked() {
+	if c.writing || c.ws == nil {
+		return
+	}
+	c.writing = true
+	c.wg.Go(c.write)
+}
+
+// write sends queued frames until the queue is empty, or closes the
+// connection once it is closing. A write error drops the connection.
+func (c *wsConn) write() {
 	for {
-		select {
-		case <-c.wake:
-			c.mu.Lock()
-			batch := c.queue
-			c.queue = nil
-			c.mu.Unlock()
-			for _, b := range batch {
-				wctx, cancel := context.WithTimeout(ctx, frameWriteTimeout)
-				err := c.ws.Write(wctx, websocket.MessageText, b)
-				cancel()
-				if err != nil {
-					c.close(websocket.StatusInternalError, "")
-					_ = c.ws.CloseNow()
-					return
-				}
-			}
-		case <-ping.C:
-			pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-			err := c.ws.Ping(pctx)
-			cancel()
-			if err != nil {
-				c.close(websocket.StatusPolicyViolation, "")
-				_ = c.ws.CloseNow()
-				return
-			}
-		case <-c.quit:
-			c.mu.Lock()
+		c.mu.Lock()
+		if c.done {
+			// writing stays set: no writer starts after this one.
 			code, reason := c.code, c.reason
 			c.mu.Unlock()
 			c.closeHandshake(code, reason)
 			return
-		case <-ctx.Done():
-			_ = c.ws.CloseNow()
+		}
+		batch := c.queue
+		c.queue = nil
+		if len(batch) == 0 {
+			c.writing = false
+			c.mu.Unlock()
 			return
 		}
+		c.mu.Unlock()
+		for _, b := range batch {
+			wctx, cancel := context.WithTimeout(c.ctx, frameWriteTimeout)
+			err := c.ws.Write(wctx, websocket.MessageText, b)
+			cancel()
+			if err != nil {
+				c.mu.Lock()
+				c.done = true
+				c.mu.Unlock()
+				c.stop()
+				return
+			}
+		}
 	}
+}
+
+// ping checks that the client still answers; one that does not within
+// pingTimeout is dropped.
+func (c *wsConn) ping() {
+	c.mu.Lock()
+	if c.done || c.pinging || c.ws == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.pinging = true
+	c.wg.Go(func() {
+		pctx, cancel := context.WithTimeout(c.ctx, pingTimeout)
+		err := c.ws.Ping(pctx)
+		cancel()
+		c.mu.Lock()
+		c.pinging = false
+		c.mu.Unlock()
+		if err != nil {
+			c.stop()
+		}
+	})
+	c.mu.Unlock()
 }
 
 // closeHandshake sends a close frame and waits at most closeTimeout for the
@@ -317,6 +347,24 @@ func (c *wsConn) closeHandshake(code websocket.StatusCode, reason string) {
 		// not interrupt a handshake under way).
 		c.stop()
 		<-done
+	}
+}
+
+// pingAll pings every connection every pingInterval until ctx ends.
+func (h *hub) pingAll(ctx context.Context) {
+	t := time.NewTicker(pingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			h.mu.RLock()
+			for c := range h.conns {
+				c.ping()
+			}
+			h.mu.RUnlock()
+		}
 	}
 }
 
@@ -351,7 +399,7 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 	// websocket.Accept); the connection lives until either side closes.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := newWSConn(ws, cancel)
+	c := newWSConn(ctx, ws, cancel)
 	if !w.hub.add(c) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
@@ -360,11 +408,11 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 	for _, t := range initial {
 		_ = w.hub.subscribe(c, t)
 	}
-	var writer sync.WaitGroup
-	writer.Go(func() { c.writeLoop(ctx) })
 	defer func() {
-		cancel()
-		writer.Wait()
+		// The writer closes the connection (a bounded close handshake);
+		// then the writer and any ping are awaited.
+		c.close(websocket.StatusNormalClosure, "")
+		c.wg.Wait()
 	}()
 	w.readLoop(ctx, c, clientIP(r))
 }
