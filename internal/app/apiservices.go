@@ -704,7 +704,7 @@ func (t apiTasks) Receipts(ctx context.Context, q api.ReceiptQuery) ([]api.Recei
 type apiSetup struct{ a *App }
 
 func (s apiSetup) Forms(ctx context.Context) (api.SetupStatus, error) {
-	out := api.SetupStatus{Configured: s.a.Models.Configured()}
+	out := api.SetupStatus{Configured: s.a.Models.Configured(), Forms: []api.SetupForm{s.modelsForm()}}
 	provs := s.a.Kernel.SetupProviders()
 	ids := make([]string, 0, len(provs))
 	for id := range provs {
@@ -728,6 +728,9 @@ func formOf(id string, sc extension.SetupSchema) api.SetupForm {
 }
 
 func (s apiSetup) Apply(ctx context.Context, form string, values map[string]string) (string, error) {
+	if form == modelsFormID {
+		return s.applyModels(ctx, values)
+	}
 	p, ok := s.a.Kernel.SetupProviders()[form]
 	if !ok {
 		return "", fmt.Errorf("%w: no setup form %q", api.ErrNotFound, form)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -697,3 +700,81 @@ func TestWebStateEndpoints(t *testing.T) {
 		}
 	})
 }
+
+func TestWebSetupTestsThenSavesTheModel(t *testing.T) {
+	w := StartWeb(t)
+	var st api.SetupStatus
+	w.JSON(t, "GET", "/setup", nil, 200, &st)
+	if len(st.Forms) == 0 || st.Forms[0].ID != "models" || len(st.Forms[0].Fields) != 4 {
+		t.Fatalf("forms %+v", st)
+	}
+	cfgPath := filepath.Join(w.DataDir, "config.yaml")
+	before, _ := os.ReadFile(cfgPath)
+
+	// A server that does not answer: nothing is saved.
+	code, body := w.Do(t, "POST", "/setup/models", api.SetupRequest{Values: map[string]string{
+		"provider": "openai", "base_url": "http://127.0.0.1:1/v1", "api_key": "sk-never-shown-123", "model": "m"}})
+	if code != http.StatusUnprocessableEntity || strings.Contains(body2s(body), "sk-never-shown") {
+		t.Fatalf("unreachable model: %d %s", code, body)
+	}
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
+		t.Fatal("config.yaml changed after a failed test")
+	}
+	if _, err := os.Stat(filepath.Join(w.DataDir, "secrets", "model_api_key")); err == nil {
+		t.Fatal("key stored after a failed test")
+	}
+	for _, tc := range []struct {
+		name   string
+		values map[string]string
+	}{
+		{"no model", map[string]string{"provider": "openai"}},
+		{"unknown provider", map[string]string{"provider": "skynet", "model": "m"}},
+		{"bad url", map[string]string{"provider": "openai", "base_url": "ftp://x", "model": "m"}},
+		{"quote in model", map[string]string{"provider": "openai", "model": `m"\n`}},
+	} {
+		if code, body := w.Do(t, "POST", "/setup/models", api.SetupRequest{Values: tc.values}); code != 400 {
+			t.Errorf("%s: %d %s", tc.name, code, body)
+		}
+	}
+
+	// The fake model server answers: saved, key kept private, restart asked.
+	var res api.SetupResult
+	w.JSON(t, "POST", "/setup/models", api.SetupRequest{Values: map[string]string{
+		"provider": "openai", "base_url": w.Model.BaseURL(), "api_key": "sk-setup-key-456", "model": "gpt-setup"}}, 200, &res)
+	if !res.OK || !strings.Contains(res.Message, "gpt-setup") {
+		t.Fatalf("result %+v", res)
+	}
+	cfg, _ := os.ReadFile(cfgPath)
+	if !strings.Contains(string(cfg), "main: [\"setup/gpt-setup\"]") || strings.Contains(string(cfg), "sk-setup-key") ||
+		!strings.Contains(string(cfg), "api_key: {file: secrets/model_api_key}") {
+		t.Fatalf("config.yaml:\n%s", cfg)
+	}
+	fi, err := os.Stat(filepath.Join(w.DataDir, "secrets", "model_api_key"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(w.DataDir, "restart.request")); err != nil {
+		t.Fatalf("no restart requested: %v", err)
+	}
+	// The saved file loads: a second save is refused instead of duplicating the section.
+	if code, _ := w.Do(t, "POST", "/setup/models", api.SetupRequest{Values: map[string]string{
+		"provider": "openai", "base_url": w.Model.BaseURL(), "model": "other"}}); code != http.StatusConflict {
+		t.Fatalf("second save: %d", code)
+	}
+	loaded, err := config.Load(cfgPath, nil, []string{"web"})
+	if err == nil {
+		loaded.SetDataDir(w.DataDir)
+		err = loaded.Validate()
+	}
+	if err != nil {
+		t.Fatalf("the saved config.yaml does not load: %v\n%s", err, cfg)
+	}
+	if b := loaded.Models.Backends["setup"]; b.Kind != "openai" || b.BaseURL != w.Model.BaseURL() {
+		t.Fatalf("loaded backend %+v", b)
+	}
+	if key, err := loaded.Models.Backends["setup"].APIKey.Resolve(); err != nil || key != "sk-setup-key-456" {
+		t.Fatalf("api key: %v", err)
+	}
+}
+
+func body2s(b []byte) string { return string(b) }

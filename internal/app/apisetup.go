@@ -1,0 +1,200 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/llm"
+)
+
+// The models setup form: the web page's setup screen when no model is
+// configured (and later, to change it).
+const (
+	modelsFormID = "models"
+	// modelKeyFile keeps the API key entered on the setup screen.
+	modelKeyFile = "secrets/model_api_key"
+	// setupBackend names the backend the setup screen writes.
+	setupBackend = "setup"
+	// setupTestTimeout bounds the test call.
+	setupTestTimeout = 45 * time.Second
+)
+
+var setupProviders = []string{modelrouter.ProviderOpenAI, modelrouter.ProviderAnthropic, modelrouter.ProviderOllama}
+
+// modelsForm describes the models form.
+func (s apiSetup) modelsForm() api.SetupForm {
+	return api.SetupForm{
+		ID:    modelsFormID,
+		Title: "Language model",
+		Description: "Where Reverie's model runs. The settings are tested with a real call before they are saved " +
+			"(to config.yaml, the key to " + modelKeyFile + "); Reverie then restarts to use them.",
+		Configured: s.a.Models.Configured(),
+		Fields: []api.SetupField{
+			{Key: "provider", Label: "Provider", Kind: string(extension.FieldSelect), Options: setupProviders,
+				Default: modelrouter.ProviderOpenAI, Required: true,
+				Help: "openai: OpenAI and every OpenAI-compatible server (OpenRouter, vLLM, llama.cpp, LM Studio); anthropic; ollama"},
+			{Key: "base_url", Label: "Base URL", Kind: string(extension.FieldURL),
+				Help: "openai: the API root including /v1 (default https://api.openai.com/v1); ollama: the server (default http://127.0.0.1:11434); anthropic: leave empty"},
+			{Key: "api_key", Label: "API key", Kind: string(extension.FieldSecret),
+				Help: "required for OpenAI and Anthropic; local servers usually need none"},
+			{Key: "model", Label: "Model", Kind: string(extension.FieldText), Required: true,
+				Help: "e.g. gpt-4.1-mini, claude-sonnet-4-5, llama3.1:8b"},
+		},
+	}
+}
+
+// The models section as `reverie init` writes it: empty backends and roles
+// are replaced; any other models section is left to the user.
+var (
+	modelsSection = regexp.MustCompile(`(?m)^models:`)
+	emptyBackends = regexp.MustCompile(`(?m)^  backends: \{\}[ \t]*$`)
+	emptyRoles    = regexp.MustCompile(`(?m)^  roles: \{\}[ \t]*$`)
+)
+
+// safeValue matches what may go into config.yaml unescaped in quotes.
+var safeValue = regexp.MustCompile(`^[^"\\\x00-\x1f\x7f]*$`)
+
+// applyModels tests the model settings with a real call and saves them.
+func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (string, error) {
+	v := func(k string) string { return strings.TrimSpace(values[k]) }
+	provider, base, key, model := v("provider"), v("base_url"), v("api_key"), v("model")
+	if provider == "" {
+		provider = modelrouter.ProviderOpenAI
+	}
+	switch {
+	case !slices.Contains(setupProviders, provider):
+		return "", fmt.Errorf("%w: provider %q is not one of %s", api.ErrInvalid, provider, strings.Join(setupProviders, ", "))
+	case model == "":
+		return "", fmt.Errorf("%w: the model is required", api.ErrInvalid)
+	case provider == modelrouter.ProviderAnthropic && key == "":
+		return "", fmt.Errorf("%w: Anthropic needs an API key", api.ErrInvalid)
+	case !safeValue.MatchString(base) || !safeValue.MatchString(model) || strings.ContainsAny(key, "\r\n"):
+		return "", fmt.Errorf("%w: quotes, backslashes and control characters are not allowed", api.ErrInvalid)
+	}
+	if base == "" && provider == modelrouter.ProviderOpenAI {
+		base = "https://api.openai.com/v1"
+	}
+	if base != "" {
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "", fmt.Errorf("%w: base URL %q is not an http(s) URL", api.ErrInvalid, base)
+		}
+	}
+	cfgPath := s.a.configPath()
+	data, err := os.ReadFile(cfgPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read %s: %w", cfgPath, err)
+	}
+	if len(s.a.Config.Models.Backends) > 0 {
+		return "", fmt.Errorf("%w: config.yaml already names model backends; change the model there", api.ErrConflict)
+	}
+	hasSection := modelsSection.Match(data)
+	if hasSection && (len(emptyBackends.FindAllIndex(data, -1)) != 1 || len(emptyRoles.FindAllIndex(data, -1)) != 1) {
+		return "", fmt.Errorf("%w: config.yaml's models: section was edited by hand; add the backend there", api.ErrConflict)
+	}
+
+	b, err := modelrouter.Build(modelrouter.Spec{Name: setupBackend + "/" + model, Provider: provider, BaseURL: base,
+		APIKey: key, Model: model, MaxTokens: 16}, setupTestTimeout)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", api.ErrTestFailed, redact(err.Error(), key))
+	}
+	tctx, cancel := context.WithTimeout(ctx, setupTestTimeout)
+	defer cancel()
+	if _, err := b.Generate(tctx, llm.Request{Messages: []llm.Message{llm.UserText("Reply with the single word OK.")}}, nil); err != nil {
+		return "", fmt.Errorf("%w: the model did not answer: %s", api.ErrTestFailed, redact(err.Error(), key))
+	}
+
+	var block strings.Builder
+	block.WriteString("  backends:\n    # Written by the setup screen.\n    " + setupBackend + ":\n")
+	fmt.Fprintf(&block, "      kind: %s\n", provider)
+	if base != "" {
+		fmt.Fprintf(&block, "      base_url: \"%s\"\n", base)
+	}
+	if key != "" {
+		keyPath := filepath.Join(s.a.opts.DataDir, modelKeyFile)
+		if err := os.MkdirAll(filepath.Dir(keyPath), 0o700); err != nil {
+			return "", fmt.Errorf("store the API key: %w", err)
+		}
+		if err := writeFile0600(keyPath, key+"\n"); err != nil {
+			return "", fmt.Errorf("store the API key: %w", err)
+		}
+		fmt.Fprintf(&block, "      api_key: {file: %s}\n", modelKeyFile)
+	}
+	roles := fmt.Sprintf("  roles:\n    main: [\"%s/%s\"]\n", setupBackend, model)
+	content := string(data)
+	if hasSection {
+		content = emptyBackends.ReplaceAllLiteralString(content, strings.TrimSuffix(block.String(), "\n"))
+		content = emptyRoles.ReplaceAllLiteralString(content, strings.TrimSuffix(roles, "\n"))
+	} else {
+		if content != "" && !strings.HasSuffix(content, "\n") {
+			content += "\n"
+		}
+		content += "\nmodels:\n" + block.String() + roles
+	}
+	if err := writeFile0600(cfgPath, content); err != nil {
+		return "", fmt.Errorf("save %s: %w", cfgPath, err)
+	}
+	s.a.Logger.Info("model configured on the setup screen; restarting", "provider", provider, "model", model)
+	restart := filepath.Join(s.a.opts.DataDir, datadir.RestartFile)
+	if err := writeFile0600(restart, "model configured on the setup screen\n"+s.a.opts.Now().UTC().Format(time.RFC3339)+"\n"); err != nil {
+		s.a.Logger.Warn("could not request a restart", "err", err)
+	}
+	return fmt.Sprintf("Saved: the main model is %s (%s). Reverie restarts to use it — within seconds under `reverie run`; "+
+		"restart a foreground `reverie agent` by hand.", model, provider), nil
+}
+
+// configPath is the configuration file in use.
+func (a *App) configPath() string {
+	if a.opts.ConfigPath != "" {
+		return a.opts.ConfigPath
+	}
+	return filepath.Join(a.opts.DataDir, "config.yaml")
+}
+
+// redact removes a secret from an error text.
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "[secret]")
+}
+
+// writeFile0600 writes path through a temporary file and a rename, readable
+// by the owner only.
+func writeFile0600(path, content string) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if err = f.Chmod(0o600); err == nil {
+		_, err = f.WriteString(content)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
