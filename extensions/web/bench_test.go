@@ -127,7 +127,7 @@ func BenchmarkIdleConnection(b *testing.B) {
 // thread at once and reports the frames delivered per second and the time
 // until the last of them has each delta.
 func BenchmarkStreamFanOut(b *testing.B) {
-	for _, clients := range []int{100, 1000} {
+	for _, clients := range []int{100, 1000, 4000} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			s := startWeb(b, "rate_per_second: 0\nmax_connections: 5000", &api.Services{})
 			var got atomic.Int64
