@@ -1,0 +1,120 @@
+package api
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/contract.json")
+
+// TestJSONContract pins the JSON field names of the API types: the web page
+// and other clients depend on them (docs/api.md). Run with -update after an
+// intended, documented change.
+func TestJSONContract(t *testing.T) {
+	at := time.Date(2025, 5, 1, 8, 0, 0, 0, time.UTC)
+	res, isErr := "done", false
+	score := 0.5
+	examples := []struct {
+		Name  string
+		Value any
+	}{
+		{"reply", Reply{Thread: "web:a", Reply: "hi", ToolCalls: []ToolCall{{ID: "c1", Name: "t", Arguments: json.RawMessage(`{"a":1}`), Result: "r"}},
+			Usage: Usage{InputTokens: 1, OutputTokens: 2}, SeedReply: "hello", Error: "e"}},
+		{"thread", Thread{ID: "web:a", Channel: "web", Title: "t", CreatedAt: at, UpdatedAt: at, LastUserMessageAt: &at}},
+		{"message", Message{ID: 1, Role: "assistant", Text: "x", ToolCalls: []MessageCall{{ID: "c", Name: "n", Arguments: json.RawMessage(`{}`)}},
+			ToolResults: []MessageResult{{CallID: "c", Name: "n", Result: "r"}}, SystemEvent: true, Archived: true, CreatedAt: at}},
+		{"client frame", ClientFrame{Type: FrameMessage, Thread: "web:a", Text: "hi", ID: "1"}},
+		{"server frames", []ServerFrame{
+			{Type: FrameDelta, Thread: "web:a", Text: "He"},
+			{Type: FrameToolCall, Thread: "web:a", CallID: "c", Name: "n", Arguments: json.RawMessage(`{}`)},
+			{Type: FrameToolResult, Thread: "web:a", CallID: "c", Name: "n", Result: &res, IsError: &isErr},
+			{Type: FrameDone, Thread: "web:a", Text: "Hello"},
+			{Type: FrameError, Thread: "web:a", Error: "failed", ID: "1"},
+			{Type: FrameNotify, Thread: "web:a", Text: "Reminder"},
+		}},
+		{"event", Event{ID: 3, Topic: "turn.completed", Time: at, Payload: json.RawMessage(`{"x":1}`)}},
+		{"interaction", Interaction{ID: 1, At: at, Thread: "web:a", Action: "inference", Summary: "s", Detail: json.RawMessage(`{}`),
+			InputTokens: 1, OutputTokens: 2, DurationMS: 3, Error: "e"}},
+		{"prompt", SystemPrompt{Thread: "web:a", At: at, Text: "p", Chars: 1}},
+		{"usage row", UsageRow{Day: "2025-05-01", Role: "main", Backend: "b", Model: "m", Calls: 1, InputTokens: 2, OutputTokens: 3}},
+		{"memory", Memory{ID: 1, Text: "t", Kind: "fact", Source: "agent", CreatedAt: at, UpdatedAt: at, ValidFrom: at, Score: &score}},
+		{"pulse item", PulseItem{ID: 1, Text: "t", Priority: 2, Status: PulseActive, Thread: "web:a", Source: "user", CreatedAt: at, UpdatedAt: at}},
+		{"skill", Skill{Name: "s", Summary: "x", Content: "x\ny", Chars: 3, UpdatedAt: at}},
+		{"task", Task{ID: "t_1", Kind: TaskReminder, Text: "t", Thread: "web:a", Schedule: Schedule{Kind: "weekly", Weekdays: []string{"mon"}, Time: "08:30"},
+			Description: "d", Status: TaskActive, NextRun: &at, Runs: 1, CreatedAt: at, UpdatedAt: at}},
+		{"receipt", Receipt{ID: 1, TaskID: "t_1", ScheduledAt: at, StartedAt: at, Outcome: "fired", Count: 1, DurationMS: 4}},
+		{"workflow", Workflow{ID: "wf", RootThread: "web:a", State: StateRunning, CreatedAt: at, Nodes: []WorkflowNode{{ID: "sub_1", Workflow: "wf",
+			Objective: "o", Mode: "full", DependsOn: []string{}, TimeoutSeconds: 300, State: StatePending, Waiting: "dependencies", CreatedAt: at}}}},
+		{"setup", SetupStatus{Configured: true, Forms: []SetupForm{{ID: "models", Title: "t", Fields: []SetupField{{Key: "k", Label: "l", Kind: "select", Options: []string{"a"}, Required: true}}}}}},
+		{"info", AgentInfo{Version: "v", Auth: "token", ModelsConfigured: true, PanelURL: "http://x/#debug", Features: map[string]bool{"chat": true},
+			Commands: []Command{{Name: "help", Help: "h"}}}},
+	}
+	got, err := json.MarshalIndent(examples, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", "contract.json")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("the JSON contract changed; if intended, update docs/api.md and run go test ./api -update\n%s", got)
+	}
+}
+
+// host is an extension.Host that may offer services.
+type host struct{ svc *Services }
+
+func (host) ID() string                                  { return "x" }
+func (host) Logger() *slog.Logger                        { return slog.New(slog.DiscardHandler) }
+func (host) DataDir() string                             { return "" }
+func (host) DecodeConfig(any) error                      { return nil }
+func (host) DB() *sql.DB                                 { return nil }
+func (host) Bus() extension.Bus                          { return nil }
+func (host) Receive(context.Context, chat.Inbound) error { return nil }
+func (host) Now() time.Time                              { return time.Time{} }
+
+type providerHost struct{ host }
+
+func (h providerHost) APIServices() *Services { return h.svc }
+
+func TestServicesFrom(t *testing.T) {
+	svc := &Services{}
+	tests := []struct {
+		name string
+		h    extension.Host
+		same bool
+	}{
+		{"host without services", host{}, false},
+		{"provider offering none", providerHost{host{}}, false},
+		{"provider", providerHost{host{svc: svc}}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ServicesFrom(tc.h)
+			if got == nil || (got == svc) != tc.same {
+				t.Fatalf("ServicesFrom = %p (offered %p)", got, svc)
+			}
+		})
+	}
+	if TimePtr(time.Time{}) != nil || TimePtr(time.Unix(1, 0)) == nil {
+		t.Fatal("TimePtr")
+	}
+}
