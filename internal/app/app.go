@@ -30,6 +30,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/dreaming"
 	"github.com/reverie-ai/reverie/internal/eventbus"
+	"github.com/reverie-ai/reverie/internal/harvest"
 	"github.com/reverie-ai/reverie/internal/heartbeat"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/kernel"
@@ -37,6 +38,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/pulse"
+	"github.com/reverie-ai/reverie/internal/reflection"
 	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/scheduler"
 	"github.com/reverie-ai/reverie/internal/skills"
@@ -103,6 +105,10 @@ type App struct {
 	Scheduler *scheduler.Scheduler
 	// Workflows runs sub-sessions and their workflows.
 	Workflows *workflow.Manager
+	// Harvester mines conversations for memories; Reflector watches
+	// background work (nil when disabled).
+	Harvester *harvest.Harvester
+	Reflector *reflection.Reflector
 	// Heartbeat is the periodic review (nil when off or without a model).
 	Heartbeat *heartbeat.Heartbeat
 
@@ -288,6 +294,9 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if err := a.buildScheduler(ctx); err != nil {
 		return nil, err
 	}
+	if err := a.buildBackground(ctx); err != nil {
+		return nil, err
+	}
 	a.fillAPIServices(a.API)
 	if err := k.Init(ctx); err != nil {
 		return nil, fmt.Errorf("initialise extensions: %w", err)
@@ -325,6 +334,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.runDreaming(gctx) })
 	g.Go(func() error { return a.Scheduler.Run(gctx) })
 	g.Go(func() error { return a.Workflows.Run(gctx) })
+	g.Go(func() error { return a.runBackground(gctx) })
 	a.Kernel.Ready(gctx)
 	close(a.ready)
 	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),

@@ -63,6 +63,8 @@ type Config struct {
 	Tools      ToolsConfig      `yaml:"tools"`
 	Memory     MemoryConfig     `yaml:"memory"`
 	Dreaming   DreamingConfig   `yaml:"dreaming"`
+	Harvest    HarvestConfig    `yaml:"harvest"`
+	Reflection ReflectionConfig `yaml:"reflection"`
 	Scheduler  SchedulerConfig  `yaml:"scheduler"`
 	Workflow   WorkflowConfig   `yaml:"workflow"`
 
@@ -146,12 +148,14 @@ func Default() Config {
 			PulseChars:    5000,
 			SkillsChars:   20000,
 		},
-		Tools:     defaultTools(),
-		Memory:    defaultMemory(),
-		Dreaming:  defaultDreaming(),
-		Scheduler: defaultScheduler(),
-		Workflow:  defaultWorkflow(),
-		Models:    ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
+		Tools:      defaultTools(),
+		Memory:     defaultMemory(),
+		Dreaming:   defaultDreaming(),
+		Harvest:    defaultHarvest(),
+		Reflection: defaultReflection(),
+		Scheduler:  defaultScheduler(),
+		Workflow:   defaultWorkflow(),
+		Models:     ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
 	}
 }
 
@@ -496,6 +500,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateDreaming(); err != nil {
+		return err
+	}
+	if err := c.validateBackground(); err != nil {
 		return err
 	}
 	if err := c.validateScheduler(); err != nil {

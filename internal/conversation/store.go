@@ -600,10 +600,13 @@ func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int, error)
 
 // CountUserMessagesSince counts the thread's user messages with id > sinceID,
 // archived or not (compaction does not hide them from the memory harvest).
+// System events (stored with the user role, text starting "[SYSTEM EVENT]")
+// are not messages from the user and are not counted.
 func (s *Store) CountUserMessagesSince(ctx context.Context, id chat.ThreadID, sinceID int64) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx,
-		`SELECT COUNT(*) FROM messages WHERE thread_id = ? AND id > ? AND role = ?`,
+		`SELECT COUNT(*) FROM messages WHERE thread_id = ? AND id > ? AND role = ?
+		   AND COALESCE(json_extract(parts, '$[0].text'), '') NOT LIKE '[SYSTEM EVENT]%'`,
 		string(id), sinceID, string(llm.RoleUser)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count user messages of %q: %w", id, err)

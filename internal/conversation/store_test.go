@@ -321,6 +321,13 @@ func TestArchiveSummaryCompactReset(t *testing.T) {
 	if n, err := s.CountUserMessagesSince(ctx, id, 0); err != nil || n != 15 {
 		t.Errorf("CountUserMessagesSince(0) counts archived too: %d, %v", n, err)
 	}
+	// A system event is stored with the user role but is not the user's.
+	if _, err := s.Append(ctx, id, llm.UserText("[SYSTEM EVENT] Sub-session sub_1 completed"), llm.UserText("thanks")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.CountUserMessagesSince(ctx, id, ids[14]); err != nil || n != 1 {
+		t.Errorf("CountUserMessagesSince counts system events: %d, %v", n, err)
+	}
 
 	if err := s.Reset(ctx, id); err != nil {
 		t.Fatal(err)

@@ -415,6 +415,7 @@ func (r *Reflector) Cycle(ctx context.Context, trigger string) (Report, error) {
 			Objective: "Make this change to the assistant's skills or memories, then say in one line what you changed:\n" + ans.Change,
 			Context:   "Why: " + ans.Summary + "\n\nFindings:\n" + b.String(),
 			ToolNames: []string{"read_file", "read_skill", "add_skill", "append_memory"},
+			MaxRounds: r.set.MutationRounds,
 		})
 		if err != nil {
 			r.log.Warn("reflection: could not start the change worker", "err", err)

@@ -248,7 +248,7 @@ func TestCycle(t *testing.T) {
 		t.Fatalf("cycle %+v, %d calls", rep, f.calls)
 	}
 	sp := f.rec.spawns[0]
-	if !strings.Contains(sp.Objective, "feed moved") || !slices.Equal(sp.ToolNames, []string{"read_file", "read_skill", "add_skill", "append_memory"}) || sp.Parent != "" {
+	if !strings.Contains(sp.Objective, "feed moved") || !slices.Equal(sp.ToolNames, []string{"read_file", "read_skill", "add_skill", "append_memory"}) || sp.Parent != "" || sp.MaxRounds != 5 {
 		t.Fatalf("mutation request %+v", sp)
 	}
 	if !slices.Contains(f.rec.topics, TopicAnalysisComplete) || !slices.Contains(f.rec.topics, TopicFinding) {

@@ -1,0 +1,57 @@
+package apptest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/internal/interactions"
+	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/workflow"
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// After the configured number of user messages, the memory harvest starts a
+// worker with the transcript; the worker stores the fact it finds with
+// append_memory, and the harvest is in the interaction log.
+func TestMemoryHarvestEndToEnd(t *testing.T) {
+	h := Start(t, WithEnv("REVERIE_HARVEST__MESSAGE_THRESHOLD=3"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := h.App.Bus.Watch(ctx, workflow.TopicCompleted, 4)
+	var worker string
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		sys := systemText(req)
+		if strings.Contains(sys, "store every durable personal fact") {
+			worker = sys
+			if req.Messages[len(req.Messages)-1].Role == "tool" {
+				return llmtest.ServerReply{Text: "Stored 1 fact."}
+			}
+			args, _ := json.Marshal(map[string]any{"text": "The user's sister Ana lives in Porto.", "keep_in_view": false})
+			return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "append_memory", Arguments: args}}}
+		}
+		return llmtest.ServerReply{Text: "ok"}
+	})
+	for _, m := range []string{"hi", "my sister Ana moved to Porto last year", "anyway, what's the weather like?"} {
+		h.Send(t, "bob", m)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("no harvest worker completed")
+	}
+	if !strings.Contains(worker, "User: my sister Ana moved to Porto last year") || strings.Contains(worker, "SYSTEM EVENT") {
+		t.Errorf("worker prompt:\n%s", worker)
+	}
+	res, err := h.App.Memory.Search(ctx, memory.Query{Text: "where does Ana live", Peek: true})
+	if err != nil || len(res) == 0 || !strings.Contains(res[0].Memory.Text, "Porto") {
+		t.Fatalf("memory after harvest: %+v, %v", res, err)
+	}
+	entries, err := h.App.Interactions.List(ctx, interactions.Filter{Action: interactions.ActionMemoryHarvest})
+	if err != nil || len(entries) != 1 || entries[0].Thread != "test:bob" {
+		t.Fatalf("harvest log: %+v, %v", entries, err)
+	}
+}
