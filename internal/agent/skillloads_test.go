@@ -23,7 +23,9 @@ type recordingSources struct {
 }
 
 func (r *recordingSources) Memories(context.Context) (string, error) { return "", nil }
-func (r *recordingSources) Pulse(context.Context) (string, error)    { return "[P2] #1: Fix auth bug", nil }
+func (r *recordingSources) Pulse(context.Context) (string, error) {
+	return "[P2] #1: Fix auth bug", nil
+}
 func (r *recordingSources) Skills(context.Context) ([]prompt.Skill, error) {
 	return r.skills, nil
 }
