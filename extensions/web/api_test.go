@@ -524,3 +524,48 @@ func TestShutdownEndsStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestOriginChecksBehindAProxy(t *testing.T) {
+	s := startWeb(t, "rate_per_second: 0\npublic_url: https://reverie.example.org", &api.Services{})
+	login, _ := http.NewRequest("POST", s.base+"/api/v1/login", strings.NewReader(`{"token":"`+testToken+`"}`))
+	login.Header.Set("Origin", "https://reverie.example.org")
+	resp, err := http.DefaultClient.Do(login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || len(resp.Cookies()) != 1 {
+		t.Fatalf("login from the public origin: %d", resp.StatusCode)
+	}
+	cookie := resp.Cookies()[0]
+	for _, tc := range []struct {
+		origin string
+		want   int
+	}{
+		{"https://reverie.example.org", http.StatusOK},
+		{"", http.StatusOK},
+		{"https://evil.example.org", http.StatusForbidden},
+		{"null", http.StatusForbidden},
+	} {
+		req, _ := http.NewRequest("POST", s.base+"/api/v1/logout", nil)
+		req.AddCookie(cookie)
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := tc.want
+		if want == http.StatusOK {
+			want = http.StatusNoContent
+		}
+		if resp.StatusCode != want {
+			t.Errorf("origin %q: %d, want %d", tc.origin, resp.StatusCode, want)
+		}
+	}
+	if got := s.w.PanelURL(); got != "https://reverie.example.org/#debug" {
+		t.Errorf("panel URL %q", got)
+	}
+}

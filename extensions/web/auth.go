@@ -263,8 +263,9 @@ func (a *authenticator) check(r *http.Request) authKind {
 }
 
 // sameOrigin reports whether r's Origin header, when present, names the host
-// r was sent to (cookie-authenticated writes must come from the page).
-func sameOrigin(r *http.Request) bool {
+// r was sent to, or publicHost (web.public_url's host, when a reverse proxy
+// changes Host): cookie-authenticated writes must come from the page.
+func sameOrigin(r *http.Request, publicHost string) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
@@ -273,7 +274,19 @@ func sameOrigin(r *http.Request) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	return strings.EqualFold(u.Host, r.Host)
+	return strings.EqualFold(u.Host, r.Host) || (publicHost != "" && strings.EqualFold(u.Host, publicHost))
+}
+
+// publicHost is web.public_url's host:port, or "".
+func publicHost(publicURL string) string {
+	if publicURL == "" {
+		return ""
+	}
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // sessionCookie builds the cookie set by /login (maxAge < 0 clears it).

@@ -130,7 +130,7 @@ func (w *Web) authenticate(next http.Handler) http.Handler {
 			return
 		case authCookie:
 			unsafe := r.Method != http.MethodGet && r.Method != http.MethodHead
-			if (unsafe || isUpgrade(r)) && !sameOrigin(r) {
+			if (unsafe || isUpgrade(r)) && !sameOrigin(r, publicHost(w.cfg.PublicURL)) {
 				writeError(rw, http.StatusForbidden, "cross-origin request refused")
 				return
 			}
@@ -158,7 +158,7 @@ func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
 		w.serviceError(rw, r, err)
 		return
 	}
-	if !sameOrigin(r) {
+	if !sameOrigin(r, publicHost(w.cfg.PublicURL)) {
 		writeError(rw, http.StatusForbidden, "cross-origin request refused")
 		return
 	}

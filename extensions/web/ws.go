@@ -388,7 +388,12 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer w.releaseStream()
-	ws, err := websocket.Accept(rw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	opts := &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled}
+	if h := publicHost(w.cfg.PublicURL); h != "" {
+		// Behind a reverse proxy the page's origin is the public address.
+		opts.OriginPatterns = []string{h}
+	}
+	ws, err := websocket.Accept(rw, r, opts)
 	if err != nil {
 		// Accept has answered (400, 403 for another origin, …).
 		w.log.Debug("WebSocket upgrade refused", "remote", r.RemoteAddr, "err", err)
