@@ -302,7 +302,9 @@ func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, api.ErrTurnFailed):
 		reply.Error = err.Error()
 		writeJSON(rw, http.StatusBadGateway, reply)
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && r.Context().Err() == nil:
+	case r.Context().Err() != nil:
+		// The client went away; the turn still completes and is stored.
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		writeError(rw, http.StatusGatewayTimeout, "the turn is taking too long; its reply will be in the thread's history")
 	default:
 		w.serviceError(rw, r, err)
