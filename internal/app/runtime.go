@@ -127,6 +127,26 @@ func (a *App) buildRuntime(ctx context.Context) error {
 			}
 			return u, err
 		},
+		UsageByRole: func(ctx context.Context) ([]router.RoleUsage, error) {
+			day := a.opts.Now().UTC().Format(time.DateOnly)
+			rows, err := models.Usage(ctx, day, day)
+			if err != nil {
+				return nil, err
+			}
+			var out []router.RoleUsage
+			idx := map[string]int{}
+			for _, r := range rows {
+				i, ok := idx[r.Role]
+				if !ok {
+					i = len(out)
+					idx[r.Role] = i
+					out = append(out, router.RoleUsage{Role: r.Role})
+				}
+				out[i].Calls += r.Calls
+				out[i].Usage = out[i].Usage.Add(llm.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens})
+			}
+			return out, nil
+		},
 		Events: a.Bus,
 		Now:    a.opts.Now,
 		Logger: a.Logger.With("component", "router"),

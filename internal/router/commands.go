@@ -221,5 +221,12 @@ func (r *Router) cmdStatus(ctx context.Context, cc CommandContext) (string, erro
 			fmt.Fprintf(&b, "\nToday's usage: %d input + %d output tokens", u.InputTokens, u.OutputTokens)
 		}
 	}
+	if r.o.UsageByRole != nil {
+		if rows, err := r.o.UsageByRole(ctx); err == nil {
+			for _, ru := range rows {
+				fmt.Fprintf(&b, "\n  %s: %d call(s), %d + %d tokens", ru.Role, ru.Calls, ru.Usage.InputTokens, ru.Usage.OutputTokens)
+			}
+		}
+	}
 	return b.String(), nil
 }

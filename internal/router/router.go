@@ -102,6 +102,9 @@ type Options struct {
 	Describe func(role string) string
 	// UsageToday reports today's token usage for /status.
 	UsageToday func(ctx context.Context) (llm.Usage, error)
+	// UsageByRole, when set, breaks today's usage down by model role for
+	// /status (the heartbeat's scout, dreaming, sub-sessions…).
+	UsageByRole func(ctx context.Context) ([]RoleUsage, error)
 	// DebugURL is the web debug panel's address for /debug ("" when the
 	// web channel is off).
 	DebugURL string
@@ -122,6 +125,13 @@ const (
 	jobSystemEvent jobKind = "system_event"
 	jobNotify      jobKind = "notify"
 )
+
+// RoleUsage is one model role's usage today.
+type RoleUsage struct {
+	Role  string
+	Calls int
+	Usage llm.Usage
+}
 
 // job is one queued item.
 type job struct {
