@@ -82,6 +82,7 @@ func (a *App) buildHeartbeat(ctx context.Context) error {
 		Model:      a.Models.Model(modelrouter.RoleScout),
 		Escalate:   a.Router,
 		MainThread: a.mainThread,
+		Worker:     a.Workflows,
 		Tasks:      a.Scheduler,
 		Events:     a.Bus,
 		Interval:   cfg.Interval,

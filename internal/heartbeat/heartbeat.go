@@ -3,7 +3,8 @@
 // (its revision), the tasks due soon or failing, and notable bus events since
 // the last review. When nothing changed it makes no model call at all;
 // otherwise it asks the cheap scout role one structured question — does
-// anything need attention now? — and escalates to the main agent, as a
+// anything need attention now? — and escalates (background work to a
+// full-mode sub-session when a Worker is set; otherwise) to the main agent, as a
 // system event on the main thread, only when the scout says so.
 //
 // # Guarantees
@@ -49,9 +50,11 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/scheduler"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/toolloop"
+	"github.com/reverie-ai/reverie/internal/workflow"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -97,6 +100,12 @@ type Events interface {
 	Recent(ctx context.Context, prefix string, afterID int64, limit int) ([]extension.Event, error)
 }
 
+// Worker starts a full-mode sub-session for background work
+// (*workflow.Manager).
+type Worker interface {
+	Spawn(ctx context.Context, req workflow.SpawnRequest) (workflow.SpawnResult, error)
+}
+
 // Escalator hands a system event to the main agent (*router.Router).
 type Escalator interface {
 	EnqueueSystemEvent(ctx context.Context, thread chat.ThreadID, text string) error
@@ -111,6 +120,9 @@ type Options struct {
 	// Escalate receives the system event when the scout asks for
 	// attention (required).
 	Escalate Escalator
+	// Worker, when set, takes escalations the scout marks as background
+	// work (a full-mode sub-session whose result reaches the main thread).
+	Worker Worker
 	// MainThread names the thread to escalate to (nil: chat.DefaultThread).
 	MainThread func(ctx context.Context) chat.ThreadID
 	// Pulse, Tasks and Events are the sources; a nil one is left out.
@@ -148,19 +160,25 @@ type Verdict struct {
 	Attention bool   `json:"attention"`
 	Reason    string `json:"reason"`
 	Nudge     string `json:"nudge"`
+	// Work marks a nudge that is background work needing no user (look
+	// something up, check, prepare): it goes to a full-mode sub-session
+	// instead of the main agent.
+	Work bool `json:"work"`
 }
 
 var verdictSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"attention":{"type":"boolean","description":"true only if the assistant should act now"},` +
 	`"reason":{"type":"string","description":"one sentence: why, or why not"},` +
-	`"nudge":{"type":"string","description":"when attention is true: what the assistant should do or tell the user; else empty"}},` +
-	`"required":["attention","reason","nudge"],"additionalProperties":false}`)
+	`"nudge":{"type":"string","description":"when attention is true: what the assistant should do or tell the user; else empty"},` +
+	`"work":{"type":"boolean","description":"true when the nudge is background work that needs no user (research, checking, preparing); false when the user should be told or asked"}},` +
+	`"required":["attention","reason","nudge","work"],"additionalProperties":false}`)
 
 // ScoutInstructions is the scout's system prompt.
 const ScoutInstructions = `You are the scout of a personal AI assistant: a quick, cheap check that runs in the background every so often.
 You see the assistant's working memory (pulse items: active goals, deadlines, open questions), scheduled tasks that are due soon or failing, and notable events since the last check.
 Decide whether the assistant should act now: a deadline is close and nothing is planned, a task or background job keeps failing, something the user is waiting for is stuck, a follow-up is overdue.
 Most checks need nothing: then answer attention=false. Do not ask for attention for things that are already scheduled and fine.
+When attention is needed, set work=true if the nudge is work that can be done in the background without the user (look something up, check on a failing job, prepare something), and work=false when the user should be told or asked.
 Answer only with JSON matching the schema.`
 
 // New migrates the state table and returns a Heartbeat.
@@ -466,6 +484,19 @@ func (h *Heartbeat) escalate(ctx context.Context, v Verdict) error {
 		if t := h.o.MainThread(ctx); t != "" {
 			thread = t
 		}
+	}
+	if v.Work && h.o.Worker != nil && strings.TrimSpace(v.Nudge) != "" {
+		res, err := h.o.Worker.Spawn(ctx, workflow.SpawnRequest{
+			Objective: strings.TrimSpace(v.Nudge),
+			Context:   "The periodic review of the pulse and the scheduled tasks found: " + v.Reason,
+			Mode:      prompt.ModeFull,
+			Parent:    thread,
+		})
+		if err != nil {
+			return fmt.Errorf("escalate to a sub-session: %w", err)
+		}
+		h.log.Info("heartbeat escalated to a sub-session", "session", res.ID, "thread", thread)
+		return nil
 	}
 	text := "Heartbeat review: something may need your attention. " + v.Reason
 	if n := strings.TrimSpace(v.Nudge); n != "" {

@@ -17,9 +17,11 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/eventbus"
+	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/pulse"
 	"github.com/reverie-ai/reverie/internal/scheduler"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/workflow"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -364,5 +366,44 @@ func TestQuiet(t *testing.T) {
 		if _, err := New(context.Background(), bad); err == nil {
 			t.Errorf("New(%+v) succeeded", bad)
 		}
+	}
+}
+
+type spawner struct{ reqs []workflow.SpawnRequest }
+
+func (s *spawner) Spawn(_ context.Context, r workflow.SpawnRequest) (workflow.SpawnResult, error) {
+	s.reqs = append(s.reqs, r)
+	return workflow.SpawnResult{ID: "sub_1"}, nil
+}
+
+// Background work goes to a full-mode sub-session whose result reaches the
+// main thread; a nudge for the user goes to the main agent.
+func TestEscalationTargets(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "h.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	esc, sp := &escalations{}, &spawner{}
+	h, err := New(context.Background(), Options{DB: db, Model: &scout{}, Escalate: esc, Worker: sp,
+		MainThread: func(context.Context) chat.ThreadID { return "web:main" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := h.escalate(ctx, Verdict{Attention: true, Reason: "the flight price alert failed twice", Nudge: "Check the flight prices for Friday", Work: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.reqs) != 1 || sp.reqs[0].Mode != prompt.ModeFull || sp.reqs[0].Parent != "web:main" || sp.reqs[0].Objective != "Check the flight prices for Friday" {
+		t.Fatalf("spawned %+v", sp.reqs)
+	}
+	if esc.n() != 0 {
+		t.Fatal("background work also went to the main agent")
+	}
+	if err := h.escalate(ctx, Verdict{Attention: true, Reason: "passport", Nudge: "Remind the user", Work: false}); err != nil {
+		t.Fatal(err)
+	}
+	if esc.n() != 1 || len(sp.reqs) != 1 {
+		t.Fatalf("user nudge: %d escalations, %d spawns", esc.n(), len(sp.reqs))
 	}
 }
