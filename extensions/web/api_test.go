@@ -344,6 +344,8 @@ func TestChannelDeliversToFollowersOnly(t *testing.T) {
 	s := startWeb(t, "rate_per_second: 0", &api.Services{}, extensiontest.WithReceive(rec.receive))
 	a := s.dial(t, "?thread=web:a")
 	b := s.dial(t, "?thread=b")
+	// The upgrade answers before the server registers the connection.
+	waitConnections(t, s.w, 2)
 	writeClientFrame(t, a, api.ClientFrame{Type: api.FrameMessage, Thread: "a", Text: "hello"})
 	msg := <-rec.ch
 	if msg.Address != (chat.Address{Channel: "web", Thread: "web:a"}) || msg.Text != "hello" {

@@ -73,8 +73,10 @@ func newHub() *hub {
 	return &hub{conns: map[*wsConn]struct{}{}, byThread: map[chat.ThreadID]map[*wsConn]struct{}{}}
 }
 
-// add registers c; false once the hub is closed.
-func (h *hub) add(c *wsConn) bool {
+// add registers c following threads (at once, so that Connections counts
+// only connections that already follow their threads); false once the hub
+// is closed.
+func (h *hub) add(c *wsConn, threads []chat.ThreadID) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -82,6 +84,9 @@ func (h *hub) add(c *wsConn) bool {
 	}
 	h.conns[c] = struct{}{}
 	h.wg.Add(1)
+	for _, t := range threads {
+		h.subscribeLocked(c, t)
+	}
 	return true
 }
 
@@ -108,6 +113,11 @@ func (h *hub) subscribe(c *wsConn, t chat.ThreadID) error {
 	if len(c.threads) >= maxSubscriptions {
 		return fmt.Errorf("a connection follows at most %d threads", maxSubscriptions)
 	}
+	h.subscribeLocked(c, t)
+	return nil
+}
+
+func (h *hub) subscribeLocked(c *wsConn, t chat.ThreadID) {
 	c.threads[t] = struct{}{}
 	subs := h.byThread[t]
 	if subs == nil {
@@ -115,7 +125,6 @@ func (h *hub) subscribe(c *wsConn, t chat.ThreadID) error {
 		h.byThread[t] = subs
 	}
 	subs[c] = struct{}{}
-	return nil
 }
 
 func (h *hub) unsubscribe(c *wsConn, t chat.ThreadID) {
@@ -405,14 +414,11 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := newWSConn(ctx, ws, cancel)
-	if !w.hub.add(c) {
+	if !w.hub.add(c, initial) {
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
 	}
 	defer w.hub.remove(c)
-	for _, t := range initial {
-		_ = w.hub.subscribe(c, t)
-	}
 	defer func() {
 		// The writer closes the connection (a bounded close handshake);
 		// then the writer and any ping are awaited.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -554,9 +555,14 @@ func TestWebIdleClientsDoNotHurtAChattingOne(t *testing.T) {
 			t.Fatalf("round %d: %s", round, frameTypes(got))
 		}
 	}
-	// The idle ones are all still there and usable.
-	if n := w.Web.Connections(); n != idle+1 {
-		t.Fatalf("%d connections open, want %d", n, idle+1)
+	// The idle ones are all still there and usable (the server registers a
+	// connection just after answering its upgrade).
+	deadline := time.Now().Add(20 * time.Second)
+	for w.Web.Connections() != idle+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, want %d", w.Web.Connections(), idle+1)
+		}
+		runtime.Gosched()
 	}
 	for _, i := range []int{0, idle / 2, idle - 1} {
 		writeFrame(t, conns[i], api.ClientFrame{Type: api.FramePing})
