@@ -396,7 +396,12 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusServiceUnavailable, "too many open connections")
 		return
 	}
-	defer w.releaseStream()
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			w.releaseStream()
+		}
+	}()
 	opts := &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled}
 	if h := publicHost(w.cfg.PublicURL); h != "" {
 		// Behind a reverse proxy the page's origin is the public address.
@@ -412,20 +417,28 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 	// The request's context is not used after the upgrade (see
 	// websocket.Accept); the connection lives until either side closes.
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	c := newWSConn(ctx, ws, cancel)
 	if !w.hub.add(c, initial) {
+		cancel()
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return
 	}
-	defer w.hub.remove(c)
-	defer func() {
-		// The writer closes the connection (a bounded close handshake);
-		// then the writer and any ping are awaited.
-		c.close(websocket.StatusNormalClosure, "")
-		c.wg.Wait()
+	// The connection is read on a fresh goroutine (its stack stays small,
+	// unlike this handler's) that the hub owns: Run waits for it.
+	handedOver = true
+	remote := clientIP(r)
+	go func() {
+		defer w.releaseStream()
+		defer w.hub.remove(c)
+		defer cancel()
+		defer func() {
+			// The writer closes the connection (a bounded close
+			// handshake); then the writer and any ping are awaited.
+			c.close(websocket.StatusNormalClosure, "")
+			c.wg.Wait()
+		}()
+		w.readLoop(ctx, c, remote)
 	}()
-	w.readLoop(ctx, c, clientIP(r))
 }
 
 // readLoop handles client frames until the connection ends.
