@@ -571,3 +571,17 @@ func TestOriginChecksBehindAProxy(t *testing.T) {
 		t.Errorf("panel URL %q", got)
 	}
 }
+
+func TestOversizedFrameClosesTheConnection(t *testing.T) {
+	s := startWeb(t, "rate_per_second: 0\nmax_body_bytes: 2048", &api.Services{})
+	c := s.dial(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	big, _ := json.Marshal(api.ClientFrame{Type: api.FrameMessage, Thread: "web:x", Text: strings.Repeat("x", 4096)})
+	if err := c.Write(ctx, websocket.MessageText, big); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+		t.Fatalf("read after an oversized frame: %v, want close 1009", err)
+	}
+}
