@@ -126,11 +126,7 @@ func New(ctx context.Context, o Options) (*Dreamer, error) {
 	if o.DB == nil || o.Memory == nil || o.Model == nil || o.DataDir == "" {
 		return nil, errors.New("dreaming: DB, DataDir, Memory and Model are required")
 	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	if err := sqlite.Migrate(ctx, o.DB, Component, sub); err != nil {
+	if err := sqlite.MigrateDir(ctx, o.DB, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	if o.Settings == (Settings{}) {

@@ -38,7 +38,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"strings"
 	"time"
@@ -116,11 +115,7 @@ func New(ctx context.Context, o Options) (*Harvester, error) {
 	if o.DB == nil || o.Threads == nil || o.Spawner == nil {
 		return nil, errors.New("harvest: DB, Threads and Spawner are required")
 	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	if err := sqlite.Migrate(ctx, o.DB, Component, sub); err != nil {
+	if err := sqlite.MigrateDir(ctx, o.DB, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	if o.MessageThreshold <= 0 {

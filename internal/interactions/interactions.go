@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -117,12 +116,8 @@ var migrations embed.FS
 
 // Open migrates the interaction log's schema on db and returns the store.
 func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("interaction log migrations: %w", err)
-	}
-	if err := sqlite.Migrate(ctx, db, Component, sub); err != nil {
-		return nil, fmt.Errorf("migrate interaction log: %w", err)
+	if err := sqlite.MigrateDir(ctx, db, Component, migrations, "migrations"); err != nil {
+		return nil, err
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

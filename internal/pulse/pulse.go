@@ -6,7 +6,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 	"sync"
@@ -213,12 +212,8 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("open pulse: no database")
 	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("pulse migrations: %w", err)
-	}
-	if err := sqlite.Migrate(ctx, db, Component, sub); err != nil {
-		return nil, fmt.Errorf("migrate pulse: %w", err)
+	if err := sqlite.MigrateDir(ctx, db, Component, migrations, "migrations"); err != nil {
+		return nil, err
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -38,7 +38,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -177,11 +176,7 @@ func New(ctx context.Context, o Options) (*Reflector, error) {
 	if o.DB == nil || o.Outcomes == nil {
 		return nil, errors.New("reflection: DB and Outcomes are required")
 	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	if err := sqlite.Migrate(ctx, o.DB, Component, sub); err != nil {
+	if err := sqlite.MigrateDir(ctx, o.DB, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	if o.Settings == (Settings{}) {

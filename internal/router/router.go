@@ -6,7 +6,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -196,12 +195,8 @@ func New(ctx context.Context, opts Options) (*Router, error) {
 	case opts.Threads == nil:
 		return nil, errors.New("router: no conversation store")
 	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("router migrations: %w", err)
-	}
-	if err := sqlite.Migrate(ctx, opts.DB, Component, sub); err != nil {
-		return nil, fmt.Errorf("migrate router inbox: %w", err)
+	if err := sqlite.MigrateDir(ctx, opts.DB, Component, migrations, "migrations"); err != nil {
+		return nil, err
 	}
 	if opts.MaxParallel <= 0 {
 		opts.MaxParallel = DefaultMaxParallel

@@ -144,12 +144,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, errors.New("open skills: no data dir")
 	}
 	if o.DB != nil {
-		sub, err := fs.Sub(migrations, "migrations")
-		if err != nil {
-			return nil, fmt.Errorf("skills migrations: %w", err)
-		}
-		if err := sqlite.Migrate(ctx, o.DB, Component, sub); err != nil {
-			return nil, fmt.Errorf("migrate skills: %w", err)
+		if err := sqlite.MigrateDir(ctx, o.DB, Component, migrations, "migrations"); err != nil {
+			return nil, err
 		}
 	}
 	if o.MaxBodyChars <= 0 {

@@ -101,6 +101,19 @@ type migration struct {
 	sql     string
 }
 
+// MigrateDir is Migrate over the directory dir of fsys (usually an embedded
+// "migrations" folder), with errors naming the component.
+func MigrateDir(ctx context.Context, db *sql.DB, component string, fsys fs.FS, dir string) error {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		return fmt.Errorf("migrations of %s: %w", component, err)
+	}
+	if err := Migrate(ctx, db, component, sub); err != nil {
+		return fmt.Errorf("migrate %s: %w", component, err)
+	}
+	return nil
+}
+
 // Migrate applies, in version order and each in its own transaction, the
 // migrations of component found as "*.sql" files at the root of fsys whose
 // version is above the one recorded. File names start with the version

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"slices"
 	"strings"
@@ -146,12 +145,8 @@ func Open(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("workflow migrations: %w", err)
-	}
-	if err := sqlite.Migrate(ctx, opts.DB, Component, sub); err != nil {
-		return nil, fmt.Errorf("migrate workflows: %w", err)
+	if err := sqlite.MigrateDir(ctx, opts.DB, Component, migrations, "migrations"); err != nil {
+		return nil, err
 	}
 	m := &Manager{
 		o: opts, log: opts.Logger,
@@ -161,6 +156,7 @@ func Open(ctx context.Context, opts Options) (*Manager, error) {
 	}
 	m.buildTools()
 	// Prepared once: preparing a full-text query costs more than running it.
+	var err error
 	if m.feedbackStmt, err = opts.DB.PrepareContext(ctx, feedbackQuery); err != nil {
 		return nil, fmt.Errorf("prepare feedback query: %w", err)
 	}
