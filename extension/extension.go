@@ -33,6 +33,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -244,6 +245,14 @@ const (
 	FieldURL    FieldKind = "url"
 	FieldSelect FieldKind = "select"
 )
+
+// ErrInvalidConfig marks an Init error caused by the extension's own
+// configuration: a value DecodeConfig accepted but that cannot work (the
+// web channel without authentication on a public address, say). Wrap it
+// (fmt.Errorf("web.auth: …: %w", extension.ErrInvalidConfig)) and the agent
+// refuses to start, like for any configuration error, instead of running
+// without the extension.
+var ErrInvalidConfig = errors.New("invalid configuration")
 
 // Host is what the kernel gives an extension in Init. The values it returns
 // stay valid until Destroy.

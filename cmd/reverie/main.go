@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
 
@@ -57,7 +58,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	fmt.Fprintln(stderr, "reverie:", err)
 	var cerr *config.Error
-	if errors.As(err, &cerr) {
+	if errors.As(err, &cerr) || errors.Is(err, extension.ErrInvalidConfig) {
 		return ExitConfig
 	}
 	return ExitFailure

@@ -113,6 +113,10 @@ func TestConfiguration(t *testing.T) {
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("Init error %v, want one containing %q", err, tc.wantErr)
 			case tc.wantErr != "":
+				// Decoding errors are the host's (*config.Error in the app).
+				if !errors.Is(err, extension.ErrInvalidConfig) && !strings.Contains(err.Error(), "decode configuration") {
+					t.Errorf("error %v does not wrap extension.ErrInvalidConfig", err)
+				}
 				for _, secret := range []string{"from-the-environment", "from-a-file"} {
 					if strings.Contains(err.Error(), secret) {
 						t.Fatalf("error leaks the secret: %v", err)

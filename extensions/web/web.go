@@ -137,6 +137,9 @@ func (w *Web) Init(_ context.Context, host extension.Host) error {
 	if !none {
 		token, created, err := loadToken(w.cfg.Token, host.DataDir())
 		if err != nil {
+			if w.cfg.Token.IsSet() {
+				err = fmt.Errorf("%w: %w", extension.ErrInvalidConfig, err)
+			}
 			return err
 		}
 		w.auth = newAuthenticator(token, false)
@@ -161,7 +164,16 @@ func (w *Web) Init(_ context.Context, host extension.Host) error {
 	return nil
 }
 
+// validate checks the section; its errors wrap extension.ErrInvalidConfig
+// (the agent refuses to start rather than run without its web channel).
 func (c Config) validate() error {
+	if err := c.check(); err != nil {
+		return fmt.Errorf("%w: %w", extension.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+func (c Config) check() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("web.listen %q: %w", c.Listen, err)
 	}

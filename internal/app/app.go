@@ -268,7 +268,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		// leaving that feature silently off.
 		Fatal: func(err error) bool {
 			var cerr *config.Error
-			return errors.As(err, &cerr)
+			return errors.As(err, &cerr) || errors.Is(err, extension.ErrInvalidConfig)
 		},
 		APIServices: a.API,
 	})

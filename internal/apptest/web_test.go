@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -784,3 +787,14 @@ func TestWebSetupTestsThenSavesTheModel(t *testing.T) {
 }
 
 func body2s(b []byte) string { return string(b) }
+
+func TestWebWithoutAuthOnAPublicAddressRefusesToStart(t *testing.T) {
+	info, _ := extension.Lookup("web")
+	dir := filepath.Join(t.TempDir(), "data")
+	_, err := app.New(context.Background(), app.Options{DataDir: dir, Console: io.Discard,
+		Registry: []extension.Info{info},
+		Env:      []string{"REVERIE_WEB__LISTEN=0.0.0.0:0", "REVERIE_WEB__AUTH=none", "REVERIE_LOG__FILE=false"}})
+	if !errors.Is(err, extension.ErrInvalidConfig) || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("start: %v, want a configuration error about loopback", err)
+	}
+}
