@@ -171,7 +171,7 @@ var verdictSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"reason":{"type":"string","description":"one sentence: why, or why not"},` +
 	`"nudge":{"type":"string","description":"when attention is true: what the assistant should do or tell the user; else empty"},` +
 	`"work":{"type":"boolean","description":"true when the nudge is background work that needs no user (research, checking, preparing); false when the user should be told or asked"}},` +
-	`"required":["attention","reason","nudge","work"],"additionalProperties":false}`)
+	`"required":["attention","reason","nudge"],"additionalProperties":false}`)
 
 // ScoutInstructions is the scout's system prompt.
 const ScoutInstructions = `You are the scout of a personal AI assistant: a quick, cheap check that runs in the background every so often.
