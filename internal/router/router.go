@@ -397,9 +397,6 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 // enqueueLocked appends j to its thread's queue and starts the thread's
 // worker when Run is running and none owns the queue.
 func (r *Router) enqueueLocked(j *job) {
-	if r.queued[j.id] {
-		return // already queued: an inbox replay raced with its acceptance
-	}
 	q := r.queues[j.thread]
 	if q == nil {
 		q = &threadQueue{}
