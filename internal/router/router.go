@@ -170,6 +170,11 @@ type Router struct {
 	cmdMu    sync.RWMutex
 	commands map[string]Command
 
+	// replayMu keeps Run's inbox replay apart from acceptances: an item
+	// inserted while Run reads the inbox would otherwise be queued twice
+	// (once from the replay, once by its acceptance).
+	replayMu sync.RWMutex
+
 	mu      sync.Mutex
 	queues  map[chat.ThreadID]*threadQueue
 	queued  map[int64]bool // inbox ids in memory
@@ -364,6 +369,8 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 	}
 	r.mu.Unlock()
 
+	r.replayMu.RLock()
+	defer r.replayMu.RUnlock()
 	res, err := r.o.DB.ExecContext(ctx,
 		`INSERT INTO router_inbox (thread, kind, channel, sender_id, sender_name, text, origin, received_at) VALUES (?,?,?,?,?,?,?,?)`,
 		string(j.thread), string(j.kind), j.channel, j.sender.ID, j.sender.DisplayName, j.text, string(j.origin), j.received.UnixNano())
@@ -416,13 +423,16 @@ func (r *Router) enqueueLocked(j *job) {
 func (r *Router) Run(ctx context.Context) error {
 	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTurns()
+	r.replayMu.Lock()
 	pending, err := r.loadInbox(ctx)
 	if err != nil {
+		r.replayMu.Unlock()
 		return err
 	}
 	r.mu.Lock()
 	if r.running || r.stopped {
 		r.mu.Unlock()
+		r.replayMu.Unlock()
 		return errors.New("router: Run called twice")
 	}
 	r.running, r.turnCtx = true, turnCtx
@@ -439,6 +449,7 @@ func (r *Router) Run(ctx context.Context) error {
 		}
 	}
 	r.mu.Unlock()
+	r.replayMu.Unlock()
 	if len(pending) > 0 {
 		r.log.Info("replaying accepted messages from before the last stop", "items", len(pending))
 	}
