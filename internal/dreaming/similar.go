@@ -56,6 +56,9 @@ func findSimilar(items []item, lo, hi float32, maxPairs int) similarity {
 		case c >= hi:
 			uf.union(i, j)
 		case c >= lo && maxPairs > 0:
+			if h.has(i, j) {
+				return // seen through another hash table
+			}
 			if h.Len() < maxPairs {
 				heap.Push(h, pair{i, j, c})
 			} else if c > (*h)[0].cos {
@@ -71,7 +74,8 @@ func findSimilar(items []item, lo, hi float32, maxPairs int) similarity {
 			}
 		}
 	} else {
-		seen := make(map[uint64]struct{})
+		// A pair sharing buckets in several tables is compared again rather
+		// than remembered: a set of seen pairs would grow with N·bucket.
 		for _, bucket := range lshBuckets(items) {
 			for start := 0; start < len(bucket); start += lshMaxBucket {
 				w := bucket[start:min(start+lshMaxBucket, len(bucket))]
@@ -81,11 +85,6 @@ func findSimilar(items []item, lo, hi float32, maxPairs int) similarity {
 						if i > j {
 							i, j = j, i
 						}
-						k := uint64(i)<<32 | uint64(j)
-						if _, ok := seen[k]; ok {
-							continue
-						}
-						seen[k] = struct{}{}
 						consider(i, j)
 					}
 				}
@@ -187,6 +186,17 @@ func (u *unionFind) union(a, b int) {
 
 // pairHeap is a min-heap by cosine (the weakest kept pair on top).
 type pairHeap []pair
+
+// has reports whether the pair is kept already (the heap holds at most
+// MaxContradictions pairs, so a scan is cheap).
+func (h pairHeap) has(a, b int) bool {
+	for _, p := range h {
+		if p.a == a && p.b == b {
+			return true
+		}
+	}
+	return false
+}
 
 func (h pairHeap) Len() int           { return len(h) }
 func (h pairHeap) Less(i, j int) bool { return h[i].cos < h[j].cos }
