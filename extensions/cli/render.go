@@ -8,7 +8,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"charm.land/glamour/v2"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -81,31 +80,172 @@ func toolResultLine(result string) string {
 	return out
 }
 
-// markdown renders replies for the terminal, caching one renderer per
-// style and width.
+// markdown renders replies for the terminal: headings, emphasis, inline
+// code, fenced code blocks (kept as written), lists, block quotes, links
+// (text and address) and rules, wrapped to the width. Style "notty" (or
+// "ascii", or any style when NO_COLOR is set) prints no escape sequences;
+// "dark" and "light" use a few ANSI attributes. It is a small renderer of
+// its own: a full Markdown engine with syntax highlighting (glamour,
+// chroma) made the binary twice as large.
 type markdown struct {
-	style string // glamour standard style: "dark", "light", "notty", …
-	width int
-	r     *glamour.TermRenderer
+	style string // "dark", "light", "notty"
 }
 
-// render returns text rendered as markdown in width cells, or the text
-// itself, wrapped, when rendering fails.
+// sgr codes of one style.
+type mdStyle struct {
+	heading, bold, italic, code, quote, link, rule string
+}
+
+func (m *markdown) palette() (mdStyle, bool) {
+	switch m.style {
+	case "dark":
+		return mdStyle{heading: "1;36", bold: "1", italic: "3", code: "38;5;215", quote: "2", link: "4;34", rule: "2"}, true
+	case "light":
+		return mdStyle{heading: "1;34", bold: "1", italic: "3", code: "38;5;130", quote: "2", link: "4;34", rule: "2"}, true
+	}
+	return mdStyle{}, false
+}
+
+func sgr(code, s string, on bool) string {
+	if !on || code == "" || s == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// render returns text rendered as markdown in width cells.
 func (m *markdown) render(text string, width int) string {
 	text = sanitize(text)
 	if width < 20 {
 		width = 20
 	}
-	if m.r == nil || m.width != width {
-		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(m.style), glamour.WithWordWrap(width-4))
-		if err != nil {
-			return ansi.Wrap(text, width, "")
+	st, color := m.palette()
+	var out []string
+	lines := strings.Split(text, "\n")
+	para := []string{}
+	flush := func() {
+		if len(para) == 0 {
+			return
 		}
-		m.r, m.width = r, width
+		out = append(out, ansi.Wrap(inline(strings.Join(para, " "), st, color), width, ""))
+		para = para[:0]
 	}
-	out, err := m.r.Render(text)
-	if err != nil {
-		return ansi.Wrap(text, width, "")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~"):
+			flush()
+			fence := t[:3]
+			lang := strings.TrimSpace(t[3:])
+			if lang != "" {
+				out = append(out, sgr(st.quote, "  "+lang, color))
+			}
+			for i++; i < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[i]), fence); i++ {
+				out = append(out, "  "+sgr(st.code, lines[i], color))
+			}
+		case t == "":
+			flush()
+			if len(out) > 0 && out[len(out)-1] != "" {
+				out = append(out, "")
+			}
+		case strings.HasPrefix(t, "#"):
+			flush()
+			h := strings.TrimLeft(t, "#")
+			if h == "" || h[0] != ' ' {
+				para = append(para, t)
+				continue
+			}
+			out = append(out, sgr(st.heading, ansi.Wrap(strings.TrimSpace(h), width, ""), color))
+		case t == "---" || t == "***" || t == "___":
+			flush()
+			out = append(out, sgr(st.rule, strings.Repeat("─", min(width, 40)), color))
+		case strings.HasPrefix(t, "> ") || t == ">":
+			flush()
+			q := ansi.Wrap(inline(strings.TrimSpace(strings.TrimPrefix(t, ">")), st, color), width-2, "")
+			for _, ql := range strings.Split(q, "\n") {
+				out = append(out, sgr(st.quote, "│ ", color)+ql)
+			}
+		case listItem(l) != "":
+			flush()
+			indent := len(l) - len(strings.TrimLeft(l, " "))
+			marker, body := listItem(l), ""
+			body = strings.TrimSpace(strings.TrimLeft(l, " ")[len(marker):])
+			if marker == "-" || marker == "*" || marker == "+" {
+				marker = "•"
+			}
+			pad := strings.Repeat(" ", min(indent, 8)+2)
+			w := ansi.Wrap(inline(body, st, color), max(width-len(pad)-2, 10), "")
+			for j, wl := range strings.Split(w, "\n") {
+				if j == 0 {
+					out = append(out, pad+marker+" "+wl)
+				} else {
+					out = append(out, pad+strings.Repeat(" ", utf8.RuneCountInString(marker)+1)+wl)
+				}
+			}
+		default:
+			para = append(para, t)
+		}
 	}
-	return strings.TrimRight(strings.TrimLeft(out, "\n"), "\n ")
+	flush()
+	return strings.Trim(strings.Join(out, "\n"), "\n")
+}
+
+// listItem returns the marker of a list line ("-", "*", "+", "1.") or "".
+func listItem(l string) string {
+	t := strings.TrimLeft(l, " ")
+	if len(t) >= 2 && strings.ContainsRune("-*+", rune(t[0])) && t[1] == ' ' {
+		return t[:1]
+	}
+	n := 0
+	for n < len(t) && n < 4 && t[n] >= '0' && t[n] <= '9' {
+		n++
+	}
+	if n > 0 && n+1 < len(t) && (t[n] == '.' || t[n] == ')') && t[n+1] == ' ' {
+		return t[:n+1]
+	}
+	return ""
+}
+
+// inline renders **bold**, *italic*/_italic_, `code` and [text](url).
+func inline(s string, st mdStyle, color bool) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case s[i] == '`':
+			if j := strings.IndexByte(s[i+1:], '`'); j >= 0 {
+				b.WriteString(sgr(st.code, s[i+1:i+1+j], color))
+				i += j + 2
+				continue
+			}
+		case strings.HasPrefix(s[i:], "**") || strings.HasPrefix(s[i:], "__"):
+			if j := strings.Index(s[i+2:], s[i:i+2]); j > 0 {
+				b.WriteString(sgr(st.bold, inline(s[i+2:i+2+j], st, color), color))
+				i += j + 4
+				continue
+			}
+		case s[i] == '*' || s[i] == '_':
+			word := i == 0 || s[i-1] == ' ' || s[i-1] == '('
+			if j := strings.IndexByte(s[i+1:], s[i]); word && j > 0 && s[i+1] != ' ' {
+				b.WriteString(sgr(st.italic, s[i+1:i+1+j], color))
+				i += j + 2
+				continue
+			}
+		case s[i] == '[':
+			if j := strings.Index(s[i:], "]("); j > 0 {
+				if k := strings.IndexByte(s[i+j+2:], ')'); k >= 0 {
+					label, url := s[i+1:i+j], s[i+j+2:i+j+2+k]
+					b.WriteString(inline(label, st, color))
+					if url != "" && url != label {
+						b.WriteString(" (" + sgr(st.link, url, color) + ")")
+					}
+					i += j + 3 + k
+					continue
+				}
+			}
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
 }

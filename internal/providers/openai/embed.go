@@ -14,7 +14,7 @@ import (
 // Embedder turns texts into vectors through POST /embeddings.
 type Embedder struct {
 	o      Options
-	sdk    sdk.Client
+	sdk    sdk.EmbeddingService
 	policy providers.Policy
 }
 
@@ -28,7 +28,7 @@ func NewEmbedder(o Options) (*Embedder, error) {
 	if o.Dimensions < 0 {
 		return nil, fmt.Errorf("openai embedder %s: negative dimensions %d", o.Name, o.Dimensions)
 	}
-	return &Embedder{o: o, sdk: o.sdkClient(), policy: o.policy()}, nil
+	return &Embedder{o: o, sdk: sdk.NewEmbeddingService(o.sdkOptions()...), policy: o.policy()}, nil
 }
 
 // Model is the embedding model.
@@ -63,7 +63,7 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 	}
 	var vecs [][]float32
 	err := e.policy.Run(ctx, e.o.Model, nil, func(ctx context.Context, a *providers.Attempt) error {
-		res, err := e.sdk.Embeddings.New(ctx, params, option.WithMiddleware(a.Middleware))
+		res, err := e.sdk.New(ctx, params, option.WithMiddleware(a.Middleware))
 		if err != nil {
 			return err
 		}

@@ -119,7 +119,10 @@ func (o Options) policy() providers.Policy {
 	}
 }
 
-func (o Options) sdkClient() sdk.Client {
+// sdkOptions are the request options of every call. The services are
+// built one by one (not through sdk.NewClient, which references every
+// service of the API and would link them all into the binary).
+func (o Options) sdkOptions() []option.RequestOption {
 	opts := []option.RequestOption{
 		option.WithBaseURL(strings.TrimRight(o.BaseURL, "/") + "/"),
 		option.WithAPIKey(o.APIKey),
@@ -129,13 +132,19 @@ func (o Options) sdkClient() sdk.Client {
 	for k, v := range o.ExtraHeaders {
 		opts = append(opts, option.WithHeader(k, v))
 	}
-	return sdk.NewClient(opts...)
+	return opts
+}
+
+// services are the parts of the API Reverie uses.
+type services struct {
+	chat   sdk.ChatCompletionService
+	models sdk.ModelService
 }
 
 // Client generates replies through the chat-completions API.
 type Client struct {
 	o      Options
-	sdk    sdk.Client
+	sdk    services
 	policy providers.Policy
 }
 
@@ -146,7 +155,9 @@ func New(o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{o: o, sdk: o.sdkClient(), policy: o.policy()}, nil
+	opts := o.sdkOptions()
+	return &Client{o: o, sdk: services{chat: sdk.NewChatCompletionService(opts...), models: sdk.NewModelService(opts...)},
+		policy: o.policy()}, nil
 }
 
 // Name is the backend's configured name.
@@ -185,7 +196,7 @@ func (c *Client) Generate(ctx context.Context, req llm.Request, stream llm.Strea
 }
 
 func (c *Client) complete(ctx context.Context, a *providers.Attempt, params sdk.ChatCompletionNewParams) (llm.Response, error) {
-	cc, err := c.sdk.Chat.Completions.New(ctx, params, option.WithMiddleware(a.Middleware))
+	cc, err := c.sdk.chat.New(ctx, params, option.WithMiddleware(a.Middleware))
 	if err != nil {
 		return llm.Response{}, err
 	}
@@ -203,7 +214,7 @@ func (c *Client) Ping(ctx context.Context) error {
 	p.MaxRetries = -1
 	p.Timeouts = pingTimeouts
 	err := p.Run(ctx, c.o.Model, nil, func(ctx context.Context, a *providers.Attempt) error {
-		_, err := c.sdk.Models.List(ctx, option.WithMiddleware(a.Middleware))
+		_, err := c.sdk.models.List(ctx, option.WithMiddleware(a.Middleware))
 		return err
 	})
 	if err == nil || !errors.Is(err, providers.ErrNotFound) {

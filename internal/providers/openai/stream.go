@@ -19,7 +19,7 @@ import (
 // bad response.
 func (c *Client) stream(ctx context.Context, a *providers.Attempt, params sdk.ChatCompletionNewParams) (llm.Response, error) {
 	params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
-	s := c.sdk.Chat.Completions.NewStreaming(ctx, params, option.WithMiddleware(a.Middleware))
+	s := c.sdk.chat.NewStreaming(ctx, params, option.WithMiddleware(a.Middleware))
 	defer s.Close()
 
 	var acc accumulator
