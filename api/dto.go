@@ -133,6 +133,8 @@ const (
 	FrameSubscribe   = "subscribe"
 	FrameUnsubscribe = "unsubscribe"
 	FramePing        = "ping"
+	// FrameCancel stops the turn the thread is processing.
+	FrameCancel = "cancel"
 	// Server → client.
 	FrameDelta      = "delta"
 	FrameToolCall   = "tool_call"

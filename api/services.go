@@ -107,6 +107,10 @@ type Chat interface {
 	// ErrTurnFailed (the Reply is still filled in). If ctx ends first the
 	// message is still answered and stored.
 	Handle(ctx context.Context, msg chat.Inbound) (Reply, error)
+	// Cancel stops the turn the thread is processing (its reply ends with
+	// an error frame; what was written so far is kept). It reports whether
+	// something was running.
+	Cancel(ctx context.Context, thread chat.ThreadID) bool
 }
 
 // Memories reads and edits long-term memories.

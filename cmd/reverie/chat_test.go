@@ -252,12 +252,12 @@ func TestChatRemote(t *testing.T) {
 		tm.WaitFor("Hello9")
 		tm.WaitFor("Echo9:")
 		tm.WaitFor("hi there")
-		// The API cannot cancel a turn: Ctrl+C stops waiting for it, and
-		// what the server still sends for it is not shown.
+		// Ctrl+C sends a cancel frame: the server stops the turn, and what
+		// still arrives for it is not shown.
 		tm.Type("gated", clitest.Enter)
 		tm.WaitFor("› gated")
 		tm.Type(clitest.CtrlC)
-		tm.WaitFor("stopped waiting")
+		tm.WaitFor("cancelled")
 		openGate()
 		tm.Type("after", clitest.Enter)
 		seen := tm.WaitFor("after") + tm.WaitFor("Echo9:")

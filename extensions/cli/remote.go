@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/api/client"
@@ -16,10 +17,9 @@ import (
 // commandText matches a slash command the way the router recognises one.
 var commandText = regexp.MustCompile(`^/([A-Za-z][A-Za-z0-9_]*)(?:@\S+)?(?:\s|$)`)
 
-// Remote is the Backend of a server reached through its WebSocket API. The
-// API has no way to cancel a turn: Cancel stops waiting for the reply (the
-// server finishes it and keeps it in the thread's history) and hides what
-// is still streamed for it.
+// Remote is the Backend of a server reached through its WebSocket API.
+// Cancel sends a cancel frame (the server stops the turn; what was written
+// so far stays in the history) and hides what still arrives for it.
 type Remote struct {
 	c      *client.Client
 	conn   *client.Conn
@@ -111,7 +111,13 @@ func (r *Remote) Cancel(context.Context) string {
 		if !m.muted {
 			m.muted = true
 			r.q.Push(Event{Kind: EventIdle, Thread: r.thread, Err: "cancelled"})
-			return "stopped waiting (the server finishes this reply and keeps it in the history)"
+			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := r.conn.Write(wctx, api.ClientFrame{Type: api.FrameCancel, Thread: string(r.thread)})
+			cancel()
+			if err != nil {
+				return "stopped waiting (the cancel did not reach the server, which finishes the reply)"
+			}
+			return "cancelled"
 		}
 	}
 	return "nothing to cancel"

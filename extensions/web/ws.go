@@ -485,6 +485,16 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 		if err := w.hub.subscribe(c, t); err != nil {
 			fail(err.Error())
 		}
+	case api.FrameCancel:
+		t, err := webThread(f.Thread)
+		if err != nil {
+			fail(err.Error())
+			return
+		}
+		if w.svc.Chat != nil {
+			// Nothing running is not an error: the turn may just have ended.
+			w.svc.Chat.Cancel(context.Background(), t)
+		}
 	case api.FrameMessage:
 		if ok, _ := c.bucket.take(w.now(), wsMessageRate, wsMessageBurst); !ok {
 			fail("too many messages; slow down")

@@ -203,6 +203,8 @@ func jsonOrString(b json.RawMessage) json.RawMessage {
 
 type apiChat struct{ r *router.Router }
 
+func (c apiChat) Cancel(_ context.Context, thread chat.ThreadID) bool { return c.r.CancelTurn(thread) }
+
 func (c apiChat) Handle(ctx context.Context, msg chat.Inbound) (api.Reply, error) {
 	res, err := c.r.Handle(ctx, msg)
 	out := api.Reply{Thread: msg.Address.Thread, Reply: res.Reply, SeedReply: res.SeedReply,

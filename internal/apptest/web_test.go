@@ -798,3 +798,46 @@ func TestWebWithoutAuthOnAPublicAddressRefusesToStart(t *testing.T) {
 		t.Fatalf("start: %v, want a configuration error about loopback", err)
 	}
 }
+
+// A cancel frame stops the turn the thread is processing: the model call
+// is abandoned and the client gets the error frame that ends the reply.
+func TestWebSocketCancelStopsTheTurn(t *testing.T) {
+	w := StartWeb(t)
+	gate := make(chan struct{})
+	t.Cleanup(func() { close(gate) })
+	asked := make(chan struct{}, 1)
+	w.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		if strings.HasPrefix(lastUser(req), "[SYSTEM EVENT]") {
+			return llmtest.ServerReply{Text: "Hi."}
+		}
+		asked <- struct{}{}
+		return llmtest.ServerReply{Text: "never shown", Gate: gate}
+	})
+	c := dialWS(t, w, "?thread=web:stop")
+	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:stop", Text: "think for a long time"})
+	readReply(t, c) // the seed
+	select {
+	case <-asked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the model was not asked")
+	}
+	writeFrame(t, c, api.ClientFrame{Type: api.FrameCancel, Thread: "web:stop"})
+	for {
+		f := readFrame(t, c)
+		if f.Type == api.FrameDone {
+			t.Fatalf("the cancelled turn was answered: %+v", f)
+		}
+		if f.Type == api.FrameError {
+			if f.Thread != "web:stop" {
+				t.Fatalf("error frame %+v", f)
+			}
+			break
+		}
+	}
+	// The connection stays usable, and cancelling an idle thread is quiet.
+	writeFrame(t, c, api.ClientFrame{Type: api.FrameCancel, Thread: "web:stop"})
+	writeFrame(t, c, api.ClientFrame{Type: api.FramePing})
+	if f := readFrame(t, c); f.Type != api.FramePong {
+		t.Fatalf("after cancel: %+v", f)
+	}
+}
