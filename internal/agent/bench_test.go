@@ -9,10 +9,13 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/eventbus"
 	"github.com/reverie-ai/reverie/internal/interactions"
+	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
@@ -28,13 +31,17 @@ import (
 // per sub-benchmark by archiving, outside the measured time, the two oldest
 // active messages after each turn, as compaction would; p50 and p99 are per
 // turn (Turn alone).
+//
+// The memories=10k variant adds the recall context provider over 10,000
+// long-term memories (offline embedder), as the app runs every turn.
 func BenchmarkTurnOverhead(b *testing.B) {
 	for _, active := range []int{40, 400} {
-		b.Run(fmt.Sprintf("active=%d", active), func(b *testing.B) { benchTurn(b, active) })
+		b.Run(fmt.Sprintf("active=%d", active), func(b *testing.B) { benchTurn(b, active, 0) })
 	}
+	b.Run("active=40/memories=10k", func(b *testing.B) { benchTurn(b, 40, 10_000) })
 }
 
-func benchTurn(b *testing.B, active int) {
+func benchTurn(b *testing.B, active, memories int) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	if _, err := datadir.Bootstrap(dir, nil); err != nil {
@@ -76,8 +83,30 @@ func benchTurn(b *testing.B, active int) {
 	instant := llmtest.Func(func(ctx context.Context, r llm.Request) (llm.Response, error) {
 		return llm.Response{Message: llm.AssistantText("Sure, here you go."), Usage: llm.Usage{InputTokens: 1000, OutputTokens: 5}}, nil
 	})
+	var providers []extension.ContextProvider
+	if memories > 0 {
+		vs, err := memory.OpenVector(ctx, db, embed.NewOffline(embed.DefaultDimensions), nil, nil, memory.DefaultTuning)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer vs.Shutdown(ctx)
+		topics := []string{"garden", "piano", "Lyon", "sister", "budget", "marathon", "plan", "trip", "dentist", "novel"}
+		ms := make([]memory.Memory, memories)
+		for i := range ms {
+			ms[i] = memory.Memory{Text: fmt.Sprintf("Memory %d: the user talked about the %s and the %s on day %d.", i,
+				topics[i%len(topics)], topics[(i/7)%len(topics)], i%365)}
+		}
+		if _, err := vs.AddBatch(ctx, ms); err != nil {
+			b.Fatal(err)
+		}
+		svc, err := memory.NewService(memory.ServiceOptions{Store: vs, DataDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		providers = append(providers, &memory.RecallContext{Service: svc})
+	}
 	a, err := New(Options{
-		Conversations: store, DataDir: dir,
+		Conversations: store, DataDir: dir, ContextProviders: providers,
 		Models:       &fakeModels{main: instant, limits: map[string]modelrouter.Limits{modelrouter.RoleMain: {ContextSize: 32768, MaxTokens: 4096}}},
 		Tools:        func(chat.ThreadID) []tool.Tool { return tools },
 		Interactions: ilog, Events: bus,

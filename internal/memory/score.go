@@ -139,18 +139,24 @@ func speakerOf(text string) string {
 }
 
 // namedSpeakers returns which of the known speakers the query mentions.
+// Speakers are one to four words, so the query's word n-grams (n ≤ 4) are
+// looked up: the cost follows the query's length, not the number of
+// speakers.
 func namedSpeakers(query string, speakers map[string]int) map[string]bool {
 	if len(speakers) == 0 {
 		return nil
 	}
-	padded := " " + strings.Join(embed.Words(query), " ") + " "
+	words := embed.Words(query)
 	var out map[string]bool
-	for sp := range speakers {
-		if strings.Contains(padded, " "+sp+" ") {
-			if out == nil {
-				out = map[string]bool{}
+	for i := range words {
+		for n := 1; n <= 4 && i+n <= len(words); n++ {
+			cand := strings.Join(words[i:i+n], " ")
+			if speakers[cand] > 0 {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[cand] = true
 			}
-			out[sp] = true
 		}
 	}
 	return out
