@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/pulse"
@@ -490,28 +491,7 @@ func (d *Dreamer) Revert(ctx context.Context, id int64) (int, error) {
 }
 
 // writeAtomic writes body to path through a temp file, fsync and rename.
-func writeAtomic(path, body string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".dream-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(body); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+func writeAtomic(path, body string) error { return datadir.WriteFile(path, []byte(body), 0o600) }
 
 // Run dreams every day at the given time of day (hour, minute) in loc until
 // ctx ends. A night missed while Reverie was stopped is caught up once at

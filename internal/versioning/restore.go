@@ -11,6 +11,8 @@ import (
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/reverie-ai/reverie/internal/datadir"
 )
 
 // Restore puts every tracked file back to its content at rev (a full or
@@ -132,38 +134,8 @@ func (r *Repo) remove(name string) error {
 
 // writeAtomic writes data to a temp file beside p, syncs it and renames it
 // over p, then syncs the directory.
-func writeAtomic(p string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(p)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), p); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+func writeAtomic(p string, data []byte, perm os.FileMode) error {
+	return datadir.WriteFile(p, data, perm)
 }
 
 func firstLine(s string) string {

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -193,24 +192,4 @@ func RequestRestart(dataDir string, now func() time.Time) tool.Tool {
 
 // writeAtomic writes content to path through a temporary file and a rename,
 // so the supervisor never reads a half-written reason.
-func writeAtomic(path, content string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".restart-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.WriteString(content); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
+func writeAtomic(path, content string) error { return datadir.WriteFile(path, []byte(content), 0o600) }
