@@ -27,7 +27,7 @@ type InteractiveOptions struct {
 	// pseudo-terminal in tests).
 	In  io.Reader
 	Out io.Writer
-	// Env is the environment (TERM, NO_COLOR, GLAMOUR_STYLE).
+	// Env is the environment (TERM, NO_COLOR, REVERIE_CHAT_STYLE).
 	Env []string
 	// History is the input history (nil: in memory only).
 	History *History
@@ -120,7 +120,7 @@ type model struct {
 	hist *History
 	st   styles
 	md   markdown
-	// fixedStyle: the markdown style came from GLAMOUR_STYLE or NO_COLOR
+	// fixedStyle: the markdown style came from REVERIE_CHAT_STYLE or NO_COLOR
 	// and is not changed by the terminal's background colour.
 	fixedStyle bool
 
@@ -154,7 +154,7 @@ func newModel(ctx context.Context, b Backend, o InteractiveOptions) *model {
 	noColor := lookupEnv(o.Env, "NO_COLOR") != ""
 	m.st = newStyles(!noColor)
 	m.md.style = "dark"
-	switch s := lookupEnv(o.Env, "GLAMOUR_STYLE"); {
+	switch s := lookupEnv(o.Env, "REVERIE_CHAT_STYLE"); {
 	case s != "":
 		m.md.style, m.fixedStyle = s, true
 	case noColor:
