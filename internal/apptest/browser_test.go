@@ -740,3 +740,43 @@ func TestBrowserSetupScreen(t *testing.T) {
 	p.waitFor("signed in again", `document.getElementById('view-login').hidden && document.getElementById('conn').dataset.state === 'online'`)
 	p.checkProblems()
 }
+
+// TestBrowserStopButton: while a reply is awaited the stop button shows;
+// pressing it cancels the turn on the server and the reply ends as failed.
+func TestBrowserStopButton(t *testing.T) {
+	browserPath := chromium(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	p := newBrowser(t, browserPath, "stop", 1200, 800)
+	gate := make(chan struct{})
+	t.Cleanup(func() { close(gate) })
+	asked := make(chan struct{}, 1)
+	app.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		if strings.Contains(lastUser(req), "think slowly") {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			return llmtest.ServerReply{Text: "never shown", Gate: gate}
+		}
+		return webAssistant(req)
+	})
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
+	p.waitFor("the chat view", `!document.getElementById('view-chat').hidden && document.getElementById('conn').dataset.state === 'online'`)
+	if !eval[bool](p, `document.getElementById('stop').hidden`) {
+		t.Error("the stop button shows with nothing running")
+	}
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "please think slowly"), chromedp.Click(chromedp.ID("send")))
+	p.waitFor("the stop button", `!document.getElementById('stop').hidden`)
+	select { // the turn is running: the model has the request
+	case <-asked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the model was not asked")
+	}
+	p.do("stop", chromedp.Click(chromedp.ID("stop")))
+	p.waitFor("the failed reply", `document.querySelectorAll('.msg.assistant.failed').length === 1 && document.getElementById('stop').hidden`)
+	if eval[bool](p, `document.body.textContent.includes('never shown')`) {
+		t.Error("the cancelled reply was shown")
+	}
+	p.allow("context canceled", "cancel")
+	p.checkProblems()
+}

@@ -248,6 +248,11 @@ export class Chat {
     return id;
   }
 
+  /** cancel stops the turn the thread is processing (the reply ends with an error frame). */
+  cancel(thread) {
+    this.raw({ type: 'cancel', thread });
+  }
+
   subscribe(thread) {
     if (this.threads.has(thread)) return;
     this.threads.add(thread);

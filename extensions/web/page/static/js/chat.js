@@ -44,6 +44,7 @@ export function initChat({ chat, info }) {
 
   installCopy($('messages'));
   $('composer').addEventListener('submit', (ev) => { ev.preventDefault(); sendInput(); });
+  $('stop').addEventListener('click', () => { if (st.current) st.chat.cancel(st.current); });
   const input = $('input');
   let swallow = false; // the line break of the Enter that just sent
   input.addEventListener('keydown', (ev) => {
@@ -389,6 +390,8 @@ function settle(thread) {
 }
 
 function updateTyping() {
+  // The stop button shows while a reply of this thread is awaited.
+  $('stop').hidden = !(st.current && st.expected.get(st.current) > 0);
   let t = document.getElementById('typing-row');
   const show = st.current && st.expected.get(st.current) > 0 && !st.live;
   if (!show) { if (t) t.remove(); return; }
