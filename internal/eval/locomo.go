@@ -242,24 +242,25 @@ func Run(ctx context.Context, convs []Conversation, opts Options) (Report, error
 	rep.Counts = counts
 	rep.ByCategory = map[Category]map[int]float64{}
 	rep.Overall = map[int]float64{}
-	overallN := 0
-	overallSum := map[int]float64{}
+	overallCats := 0
 	for cat, n := range counts {
 		m := map[int]float64{}
 		for _, k := range ks {
 			m[k] = 100 * sums[cat][k] / float64(n)
-			if cat.inOverall() {
-				overallSum[k] += sums[cat][k]
-			}
-		}
-		if cat.inOverall() {
-			overallN += n
 		}
 		rep.ByCategory[cat] = m
+		if cat.inOverall() && n > 0 {
+			overallCats++
+		}
 	}
+	// The overall figure is the mean of the per-category figures of
+	// categories 1–4 (each category weighs the same, however many questions
+	// it has), as the baseline (plain BM25 ≈ 53) is stated.
 	for _, k := range ks {
-		if overallN > 0 {
-			rep.Overall[k] = 100 * overallSum[k] / float64(overallN)
+		for cat, m := range rep.ByCategory {
+			if cat.inOverall() && overallCats > 0 {
+				rep.Overall[k] += m[k] / float64(overallCats)
+			}
 		}
 	}
 	return rep, nil

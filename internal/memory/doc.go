@@ -31,9 +31,10 @@
 //     fused(m) = Wt/(k + rank_text(m)) + Wv/(k + rank_vec(m)), a missing
 //     rank contributing 0 (k = RRFK).
 //  3. Spreads relevance to conversational context: each candidate's
-//     neighbours (the memories with the adjacent ids in the same non-empty
-//     thread) get fused(n) = max(fused(n), own(n) + Spread·own(m)), so an
-//     answer is found through the question that preceded it.
+//     neighbours (the memories up to SpreadReach ids away in the same
+//     non-empty thread) get fused(n) = max(fused(n), own(n) + Spread^d·own(m))
+//     at distance d, so an answer is found through the question that
+//     preceded it.
 //  4. Re-scores: score(m) = fused(m)/((Wt+Wv)/(k+1)) ·
 //     (1 + Br·e^(−age/τr) + Bs·R + Bi·intent) · (1 + Bsp if the query names
 //     m's speaker), where age is the time since creation, R = e^(−Δ/S) is

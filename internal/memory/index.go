@@ -261,14 +261,18 @@ func (x *index) cosine(a, b int) float32 {
 
 // threadNeighbours returns the slots of the memories whose ids are adjacent
 // to slot's and that belong to the same non-empty thread.
-func (x *index) threadNeighbours(slot int) []int {
+func (x *index) threadNeighbours(slot int) []int { return x.threadNeighboursAt(slot, 1) }
+
+// threadNeighboursAt returns the slots of the memories d places before and
+// after slot's memory in the same thread.
+func (x *index) threadNeighboursAt(slot, d int) []int {
 	th := x.metas[slot].thread
 	if th == "" {
 		return nil
 	}
 	id := x.ids[slot]
 	var out []int
-	for _, nid := range [2]int64{id - 1, id + 1} {
+	for _, nid := range [2]int64{id - int64(d), id + int64(d)} {
 		if s, ok := x.slot[nid]; ok && x.metas[s].thread == th {
 			out = append(out, s)
 		}

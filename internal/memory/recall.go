@@ -100,11 +100,15 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 			own[sl] = c.fused
 		}
 		for sl, f := range own {
-			for _, nb := range s.idx.threadNeighbours(sl) {
-				if keep(nb) {
-					c := get(nb)
-					c.fused = max(c.fused, own[nb]+s.tune.Spread*f)
+			w := s.tune.Spread
+			for d := 1; d <= max(s.tune.SpreadReach, 1); d++ {
+				for _, nb := range s.idx.threadNeighboursAt(sl, d) {
+					if keep(nb) {
+						c := get(nb)
+						c.fused = max(c.fused, own[nb]+w*f)
+					}
 				}
+				w *= s.tune.Spread
 			}
 		}
 	}

@@ -28,6 +28,9 @@ type Tuning struct {
 	// same thread (the memories added just before and after it), so an answer
 	// is found through the question that preceded it.
 	Spread float64
+	// SpreadReach is how many memories away the spreading goes (1: the
+	// adjacent ones); each further step passes Spread of the previous.
+	SpreadReach int
 	// SkipNames leaves speaker names the query mentions out of the full-text
 	// query (the speaker boost accounts for them).
 	SkipNames bool
@@ -44,8 +47,9 @@ var DefaultTuning = Tuning{
 	StrengthBoost: 0.1,
 	StrengthDays:  7,
 	IntentBoost:   0.15,
-	SpeakerBoost:  0.5,
-	Spread:        0.15,
+	SpeakerBoost:  1.5,
+	Spread:        0.5,
+	SpreadReach:   2,
 	SkipNames:     true,
 }
 
