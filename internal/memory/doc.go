@@ -27,15 +27,19 @@
 //     sign sketches are re-ranked by the int8 dot product. Memories not valid
 //     at t (ValidFrom > t or ValidTo ≤ t, unless IncludeClosed) and those
 //     outside Kinds/Thread are excluded from both lists.
-//  2. Fuses the two rankings by reciprocal rank fusion:
+//  2. Pseudo-relevance feedback: a second BM25 ranking for the query plus
+//     the FeedbackTerms highest-idf terms shared by the FeedbackDocs best
+//     full-text matches, fused with weight FeedbackWeight (it finds the
+//     answer that uses other words than the question).
+//  3. Fuses the rankings by reciprocal rank fusion:
 //     fused(m) = Wt/(k + rank_text(m)) + Wv/(k + rank_vec(m)), a missing
 //     rank contributing 0 (k = RRFK).
-//  3. Spreads relevance to conversational context: each candidate's
+//  4. Spreads relevance to conversational context: each candidate's
 //     neighbours (the memories up to SpreadReach ids away in the same
 //     non-empty thread) get fused(n) = max(fused(n), own(n) + Spread^d·own(m))
 //     at distance d, so an answer is found through the question that
 //     preceded it.
-//  4. Re-scores: score(m) = fused(m)/((Wt+Wv)/(k+1)) ·
+//  5. Re-scores: score(m) = fused(m)/((Wt+Wv)/(k+1)) ·
 //     (1 + Br·e^(−age/τr) + Bs·R + Bi·intent) · (1 + Bsp if the query names
 //     m's speaker), where age is the time since creation, R = e^(−Δ/S) is
 //     Ebbinghaus retention with Δ the time since the last access (or

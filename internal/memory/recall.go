@@ -83,10 +83,18 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		sl, ok := s.idx.slot[id]
 		return ok && keep(sl)
 	}
-	for i, h := range s.text.search(text, skip, nCand, keepID) {
+	hits := s.text.search(text, skip, nCand, keepID)
+	for i, h := range hits {
 		c := get(s.idx.slot[h.id])
 		c.tr = i + 1
 		c.fused += s.tune.TextWeight / (s.tune.RRFK + float64(i+1))
+	}
+	if s.tune.FeedbackWeight > 0 && len(hits) > 0 {
+		if qt := s.text.expand(text, skip, hits[:min(len(hits), s.tune.FeedbackDocs)], s.tune.FeedbackTerms); len(qt) > 0 {
+			for i, h := range s.text.scoreTerms(qt, nCand, keepID) {
+				get(s.idx.slot[h.id]).fused += s.tune.FeedbackWeight / (s.tune.RRFK + float64(i+1))
+			}
+		}
 	}
 	for i, h := range s.idx.search(qv[0], nCand, keep) {
 		c := get(h.slot)

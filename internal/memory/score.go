@@ -28,6 +28,12 @@ type Tuning struct {
 	// same thread (the memories added just before and after it), so an answer
 	// is found through the question that preceded it.
 	Spread float64
+	// FeedbackWeight is the weight of a second full-text ranking whose query
+	// adds FeedbackTerms terms common in the FeedbackDocs best matches
+	// (pseudo-relevance feedback); 0 turns it off.
+	FeedbackWeight float64
+	FeedbackDocs   int
+	FeedbackTerms  int
 	// SpreadReach is how many memories away the spreading goes (1: the
 	// adjacent ones); each further step passes Spread of the previous.
 	SpreadReach int
@@ -38,19 +44,22 @@ type Tuning struct {
 
 // DefaultTuning is tuned on LoCoMo retrieval with the offline embedder.
 var DefaultTuning = Tuning{
-	RRFK:          20,
-	TextWeight:    1,
-	VectorWeight:  0.15,
-	Candidates:    100,
-	RecencyBoost:  0.1,
-	RecencyDays:   30,
-	StrengthBoost: 0.1,
-	StrengthDays:  7,
-	IntentBoost:   0.15,
-	SpeakerBoost:  1.5,
-	Spread:        0.5,
-	SpreadReach:   2,
-	SkipNames:     true,
+	RRFK:           20,
+	TextWeight:     1,
+	VectorWeight:   0.15,
+	Candidates:     100,
+	RecencyBoost:   0.1,
+	RecencyDays:    30,
+	StrengthBoost:  0.1,
+	StrengthDays:   7,
+	IntentBoost:    0.15,
+	SpeakerBoost:   1.5,
+	Spread:         0.5,
+	SpreadReach:    2,
+	FeedbackWeight: 0.3,
+	FeedbackDocs:   8,
+	FeedbackTerms:  5,
+	SkipNames:      true,
 }
 
 // intent is what kind of memory a query asks for.

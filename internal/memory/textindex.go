@@ -1,8 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"container/heap"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/reverie-ai/reverie/internal/embed"
@@ -191,6 +193,69 @@ func (t *textIndex) search(query string, skip map[string]bool, k int, keep func(
 	if len(qterms) == 0 {
 		return nil
 	}
+	return t.scoreTerms(qterms, k, keep)
+}
+
+// expand returns the query terms plus up to n feedback terms: the terms
+// that occur in most of the given top documents, weighted by idf
+// (pseudo-relevance feedback).
+func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n int) []uint32 {
+	q := map[uint32]bool{}
+	var qterms []uint32
+	for _, w := range embed.Words(query) {
+		if skip[w] || embed.IsStopWord(w) {
+			continue
+		}
+		if tid, ok := t.terms[embed.Stem(w)]; ok && !q[tid] {
+			q[tid] = true
+			qterms = append(qterms, tid)
+		}
+	}
+	if len(qterms) == 0 {
+		return nil
+	}
+	weight := map[uint32]float64{}
+	N := float64(t.live)
+	for _, h := range top {
+		d, ok := t.byID[h.id]
+		if !ok {
+			continue
+		}
+		for _, tid := range t.docTerms[d] {
+			if q[tid] {
+				continue
+			}
+			df := float64(t.df[tid])
+			if df < 2 {
+				continue // a term of one document only says nothing about others
+			}
+			weight[tid] += math.Log((N - df + 0.5) / (df + 0.5))
+		}
+	}
+	type tw struct {
+		tid uint32
+		w   float64
+	}
+	var cands []tw
+	for tid, w := range weight {
+		if w > 0 {
+			cands = append(cands, tw{tid, w})
+		}
+	}
+	slices.SortFunc(cands, func(a, b tw) int {
+		if c := cmp.Compare(b.w, a.w); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.tid, b.tid)
+	})
+	for i := 0; i < n && i < len(cands); i++ {
+		qterms = append(qterms, cands[i].tid)
+	}
+	return qterms
+}
+
+// scoreTerms ranks the documents for the given term ids by BM25.
+func (t *textIndex) scoreTerms(qterms []uint32, k int, keep func(id int64) bool) []textHit {
 	n := len(t.docID)
 	accp, _ := t.pool.Get().(*[]float32)
 	if accp == nil || len(*accp) < n {
