@@ -88,6 +88,10 @@ type RecallContext struct {
 	Count func(string) int
 }
 
+// RecallContextLimit is how many memories a turn's recall considers at
+// most (fewer when the token budget is reached first).
+const RecallContextLimit = 30
+
 // RecallContextPriority places recalled memories early among the context
 // blocks.
 const RecallContextPriority = 10
@@ -114,7 +118,7 @@ func (r *RecallContext) PromptContext(ctx context.Context, req extension.Context
 		count = func(s string) int { return (utf8.RuneCountInString(s) + 3) / 4 }
 	}
 	// Peek, then count an access only for what the prompt really shows.
-	res, err := r.Service.Search(ctx, Query{Text: req.Query, Limit: 50, Peek: true})
+	res, err := r.Service.Search(ctx, Query{Text: req.Query, Limit: RecallContextLimit, Peek: true})
 	if err != nil {
 		if errors.Is(err, ErrEmpty) {
 			return "", nil
