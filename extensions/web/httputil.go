@@ -77,6 +77,15 @@ func (w *Web) serviceError(rw http.ResponseWriter, r *http.Request, err error) {
 	writeError(rw, status, err.Error())
 }
 
+// reply answers a service call: its result as 200 JSON, or its error.
+func (w *Web) reply(rw http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, v)
+}
+
 // decodeBody decodes a JSON body into v, strictly (unknown fields are an
 // error); the body is already capped by the limits middleware.
 func decodeBody(r *http.Request, v any) error {

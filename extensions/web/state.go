@@ -52,11 +52,7 @@ func (w *Web) listMemories(rw http.ResponseWriter, r *http.Request) {
 	} else {
 		ms, err = s.List(r.Context(), api.MemoryFilter{Kinds: kinds, Sources: sources, IncludeClosed: closed, Limit: limit, Offset: offset})
 	}
-	if err != nil {
-		w.serviceError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, api.MemoryList{Memories: nonNil(ms)})
+	w.reply(rw, r, api.MemoryList{Memories: nonNil(ms)}, err)
 }
 
 func (w *Web) getMemory(rw http.ResponseWriter, r *http.Request) {
@@ -185,11 +181,7 @@ func (w *Web) listPulse(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	items, err := s.List(r.Context(), status)
-	if err != nil {
-		w.serviceError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, api.PulseList{Items: nonNil(items)})
+	w.reply(rw, r, api.PulseList{Items: nonNil(items)}, err)
 }
 
 func (w *Web) addPulse(rw http.ResponseWriter, r *http.Request) {
@@ -376,11 +368,7 @@ func (w *Web) listTasks(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := s.List(r.Context(), tq)
-	if err != nil {
-		w.serviceError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, api.TaskList{Tasks: nonNil(list)})
+	w.reply(rw, r, api.TaskList{Tasks: nonNil(list)}, err)
 }
 
 func (w *Web) getTask(rw http.ResponseWriter, r *http.Request) {
@@ -390,11 +378,7 @@ func (w *Web) getTask(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := s.Get(r.Context(), r.PathValue("id"))
-	if err != nil {
-		w.serviceError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, t)
+	w.reply(rw, r, t, err)
 }
 
 func (w *Web) addTask(rw http.ResponseWriter, r *http.Request) {
@@ -450,11 +434,7 @@ func (w *Web) cancelTask(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := s.Cancel(r.Context(), r.PathValue("id"))
-	if err != nil {
-		w.serviceError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, t)
+	w.reply(rw, r, t, err)
 }
 
 func (w *Web) listReceipts(rw http.ResponseWriter, r *http.Request) {
@@ -470,11 +450,7 @@ func (w *Web) listReceipts(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := s.Receipts(r.Context(), rq)
-	if err != nil {
-		w.serviceError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, api.ReceiptList{Receipts: nonNil(list)})
+	w.reply(rw, r, api.ReceiptList{Receipts: nonNil(list)}, err)
 }
 
 func (w *Web) listWorkflows(rw http.ResponseWriter, r *http.Request) {
@@ -490,11 +466,7 @@ func (w *Web) listWorkflows(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := s.List(r.Context(), wq)
-	if err != nil {
-		w.serviceError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, api.WorkflowList{Workflows: nonNil(list)})
+	w.reply(rw, r, api.WorkflowList{Workflows: nonNil(list)}, err)
 }
 
 func (w *Web) getWorkflow(rw http.ResponseWriter, r *http.Request) {
@@ -504,11 +476,7 @@ func (w *Web) getWorkflow(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wf, err := s.Get(r.Context(), r.PathValue("id"))
-	if err != nil {
-		w.serviceError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, wf)
+	w.reply(rw, r, wf, err)
 }
 
 func (w *Web) cancelWorkflow(rw http.ResponseWriter, r *http.Request) {
@@ -518,11 +486,7 @@ func (w *Web) cancelWorkflow(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ids, err := s.Cancel(r.Context(), r.PathValue("id"))
-	if err != nil {
-		w.serviceError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, map[string][]string{"cancelled": nonNil(ids)})
+	w.reply(rw, r, map[string][]string{"cancelled": nonNil(ids)}, err)
 }
 
 func (w *Web) getWorld(rw http.ResponseWriter, r *http.Request) {
@@ -532,11 +496,7 @@ func (w *Web) getWorld(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc, err := s.Get(r.Context())
-	if err != nil {
-		w.serviceError(rw, r, err)
-		return
-	}
-	writeJSON(rw, http.StatusOK, json.RawMessage(doc))
+	w.reply(rw, r, json.RawMessage(doc), err)
 }
 
 func (w *Web) putWorld(rw http.ResponseWriter, r *http.Request) {
