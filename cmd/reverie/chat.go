@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,8 +18,6 @@ import (
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extensions/cli"
-	"github.com/reverie-ai/reverie/internal/app"
-	"github.com/reverie-ai/reverie/internal/datadir"
 )
 
 func newChatCmd(g *globalFlags, env []string) *cobra.Command {
@@ -117,36 +114,14 @@ func chatInProcess(ctx context.Context, cmd *cobra.Command, g *globalFlags, dir,
 	}
 	// The command is the channel: the other channels stay off, the cli
 	// channel (disabled by default) is switched on.
-	var registry []extension.Info
-	for _, info := range extension.Registered() {
-		if !channelExtensions[info.ID] || info.ID == cli.ID {
-			registry = append(registry, info)
-		}
-	}
-	appEnv := append(append([]string(nil), env...), "REVERIE_CLI__ENABLED=true")
-	logs := io.Discard
-	if v, _ := cmd.Flags().GetBool("verbose"); v {
-		logs = cmd.ErrOrStderr()
-	}
-	a, err := app.New(ctx, app.Options{DataDir: dir, ConfigPath: g.config, Env: appEnv, Console: logs, Registry: registry})
+	a, stop, err := inProcess{dir: dir, env: append(append([]string(nil), env...), "REVERIE_CLI__ENABLED=true"),
+		keep:       func(info extension.Info) bool { return !channelExtensions[info.ID] || info.ID == cli.ID },
+		lockedHint: "stop the running agent first (one agent per data dir), or attach to it with --remote",
+	}.start(ctx, cmd, g)
 	if err != nil {
-		if errors.Is(err, datadir.ErrLocked) {
-			return fmt.Errorf("%w\nstop the running agent first (one agent per data dir), or attach to it with --remote", err)
-		}
 		return err
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() { done <- a.Run(runCtx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	select {
-	case <-a.Ready():
-	case err := <-done:
-		return err
-	}
+	defer stop()
 	ext, ok := a.Kernel.Extension(cli.ID)
 	c, isCLI := ext.(*cli.CLI)
 	if !ok || !isCLI {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -14,13 +12,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
-	"github.com/reverie-ai/reverie/internal/app"
-	"github.com/reverie-ai/reverie/internal/datadir"
 )
-
-// channelExtensions are left out when a command runs the agent in process
-// for a single exchange: the command is the channel.
-var channelExtensions = map[string]bool{"web": true, "cli": true, "matrix": true, "telegram": true}
 
 func newSendCmd(g *globalFlags, env []string) *cobra.Command {
 	var thread string
@@ -44,35 +36,14 @@ too ("reverie send /status"). Exits non-zero when the turn fails.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			var registry []extension.Info
-			for _, info := range extension.Registered() {
-				if !channelExtensions[info.ID] {
-					registry = append(registry, info)
-				}
-			}
-			logs := io.Discard
-			if v, _ := cmd.Flags().GetBool("verbose"); v {
-				logs = cmd.ErrOrStderr()
-			}
-			a, err := app.New(ctx, app.Options{DataDir: dir, ConfigPath: g.config, Env: env, Console: logs, Registry: registry})
+			a, stop, err := inProcess{dir: dir, env: env,
+				keep:       func(info extension.Info) bool { return !channelExtensions[info.ID] },
+				lockedHint: "stop the running agent first (one agent per data dir)",
+			}.start(ctx, cmd, g)
 			if err != nil {
-				if errors.Is(err, datadir.ErrLocked) {
-					return fmt.Errorf("%w\nstop the running agent first (one agent per data dir)", err)
-				}
 				return err
 			}
-			runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-			done := make(chan error, 1)
-			go func() { done <- a.Run(runCtx) }()
-			defer func() {
-				cancel()
-				<-done
-			}()
-			select {
-			case <-a.Ready():
-			case err := <-done:
-				return err
-			}
+			defer stop()
 			tctx, tcancel := context.WithTimeout(ctx, timeout)
 			defer tcancel()
 			res, err := a.Router.Handle(tctx, chat.Inbound{

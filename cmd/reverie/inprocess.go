@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/datadir"
+)
+
+// channelExtensions are left out when a command runs the agent in process
+// for a single exchange: the command is the channel.
+var channelExtensions = map[string]bool{"web": true, "cli": true, "matrix": true, "telegram": true}
+
+// inProcess describes an agent a command runs in its own process.
+type inProcess struct {
+	dir string
+	env []string
+	// keep selects the registered extensions to load.
+	keep func(extension.Info) bool
+	// lockedHint is added to the error when another agent holds the data dir.
+	lockedHint string
+}
+
+// start builds the agent, runs it and waits until it is ready. The agent's
+// logs go to stderr with --verbose. stop ends the agent and waits for it.
+func (p inProcess) start(ctx context.Context, cmd *cobra.Command, g *globalFlags) (a *app.App, stop func(), err error) {
+	var registry []extension.Info
+	for _, info := range extension.Registered() {
+		if p.keep(info) {
+			registry = append(registry, info)
+		}
+	}
+	logs := io.Discard
+	if v, _ := cmd.Flags().GetBool("verbose"); v {
+		logs = cmd.ErrOrStderr()
+	}
+	a, err = app.New(ctx, app.Options{DataDir: p.dir, ConfigPath: g.config, Env: p.env, Console: logs, Registry: registry})
+	if err != nil {
+		if errors.Is(err, datadir.ErrLocked) {
+			return nil, nil, fmt.Errorf("%w\n%s", err, p.lockedHint)
+		}
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	select {
+	case <-a.Ready():
+		return a, func() { cancel(); <-done }, nil
+	case err := <-done:
+		cancel()
+		return nil, nil, err
+	}
+}
