@@ -53,6 +53,15 @@ type Service struct {
 	now     func() time.Time
 	log     *slog.Logger
 	mu      sync.Mutex // guards MEMORIES.txt writes
+
+	// The working set is read for every turn (prompt and recall); it is
+	// kept while the file's size and modification time stay the same, so
+	// hand edits are still seen at once.
+	wsMu   sync.Mutex
+	wsMod  time.Time
+	wsSize int64
+	wsText string
+	wsOK   bool
 }
 
 // NewService returns the service over o.Store and <o.DataDir>/MEMORIES.txt.
@@ -148,6 +157,18 @@ func (s *Service) Remember(ctx context.Context, m Memory, keep bool) (Remembered
 // WorkingSet returns MEMORIES.txt ("" when absent). Invalid UTF-8 is
 // replaced, never fatal.
 func (s *Service) WorkingSet(ctx context.Context) (string, error) {
+	st, err := os.Stat(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", MemoriesFile, err)
+	}
+	s.wsMu.Lock()
+	defer s.wsMu.Unlock()
+	if s.wsOK && st.ModTime().Equal(s.wsMod) && st.Size() == s.wsSize {
+		return s.wsText, nil
+	}
 	b, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -155,7 +176,9 @@ func (s *Service) WorkingSet(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", MemoriesFile, err)
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD"), nil
+	s.wsText = strings.ToValidUTF8(string(b), "\uFFFD")
+	s.wsMod, s.wsSize, s.wsOK = st.ModTime(), st.Size(), int64(len(b)) == st.Size()
+	return s.wsText, nil
 }
 
 // Rewrite is the outcome of RewriteWorkingSet.
@@ -348,7 +371,13 @@ func (s *Service) writeLines(lines []string) error {
 	if body != "" {
 		body += "\n"
 	}
-	return writeAtomic(s.path, body)
+	err := writeAtomic(s.path, body)
+	// Forget the cached text even if the new file kept size and time (a
+	// write within the clock's resolution).
+	s.wsMu.Lock()
+	s.wsOK = false
+	s.wsMu.Unlock()
+	return err
 }
 
 // writeAtomic writes body to path through a temp file, fsync and rename.

@@ -345,3 +345,26 @@ func TestRecallContext(t *testing.T) {
 		t.Errorf("flat backend gave %q", b)
 	}
 }
+
+func TestWorkingSetSeesHandEdits(t *testing.T) {
+	ctx := context.Background()
+	svc, dir, _ := newService(t, false)
+	if _, err := svc.Remember(ctx, Memory{Text: "Likes tea.", Kind: KindFact, Source: SourceAgent}, true); err != nil {
+		t.Fatal(err)
+	}
+	if ws, _ := svc.WorkingSet(ctx); ws != "Likes tea.\n" {
+		t.Fatalf("working set %q", ws)
+	}
+	if err := os.WriteFile(filepath.Join(dir, MemoriesFile), []byte("Likes coffee now.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ws, _ := svc.WorkingSet(ctx); ws != "Likes coffee now.\n" {
+		t.Fatalf("hand edit not seen: %q", ws)
+	}
+	if _, err := svc.RewriteWorkingSet(ctx, "A.\nB.", SourceAgent); err != nil {
+		t.Fatal(err)
+	}
+	if ws, _ := svc.WorkingSet(ctx); ws != "A.\nB.\n" {
+		t.Fatalf("own write not seen: %q", ws)
+	}
+}
