@@ -610,9 +610,7 @@ func TestRunNightly(t *testing.T) {
 		}
 		defer db.Close()
 		svc, _ := memory.NewService(memory.ServiceOptions{Store: memory.NewFlat(filepath.Join(dir, "MEMORIES.txt"), nil, nil), DataDir: dir})
-		var calls int
 		d, err := New(ctx, Options{DB: db, DataDir: dir, Memory: svc, Model: llmtest.Func(func(context.Context, llm.Request) (llm.Response, error) {
-			calls++
 			return llm.Response{}, nil
 		})})
 		if err != nil {
@@ -643,7 +641,6 @@ func TestRunNightly(t *testing.T) {
 				t.Errorf("dream #%d made %d model calls with nothing changed", r.ID, r.ModelCalls)
 			}
 		}
-		_ = calls
 	})
 }
 
