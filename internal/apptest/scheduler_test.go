@@ -59,7 +59,9 @@ func TestRemindersAndTasks(t *testing.T) {
 	requests := len(h.Model.Requests())
 
 	s := h.App.Scheduler
-	ctx := context.Background()
+	ctx, cancelWatch := context.WithCancel(context.Background())
+	defer cancelWatch()
+	fired := h.App.Bus.Watch(ctx, scheduler.TopicFired, 8)
 	thread := chat.NewThreadID(ChannelName, "alice")
 	soon := time.Now().Add(time.Second)
 	ai, err := s.Add(ctx, scheduler.NewTask{Text: "backups", AIPrompt: "Check the backups", Thread: thread,
@@ -73,6 +75,16 @@ func TestRemindersAndTasks(t *testing.T) {
 	}
 	if got := len(h.Model.Requests()) - requests; got != 1 {
 		t.Errorf("the reminder or the AI task made %d model calls, want 1 (the AI task)", got)
+	}
+	// The receipt is complete once the fired event is out (the answer is
+	// delivered before the run is recorded).
+	for done := false; !done; {
+		select {
+		case ev := <-fired:
+			done = strings.Contains(string(ev.Payload), `"`+ai.ID+`"`)
+		case <-time.After(20 * time.Second):
+			t.Fatal("no fired event for the AI task")
+		}
 	}
 	rs, err := s.Receipts(ctx, ai.ID, 1)
 	if err != nil || len(rs) != 1 || rs[0].Outcome != scheduler.OutcomeFired || rs[0].Usage.InputTokens != 70 {
