@@ -59,6 +59,11 @@ func openDB(t testing.TB, file string) *sql.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One connection: goroutines then queue for it on a channel instead of
+	// sleeping in SQLite's busy handler. A busy sleep counts as durably
+	// blocked in a synctest bubble, so synctest.Wait could return while a
+	// write is still in progress.
+	db.SetMaxOpenConns(1)
 	t.Cleanup(func() { db.Close() })
 	return db
 }
