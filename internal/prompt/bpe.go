@@ -6,12 +6,10 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
-
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // bpeTable is one BPE vocabulary (token bytes → rank), loaded once per
-// process from the tables embedded by tiktoken-go-loader, and counted with
+// process from the tables embedded in bpe_tables.go, and counted with
 // a hand-written pre-tokeniser equivalent to tiktoken's regular
 // expressions. tiktoken-go's own encoder runs those expressions through a
 // backtracking regexp engine at about 6 MB/s; this does the same split
@@ -26,7 +24,7 @@ type bpeTable struct {
 
 func (t *bpeTable) load() (map[string]int, error) {
 	t.once.Do(func() {
-		t.ranks, t.err = tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe(t.name + ".tiktoken")
+		t.ranks, t.err = loadBPE(t.name)
 		if t.err == nil && len(t.ranks) == 0 {
 			t.err = fmt.Errorf("empty table")
 		}

@@ -1,12 +1,75 @@
 package prompt
 
 import (
+	"bytes"
+	"compress/flate"
+	"io"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
+
+func init() {
+	// tiktoken-go's default loader downloads the tables; the reference
+	// encoder must read the loader module's embedded copies instead.
+	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
+}
+
+// The compacted tables are exactly the pinned loader module's: rerun
+// `go generate ./internal/prompt` when this fails after a version bump.
+func TestEmbeddedTablesMatchLoader(t *testing.T) {
+	for _, name := range []string{EncodingCl100k, EncodingO200k} {
+		t.Run(name, func(t *testing.T) {
+			got, err := loadBPE(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe(name + ".tiktoken")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) || !maps.Equal(got, want) {
+				t.Fatalf("embedded table has %d tokens, the loader's %d, and they differ", len(got), len(want))
+			}
+		})
+	}
+}
+
+// A damaged table is an error naming the damage, never a wrong count.
+func TestDamagedTable(t *testing.T) {
+	raw, err := bpeFiles.ReadFile("bpe/" + EncodingCl100k + ".bpe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(flate.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := bytes.Clone(plain)
+	flip[len(flip)/2] ^= 0x40
+	cases := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "bad magic"},
+		{"wrong magic", append([]byte("XBPE1"), plain[5:]...), "bad magic"},
+		{"flipped byte", flip, "checksum"},
+		{"truncated", plain[:len(plain)/3], "checksum"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := readBPE(bytes.NewReader(c.data))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want one mentioning %q", err, c.want)
+			}
+		})
+	}
+}
 
 // tiktokenCount is the reference: tiktoken-go's own encoder (regular
 // expressions) over the same offline tables.
@@ -92,4 +155,18 @@ func FuzzBPEMatchesTiktoken(f *testing.F) {
 			t.Errorf("o200k: Count(%q) = %d, tiktoken-go says %d", s, got, want)
 		}
 	})
+}
+
+// BenchmarkLoadBPE measures the one-time cost of reading a vocabulary (the
+// first token count of a process pays it).
+func BenchmarkLoadBPE(b *testing.B) {
+	for _, name := range []string{EncodingCl100k, EncodingO200k} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := loadBPE(name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -14,8 +14,9 @@
 //     templates with {name} placeholders, validated at start-up so that an
 //     unknown or missing placeholder fails naming the file and the token.
 //   - Counter, NewCounter, CountMessages: token counting with tiktoken's
-//     embedded (offline) tables for OpenAI models and a calibrated estimate
-//     for the others.
+//     cl100k_base and o200k_base vocabularies (embedded, compacted by
+//     internal/bpegen) for OpenAI models and a calibrated estimate for the
+//     others.
 //   - CompactionThreshold, CompactionCut, ChainedSummaryInput, KeepRecent:
 //     the arithmetic and input of context compaction (seed 001).
 //   - CheckLimits: component size limits and the events that ask the
@@ -24,6 +25,6 @@
 // Everything here is a pure function of its inputs except token counting,
 // whose BPE tables are loaded once per process on first use (sync.Once per
 // encoding) and shared; all functions and Counters are safe for concurrent
-// use. The package sets tiktoken's BPE loader to the offline loader in init,
-// so no code path in the process downloads token tables.
+// use. Nothing is downloaded: tiktoken-go itself is not linked into the
+// product (the tests use it as the reference).
 package prompt

@@ -6,9 +6,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
-
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -30,15 +27,6 @@ const (
 // Gemma, older Llama) usually produce somewhat more tokens than cl100k for
 // the same text; erring high keeps compaction early rather than late.
 const EstimateFactor = 1.1
-
-func init() {
-	// Counting here reads the embedded tables directly (bpe.go). Any other
-	// use of tiktoken-go in the process must not download them either:
-	// its default loader fetches the BPE files at run time, so the offline
-	// loader is installed at init time, before anything can load an
-	// encoding.
-	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
-}
 
 // tables is fixed at init time; each table loads on first use and is
 // shared by every counter of that encoding (the tables are large: load them
