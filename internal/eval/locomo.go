@@ -73,7 +73,17 @@ type Options struct {
 	Tuning *memory.Tuning
 	// Progress, when non-nil, is called after each conversation.
 	Progress func(done, total int)
-	Logger   *slog.Logger
+	// Trace, when non-nil, is called once per scored question.
+	Trace  func(QuestionResult)
+	Logger *slog.Logger
+}
+
+// QuestionResult is the outcome of one question, for Options.Trace.
+type QuestionResult struct {
+	Conversation string
+	QA           QA
+	Gold         []string // normalised evidence ids
+	Retrieved    []string // dialogue ids of the recalled memories, best first
 }
 
 // Report is the result of a run. Values are percentages.
@@ -232,7 +242,7 @@ func Run(ctx context.Context, convs []Conversation, opts Options) (Report, error
 	counts := map[Category]int{}
 	rep := Report{K: ks}
 	for ci, c := range convs {
-		if err := evalConversation(ctx, c, emb, tune, opts.Logger, ks, sums, counts, &rep); err != nil {
+		if err := evalConversation(ctx, c, emb, tune, opts, ks, sums, counts, &rep); err != nil {
 			return Report{}, fmt.Errorf("locomo %s: %w", c.ID, err)
 		}
 		if opts.Progress != nil {
@@ -266,14 +276,14 @@ func Run(ctx context.Context, convs []Conversation, opts Options) (Report, error
 	return rep, nil
 }
 
-func evalConversation(ctx context.Context, c Conversation, emb embed.Embedder, tune memory.Tuning, log *slog.Logger,
+func evalConversation(ctx context.Context, c Conversation, emb embed.Embedder, tune memory.Tuning, opts Options,
 	ks []int, sums map[Category]map[int]float64, counts map[Category]int, rep *Report) error {
 	db, err := sqlite.Open(ctx, ":memory:")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	store, err := memory.OpenVector(ctx, db, emb, nil, log, tune)
+	store, err := memory.OpenVector(ctx, db, emb, nil, opts.Logger, tune)
 	if err != nil {
 		return err
 	}
@@ -331,6 +341,13 @@ func evalConversation(ctx context.Context, c Conversation, emb embed.Embedder, t
 		}
 		counts[qa.Category]++
 		rep.Questions++
+		if opts.Trace != nil {
+			var got []string
+			for _, r := range res {
+				got = append(got, byID[r.ID]...)
+			}
+			opts.Trace(QuestionResult{Conversation: c.ID, QA: qa, Gold: gold, Retrieved: got})
+		}
 	}
 	return nil
 }
