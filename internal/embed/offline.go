@@ -24,7 +24,7 @@ type OfflineWeights struct {
 var DefaultOfflineWeights = OfflineWeights{Words: 1.0, Bigrams: 0.35, Chars: 1.0, StopWord: 0.05}
 
 // Offline is a deterministic embedder using signed feature hashing. It needs
-// no network and no model files. Features are lower-cased stemmed word
+// no network and no model files. Features are lower-cased (Porter2-)stemmed word
 // unigrams (stop words down-weighted), content-word bigrams, and character
 // 3–5-grams of each content word with word-boundary markers ("<paint>"),
 // which lets morphological variants and typos share dimensions. Term
@@ -56,7 +56,7 @@ func (o *Offline) Dimensions() int { return o.dims }
 // ID names the algorithm version, weights and dimensions; any change to the
 // feature extraction must change it so stored vectors are re-embedded.
 func (o *Offline) ID() string {
-	return fmt.Sprintf("offline-hash-v2/w%.2f-b%.2f-c%.2f-s%.2f/%d", o.w.Words, o.w.Bigrams, o.w.Chars, o.w.StopWord, o.dims)
+	return fmt.Sprintf("offline-hash-v3/w%.2f-b%.2f-c%.2f-s%.2f/%d", o.w.Words, o.w.Bigrams, o.w.Chars, o.w.StopWord, o.dims)
 }
 
 // Embed returns one unit vector per text. It never fails except when ctx is

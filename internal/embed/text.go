@@ -46,65 +46,6 @@ func Words(text string) []string {
 	return out
 }
 
-// Stem applies light English suffix stripping, enough to conflate plural,
-// past and gerund forms ("paintings", "painted", "painting" → "paint").
-// It is deliberately conservative: it never reduces a word below three
-// letters, and plural forms always reach the same stem as the singular.
-func Stem(w string) string {
-	if len(w) <= 3 {
-		return w
-	}
-	w = stripPlural(w)
-	type rule struct{ suf, rep string }
-	rules := []rule{
-		{"ational", "ate"}, {"fulness", "ful"}, {"iveness", "ive"}, {"ization", "ize"},
-		{"ousness", "ous"}, {"ivity", ""}, {"ation", "ate"}, {"tion", "t"}, {"ement", ""},
-		{"ment", ""}, {"ness", ""}, {"ful", ""}, {"ity", ""}, {"ive", ""}, {"ly", ""},
-		{"ied", "y"}, {"ing", ""}, {"ed", ""}, {"er", ""},
-	}
-	for _, r := range rules {
-		if !strings.HasSuffix(w, r.suf) {
-			continue
-		}
-		base := w[:len(w)-len(r.suf)] + r.rep
-		if len(base) < 3 || (r.suf == "ly" && len(base) < 4) {
-			return w
-		}
-		if r.suf == "ing" || r.suf == "ed" || r.suf == "er" {
-			// undouble a final consonant ("running" → "run")
-			n := len(base)
-			if base[n-1] == base[n-2] && !strings.ContainsRune("aeioulsz", rune(base[n-1])) {
-				base = base[:n-1]
-			}
-		}
-		return trimE(base)
-	}
-	return trimE(w)
-}
-
-func stripPlural(w string) string {
-	switch {
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		return w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"),
-		strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "zes"):
-		return w[:len(w)-2]
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
-		return w
-	case strings.HasSuffix(w, "s") && len(w) > 3:
-		return w[:len(w)-1]
-	}
-	return w
-}
-
-// trimE removes a final silent e so that "bake"/"baking"/"baked" share a stem.
-func trimE(w string) string {
-	if len(w) > 3 && w[len(w)-1] == 'e' && !strings.HasSuffix(w, "ee") {
-		return w[:len(w)-1]
-	}
-	return w
-}
-
 // IsStopWord reports whether w (lower-case) is a common English function
 // word that carries little meaning for retrieval.
 func IsStopWord(w string) bool {

@@ -1,0 +1,62 @@
+package embed
+
+import "testing"
+
+func TestStemPorter2(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		// reference outputs of the Snowball English stemmer
+		{"consign", "consign"}, {"consigned", "consign"}, {"consignment", "consign"},
+		{"consistency", "consist"}, {"consistently", "consist"}, {"consolation", "consol"},
+		{"consolatory", "consolatori"}, {"consoled", "consol"}, {"consolidating", "consolid"},
+		{"consolingly", "consol"}, {"consonant", "conson"}, {"conspicuously", "conspicu"},
+		{"conspiracy", "conspiraci"}, {"conspirators", "conspir"}, {"constables", "constabl"},
+		{"constancy", "constanc"}, {"knackeries", "knackeri"}, {"knaves", "knave"},
+		{"kneeling", "kneel"}, {"knees", "knee"}, {"knightly", "knight"}, {"knitting", "knit"},
+		{"knives", "knive"}, {"knocker", "knocker"}, {"generously", "generous"},
+		{"skating", "skate"}, {"hopping", "hop"}, {"aberration", "aberr"}, {"abruptness", "abrupt"},
+		{"absolute", "absolut"}, {"abated", "abat"}, {"acclivity", "accliv"},
+		{"accumulations", "accumul"}, {"agreement", "agreement"}, {"breed", "breed"},
+		{"fluently", "fluentli"}, {"because", "becaus"}, {"ties", "tie"}, {"cries", "cri"},
+		// exceptions
+		{"skies", "sky"}, {"dying", "die"}, {"news", "news"}, {"early", "earli"}, {"exceed", "exceed"},
+		// left alone
+		{"is", "is"}, {"2023", "2023"}, {"café", "café"}, {"b2b", "b2b"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := Stem(tc.in); got != tc.want {
+				t.Errorf("Stem(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStemKeepsDistinctWords(t *testing.T) {
+	// the previous suffix stripper merged these ("-er" removal)
+	for _, tc := range []struct{ name, a, b string }{
+		{"career/car", "career", "car"},
+		{"care/car", "care", "car"},
+		{"flower/flow", "flower", "flow"},
+		{"better/bet", "better", "bet"},
+		{"mother/moth", "mother", "moth"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if Stem(tc.a) == Stem(tc.b) {
+				t.Errorf("Stem(%q) = Stem(%q) = %q", tc.a, tc.b, Stem(tc.a))
+			}
+		})
+	}
+	for _, group := range [][]string{
+		{"volunteer", "volunteers", "volunteering", "volunteered"},
+		{"hike", "hikes", "hiking", "hiked"},
+		{"study", "studies", "studying", "studied"},
+		{"happy", "happiness"},
+	} {
+		t.Run(group[0], func(t *testing.T) {
+			for _, w := range group[1:] {
+				if Stem(w) != Stem(group[0]) {
+					t.Errorf("Stem(%q) = %q, want %q", w, Stem(w), Stem(group[0]))
+				}
+			}
+		})
+	}
+}
