@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Measures, for `reverie agent` on an existing data dir:
 #   - cold start to the first 200 from /healthz (median and min over RUNS starts)
-#   - idle RSS after IDLE seconds (web listener, event bus and extensions running)
+#   - idle RSS after IDLE seconds (web listener, event bus and extensions running;
+#     start-up-only pages are released 5 s after "agent ready", see internal/footprint)
+#   - RSS again after a round of web requests (page, API reads, one message)
 #   - the stripped binary size
 # Usage: bench/startup.sh [RUNS] [IDLE]
 set -euo pipefail
@@ -42,6 +44,18 @@ wait_healthy
 sleep "$IDLE"
 rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
 echo "idle RSS after ${IDLE}s: $((rss / 1024)) MiB ($rss kB)"
+tok=$(tr -d '\n' < "$data/secrets/web_token")
+curl -s -o /dev/null "http://127.0.0.1:$port/"
+for p in info threads memories pulse skills tasks receipts workflows usage world interactions; do
+  curl -s -o /dev/null -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/$p"
+done
+# One turn (without a configured model it fails with 502 and a reply saying how to configure one).
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+  -d '{"text":"hello"}' "http://127.0.0.1:$port/api/v1/threads/web:bench/messages")
+case $code in 200|502) ;; *) echo "warning: the message request answered $code" ;; esac
+sleep 2
+rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+echo "RSS after a round of requests: $((rss / 1024)) MiB ($rss kB)"
 kill -TERM $pid; wait $pid || true
 pid=
 size=$(stat -c %s "$work/reverie")

@@ -1,0 +1,76 @@
+//go:build linux
+
+package footprint
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestReadOnlyMappings(t *testing.T) {
+	maps := `00400000-017bb000 r-xp 00000000 fe:00 10232937                           /usr/bin/reverie
+017bb000-0372f000 r--p 013bb000 fe:00 10232937                           /usr/bin/reverie
+0372f000-038db000 rw-p 0332f000 fe:00 10232937                           /usr/bin/reverie
+038db000-05b4c000 rw-p 00000000 00:00 0
+7f0000000000-7f0000001000 r--s 00000000 fe:00 42                         /data/reverie.db-shm
+7f0000002000-7f0000003000 r--p 00000000 fe:00 43                         /opt/my dir/lib.so
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+7ffd00030000-7ffd00032000 r-xp 00000000 00:00 0                          [vdso]
+garbage line
+`
+	got := readOnlyMappings([]byte(maps))
+	want := []mapping{
+		{0x400000, 0x17bb000, "/usr/bin/reverie"},
+		{0x17bb000, 0x372f000, "/usr/bin/reverie"},
+		{0x7f0000002000, 0x7f0000003000, "/opt/my dir/lib.so"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d mappings %+v, want %+v", len(got), got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("mapping %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// Trim drops the test binary's code and constants from the resident set,
+// and the process keeps running the code it dropped.
+func TestTrimReleasesExecutablePages(t *testing.T) {
+	before := rssFile(t)
+	res, err := Trim()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Segments < 2 || res.Bytes <= 0 {
+		t.Fatalf("released %+v, want at least the code and the read-only data segment", res)
+	}
+	after := rssFile(t)
+	if after >= before {
+		t.Errorf("file-backed resident memory %d kB before, %d kB after", before, after)
+	}
+	// Code and constants are mapped again on use.
+	if s := strconv.Itoa(12345) + strings.ToUpper("ok"); s != "12345OK" {
+		t.Fatal(s)
+	}
+	if _, err := Trim(); err != nil {
+		t.Fatal("second trim:", err)
+	}
+}
+
+func rssFile(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	m := regexp.MustCompile(`RssFile:\s+(\d+) kB`).FindSubmatch(b)
+	if m == nil {
+		t.Skip("no RssFile in /proc/self/status")
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package footprint
+
+func dropExecutablePages() (Result, error) { return Result{}, nil }
