@@ -337,7 +337,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.runBackground(gctx) })
 	a.Kernel.Ready(gctx)
 	close(a.ready)
-	g.Go(func() error { return a.trimWhenSettled(gctx) })
+	g.Go(func() error { return a.keepFootprint(gctx) })
 	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),
 		"data", a.opts.DataDir)
 	<-gctx.Done()

@@ -5,6 +5,7 @@ package footprint
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,6 +13,25 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// ResidentFile returns the process's resident file-backed memory in bytes
+// (RssFile in /proc/self/status).
+func ResidentFile() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("read process status: %w", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse RssFile %q: %w", strings.TrimSpace(v), err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no RssFile in /proc/self/status")
+}
 
 // dropExecutablePages madvises away this process's mappings of its own
 // executable that are not writable.
