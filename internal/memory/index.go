@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 )
 
 // meta is the per-memory state the recall path needs without touching the
@@ -20,6 +21,14 @@ type meta struct {
 	hasVector   bool
 	thread      string
 	speaker     string // normalised "Name" of a "Name: text" memory, "" otherwise
+	question    bool   // text asks something (holds a question mark)
+}
+
+// setText sets the fields derived from the memory's text.
+func (m *meta) setText(text string) {
+	m.temporal = temporalText.MatchString(text)
+	m.speaker = speakerOf(text)
+	m.question = strings.Contains(text, "?")
 }
 
 // index holds every memory's metadata and, for memories embedded with the
@@ -259,23 +268,15 @@ func (x *index) cosine(a, b int) float32 {
 	return float32(dot8(x.q[a*d:(a+1)*d], x.q[b*d:(b+1)*d])) * x.scale[a] * x.scale[b]
 }
 
-// threadNeighbours returns the slots of the memories whose ids are adjacent
-// to slot's and that belong to the same non-empty thread.
-func (x *index) threadNeighbours(slot int) []int { return x.threadNeighboursAt(slot, 1) }
-
-// threadNeighboursAt returns the slots of the memories d places before and
-// after slot's memory in the same thread.
-func (x *index) threadNeighboursAt(slot, d int) []int {
+// threadNeighbour returns the slot of the memory d places after (d < 0:
+// before) slot's memory in the same non-empty thread, or -1.
+func (x *index) threadNeighbour(slot, d int) int {
 	th := x.metas[slot].thread
 	if th == "" {
-		return nil
+		return -1
 	}
-	id := x.ids[slot]
-	var out []int
-	for _, nid := range [2]int64{id - int64(d), id + int64(d)} {
-		if s, ok := x.slot[nid]; ok && x.metas[s].thread == th {
-			out = append(out, s)
-		}
+	if s, ok := x.slot[x.ids[slot]+int64(d)]; ok && x.metas[s].thread == th {
+		return s
 	}
-	return out
+	return -1
 }

@@ -92,7 +92,7 @@ func TestIndexRemoveAndTextIndexCompaction(t *testing.T) {
 	if len(ti.docID) >= 3000 || ti.live != 500 {
 		t.Fatalf("text index not compacted: %d docs, %d live", len(ti.docID), ti.live)
 	}
-	hits := ti.search("note", nil, 1000, func(int64) bool { return true })
+	hits := ti.search("note", nil, defaultBM25, 1000, func(int64) bool { return true })
 	if len(hits) != 500 {
 		t.Fatalf("search after compaction found %d, want 500", len(hits))
 	}

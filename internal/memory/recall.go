@@ -83,7 +83,8 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		sl, ok := s.idx.slot[id]
 		return ok && keep(sl)
 	}
-	hits := s.text.search(text, skip, nCand, keepID)
+	bp := s.tune.bm25()
+	hits := s.text.search(text, skip, bp, nCand, keepID)
 	for i, h := range hits {
 		c := get(s.idx.slot[h.id])
 		c.tr = i + 1
@@ -91,7 +92,7 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	}
 	if s.tune.FeedbackWeight > 0 && len(hits) > 0 {
 		if qt := s.text.expand(text, skip, hits[:min(len(hits), s.tune.FeedbackDocs)], s.tune.FeedbackTerms); len(qt) > 0 {
-			for i, h := range s.text.scoreTerms(qt, nCand, keepID) {
+			for i, h := range s.text.scoreTerms(qt, bp, nCand, keepID) {
 				get(s.idx.slot[h.id]).fused += s.tune.FeedbackWeight / (s.tune.RRFK + float64(i+1))
 			}
 		}
@@ -107,16 +108,22 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		for sl, c := range byslot {
 			own[sl] = c.fused
 		}
+		pass := func(nb int, w float64) {
+			if nb >= 0 && keep(nb) {
+				c := get(nb)
+				c.fused = max(c.fused, own[nb]+w)
+			}
+		}
 		for sl, f := range own {
-			w := s.tune.Spread
+			fwd, back := s.tune.Spread, s.tune.Spread
+			if s.tune.AnswerSpread > 0 && s.idx.metas[sl].question {
+				fwd = s.tune.AnswerSpread
+			}
 			for d := 1; d <= max(s.tune.SpreadReach, 1); d++ {
-				for _, nb := range s.idx.threadNeighboursAt(sl, d) {
-					if keep(nb) {
-						c := get(nb)
-						c.fused = max(c.fused, own[nb]+w*f)
-					}
-				}
-				w *= s.tune.Spread
+				pass(s.idx.threadNeighbour(sl, d), fwd*f)
+				pass(s.idx.threadNeighbour(sl, -d), back*f)
+				fwd *= s.tune.Spread
+				back *= s.tune.Spread
 			}
 		}
 	}

@@ -40,6 +40,25 @@ type Tuning struct {
 	// SkipNames leaves speaker names the query mentions out of the full-text
 	// query (the speaker boost accounts for them).
 	SkipNames bool
+	// BM25K1 and BM25B are the full-text ranking's term-frequency saturation
+	// and length normalisation; zero means the textbook 1.2 and 0.75.
+	BM25K1 float64
+	BM25B  float64
+	// AnswerSpread, when set, replaces Spread for the memories that follow
+	// one asking a question (a text with "?"): the reply is likely the
+	// answer, so it inherits more of the question's relevance.
+	AnswerSpread float64
+}
+
+func (t Tuning) bm25() bm25 {
+	p := defaultBM25
+	if t.BM25K1 > 0 {
+		p.k1 = t.BM25K1
+	}
+	if t.BM25B > 0 {
+		p.b = t.BM25B
+	}
+	return p
 }
 
 // DefaultTuning is tuned on LoCoMo retrieval with the offline embedder.
@@ -60,6 +79,7 @@ var DefaultTuning = Tuning{
 	FeedbackDocs:   8,
 	FeedbackTerms:  5,
 	SkipNames:      true,
+	BM25B:          0.5,
 }
 
 // intent is what kind of memory a query asks for.

@@ -101,7 +101,8 @@ func (s *VectorStore) load(ctx context.Context) error {
 			return fmt.Errorf("load memory index: %w", err)
 		}
 		m := meta{kind: Kind(kind), createdAt: created, validFrom: from, validTo: to.Int64, eventTime: event.Int64,
-			lastAccess: last.Int64, accessCount: count, temporal: temporalText.MatchString(text), speaker: speakerOf(text), thread: thr}
+			lastAccess: last.Int64, accessCount: count, thread: thr}
+		m.setText(text)
 		var v []float32
 		if model == s.model && blob != nil {
 			v, err = vec.Decode(blob)
@@ -249,10 +250,9 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 				return err
 			}
 			ids[i] = id
-			fresh = append(fresh, added{id: id, vec: vecs[i], text: m.Text, m: meta{
-				kind: m.Kind, createdAt: ns(now), validFrom: ns(from), eventTime: nullNS(m.EventTime).Int64,
-				temporal: temporalText.MatchString(m.Text), speaker: speakerOf(m.Text), thread: m.Thread,
-			}})
+			mt := meta{kind: m.Kind, createdAt: ns(now), validFrom: ns(from), eventTime: nullNS(m.EventTime).Int64, thread: m.Thread}
+			mt.setText(m.Text)
+			fresh = append(fresh, added{id: id, vec: vecs[i], text: m.Text, m: mt})
 		}
 		return nil
 	})
@@ -355,7 +355,7 @@ func (s *VectorStore) Update(ctx context.Context, m Memory) error {
 	if sl, ok := s.idx.slot[m.ID]; ok {
 		mt := s.idx.metas[sl]
 		mt.kind, mt.eventTime, mt.thread = m.Kind, nullNS(m.EventTime).Int64, m.Thread
-		mt.temporal, mt.speaker = temporalText.MatchString(m.Text), speakerOf(m.Text)
+		mt.setText(m.Text)
 		s.idx.put(m.ID, mt, v)
 		s.text.put(m.ID, m.Text)
 	}

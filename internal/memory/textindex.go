@@ -40,10 +40,12 @@ type postingList struct {
 	tf  []uint8
 }
 
-const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
-)
+// bm25 holds the BM25 parameters: k1 (term-frequency saturation) and b
+// (length normalisation).
+type bm25 struct{ k1, b float64 }
+
+// defaultBM25 is the textbook setting, used when Tuning leaves them zero.
+var defaultBM25 = bm25{k1: 1.2, b: 0.75}
 
 func newTextIndex() *textIndex {
 	return &textIndex{terms: map[string]uint32{}, byID: map[int64]uint32{}}
@@ -172,7 +174,7 @@ func (h *hitHeap) Pop() any {
 // search returns up to k memory ids accepted by keep, best BM25 score first
 // (ties by id). skip lists query words (unstemmed, lower-case) to ignore;
 // when only stop words remain, they are used.
-func (t *textIndex) search(query string, skip map[string]bool, k int, keep func(id int64) bool) []textHit {
+func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, keep func(id int64) bool) []textHit {
 	if t.live == 0 || k <= 0 {
 		return nil
 	}
@@ -193,7 +195,7 @@ func (t *textIndex) search(query string, skip map[string]bool, k int, keep func(
 	if len(qterms) == 0 {
 		return nil
 	}
-	return t.scoreTerms(qterms, k, keep)
+	return t.scoreTerms(qterms, p, k, keep)
 }
 
 // expand returns the query terms plus up to n feedback terms: the terms
@@ -255,7 +257,7 @@ func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n 
 }
 
 // scoreTerms ranks the documents for the given term ids by BM25.
-func (t *textIndex) scoreTerms(qterms []uint32, k int, keep func(id int64) bool) []textHit {
+func (t *textIndex) scoreTerms(qterms []uint32, p bm25, k int, keep func(id int64) bool) []textHit {
 	n := len(t.docID)
 	accp, _ := t.pool.Get().(*[]float32)
 	if accp == nil || len(*accp) < n {
@@ -280,17 +282,17 @@ func (t *textIndex) scoreTerms(qterms []uint32, k int, keep func(id int64) bool)
 			continue
 		}
 		idf := float32(max(math.Log((N-df+0.5)/(df+0.5)), 1e-6))
-		p := &t.postings[tid]
-		for i, d := range p.doc {
+		pl := &t.postings[tid]
+		for i, d := range pl.doc {
 			if t.docID[d] == 0 {
 				continue
 			}
-			tf := float32(p.tf[i])
-			norm := float32(bm25K1 * (1 - bm25B + bm25B*float64(t.docLen[d])/avg))
+			tf := float32(pl.tf[i])
+			norm := float32(p.k1 * (1 - p.b + p.b*float64(t.docLen[d])/avg))
 			if acc[d] == 0 {
 				touched = append(touched, d)
 			}
-			acc[d] += idf * tf * (bm25K1 + 1) / (tf + norm)
+			acc[d] += idf * tf * float32(p.k1+1) / (tf + norm)
 		}
 	}
 	h := make(hitHeap, 0, k+1)
