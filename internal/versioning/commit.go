@@ -10,12 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // Commit records the current content of paths — data-dir-relative (or
@@ -91,7 +85,7 @@ const MaxFileBytes = 8 << 20
 // diskFile is a tracked file read from the data dir.
 type diskFile struct {
 	data []byte
-	mode filemode.FileMode
+	mode uint32
 	info fs.FileInfo
 }
 
@@ -100,13 +94,13 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 	if err := ctx.Err(); err != nil {
 		return Revision{}, fmt.Errorf("commit data dir: %w", err)
 	}
-	idx, err := r.repo.Storer.Index()
+	idx, err := readIndex(r.indexPath())
 	if err != nil {
 		return Revision{}, fmt.Errorf("commit data dir: read index: %w", err)
 	}
-	entries := make(map[string]*index.Entry, len(idx.Entries))
-	for _, e := range idx.Entries {
-		entries[e.Name] = e
+	entries := make(map[string]indexEntry, len(idx))
+	for _, e := range idx {
+		entries[e.name] = e
 	}
 	changed := false
 	for _, p := range rels {
@@ -124,34 +118,50 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 			}
 		}
 		for name, f := range files {
-			h := plumbing.ComputeHash(plumbing.BlobObject, f.data)
-			if e := entries[name]; e != nil && e.Hash == h && e.Mode == f.mode {
+			id := hashObject(objBlob, f.data)
+			if e, ok := entries[name]; ok && e.id == id && e.mode == f.mode && e.stage == 0 {
 				continue
 			}
-			if err := r.writeBlob(h, f.data); err != nil {
+			if _, err := r.git.objects.write(objBlob, f.data); err != nil {
 				return Revision{}, fmt.Errorf("commit data dir: store %s: %w", name, err)
 			}
-			entries[name] = &index.Entry{
-				Name: name, Hash: h, Mode: f.mode,
-				Size: uint32(len(f.data)), ModifiedAt: f.info.ModTime(),
-			}
+			entries[name] = indexEntry{name: name, id: id, mode: f.mode, stat: statOf(f.info)}
 			changed = true
 		}
 	}
 	if !changed {
 		return Revision{}, nil
 	}
-	if err := r.repo.Storer.SetIndex(newIndex(entries)); err != nil {
-		return Revision{}, fmt.Errorf("commit data dir: write index: %w", err)
+	head, err := r.headCommit()
+	if err != nil {
+		return Revision{}, fmt.Errorf("commit data dir: %w", err)
+	}
+	tree, err := r.writeTree(entries)
+	if err != nil {
+		return Revision{}, fmt.Errorf("commit data dir: write tree: %w", err)
+	}
+	var parents []oid
+	if head != nil {
+		if head.tree == tree {
+			return Revision{}, nil // the index differed in nothing that matters
+		}
+		parents = []oid{head.id}
 	}
 	now := r.now()
-	hash, err := r.wt.Commit(message, &git.CommitOptions{
-		Author: &object.Signature{Name: r.author.Name, Email: r.author.Email, When: now},
-	})
-	if errors.Is(err, git.ErrEmptyCommit) {
-		return Revision{}, nil
-	}
+	sig := signature{name: r.author.Name, email: r.author.Email, when: now}
+	id, err := r.git.objects.write(objCommit, encodeCommit(tree, parents, sig, sig, message))
 	if err != nil {
+		return Revision{}, fmt.Errorf("commit data dir: write commit: %w", err)
+	}
+	r.git.objects.syncDirs()
+	list := make([]indexEntry, 0, len(entries))
+	for _, e := range entries {
+		list = append(list, e)
+	}
+	if err := r.writeIndex(list); err != nil {
+		return Revision{}, fmt.Errorf("commit data dir: write index: %w", err)
+	}
+	if err := r.git.updateHead(id); err != nil {
 		// Put the index back in line with the head commit so the next
 		// commit sees these changes again.
 		if serr := r.syncIndex(); serr != nil {
@@ -159,11 +169,46 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 		}
 		return Revision{}, fmt.Errorf("commit data dir: %w", err)
 	}
-	c, err := r.repo.CommitObject(hash)
+	c, err := r.git.objects.readCommit(id)
 	if err != nil {
-		return Revision{}, fmt.Errorf("commit data dir: read back %s: %w", hash, err)
+		return Revision{}, fmt.Errorf("commit data dir: read back %s: %w", id, err)
 	}
 	return r.revisionOf(ctx, c)
+}
+
+// writeTree stores the trees of the files in entries (subtrees first) and
+// returns the root tree's id.
+func (r *Repo) writeTree(entries map[string]indexEntry) (oid, error) {
+	type dir struct {
+		entries []treeEntry
+		subdirs map[string]*dir
+	}
+	root := &dir{subdirs: map[string]*dir{}}
+	for name, e := range entries {
+		d := root
+		parts := strings.Split(name, "/")
+		for _, part := range parts[:len(parts)-1] {
+			sub := d.subdirs[part]
+			if sub == nil {
+				sub = &dir{subdirs: map[string]*dir{}}
+				d.subdirs[part] = sub
+			}
+			d = sub
+		}
+		d.entries = append(d.entries, treeEntry{mode: e.mode, name: parts[len(parts)-1], id: e.id})
+	}
+	var write func(d *dir) (oid, error)
+	write = func(d *dir) (oid, error) {
+		for name, sub := range d.subdirs {
+			id, err := write(sub)
+			if err != nil {
+				return id, err
+			}
+			d.entries = append(d.entries, treeEntry{mode: modeTree, name: name, id: id})
+		}
+		return r.git.objects.write(objTree, encodeTree(d.entries))
+	}
+	return write(root)
 }
 
 // scan reads the tracked files at rel (a file or a directory); a missing
@@ -252,98 +297,54 @@ func addFile(out map[string]diskFile, name, full string, info fs.FileInfo) error
 	if err != nil {
 		return err
 	}
-	mode := filemode.Regular
+	mode := modeRegular
 	if info.Mode()&0o111 != 0 {
-		mode = filemode.Executable
+		mode = modeExec
 	}
 	out[name] = diskFile{data: data, mode: mode, info: info}
 	return nil
 }
 
-// writeBlob stores data as the blob h unless the repository has it.
-func (r *Repo) writeBlob(h plumbing.Hash, data []byte) error {
-	if r.repo.Storer.HasEncodedObject(h) == nil {
-		return nil
-	}
-	obj := r.repo.Storer.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	obj.SetSize(int64(len(data)))
-	w, err := obj.Writer()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	got, err := r.repo.Storer.SetEncodedObject(obj)
-	if err != nil {
-		return err
-	}
-	if got != h {
-		return fmt.Errorf("stored blob hash %s, want %s", got, h)
-	}
-	return nil
-}
-
 // revisionOf describes c, with the files it changed against its first
 // parent.
-func (r *Repo) revisionOf(ctx context.Context, c *object.Commit) (Revision, error) {
-	files, err := changedFiles(ctx, c)
+func (r *Repo) revisionOf(ctx context.Context, c *commit) (Revision, error) {
+	changes, err := r.changes(ctx, c)
 	if err != nil {
 		return Revision{}, err
 	}
+	files := make([]string, 0, len(changes))
+	for _, ch := range changes {
+		files = append(files, ch.name)
+	}
+	hx := c.id.String()
 	return Revision{
-		Hash:    c.Hash.String(),
-		Short:   c.Hash.String()[:shortLen],
-		Time:    c.Author.When,
-		Message: strings.TrimRight(c.Message, "\n"),
-		Files:   files,
+		Hash:    hx,
+		Short:   hx[:shortLen],
+		Time:    c.author.when,
+		Message: strings.TrimRight(c.message, "\n"),
+		Files:   slices.Compact(files),
 	}, nil
 }
 
-// changedFiles lists the paths c changed against its first parent (every
-// file for the first commit), sorted.
-func changedFiles(ctx context.Context, c *object.Commit) ([]string, error) {
-	to, from, err := trees(c)
-	if err != nil {
+// changes lists the files c changed against its first parent (every file
+// for the first commit), sorted.
+func (r *Repo) changes(ctx context.Context, c *commit) ([]fileChange, error) {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	changes, err := object.DiffTreeWithOptions(ctx, from, to, nil)
-	if err != nil {
-		return nil, fmt.Errorf("diff %s: %w", c.Hash, err)
-	}
-	files := make([]string, 0, len(changes))
-	for _, ch := range changes {
-		name := ch.To.Name
-		if name == "" {
-			name = ch.From.Name
-		}
-		files = append(files, name)
-	}
-	slices.Sort(files)
-	return slices.Compact(files), nil
-}
-
-// trees returns c's tree and its first parent's (nil for the first commit).
-func trees(c *object.Commit) (to, from *object.Tree, err error) {
-	to, err = c.Tree()
-	if err != nil {
-		return nil, nil, fmt.Errorf("read tree of %s: %w", c.Hash, err)
-	}
-	if c.NumParents() > 0 {
-		p, err := c.Parent(0)
+	var from oid
+	if len(c.parents) > 0 {
+		p, err := r.git.objects.readCommit(c.parents[0])
 		if err != nil {
-			return nil, nil, fmt.Errorf("read parent of %s: %w", c.Hash, err)
+			return nil, fmt.Errorf("read parent of %s: %w", c.id, err)
 		}
-		if from, err = p.Tree(); err != nil {
-			return nil, nil, fmt.Errorf("read tree of %s: %w", p.Hash, err)
-		}
+		from = p.tree
 	}
-	return to, from, nil
+	changes, err := r.git.objects.diffTrees(from, c.tree)
+	if err != nil {
+		return nil, fmt.Errorf("diff %s: %w", c.id, err)
+	}
+	return changes, nil
 }
 
 // sameContent reports whether the file at full holds data.

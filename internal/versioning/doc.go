@@ -1,6 +1,7 @@
 // Package versioning keeps the human-editable files of the data dir in a git
-// repository inside the data dir (DATA/.git), written in pure Go with go-git:
-// no git binary is needed, and a user who has one can browse the history
+// repository inside the data dir (DATA/.git), read and written by a small
+// pure-Go implementation of the part of git it needs: no git binary and no
+// git library are needed, and a user who has git can browse the history
 // with ordinary git commands.
 //
 // # What is tracked
@@ -40,10 +41,32 @@
 //
 // Files restored are written atomically (temp file, fsync, rename).
 //
+// # On-disk format
+//
+// The repository is an ordinary git repository that git itself reads as
+// clean: HEAD names refs/heads/main; objects are loose, zlib-compressed and
+// SHA-1-addressed with git's exact encoding of blobs, trees (entries in
+// git's order, modes 100644, 100755 and 40000) and commits (tree, parent,
+// author, committer); the index is a version 2 "DIRC" index matching the
+// head commit, with stat data so git status need not rehash. New objects
+// are synced before the ref that names them is replaced, and refs and the
+// index are replaced atomically. What git may write there is read too:
+// packed refs (.git/packed-refs), pack files left by git gc or git repack
+// (index version 2, whole objects and OFS/REF deltas), index version 3 and
+// its extensions, merge commits, annotated tags and a detached HEAD (a
+// commit then moves HEAD itself). Reverie never packs, and never writes
+// reflogs or the index extensions.
+//
+// Show's patch is written here too: Myers' diff in linear space (bounded
+// in cost for pathological files), three lines of context, git's headers,
+// binary files named rather than shown.
+//
 // # Concurrency
 //
 // A Repo is safe for concurrent use: one mutex serialises every operation,
-// reads included (go-git's storage is not safe for concurrent writers). One
-// process owns a data dir (datadir.Lock); commands that change the history
-// from outside the agent take that lock first.
+// reads included (the object store and its caches are not safe for
+// concurrent use). One process owns a data dir (datadir.Lock); commands
+// that change the history from outside the agent take that lock first. Git
+// run by hand in the data dir while an agent writes is not coordinated
+// with (Reverie does not take git's .lock files).
 package versioning

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"slices"
+	"strconv"
 	"strings"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // errStop ends a commit iteration early.
@@ -37,15 +34,7 @@ func (r *Repo) History(ctx context.Context, path string, limit int) ([]Revision,
 	if head == nil {
 		return out, nil
 	}
-	iter, err := r.repo.Log(&git.LogOptions{From: head.Hash})
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	defer iter.Close()
-	err = iter.ForEach(func(c *object.Commit) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	err = r.walk(ctx, head, func(c *commit) error {
 		rev, err := r.revisionOf(ctx, c)
 		if err != nil {
 			return err
@@ -63,6 +52,42 @@ func (r *Repo) History(ctx context.Context, path string, limit int) ([]Revision,
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	return out, nil
+}
+
+// walk calls fn with every commit reachable from head, each once, newest
+// commit time first as git log orders them (for Reverie's linear history:
+// head, its parent, …). An error from fn ends the walk and is returned.
+func (r *Repo) walk(ctx context.Context, head *commit, fn func(*commit) error) error {
+	seen := map[oid]bool{head.id: true}
+	queue := []*commit{head}
+	for len(queue) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		next := 0
+		for i, c := range queue {
+			if c.committer.when.After(queue[next].committer.when) {
+				next = i
+			}
+		}
+		c := queue[next]
+		queue = slices.Delete(queue, next, next+1)
+		if err := fn(c); err != nil {
+			return err
+		}
+		for _, p := range c.parents {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			pc, err := r.git.objects.readCommit(p)
+			if err != nil {
+				return fmt.Errorf("read parent of %s: %w", c.id, err)
+			}
+			queue = append(queue, pc)
+		}
+	}
+	return nil
 }
 
 func touches(files []string, p string) bool {
@@ -101,50 +126,104 @@ func (r *Repo) Show(ctx context.Context, rev string) (Diff, error) {
 	if err != nil {
 		return Diff{}, fmt.Errorf("show %s: %w", info.Short, err)
 	}
-	to, from, err := trees(c)
-	if err != nil {
-		return Diff{}, fmt.Errorf("show: %w", err)
-	}
-	changes, err := object.DiffTreeWithOptions(ctx, from, to, nil)
+	changes, err := r.changes(ctx, c)
 	if err != nil {
 		return Diff{}, fmt.Errorf("show %s: %w", info.Short, err)
 	}
-	patch, err := changes.PatchContext(ctx)
-	if err != nil {
+	var patch strings.Builder
+	if err := r.git.objects.writePatch(ctx, &patch, changes); err != nil {
 		return Diff{}, fmt.Errorf("show %s: %w", info.Short, err)
 	}
 	return Diff{Revision: info, Patch: patch.String()}, nil
 }
 
-// resolve finds the commit rev names: a full hash, a unique prefix of at
-// least minShort hex digits, or a revision expression go-git understands
-// (HEAD, HEAD~2). Errors wrap ErrUnknownRevision or ErrAmbiguousRevision.
-func (r *Repo) resolve(rev string) (*object.Commit, error) {
+// resolve finds the commit rev names: a full hash or a unique prefix of at
+// least minShort hex digits of a commit of the history, HEAD (or @), a
+// branch or tag name, each optionally followed by git's ~N (N-th first
+// parent) and ^N (N-th parent) suffixes, as in HEAD~2 or 1a2b3c4^. Errors
+// wrap ErrUnknownRevision or ErrAmbiguousRevision.
+func (r *Repo) resolve(rev string) (*commit, error) {
 	rev = strings.TrimSpace(rev)
 	if rev == "" {
 		return nil, fmt.Errorf("%w: empty revision", ErrUnknownRevision)
 	}
-	if isHex(rev) {
-		return r.resolveHash(strings.ToLower(rev))
+	base, suffix := rev, ""
+	if i := strings.IndexAny(rev, "~^"); i >= 0 {
+		base, suffix = rev[:i], rev[i:]
 	}
-	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
-	if err != nil || h == nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, rev)
+	var c *commit
+	var err error
+	switch {
+	case isHex(base):
+		c, err = r.resolveHash(strings.ToLower(base))
+	case base == "HEAD" || base == "@":
+		c, err = r.headCommit()
+		if err == nil && c == nil {
+			err = fmt.Errorf("%w: %q (the history is empty)", ErrUnknownRevision, rev)
+		}
+	default:
+		c, err = r.resolveRefName(base)
 	}
-	c, err := r.repo.CommitObject(*h)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, rev)
+		return nil, err
+	}
+	for suffix != "" {
+		op := suffix[0]
+		suffix = suffix[1:]
+		digits := len(suffix) - len(strings.TrimLeft(suffix, "0123456789"))
+		n := 1
+		if digits > 0 {
+			if n, err = strconv.Atoi(suffix[:digits]); err != nil || n > 1<<20 {
+				return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, rev)
+			}
+			suffix = suffix[digits:]
+		}
+		steps, parent := n, 0 // ~N: N first parents
+		if op == '^' {
+			steps, parent = min(n, 1), n-1 // ^N: the N-th parent (^0: itself)
+		}
+		for range steps {
+			if parent >= len(c.parents) {
+				return nil, fmt.Errorf("%w: %q goes past the first commit", ErrUnknownRevision, rev)
+			}
+			if c, err = r.git.objects.readCommit(c.parents[parent]); err != nil {
+				return nil, fmt.Errorf("%w: %q: %v", ErrUnknownRevision, rev, err)
+			}
+		}
 	}
 	return c, nil
 }
 
+// resolveRefName finds the commit a branch or tag name points to, trying
+// the names git tries: NAME, refs/NAME, refs/tags/NAME, refs/heads/NAME.
+func (r *Repo) resolveRefName(name string) (*commit, error) {
+	for _, ref := range []string{name, "refs/" + name, "refs/tags/" + name, "refs/heads/" + name} {
+		if !validRefName(ref) || ref == "HEAD" {
+			continue
+		}
+		id, err := r.git.resolveRef(ref)
+		if errors.Is(err, errNoRef) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q: %v", ErrUnknownRevision, name, err)
+		}
+		c, err := r.git.objects.readCommit(id)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q: %v", ErrUnknownRevision, name, err)
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, name)
+}
+
 // resolveHash finds the commit of the history whose hash starts with
 // prefix.
-func (r *Repo) resolveHash(prefix string) (*object.Commit, error) {
+func (r *Repo) resolveHash(prefix string) (*commit, error) {
 	if len(prefix) < minShort {
 		return nil, fmt.Errorf("%w: %q is too short (give at least %d hex digits)", ErrUnknownRevision, prefix, minShort)
 	}
-	if len(prefix) > len(plumbing.ZeroHash.String()) {
+	if len(prefix) > 2*len(oid{}) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, prefix)
 	}
 	head, err := r.headCommit()
@@ -154,22 +233,17 @@ func (r *Repo) resolveHash(prefix string) (*object.Commit, error) {
 	if head == nil {
 		return nil, fmt.Errorf("%w: %q (the history is empty)", ErrUnknownRevision, prefix)
 	}
-	iter, err := r.repo.Log(&git.LogOptions{From: head.Hash})
-	if err != nil {
-		return nil, err
-	}
-	defer iter.Close()
-	var found []*object.Commit
-	err = iter.ForEach(func(c *object.Commit) error {
-		if strings.HasPrefix(c.Hash.String(), prefix) {
+	var found []*commit
+	err = r.walk(context.Background(), head, func(c *commit) error {
+		if strings.HasPrefix(c.id.String(), prefix) {
 			found = append(found, c)
-			if len(prefix) == len(plumbing.ZeroHash.String()) {
+			if len(prefix) == 2*len(oid{}) {
 				return errStop
 			}
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errStop) && !errors.Is(err, io.EOF) {
+	if err != nil && !errors.Is(err, errStop) {
 		return nil, err
 	}
 	switch len(found) {

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/reverie-ai/reverie/internal/datadir"
 )
@@ -33,7 +30,7 @@ func (r *Repo) Restore(ctx context.Context, rev string) (Revision, error) {
 	if err != nil {
 		return Revision{}, fmt.Errorf("restore: %w", err)
 	}
-	short := target.Hash.String()[:shortLen]
+	short := target.id.String()[:shortLen]
 	if _, err := r.commitLocked(ctx, "uncommitted changes before restore "+short, Tracked()); err != nil {
 		return Revision{}, fmt.Errorf("restore %s: save uncommitted changes first: %w", short, err)
 	}
@@ -79,7 +76,7 @@ func (r *Repo) Restore(ctx context.Context, rev string) (Revision, error) {
 		}
 	}
 	msg := fmt.Sprintf("restore %s\n\nEvery versioned file put back to %s (%s).",
-		short, target.Hash, firstLine(target.Message))
+		short, target.id, firstLine(target.message))
 	out, err := r.commitLocked(ctx, msg, Tracked())
 	if err != nil {
 		return Revision{}, fmt.Errorf("restore %s: %w", short, err)
@@ -90,16 +87,7 @@ func (r *Repo) Restore(ctx context.Context, rev string) (Revision, error) {
 // restoreFile writes the blob f to name unless the file
 // already holds it.
 func (r *Repo) restoreFile(name string, f treeFile) error {
-	blob, err := r.repo.BlobObject(f.hash)
-	if err != nil {
-		return fmt.Errorf("read stored content: %w", err)
-	}
-	rd, err := blob.Reader()
-	if err != nil {
-		return fmt.Errorf("read stored content: %w", err)
-	}
-	data, err := io.ReadAll(rd)
-	rd.Close()
+	data, err := r.git.objects.readAs(f.id, objBlob)
 	if err != nil {
 		return fmt.Errorf("read stored content: %w", err)
 	}
@@ -111,7 +99,7 @@ func (r *Repo) restoreFile(name string, f treeFile) error {
 		return err
 	}
 	perm := os.FileMode(0o600)
-	if f.mode == filemode.Executable {
+	if f.mode&0o111 != 0 {
 		perm = 0o700
 	}
 	return writeAtomic(full, data, perm)

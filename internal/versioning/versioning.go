@@ -12,11 +12,7 @@ import (
 	"sync"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
-	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/reverie-ai/reverie/internal/datadir"
 )
 
 // Sentinel errors, wrapped with the detail (errors.Is them).
@@ -212,9 +208,8 @@ type Repo struct {
 	created bool
 	ro      bool
 
-	mu   sync.Mutex
-	repo *git.Repository
-	wt   *git.Worktree
+	mu  sync.Mutex
+	git *gitRepo
 }
 
 // Open opens the repository in dir (the data dir, which must exist),
@@ -288,52 +283,66 @@ func (r *Repo) Created() bool { return r.created }
 // Dir is the data dir.
 func (r *Repo) Dir() string { return r.dir }
 
+// gitConfig is the config of a new repository: what git init writes.
+const gitConfig = `[core]
+	repositoryformatversion = 0
+	filemode = true
+	bare = false
+	logallrefupdates = true
+`
+
+// init creates an empty repository whose HEAD names Branch.
 func (r *Repo) init() error {
-	repo, err := git.PlainInitWithOptions(r.dir, &git.PlainInitOptions{
-		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(Branch)},
-	})
-	if err != nil {
+	gitDir := filepath.Join(r.dir, GitDir)
+	if err := os.Mkdir(gitDir, 0o700); err != nil {
 		return fmt.Errorf("initialise data dir history: %w", err)
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return fmt.Errorf("initialise data dir history: %w", err)
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(gitDir, filepath.FromSlash(d)), 0o700); err != nil {
+			return fmt.Errorf("initialise data dir history: %w", err)
+		}
 	}
-	r.repo, r.wt, r.created = repo, wt, true
+	for _, f := range []struct{ name, content string }{
+		{"config", gitConfig},
+		{"description", "Reverie data dir history\n"},
+		{"HEAD", "ref: refs/heads/" + Branch + "\n"},
+	} {
+		if err := datadir.WriteFile(filepath.Join(gitDir, f.name), []byte(f.content), 0o600); err != nil {
+			return fmt.Errorf("initialise data dir history: %w", err)
+		}
+	}
+	r.git, r.created = newGitRepo(gitDir), true
 	return nil
 }
 
 // open opens an existing repository and checks that its head commit and
-// tree can be read.
+// tree can be read and that every blob of that tree is stored.
 func (r *Repo) open() error {
-	repo, err := git.PlainOpen(r.dir)
+	gitDir := filepath.Join(r.dir, GitDir)
+	for _, d := range []string{"objects", "refs"} {
+		fi, err := os.Stat(filepath.Join(gitDir, d))
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", filepath.Join(gitDir, d))
+		}
+	}
+	g := newGitRepo(gitDir)
+	_, id, ok, err := g.readHead()
 	if err != nil {
 		return err
 	}
-	head, err := repo.Head()
-	switch {
-	case errors.Is(err, plumbing.ErrReferenceNotFound):
-		// A repository without commits yet.
-	case err != nil:
-		return fmt.Errorf("read HEAD: %w", err)
-	default:
-		c, err := repo.CommitObject(head.Hash())
+	if ok {
+		c, err := g.objects.readCommit(id)
 		if err != nil {
-			return fmt.Errorf("read head commit %s: %w", head.Hash(), err)
+			return fmt.Errorf("read head commit %s: %w", id, err)
 		}
-		t, err := c.Tree()
-		if err != nil {
-			return fmt.Errorf("read head tree: %w", err)
-		}
-		if err := t.Files().ForEach(func(*object.File) error { return nil }); err != nil {
+		if err := g.objects.walkTree(c.tree, "", map[string]treeFile{}, true); err != nil {
 			return fmt.Errorf("read head tree: %w", err)
 		}
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return err
-	}
-	r.repo, r.wt = repo, wt
+	r.git = g
 	return nil
 }
 
@@ -349,46 +358,22 @@ func (r *Repo) writeGitignore() error {
 }
 
 // headCommit returns the head commit, nil when there is none yet.
-func (r *Repo) headCommit() (*object.Commit, error) {
-	head, err := r.repo.Head()
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+func (r *Repo) headCommit() (*commit, error) {
+	_, id, ok, err := r.git.readHead()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read HEAD: %w", err)
-	}
-	c, err := r.repo.CommitObject(head.Hash())
+	c, err := r.git.objects.readCommit(id)
 	if err != nil {
 		return nil, fmt.Errorf("read head commit: %w", err)
 	}
 	return c, nil
 }
 
-// treeFile is a file of a commit's tree.
-type treeFile struct {
-	hash plumbing.Hash
-	mode filemode.FileMode
-}
-
-// treeFiles lists the files of c's tree (none for a nil commit).
-func treeFiles(c *object.Commit) (map[string]treeFile, error) {
-	out := map[string]treeFile{}
-	if c == nil {
-		return out, nil
-	}
-	t, err := c.Tree()
-	if err != nil {
-		return nil, fmt.Errorf("read tree of %s: %w", c.Hash, err)
-	}
-	err = t.Files().ForEach(func(f *object.File) error {
-		out[f.Name] = treeFile{hash: f.Hash, mode: f.Mode}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read tree of %s: %w", c.Hash, err)
-	}
-	return out, nil
-}
+func (r *Repo) indexPath() string { return filepath.Join(r.git.dir, "index") }
 
 // syncIndex makes the index list exactly the head commit's files, rebuilding
 // it when it is unreadable or disagrees: commits are built from the index, so
@@ -402,50 +387,47 @@ func (r *Repo) syncIndex() error {
 	if err != nil {
 		return err
 	}
-	idx, ierr := r.repo.Storer.Index()
+	idx, ierr := readIndex(r.indexPath())
 	if ierr == nil && indexMatches(idx, want) {
 		return nil
 	}
 	if ierr != nil && !r.created {
 		r.log.Warn("data dir history index was unreadable; rebuilt it from the last commit", "err", ierr)
-	} else if ierr == nil && len(idx.Entries) > 0 {
+	} else if ierr == nil && len(idx) > 0 {
 		r.log.Info("data dir history index disagreed with the last commit; rebuilt it")
 	}
 	return r.resetIndex(want)
 }
 
-func indexMatches(idx *index.Index, want map[string]treeFile) bool {
-	if len(idx.Entries) != len(want) {
+func indexMatches(idx []indexEntry, want map[string]treeFile) bool {
+	if len(idx) != len(want) {
 		return false
 	}
-	for _, e := range idx.Entries {
-		w, ok := want[e.Name]
-		if !ok || w.hash != e.Hash || w.mode != e.Mode || e.Stage != index.Merged {
+	for _, e := range idx {
+		w, ok := want[e.name]
+		if !ok || w.id != e.id || w.mode != e.mode || e.stage != 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// resetIndex writes an index listing files.
+// resetIndex writes an index listing files. Entries carry no stat data, so
+// git checks them by content once.
 func (r *Repo) resetIndex(files map[string]treeFile) error {
-	entries := make(map[string]*index.Entry, len(files))
+	entries := make([]indexEntry, 0, len(files))
 	for name, f := range files {
-		entries[name] = &index.Entry{Name: name, Hash: f.hash, Mode: f.mode}
+		entries = append(entries, indexEntry{name: name, id: f.id, mode: f.mode})
 	}
-	if err := r.repo.Storer.SetIndex(newIndex(entries)); err != nil {
+	if err := r.writeIndex(entries); err != nil {
 		return fmt.Errorf("write data dir history index: %w", err)
 	}
 	return nil
 }
 
-func newIndex(entries map[string]*index.Entry) *index.Index {
-	idx := &index.Index{Version: 2, Entries: make([]*index.Entry, 0, len(entries))}
-	for _, e := range entries {
-		idx.Entries = append(idx.Entries, e)
-	}
-	slices.SortFunc(idx.Entries, func(a, b *index.Entry) int { return strings.Compare(a.Name, b.Name) })
-	return idx
+// writeIndex replaces the index atomically.
+func (r *Repo) writeIndex(entries []indexEntry) error {
+	return datadir.WriteFile(r.indexPath(), encodeIndex(entries), 0o600)
 }
 
 // moveAside renames p to p.corrupt-<UTC timestamp>, never replacing an
