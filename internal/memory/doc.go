@@ -20,12 +20,12 @@
 //
 //  1. Takes up to C = Tuning.Candidates full-text candidates: the content
 //     words of q (stop words and speaker names the query mentions dropped),
-//     each double-quoted and OR-ed — user text is never FTS syntax — ordered
-//     by FTS5 bm25(); and up to C vector candidates by cosine similarity to
-//     the embedded query. Below 8,192 memories every vector is compared;
-//     above, the 1,024 (or 8·C) memories nearest by Hamming distance of the
-//     sign sketches are re-ranked by the int8 dot product. Memories not valid
-//     at t (ValidFrom > t or ValidTo ≤ t, unless IncludeClosed) and those
+//     Porter2-stemmed, ranked by BM25 (k1 = BM25K1, b = BM25B) over an
+//     in-memory inverted index that mirrors the FTS5 table; and up to C
+//     vector candidates by cosine similarity to the embedded query. Below
+//     8,192 memories every vector is compared; above, the 1,024 (or 8·C)
+//     memories nearest by Hamming distance of the sign sketches are
+//     re-ranked by the int8 dot product. Memories not valid at t (ValidFrom > t or ValidTo ≤ t, unless IncludeClosed) and those
 //     outside Kinds/Thread are excluded from both lists.
 //  2. Pseudo-relevance feedback: a second BM25 ranking for the query plus
 //     the FeedbackTerms highest-idf terms shared by the FeedbackDocs best
@@ -38,7 +38,9 @@
 //     neighbours (the memories up to SpreadReach ids away in the same
 //     non-empty thread) get fused(n) = max(fused(n), own(n) + Spread^d·own(m))
 //     at distance d, so an answer is found through the question that
-//     preceded it.
+//     preceded it. When m asks a question (its text holds "?"), the memories
+//     after it get AnswerSpread·Spread^(d−1)·own(m) instead: the reply to a
+//     question that matches the query is the likely answer.
 //  5. Re-scores: score(m) = fused(m)/((Wt+Wv)/(k+1)) ·
 //     (1 + Br·e^(−age/τr) + Bs·R + Bi·intent) · (1 + Bsp if the query names
 //     m's speaker), where age is the time since creation, R = e^(−Δ/S) is

@@ -80,6 +80,7 @@ var DefaultTuning = Tuning{
 	FeedbackTerms:  5,
 	SkipNames:      true,
 	BM25B:          0.5,
+	AnswerSpread:   0.85,
 }
 
 // intent is what kind of memory a query asks for.
