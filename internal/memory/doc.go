@@ -25,8 +25,9 @@
 //     vector candidates by cosine similarity to the embedded query. Below
 //     8,192 memories every vector is compared; above, the 1,024 (or 8·C)
 //     memories nearest by Hamming distance of the sign sketches are
-//     re-ranked by the int8 dot product. Memories not valid at t (ValidFrom > t or ValidTo ≤ t, unless IncludeClosed) and those
-//     outside Kinds/Thread are excluded from both lists.
+//     re-ranked by the int8 dot product. Memories not valid at t
+//     (ValidFrom > t or ValidTo ≤ t, unless IncludeClosed) and those outside
+//     Kinds/Thread are excluded from both lists.
 //  2. Pseudo-relevance feedback: a second BM25 ranking for the query plus
 //     the FeedbackTerms highest-idf terms shared by the FeedbackDocs best
 //     full-text matches, fused with weight FeedbackWeight (it finds the
