@@ -170,6 +170,9 @@ func (r *Repo) resolve(rev string) (*commit, error) {
 	for suffix != "" {
 		op := suffix[0]
 		suffix = suffix[1:]
+		if op != '~' && op != '^' {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, rev)
+		}
 		digits := len(suffix) - len(strings.TrimLeft(suffix, "0123456789"))
 		n := 1
 		if digits > 0 {
