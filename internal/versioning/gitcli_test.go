@@ -227,7 +227,6 @@ func TestShowPatchMatchesGit(t *testing.T) {
 	}
 }
 
-
 // gitPatch is git's patch of a commit against its first parent, without
 // function headings or diff heuristics (what Show writes).
 func gitPatch(t *testing.T, g *gitCLI, rev string) string {
