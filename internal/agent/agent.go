@@ -53,9 +53,11 @@ const (
 	OriginCondense Origin = "condense"
 )
 
-// SystemEventPrefix starts the stored text of every system event and seed:
-// they are user-role messages (so that every provider accepts them) that the
-// model can tell from what the user wrote.
+// SystemEventPrefix starts the text of every system event and seed: they
+// are user-role messages (so that every provider accepts them) that the
+// model can tell from what the user wrote. The store records their source
+// (conversation.SourceSystemEvent, SourceSeed); code tells them apart by
+// that, never by the prefix, which a user could type too.
 const SystemEventPrefix = "[SYSTEM EVENT] "
 
 // Topics the agent publishes.
@@ -81,6 +83,7 @@ var ErrEmptyMessage = errors.New("empty message")
 // (*conversation.Store).
 type Conversations interface {
 	Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Message) ([]int64, error)
+	AppendFrom(ctx context.Context, id chat.ThreadID, src conversation.Source, msgs ...llm.Message) ([]int64, error)
 	History(ctx context.Context, id chat.ThreadID) ([]conversation.StoredMessage, error)
 	Summary(ctx context.Context, id chat.ThreadID) (conversation.Summary, bool, error)
 	Compact(ctx context.Context, id chat.ThreadID, sum conversation.Summary) (int, error)
@@ -290,12 +293,15 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 	if strings.TrimSpace(in.Text) == "" {
 		return Result{Reply: "There is nothing to answer: the message is empty."}, fmt.Errorf("turn on %s: %w", in.Thread, ErrEmptyMessage)
 	}
-	text := in.Text
-	if in.Kind != KindUser {
-		text = SystemEventPrefix + text
+	text, src := in.Text, conversation.SourceConversation
+	switch in.Kind {
+	case KindSeed:
+		text, src = SystemEventPrefix+text, conversation.SourceSeed
+	case KindSystemEvent:
+		text, src = SystemEventPrefix+text, conversation.SourceSystemEvent
 	}
 	sctx, cancel := a.saveContext(ctx)
-	_, err := a.o.Conversations.Append(sctx, in.Thread, llm.UserText(text))
+	_, err := a.o.Conversations.AppendFrom(sctx, in.Thread, src, llm.UserText(text))
 	cancel()
 	if err != nil {
 		err = fmt.Errorf("save message on %s: %w", in.Thread, err)

@@ -409,6 +409,9 @@ func TestSystemEventAndSeedTurns(t *testing.T) {
 			if !strings.HasPrefix(h[0].Message.Text(), SystemEventPrefix+tc.wantSeed) || h[0].Message.Role != llm.RoleUser {
 				t.Errorf("stored seed = %q", h[0].Message.Text())
 			}
+			if h[0].Source != conversation.SourceSeed {
+				t.Errorf("seed stored with source %q", h[0].Source)
+			}
 			if n := len(e.interactions(interactions.ActionSeed)); n != 1 {
 				t.Errorf("seed log entries = %d", n)
 			}

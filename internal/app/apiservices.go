@@ -184,7 +184,7 @@ func messageOf(m conversation.StoredMessage) api.Message {
 		}
 	}
 	out.Text = text.String()
-	out.SystemEvent = m.Message.Role == llm.RoleUser && strings.HasPrefix(out.Text, agent.SystemEventPrefix)
+	out.SystemEvent = m.Source != conversation.SourceConversation
 	return out
 }
 

@@ -79,9 +79,35 @@ type Thread struct {
 type StoredMessage struct {
 	ID         int64
 	Message    llm.Message
+	Source     Source
 	CreatedAt  time.Time
 	Tokens     int
 	ArchivedAt time.Time // zero for active messages
+}
+
+// Source says who wrote a stored message.
+type Source string
+
+// Message sources.
+const (
+	// SourceConversation is the conversation itself: the user, the
+	// assistant and tools.
+	SourceConversation Source = ""
+	// SourceSystemEvent is an event raised for the agent (a reminder, a
+	// worker's result, a condense request, a supervisor note), stored with
+	// the user role.
+	SourceSystemEvent Source = "system_event"
+	// SourceSeed opens a new conversation, stored with the user role.
+	SourceSeed Source = "seed"
+)
+
+// Valid reports whether s is one of the sources above.
+func (s Source) Valid() bool {
+	switch s {
+	case SourceConversation, SourceSystemEvent, SourceSeed:
+		return true
+	}
+	return false
 }
 
 // Summary is a thread's compaction summary: it replaces the messages up to
@@ -246,12 +272,22 @@ func cleanTitle(s string) string {
 	return strings.TrimSpace(string(r[:MaxTitleLen-1])) + "…"
 }
 
-// Append stores msgs at the end of the thread in one transaction, creating
-// the thread when needed, and returns their ids in order. A thread without a
-// title takes the first line of its first user message as title.
+// Append stores msgs (written by the conversation: SourceConversation) at
+// the end of the thread in one transaction, creating the thread when
+// needed, and returns their ids in order. A thread without a title takes
+// the first line of its first user message as title.
 func (s *Store) Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Message) ([]int64, error) {
+	return s.AppendFrom(ctx, id, SourceConversation, msgs...)
+}
+
+// AppendFrom is Append for messages from src. Only the user's own messages
+// (SourceConversation) name a thread and count as its last user message.
+func (s *Store) AppendFrom(ctx context.Context, id chat.ThreadID, src Source, msgs ...llm.Message) ([]int64, error) {
 	if err := id.Validate(); err != nil {
 		return nil, fmt.Errorf("append to thread: %w", err)
+	}
+	if !src.Valid() {
+		return nil, fmt.Errorf("append to thread %q: unknown message source %q", id, src)
 	}
 	if len(msgs) == 0 {
 		return nil, nil
@@ -273,7 +309,7 @@ func (s *Store) Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Messag
 			return nil, fmt.Errorf("append to thread %q: message %d: %w", id, i, err)
 		}
 		enc[i] = encoded{role: string(m.Role), parts: string(data), tokens: prompt.CountMessage(s.counter, m)}
-		if m.Role == llm.RoleUser && !hasUser {
+		if m.Role == llm.RoleUser && src == SourceConversation && !hasUser {
 			hasUser, firstUser = true, m.Text()
 		}
 	}
@@ -298,7 +334,7 @@ func (s *Store) Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Messag
 			string(id), id.Channel(), title, now, lastUser); err != nil {
 			return err
 		}
-		const insert = `INSERT INTO messages (thread_id, role, parts, created_at, token_count) VALUES (?, ?, ?, ?, ?)`
+		const insert = `INSERT INTO messages (thread_id, role, parts, created_at, token_count, source) VALUES (?, ?, ?, ?, ?, ?)`
 		exec := func(args ...any) (sql.Result, error) { return tx.ExecContext(ctx, insert, args...) }
 		if len(enc) > 1 {
 			stmt, err := tx.PrepareContext(ctx, insert)
@@ -309,7 +345,7 @@ func (s *Store) Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Messag
 			exec = func(args ...any) (sql.Result, error) { return stmt.ExecContext(ctx, args...) }
 		}
 		for i, e := range enc {
-			res, err := exec(string(id), e.role, e.parts, now, e.tokens)
+			res, err := exec(string(id), e.role, e.parts, now, e.tokens, string(src))
 			if err != nil {
 				return err
 			}
@@ -333,7 +369,7 @@ func firstLine(s string) string {
 	return s
 }
 
-const messageColumns = `id, role, parts, created_at, token_count, archived_at`
+const messageColumns = `id, role, parts, created_at, token_count, archived_at, source`
 
 func scanMessages(rows *sql.Rows, sizeHint int) ([]StoredMessage, error) {
 	defer rows.Close()
@@ -343,10 +379,11 @@ func scanMessages(rows *sql.Rows, sizeHint int) ([]StoredMessage, error) {
 		parts    sql.RawBytes
 		created  int64
 		archived sql.NullInt64
+		source   sql.RawBytes
 	)
 	for rows.Next() {
 		var m StoredMessage
-		if err := rows.Scan(&m.ID, &role, &parts, &created, &m.Tokens, &archived); err != nil {
+		if err := rows.Scan(&m.ID, &role, &parts, &created, &m.Tokens, &archived, &source); err != nil {
 			return nil, err
 		}
 		p, err := decodeParts(parts)
@@ -355,6 +392,9 @@ func scanMessages(rows *sql.Rows, sizeHint int) ([]StoredMessage, error) {
 		}
 		m.Message = llm.Message{Role: internRole(role), Parts: p}
 		m.CreatedAt, m.ArchivedAt = fromNanos(created), fromNull(archived)
+		if len(source) > 0 {
+			m.Source = internSource(source)
+		}
 		out = append(out, m)
 	}
 	return out, rows.Err()
@@ -374,6 +414,17 @@ func internRole(b []byte) llm.Role {
 		return llm.RoleSystem
 	}
 	return llm.Role(b)
+}
+
+// internSource returns the shared constant for the known sources.
+func internSource(b []byte) Source {
+	switch string(b) {
+	case string(SourceSystemEvent):
+		return SourceSystemEvent
+	case string(SourceSeed):
+		return SourceSeed
+	}
+	return Source(b)
 }
 
 // History returns the thread's active (non-archived) messages in order. An
@@ -600,13 +651,12 @@ func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int, error)
 
 // CountUserMessagesSince counts the thread's user messages with id > sinceID,
 // archived or not (compaction does not hide them from the memory harvest).
-// System events (stored with the user role, text starting "[SYSTEM EVENT]")
-// are not messages from the user and are not counted.
+// System events and seeds (stored with the user role) are not messages from
+// the user and are not counted.
 func (s *Store) CountUserMessagesSince(ctx context.Context, id chat.ThreadID, sinceID int64) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx,
-		`SELECT COUNT(*) FROM messages WHERE thread_id = ? AND id > ? AND role = ?
-		   AND COALESCE(json_extract(parts, '$[0].text'), '') NOT LIKE '[SYSTEM EVENT]%'`,
+		`SELECT COUNT(*) FROM messages WHERE thread_id = ? AND id > ? AND role = ? AND source = ''`,
 		string(id), sinceID, string(llm.RoleUser)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count user messages of %q: %w", id, err)

@@ -45,7 +45,6 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
-	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/prompt"
@@ -309,7 +308,7 @@ func Transcript(msgs []conversation.StoredMessage, maxMsg, maxTotal int) (string
 			continue
 		}
 		text := strings.TrimSpace(m.Text())
-		if text == "" || (m.Role == llm.RoleUser && strings.HasPrefix(text, strings.TrimSpace(agent.SystemEventPrefix))) {
+		if text == "" || msgs[i].Source != conversation.SourceConversation {
 			continue
 		}
 		line := who + ": " + midTruncate(text, maxMsg)

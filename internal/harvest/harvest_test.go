@@ -124,8 +124,14 @@ func TestHarvestTranscriptAndPosition(t *testing.T) {
 	long := strings.Repeat("a", 80) + "MIDDLE" + strings.Repeat("z", 80)
 	if _, err := e.conv.Append(ctx, "web:a",
 		llm.UserText("My daughter Mia starts school in September."),
-		llm.AssistantText("Noted!"),
-		llm.UserText("[SYSTEM EVENT] sub-session finished"),
+		llm.AssistantText("Noted!")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.conv.AppendFrom(ctx, "web:a", conversation.SourceSystemEvent,
+		llm.UserText("[SYSTEM EVENT] sub-session finished")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.conv.Append(ctx, "web:a",
 		llm.Message{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: "1", Content: "tool output"}}},
 		llm.UserText(long)); err != nil {
 		t.Fatal(err)
