@@ -40,6 +40,7 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	}
 	nCand := max(s.tune.Candidates, limit)
 	in := detectIntent(text)
+	when := queryPeriod(text, at.Location())
 
 	type cand struct {
 		slot  int
@@ -129,7 +130,7 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	}
 	cands := make([]*cand, 0, len(byslot))
 	for _, c := range byslot {
-		c.score = s.tune.finalScore(c.fused, &s.idx.metas[c.slot], in, named, atNS)
+		c.score = s.tune.finalScore(c.fused, &s.idx.metas[c.slot], in, named, when, atNS)
 		cands = append(cands, c)
 	}
 	slices.SortFunc(cands, func(a, b *cand) int {

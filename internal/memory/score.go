@@ -48,6 +48,13 @@ type Tuning struct {
 	// one asking a question (a text with "?"): the reply is likely the
 	// answer, so it inherits more of the question's relevance.
 	AnswerSpread float64
+	// DateBoost multiplies the score of a memory dated (event time, else
+	// creation time) within the time the query names ("in July 2023", "on
+	// 13 October, 2023") by 1 + DateBoost. The named span is widened by a
+	// day before and DateSlackDays after, as things are often told some
+	// days after they happened.
+	DateBoost     float64
+	DateSlackDays float64
 }
 
 func (t Tuning) bm25() bm25 {
@@ -81,6 +88,8 @@ var DefaultTuning = Tuning{
 	SkipNames:      true,
 	BM25B:          0.5,
 	AnswerSpread:   0.85,
+	DateBoost:      3,
+	DateSlackDays:  3,
 }
 
 // intent is what kind of memory a query asks for.
@@ -198,7 +207,7 @@ func namedSpeakers(query string, speakers map[string]int) map[string]bool {
 
 // finalScore combines the fused rank score with the re-scoring factors; see
 // doc.go for the formula.
-func (t Tuning) finalScore(fused float64, m *meta, in intent, named map[string]bool, at int64) float64 {
+func (t Tuning) finalScore(fused float64, m *meta, in intent, named map[string]bool, when period, at int64) float64 {
 	maxFused := (t.TextWeight + t.VectorWeight) / (t.RRFK + 1)
 	rel := fused / maxFused
 	boost := 1 + t.RecencyBoost*recency(m, at, t.RecencyDays) +
@@ -206,6 +215,15 @@ func (t Tuning) finalScore(fused float64, m *meta, in intent, named map[string]b
 		t.IntentBoost*intentMatch(in, m)
 	if m.speaker != "" && named[m.speaker] {
 		boost *= 1 + t.SpeakerBoost
+	}
+	if t.DateBoost > 0 && when.named() {
+		d := m.eventTime
+		if d == 0 {
+			d = m.createdAt
+		}
+		if when.contains(d, 24*time.Hour, time.Duration(t.DateSlackDays*float64(24*time.Hour))) {
+			boost *= 1 + t.DateBoost
+		}
 	}
 	return rel * boost
 }

@@ -42,7 +42,9 @@ type postingList struct {
 
 // bm25 holds the BM25 parameters: k1 (term-frequency saturation) and b
 // (length normalisation).
-type bm25 struct{ k1, b float64 }
+// (length normalisation), and the weight of a query's consecutive-word
+// pairs relative to its single words (0: pairs are not matched).
+type bm25 struct{ k1, b, bigram float64 }
 
 // defaultBM25 is the textbook setting, used when Tuning leaves them zero.
 var defaultBM25 = bm25{k1: 1.2, b: 0.75}
@@ -70,12 +72,20 @@ func (t *textIndex) put(id int64, text string) {
 	t.remove(id)
 	terms, length := indexTerms(text)
 	tf := map[string]int{}
-	for _, w := range terms {
+	var order []string
+	count := func(w string) {
+		if tf[w] == 0 {
+			order = append(order, w)
+		}
 		tf[w]++
+	}
+	for _, w := range terms {
+		count(w)
 	}
 	doc := uint32(len(t.docID))
 	ids := make([]uint32, 0, len(tf))
-	for w, n := range tf {
+	for _, w := range order {
+		n := tf[w]
 		tid, ok := t.terms[w]
 		if !ok {
 			tid = uint32(len(t.postings))
@@ -171,27 +181,40 @@ func (h *hitHeap) Pop() any {
 	return x
 }
 
-// search returns up to k memory ids accepted by keep, best BM25 score first
-// (ties by id). skip lists query words (unstemmed, lower-case) to ignore;
-// when only stop words remain, they are used.
-func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, keep func(id int64) bool) []textHit {
-	if t.live == 0 || k <= 0 {
-		return nil
-	}
+// qterm is a query term with its weight.
+type qterm struct {
+	tid uint32
+	w   float32
+}
+
+// queryTerms returns the indexed content-word stems of query, weight 1.
+// skip lists query words (unstemmed, lower-case) to ignore; when only stop
+// words remain, they are used.
+func (t *textIndex) queryTerms(query string, skip map[string]bool) []qterm {
 	words := embed.Words(query)
 	seen := map[uint32]bool{}
-	var qterms []uint32
-	for pass := 0; pass < 2 && len(qterms) == 0; pass++ {
+	var out []qterm
+	for pass := 0; pass < 2 && len(out) == 0; pass++ {
 		for _, w := range words {
 			if skip[w] || (pass == 0 && embed.IsStopWord(w)) {
 				continue
 			}
 			if tid, ok := t.terms[embed.Stem(w)]; ok && !seen[tid] {
 				seen[tid] = true
-				qterms = append(qterms, tid)
+				out = append(out, qterm{tid, 1})
 			}
 		}
 	}
+	return out
+}
+
+// search returns up to k memory ids accepted by keep, best BM25 score first
+// (ties by id); see queryTerms for the query.
+func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, keep func(id int64) bool) []textHit {
+	if t.live == 0 || k <= 0 {
+		return nil
+	}
+	qterms := t.queryTerms(query, skip)
 	if len(qterms) == 0 {
 		return nil
 	}
@@ -201,16 +224,16 @@ func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, ke
 // expand returns the query terms plus up to n feedback terms: the terms
 // that occur in most of the given top documents, weighted by idf
 // (pseudo-relevance feedback).
-func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n int) []uint32 {
+func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n int) []qterm {
 	q := map[uint32]bool{}
-	var qterms []uint32
+	var qterms []qterm
 	for _, w := range embed.Words(query) {
 		if skip[w] || embed.IsStopWord(w) {
 			continue
 		}
 		if tid, ok := t.terms[embed.Stem(w)]; ok && !q[tid] {
 			q[tid] = true
-			qterms = append(qterms, tid)
+			qterms = append(qterms, qterm{tid, 1})
 		}
 	}
 	if len(qterms) == 0 {
@@ -251,13 +274,13 @@ func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n 
 		return cmp.Compare(a.tid, b.tid)
 	})
 	for i := 0; i < n && i < len(cands); i++ {
-		qterms = append(qterms, cands[i].tid)
+		qterms = append(qterms, qterm{cands[i].tid, 1})
 	}
 	return qterms
 }
 
 // scoreTerms ranks the documents for the given term ids by BM25.
-func (t *textIndex) scoreTerms(qterms []uint32, p bm25, k int, keep func(id int64) bool) []textHit {
+func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64) bool) []textHit {
 	n := len(t.docID)
 	accp, _ := t.pool.Get().(*[]float32)
 	if accp == nil || len(*accp) < n {
@@ -276,12 +299,13 @@ func (t *textIndex) scoreTerms(qterms []uint32, p bm25, k int, keep func(id int6
 	// per-document length normaliser k1·(1 − b + b·len/avg), computed lazily
 	var touched []uint32
 	N := float64(t.live)
-	for _, tid := range qterms {
+	for _, qt := range qterms {
+		tid := qt.tid
 		df := float64(t.df[tid])
 		if df <= 0 {
 			continue
 		}
-		idf := float32(max(math.Log((N-df+0.5)/(df+0.5)), 1e-6))
+		idf := qt.w * float32(max(math.Log((N-df+0.5)/(df+0.5)), 1e-6))
 		pl := &t.postings[tid]
 		for i, d := range pl.doc {
 			if t.docID[d] == 0 {
