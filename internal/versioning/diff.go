@@ -259,6 +259,12 @@ type change struct{ a0, a1, b0, b1 int }
 
 // diffLines returns the changes that turn a into b, in order.
 func diffLines(a, b []string) []change {
+	return diffLinesCost(a, b, max(256, isqrt(len(a)+len(b))))
+}
+
+// diffLinesCost is diffLines with the bound on the edit distance one
+// bisection explores (see differ.maxCost).
+func diffLinesCost(a, b []string, maxCost int) []change {
 	ids := map[string]int{}
 	intern := func(lines []string) []int {
 		out := make([]int, len(lines))
@@ -273,7 +279,7 @@ func diffLines(a, b []string) []change {
 		return out
 	}
 	d := &differ{a: intern(a), b: intern(b), delA: make([]bool, len(a)), insB: make([]bool, len(b))}
-	d.maxCost = max(256, isqrt(len(a)+len(b)))
+	d.maxCost = maxCost
 	d.compare(0, len(a), 0, len(b))
 
 	var out []change

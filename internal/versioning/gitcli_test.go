@@ -513,6 +513,10 @@ func TestIndexWrittenByGit(t *testing.T) {
 			if got := strings.Contains(logs.String(), "rebuilt"); got != tc.rebuilt {
 				t.Errorf("rebuilt = %v, want %v (logs %s)", got, tc.rebuilt, logs.String())
 			}
+			// A rebuilt index carries the stat data of the unchanged files.
+			if df := g.run("diff-files", "--name-only"); df != "" {
+				t.Errorf("git diff-files lists:\n%s", df)
+			}
 			if rev, err := r.CommitAll(t.Context(), "nothing"); err != nil || !rev.IsZero() {
 				t.Errorf("CommitAll = %+v, %v; want zero revision", rev, err)
 			}

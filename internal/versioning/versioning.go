@@ -412,17 +412,38 @@ func indexMatches(idx []indexEntry, want map[string]treeFile) bool {
 	return true
 }
 
-// resetIndex writes an index listing files. Entries carry no stat data, so
-// git checks them by content once.
+// resetIndex writes an index listing files, with the stat data of the
+// files on disk that hold exactly the committed content (so git trusts
+// them without hashing); the others are left for git to check by content.
 func (r *Repo) resetIndex(files map[string]treeFile) error {
 	entries := make([]indexEntry, 0, len(files))
 	for name, f := range files {
-		entries = append(entries, indexEntry{name: name, id: f.id, mode: f.mode})
+		e := indexEntry{name: name, id: f.id, mode: f.mode}
+		e.stat, _ = r.diskStat(name, f)
+		entries = append(entries, e)
 	}
 	if err := r.writeIndex(entries); err != nil {
 		return fmt.Errorf("write data dir history index: %w", err)
 	}
 	return nil
+}
+
+// diskStat returns the stat data of the file name when it is a regular file
+// holding the blob f with f's mode.
+func (r *Repo) diskStat(name string, f treeFile) (statData, bool) {
+	full := filepath.Join(r.dir, filepath.FromSlash(name))
+	info, err := os.Lstat(full)
+	if err != nil || !info.Mode().IsRegular() || info.Size() > MaxFileBytes {
+		return statData{}, false
+	}
+	if (info.Mode()&0o111 != 0) != (f.mode == modeExec) || !isFileMode(f.mode) || f.mode == modeSymlink {
+		return statData{}, false
+	}
+	data, err := os.ReadFile(full)
+	if err != nil || hashObject(objBlob, data) != f.id {
+		return statData{}, false
+	}
+	return statOf(info), true
 }
 
 // writeIndex replaces the index atomically.
