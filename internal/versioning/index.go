@@ -105,8 +105,11 @@ func parseIndex(data []byte) ([]indexEntry, error) {
 				return nil, errors.New("index version 2 entry with extended flags")
 			}
 			fixed += 2
+			if len(rest) < fixed {
+				return nil, errors.New("index entry is truncated")
+			}
 		}
-		nul := bytes.IndexByte(rest[min(fixed, len(rest)):], 0)
+		nul := bytes.IndexByte(rest[fixed:], 0)
 		if nul < 0 {
 			return nil, errors.New("index entry name does not end")
 		}

@@ -126,6 +126,8 @@ type store struct {
 	// bases keeps recently resolved delta bases, baseBytes their size.
 	bases     map[baseKey]cached
 	baseBytes int
+	// unpacking is how many pack objects are being resolved, nested.
+	unpacking int
 	// cache keeps recently read trees and commits (immutable by id).
 	cache map[oid]cached
 	// dirty are the object directories written to since the last sync.

@@ -3,6 +3,7 @@ package versioning
 import (
 	"bytes"
 	"compress/zlib"
+	"crypto/sha1" //nolint:gosec // git's checksums
 	"errors"
 	"os"
 	"path/filepath"
@@ -178,6 +179,11 @@ func TestIndexRoundTrip(t *testing.T) {
 	}
 	bad := bytes.Clone(data)
 	bad[20] ^= 1
+	// A version 3 entry announcing extended flags and ending right there.
+	ext := append([]byte("DIRC\x00\x00\x00\x03\x00\x00\x00\x01"), make([]byte, 60)...)
+	ext = append(ext, 0x40, 0x01)
+	sum := sha1.Sum(ext) //nolint:gosec // index checksum
+	ext = append(ext, sum[:]...)
 	tests := []struct {
 		name string
 		data []byte
@@ -186,6 +192,7 @@ func TestIndexRoundTrip(t *testing.T) {
 		{"garbage", []byte("not an index at all, but long enough")},
 		{"checksum", bad},
 		{"truncated", data[:len(data)/2]},
+		{"extended flags past the end", ext},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

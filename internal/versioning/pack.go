@@ -206,9 +206,14 @@ type baseKey struct {
 
 // unpack reads the object at off in p (open as f), resolving deltas.
 func (s *store) unpack(p *packFile, f *os.File, off int64, depth int) (objType, []byte, error) {
-	if depth > maxDeltaChain {
+	// depth counts this chain; s.unpacking also counts chains whose REF
+	// delta bases sit in other packs, which a corrupt pair of packs could
+	// make circular.
+	if depth > maxDeltaChain || s.unpacking > maxDeltaChain {
 		return 0, nil, fmt.Errorf("delta chain longer than %d", maxDeltaChain)
 	}
+	s.unpacking++
+	defer func() { s.unpacking-- }()
 	key := baseKey{p.path, off}
 	if c, ok := s.bases[key]; ok {
 		return c.t, c.data, nil
