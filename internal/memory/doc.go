@@ -44,10 +44,11 @@
 //     question that matches the query is the likely answer.
 //  5. Re-scores: score(m) = fused(m)/((Wt+Wv)/(k+1)) ·
 //     (1 + Br·e^(−age/τr) + Bs·R + Bi·intent) · (1 + Bsp if the query names
-//     m's speaker) · (1 + Bd if m is dated within the time the query names),
-//     where age is the time since creation, R = e^(−Δ/S) is
-//     Ebbinghaus retention with Δ the time since the last access (or
-//     creation) and stability S = S0·(1 + ln(1 + accesses)) growing with
+//     m's speaker) · (1 + Bd if m is dated within the time the query names)
+//     · (len(m)/avglen)^γ, where len counts words (γ = LengthPrior: short
+//     memories such as "Thanks, see you!" seldom hold the answer), age is
+//     the time since creation, R = e^(−Δ/S) is Ebbinghaus retention with Δ
+//     the time since the last access (or creation) and stability S = S0·(1 + ln(1 + accesses)) growing with
 //     every recall, and intent ∈ [0,1] is the fit to the query's intent: a
 //     time question (when, what date, how long ago, before/after, …) scores
 //     ½ for a dated memory or an episode and ½ for text mentioning a date or

@@ -130,7 +130,7 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	}
 	cands := make([]*cand, 0, len(byslot))
 	for _, c := range byslot {
-		c.score = s.tune.finalScore(c.fused, &s.idx.metas[c.slot], in, named, when, atNS)
+		c.score = s.tune.finalScore(c.fused, &s.idx.metas[c.slot], in, named, when, s.text.lengthRatio(s.idx.ids[c.slot]), atNS)
 		cands = append(cands, c)
 	}
 	slices.SortFunc(cands, func(a, b *cand) int {

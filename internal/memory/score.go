@@ -55,6 +55,10 @@ type Tuning struct {
 	// days after they happened.
 	DateBoost     float64
 	DateSlackDays float64
+	// LengthPrior is the exponent γ of the prior (len/avg)^γ on a memory's
+	// word count relative to the average: short memories ("Thanks, see you
+	// soon!") rarely hold what is asked for.
+	LengthPrior float64
 }
 
 func (t Tuning) bm25() bm25 {
@@ -90,6 +94,7 @@ var DefaultTuning = Tuning{
 	AnswerSpread:   0.85,
 	DateBoost:      3,
 	DateSlackDays:  3,
+	LengthPrior:    0.2,
 }
 
 // intent is what kind of memory a query asks for.
@@ -206,8 +211,9 @@ func namedSpeakers(query string, speakers map[string]int) map[string]bool {
 }
 
 // finalScore combines the fused rank score with the re-scoring factors; see
-// doc.go for the formula.
-func (t Tuning) finalScore(fused float64, m *meta, in intent, named map[string]bool, when period, at int64) float64 {
+// doc.go for the formula. lenRatio is the memory's word count over the
+// average.
+func (t Tuning) finalScore(fused float64, m *meta, in intent, named map[string]bool, when period, lenRatio float64, at int64) float64 {
 	maxFused := (t.TextWeight + t.VectorWeight) / (t.RRFK + 1)
 	rel := fused / maxFused
 	boost := 1 + t.RecencyBoost*recency(m, at, t.RecencyDays) +
@@ -224,6 +230,9 @@ func (t Tuning) finalScore(fused float64, m *meta, in intent, named map[string]b
 		if when.contains(d, 24*time.Hour, time.Duration(t.DateSlackDays*float64(24*time.Hour))) {
 			boost *= 1 + t.DateBoost
 		}
+	}
+	if t.LengthPrior != 0 && lenRatio > 0 {
+		boost *= math.Pow(lenRatio, t.LengthPrior)
 	}
 	return rel * boost
 }
