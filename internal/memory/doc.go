@@ -48,16 +48,17 @@
 //     · (len(m)/avglen)^γ, where len counts words (γ = LengthPrior: short
 //     memories such as "Thanks, see you!" seldom hold the answer), age is
 //     the time since creation, R = e^(−Δ/S) is Ebbinghaus retention with Δ
-//     the time since the last access (or creation) and stability S = S0·(1 + ln(1 + accesses)) growing with
-//     every recall, and intent ∈ [0,1] is the fit to the query's intent: a
-//     time question (when, what date, how long ago, before/after, …) scores
-//     ½ for a dated memory or an episode and ½ for text mentioning a date or
-//     relative time; "what do I like/prefer/favourite" favours preferences,
-//     "how do I" procedures, "what do I think" opinions. A speaker is the
-//     "Name" of a memory written "Name: text". The time a query names is
-//     the span of the calendar days ("on 13 October, 2023", "October 13,
-//     2023", "2023-10-13") and months ("in July 2023") it mentions, else of
-//     its years ("in 2022"); a memory's date is its EventTime, else its
+//     the time since the last access (or creation) and stability
+//     S = S0·(1 + ln(1 + accesses)) growing with every recall, and
+//     intent ∈ [0,1] is the fit to the query's intent: a time question
+//     (when, what date, how long ago, before/after, …) scores ½ for a dated
+//     memory or an episode and ½ for text mentioning a date or relative
+//     time; "what do I like/prefer/favourite" favours preferences, "how do
+//     I" procedures, "what do I think" opinions. A speaker is the "Name" of
+//     a memory written "Name: text". The time a query names is the span of
+//     the calendar days ("on 13 October, 2023", "October 13, 2023",
+//     "2023-10-13") and months ("in July 2023") it mentions, else of its
+//     years ("in 2022"); a memory's date is its EventTime, else its
 //     CreatedAt, and may lie one day before to DateSlackDays after the span
 //     (Bd = DateBoost).
 //  6. Returns the top Limit by score, ties broken by id, and — unless
