@@ -94,6 +94,9 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 	if err := ctx.Err(); err != nil {
 		return Revision{}, fmt.Errorf("commit data dir: %w", err)
 	}
+	// Objects are staged until the commit is complete; anything left
+	// staged when this returns (an error, nothing to commit) is dropped.
+	defer r.git.objects.discard()
 	idx, err := readIndex(r.indexPath())
 	if err != nil {
 		return Revision{}, fmt.Errorf("commit data dir: read index: %w", err)
@@ -153,7 +156,9 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 	if err != nil {
 		return Revision{}, fmt.Errorf("commit data dir: write commit: %w", err)
 	}
-	r.git.objects.syncDirs()
+	if err := r.git.objects.flush(); err != nil {
+		return Revision{}, fmt.Errorf("commit data dir: store objects: %w", err)
+	}
 	list := make([]indexEntry, 0, len(entries))
 	for _, e := range entries {
 		list = append(list, e)

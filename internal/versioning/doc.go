@@ -48,9 +48,11 @@
 // SHA-1-addressed with git's exact encoding of blobs, trees (entries in
 // git's order, modes 100644, 100755 and 40000) and commits (tree, parent,
 // author, committer); the index is a version 2 "DIRC" index matching the
-// head commit, with stat data so git status need not rehash. New objects
-// are synced before the ref that names them is replaced, and refs and the
-// index are replaced atomically. What git may write there is read too:
+// head commit, with stat data so git status need not rehash. A commit
+// stages its objects in temp files, syncs them, renames them to their ids,
+// then replaces the index (atomically, not synced: it is a cache that Open
+// rebuilds) and last the ref (atomically and synced), so a crash leaves the
+// previous commit or the new one. What git may write there is read too:
 // packed refs (.git/packed-refs), pack files left by git gc or git repack
 // (index version 2, whole objects and OFS/REF deltas), index version 3 and
 // its extensions, merge commits, annotated tags and a detached HEAD (a

@@ -130,12 +130,16 @@ type store struct {
 	unpacking int
 	// cache keeps recently read trees and commits (immutable by id).
 	cache map[oid]cached
-	// dirty are the object directories written to since the last sync.
-	dirty map[string]bool
+	// pending are the objects staged since the last flush.
+	pending map[oid]pendingObject
+	// zw and buf compress objects (a zlib writer is costly to allocate).
+	zw  *zlib.Writer
+	buf bytes.Buffer
 }
 
 func newStore(objectsDir string) *store {
-	return &store{dir: objectsDir, cache: map[oid]cached{}, bases: map[baseKey]cached{}, dirty: map[string]bool{}}
+	return &store{dir: objectsDir, cache: map[oid]cached{}, bases: map[baseKey]cached{},
+		pending: map[oid]pendingObject{}}
 }
 
 func (s *store) loosePath(id oid) string {
@@ -225,11 +229,21 @@ func (s *store) has(id oid) (bool, error) {
 	return err == nil, err
 }
 
-// write stores data as a loose object of type t unless the repository has
-// it, and returns its id. The file is synced; call syncDirs before a ref
-// points at it.
+// pendingObject is a loose object written to a temp file but not yet
+// synced and renamed into place (see flush).
+type pendingObject struct {
+	tmp, final string
+}
+
+// write stages data as a loose object of type t unless the repository has
+// it, and returns its id. Staged objects are invisible to git and to reads
+// until flush publishes them; call flush before a ref names them, discard
+// to drop them.
 func (s *store) write(t objType, data []byte) (oid, error) {
 	id := hashObject(t, data)
+	if _, staged := s.pending[id]; staged {
+		return id, nil
+	}
 	if ok, err := s.has(id); err != nil {
 		return id, err
 	} else if ok {
@@ -240,11 +254,15 @@ func (s *store) write(t objType, data []byte) (oid, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return id, err
 	}
-	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	zw.Write(objectHeader(t, len(data)))
-	zw.Write(data)
-	if err := zw.Close(); err != nil {
+	s.buf.Reset()
+	if s.zw == nil {
+		s.zw = zlib.NewWriter(&s.buf)
+	} else {
+		s.zw.Reset(&s.buf)
+	}
+	s.zw.Write(objectHeader(t, len(data)))
+	s.zw.Write(data)
+	if err := s.zw.Close(); err != nil {
 		return id, err
 	}
 	// git's own temp name, so git gc cleans up after a crash.
@@ -252,38 +270,57 @@ func (s *store) write(t objType, data []byte) (oid, error) {
 	if err != nil {
 		return id, err
 	}
-	_, werr := tmp.Write(buf.Bytes())
-	if werr == nil {
-		werr = tmp.Chmod(0o444)
-	}
-	if werr == nil {
-		werr = tmp.Sync()
-	}
+	_, werr := tmp.Write(s.buf.Bytes())
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), p)
 	}
 	if werr != nil {
 		os.Remove(tmp.Name())
 		return id, werr
 	}
-	s.dirty[dir] = true
-	s.dirty[s.dir] = true
+	s.pending[id] = pendingObject{tmp: tmp.Name(), final: p}
 	return id, nil
 }
 
-// syncDirs makes the directory entries of the objects written since the
-// last call durable, so a ref never outlives what it points to.
-func (s *store) syncDirs() {
-	for dir := range s.dirty {
-		if d, err := os.Open(dir); err == nil {
-			d.Sync() // best effort: not every file system syncs directories
-			d.Close()
+// flush publishes the staged objects: every temp file is synced first (one
+// journal commit on most file systems, the later syncs finding nothing left
+// to write), then renamed to its id. An object therefore never appears
+// under its name before its content is durable (has trusts a name, as git
+// does). The directories are not synced one by one: the ref written next
+// is, and on journaling file systems that commits the renames before it.
+func (s *store) flush() error {
+	defer s.discard()
+	for _, p := range s.pending {
+		f, err := os.OpenFile(p.tmp, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
 		}
 	}
-	clear(s.dirty)
+	for id, p := range s.pending {
+		if err := os.Chmod(p.tmp, 0o444); err != nil {
+			return err
+		}
+		if err := os.Rename(p.tmp, p.final); err != nil {
+			return err
+		}
+		delete(s.pending, id)
+	}
+	return nil
+}
+
+// discard drops the objects staged and not flushed.
+func (s *store) discard() {
+	for _, p := range s.pending {
+		os.Remove(p.tmp)
+	}
+	clear(s.pending)
 }
 
 // File modes of tree entries.

@@ -263,6 +263,26 @@ func TestLooseObjects(t *testing.T) {
 	if again, err := s.write(objBlob, []byte("hello\n")); err != nil || again != id {
 		t.Errorf("second write = %s, %v", again, err)
 	}
+	if _, err := os.Stat(s.loosePath(id)); !os.IsNotExist(err) {
+		t.Errorf("a staged object is visible before flush: %v", err)
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.write(objBlob, []byte("hello\n")); err != nil || again != id || len(s.pending) != 0 {
+		t.Errorf("write of a stored object = %s, %v, %d staged", again, err, len(s.pending))
+	}
+	dropped, err := s.write(objBlob, []byte("dropped\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.discard()
+	if tmps, _ := filepath.Glob(filepath.Join(s.dir, "*", "tmp_obj_*")); len(tmps) != 0 {
+		t.Errorf("discard left %v", tmps)
+	}
+	if ok, _ := s.has(dropped); ok {
+		t.Error("a discarded object is stored")
+	}
 	if fi, err := os.Stat(s.loosePath(id)); err != nil || fi.Mode().Perm() != 0o444 {
 		t.Errorf("object file: %v, %v", fi, err)
 	}

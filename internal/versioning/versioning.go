@@ -446,9 +446,29 @@ func (r *Repo) diskStat(name string, f treeFile) (statData, bool) {
 	return statOf(info), true
 }
 
-// writeIndex replaces the index atomically.
-func (r *Repo) writeIndex(entries []indexEntry) error {
-	return datadir.WriteFile(r.indexPath(), encodeIndex(entries), 0o600)
+// writeIndex replaces the index atomically (temp file, rename). It is not
+// synced: the index is a cache of the head commit, and one a crash left
+// stale or empty is rebuilt by the next Open (syncIndex). The ref written
+// after it is synced.
+func (r *Repo) writeIndex(entries []indexEntry) (err error) {
+	p := r.indexPath()
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".index.*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
+	_, err = tmp.Write(encodeIndex(entries))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
 }
 
 // moveAside renames p to p.corrupt-<UTC timestamp>, never replacing an
