@@ -66,8 +66,8 @@ func TestOpenMigratesOnce(t *testing.T) {
 		}
 	}
 	v, err := sqlite.Version(ctx, db, Component)
-	if err != nil || v != 1 {
-		t.Fatalf("schema version = %d, %v; want 1", v, err)
+	if err != nil || v != 2 {
+		t.Fatalf("schema version = %d, %v; want 2", v, err)
 	}
 }
 
@@ -322,7 +322,10 @@ func TestArchiveSummaryCompactReset(t *testing.T) {
 		t.Errorf("CountUserMessagesSince(0) counts archived too: %d, %v", n, err)
 	}
 	// A system event is stored with the user role but is not the user's.
-	if _, err := s.Append(ctx, id, llm.UserText("[SYSTEM EVENT] Sub-session sub_1 completed"), llm.UserText("thanks")); err != nil {
+	if _, err := s.AppendFrom(ctx, id, SourceSystemEvent, llm.UserText("[SYSTEM EVENT] Sub-session sub_1 completed")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, id, llm.UserText("thanks")); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.CountUserMessagesSince(ctx, id, ids[14]); err != nil || n != 1 {
