@@ -37,6 +37,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/logging"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/pulse"
 	"github.com/reverie-ai/reverie/internal/reflection"
 	"github.com/reverie-ai/reverie/internal/router"
@@ -198,6 +199,12 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Config = cfg
+	// Every template and BASE_PROMPT.txt's markers are checked now, so that
+	// a typo fails the start naming the file and the token instead of a
+	// dream or a compaction at night.
+	if err := prompt.ValidateDir(opts.DataDir, datadir.Placeholders()); err != nil {
+		return nil, fmt.Errorf("prompt files in %s: %w (fix the file, or delete it to get the shipped default back)", opts.DataDir, err)
+	}
 
 	logFile := ""
 	if cfg.Log.File {

@@ -126,6 +126,37 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
+// A broken prompt template fails the start naming the file and the token,
+// instead of failing a compaction or a dream later.
+func TestBadPromptTemplateIsFatal(t *testing.T) {
+	cases := []struct {
+		name, file, text, want string
+	}{
+		{"unknown placeholder", "prompts/COMPACTION_PROMPT.txt", "Summarise {bogus} please.\n", "bogus"},
+		{"unclosed conditional", "BASE_PROMPT.txt", "You are Reverie.\n<!-- if tool:pulse -->\nUse pulse.\n", "BASE_PROMPT.txt"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if _, err := datadir.Bootstrap(dir, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, c.file), []byte(c.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := New(context.Background(), Options{DataDir: dir, Console: io.Discard, Registry: webInfo(t)})
+			if err == nil {
+				t.Fatal("the agent started with a broken template")
+			}
+			for _, w := range []string{c.want, filepath.Base(c.file)} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not name %q: %v", w, err)
+				}
+			}
+		})
+	}
+}
+
 func TestCorruptWorldStateMovedAside(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
