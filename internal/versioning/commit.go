@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -106,6 +107,7 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 		entries[e.name] = e
 	}
 	changed := false
+	fresh := map[string]bool{} // the files read from disk just now
 	for _, p := range rels {
 		if err := ctx.Err(); err != nil {
 			return Revision{}, fmt.Errorf("commit data dir: %w", err)
@@ -121,6 +123,7 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 			}
 		}
 		for name, f := range files {
+			fresh[name] = true
 			id := hashObject(objBlob, f.data)
 			if e, ok := entries[name]; ok && e.id == id && e.mode == f.mode && e.stage == 0 {
 				continue
@@ -130,6 +133,18 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 			}
 			entries[name] = indexEntry{name: name, id: id, mode: f.mode, stat: statOf(f.info)}
 			changed = true
+		}
+	}
+	// A file that became a directory, committed by the path of a file
+	// inside it, leaves the old file's entry, which a tree cannot hold
+	// beside the directory: the disk wins. (The other way round, the
+	// directory's entries are under the path committed and already gone.)
+	for name := range fresh {
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			if _, ok := entries[d]; ok {
+				delete(entries, d)
+				changed = true
+			}
 		}
 	}
 	if !changed {

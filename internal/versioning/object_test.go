@@ -6,6 +6,7 @@ import (
 	"crypto/sha1" //nolint:gosec // git's checksums
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -450,4 +451,43 @@ func FuzzApplyDelta(f *testing.F) {
 	f.Fuzz(func(t *testing.T, base, d []byte) {
 		applyDelta(base, d)
 	})
+}
+
+// TestFileBecomesDirectory commits only the new file inside a directory
+// that replaced a file of the same name: the stale file entry goes, so the
+// tree never holds both (git fsck: duplicateEntries).
+func TestFileBecomesDirectory(t *testing.T) {
+	dir := dataDir(t)
+	r := open(t, dir)
+	ctx := t.Context()
+	write(t, dir, "skills/tea", "a file first\n")
+	if _, err := r.CommitAll(ctx, "initial"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "skills", "tea")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "skills/tea/green.md", "now a directory\n")
+	rev, err := r.Commit(ctx, "tea is a directory", "skills/tea/green.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"skills/tea", "skills/tea/green.md"}; !reflect.DeepEqual(rev.Files, want) {
+		t.Errorf("files = %v, want %v", rev.Files, want)
+	}
+	// And back: the directory's files go when the file is committed.
+	if err := os.RemoveAll(filepath.Join(dir, "skills", "tea")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "skills/tea", "a file again\n")
+	if _, err := r.Commit(ctx, "tea is a file", "skills/tea"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"BASE_PROMPT.txt", "MEMORIES.txt", "prompts/SEED_en.txt", "skills/brew.md", "skills/tea", "world_state.json"}
+	if got := headFiles(t, r); !reflect.DeepEqual(got, want) {
+		t.Errorf("head = %v, want %v", got, want)
+	}
+	if _, err := exec.LookPath("git"); err == nil {
+		newGitCLI(t, dir).checkClean()
+	}
 }
