@@ -56,8 +56,13 @@
 // packed refs (.git/packed-refs), pack files left by git gc or git repack
 // (index version 2, whole objects and OFS/REF deltas), index version 3 and
 // its extensions, merge commits, annotated tags and a detached HEAD (a
-// commit then moves HEAD itself). Reverie never packs, and never writes
-// reflogs or the index extensions.
+// commit then moves HEAD itself). An index of version 4 is rebuilt; a
+// version 1 pack index or objects borrowed through objects/info/alternates
+// leave the head unreadable, so the repository is kept aside as above.
+// Reverie never packs, and never writes reflogs or index extensions.
+//
+// Revisions are full hashes, unique prefixes of at least four hex digits,
+// HEAD, branch and tag names, each with git's ~N and ^N suffixes.
 //
 // Show's patch is written here too: Myers' diff in linear space (bounded
 // in cost for pathological files), three lines of context, git's headers,
