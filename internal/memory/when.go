@@ -46,6 +46,9 @@ func monthOf(s string) time.Month {
 // it could be any year's.
 func queryPeriod(q string, loc *time.Location) period {
 	var p period
+	if !strings.ContainsAny(q, "0123456789") {
+		return p // every form below holds a year
+	}
 	add := func(from, to time.Time) {
 		f, t := ns(from), ns(to)
 		if !p.named() {
