@@ -26,6 +26,17 @@ type AgentInfo struct {
 	PanelURL         string          `json:"panel_url,omitempty"`
 	Features         map[string]bool `json:"features"`
 	Commands         []Command       `json:"commands"`
+	// Extensions are the loaded extensions with their lifecycle state and
+	// the outcome of their last health check (run by /status).
+	Extensions []ExtensionStatus `json:"extensions"`
+}
+
+// ExtensionStatus is one extension in AgentInfo.
+type ExtensionStatus struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`           // pending, initialised, started, running, failed, skipped, stopped, disabled
+	Health string `json:"health"`          // none (no check), unknown (not checked yet), ok, failing
+	Error  string `json:"error,omitempty"` // why it failed, was skipped or is unhealthy
 }
 
 // Command is a slash command.

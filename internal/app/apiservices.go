@@ -122,6 +122,13 @@ func (i apiInfo) Info(context.Context) (api.AgentInfo, error) {
 	for _, c := range i.a.Router.Commands() {
 		out.Commands = append(out.Commands, api.Command{Name: c.Name, Help: c.Help})
 	}
+	for _, st := range i.a.Kernel.Status() {
+		msg := st.Error
+		if st.HealthError != "" {
+			msg = st.HealthError
+		}
+		out.Extensions = append(out.Extensions, api.ExtensionStatus{ID: st.ID, State: string(st.State), Health: string(st.Health), Error: msg})
+	}
 	return out, nil
 }
 

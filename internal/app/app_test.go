@@ -81,6 +81,14 @@ func TestStartServeStop(t *testing.T) {
 	if err := a.Bus.Publish(context.Background(), "test.hello", map[string]string{"x": "y"}); err != nil {
 		t.Fatal(err)
 	}
+	// /status runs the extensions' health checks; /api/v1/info shows them.
+	if got := a.extensionHealth(context.Background()); len(got) == 0 || got[0].ID != "web" || got[0].State != "running" || got[0].Health != "ok" {
+		t.Errorf("extension health %+v", got)
+	}
+	info, err := apiInfo{a}.Info(context.Background())
+	if err != nil || len(info.Extensions) == 0 || info.Extensions[0].Health != "ok" {
+		t.Errorf("info extensions %+v, %v", info.Extensions, err)
+	}
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

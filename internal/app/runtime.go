@@ -127,6 +127,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 			}
 			return u, err
 		},
+		Extensions: a.extensionHealth,
 		UsageByRole: func(ctx context.Context) ([]router.RoleUsage, error) {
 			day := a.opts.Now().UTC().Format(time.DateOnly)
 			rows, err := models.Usage(ctx, day, day)
@@ -225,4 +226,19 @@ func (a *App) housekeeping(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// extensionHealth runs the extensions' health checks (each bounded by the
+// kernel's health timeout) for /status.
+func (a *App) extensionHealth(ctx context.Context) []router.ExtensionHealth {
+	sts := a.Kernel.Health(ctx)
+	out := make([]router.ExtensionHealth, 0, len(sts))
+	for _, st := range sts {
+		detail := st.Error
+		if st.HealthError != "" {
+			detail = st.HealthError
+		}
+		out = append(out, router.ExtensionHealth{ID: st.ID, State: string(st.State), Health: string(st.Health), Detail: detail})
+	}
+	return out
 }

@@ -228,5 +228,19 @@ func (r *Router) cmdStatus(ctx context.Context, cc CommandContext) (string, erro
 			}
 		}
 	}
+	if r.o.Extensions != nil {
+		if exts := r.o.Extensions(ctx); len(exts) > 0 {
+			b.WriteString("\nExtensions:")
+			for _, e := range exts {
+				fmt.Fprintf(&b, "\n  %s: %s", e.ID, e.State)
+				if e.Health != "" && e.Health != "none" {
+					fmt.Fprintf(&b, ", health %s", e.Health)
+				}
+				if e.Detail != "" {
+					fmt.Fprintf(&b, " (%s)", e.Detail)
+				}
+			}
+		}
+	}
 	return b.String(), nil
 }

@@ -104,6 +104,8 @@ type Options struct {
 	// UsageByRole, when set, breaks today's usage down by model role for
 	// /status (the heartbeat's scout, dreaming, sub-sessions…).
 	UsageByRole func(ctx context.Context) ([]RoleUsage, error)
+	// Extensions, when set, runs the extensions' health checks for /status.
+	Extensions func(ctx context.Context) []ExtensionHealth
 	// DebugURL is the web debug panel's address for /debug ("" when the
 	// web channel is off).
 	DebugURL string
@@ -130,6 +132,15 @@ type RoleUsage struct {
 	Role  string
 	Calls int
 	Usage llm.Usage
+}
+
+// ExtensionHealth is one extension's state and last health check, as
+// /status shows it.
+type ExtensionHealth struct {
+	ID     string
+	State  string // "running", "failed", "skipped", …
+	Health string // "ok", "failing", "none" (no check), …
+	Detail string // why it failed or is unhealthy
 }
 
 // job is one queued item.

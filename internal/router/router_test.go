@@ -335,6 +335,13 @@ func TestCommands(t *testing.T) {
 		o.UsageByRole = func(context.Context) ([]RoleUsage, error) {
 			return []RoleUsage{{Role: "scout", Calls: 2, Usage: llm.Usage{InputTokens: 700, OutputTokens: 20}}}, nil
 		}
+		o.Extensions = func(context.Context) []ExtensionHealth {
+			return []ExtensionHealth{
+				{ID: "web", State: "running", Health: "ok"},
+				{ID: "kv", State: "started", Health: "none"},
+				{ID: "telegram", State: "failed", Health: "failing", Detail: "token rejected"},
+			}
+		}
 	})
 	if err := h.router.Register(Command{Name: "pulse", Help: "show the pulse", Run: func(context.Context, CommandContext) (string, error) {
 		return "no items", nil
@@ -358,7 +365,7 @@ func TestCommands(t *testing.T) {
 		want   []string
 	}{
 		{"help", "web:c", "/help", []string{"/new — start a new conversation", "/compact", "/status", "/debug", "/dream — ", "not enabled in this build", "/pulse — show the pulse"}},
-		{"status", "web:c", "/status", []string{"main: scripted/main", "compaction: scripted/compaction", "Uptime:", "Conversations: 1", "waiting: 0", "12 input + 34 output tokens", "scout: 2 call(s), 700 + 20 tokens"}},
+		{"status", "web:c", "/status", []string{"main: scripted/main", "compaction: scripted/compaction", "Uptime:", "Conversations: 1", "waiting: 0", "12 input + 34 output tokens", "scout: 2 call(s), 700 + 20 tokens", "Extensions:", "web: running, health ok", "kv: started\n", "telegram: failed, health failing (token rejected)"}},
 		{"debug without web", "web:c", "/debug", []string{"not available"}},
 		{"placeholder", "web:c", "/dream", []string{"/dream is not enabled in this build."}},
 		{"registered", "web:c", "/pulse", []string{"no items"}},
