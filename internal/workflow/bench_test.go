@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/llm"
 )
 
 // counter is a Deliverer that signals after n deliveries.
@@ -108,4 +109,57 @@ func BenchmarkIdlePendingNodeMemory(b *testing.B) {
 		db.Close()
 		b.StartTimer()
 	}
+}
+
+// BenchmarkWorkerToolCalls runs one worker at a time whose model asks for
+// calls instant tool calls in one round and then answers, from spawn to
+// delivered result. It measures what saving the message list costs per
+// tool call (the assistant message and every tool result are committed to
+// SQLite before the next call starts).
+func BenchmarkWorkerToolCalls(b *testing.B) {
+	for _, calls := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("calls=%d", calls), func(b *testing.B) {
+			db := openDB(b, filepath.Join(b.TempDir(), "reverie.db"))
+			model := newModel()
+			model.on("busy", func(ctx context.Context, req llm.Request) (llm.Response, error) {
+				if lastMessage(req).Role == llm.RoleTool {
+					return reply("done"), nil
+				}
+				cs := make([]llm.ToolCall, calls)
+				for i := range cs {
+					cs[i] = call("lookup", map[string]string{"q": fmt.Sprint(i)})
+				}
+				return callTools(cs...), nil
+			})
+			delivered := make(chan struct{}, 1)
+			m, err := Open(context.Background(), Options{DB: db, Model: model, Tools: testTools,
+				Deliver: deliverFunc(func() { delivered <- struct{}{} })})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- m.Run(ctx) }()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := m.Spawn(ctx, SpawnRequest{Objective: "busy", Parent: thread}); err != nil {
+					b.Fatal(err)
+				}
+				<-delivered
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/worker")
+			cancel()
+			<-done
+		})
+	}
+}
+
+// deliverFunc is a Deliverer calling f for every delivery.
+type deliverFunc func()
+
+func (f deliverFunc) EnqueueSystemEvent(context.Context, chat.ThreadID, string) error {
+	f()
+	return nil
 }
