@@ -186,6 +186,7 @@ func (a *App) collectTools() {
 	add("core", a.coreTools)
 	add("runtime", a.runtimeTools)
 	add("extensions", a.Kernel.Tools())
+	add("agents", a.agentTools())
 	a.toolsMu.Lock()
 	a.tools = all
 	a.toolsMu.Unlock()
