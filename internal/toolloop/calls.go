@@ -45,6 +45,7 @@ func execute(ctx context.Context, t tool.Tool, c llm.ToolCall, args json.RawMess
 		msg = fmt.Sprintf("tool %q failed with an internal error (panic: %v)", c.Name, pe.Value)
 	case ctx.Err() != nil:
 		msg = fmt.Sprintf("tool %q was cancelled: the turn was stopped", c.Name)
+		rec.Interrupted = true
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
 		msg = fmt.Sprintf("tool %q timed out after %s", c.Name, opts.CallTimeout)
 		err = fmt.Errorf("%s: %w", msg, err)

@@ -54,6 +54,17 @@
 // the last tool results directly. With no tools (or ToolChoiceNone) the
 // first call is the formatting call.
 //
+// Saving as it goes. Options.OnMessage receives every message as soon as
+// it is final — a round's assistant message before its first call starts,
+// each tool result when its call finishes (before another call starts),
+// the final answer — so a caller can make its message list durable after
+// every tool call. Results of calls that a cancelled ctx cut off
+// (CallRecord.Interrupted) are not reported: they say nothing about the
+// call except that it was stopped. A caller resuming such a list finds an
+// assistant message whose calls are not all answered; RunCalls runs the
+// unanswered ones under the same rules, without a model call, before Run
+// carries on.
+//
 // Errors. An error from the model ends the loop with that error wrapped; the
 // Result holds everything done before it (messages, calls, usage), so the
 // caller can save partial work and decide whether to retry. Cancelling ctx
@@ -67,9 +78,10 @@
 // most Options.Parallel at a time, each with its own timeout
 // (Options.CallTimeout) derived from ctx. Run waits for every call it
 // started before it returns: tools must honour their context. The callbacks
-// (OnToolCall, OnToolResult, OnRound) and Options.Stream are invoked on the
-// goroutine that called Run, never concurrently with each other; OnToolCall
-// fires in the order the model issued the calls, OnToolResult in completion
-// order. Run does not retain or modify req.Messages, and the slices passed
+// (OnToolCall, OnToolResult, OnMessage, OnRound) and Options.Stream are
+// invoked on the goroutine that called Run (or RunCalls), never
+// concurrently with each other; OnToolCall fires in the order the model
+// issued the calls, OnToolResult and OnMessage in completion order, and a
+// call's OnToolResult comes before its OnMessage. Run does not retain or modify req.Messages, and the slices passed
 // to callbacks and returned in Result are not modified afterwards.
 package toolloop

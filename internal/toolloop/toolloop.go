@@ -58,6 +58,15 @@ type Options struct {
 	// results; or the final answer), so that callers can save their message
 	// list after every round.
 	OnRound func(appended []llm.Message)
+	// OnMessage is called with each message as soon as it is final, before
+	// the loop goes on, so that callers can save their message list after
+	// every tool call: a round's assistant message before its first call
+	// starts, each tool result when its call has finished (in completion
+	// order, before another call starts), and the final answer. Results
+	// of calls that ctx cut off (CallRecord.Interrupted) are not reported:
+	// a caller resuming from what it saved runs those calls again (see
+	// RunCalls). Each round's OnMessage calls come before its OnRound call.
+	OnMessage func(llm.Message)
 }
 
 func (o Options) withDefaults() Options {
@@ -82,7 +91,7 @@ type Call struct {
 	Name string
 	// Arguments are exactly what the model sent.
 	Arguments json.RawMessage
-	// Round is the 1-based round that issued the call.
+	// Round is the 1-based round that issued the call; 0 for RunCalls.
 	Round int
 }
 
@@ -100,8 +109,12 @@ type CallRecord struct {
 	// handler's error, the validation error). It is for logs only.
 	Err      error
 	Duration time.Duration
-	// Round is the 1-based round that issued the call.
+	// Round is the 1-based round that issued the call; 0 for RunCalls.
 	Round int
+	// Interrupted is set when ctx ended before the call started or while
+	// it ran and the call failed: its result only says that it was
+	// cancelled, so it is not reported to Options.OnMessage.
+	Interrupted bool
 }
 
 // Result is the outcome of Run.
@@ -147,6 +160,35 @@ func Run(ctx context.Context, m Model, req llm.Request, tools []tool.Tool, opts 
 	err := l.run(ctx)
 	l.res.Messages = l.msgs[l.start:len(l.msgs):len(l.msgs)]
 	return l.res, err
+}
+
+// RunCalls runs calls — tool calls a model issued earlier whose results
+// were lost, typically because a run was interrupted between them — under
+// the rules of one round of Run (validation, Options.Parallel,
+// CallTimeout, MaxResultChars, failures as {"ok":false,…} results), without
+// calling a model. Result.Messages holds one llm.RoleTool message per call,
+// in the order of calls, and Result.Calls their records (Round 0); the
+// callbacks OnToolCall, OnToolResult and OnMessage are invoked as in Run.
+// A call without an ID cannot be answered and is an error, before any call
+// runs, as are invalid tools. When ctx ends, calls not yet started do not
+// start, and RunCalls returns an error wrapping ctx.Err() after the running
+// ones return.
+func RunCalls(ctx context.Context, tools []tool.Tool, calls []llm.ToolCall, opts Options) (Result, error) {
+	l := &loop{opts: opts.withDefaults()}
+	if err := l.setTools(tools); err != nil {
+		return Result{}, fmt.Errorf("toolloop: %w", err)
+	}
+	for _, c := range calls {
+		if c.ID == "" {
+			return Result{}, fmt.Errorf("toolloop: tool call %q has no id", c.Name)
+		}
+	}
+	l.runCalls(ctx, 0, calls)
+	l.res.Messages = slices.Clip(l.msgs)
+	if err := ctx.Err(); err != nil {
+		return l.res, fmt.Errorf("toolloop: %w", err)
+	}
+	return l.res, nil
 }
 
 // loop is the state of one Run. It is used only by the goroutine calling
@@ -225,6 +267,7 @@ func (l *loop) run(ctx context.Context) error {
 		}
 		roundStart := len(l.msgs)
 		l.msgs = append(l.msgs, msg)
+		l.report(msg)
 		l.runCalls(ctx, round, calls)
 		l.roundDone(roundStart)
 		if err := ctx.Err(); err != nil {
@@ -281,7 +324,15 @@ func (l *loop) finish(msg llm.Message) {
 	l.res.Final = msg
 	start := len(l.msgs)
 	l.msgs = append(l.msgs, msg)
+	l.report(msg)
 	l.roundDone(start)
+}
+
+// report hands a final message to Options.OnMessage.
+func (l *loop) report(msg llm.Message) {
+	if l.opts.OnMessage != nil {
+		l.opts.OnMessage(msg)
+	}
 }
 
 // roundDone reports the messages appended since start.
@@ -404,16 +455,26 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 	}
 	wg.Wait()
 	for _, r := range records {
-		l.msgs = append(l.msgs, llm.Message{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{
-			CallID: r.ID, Name: r.Name, Content: r.Result, IsError: r.IsError,
-		}}})
+		l.msgs = append(l.msgs, resultMessage(r))
 	}
 	l.res.Calls = append(l.res.Calls, records...)
 }
 
+// resultMessage is the tool message answering r's call.
+func resultMessage(r CallRecord) llm.Message {
+	return llm.Message{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{
+		CallID: r.ID, Name: r.Name, Content: r.Result, IsError: r.IsError,
+	}}}
+}
+
+// reportResult announces a finished call; its result message goes to
+// OnMessage unless ctx cut the call off.
 func (l *loop) reportResult(r CallRecord) {
 	if l.opts.OnToolResult != nil {
 		l.opts.OnToolResult(r)
+	}
+	if l.opts.OnMessage != nil && !r.Interrupted {
+		l.opts.OnMessage(resultMessage(r))
 	}
 }
 
@@ -434,7 +495,9 @@ func (l *loop) prepare(ctx context.Context, c llm.ToolCall) (t tool.Tool, args j
 		return nil, nil, l.failed(rec, fmt.Errorf("tool %q: %w", c.Name, err)), false
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, nil, l.failed(rec, fmt.Errorf("tool %q was not run: the turn was cancelled", c.Name)), false
+		rec = l.failed(rec, fmt.Errorf("tool %q was not run: the turn was cancelled", c.Name))
+		rec.Interrupted = true
+		return nil, nil, rec, false
 	}
 	return t, args, rec, true
 }
