@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -84,5 +85,51 @@ func TestAgentsAsTools(t *testing.T) {
 		}
 		x.mu.Unlock()
 		a.Close()
+	}
+}
+
+// tools.allow and tools.deny shape the main assistant's tool set; the
+// sub-session tools are filtered the same way.
+func TestMainToolAllowDeny(t *testing.T) {
+	cases := []struct {
+		name       string
+		yaml       string
+		want, lose []string
+	}{
+		{"everything by default", "", []string{"read_file", "pulse", "spawn_sub_session", "execute_shell"}, nil},
+		{"allow a category and a name", "tools:\n  allow: [\"@memory\", read_file]\n",
+			[]string{"pulse", "read_file"}, []string{"execute_shell", "spawn_sub_session", "set_reminder"}},
+		{"deny one", "tools:\n  deny: [execute_shell, spawn_sub_session]\n",
+			[]string{"read_file", "pulse", "list_sub_sessions"}, []string{"execute_shell", "spawn_sub_session"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(c.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			a, err := New(context.Background(), Options{DataDir: dir, Env: []string{"REVERIE_WEB__LISTEN=127.0.0.1:0", "REVERIE_LOG__FILE=false"}, Console: io.Discard, Registry: webInfo(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			have := map[string]bool{}
+			for _, tl := range a.threadTools("web:x") {
+				have[tl.Name()] = true
+			}
+			for _, n := range c.want {
+				if !have[n] {
+					t.Errorf("%s missing", n)
+				}
+			}
+			for _, n := range c.lose {
+				if have[n] {
+					t.Errorf("%s still there", n)
+				}
+			}
+		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
@@ -64,6 +66,48 @@ func (a *App) checkProfiles() {
 	if err := tool.Profiles(a.Config.Workflow.Profiles).Check(set); err != nil {
 		a.Logger.Warn("workflow tool profiles name unavailable tools (they are left out)", "err", err)
 	}
+	all := a.turnTools()
+	if a.Workflows != nil {
+		all = append(all, a.Workflows.Tools("web:check")...) // the names do not depend on the thread
+	}
+	for key, entries := range map[string][]string{"tools.allow": a.Config.Tools.Allow, "tools.deny": a.Config.Tools.Deny} {
+		for _, e := range entries {
+			if !slices.ContainsFunc(all, func(t tool.Tool) bool { return matchesTool(t, []string{e}) }) {
+				a.Logger.Warn("a tool setting names no available tool", "key", key, "entry", e)
+			}
+		}
+	}
+}
+
+// mainTools applies tools.allow and tools.deny to the main assistant's
+// tools (ts is changed in place).
+func (a *App) mainTools(ts []tool.Tool) []tool.Tool {
+	allow, deny := a.Config.Tools.Allow, a.Config.Tools.Deny
+	if len(allow) == 0 && len(deny) == 0 {
+		return ts
+	}
+	out := ts[:0]
+	for _, t := range ts {
+		if (len(allow) == 0 || matchesTool(t, allow)) && !matchesTool(t, deny) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// matchesTool reports whether t is named by one of entries: a tool name or
+// "@category".
+func matchesTool(t tool.Tool, entries []string) bool {
+	for _, e := range entries {
+		if cat, ok := strings.CutPrefix(e, "@"); ok {
+			if slices.Contains(tool.CategoriesOf(t), cat) {
+				return true
+			}
+		} else if e == t.Name() {
+			return true
+		}
+	}
+	return false
 }
 
 // threadTools are the tools of one turn in thread: the shared tool set and
@@ -74,7 +118,7 @@ func (a *App) threadTools(thread chat.ThreadID) []tool.Tool {
 	if a.Workflows != nil {
 		ts = append(ts, a.Workflows.Tools(thread)...)
 	}
-	return ts
+	return a.mainTools(ts)
 }
 
 // scheduledSubSessions runs the scheduler's sub_session tasks as full-mode

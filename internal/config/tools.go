@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // ToolsConfig is the `tools:` section: limits and safety switches of the
 // core tools.
@@ -13,6 +16,13 @@ type ToolsConfig struct {
 	Shell        ShellToolConfig `yaml:"shell"`
 	Fetch        FetchToolConfig `yaml:"fetch"`
 	Search       SearchConfig    `yaml:"search"`
+	// Allow limits the main assistant's tools to these tool names and
+	// "@category" entries (empty: every tool). Sub-sessions get theirs from
+	// their mode and profile (workflow.profiles).
+	Allow []string `yaml:"allow"`
+	// Deny takes tools (names or "@category") away from the main
+	// assistant, after Allow.
+	Deny []string `yaml:"deny"`
 }
 
 // ShellToolConfig configures execute_shell.
@@ -54,6 +64,8 @@ func defaultTools() ToolsConfig {
 		MaxFileBytes: 10 << 20,
 		Shell:        ShellToolConfig{Sandbox: "auto", Timeout: time.Minute, MaxTimeout: 10 * time.Minute, MaxOutputBytes: 32 << 10},
 		Fetch:        FetchToolConfig{AllowHosts: []string{}, Timeout: 30 * time.Second, MaxBytes: 5 << 20},
+		Allow:        []string{},
+		Deny:         []string{},
 		Search:       SearchConfig{Timeout: 15 * time.Second},
 	}
 }
@@ -82,6 +94,13 @@ func (c *Config) validateTools() error {
 	for _, ch := range checks {
 		if ch.bad {
 			return c.invalid(ch.key, "%s", ch.msg)
+		}
+	}
+	for key, list := range map[string][]string{"tools.allow": t.Allow, "tools.deny": t.Deny} {
+		for _, e := range list {
+			if strings.TrimSpace(strings.TrimPrefix(e, "@")) == "" {
+				return c.invalid(key, "empty entry (want a tool name or \"@category\")")
+			}
 		}
 	}
 	return nil
