@@ -24,13 +24,22 @@
 //     items completed more than 30 days ago are purged.
 //   - Skills: overlapping skills (similar texts) merged, long ones condensed
 //     to about 150 tokens keeping the first-line summary
-//     (DREAM_SKILLS_PROMPT.txt).
+//     (DREAM_SKILLS_PROMPT.txt). The merges are planned (all model calls)
+//     before any file changes, and the plan is checked against the guard.
 //
 // # Safety
 //
 // The guard refuses a component's result that would remove more than
-// Settings.MaxDropShare (25%) of its entries, or that does not parse;
-// nothing of that component changes and the report says why. Every change
+// Settings.MaxDropShare (25%) of its entries (memories, pulse items,
+// skills), or that does not parse; nothing of that component changes and
+// the report says why. A model-written skill (a merge or a condensation) is
+// also checked on its own (skillcheck.go): it must parse as a skill within
+// the size limits, begin with the summary (the original first line, or most
+// of its words), still hold a procedure, not grow, and not be an answer to
+// the instruction ("OK: You are tidying…", a copied run of its words)
+// instead of a skill; a merge must be one skill made only of the skills it
+// names, none of them edited while the model worked. A refused answer keeps
+// the original skills and the report says why. Every change
 // is journalled (tables dream_runs, dream_changes) with what is needed to
 // undo it, the changed files are committed to the data dir's history as one
 // revision, and Revert undoes a dream: closed memories reopened, created

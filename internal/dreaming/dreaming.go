@@ -84,6 +84,9 @@ type Settings struct {
 	SkillCondenseTokens int
 	// SkillMergeThreshold: skills whose texts are at cosine ≥ this are merged (0.8).
 	SkillMergeThreshold float64
+	// SkillMaxChars caps a merged or condensed skill, in characters, like
+	// the skill store's limit (0: skills.DefaultMaxBodyChars).
+	SkillMaxChars int
 	// CallTimeout bounds one model call (2 minutes).
 	CallTimeout time.Duration
 }

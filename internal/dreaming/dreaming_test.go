@@ -462,60 +462,6 @@ func TestPulseDream(t *testing.T) {
 	}
 }
 
-func TestSkillsDream(t *testing.T) {
-	ctx := context.Background()
-	f := newFixture(t, false)
-	skills := filepath.Join(f.dir, "skills")
-	entries, _ := os.ReadDir(skills)
-	for _, e := range entries {
-		os.Remove(filepath.Join(skills, e.Name()))
-	}
-	write := func(name, body string) { os.WriteFile(filepath.Join(skills, name+".md"), []byte(body), 0o600) }
-	write("deploy-blog", "Deploy the blog\n1. run make deploy\n")
-	write("blog-deploy", "How to deploy the blog\n1. make deploy\n2. check the site\n")
-	long := "Plan a trip\n" + strings.Repeat("Compare train and flight prices, check the passport, book early. ", 30)
-	write("trip", long)
-	f.reply = func(p string) string {
-		switch {
-		case strings.Contains(p, "## blog-deploy") && strings.Contains(p, "## deploy-blog"):
-			return "Deploy the blog\n1. make deploy\n2. check the site"
-		case strings.Contains(p, "## trip"):
-			return "A new first line\n1. Compare prices.\n2. Check the passport.\n3. Book early."
-		case strings.Contains(p, "reviewing the pulse"):
-			return `{"actions":[]}`
-		}
-		return ""
-	}
-	rep, err := f.d.Dream(ctx, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := component(rep, "skills")
-	if sc.Status != StatusOK {
-		t.Fatalf("skills: %+v", sc)
-	}
-	if _, err := os.Stat(filepath.Join(skills, "deploy-blog.md")); !errors.Is(err, os.ErrNotExist) {
-		t.Error("merged-away skill still there")
-	}
-	b, _ := os.ReadFile(filepath.Join(skills, "blog-deploy.md"))
-	if !strings.Contains(string(b), "check the site") {
-		t.Errorf("merged skill = %q", b)
-	}
-	b, _ = os.ReadFile(filepath.Join(skills, "trip.md"))
-	if !strings.HasPrefix(string(b), "Plan a trip\n") || !strings.Contains(string(b), "Book early") {
-		t.Errorf("condensed skill = %q", b)
-	}
-	if _, err := f.d.Revert(ctx, rep.ID); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(skills, "trip.md")); string(b) != long {
-		t.Error("trip skill not restored")
-	}
-	if _, err := os.Stat(filepath.Join(skills, "deploy-blog.md")); err != nil {
-		t.Error("removed skill not restored")
-	}
-}
-
 func TestComponentFailureIsolated(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, false)
