@@ -293,6 +293,10 @@ type Memory struct {
 	EventTime   *time.Time `json:"event_time"`
 	Thread      string     `json:"thread,omitempty"`
 	Score       *float64   `json:"score,omitempty"`
+
+	// SupersededBy is the id of the memory that replaced this one when an
+	// edit of its text closed it; absent otherwise.
+	SupersededBy int64 `json:"superseded_by,omitempty"`
 }
 
 // MemoryList is GET /api/v1/memories.

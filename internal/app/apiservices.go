@@ -335,7 +335,7 @@ func memoryError(err error) error {
 		return nil
 	case errors.Is(err, memory.ErrNotFound):
 		return fmt.Errorf("%w: %v", api.ErrNotFound, err)
-	case errors.Is(err, memory.ErrDuplicate):
+	case errors.Is(err, memory.ErrDuplicate), errors.Is(err, memory.ErrClosed):
 		return fmt.Errorf("%w: %v", api.ErrConflict, err)
 	case errors.Is(err, memory.ErrEmpty), errors.Is(err, memory.ErrTooLong), errors.Is(err, memory.ErrSecret),
 		errors.Is(err, memory.ErrInvalid), errors.Is(err, memory.ErrUnsupported):
@@ -347,7 +347,7 @@ func memoryError(err error) error {
 func memoryOf(m memory.Memory) api.Memory {
 	return api.Memory{ID: m.ID, Text: m.Text, Kind: string(m.Kind), Source: string(m.Source), CreatedAt: m.CreatedAt,
 		UpdatedAt: m.UpdatedAt, ValidFrom: m.ValidFrom, ValidTo: m.ValidTo, AccessCount: m.AccessCount,
-		LastAccess: m.LastAccess, EventTime: m.EventTime, Thread: m.Thread}
+		LastAccess: m.LastAccess, EventTime: m.EventTime, Thread: m.Thread, SupersededBy: m.SupersededBy}
 }
 
 func kindsOf(ks []string) []memory.Kind {
@@ -412,14 +412,17 @@ func (m apiMemories) Update(ctx context.Context, id int64, in api.MemoryInput) (
 	if err != nil {
 		return api.Memory{}, memoryError(err)
 	}
-	x.Text, x.Kind, x.EventTime = in.Text, memory.Kind(in.Kind), in.EventTime
+	// An empty source lets the service decide: a new text is the person's
+	// (user_explicit), a metadata-only change keeps the source.
+	x.Text, x.Kind, x.EventTime, x.Source = in.Text, memory.Kind(in.Kind), in.EventTime, memory.Source(in.Source)
 	if in.Thread != "" {
 		x.Thread = in.Thread
 	}
-	if err := m.s.Update(ctx, x); err != nil {
+	cur, err := m.s.Update(ctx, x)
+	if err != nil {
 		return api.Memory{}, memoryError(err)
 	}
-	return m.Get(ctx, id)
+	return m.Get(ctx, cur) // a new text is a new memory (the old one is closed)
 }
 
 func (m apiMemories) Forget(ctx context.Context, id int64) error {

@@ -162,33 +162,36 @@ func (f *FlatStore) Get(ctx context.Context, id int64) (Memory, error) {
 	return Memory{}, fmt.Errorf("get memory %d: %w", id, ErrNotFound)
 }
 
-// Update replaces the line with m.ID by m.Text (the id changes with the
-// text; the new id is flatID of the new text).
-func (f *FlatStore) Update(ctx context.Context, m Memory) error {
+// Update replaces the line with m.ID by m.Text (a flat file keeps no
+// history) and returns the line's new id, which changes with the text.
+func (f *FlatStore) Update(ctx context.Context, m Memory) (int64, error) {
 	t, err := clean(m.Text)
 	if err != nil {
-		return fmt.Errorf("update memory %d: %w", m.ID, err)
+		return 0, fmt.Errorf("update memory %d: %w", m.ID, err)
 	}
 	t = strings.Join(strings.Fields(t), " ")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	lines, _, err := f.read()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	at := -1
 	for i, l := range lines {
 		if flatID(l) == m.ID {
 			at = i
 		} else if normalise(l) == normalise(t) {
-			return fmt.Errorf("update memory %d: %w", m.ID, ErrDuplicate)
+			return 0, fmt.Errorf("update memory %d: %w", m.ID, ErrDuplicate)
 		}
 	}
 	if at < 0 {
-		return fmt.Errorf("update memory %d: %w", m.ID, ErrNotFound)
+		return 0, fmt.Errorf("update memory %d: %w", m.ID, ErrNotFound)
 	}
 	lines[at] = t
-	return f.write(lines)
+	if err := f.write(lines); err != nil {
+		return 0, err
+	}
+	return flatID(t), nil
 }
 
 // Close is not supported: a flat file has no validity history.

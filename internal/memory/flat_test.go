@@ -34,8 +34,8 @@ func TestFlatStore(t *testing.T) {
 	if _, err := f.Add(ctx, Memory{Text: "token sk-abcdefghijklmnopqrstuvwxyz"}); !errors.Is(err, ErrSecret) {
 		t.Errorf("secret: %v", err)
 	}
-	if err := f.Update(ctx, Memory{ID: ids[1], Text: "Has a cat named Tofu"}); err != nil {
-		t.Fatal(err)
+	if id, err := f.Update(ctx, Memory{ID: ids[1], Text: "Has a cat named Tofu"}); err != nil || id != flatID("Has a cat named Tofu") {
+		t.Fatalf("update = %d, %v", id, err)
 	}
 	if err := f.Delete(ctx, ids[0]); err != nil {
 		t.Fatal(err)

@@ -61,19 +61,20 @@ func (s Source) Valid() bool {
 
 // Memory is one long-term memory entry.
 type Memory struct {
-	ID          int64
-	Text        string
-	Kind        Kind
-	Source      Source
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	ValidFrom   time.Time
-	ValidTo     *time.Time // nil while current; set when superseded (closed, not deleted)
-	AccessCount int
-	LastAccess  *time.Time // nil when never recalled
-	EventTime   *time.Time // when the remembered thing happened, if known
-	Thread      string     // conversation thread it came from, if any
-	Embedding   []float32  // unit vector; nil for backends without vectors
+	ID           int64
+	Text         string
+	Kind         Kind
+	Source       Source
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	ValidFrom    time.Time
+	ValidTo      *time.Time // nil while current; set when superseded (closed, not deleted)
+	SupersededBy int64      // the successor when an edit of the text closed it; 0 otherwise
+	AccessCount  int
+	LastAccess   *time.Time // nil when never recalled
+	EventTime    *time.Time // when the remembered thing happened, if known
+	Thread       string     // conversation thread it came from, if any
+	Embedding    []float32  // unit vector; nil for backends without vectors
 }
 
 // Current reports whether m is valid at time at.
@@ -151,10 +152,17 @@ type Store interface {
 	AddBatch(ctx context.Context, ms []Memory) ([]int64, error)
 	// Get returns one memory or ErrNotFound.
 	Get(ctx context.Context, id int64) (Memory, error)
-	// Update replaces the text, kind, event time and thread of a memory
-	// (re-embedding when the text changed). Errors as Add plus ErrNotFound
-	// and ErrDuplicate.
-	Update(ctx context.Context, m Memory) error
+	// Update edits memory m.ID and returns the id of its current version.
+	// An empty m.Kind or m.Source keeps the stored one. When the text is
+	// unchanged, kind, source, event time and thread change in place and
+	// m.ID is returned. When the text changed, backends with validity
+	// history supersede the memory: the stored one is closed now (ValidTo,
+	// SupersededBy) and kept, and a new memory with m's text and fields
+	// (and the old access statistics) is inserted; its id is returned.
+	// Backends without history replace the text. Errors as Add plus
+	// ErrNotFound, ErrDuplicate (another current memory has that text) and
+	// ErrClosed.
+	Update(ctx context.Context, m Memory) (int64, error)
 	// Close ends the validity of a memory at time at (superseded, kept for
 	// history). Closing a closed memory is a no-op.
 	Close(ctx context.Context, id int64, at time.Time) error
@@ -193,6 +201,9 @@ var (
 	// ErrDuplicate: an update would make a memory identical to another
 	// current one.
 	ErrDuplicate = errors.New("memory duplicates an existing one")
+	// ErrClosed: the memory is closed (superseded or consolidated); it is
+	// history and is not edited — edit its successor instead.
+	ErrClosed = errors.New("memory is closed (superseded)")
 	// ErrInvalid: an unknown kind or source.
 	ErrInvalid = errors.New("invalid memory")
 	// ErrUnsupported: the backend cannot do this (e.g. vectors on flat).

@@ -334,20 +334,21 @@ func TestUpdateDelete(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newStore(t)
 	ids := seed(t, s, Memory{Text: "Favourite colour is blue"}, Memory{Text: "Owns a bicycle"})
-	if err := s.Update(ctx, Memory{ID: ids[0], Text: "Favourite colour is green", Kind: KindPreference}); err != nil {
+	green, err := s.Update(ctx, Memory{ID: ids[0], Text: "Favourite colour is green", Kind: KindPreference})
+	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Recall(ctx, Query{Text: "green colour", Peek: true})
-	if len(got) == 0 || got[0].ID != ids[0] || got[0].Kind != KindPreference {
+	if len(got) == 0 || got[0].ID != green || got[0].Kind != KindPreference {
 		t.Fatalf("after update: %+v", got)
 	}
 	if got, _ := s.Recall(ctx, Query{Text: "blue", Peek: true}); len(got) > 0 && got[0].Text == "Favourite colour is blue" {
-		t.Error("old text still indexed")
+		t.Error("superseded text still recalled")
 	}
-	if err := s.Update(ctx, Memory{ID: ids[0], Text: "owns a bicycle"}); !errors.Is(err, ErrDuplicate) {
+	if _, err := s.Update(ctx, Memory{ID: green, Text: "owns a bicycle"}); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("update to duplicate: %v", err)
 	}
-	if err := s.Update(ctx, Memory{ID: 777, Text: "x"}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Update(ctx, Memory{ID: 777, Text: "x"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("update missing: %v", err)
 	}
 	if err := s.Delete(ctx, ids[1]); err != nil {

@@ -260,26 +260,139 @@ func (s *Service) Get(ctx context.Context, id int64) (Memory, error) { return s.
 // List lists memories.
 func (s *Service) List(ctx context.Context, f Filter) ([]Memory, error) { return s.store.List(ctx, f) }
 
-// Update replaces a memory's text and kind (see Store.Update). The matching
-// MEMORIES.txt line, if any, is updated with it.
-func (s *Service) Update(ctx context.Context, m Memory) error {
+// Update is a person's edit of a memory (the web page's PUT, `reverie
+// memory edit`) and returns the id of the memory's current version. A
+// change of text supersedes the memory (see Store.Update): the old version
+// is closed and kept as history, the new one is current, and the matching
+// MEMORIES.txt line is replaced by the new text. An empty m.Source makes
+// the new version SourceUserExplicit (a person wrote that text) and keeps
+// the source of a metadata-only change (kind, event time, thread), which
+// stays in place. An empty m.Kind keeps the kind. Errors as Store.Update.
+func (s *Service) Update(ctx context.Context, m Memory) (int64, error) {
 	old, err := s.store.Get(ctx, m.ID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	text, err := clean(m.Text)
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("update memory %d: %w", m.ID, err)
 	}
 	m.Text = text
-	if err := s.store.Update(ctx, m); err != nil {
-		return err
+	if m.Source == "" && text != old.Text {
+		m.Source = SourceUserExplicit
+	}
+	id, err := s.store.Update(ctx, m)
+	if err != nil || text == old.Text {
+		return id, err
 	}
 	if s.flat {
 		s.changed(ctx, "memory: edit "+summary(text), MemoriesFile)
-		return nil
+		return id, nil
 	}
-	return s.replaceLine(ctx, old.Text, text, "memory: edit "+summary(text))
+	return id, s.replaceLine(ctx, old.Text, text, "memory: edit "+summary(text))
+}
+
+// Reconciled is the outcome of Reconcile.
+type Reconciled struct {
+	Lines    int `json:"lines"`    // distinct memory lines in MEMORIES.txt
+	Present  int `json:"present"`  // already current in the store
+	Reopened int `json:"reopened"` // closed memories with the same text made current again
+	Imported int `json:"imported"` // added to the store with source import
+	Skipped  int `json:"skipped"`  // refused (secret, too long): left in the file, not stored
+}
+
+// Changed reports whether Reconcile wrote to the store.
+func (r Reconciled) Changed() bool { return r.Reopened+r.Imported > 0 }
+
+// ensurer is the part of a backend that Reconcile needs (VectorStore).
+type ensurer interface {
+	EnsureCurrent(ctx context.Context, ms []Memory) ([]Ensured, error)
+}
+
+// Reconcile brings the long-term store in line with MEMORIES.txt after the
+// file changed behind the service's back: restored from the data dir's
+// history, or edited by hand while the agent was stopped. Every line must
+// be a current memory afterwards: a line no current memory holds (after
+// normalisation) reopens the most recently closed memory with exactly its
+// text, else it is added as a KindFact with SourceImport. Lines gone from
+// the file are left alone (the file is only the top of the store). A line
+// that would be refused as a memory (looks like a secret, too long) is
+// skipped and logged by line number, not stored, and stays in the file.
+// Idempotent: a second call changes nothing. With the flat backend the
+// file is the store and there is nothing to do. The MEMORIES.txt lock is
+// held throughout, so Remember and rewrites wait. Backends other than
+// VectorStore only get the missing lines added.
+func (s *Service) Reconcile(ctx context.Context) (Reconciled, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Read the file itself: a restore can rewrite it with the same size
+	// within the file system's time resolution.
+	s.wsMu.Lock()
+	s.wsOK = false
+	s.wsMu.Unlock()
+	lines, err := s.readLines()
+	if err != nil {
+		return Reconciled{}, fmt.Errorf("reconcile memory store with %s: %w", MemoriesFile, err)
+	}
+	var r Reconciled
+	var ms []Memory
+	seen := make(map[string]bool, len(lines))
+	for i, l := range lines {
+		n := normalise(l)
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		r.Lines++
+		if s.flat {
+			r.Present++
+			continue
+		}
+		text, err := clean(l)
+		if err != nil {
+			r.Skipped++
+			s.log.Warn("MEMORIES.txt line not stored in the memory store", "line", i+1, "err", err)
+			continue
+		}
+		ms = append(ms, Memory{Text: text, Kind: KindFact, Source: SourceImport})
+	}
+	if s.flat || len(ms) == 0 {
+		return r, nil
+	}
+	es, ok := s.store.(ensurer)
+	if !ok {
+		// A backend without EnsureCurrent: Add keeps what is current and
+		// adds the rest (nothing is reopened).
+		before, err := s.store.Count(ctx, false)
+		if err == nil {
+			_, err = s.store.AddBatch(ctx, ms)
+		}
+		after, cerr := s.store.Count(ctx, false)
+		if err = errors.Join(err, cerr); err != nil {
+			return Reconciled{}, fmt.Errorf("reconcile memory store with %s: %w", MemoriesFile, err)
+		}
+		r.Imported = after - before
+		r.Present = len(ms) - r.Imported
+		return r, nil
+	}
+	out, err := es.EnsureCurrent(ctx, ms)
+	if err != nil {
+		return Reconciled{}, fmt.Errorf("reconcile memory store with %s: %w", MemoriesFile, err)
+	}
+	for _, e := range out {
+		switch e.Outcome {
+		case EnsurePresent:
+			r.Present++
+		case EnsureReopened:
+			r.Reopened++
+		case EnsureAdded:
+			r.Imported++
+		}
+	}
+	if r.Changed() {
+		s.log.Info("memory store re-synced with MEMORIES.txt", "lines", r.Lines, "reopened", r.Reopened, "imported", r.Imported)
+	}
+	return r, nil
 }
 
 // Forget deletes a memory permanently and removes its line from

@@ -173,7 +173,7 @@ func TestServiceForgetAndUpdate(t *testing.T) {
 	svc, dir, _ := newService(t, false)
 	a, _ := svc.Remember(ctx, Memory{Text: "Drives a red Fiat.", Kind: KindFact, Source: SourceAgent}, true)
 	b, _ := svc.Remember(ctx, Memory{Text: "Plays the cello.", Kind: KindFact, Source: SourceAgent}, true)
-	if err := svc.Update(ctx, Memory{ID: a.ID, Text: "Drives a blue Fiat.", Kind: KindFact}); err != nil {
+	if _, err := svc.Update(ctx, Memory{ID: a.ID, Text: "Drives a blue Fiat.", Kind: KindFact}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, dir); got != "Drives a blue Fiat.\nPlays the cello.\n" {

@@ -79,7 +79,7 @@ func OpenVector(ctx context.Context, db *sql.DB, e vec.Embedder, now func() time
 	return s, nil
 }
 
-const selectCols = `id, text, kind, source, created_at, updated_at, valid_from, valid_to, access_count, last_access, event_time, thread`
+const selectCols = `id, text, kind, source, created_at, updated_at, valid_from, valid_to, access_count, last_access, event_time, thread, superseded_by`
 
 func (s *VectorStore) load(ctx context.Context) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, text, kind, created_at, valid_from, valid_to, access_count, last_access, event_time, thread, embedding, embed_model FROM memories`)
@@ -185,6 +185,7 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 		if err := prepare(&ms[i]); err != nil {
 			return nil, fmt.Errorf("add memory %d: %w", i, err)
 		}
+		ms[i].AccessCount, ms[i].LastAccess = 0, nil
 		texts[i] = ms[i].Text
 	}
 	vecs, err := s.emb.Embed(ctx, texts)
@@ -212,8 +213,7 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 			return err
 		}
 		defer find.Close()
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO memories (text, norm, kind, source, created_at, updated_at, valid_from, event_time, thread, embedding, embed_model)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		ins, err := tx.PrepareContext(ctx, insertSQL)
 		if err != nil {
 			return err
 		}
@@ -237,21 +237,11 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 			case !errors.Is(err, sql.ErrNoRows):
 				return err
 			}
-			from := m.ValidFrom
-			if from.IsZero() {
-				from = now
-			}
-			res, err := ins.ExecContext(ctx, m.Text, norm, string(m.Kind), string(m.Source), ns(now), ns(now), ns(from),
-				nullNS(m.EventTime), m.Thread, vec.Encode(vecs[i]), s.model)
+			id, mt, err := s.insert(ctx, ins, m, vecs[i], now)
 			if err != nil {
 				return err
 			}
-			if id, err = res.LastInsertId(); err != nil {
-				return err
-			}
 			ids[i] = id
-			mt := meta{kind: m.Kind, createdAt: ns(now), validFrom: ns(from), eventTime: nullNS(m.EventTime).Int64, thread: m.Thread}
-			mt.setText(m.Text)
 			fresh = append(fresh, added{id: id, vec: vecs[i], text: m.Text, m: mt})
 		}
 		return nil
@@ -268,19 +258,50 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 	return ids, nil
 }
 
+const insertSQL = `INSERT INTO memories (text, norm, kind, source, created_at, updated_at, valid_from, event_time, thread,
+	access_count, last_access, embedding, embed_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// insert adds m (prepared) as a new row through ins (a prepared insertSQL)
+// created at now, valid from m.ValidFrom (now when zero), with m's access
+// statistics and vector v (nil: none yet; Reembed fills it in), and returns
+// its id and index entry.
+func (s *VectorStore) insert(ctx context.Context, ins *sql.Stmt, m Memory, v []float32, now time.Time) (int64, meta, error) {
+	from := m.ValidFrom
+	if from.IsZero() {
+		from = now
+	}
+	var blob []byte
+	if v != nil {
+		blob = vec.Encode(v)
+	}
+	res, err := ins.ExecContext(ctx, m.Text, normalise(m.Text), string(m.Kind), string(m.Source), ns(now), ns(now), ns(from),
+		nullNS(m.EventTime), m.Thread, m.AccessCount, nullNS(m.LastAccess), blob, s.model)
+	if err != nil {
+		return 0, meta{}, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, meta{}, err
+	}
+	mt := meta{kind: m.Kind, createdAt: ns(now), validFrom: ns(from), eventTime: nullNS(m.EventTime).Int64,
+		lastAccess: nullNS(m.LastAccess).Int64, accessCount: int32(m.AccessCount), thread: m.Thread}
+	mt.setText(m.Text)
+	return id, mt, nil
+}
+
 // scanMemory scans the selectCols columns followed by extra destinations.
 func scanMemory(sc interface{ Scan(...any) error }, extra ...any) (Memory, error) {
 	var (
 		m                      Memory
 		kind, source           string
 		created, updated, from int64
-		to, last, event        sql.NullInt64
+		to, last, event, succ  sql.NullInt64
 	)
-	dest := append([]any{&m.ID, &m.Text, &kind, &source, &created, &updated, &from, &to, &m.AccessCount, &last, &event, &m.Thread}, extra...)
+	dest := append([]any{&m.ID, &m.Text, &kind, &source, &created, &updated, &from, &to, &m.AccessCount, &last, &event, &m.Thread, &succ}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return Memory{}, err
 	}
-	m.Kind, m.Source = Kind(kind), Source(source)
+	m.Kind, m.Source, m.SupersededBy = Kind(kind), Source(source), succ.Int64
 	m.CreatedAt, m.UpdatedAt, m.ValidFrom = fromNS(created), fromNS(updated), fromNS(from)
 	m.ValidTo, m.LastAccess, m.EventTime = fromNull(to), fromNull(last), fromNull(event)
 	return m, nil
@@ -306,69 +327,138 @@ func (s *VectorStore) Get(ctx context.Context, id int64) (Memory, error) {
 	return m, nil
 }
 
-// Update replaces text, kind, event time and thread; see Store.Update.
-func (s *VectorStore) Update(ctx context.Context, m Memory) error {
-	if err := prepare(&m); err != nil {
-		return fmt.Errorf("update memory %d: %w", m.ID, err)
-	}
+// Update edits a memory in place, or supersedes it when its text changed;
+// see Store.Update.
+func (s *VectorStore) Update(ctx context.Context, m Memory) (int64, error) {
 	cur, err := s.Get(ctx, m.ID)
 	if err != nil {
-		return fmt.Errorf("update memory: %w", err)
+		return 0, fmt.Errorf("update memory: %w", err)
 	}
-	var v []float32
-	if cur.Text != m.Text || cur.Embedding == nil || s.needsEmbedding(ctx, m.ID) {
-		vs, err := s.emb.Embed(ctx, []string{m.Text})
-		if err != nil {
-			return fmt.Errorf("update memory %d: embed: %w", m.ID, err)
-		}
-		v = vs[0]
-	} else {
-		v = cur.Embedding
+	if m.Kind == "" {
+		m.Kind = cur.Kind
 	}
+	if m.Source == "" {
+		m.Source = cur.Source
+	}
+	if err := prepare(&m); err != nil {
+		return 0, fmt.Errorf("update memory %d: %w", m.ID, err)
+	}
+	if cur.ValidTo != nil {
+		return 0, fmt.Errorf("update memory %d: %w", m.ID, closedErr(cur))
+	}
+	if m.Text == cur.Text {
+		return m.ID, s.updateInPlace(ctx, m)
+	}
+	vs, err := s.emb.Embed(ctx, []string{m.Text})
+	if err != nil {
+		return 0, fmt.Errorf("update memory %d: embed: %w", m.ID, err)
+	}
+	if len(vs) != 1 {
+		return 0, fmt.Errorf("update memory %d: embedder returned %d vectors for 1 text", m.ID, len(vs))
+	}
+	// The new version carries the old one's access statistics: it is the
+	// same memory, corrected.
+	m.AccessCount, m.LastAccess, m.ValidFrom = cur.AccessCount, cur.LastAccess, time.Time{}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	now := s.now()
-	norm := normalise(m.Text)
+	var (
+		id int64
+		mt meta
+	)
 	err = sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+		if err := currentIn(ctx, tx, m.ID); err != nil {
+			return err
+		}
 		var other int64
-		err := tx.QueryRowContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND id <> ?`, norm, m.ID).Scan(&other)
+		err := tx.QueryRowContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND id <> ?`, normalise(m.Text), m.ID).Scan(&other)
 		if err == nil {
 			return fmt.Errorf("%w (memory %d)", ErrDuplicate, other)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE memories SET text = ?, norm = ?, kind = ?, event_time = ?, thread = ?, updated_at = ?, embedding = ?, embed_model = ? WHERE id = ?`,
-			m.Text, norm, string(m.Kind), nullNS(m.EventTime), m.Thread, ns(now), vec.Encode(v), s.model, m.ID)
+		// Close first: the new version may share the old one's
+		// normalised text, and only one current memory may hold it.
+		if _, err := tx.ExecContext(ctx, `UPDATE memories SET valid_to = ?, updated_at = ? WHERE id = ?`, ns(now), ns(now), m.ID); err != nil {
+			return err
+		}
+		ins, err := tx.PrepareContext(ctx, insertSQL)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return ErrNotFound
+		defer ins.Close()
+		if id, mt, err = s.insert(ctx, ins, m, vs[0], now); err != nil {
+			return err
 		}
-		return nil
+		_, err = tx.ExecContext(ctx, `UPDATE memories SET superseded_by = ? WHERE id = ?`, id, m.ID)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("update memory %d: %w", m.ID, err)
+	}
+	s.mu.Lock()
+	if sl, ok := s.idx.slot[m.ID]; ok {
+		s.idx.metas[sl].validTo = ns(now)
+	}
+	s.idx.put(id, mt, vs[0])
+	s.text.put(id, m.Text)
+	s.mu.Unlock()
+	return id, nil
+}
+
+// updateInPlace changes the kind, source, event time and thread of a
+// current memory whose text stays the same.
+func (s *VectorStore) updateInPlace(ctx context.Context, m Memory) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+		if err := currentIn(ctx, tx, m.ID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE memories SET kind = ?, source = ?, event_time = ?, thread = ?, updated_at = ? WHERE id = ?`,
+			string(m.Kind), string(m.Source), nullNS(m.EventTime), m.Thread, ns(s.now()), m.ID)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("update memory %d: %w", m.ID, err)
 	}
 	s.mu.Lock()
 	if sl, ok := s.idx.slot[m.ID]; ok {
-		mt := s.idx.metas[sl]
+		mt := &s.idx.metas[sl]
 		mt.kind, mt.eventTime, mt.thread = m.Kind, nullNS(m.EventTime).Int64, m.Thread
-		mt.setText(m.Text)
-		s.idx.put(m.ID, mt, v)
-		s.text.put(m.ID, m.Text)
 	}
 	s.mu.Unlock()
 	return nil
 }
 
-func (s *VectorStore) needsEmbedding(ctx context.Context, id int64) bool {
-	var model string
-	if err := s.db.QueryRowContext(ctx, `SELECT embed_model FROM memories WHERE id = ?`, id).Scan(&model); err != nil {
-		return true
+// currentIn checks, inside a write transaction, that memory id exists
+// (ErrNotFound) and is current (ErrClosed): another writer may have
+// changed it since it was read.
+func currentIn(ctx context.Context, tx *sql.Tx, id int64) error {
+	var (
+		to   sql.NullInt64
+		succ sql.NullInt64
+	)
+	err := tx.QueryRowContext(ctx, `SELECT valid_to, superseded_by FROM memories WHERE id = ?`, id).Scan(&to, &succ)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
 	}
-	return model != s.model
+	if err != nil {
+		return err
+	}
+	if to.Valid {
+		return closedErr(Memory{SupersededBy: succ.Int64})
+	}
+	return nil
+}
+
+// closedErr is ErrClosed naming the successor, if any.
+func closedErr(m Memory) error {
+	if m.SupersededBy != 0 {
+		return fmt.Errorf("%w by memory %d", ErrClosed, m.SupersededBy)
+	}
+	return ErrClosed
 }
 
 // Close ends a memory's validity at at (now when zero).
@@ -398,12 +488,14 @@ func (s *VectorStore) Close(ctx context.Context, id int64, at time.Time) error {
 }
 
 // Reopen makes a closed memory current again (undoing Close, for reverting
-// a consolidation). Reopening a current memory is a no-op; ErrNotFound when
-// absent.
+// a consolidation) and drops its link to a successor. Reopening a current
+// memory is a no-op; ErrNotFound when absent. The caller makes sure no
+// current memory has the same normalised text (the unique index refuses
+// it).
 func (s *VectorStore) Reopen(ctx context.Context, id int64) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	res, err := s.db.ExecContext(ctx, `UPDATE memories SET valid_to = NULL, updated_at = ? WHERE id = ? AND valid_to IS NOT NULL`, ns(s.now()), id)
+	res, err := s.db.ExecContext(ctx, `UPDATE memories SET valid_to = NULL, superseded_by = NULL, updated_at = ? WHERE id = ? AND valid_to IS NOT NULL`, ns(s.now()), id)
 	if err != nil {
 		return fmt.Errorf("reopen memory %d: %w", id, err)
 	}
@@ -420,6 +512,169 @@ func (s *VectorStore) Reopen(ctx context.Context, id int64) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// Ensured says how EnsureCurrent made one memory current.
+type Ensured struct {
+	ID      int64
+	Outcome EnsureOutcome
+}
+
+// EnsureOutcome is what EnsureCurrent did for one memory.
+type EnsureOutcome string
+
+// The outcomes of EnsureCurrent.
+const (
+	// EnsurePresent: a current memory already had that text (equal after
+	// normalisation); nothing was written.
+	EnsurePresent EnsureOutcome = "present"
+	// EnsureReopened: a closed memory with exactly that text (white space
+	// aside) was made current again (see Reopen).
+	EnsureReopened EnsureOutcome = "reopened"
+	// EnsureAdded: the memory was stored as a new one.
+	EnsureAdded EnsureOutcome = "added"
+)
+
+// EnsureCurrent makes every memory of ms current, in one transaction: one
+// whose text a current memory already holds is left alone, the most
+// recently closed memory with exactly its text (case and punctuation
+// included, white space collapsed) is reopened, anything else is added
+// (one embedding call). Validation and errors as AddBatch; all-or-nothing.
+// Nothing is closed or deleted. It is how MEMORIES.txt is re-applied to the
+// store (Service.Reconcile).
+func (s *VectorStore) EnsureCurrent(ctx context.Context, ms []Memory) ([]Ensured, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	ms = slices.Clone(ms)
+	for i := range ms {
+		if err := prepare(&ms[i]); err != nil {
+			return nil, fmt.Errorf("ensure memory %d: %w", i, err)
+		}
+		ms[i].AccessCount, ms[i].LastAccess = 0, nil
+	}
+	// Plan without the write lock, embed only what will be added, then
+	// redo the plan inside the transaction (another writer may have been
+	// faster; a memory added by the plan's mistake gets its vector from
+	// Reembed).
+	var texts []string
+	var need []int
+	for i, m := range ms {
+		_, out, err := lookupText(ctx, s.db, m.Text)
+		if err != nil {
+			return nil, fmt.Errorf("ensure memories: %w", err)
+		}
+		if out == EnsureAdded {
+			texts = append(texts, m.Text)
+			need = append(need, i)
+		}
+	}
+	vecs := make([][]float32, len(ms))
+	if len(texts) > 0 {
+		vs, err := s.emb.Embed(ctx, texts)
+		if err != nil {
+			return nil, fmt.Errorf("ensure memories: embed: %w", err)
+		}
+		if len(vs) != len(texts) {
+			return nil, fmt.Errorf("ensure memories: embedder returned %d vectors for %d texts", len(vs), len(texts))
+		}
+		for j, i := range need {
+			vecs[i] = vs[j]
+		}
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	now := s.now()
+	out := make([]Ensured, len(ms))
+	type added struct {
+		id  int64
+		m   meta
+		vec []float32
+		txt string
+	}
+	var fresh []added
+	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, insertSQL)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		for i, m := range ms {
+			id, what, err := lookupText(ctx, tx, m.Text)
+			if err != nil {
+				return err
+			}
+			switch what {
+			case EnsureReopened:
+				if _, err := tx.ExecContext(ctx, `UPDATE memories SET valid_to = NULL, superseded_by = NULL, updated_at = ? WHERE id = ?`, ns(now), id); err != nil {
+					return err
+				}
+			case EnsureAdded:
+				var mt meta
+				if id, mt, err = s.insert(ctx, ins, m, vecs[i], now); err != nil {
+					return err
+				}
+				fresh = append(fresh, added{id: id, m: mt, vec: vecs[i], txt: m.Text})
+			}
+			out[i] = Ensured{ID: id, Outcome: what}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure memories: %w", err)
+	}
+	s.mu.Lock()
+	for _, e := range out {
+		if e.Outcome == EnsureReopened {
+			if sl, ok := s.idx.slot[e.ID]; ok {
+				s.idx.metas[sl].validTo = 0
+			}
+		}
+	}
+	for _, a := range fresh {
+		s.idx.put(a.id, a.m, a.vec)
+		s.text.put(a.id, a.txt)
+	}
+	s.mu.Unlock()
+	return out, nil
+}
+
+// queryer is what lookupText needs of a *sql.DB or *sql.Tx.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// lookupText finds how text stands in the store: held by a current memory
+// (EnsurePresent with its id), held exactly by a closed one
+// (EnsureReopened with the most recently closed one's id), or absent
+// (EnsureAdded, id 0).
+func lookupText(ctx context.Context, q queryer, text string) (int64, EnsureOutcome, error) {
+	norm := normalise(text)
+	var id int64
+	err := q.QueryRowContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL`, norm).Scan(&id)
+	if err == nil {
+		return id, EnsurePresent, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, "", err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT id, text FROM memories WHERE norm = ? AND valid_to IS NOT NULL ORDER BY valid_to DESC, id DESC`, norm)
+	if err != nil {
+		return 0, "", err
+	}
+	defer rows.Close()
+	want := oneLine(text)
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&id, &t); err != nil {
+			return 0, "", err
+		}
+		if oneLine(t) == want {
+			return id, EnsureReopened, nil
+		}
+	}
+	return 0, EnsureAdded, rows.Err()
 }
 
 // Delete removes a memory permanently.
