@@ -32,8 +32,10 @@ func TestUpdateSupersedes(t *testing.T) {
 		check   func(t *testing.T, f fixture, old, cur Memory)
 	}{
 		{
-			name:    "new text closes the old memory",
-			edit:    func(f fixture) Memory { return Memory{ID: f.blue, Text: "Favourite colour is green", Kind: KindPreference} },
+			name: "new text closes the old memory",
+			edit: func(f fixture) Memory {
+				return Memory{ID: f.blue, Text: "Favourite colour is green", Kind: KindPreference}
+			},
 			wantNew: true,
 			check: func(t *testing.T, f fixture, old, cur Memory) {
 				if old.Text != "Favourite colour is blue" || old.ValidTo == nil || !old.ValidTo.Equal(f.clk.now()) || old.SupersededBy != cur.ID {
@@ -120,8 +122,10 @@ func TestUpdateSupersedes(t *testing.T) {
 			wantErr: ErrNotFound,
 		},
 		{
-			name:    "secret",
-			edit:    func(f fixture) Memory { return Memory{ID: f.blue, Text: "api key is sk-proj-abcdefghijklmnopqrstuvwxyz"} },
+			name: "secret",
+			edit: func(f fixture) Memory {
+				return Memory{ID: f.blue, Text: "api key is sk-proj-abcdefghijklmnopqrstuvwxyz"}
+			},
 			wantErr: ErrSecret,
 		},
 		{
@@ -381,10 +385,13 @@ func TestServiceReconcile(t *testing.T) {
 	}{
 		{name: "no file", file: "", want: Reconciled{}},
 		{
-			name:  "all present",
-			setup: func(t *testing.T, st state) { remember(t, st, "Likes tea.", true); remember(t, st, "Hates rain.", true) },
-			file:  "Likes tea.\nHates rain.\n",
-			want:  Reconciled{Lines: 2, Present: 2},
+			name: "all present",
+			setup: func(t *testing.T, st state) {
+				remember(t, st, "Likes tea.", true)
+				remember(t, st, "Hates rain.", true)
+			},
+			file: "Likes tea.\nHates rain.\n",
+			want: Reconciled{Lines: 2, Present: 2},
 		},
 		{
 			name: "forgotten line is imported again",
@@ -444,10 +451,13 @@ func TestServiceReconcile(t *testing.T) {
 			},
 		},
 		{
-			name:  "line gone from the file stays in the store",
-			setup: func(t *testing.T, st state) { remember(t, st, "Likes tea.", true); remember(t, st, "Hates rain.", true) },
-			file:  "Hates rain.\n",
-			want:  Reconciled{Lines: 1, Present: 1},
+			name: "line gone from the file stays in the store",
+			setup: func(t *testing.T, st state) {
+				remember(t, st, "Likes tea.", true)
+				remember(t, st, "Hates rain.", true)
+			},
+			file: "Hates rain.\n",
+			want: Reconciled{Lines: 1, Present: 1},
 			check: func(t *testing.T, st state) {
 				if n, _ := st.svc.Store().Count(context.Background(), false); n != 2 {
 					t.Errorf("store holds %d current memories, want 2", n)
