@@ -18,17 +18,18 @@ import (
 )
 
 // newMemoryCmd is `reverie memory`: the long-term memory from the command
-// line. search, add, list and forget are here; history and restore (the
+// line. search, add, list, edit and forget are here; history and restore (the
 // data dir's versioned files) live in memoryhistory.go.
 func newMemoryCmd(g *globalFlags, env []string, children ...*cobra.Command) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory",
-		Short: "Search, add, list and forget long-term memories",
+		Short: "Search, add, list, edit and forget long-term memories",
 		Long: `Work with the long-term memory of the data dir. The commands open the store in this
 process, so stop a running agent first (one agent per data dir), or use the web page.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newMemorySearchCmd(g, env), newMemoryAddCmd(g, env), newMemoryListCmd(g, env), newMemoryForgetCmd(g, env))
+	cmd.AddCommand(newMemorySearchCmd(g, env), newMemoryAddCmd(g, env), newMemoryListCmd(g, env), newMemoryEditCmd(g, env),
+		newMemoryForgetCmd(g, env))
 	cmd.AddCommand(children...)
 	return cmd
 }
@@ -178,6 +179,57 @@ func newMemoryListCmd(g *globalFlags, env []string) *cobra.Command {
 	return cmd
 }
 
+func newMemoryEditCmd(g *globalFlags, env []string) *cobra.Command {
+	var kind string
+	cmd := &cobra.Command{
+		Use:   "edit ID TEXT",
+		Short: "Correct a memory: the new text replaces it, the old one is kept as history",
+		Long: `Replace the text of memory ID (from search or list) by TEXT. The old version is closed,
+not deleted: "memory list --superseded" shows it with the id of the version that replaced
+it. The new version is marked as written by you (user_explicit) and MEMORIES.txt follows.
+With TEXT equal to the current text only --kind changes, in place.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(strings.TrimPrefix(args[0], "#"), 10, 64)
+			if err != nil {
+				return fmt.Errorf("%q is not a memory id", args[0])
+			}
+			ks, err := parseKinds(kind)
+			if err != nil {
+				return err
+			}
+			if len(ks) > 1 {
+				return errors.New("--kind: give one kind")
+			}
+			return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
+				m, err := svc.Get(ctx, id)
+				if err != nil {
+					return fmt.Errorf("#%d: %w", id, err)
+				}
+				m.Text, m.Source = strings.Join(args[1:], " "), ""
+				if len(ks) == 1 {
+					m.Kind = ks[0]
+				}
+				cur, err := svc.Update(ctx, m)
+				if errors.Is(err, memory.ErrClosed) {
+					return fmt.Errorf("#%d: %w; edit the current version", id, err)
+				}
+				if err != nil {
+					return fmt.Errorf("#%d: %w", id, err)
+				}
+				if cur == id {
+					fmt.Fprintf(cmd.OutOrStdout(), "updated #%d\n", id)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "#%d is now #%d (the old text is kept as history)\n", id, cur)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&kind, "kind", "", "also change the kind (fact, preference, episode, procedure, opinion)")
+	return cmd
+}
+
 func newMemoryForgetCmd(g *globalFlags, env []string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "forget ID...",
@@ -218,6 +270,8 @@ type memoryJSON struct {
 	ValidTo     string  `json:"valid_to,omitempty"`
 	AccessCount int     `json:"access_count"`
 	Score       float64 `json:"score,omitempty"`
+	// SupersededBy is the memory whose edit closed this one.
+	SupersededBy int64 `json:"superseded_by,omitempty"`
 }
 
 func toJSON(m memory.Memory) memoryJSON {
@@ -228,6 +282,7 @@ func toJSON(m memory.Memory) memoryJSON {
 	}
 	if m.ValidTo != nil {
 		j.ValidTo = m.ValidTo.Format(time.RFC3339)
+		j.SupersededBy = m.SupersededBy
 	}
 	return j
 }
@@ -251,7 +306,10 @@ func writeMemories(w io.Writer, ms []memory.Memory) error {
 			date = m.EventTime.Format(time.DateOnly)
 		}
 		text := m.Text
-		if m.ValidTo != nil {
+		switch {
+		case m.ValidTo != nil && m.SupersededBy != 0:
+			text += fmt.Sprintf(" (superseded by #%d)", m.SupersededBy)
+		case m.ValidTo != nil:
 			text += " (superseded)"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.ID, m.Kind, date, text)

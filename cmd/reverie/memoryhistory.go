@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/versioning"
 )
 
@@ -102,8 +105,10 @@ func newMemoryRestoreCmd(g *globalFlags, env []string) *cobra.Command {
 or HEAD~N from "reverie memory history"): files changed since are rewritten, files added
 since are removed, files removed since come back. Nothing else is touched. The restore is
 recorded as a new change, so it can itself be undone with another restore; edits not yet
-recorded are recorded first. Stop a running agent first (one agent per data dir), or use
-the web page.`,
+recorded are recorded first. When MEMORIES.txt comes back, the memory store is re-synced
+with it: its lines are current memories again (a superseded or forgotten one is reopened
+or re-imported); memories not in the file stay in the store. Stop a running agent first
+(one agent per data dir), or use the web page.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := g.dataDir(env)
@@ -113,37 +118,69 @@ the web page.`,
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 				return fmt.Errorf("no data dir at %s (run \"reverie init\" first)", dir)
 			}
-			release, err := datadir.Lock(dir)
-			if err != nil {
-				if errors.Is(err, datadir.ErrLocked) {
-					return fmt.Errorf("%w\nstop the running agent first (one agent per data dir), or restore from the web page", err)
+			rev, err := restoreFiles(cmd, dir, args[0])
+			if err != nil || !slices.Contains(rev.Files, memory.MemoriesFile) {
+				return err
+			}
+			// With the vector backend MEMORIES.txt is the top of the memory
+			// store: what the restored file holds must be memories again.
+			// Opening the store re-syncs it (the agent does so at every
+			// start); Reconcile reports where it stands.
+			err = withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
+				r, err := svc.Reconcile(ctx)
+				if err != nil {
+					return err
 				}
-				return err
-			}
-			defer release()
-			repo, err := versioning.Open(dir, versioning.Options{})
-			if err != nil {
-				return err
-			}
-			target, err := repo.Show(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			rev, err := repo.Restore(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if rev.IsZero() {
-				fmt.Fprintf(out, "Nothing to restore: the files already match %s (%s).\n", target.Short, target.Subject())
+				if !svc.Flat() {
+					fmt.Fprintf(cmd.OutOrStdout(), "Memory store in step with MEMORIES.txt: %d line(s) are current memories", r.Lines-r.Skipped)
+					if r.Skipped > 0 {
+						fmt.Fprintf(cmd.OutOrStdout(), "; %d refused (see the log)", r.Skipped)
+					}
+					fmt.Fprintln(cmd.OutOrStdout(), ".")
+				}
 				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("the files are restored, but the memory store could not be re-synced with MEMORIES.txt (it is retried at the next start): %w", err)
 			}
-			fmt.Fprintf(out, "Restored %s (%s) as %s; %d file(s) changed: %s\n",
-				target.Short, target.Subject(), rev.Short, len(rev.Files), strings.Join(rev.Files, ", "))
-			fmt.Fprintf(out, "Undo with: reverie memory restore %s\n", parentOf(repo, cmd, rev))
 			return nil
 		},
 	}
+}
+
+// restoreFiles is the file part of `reverie memory restore`: under the data
+// dir lock, put the versioned files back as they were at target and report
+// it. It returns the new revision (zero when nothing changed).
+func restoreFiles(cmd *cobra.Command, dir, target string) (versioning.Revision, error) {
+	release, err := datadir.Lock(dir)
+	if err != nil {
+		if errors.Is(err, datadir.ErrLocked) {
+			return versioning.Revision{}, fmt.Errorf("%w\nstop the running agent first (one agent per data dir), or restore from the web page", err)
+		}
+		return versioning.Revision{}, err
+	}
+	defer release()
+	repo, err := versioning.Open(dir, versioning.Options{})
+	if err != nil {
+		return versioning.Revision{}, err
+	}
+	at, err := repo.Show(cmd.Context(), target)
+	if err != nil {
+		return versioning.Revision{}, err
+	}
+	rev, err := repo.Restore(cmd.Context(), target)
+	if err != nil {
+		return versioning.Revision{}, err
+	}
+	out := cmd.OutOrStdout()
+	if rev.IsZero() {
+		fmt.Fprintf(out, "Nothing to restore: the files already match %s (%s).\n", at.Short, at.Subject())
+		return rev, nil
+	}
+	fmt.Fprintf(out, "Restored %s (%s) as %s; %d file(s) changed: %s\n",
+		at.Short, at.Subject(), rev.Short, len(rev.Files), strings.Join(rev.Files, ", "))
+	fmt.Fprintf(out, "Undo with: reverie memory restore %s\n", parentOf(repo, cmd, rev))
+	return rev, nil
 }
 
 // parentOf names the change before rev (what an undo restores).

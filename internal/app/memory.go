@@ -19,6 +19,10 @@ import (
 // its vector size at start.
 const embedProbeTimeout = 15 * time.Second
 
+// reconcileTimeout bounds the start-up re-sync of the memory store with
+// MEMORIES.txt (it embeds the lines the store lacks).
+const reconcileTimeout = time.Minute
+
 // buildMemory opens the long-term memory store and its service, tools and
 // context provider.
 func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
@@ -52,10 +56,26 @@ func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 		return err
 	}
 	a.Memory = svc
+	a.reconcileMemory(ctx)
 	if cfg.ContextBudget > 0 {
 		a.memoryContext = &memory.RecallContext{Service: svc, Budget: cfg.ContextBudget, Count: count}
 	}
 	return nil
+}
+
+// reconcileMemory re-applies MEMORIES.txt to the memory store at start, so
+// that lines written while no agent ran (by hand, by a restore, by git) are
+// memories (memory.Service.Reconcile). It runs for every process that opens
+// the data dir, the CLI's memory commands included. A failure is logged and
+// never stops the start; the next start tries again.
+func (a *App) reconcileMemory(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+	defer cancel()
+	// The service logs what it changed.
+	if _, err := a.Memory.Reconcile(rctx); err != nil {
+		a.Logger.Warn("could not re-sync the memory store with MEMORIES.txt; it is retried at the next start",
+			"component", "memory", "err", err)
+	}
 }
 
 // dataChangeHook forwards data-dir changes to the data dir's history when
