@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/reverie-ai/reverie/internal/eventbus"
 	"github.com/reverie-ai/reverie/internal/harvest"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/reflection"
@@ -35,7 +37,7 @@ func (a *App) buildBackground(ctx context.Context) error {
 		set.ConsecutiveFailures, set.BatchThreshold, set.Fallback = rc.ConsecutiveFailures, rc.BatchThreshold, rc.Fallback
 		o := reflection.Options{
 			DB: a.DB, DataDir: a.opts.DataDir, Outcomes: a.Workflows, Spawner: a.Workflows,
-			Model: a.Models.Model(modelrouter.RoleReflection), Events: a.Bus, Log: a.Interactions, Watch: a.Bus.Watch,
+			Model: a.Models.Model(modelrouter.RoleReflection), Events: a.Bus, Log: a.Interactions, Subscribe: a.Bus.Subscribe,
 			Settings: set, Now: a.opts.Now, Logger: a.Logger.With("component", "reflection"),
 		}
 		if a.Scheduler != nil {
@@ -46,6 +48,9 @@ func (a *App) buildBackground(ctx context.Context) error {
 			return fmt.Errorf("set up reflection: %w", err)
 		}
 		a.Reflector = r
+	} else if err := a.Bus.Forget(ctx, reflection.SubscriberName); err != nil && !errors.Is(err, eventbus.ErrNotFound) {
+		// A cursor left from when reflection was on would hold events back from Prune.
+		a.Logger.Warn("could not drop the reflection event cursor", "err", err)
 	}
 	return nil
 }

@@ -18,16 +18,37 @@
 //     append_memory; 5 tool rounds) only when the analysis recommends a
 //     change.
 //
-// # Triggers (no polling)
+// # Triggers (no polling, durable)
 //
-// sub_session.failed runs the rules at once; every BatchThreshold (10)
-// sub_session.completed events run a full cycle; a fallback timer runs one
-// every Fallback (6 h) when no event did.
+// sub_session.failed (and .timeout) runs a cycle at once; every
+// BatchThreshold (10) sub_session.completed events run one; a fallback timer
+// runs one when no trigger did for Fallback (6 h, counted from the last
+// cycle, across restarts).
+//
+// The events come from the event bus through the durable subscriber
+// SubscriberName (Options.Subscribe), not through the in-memory watch that
+// drops events when its buffer is full: the bus delivers every event at
+// least once, and after a restart redelivers what was not acknowledged. The
+// handler only records, in one UPDATE of table reflection_trigger, that a
+// cycle is owed (and counts completions); the event is acknowledged after
+// that commit. Run reads that row at start and whenever the handler wakes
+// it, so a failure burst seen before a crash runs its cycle after the
+// restart. A redelivered event (its id not above the last one counted) is
+// not counted twice.
+//
+// Debounce: a cycle runs Debounce (10 s) after the event that made it owed,
+// so a burst of failures (a task's parallel sub-sessions failing together)
+// runs one cycle, not one per event. An event arriving while a cycle runs
+// makes another one owed, Debounce after that cycle ends. The owed cycle is
+// cleared only after the cycle ran (at least once: a crash during a cycle
+// runs it again after the restart).
 //
 // # Concurrency
 //
-// Run owns the only goroutine; Cycle may also be called directly (tests,
-// commands) and is serialised with it.
+// Run owns the only goroutine of the Reflector; the bus calls the handler
+// on its own delivery goroutine and the handler only writes the trigger row
+// and signals Run. Cycle may also be called directly (tests, commands) and
+// is serialised with Run's cycles.
 package reflection
 
 import (
@@ -61,6 +82,10 @@ var migrations embed.FS
 
 // Component is the migration component name.
 const Component = "reflection"
+
+// SubscriberName is the durable event-bus subscriber the triggers arrive
+// through (its cursor lives in the bus's tables).
+const SubscriberName = "reflection"
 
 // Event topics.
 const (
@@ -119,6 +144,7 @@ type Settings struct {
 	Window              time.Duration // 7 days of outcomes for skill_correlation
 	BatchThreshold      int           // 10 completions
 	Fallback            time.Duration // 6h
+	Debounce            time.Duration // 10s: a burst of events runs one cycle
 	MutationRounds      int           // 5
 	CallTimeout         time.Duration // 2m
 }
@@ -126,7 +152,8 @@ type Settings struct {
 // DefaultSettings are the seed's numbers.
 func DefaultSettings() Settings {
 	return Settings{ConsecutiveFailures: 3, TimeoutPattern: 3, StaleRuns: 3, StaleOutputChars: 40, SkillFailures: 3,
-		Window: 7 * 24 * time.Hour, BatchThreshold: 10, Fallback: 6 * time.Hour, MutationRounds: 5, CallTimeout: 2 * time.Minute}
+		Window: 7 * 24 * time.Hour, BatchThreshold: 10, Fallback: 6 * time.Hour, Debounce: 10 * time.Second, MutationRounds: 5,
+		CallTimeout: 2 * time.Minute}
 }
 
 // Options configure New.
@@ -139,10 +166,13 @@ type Options struct {
 	Model    Model    // nil: no analysis
 	Events   Publisher
 	Log      Log
-	Watch    func(ctx context.Context, prefix string, buffer int) <-chan extension.Event
-	Settings Settings
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// Subscribe registers the durable trigger subscriber (the event bus's
+	// Subscribe; New calls it, so New must run before the bus runs). nil:
+	// only the fallback timer triggers cycles.
+	Subscribe func(name, prefix string, h extension.Handler) error
+	Settings  Settings
+	Now       func() time.Time
+	Logger    *slog.Logger
 }
 
 // Finding is one thing the rules found.
@@ -165,10 +195,11 @@ type Report struct {
 
 // Reflector runs reflection cycles.
 type Reflector struct {
-	o   Options
-	set Settings
-	log *slog.Logger
-	mu  sync.Mutex
+	o    Options
+	set  Settings
+	log  *slog.Logger
+	mu   sync.Mutex
+	wake chan struct{} // the handler tells Run that the trigger row changed
 }
 
 // New migrates the findings table and returns the Reflector.
@@ -188,7 +219,13 @@ func New(ctx context.Context, o Options) (*Reflector, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Reflector{o: o, set: o.Settings, log: o.Logger}, nil
+	r := &Reflector{o: o, set: o.Settings, log: o.Logger, wake: make(chan struct{}, 1)}
+	if o.Subscribe != nil {
+		if err := o.Subscribe(SubscriberName, "sub_session.", r.handle); err != nil {
+			return nil, fmt.Errorf("reflection: subscribe to sub-session events: %w", err)
+		}
+	}
+	return r, nil
 }
 
 // Rules runs the rule engine: it finds problems, applies the automatic
@@ -455,46 +492,164 @@ func (r *Reflector) logEntry(ctx context.Context, e interactions.Entry) {
 	}
 }
 
-// Run reacts to sub-session events until ctx ends: a failure runs the rules
-// at once, every BatchThreshold completions run a cycle, and the fallback
-// timer runs one when nothing else did for Fallback.
+// Run runs the owed cycles (see Triggers in the package doc) and the
+// fallback until ctx ends. A cycle's error is logged; Run returns nil when
+// ctx ends.
 func (r *Reflector) Run(ctx context.Context) error {
-	var events <-chan extension.Event
-	if r.o.Watch != nil {
-		events = r.o.Watch(ctx, "sub_session.", 256)
+	st, err := r.trigger(ctx)
+	if err != nil {
+		r.log.Warn("reflection: could not read the owed cycle", "err", err)
 	}
-	fallback := time.NewTimer(r.set.Fallback)
+	fallbackIn := r.set.Fallback
+	if st.lastCycle > 0 {
+		fallbackIn = max(0, time.Unix(0, st.lastCycle).Add(r.set.Fallback).Sub(r.o.Now()))
+	}
+	fallback := time.NewTimer(fallbackIn)
 	defer fallback.Stop()
-	completions := 0
-	cycle := func(trigger string) {
-		if _, err := r.Cycle(ctx, trigger); err != nil && ctx.Err() == nil {
-			r.log.Warn("reflection cycle failed", "trigger", trigger, "err", err)
+	var (
+		debounce *time.Timer
+		due      <-chan time.Time // debounce.C while a cycle is owed
+	)
+	defer func() {
+		if debounce != nil {
+			debounce.Stop()
 		}
-		fallback.Reset(r.set.Fallback)
+	}()
+	arm := func(st triggerState) {
+		if st.pending == "" || due != nil {
+			return
+		}
+		wait := max(0, time.Unix(0, st.pendingSince).Add(r.set.Debounce).Sub(r.o.Now()))
+		debounce = time.NewTimer(wait)
+		due = debounce.C
 	}
+	arm(st)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
+		case <-r.wake:
+			st, err := r.trigger(ctx)
+			if err != nil {
+				r.log.Warn("reflection: could not read the owed cycle", "err", err)
 				continue
 			}
-			switch ev.Topic {
-			case workflow.TopicFailed, workflow.TopicTimeout:
-				cycle("failure")
-			case workflow.TopicCompleted:
-				completions++
-				if completions >= r.set.BatchThreshold {
-					completions = 0
-					cycle("batch")
-				}
+			arm(st)
+		case <-due:
+			debounce, due = nil, nil
+			st, err := r.trigger(ctx)
+			if err != nil {
+				r.log.Warn("reflection: could not read the owed cycle", "err", err)
+				continue
+			}
+			if st.pending == "" {
+				continue
+			}
+			if !r.runCycle(ctx, st.pending) {
+				return nil
+			}
+			if err := r.settle(ctx, st.generation); err != nil && ctx.Err() == nil {
+				r.log.Warn("reflection: could not record the cycle", "err", err)
+			}
+			fallback.Reset(r.set.Fallback)
+			if st, err := r.trigger(ctx); err == nil {
+				arm(st) // owed again by an event that came during the cycle
 			}
 		case <-fallback.C:
-			cycle("fallback")
+			if !r.runCycle(ctx, "fallback") {
+				return nil
+			}
+			if _, err := r.o.DB.ExecContext(ctx, `UPDATE reflection_trigger SET last_cycle = ? WHERE id = 1`, r.o.Now().UnixNano()); err != nil && ctx.Err() == nil {
+				r.log.Warn("reflection: could not record the cycle", "err", err)
+			}
+			fallback.Reset(r.set.Fallback)
 		}
 	}
+}
+
+// runCycle runs one cycle for Run; false when ctx ended (the owed cycle
+// then stays owed for the next start).
+func (r *Reflector) runCycle(ctx context.Context, trigger string) bool {
+	_, err := r.Cycle(ctx, trigger)
+	if ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		r.log.Warn("reflection cycle failed", "trigger", trigger, "err", err)
+	}
+	return true
+}
+
+// Pending triggers.
+const (
+	triggerFailure = "failure"
+	triggerBatch   = "batch"
+)
+
+// triggerState is the reflection_trigger row.
+type triggerState struct {
+	pending      string
+	pendingSince int64
+	generation   int64
+	lastCycle    int64
+}
+
+func (r *Reflector) trigger(ctx context.Context) (triggerState, error) {
+	var st triggerState
+	err := r.o.DB.QueryRowContext(ctx, `SELECT pending, pending_since, generation, last_cycle FROM reflection_trigger WHERE id = 1`).
+		Scan(&st.pending, &st.pendingSince, &st.generation, &st.lastCycle)
+	if err != nil {
+		return st, fmt.Errorf("read the reflection trigger: %w", err)
+	}
+	return st, nil
+}
+
+// settle clears the owed cycle that Run just ran, unless an event made one
+// owed again meanwhile (generation moved on): that one is then owed from
+// now, so it waits a full Debounce after this cycle.
+func (r *Reflector) settle(ctx context.Context, generation int64) error {
+	now := r.o.Now().UnixNano()
+	_, err := r.o.DB.ExecContext(ctx, `UPDATE reflection_trigger SET
+		pending = CASE WHEN generation = ?1 THEN '' ELSE pending END,
+		pending_since = CASE WHEN generation = ?1 THEN 0 ELSE ?2 END,
+		last_cycle = ?2
+		WHERE id = 1`, generation, now)
+	return err
+}
+
+// handle is the durable subscriber's handler: it records in one statement
+// that a cycle is owed (a failure or timeout; the BatchThreshold-th
+// completion), then wakes Run. The bus acknowledges the event only after it
+// returns nil, and redelivers it after an error or a crash; an event whose
+// id is not above the last one counted is ignored.
+func (r *Reflector) handle(ctx context.Context, ev extension.Event) error {
+	now := r.o.Now().UnixNano()
+	var err error
+	switch ev.Topic {
+	case workflow.TopicFailed, workflow.TopicTimeout:
+		_, err = r.o.DB.ExecContext(ctx, `UPDATE reflection_trigger SET last_event = ?1,
+			pending = ?3,
+			pending_since = CASE WHEN pending = '' THEN ?2 ELSE pending_since END,
+			generation = generation + 1
+			WHERE id = 1 AND last_event < ?1`, ev.ID, now, triggerFailure)
+	case workflow.TopicCompleted:
+		_, err = r.o.DB.ExecContext(ctx, `UPDATE reflection_trigger SET last_event = ?1,
+			completions = CASE WHEN completions + 1 >= ?3 THEN 0 ELSE completions + 1 END,
+			pending = CASE WHEN completions + 1 >= ?3 AND pending = '' THEN ?4 ELSE pending END,
+			pending_since = CASE WHEN completions + 1 >= ?3 AND pending = '' THEN ?2 ELSE pending_since END,
+			generation = generation + CASE WHEN completions + 1 >= ?3 THEN 1 ELSE 0 END
+			WHERE id = 1 AND last_event < ?1`, ev.ID, now, max(r.set.BatchThreshold, 1), triggerBatch)
+	default:
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reflection: record %s event %d: %w", ev.Topic, ev.ID, err)
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default: // Run is already due to read the row
+	}
+	return nil
 }
 
 func clip(s string, n int) string {

@@ -9,10 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
-	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/scheduler"
@@ -23,14 +21,23 @@ import (
 )
 
 type fakeOutcomes struct {
-	mu   sync.Mutex
-	list []workflow.Outcome // newest first
+	mu    sync.Mutex
+	list  []workflow.Outcome // newest first
+	reads int                // one per rule run, so one per cycle
 }
 
 func (f *fakeOutcomes) Outcomes(context.Context, workflow.OutcomeFilter) ([]workflow.Outcome, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	return slices.Clone(f.list), nil
+}
+
+// cycles is how many cycles ran so far.
+func (f *fakeOutcomes) cycles() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads
 }
 
 func (f *fakeOutcomes) add(o workflow.Outcome) {
@@ -100,6 +107,7 @@ func (r *recorder) Spawn(_ context.Context, req workflow.SpawnRequest) (workflow
 }
 
 type fixture struct {
+	dir   string
 	outs  *fakeOutcomes
 	tasks *fakeTasks
 	rec   *recorder
@@ -108,6 +116,22 @@ type fixture struct {
 	mu    sync.Mutex
 	calls int
 	reply string
+	block bool // the model waits for its context to end
+}
+
+// model is the scripted reflection model: it answers f.reply.
+func (f *fixture) model() Model {
+	return llmtest.Func(func(ctx context.Context, _ llm.Request) (llm.Response, error) {
+		f.mu.Lock()
+		f.calls++
+		reply, block := f.reply, f.block
+		f.mu.Unlock()
+		if block {
+			<-ctx.Done()
+			return llm.Response{}, ctx.Err()
+		}
+		return llm.Response{Message: llm.AssistantText(reply)}, nil
+	})
 }
 
 func (f *fixture) callCount() int {
@@ -132,16 +156,10 @@ func newFixture(t *testing.T, now func() time.Time) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{outs: &fakeOutcomes{}, tasks: &fakeTasks{tasks: []scheduler.Task{{ID: "t_1", Status: scheduler.StatusActive},
+	f := &fixture{dir: dir, outs: &fakeOutcomes{}, tasks: &fakeTasks{tasks: []scheduler.Task{{ID: "t_1", Status: scheduler.StatusActive},
 		{ID: "t_2", Status: scheduler.StatusActive}}}, rec: &recorder{}, log: ilog,
 		reply: `{"summary":"The daily news task fails because its source moved.","recommend_change":false,"change":""}`}
-	model := llmtest.Func(func(context.Context, llm.Request) (llm.Response, error) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.calls++
-		return llm.Response{Message: llm.AssistantText(f.reply)}, nil
-	})
-	f.r, err = New(ctx, Options{DB: db, DataDir: dir, Outcomes: f.outs, Tasks: f.tasks, Spawner: f.rec, Model: model,
+	f.r, err = New(ctx, Options{DB: db, DataDir: dir, Outcomes: f.outs, Tasks: f.tasks, Spawner: f.rec, Model: f.model(),
 		Events: f.rec, Log: ilog, Now: now})
 	if err != nil {
 		t.Fatal(err)
@@ -264,50 +282,3 @@ func TestCycle(t *testing.T) {
 	}
 }
 
-func TestRunTriggers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		f := newFixture(t, time.Now)
-		events := make(chan extension.Event, 32)
-		f.r.o.Watch = func(context.Context, string, int) <-chan extension.Event { return events }
-		done := make(chan error)
-		go func() { done <- f.r.Run(ctx) }()
-
-		// A failure: the rules run at once and pause the task.
-		for range 3 {
-			f.outs.add(workflow.Outcome{TaskID: "t_1", Status: workflow.StateFailed, FinishedAt: time.Now()})
-		}
-		events <- extension.Event{Topic: workflow.TopicFailed}
-		synctest.Wait()
-		if !slices.Equal(f.tasks.pausedIDs(), []string{"t_1"}) || f.callCount() != 1 {
-			t.Fatalf("after a failure: paused %v, %d calls", f.tasks.pausedIDs(), f.callCount())
-		}
-		// Nine completions do nothing, the tenth runs a batch cycle.
-		for range 3 {
-			f.outs.add(workflow.Outcome{TaskID: "t_2", Status: workflow.StateCompleted, ResultChars: 3, FinishedAt: time.Now()})
-		}
-		for range 9 {
-			events <- extension.Event{Topic: workflow.TopicCompleted}
-		}
-		synctest.Wait()
-		if f.callCount() != 1 {
-			t.Fatalf("%d calls after 9 completions", f.callCount())
-		}
-		events <- extension.Event{Topic: workflow.TopicCompleted}
-		synctest.Wait()
-		if f.callCount() != 2 {
-			t.Fatalf("%d calls after 10 completions", f.callCount())
-		}
-		// The fallback: a new finding appears with no event; found within 6h.
-		f.tasks.setFailures(1, 5)
-		time.Sleep(6*time.Hour + time.Minute)
-		synctest.Wait()
-		if !slices.Contains(f.tasks.pausedIDs(), "t_2") {
-			t.Fatalf("fallback cycle did not run: paused %v", f.tasks.pausedIDs())
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	})
-}
