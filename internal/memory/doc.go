@@ -75,9 +75,25 @@
 // equal after normalisation (case, white space, trailing punctuation) to a
 // current memory stores nothing new: the existing id is returned and its
 // UpdatedAt bumped. A superseded memory is closed (ValidTo set), not
-// deleted; Delete removes it for good. When the embedder's ID differs from
-// the one stored with a vector, that memory is left out of vector search
-// until Reembed (resumable, batched, progress callback) has re-embedded it.
+// deleted; Delete removes it for good. Update of a memory's text is such a
+// supersession: one transaction closes the old row, inserts the new text
+// as a new memory (new id, the old one's access statistics) and links the
+// old row to it (superseded_by, Memory.SupersededBy); a closed memory is
+// not edited (ErrClosed). Only kind, source, event time and thread change
+// in place. When the embedder's ID differs from the one stored with a
+// vector, that memory is left out of vector search until Reembed
+// (resumable, batched, progress callback) has re-embedded it.
+//
+// # MEMORIES.txt and the store
+//
+// Service joins the store and MEMORIES.txt. With local_vector the file is
+// the store's top: every line of it is a current memory, lines leaving it
+// stay in the store. Service.Reconcile restores that after the file was
+// changed behind the service (a restore from the data dir's history, a
+// hand edit while stopped; the app calls it at every start and after a
+// restore): a missing line reopens the most recently closed memory with
+// exactly its text (VectorStore.EnsureCurrent), else it is imported
+// (SourceImport). Nothing is closed or deleted, so it is idempotent.
 //
 // # Concurrency
 //
