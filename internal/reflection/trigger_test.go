@@ -248,3 +248,26 @@ func seq(from, to int64, topic string) []extension.Event {
 	}
 	return out
 }
+
+// BenchmarkHandle measures what the durable trigger adds to each
+// sub-session event: one UPDATE of the trigger row.
+func BenchmarkHandle(b *testing.B) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "r.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	r, err := New(ctx, Options{DB: db, Outcomes: &fakeOutcomes{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	topics := []string{workflow.TopicCompleted, workflow.TopicCompleted, workflow.TopicCompleted, workflow.TopicFailed}
+	id := int64(0)
+	for b.Loop() {
+		id++
+		if err := r.handle(ctx, extension.Event{ID: id, Topic: topics[id%4]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
