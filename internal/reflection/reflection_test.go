@@ -281,4 +281,3 @@ func TestCycle(t *testing.T) {
 		t.Fatalf("repeat cycle: %v, %d calls", err, f.calls)
 	}
 }
-
