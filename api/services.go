@@ -65,6 +65,7 @@ type Services struct {
 	Events       Events
 	Prompt       Prompt
 	Setup        Setup
+	History      History
 }
 
 // Provider is the optional interface of an extension.Host that offers the

@@ -76,6 +76,10 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/world", w.getWorld)
 	m.HandleFunc("PUT "+p+"/world", w.putWorld)
 
+	m.HandleFunc("GET "+p+"/history", w.listHistory)
+	m.HandleFunc("GET "+p+"/history/{rev}", w.getRevision)
+	m.HandleFunc("POST "+p+"/history/{rev}/restore", w.restoreRevision)
+
 	m.HandleFunc("GET "+p+"/setup", w.setupForms)
 	m.HandleFunc("POST "+p+"/setup/{form}", w.applySetup)
 
@@ -199,6 +203,7 @@ func (w *Web) info(rw http.ResponseWriter, r *http.Request) {
 		"pulse": s.Pulse != nil, "skills": s.Skills != nil, "tasks": s.Tasks != nil,
 		"workflows": s.Workflows != nil, "interactions": s.Interactions != nil, "usage": s.Usage != nil,
 		"events": s.Events != nil, "prompt": s.Prompt != nil, "world": s.World != nil, "setup": s.Setup != nil,
+		"history": s.History != nil,
 	}
 	if out.Commands == nil {
 		out.Commands = []api.Command{}

@@ -760,9 +760,10 @@ func (s apiSetup) Apply(ctx context.Context, form string, values map[string]stri
 }
 
 // fillFeatureServices adds the services of the features built on their own
-// stores: pulse (App.Pulse), skills (App.Skills) and world state
-// (App.World). Tasks are filled from the scheduler and workflows from the
-// workflow manager once the app holds them.
+// stores: pulse (App.Pulse), skills (App.Skills), world state (App.World)
+// and the data dir's history (App.Versions). Tasks are filled from the
+// scheduler and workflows from the workflow manager once the app holds
+// them.
 func (a *App) fillFeatureServices(svc *api.Services) {
 	if a.Pulse != nil {
 		svc.Pulse = apiPulse{a.Pulse}
@@ -775,6 +776,9 @@ func (a *App) fillFeatureServices(svc *api.Services) {
 	}
 	if a.Scheduler != nil {
 		svc.Tasks = apiTasks{a.Scheduler}
+	}
+	if a.Versions != nil {
+		svc.History = apiHistory{a}
 	}
 }
 

@@ -78,16 +78,19 @@ func (a *App) dataChanged(ctx context.Context, message string, paths ...string) 
 
 // RestoreData puts every versioned file back to its content at rev and
 // records that as a new commit (versioning.Repo.Restore), then makes the
-// running components reread what they cache (the world state). It is what
-// the web page's history panel calls; `reverie memory restore` does the same
-// with the agent stopped.
+// running components reread what they cache (reloadRestored: world state,
+// skills, MEMORIES.txt and the memory store). It is what the web page's
+// history panel calls (apiHistory); `reverie memory restore` does the same
+// with the agent stopped. Like the tools' commits it is serialised with
+// every other commit by the history's lock and is not stopped half way
+// when ctx is cancelled (a client going away).
 func (a *App) RestoreData(ctx context.Context, rev string) (versioning.Revision, error) {
 	if a.Versions == nil {
 		return versioning.Revision{}, ErrNoHistory
 	}
-	out, err := a.Versions.Restore(ctx, rev)
-	if a.World != nil {
-		a.World.Reload()
-	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+	defer cancel()
+	out, err := a.Versions.Restore(rctx, rev)
+	a.reloadRestored(rctx)
 	return out, err
 }
