@@ -1,0 +1,286 @@
+// Package sandbox is the launcher that confines execute_shell's commands with
+// Landlock, the second sandbox layer after bubblewrap.
+//
+// Go cannot run code between fork and exec, so a child is confined by
+// re-executing ourselves: the shell tool starts
+//
+//	<this executable> __sandbox-exec --rw <workspace> [--ro <dir>]… [--net] -- /bin/sh -c CMD
+//
+// (inside bubblewrap when it works, directly otherwise). The launcher applies
+// a Landlock ruleset to its own process, sets no_new_privs and replaces itself
+// with the command (execve), which inherits both and cannot undo them.
+//
+// # How the subcommand is served
+//
+// Importing this package makes the binary a launcher: an init function checks
+// whether os.Args[1] is Subcommand and, if so, runs Main and never returns to
+// the program. Every binary that links execute_shell (reverie itself, and the
+// test binary of every package that builds a shell) therefore serves the
+// subcommand, so a Shell can always use os.Executable as its launcher without
+// running an unrelated program (a test binary would otherwise run its test
+// suite again). Serving it at init also skips initialising the rest of the
+// program, which keeps the added latency per command low.
+//
+// # Rules
+//
+// Readable (and executable): /usr, /bin, /sbin, /lib*, /opt, /proc, the
+// parts of /etc listed by EtcPaths (not /etc/shadow, not /etc/ssh),
+// /dev/random and /dev/urandom, plus every --ro path. Writable: /dev/null,
+// /dev/zero, /dev/full and every --rw path (the workspace and a private
+// temporary directory), where renaming and linking between directories is
+// allowed too (Landlock ABI 2+). Everything else (the user's home directory,
+// the rest of /tmp, /run, /sys, other devices) can be neither read nor
+// written. Without --net, TCP bind and connect are refused (ABI 4+), and UDP
+// too (ABI 10+). Signals to processes outside the sandbox and connections to
+// abstract UNIX sockets outside it are refused (ABI 6+); connecting to
+// pathname UNIX sockets outside the --rw paths is refused from ABI 9. Landlock's
+// ptrace rule keeps the memory, environment and file descriptors of processes
+// outside the sandbox (Reverie's own, with its API keys) out of reach even
+// though /proc is readable.
+//
+// The ruleset uses go-landlock's best-effort mode: on an older kernel it
+// enforces what that kernel's Landlock ABI supports. On a kernel without
+// Landlock, Main refuses to run the command unless --no-landlock was given
+// (the caller decides and reports which layers are active; ABI tells it).
+package sandbox
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Subcommand is the first argument that turns an executable linking this
+// package into the launcher.
+const Subcommand = "__sandbox-exec"
+
+// ExitFailed is the launcher's exit status when it could not confine or
+// start the command; its stderr then starts with FailurePrefix. A command
+// may exit 125 itself: only the prefix tells the two apart.
+const ExitFailed = 125
+
+// FailurePrefix starts the message the launcher writes to stderr when it
+// fails.
+const FailurePrefix = "reverie sandbox: "
+
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == Subcommand {
+		os.Exit(Main(os.Args[2:], os.Stderr))
+	}
+}
+
+// Spec is what one launched command may do.
+type Spec struct {
+	// ReadWrite are the directories (or files) the command may read, write,
+	// create and delete in: the workspace and a private temporary directory.
+	ReadWrite []string
+	// ReadOnly are readable paths in addition to the system directories.
+	ReadOnly []string
+	// Network leaves network access to Landlock unrestricted.
+	Network bool
+	// Landlock applies the ruleset; false only sets no_new_privs (for
+	// kernels without Landlock, which the caller reports).
+	Landlock bool
+}
+
+// Args are the arguments after the executable that launch argv under s:
+// Subcommand, the options, "--" and argv.
+func (s Spec) Args(argv ...string) []string {
+	args := make([]string, 0, 4+2*len(s.ReadWrite)+2*len(s.ReadOnly)+len(argv))
+	args = append(args, Subcommand)
+	for _, p := range s.ReadWrite {
+		args = append(args, "--rw", p)
+	}
+	for _, p := range s.ReadOnly {
+		args = append(args, "--ro", p)
+	}
+	if s.Network {
+		args = append(args, "--net")
+	}
+	if !s.Landlock {
+		args = append(args, "--no-landlock")
+	}
+	args = append(args, "--")
+	return append(args, argv...)
+}
+
+// ABI is the Landlock ABI version of the running kernel; 0 means Landlock
+// is not compiled in or not enabled at boot (err says why).
+func ABI() (int, error) {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		return 0, fmt.Errorf("landlock unsupported by this kernel or disabled at boot: %w", err)
+	}
+	if v < 1 {
+		return 0, errors.New("landlock unsupported by this kernel")
+	}
+	return v, nil
+}
+
+// Main is the launcher: it parses args (Spec.Args without the leading
+// Subcommand), confines the process and executes the command. It returns
+// only on failure, with ExitFailed (or 2 for bad arguments), after writing
+// FailurePrefix and the reason to stderr.
+func Main(args []string, stderr io.Writer) int {
+	// Package initialisation runs locked to the main thread, but Main may
+	// be called elsewhere: no_new_privs is per thread, and the exec must
+	// happen on the thread that has it.
+	runtime.LockOSThread()
+	spec, argv, err := parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s%v\nusage: %s [--rw path]… [--ro path]… [--net] [--no-landlock] -- command [arg…]\n", FailurePrefix, err, Subcommand)
+		return 2
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return fail(stderr, fmt.Errorf("find %s: %w", argv[0], err))
+	}
+	if spec.Landlock {
+		if err := restrict(spec); err != nil {
+			return fail(stderr, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail(stderr, fmt.Errorf("set no_new_privs: %w", err))
+	}
+	err = syscall.Exec(path, argv, os.Environ())
+	return fail(stderr, fmt.Errorf("exec %s: %w", path, err))
+}
+
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "%s%v\n", FailurePrefix, err)
+	return ExitFailed
+}
+
+// pathList is a repeatable flag.
+type pathList []string
+
+func (p *pathList) String() string { return strings.Join(*p, ",") }
+
+func (p *pathList) Set(v string) error {
+	if !strings.HasPrefix(v, "/") {
+		return fmt.Errorf("path %q is not absolute", v)
+	}
+	*p = append(*p, v)
+	return nil
+}
+
+func parse(args []string) (Spec, []string, error) {
+	fs := flag.NewFlagSet(Subcommand, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var rw, ro pathList
+	fs.Var(&rw, "rw", "writable path (repeatable)")
+	fs.Var(&ro, "ro", "extra readable path (repeatable)")
+	network := fs.Bool("net", false, "leave the network unrestricted")
+	noLandlock := fs.Bool("no-landlock", false, "only set no_new_privs")
+	if err := fs.Parse(args); err != nil {
+		return Spec{}, nil, err
+	}
+	// flag stops at "--" and drops it; insist on it so that a command
+	// starting with "-" is never read as an option.
+	if n := len(args) - fs.NArg(); n == 0 || args[n-1] != "--" {
+		return Spec{}, nil, errors.New(`"--" must separate the options from the command`)
+	}
+	if fs.NArg() == 0 {
+		return Spec{}, nil, errors.New("no command")
+	}
+	return Spec{ReadWrite: rw, ReadOnly: ro, Network: *network, Landlock: !*noLandlock}, fs.Args(), nil
+}
+
+// System paths readable by every command; missing ones are skipped.
+var (
+	systemDirs  = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc"}
+	deviceRead  = []string{"/dev/random", "/dev/urandom"}
+	deviceWrite = []string{"/dev/null", "/dev/zero", "/dev/full"}
+	etcPaths    = []string{
+		"/etc/passwd", "/etc/group", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf",
+		"/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols",
+		"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/alternatives",
+		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+		"/etc/localtime", "/etc/timezone", "/etc/mime.types", "/etc/os-release",
+		"/etc/gitconfig", "/etc/inputrc", "/etc/profile",
+	}
+)
+
+// EtcPaths are the parts of /etc a command may read: users, name
+// resolution, TLS roots, the dynamic loader, time zone and Debian's
+// alternatives (many commands are symbolic links through it). Secrets such
+// as /etc/shadow or /etc/ssh are not among them. The slice is a copy.
+func EtcPaths() []string { return append([]string(nil), etcPaths...) }
+
+// restrict applies the Landlock ruleset for spec to the whole process.
+func restrict(spec Spec) error {
+	abi, err := ABI()
+	if err != nil {
+		return err
+	}
+	cfg := landlock.V11.BestEffort()
+	if spec.Network {
+		cfg.HandledAccessNet = 0
+	}
+	rules := []landlock.Rule{
+		landlock.RODirs(systemDirs...).IgnoreIfMissing(),
+		landlock.ROFiles(deviceRead...).IgnoreIfMissing(),
+		landlock.RWFiles(deviceWrite...).IgnoreIfMissing(),
+	}
+	for _, p := range etcPaths {
+		switch dir, err := isDir(p); {
+		case err != nil: // missing on this system
+		case dir:
+			rules = append(rules, landlock.RODirs(p))
+		default:
+			rules = append(rules, landlock.ROFiles(p))
+		}
+	}
+	for _, p := range spec.ReadOnly {
+		dir, err := isDir(p)
+		if err != nil {
+			return fmt.Errorf("read-only path: %w", err)
+		}
+		if dir {
+			rules = append(rules, landlock.RODirs(p))
+		} else {
+			rules = append(rules, landlock.ROFiles(p))
+		}
+	}
+	for _, p := range spec.ReadWrite {
+		dir, err := isDir(p)
+		if err != nil {
+			return fmt.Errorf("writable path: %w", err)
+		}
+		if !dir {
+			rules = append(rules, landlock.RWFiles(p))
+			continue
+		}
+		rule := landlock.RWDirs(p).WithResolveUnix()
+		// Refer (rename and link between directories: mv, git) exists from
+		// ABI 2; asking for it on ABI 1 would make best effort drop Landlock
+		// altogether.
+		if abi >= 2 {
+			rule = rule.WithRefer()
+		}
+		rules = append(rules, rule)
+	}
+	if err := cfg.Restrict(rules...); err != nil {
+		return fmt.Errorf("landlock (ABI %d): %w", abi, err)
+	}
+	return nil
+}
+
+func isDir(p string) (bool, error) {
+	info, err := os.Stat(p)
+	if err != nil {
+		return false, err
+	}
+	return info.IsDir(), nil
+}

@@ -1,0 +1,287 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// helperDialEnv makes this test binary, run as a command inside the
+// sandbox, dial the address it names and report the result. (Run with
+// Subcommand as its first argument, the binary is the launcher itself:
+// init serves it before tests would start.)
+const helperDialEnv = "REVERIE_SANDBOX_HELPER_DIAL"
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(helperDialEnv); addr != "" {
+		conn, err := net.DialTimeout("tcp", addr, 3*time.Second)
+		if err != nil {
+			fmt.Println("dial failed:", err)
+			os.Exit(3)
+		}
+		conn.Close()
+		fmt.Println("dial ok")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestSpecArgsRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		argv []string
+		want []string
+	}{
+		{name: "landlock, no network", spec: Spec{ReadWrite: []string{"/ws", "/tmp/x"}, Landlock: true},
+			argv: []string{"/bin/sh", "-c", "echo hi"},
+			want: []string{Subcommand, "--rw", "/ws", "--rw", "/tmp/x", "--", "/bin/sh", "-c", "echo hi"}},
+		{name: "read-only and network", spec: Spec{ReadWrite: []string{"/ws"}, ReadOnly: []string{"/srv"}, Network: true, Landlock: true},
+			argv: []string{"true"},
+			want: []string{Subcommand, "--rw", "/ws", "--ro", "/srv", "--net", "--", "true"}},
+		{name: "no landlock", spec: Spec{ReadWrite: []string{"/ws"}},
+			argv: []string{"/bin/sh", "-c", "--rw"},
+			want: []string{Subcommand, "--rw", "/ws", "--no-landlock", "--", "/bin/sh", "-c", "--rw"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.spec.Args(tc.argv...)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("Args = %q; want %q", got, tc.want)
+			}
+			spec, argv, err := parse(got[1:])
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			if !slices.Equal(argv, tc.argv) || !slices.Equal(spec.ReadWrite, tc.spec.ReadWrite) ||
+				!slices.Equal(spec.ReadOnly, tc.spec.ReadOnly) || spec.Network != tc.spec.Network || spec.Landlock != tc.spec.Landlock {
+				t.Fatalf("parse = %+v %q; want %+v %q", spec, argv, tc.spec, tc.argv)
+			}
+		})
+	}
+}
+
+// TestMainRefuses calls Main in this process: only with arguments it
+// refuses, since a success would replace the test binary.
+func TestMainRefuses(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantMsg  string
+	}{
+		{name: "no separator", args: []string{"--rw", "/tmp", "/bin/true"}, wantCode: 2, wantMsg: `"--" must separate`},
+		{name: "no command", args: []string{"--rw", "/tmp", "--"}, wantCode: 2, wantMsg: "no command"},
+		{name: "relative path", args: []string{"--rw", "ws", "--", "/bin/true"}, wantCode: 2, wantMsg: "not absolute"},
+		{name: "unknown option", args: []string{"--rx", "/tmp", "--", "/bin/true"}, wantCode: 2, wantMsg: "rx"},
+		{name: "command not found", args: []string{"--", "/nonexistent/cmd"}, wantCode: ExitFailed, wantMsg: "find /nonexistent/cmd"},
+		{name: "missing writable path", args: []string{"--rw", "/nonexistent/ws", "--", "/bin/true"}, wantCode: ExitFailed, wantMsg: "writable path"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.wantMsg == "writable path" {
+				if _, err := ABI(); err != nil {
+					t.Skipf("Landlock unavailable (%v): the launcher does not look at paths without it", err)
+				}
+			}
+			var stderr bytes.Buffer
+			code := Main(tc.args, &stderr)
+			if code != tc.wantCode || !strings.HasPrefix(stderr.String(), FailurePrefix) || !strings.Contains(stderr.String(), tc.wantMsg) {
+				t.Fatalf("Main = %d, stderr %q; want %d and %q", code, stderr.String(), tc.wantCode, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// launch runs argv through this test binary acting as the launcher.
+func launch(t *testing.T, spec Spec, dir string, env []string, argv ...string) (string, int) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), exe, spec.Args(argv...)...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8"}, env...)
+	out, err := cmd.CombinedOutput()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &exitErr):
+		return string(out), exitErr.ExitCode()
+	default:
+		t.Fatalf("run launcher: %v", err)
+		return "", 0
+	}
+}
+
+func requireLandlock(t *testing.T) {
+	t.Helper()
+	if _, err := ABI(); err != nil {
+		t.Skipf("Landlock is not available on this kernel (%v): skipping the enforcement tests; the launcher path is still tested by TestLaunchWithoutLandlock", err)
+	}
+}
+
+func TestLaunchFilesystem(t *testing.T) {
+	requireLandlock(t)
+	ws := t.TempDir()
+	priv := t.TempDir()
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(ws, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{ReadWrite: []string{ws, priv}, Landlock: true}
+	tests := []struct {
+		name     string
+		command  string
+		wantFail bool
+		wantOut  string // substring
+		mustNot  string // host path that must not exist afterwards
+	}{
+		{name: "write in the workspace", command: "echo kept > kept.txt && cat kept.txt", wantOut: "kept"},
+		{name: "rename between directories in the workspace", command: "mkdir -p b && echo x > a/f && mv a/f b/f && cat b/f", wantOut: "x"},
+		{name: "write in the private tmp", command: "echo t > " + priv + "/t && cat " + priv + "/t", wantOut: "t"},
+		{name: "read /etc/hostname", command: "cat /etc/hostname"},
+		{name: "run system commands", command: "ls /usr/bin >/dev/null && echo listed", wantOut: "listed"},
+		{name: "write /dev/null", command: "echo x > /dev/null && echo ok", wantOut: "ok"},
+		{name: "write outside the workspace", command: "echo x > " + filepath.Join(outside, "pwned.txt"), wantFail: true, mustNot: filepath.Join(outside, "pwned.txt")},
+		{name: "write to /tmp", command: "echo x > /tmp/reverie-landlock-test-" + filepath.Base(ws), wantFail: true, mustNot: "/tmp/reverie-landlock-test-" + filepath.Base(ws)},
+		{name: "write to the home directory", command: "echo x > " + filepath.Join(home, "reverie-landlock-test-"+filepath.Base(ws)), wantFail: true, mustNot: filepath.Join(home, "reverie-landlock-test-"+filepath.Base(ws))},
+		{name: "read a file outside the workspace", command: "cat " + secret, wantFail: true},
+		{name: "read /etc/shadow", command: "cat /etc/shadow", wantFail: true},
+		{name: "no_new_privs", command: "grep NoNewPrivs /proc/self/status", wantOut: "1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := launch(t, spec, ws, nil, "/bin/sh", "-c", tc.command)
+			if (code != 0) != tc.wantFail || !strings.Contains(out, tc.wantOut) {
+				t.Fatalf("exit %d output %q; want failure %v and %q", code, out, tc.wantFail, tc.wantOut)
+			}
+			if strings.HasPrefix(out, FailurePrefix) {
+				t.Fatalf("the launcher failed: %s", out)
+			}
+			if tc.mustNot != "" {
+				if _, err := os.Stat(tc.mustNot); !errors.Is(err, os.ErrNotExist) {
+					os.Remove(tc.mustNot)
+					t.Fatalf("%s was written through the sandbox (stat: %v)", tc.mustNot, err)
+				}
+			}
+		})
+	}
+}
+
+func TestLaunchNetwork(t *testing.T) {
+	requireLandlock(t)
+	if abi, _ := ABI(); abi < 4 {
+		t.Skipf("Landlock ABI %d cannot restrict TCP (needs 4)", abi)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	tests := []struct {
+		name     string
+		network  bool
+		wantExit int
+		wantOut  string
+	}{
+		{name: "TCP refused without --net", network: false, wantExit: 3, wantOut: "dial failed"},
+		{name: "TCP allowed with --net", network: true, wantExit: 0, wantOut: "dial ok"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			copyTestBinary(t, filepath.Join(ws, "probe"))
+			out, code := launch(t, Spec{ReadWrite: []string{ws}, Network: tc.network, Landlock: true}, ws,
+				[]string{helperDialEnv + "=" + ln.Addr().String()}, "./probe")
+			if code != tc.wantExit || !strings.Contains(out, tc.wantOut) {
+				t.Fatalf("exit %d output %q; want %d and %q", code, out, tc.wantExit, tc.wantOut)
+			}
+		})
+	}
+}
+
+// TestLaunchWithoutLandlock exercises the launcher on any kernel: it only
+// sets no_new_privs and executes the command.
+func TestLaunchWithoutLandlock(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	out, code := launch(t, Spec{ReadWrite: []string{ws}}, ws, nil, "/bin/sh", "-c",
+		"echo x > "+filepath.Join(outside, "f")+" && grep NoNewPrivs /proc/self/status && exit 7")
+	if code != 7 || !strings.Contains(out, "NoNewPrivs:\t1") {
+		t.Fatalf("exit %d output %q; want 7 and no_new_privs set", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f")); err != nil {
+		t.Fatalf("without Landlock the write outside should have happened: %v", err)
+	}
+}
+
+func copyTestBinary(t *testing.T, dst string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkLaunch(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := b.TempDir()
+	for _, bc := range []struct {
+		name string
+		cmd  func() *exec.Cmd
+	}{
+		{name: "direct", cmd: func() *exec.Cmd { return exec.Command("/bin/sh", "-c", "true") }},
+		{name: "launcher no-landlock", cmd: func() *exec.Cmd {
+			return exec.Command(exe, Spec{ReadWrite: []string{ws}}.Args("/bin/sh", "-c", "true")...)
+		}},
+		{name: "launcher landlock", cmd: func() *exec.Cmd {
+			return exec.Command(exe, Spec{ReadWrite: []string{ws}, Landlock: true}.Args("/bin/sh", "-c", "true")...)
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if out, err := bc.cmd().CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+		})
+	}
+}
