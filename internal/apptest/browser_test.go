@@ -415,15 +415,29 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(fmt.Sprintf(`#mem-list .mem[data-id="%d"] textarea`, mem.ID)), "Anna is my older sister; she lives in Lyon."),
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#mem-list .mem[data-id="%d"] button[type=submit]`, mem.ID))),
 	)
-	p.waitFor("the saved memory", card+`.querySelector('.mem-text')?.textContent.includes('older sister')`)
+	// A new text is a new memory: the old one is closed and names it, and
+	// the card now stands for the new one.
+	var old struct {
+		Text         string  `json:"text"`
+		ValidTo      *string `json:"valid_to"`
+		SupersededBy int64   `json:"superseded_by"`
+	}
+	p.waitFor("the saved memory", `[...document.querySelectorAll('#mem-list .mem .mem-text')].some((e) => e.textContent.includes('older sister'))`)
+	app.JSON(t, http.MethodGet, fmt.Sprintf("/memories/%d", mem.ID), nil, http.StatusOK, &old)
+	if old.Text != "Anna is my sister." || old.ValidTo == nil || old.SupersededBy == 0 {
+		t.Fatalf("the edited memory: %+v", old)
+	}
+	card = fmt.Sprintf(`document.querySelector('#mem-list .mem[data-id="%d"]')`, old.SupersededBy)
+	p.waitFor("the card of the new version", card+`?.querySelector('.mem-text')?.textContent.includes('older sister')`)
 	p.snapshot("desktop-memories")
 	var got struct {
 		Text string `json:"text"`
 	}
-	app.JSON(t, http.MethodGet, fmt.Sprintf("/memories/%d", mem.ID), nil, http.StatusOK, &got)
+	app.JSON(t, http.MethodGet, fmt.Sprintf("/memories/%d", old.SupersededBy), nil, http.StatusOK, &got)
 	if got.Text != "Anna is my older sister; she lives in Lyon." {
 		t.Errorf("the memory after the edit: %q", got.Text)
 	}
+	mem.ID = old.SupersededBy
 	// Search, then forget (two clicks: the first only arms the button).
 	p.do("search memories", chromedp.SendKeys(chromedp.ID("mem-search"), "Lyon"))
 	p.waitFor("the search result", card+`?.textContent.includes('score')`)

@@ -598,9 +598,23 @@ func TestWebStateEndpoints(t *testing.T) {
 		if len(list.Memories) == 0 || list.Memories[0].ID != m.ID || list.Memories[0].Score == nil {
 			t.Fatalf("search %+v", list)
 		}
+		lyon := m.ID
 		w.JSON(t, "PUT", fmt.Sprintf("/memories/%d", m.ID), map[string]string{"text": "Anna is my sister and lives in Paris", "kind": "fact"}, 200, &m)
-		if !strings.Contains(m.Text, "Paris") {
+		if !strings.Contains(m.Text, "Paris") || m.ID == lyon || m.ValidTo != nil {
 			t.Fatalf("updated %+v", m)
+		}
+		// The old text is closed, not lost, and names its successor.
+		var old api.Memory
+		w.JSON(t, "GET", fmt.Sprintf("/memories/%d", lyon), nil, 200, &old)
+		if !strings.Contains(old.Text, "Lyon") || old.ValidTo == nil || old.SupersededBy != m.ID {
+			t.Fatalf("superseded %+v", old)
+		}
+		if code, body := w.Do(t, "PUT", fmt.Sprintf("/memories/%d", lyon), map[string]string{"text": "Anna lives in Nice", "kind": "fact"}); code != 409 {
+			t.Fatalf("edit of a superseded memory: %d %s", code, body)
+		}
+		w.JSON(t, "GET", "/memories?kind=fact&include_closed=true", nil, 200, &list)
+		if len(list.Memories) != 2 {
+			t.Fatalf("list with closed %+v", list)
 		}
 		w.JSON(t, "GET", "/memories?kind=fact", nil, 200, &list)
 		if len(list.Memories) != 1 {

@@ -309,7 +309,7 @@ function memoriesView(body) {
       h('p', { class: 'mem-text' }, m.text),
       h('div', { class: 'meta-row' },
         pill(m.kind || 'fact'), pill(m.source || '', 'subtle'),
-        h('span', { class: 'muted small' }, `#${m.id} · ${fmtTime(m.created_at, true)} · recalled ${m.access_count || 0}×` + (m.score !== undefined ? ` · score ${Number(m.score).toFixed(3)}` : '') + (m.valid_to ? ' · superseded' : '')),
+        h('span', { class: 'muted small' }, `#${m.id} · ${fmtTime(m.created_at, true)} · recalled ${m.access_count || 0}×` + (m.score !== undefined ? ` · score ${Number(m.score).toFixed(3)}` : '') + (m.valid_to ? (m.superseded_by ? ` · superseded by #${m.superseded_by}` : ' · superseded') : '')),
         h('span', { class: 'spacer' }),
         m.valid_to ? null : button('Edit', edit, 'btn small'),
         m.valid_to ? null : confirmButton('Forget', 'Forget for good?', async () => {
@@ -327,6 +327,7 @@ function memoriesView(body) {
         try {
           const updated = await api.put(`/memories/${m.id}`, { text: ta.value, kind: kind.value });
           Object.assign(m, updated || { text: ta.value, kind: kind.value });
+          card.dataset.id = String(m.id); // a new text is a new memory; the old one is kept as superseded
           view();
           toast('Saved.');
         } catch (e) {
