@@ -24,6 +24,10 @@ func TestJSONContract(t *testing.T) {
 	at := time.Date(2025, 5, 1, 8, 0, 0, 0, time.UTC)
 	res, isErr := "done", false
 	score := 0.5
+	rev := Revision{Hash: "3f2a9c1d0e8b7a6f5e4d3c2b1a0f9e8d7c6b5a49", Short: "3f2a9c1", Time: at,
+		Message: "world: set_user_name", Files: []string{"world_state.json"}}
+	restored := Revision{Hash: "9e8d7c6b5a493f2a9c1d0e8b7a6f5e4d3c2b1a0f", Short: "9e8d7c6", Time: at,
+		Message: "restore 3f2a9c1\n\nEvery versioned file put back to 3f2a9c1….", Files: []string{"MEMORIES.txt", "world_state.json"}}
 	examples := []struct {
 		Name  string
 		Value any
@@ -57,7 +61,11 @@ func TestJSONContract(t *testing.T) {
 			Objective: "o", Mode: "full", DependsOn: []string{}, TimeoutSeconds: 300, State: StatePending, Waiting: "dependencies", CreatedAt: at}}}},
 		{"setup", SetupStatus{Configured: true, Forms: []SetupForm{{ID: "models", Title: "t", Fields: []SetupField{{Key: "k", Label: "l", Kind: "select", Options: []string{"a"}, Required: true}}}}}},
 		{"info", AgentInfo{Version: "v", Auth: "token", ModelsConfigured: true, PanelURL: "http://x/#debug", Features: map[string]bool{"chat": true},
-			Commands: []Command{{Name: "help", Help: "h"}}}},
+			Commands: []Command{{Name: "help", Help: "h"}}, Extensions: []ExtensionStatus{{ID: "web", State: "running", Health: "ok"}}}},
+		{"history", RevisionList{Revisions: []Revision{rev}}},
+		{"revision diff", RevisionDiff{Revision: rev, Patch: "diff --git a/world_state.json b/world_state.json\n", Truncated: true}},
+		{"restore", RestoreResult{Target: rev, Revision: &restored}},
+		{"restore of the current state", RestoreResult{Target: rev}},
 	}
 	got, err := json.MarshalIndent(examples, "", "  ")
 	if err != nil {

@@ -1,12 +1,14 @@
 // The debug panel: live events, the interaction log, the last system
 // prompt, and views to read and edit memories, pulse items, skills,
-// tasks/reminders, workflows, world state and token usage. A section whose
-// endpoint answers 501 (or that /info lists as off) shows "not enabled".
+// tasks/reminders, workflows, world state, the data dir's history
+// (history.js) and token usage. A section whose endpoint answers 501 (or
+// that /info lists as off) shows "not enabled".
 
 import { h, s, $, fill, fmtTime, fmtNum, pretty, debounce, toast } from './dom.js';
 import * as api from './api.js';
 import { draw } from './graph.js';
 import { currentThread } from './chat.js';
+import { historyView } from './history.js';
 
 const SECTIONS = [
   { id: 'events', label: 'Events', feature: 'events', view: eventsView },
@@ -18,6 +20,7 @@ const SECTIONS = [
   { id: 'tasks', label: 'Tasks', feature: 'tasks', view: tasksView },
   { id: 'workflows', label: 'Workflows', feature: 'workflows', view: workflowsView },
   { id: 'world', label: 'World', feature: 'world', view: worldView },
+  { id: 'history', label: 'History', feature: 'history', view: (body) => historyView(body, { header, button, confirmButton, failed, pill, live: enabled({ feature: 'events' }) }) },
   { id: 'usage', label: 'Usage', feature: 'usage', view: usageView },
 ];
 
