@@ -42,14 +42,39 @@
 // cancel_sub_session, list_sub_sessions, channel tools, request_restart —
 // are only for full-mode workers, and spawn_sub_session only below
 // Options.MaxDepth (2: main agent → sub-session → sub-sub-session). The
-// message list is saved to SQLite after every round of tool calls. A run
-// that exceeds its timeout (default 300 s) ends as timeout and a
-// continuation session (a new sub_ id, same workflow, hop+1) carries on
-// from the saved messages; after Options.MaxContinuations (3) hops the
+// message list is saved to SQLite after every tool call (see Saved
+// message lists). A run that exceeds its timeout (default 300 s) ends as
+// timeout and a continuation session (a new sub_ id, same workflow, hop+1)
+// carries on from the saved messages; after Options.MaxContinuations (3) hops the
 // session fails with the reason. A worker's final report is checked by the
 // supervisor rules (agent.CheckClaims): a claim without the tool call
 // behind it gets one corrective round when the worker has the tool; the
 // verdict is recorded in the outcome.
+//
+// # Saved message lists
+//
+// Every message of a worker's list is committed (one transaction each)
+// as soon as it is final, before the worker goes on: the assistant message
+// with tool calls before its first call starts, each tool result when its
+// call has finished and before another call starts, notes, the final
+// report. Tool calls of one round run one after another unless
+// Options.Loop.Parallel allows more (default 4: then up to that many run
+// at once, and each result is saved as it arrives). A result that only
+// says a call was cut off — the run was stopped, cancelled or timed out
+// while the call ran or before it started — is not saved. So whatever
+// ends a run (a crash, a stop, a timeout), the list holds every finished
+// call's result and nothing else. The next run of the session (a resume
+// after a restart, or a continuation after a timeout) first runs only the
+// calls of the last round that have no saved result, then calls the
+// model. A call whose result was saved never runs again; a call that was
+// running (or had finished but was not yet saved) when the process died
+// runs again: tool calls are at least once, and at most one per round is
+// repeated when calls run one at a time.
+// Results are saved in completion order and a restart or continuation
+// note may be saved before the rest of an unfinished round; loading puts
+// every result right after the message that made the call, in call order,
+// so the list the model sees is valid for every provider (each call
+// answered by exactly one result before anything else).
 //
 // # Delivery
 //
@@ -78,8 +103,9 @@
 // restart or a crash, Open loads every workflow with unfinished or
 // undelivered nodes and Run re-evaluates them: pending sessions stay
 // pending, time gates are re-armed, undelivered results are delivered, and
-// sessions that were running resume from their saved messages (a note
-// tells the worker what happened), at most MaxContinuations times.
+// sessions that were running resume from their saved messages (the calls
+// of an unfinished round that have no result run first; a note tells the
+// worker what happened), at most MaxContinuations times.
 // Finished, delivered workflows are evicted from memory and loaded again
 // only if a new session depends on one of their nodes.
 //

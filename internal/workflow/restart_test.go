@@ -239,6 +239,12 @@ func runHelperProcess() bool {
 		os.Exit(3)
 		return true
 	}
+	if effects := os.Getenv(helperCallsEnv); effects != "" {
+		if err := killedBetweenCalls(file, effects); err != nil {
+			return fail(err)
+		}
+		return true
+	}
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, file)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -222,26 +223,125 @@ func resolveWorkflowID(ctx context.Context, db *sql.DB, id string) (string, erro
 	return "", fmt.Errorf("workflow %q: merge chain too long", id)
 }
 
-// loadMessages reads a worker's saved message list in order.
+// loadMessages reads a worker's saved message list (see loadList).
 func loadMessages(ctx context.Context, db *sql.DB, nodeID string) ([]llm.Message, error) {
-	rows, err := db.QueryContext(ctx, `SELECT message FROM workflow_messages WHERE node_id = ? ORDER BY seq`, nodeID)
+	msgs, _, err := loadList(ctx, db, nodeID)
+	return msgs, err
+}
+
+// loadList reads a worker's saved message list, with every tool result
+// right after the call it answers (inCallOrder), and the seq the next
+// message is saved at.
+func loadList(ctx context.Context, db *sql.DB, nodeID string) (msgs []llm.Message, next int, err error) {
+	rows, err := db.QueryContext(ctx, `SELECT seq, message FROM workflow_messages WHERE node_id = ? ORDER BY seq`, nodeID)
 	if err != nil {
-		return nil, fmt.Errorf("load messages of %s: %w", nodeID, err)
+		return nil, 0, fmt.Errorf("load messages of %s: %w", nodeID, err)
 	}
 	defer rows.Close()
-	var out []llm.Message
 	for rows.Next() {
 		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
+		if err := rows.Scan(&next, &s); err != nil {
+			return nil, 0, fmt.Errorf("load messages of %s: %w", nodeID, err)
 		}
+		next++
 		m, err := decodeMessage(s)
 		if err != nil {
-			return nil, fmt.Errorf("load messages of %s: %w", nodeID, err)
+			return nil, 0, fmt.Errorf("load messages of %s: %w", nodeID, err)
 		}
-		out = append(out, m)
+		msgs = append(msgs, m)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("load messages of %s: %w", nodeID, err)
+	}
+	return inCallOrder(msgs), next, nil
+}
+
+// inCallOrder puts every tool result right after the assistant message
+// whose call it answers, in the order of the calls; other messages keep
+// their order. A list is saved one message at a time — tool results in
+// completion order, and a note (continuation, restart) may be appended
+// while a round is unfinished, before the rest of its results — so the
+// saved order alone may not be one both providers accept. A result is
+// moved when the last assistant message before it made a call with its id
+// that has no result yet; any other message stays where it is.
+func inCallOrder(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
+	var (
+		at       = -1            // index in out of the current assistant message with calls
+		order    map[string]int  // its call ids → position
+		answered map[string]bool // its calls that have a result
+		placed   int             // results placed right after it
+	)
+	for _, msg := range msgs {
+		if id, ok := resultID(msg); ok && at >= 0 && !answered[id] {
+			if k, mine := order[id]; mine {
+				j := at + 1
+				for j < at+1+placed {
+					if other, _ := resultID(out[j]); order[other] > k {
+						break
+					}
+					j++
+				}
+				out = slices.Insert(out, j, msg)
+				answered[id] = true
+				placed++
+				continue
+			}
+		}
+		out = append(out, msg)
+		if msg.Role != llm.RoleAssistant {
+			continue
+		}
+		at = -1
+		if calls := msg.ToolCalls(); len(calls) > 0 {
+			at, placed = len(out)-1, 0
+			order, answered = make(map[string]int, len(calls)), make(map[string]bool, len(calls))
+			for i, c := range calls {
+				if _, dup := order[c.ID]; !dup {
+					order[c.ID] = i
+				}
+			}
+		}
+	}
+	return out
+}
+
+// resultID is the call id a tool message answers.
+func resultID(m llm.Message) (string, bool) {
+	if m.Role != llm.RoleTool || len(m.Parts) != 1 {
+		return "", false
+	}
+	r, ok := m.Parts[0].(llm.ToolResult)
+	return r.CallID, ok
+}
+
+// unanswered returns the tool calls of the list's last assistant message
+// that no tool result after it answers: the calls of a round cut short.
+func unanswered(msgs []llm.Message) []llm.ToolCall {
+	last := -1
+	for i, m := range slices.Backward(msgs) {
+		if m.Role == llm.RoleAssistant {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, m := range msgs[last+1:] {
+		if id, ok := resultID(m); ok {
+			done[id] = true
+		}
+	}
+	var out []llm.ToolCall
+	for _, c := range msgs[last].ToolCalls() {
+		if !done[c.ID] {
+			out = append(out, c)
+			done[c.ID] = true
+		}
+	}
+	return out
 }
 
 // wirePart is the stored JSON of an llm.Part.

@@ -90,8 +90,12 @@ func (m *Manager) work(ctx context.Context, n *node, sp runSpec) {
 	m.finishRun(n, out)
 }
 
-// execute runs the tool loop over the saved message list, saving it after
-// every round, under the session's timeout.
+// execute runs the tool loop over the saved message list under the
+// session's timeout, saving every message as soon as it is final: the
+// assistant message before its first tool call starts, each tool result
+// before the next call starts. A list saved in the middle of a round (the
+// process died, or the run was stopped or timed out between calls) is
+// resumed by running only the calls that have no saved result.
 func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutcome) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -101,27 +105,26 @@ func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutc
 	tools, names := m.workerTools(sp)
 	out.system = m.systemPrompt(ctx, sp, names)
 	lctx, cancel := dbctx()
-	msgs, err := loadMessages(lctx, m.o.DB, sp.id)
+	msgs, seq, err := loadList(lctx, m.o.DB, sp.id)
 	cancel()
 	if err != nil {
 		out.kind, out.err = runFailed, err
 		return out
 	}
-	if len(msgs) == 0 {
-		msgs = []llm.Message{llm.UserText(startNote)}
-	}
 	tctx, tcancel := context.WithTimeoutCause(ctx, sp.timeout, errTimedOut)
 	defer tcancel()
 
-	seq := len(msgs)
-	save := func(appended []llm.Message) {
+	// calls counts the tool results saved in this session's list by its
+	// own runs (a continuation starts from 0).
+	calls := sp.baseCalls
+	save := func(msg llm.Message) {
 		var b batch
-		for _, msg := range appended {
-			b.appendMessage(sp.id, seq, msg)
-			seq++
+		b.appendMessage(sp.id, seq, msg)
+		seq++
+		if msg.Role == llm.RoleTool {
+			calls++
+			b.add(`UPDATE workflow_nodes SET tool_calls = ? WHERE id = ?`, calls, sp.id)
 		}
-		calls := sp.baseCalls + len(out.calls)
-		b.add(`UPDATE workflow_nodes SET tool_calls = ? WHERE id = ?`, calls, sp.id)
 		// Under the lock: the package's writes never contend with each
 		// other for SQLite's write lock (whose busy wait sleeps).
 		m.mu.Lock()
@@ -129,18 +132,17 @@ func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutc
 		n.toolCalls = calls
 		m.commitLocked(&b)
 	}
+	if len(msgs) == 0 { // saved at spawn; never empty unless edited by hand
+		msgs = []llm.Message{llm.UserText(startNote)}
+		save(msgs[0])
+	}
 	opts := toolloop.Options{
 		MaxRounds: cmp.Or(sp.maxRounds, m.o.Loop.MaxRounds), Parallel: m.o.Loop.Parallel, CallTimeout: m.o.Loop.CallTimeout,
 		MaxResultChars: m.o.Loop.MaxResultChars,
 		OnToolResult:   func(r toolloop.CallRecord) { out.calls = append(out.calls, r) },
-		OnRound:        save,
+		OnMessage:      save,
 	}
-	run := func(msgs []llm.Message) (toolloop.Result, bool) {
-		res, err := toolloop.Run(tctx, m.o.Model, llm.Request{System: out.system, Messages: msgs}, tools, opts)
-		out.usage = out.usage.Add(res.Usage)
-		if err == nil {
-			return res, true
-		}
+	failed := func(err error) {
 		switch {
 		case errors.Is(context.Cause(ctx), errCancelled):
 			out.kind = runCancelled
@@ -152,7 +154,25 @@ func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutc
 			out.kind = runFailed
 		}
 		out.err = err
-		return res, false
+	}
+	run := func(msgs []llm.Message) (toolloop.Result, bool) {
+		res, err := toolloop.Run(tctx, m.o.Model, llm.Request{System: out.system, Messages: msgs}, tools, opts)
+		out.usage = out.usage.Add(res.Usage)
+		if err != nil {
+			failed(err)
+			return res, false
+		}
+		return res, true
+	}
+	// A round cut short: its finished calls are not run again (the model
+	// sees their saved results), the others run now.
+	if pending := unanswered(msgs); len(pending) > 0 {
+		res, err := toolloop.RunCalls(tctx, tools, pending, opts)
+		if err != nil {
+			failed(err)
+			return out
+		}
+		msgs = inCallOrder(append(msgs, res.Messages...))
 	}
 	res, ok := run(msgs)
 	if !ok {
@@ -168,7 +188,7 @@ func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutc
 		out.verdict = "claim_without_call:" + mm.Rule.Name
 		if hasAny(names, mm.Rule.Tools) && tctx.Err() == nil {
 			note := llm.UserText(mm.Event())
-			save([]llm.Message{note})
+			save(note)
 			again := append(append(slices.Clone(msgs), res.Messages...), note)
 			res2, ok := run(again)
 			if !ok {

@@ -128,8 +128,8 @@ func TestTimeoutGivesUpAfterThreeHops(t *testing.T) {
 	})
 }
 
-// The message list is saved after every round, so it is there while the
-// worker still runs.
+// The message list is saved as it grows, so it is there while the worker
+// still runs (savecall_test.go checks the saves between calls).
 func TestMessagesSavedEveryRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)

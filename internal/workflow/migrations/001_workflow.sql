@@ -48,7 +48,8 @@ CREATE TABLE workflow_nodes (
 CREATE INDEX workflow_nodes_workflow ON workflow_nodes (workflow_id);
 CREATE INDEX workflow_nodes_open ON workflow_nodes (state, delivered);
 
--- A worker's message list, appended after every round of tool calls.
+-- A worker's message list, appended after every tool call (tool results in
+-- completion order; loaded in call order).
 CREATE TABLE workflow_messages (
     node_id TEXT    NOT NULL,
     seq     INTEGER NOT NULL,
