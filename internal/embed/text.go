@@ -46,6 +46,35 @@ func Words(text string) []string {
 	return out
 }
 
+// CountWords returns len(Words(text)) without building the words.
+func CountWords(text string) int {
+	n := 0
+	in := false
+	rs := []rune(text)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if !in {
+				n++
+				in = true
+			}
+		case (r == '\'' || r == '’') && in && i+1 < len(rs) && unicode.IsLetter(rs[i+1]):
+			j := i + 1
+			for j < len(rs) && unicode.IsLetter(rs[j]) {
+				j++
+			}
+			if j == i+2 && (rs[i+1] == 's' || rs[i+1] == 'S') {
+				i = j - 1
+				in = false // "'s" ends the word
+			}
+		default:
+			in = false
+		}
+	}
+	return n
+}
+
 // IsStopWord reports whether w (lower-case) is a common English function
 // word that carries little meaning for retrieval.
 func IsStopWord(w string) bool {

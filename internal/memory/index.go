@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+
+	"github.com/reverie-ai/reverie/internal/embed"
 )
 
 // meta is the per-memory state the recall path needs without touching the
@@ -22,6 +24,7 @@ type meta struct {
 	thread      string
 	speaker     string // normalised "Name" of a "Name: text" memory, "" otherwise
 	question    bool   // text asks something (holds a question mark)
+	words       uint16 // word count of the text (as the text index counts)
 }
 
 // setText sets the fields derived from the memory's text.
@@ -29,6 +32,7 @@ func (m *meta) setText(text string) {
 	m.temporal = temporalText.MatchString(text)
 	m.speaker = speakerOf(text)
 	m.question = strings.Contains(text, "?")
+	m.words = uint16(min(embed.CountWords(text), math.MaxUint16))
 }
 
 // index holds every memory's metadata and, for memories embedded with the

@@ -129,8 +129,10 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		}
 	}
 	cands := make([]*cand, 0, len(byslot))
+	avgLen := s.text.avgLen()
 	for _, c := range byslot {
-		c.score = s.tune.finalScore(c.fused, &s.idx.metas[c.slot], in, named, when, s.text.lengthRatio(s.idx.ids[c.slot]), atNS)
+		m := &s.idx.metas[c.slot]
+		c.score = s.tune.finalScore(c.fused, m, in, named, when, float64(max(m.words, 1))/avgLen, atNS)
 		cands = append(cands, c)
 	}
 	slices.SortFunc(cands, func(a, b *cand) int {

@@ -158,15 +158,13 @@ func (t *textIndex) compact() {
 	t.pool = sync.Pool{}
 }
 
-// lengthRatio returns the word count of id's text over the average, or 1
-// when id is not indexed.
-func (t *textIndex) lengthRatio(id int64) float64 {
-	d, ok := t.byID[id]
-	if !ok || t.totalLen <= 0 {
+// avgLen returns the average word count of the indexed texts (1 when
+// empty).
+func (t *textIndex) avgLen() float64 {
+	if t.live == 0 || t.totalLen <= 0 {
 		return 1
 	}
-	avg := float64(t.totalLen) / float64(t.live)
-	return float64(max(t.docLen[d], 1)) / avg
+	return float64(t.totalLen) / float64(t.live)
 }
 
 type textHit struct {
