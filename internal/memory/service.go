@@ -269,15 +269,19 @@ func (s *Service) List(ctx context.Context, f Filter) ([]Memory, error) { return
 // the source of a metadata-only change (kind, event time, thread), which
 // stays in place. An empty m.Kind keeps the kind. Errors as Store.Update.
 func (s *Service) Update(ctx context.Context, m Memory) (int64, error) {
-	old, err := s.store.Get(ctx, m.ID)
-	if err != nil {
-		return 0, err
-	}
 	text, err := clean(m.Text)
 	if err != nil {
 		return 0, fmt.Errorf("update memory %d: %w", m.ID, err)
 	}
 	m.Text = text
+	// The store and MEMORIES.txt change together: a Reconcile in between
+	// would see the old line without its memory and reopen it.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, err := s.store.Get(ctx, m.ID)
+	if err != nil {
+		return 0, err
+	}
 	if m.Source == "" && text != old.Text {
 		m.Source = SourceUserExplicit
 	}
@@ -398,6 +402,8 @@ func (s *Service) Reconcile(ctx context.Context) (Reconciled, error) {
 // Forget deletes a memory permanently and removes its line from
 // MEMORIES.txt. It returns the forgotten memory; ErrNotFound when absent.
 func (s *Service) Forget(ctx context.Context, id int64) (Memory, error) {
+	s.mu.Lock() // with MEMORIES.txt, as in Update
+	defer s.mu.Unlock()
 	m, err := s.store.Get(ctx, id)
 	if err != nil {
 		return Memory{}, err
@@ -433,10 +439,8 @@ func (s *Service) FindExact(ctx context.Context, text string) ([]Memory, error) 
 }
 
 // replaceLine replaces (or, with repl "", removes) the MEMORIES.txt lines
-// equal to old after normalisation.
+// equal to old after normalisation. The caller holds s.mu.
 func (s *Service) replaceLine(ctx context.Context, old, repl, message string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	lines, err := s.readLines()
 	if err != nil {
 		return err

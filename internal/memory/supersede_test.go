@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -590,5 +591,60 @@ func TestEnsureCurrent(t *testing.T) {
 	}
 	if n, _ := s.Count(ctx, true); n != 3 {
 		t.Errorf("refused batch wrote: %d memories", n)
+	}
+}
+
+// TestConcurrentEdits: racing edits of one memory leave one successor (the
+// others find it closed), and reconciles racing writers stay consistent.
+func TestConcurrentEdits(t *testing.T) {
+	ctx := context.Background()
+	svc, dir, _ := newService(t, false)
+	r, err := svc.Remember(ctx, Memory{Text: "The meeting is on Monday.", Kind: KindFact}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = svc.Update(ctx, Memory{ID: r.ID, Text: fmt.Sprintf("The meeting is on day %d.", i)})
+		})
+	}
+	for i := range n {
+		wg.Go(func() {
+			if _, err := svc.Reconcile(ctx); err != nil {
+				t.Error(err)
+			}
+			if _, err := svc.Remember(ctx, Memory{Text: fmt.Sprintf("Side note %d.", i), Kind: KindFact}, true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, ErrClosed):
+			t.Errorf("racing edit: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d edits succeeded, want 1: %v", ok, errs)
+	}
+	if cur, _ := svc.Store().Count(ctx, false); cur != 1+n {
+		t.Errorf("%d current memories, want %d", cur, 1+n)
+	}
+	if all, _ := svc.Store().Count(ctx, true); all != 2+n {
+		t.Errorf("%d memories in all, want %d", all, 2+n)
+	}
+	lines := strings.Split(strings.TrimSpace(readFile(t, dir)), "\n")
+	if len(lines) != 1+n || !strings.HasPrefix(lines[0], "The meeting is on day ") {
+		t.Errorf("MEMORIES.txt:\n%s", strings.Join(lines, "\n"))
+	}
+	if got, err := svc.Reconcile(ctx); err != nil || got.Changed() || got.Present != 1+n {
+		t.Errorf("final reconcile = %+v, %v", got, err)
 	}
 }
