@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -227,5 +228,35 @@ func TestTruncatePatch(t *testing.T) {
 				t.Errorf("truncatePatch(%q, %d) = %q, %v", tc.in, tc.n, got, cut)
 			}
 		})
+	}
+}
+
+// BenchmarkHistoryRestore measures one restore through the API service on
+// a fresh data dir (the default files): the restore and its commit, the
+// reloads (world state, skills, memory reconcile) and the event, alternating
+// between two states that differ in MEMORIES.txt and world_state.json.
+func BenchmarkHistoryRestore(b *testing.B) {
+	a, err := New(b.Context(), Options{DataDir: filepath.Join(b.TempDir(), "data"), Env: []string{"REVERIE_LOG__FILE=false"},
+		Console: io.Discard, Registry: []extension.Info{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	ctx := b.Context()
+	first, _ := a.Versions.Head(ctx)
+	if _, err := a.Memory.Remember(ctx, memory.Memory{Text: "Ada plays the cello.", Kind: memory.KindFact, Source: memory.SourceUserExplicit}, true); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := a.World.Apply(ctx, []world.Op{world.SetUserName{UserName: "Ada"}}); err != nil {
+		b.Fatal(err)
+	}
+	second, _ := a.Versions.Head(ctx)
+	revs := []string{first.Hash, second.Hash}
+	b.ResetTimer()
+	for i := range b.N {
+		res, err := a.API.History.Restore(ctx, revs[i%2])
+		if err != nil || res.Revision == nil {
+			b.Fatalf("restore %d: %+v %v", i, res, err)
+		}
 	}
 }
