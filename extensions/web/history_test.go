@@ -199,7 +199,7 @@ func TestHistoryEndpoints(t *testing.T) {
 		{"revision too long", "GET", "/api/v1/history/" + strings.Repeat("a", 101), 400, "longer than"},
 		{"bad path", "GET", "/api/v1/history?path=config.yaml", 400, "not versioned"},
 		{"bad limit", "GET", "/api/v1/history?limit=0", 400, "limit must be"},
-		{"restore needs POST", "GET", "/api/v1/history/aaaa1/restore", 404, "no such endpoint"},
+		{"restore needs POST", "GET", "/api/v1/history/aaaa1/restore", 405, "allowed: POST"},
 	}
 	for _, tc := range errs {
 		t.Run(tc.name, func(t *testing.T) {

@@ -83,7 +83,23 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/setup", w.setupForms)
 	m.HandleFunc("POST "+p+"/setup/{form}", w.applySetup)
 
-	m.HandleFunc("/api/", func(rw http.ResponseWriter, r *http.Request) {
+	const fallback = "/api/"
+	m.HandleFunc(fallback, func(rw http.ResponseWriter, r *http.Request) {
+		// The fallback matches every method, which hides the mux's own
+		// 405: ask the mux which methods the path has.
+		var allow []string
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			probe := r.Clone(r.Context())
+			probe.Method = method
+			if _, pattern := m.Handler(probe); pattern != fallback {
+				allow = append(allow, method)
+			}
+		}
+		if len(allow) > 0 {
+			rw.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(rw, http.StatusMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+" (allowed: "+strings.Join(allow, ", ")+")")
+			return
+		}
 		writeError(rw, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	return m
