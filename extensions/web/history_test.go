@@ -260,3 +260,24 @@ func TestHistoryNeedsAuthAndService(t *testing.T) {
 		}
 	})
 }
+
+// An unknown path is 404; a known one with the wrong method is 405 naming
+// the allowed methods.
+func TestUnknownEndpointAndWrongMethod(t *testing.T) {
+	s := startWeb(t, "rate_per_second: 0", &api.Services{})
+	cases := []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{"GET", "/api/v1/nothing-here", 404, ""},
+		{"DELETE", "/api/v1/threads", 405, "GET"},
+		{"PATCH", "/api/v1/memories/5", 405, "GET, PUT, DELETE"},
+	}
+	for _, c := range cases {
+		code, hdr, body := s.do(t, c.method, c.path, "", "Bearer "+testToken)
+		if code != c.code || hdr.Get("Allow") != c.allow {
+			t.Errorf("%s %s = %d (Allow %q) %s; want %d (Allow %q)", c.method, c.path, code, hdr.Get("Allow"), body, c.code, c.allow)
+		}
+	}
+}
