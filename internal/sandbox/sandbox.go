@@ -52,6 +52,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -65,12 +66,12 @@ import (
 const Subcommand = "__sandbox-exec"
 
 // ExitFailed is the launcher's exit status when it could not confine or
-// start the command; its stderr then starts with FailurePrefix. A command
-// may exit 125 itself: only the prefix tells the two apart.
+// start the command. A command may exit 125 too: a caller that must tell
+// the two apart passes a status pipe (Spec.StatusFD).
 const ExitFailed = 125
 
-// FailurePrefix starts the message the launcher writes to stderr when it
-// fails.
+// FailurePrefix starts the message the launcher writes when it fails: to
+// the status file descriptor when it has one, else to stderr.
 const FailurePrefix = "reverie sandbox: "
 
 func init() {
@@ -91,6 +92,11 @@ type Spec struct {
 	// Landlock applies the ruleset; false only sets no_new_privs (for
 	// kernels without Landlock, which the caller reports).
 	Landlock bool
+	// StatusFD, when positive, is an inherited file descriptor (the write
+	// end of a pipe) that receives the failure message instead of stderr.
+	// It is closed by the exec: a reader sees end of file with no data once
+	// the command runs confined, so a command cannot pass for the launcher.
+	StatusFD int
 }
 
 // Args are the arguments after the executable that launch argv under s:
@@ -109,6 +115,9 @@ func (s Spec) Args(argv ...string) []string {
 	}
 	if !s.Landlock {
 		args = append(args, "--no-landlock")
+	}
+	if s.StatusFD > 0 {
+		args = append(args, "--status-fd", strconv.Itoa(s.StatusFD))
 	}
 	args = append(args, "--")
 	return append(args, argv...)
@@ -130,7 +139,7 @@ func ABI() (int, error) {
 // Main is the launcher: it parses args (Spec.Args without the leading
 // Subcommand), confines the process and executes the command. It returns
 // only on failure, with ExitFailed (or 2 for bad arguments), after writing
-// FailurePrefix and the reason to stderr.
+// FailurePrefix and the reason to the status descriptor or stderr.
 func Main(args []string, stderr io.Writer) int {
 	// Package initialisation runs locked to the main thread, but Main may
 	// be called elsewhere: no_new_privs is per thread, and the exec must
@@ -138,29 +147,42 @@ func Main(args []string, stderr io.Writer) int {
 	runtime.LockOSThread()
 	spec, argv, err := parse(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s%v\nusage: %s [--rw path]… [--ro path]… [--net] [--no-landlock] -- command [arg…]\n", FailurePrefix, err, Subcommand)
+		fmt.Fprintf(stderr, "%s%v\nusage: %s [--rw path]… [--ro path]… [--net] [--no-landlock] [--status-fd n] -- command [arg…]\n", FailurePrefix, err, Subcommand)
 		return 2
+	}
+	out := stderr
+	if spec.StatusFD > 0 {
+		if _, err := unix.FcntlInt(uintptr(spec.StatusFD), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+			return fail(stderr, fmt.Errorf("status descriptor %d: %w", spec.StatusFD, err))
+		}
+		out = fdWriter(spec.StatusFD)
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		return fail(stderr, fmt.Errorf("find %s: %w", argv[0], err))
+		return fail(out, fmt.Errorf("find %s: %w", argv[0], err))
 	}
 	if spec.Landlock {
 		if err := restrict(spec); err != nil {
-			return fail(stderr, err)
+			return fail(out, err)
 		}
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fail(stderr, fmt.Errorf("set no_new_privs: %w", err))
+		return fail(out, fmt.Errorf("set no_new_privs: %w", err))
 	}
 	err = syscall.Exec(path, argv, os.Environ())
-	return fail(stderr, fmt.Errorf("exec %s: %w", path, err))
+	return fail(out, fmt.Errorf("exec %s: %w", path, err))
 }
 
-func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "%s%v\n", FailurePrefix, err)
+func fail(w io.Writer, err error) int {
+	fmt.Fprintf(w, "%s%v\n", FailurePrefix, err)
 	return ExitFailed
 }
+
+// fdWriter writes to a raw file descriptor without taking ownership of it
+// (an *os.File would close it when collected).
+type fdWriter int
+
+func (fd fdWriter) Write(p []byte) (int, error) { return unix.Write(int(fd), p) }
 
 // pathList is a repeatable flag.
 type pathList []string
@@ -183,6 +205,7 @@ func parse(args []string) (Spec, []string, error) {
 	fs.Var(&ro, "ro", "extra readable path (repeatable)")
 	network := fs.Bool("net", false, "leave the network unrestricted")
 	noLandlock := fs.Bool("no-landlock", false, "only set no_new_privs")
+	statusFD := fs.Int("status-fd", 0, "descriptor for the failure message")
 	if err := fs.Parse(args); err != nil {
 		return Spec{}, nil, err
 	}
@@ -194,7 +217,10 @@ func parse(args []string) (Spec, []string, error) {
 	if fs.NArg() == 0 {
 		return Spec{}, nil, errors.New("no command")
 	}
-	return Spec{ReadWrite: rw, ReadOnly: ro, Network: *network, Landlock: !*noLandlock}, fs.Args(), nil
+	if *statusFD < 0 || *statusFD == 1 || *statusFD == 2 {
+		return Spec{}, nil, fmt.Errorf("status descriptor %d: want 3 or more", *statusFD)
+	}
+	return Spec{ReadWrite: rw, ReadOnly: ro, Network: *network, Landlock: !*noLandlock, StatusFD: *statusFD}, fs.Args(), nil
 }
 
 // System paths readable by every command; missing ones are skipped.

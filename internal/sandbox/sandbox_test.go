@@ -51,6 +51,9 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 		{name: "no landlock", spec: Spec{ReadWrite: []string{"/ws"}},
 			argv: []string{"/bin/sh", "-c", "--rw"},
 			want: []string{Subcommand, "--rw", "/ws", "--no-landlock", "--", "/bin/sh", "-c", "--rw"}},
+		{name: "status descriptor", spec: Spec{Landlock: true, StatusFD: 3},
+			argv: []string{"true"},
+			want: []string{Subcommand, "--status-fd", "3", "--", "true"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +86,8 @@ func TestMainRefuses(t *testing.T) {
 		{name: "no command", args: []string{"--rw", "/tmp", "--"}, wantCode: 2, wantMsg: "no command"},
 		{name: "relative path", args: []string{"--rw", "ws", "--", "/bin/true"}, wantCode: 2, wantMsg: "not absolute"},
 		{name: "unknown option", args: []string{"--rx", "/tmp", "--", "/bin/true"}, wantCode: 2, wantMsg: "rx"},
+		{name: "status on stderr", args: []string{"--status-fd", "2", "--", "/bin/true"}, wantCode: 2, wantMsg: "want 3 or more"},
+		{name: "status descriptor not open", args: []string{"--status-fd", "987", "--", "/bin/true"}, wantCode: ExitFailed, wantMsg: "status descriptor 987"},
 		{name: "command not found", args: []string{"--", "/nonexistent/cmd"}, wantCode: ExitFailed, wantMsg: "find /nonexistent/cmd"},
 		{name: "missing writable path", args: []string{"--rw", "/nonexistent/ws", "--", "/bin/true"}, wantCode: ExitFailed, wantMsg: "writable path"},
 	}
@@ -215,6 +220,64 @@ func TestLaunchNetwork(t *testing.T) {
 				[]string{helperDialEnv + "=" + ln.Addr().String()}, "./probe")
 			if code != tc.wantExit || !strings.Contains(out, tc.wantOut) {
 				t.Fatalf("exit %d output %q; want %d and %q", code, out, tc.wantExit, tc.wantOut)
+			}
+		})
+	}
+}
+
+// TestStatusDescriptor checks that only the launcher can report a failure on
+// the status pipe: the command never sees the descriptor.
+func TestStatusDescriptor(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	tests := []struct {
+		name       string
+		argv       []string
+		wantExit   int
+		wantStatus string // prefix; "" wants none
+		wantOut    string
+	}{
+		{name: "launcher failure", argv: []string{"/nonexistent/cmd"}, wantExit: ExitFailed, wantStatus: FailurePrefix + "find /nonexistent/cmd"},
+		{name: "command imitating the launcher", argv: []string{"/bin/sh", "-c", "echo " + FailurePrefix + "fake >&2; echo fake >&3; exit 125"},
+			wantExit: ExitFailed, wantOut: "Bad file descriptor"},
+		{name: "descriptor closed for the command", argv: []string{"/bin/sh", "-c", "ls /proc/self/fd/3 || echo closed"}, wantOut: "closed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			cmd := exec.CommandContext(t.Context(), exe, Spec{ReadWrite: []string{ws}, StatusFD: 3}.Args(tc.argv...)...)
+			cmd.ExtraFiles = []*os.File{w}
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err = cmd.Start()
+			w.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			code := 0
+			if err := cmd.Wait(); err != nil {
+				var exitErr *exec.ExitError
+				if !errors.As(err, &exitErr) {
+					t.Fatal(err)
+				}
+				code = exitErr.ExitCode()
+			}
+			status, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.wantExit || !strings.Contains(out.String(), tc.wantOut) {
+				t.Fatalf("exit %d output %q; want %d and %q", code, out.String(), tc.wantExit, tc.wantOut)
+			}
+			if (tc.wantStatus == "") != (len(status) == 0) || !strings.HasPrefix(string(status), tc.wantStatus) {
+				t.Fatalf("status %q; want %q", status, tc.wantStatus)
 			}
 		})
 	}

@@ -1,10 +1,10 @@
 // Package tools builds Reverie's core tools: read_file, write_file and
 // apply_patch confined to a workspace directory, execute_shell (sandboxed
-// with bubblewrap when available), fetch_url behind an SSRF guard, and
-// search_web. The work is done by the subpackages (workspace, files, patch,
-// shell, web); this package validates configuration and turns them into
-// tool.Tool values with tool.New, so every argument schema is derived from
-// the Go argument struct the handler receives.
+// with bubblewrap and Landlock when available), fetch_url behind an SSRF
+// guard, and search_web. The work is done by the subpackages (workspace,
+// files, patch, shell, web); this package validates configuration and turns
+// them into tool.Tool values with tool.New, so every argument schema is
+// derived from the Go argument struct the handler receives.
 //
 // Tools are safe for concurrent use. A tool's failure is returned as an
 // error; the tool loop reports it to the model.
@@ -45,9 +45,9 @@ type FilesConfig struct {
 
 // ShellConfig configures execute_shell.
 type ShellConfig struct {
-	// Sandbox is "auto" (default: bubblewrap when it works, else unsandboxed
-	// with a warning in every result), "required" (fail without bubblewrap)
-	// or "off".
+	// Sandbox is "auto" (default: bubblewrap and Landlock, each when it
+	// works, else unsandboxed with a warning in every result), "required"
+	// (fail when neither works) or "off".
 	Sandbox string
 	// Network gives sandboxed commands network access (off by default).
 	Network bool
@@ -95,7 +95,8 @@ type Tools struct {
 }
 
 // New validates cfg, creates the workspace and builds the tools. With
-// Shell.Sandbox "auto" or "required" it runs a short bubblewrap self-test.
+// Shell.Sandbox "auto" or "required" it runs short bubblewrap and Landlock
+// self-tests.
 func New(cfg Config, logger *slog.Logger) (*Tools, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -263,15 +264,5 @@ const searchWebDescription = `Search the web. Returns {"engine","results":[{"tit
 
 func (t *Tools) shellDescription() string {
 	d := `Run a command with /bin/sh -c in the workspace (or workdir, relative to it). Returns {"exit_code","output","timed_out","sandbox","note"}: output is stdout and stderr merged, with the middle cut when long; exit_code is -1 when the command was killed. The command is killed after timeout_seconds (default 60). Use it for builds, tests, git, searching files (grep, find) and running scripts; use read_file, write_file and apply_patch to view and edit files.`
-	if t.shell.Sandbox() == shell.SandboxBubblewrap {
-		d += ` Commands run in a sandbox: only the workspace and a private /tmp are writable, system directories are read-only, HOME is the workspace`
-		if t.shell.NetworkEnabled() {
-			d += `, and the network is available.`
-		} else {
-			d += `, and there is no network access (use fetch_url and search_web instead).`
-		}
-	} else {
-		d += ` WARNING: no sandbox is active; commands run directly on the host with the assistant's permissions. Never run destructive commands without the user's explicit consent.`
-	}
-	return d
+	return d + " " + t.shell.Describe()
 }

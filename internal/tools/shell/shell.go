@@ -1,11 +1,22 @@
 // Package shell runs the execute_shell tool's commands: /bin/sh -c inside the
-// workspace, with a timeout, a capped output and, when bubblewrap is
-// available, a sandbox (read-only system directories, the workspace
-// read-write, a private /tmp, every namespace unshared so the network is off
-// unless configured, a cleared environment).
+// workspace, with a timeout, a capped output and up to two sandbox layers.
 //
-// Each Run owns its child process: the process group (and, sandboxed, the
-// whole PID namespace) is killed on timeout or cancellation before Run
+//   - bubblewrap, when it works: read-only system directories, the workspace
+//     read-write, a private /tmp, every namespace unshared so the network is
+//     off unless configured, a cleared environment.
+//   - Landlock (package sandbox), when the kernel supports it: the command is
+//     started through Reverie's own executable (sandbox.Subcommand), which
+//     confines itself (system directories read-only, only the workspace and
+//     a private temporary directory writable, TCP refused unless the network
+//     is configured on, no_new_privs) and then executes /bin/sh. Inside
+//     bubblewrap it is a second wall; without bubblewrap it is the only one.
+//
+// Every Result names the active layers ("bubblewrap+landlock", "bubblewrap",
+// "landlock" or "none") and its note says what is missing and why. New tests
+// each layer once (a command run through it) before using it.
+//
+// Each Run owns its child process: the process group (and, with bubblewrap,
+// the whole PID namespace) is killed on timeout or cancellation before Run
 // returns. A Shell is safe for concurrent use.
 package shell
 
@@ -14,14 +25,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/reverie-ai/reverie/internal/sandbox"
 	"github.com/reverie-ai/reverie/internal/tools/workspace"
 )
 
@@ -29,36 +43,44 @@ import (
 type Mode string
 
 const (
-	// ModeAuto uses bubblewrap when it works and runs unsandboxed (saying so
-	// in every result) otherwise.
+	// ModeAuto uses every sandbox layer that works and runs unsandboxed
+	// (saying so in every result) when none does.
 	ModeAuto Mode = "auto"
-	// ModeRequired refuses to build a Shell without a working bubblewrap.
+	// ModeRequired is ModeAuto, but New fails when no layer works.
 	ModeRequired Mode = "required"
 	// ModeOff never sandboxes.
 	ModeOff Mode = "off"
 )
 
-// Sandbox names reported in results.
+// Sandbox layers reported in results (Result.Sandbox).
 const (
 	SandboxBubblewrap = "bubblewrap"
+	SandboxLandlock   = "landlock"
+	SandboxBoth       = "bubblewrap+landlock"
 	SandboxNone       = "none"
 )
 
-// ErrSandboxUnavailable is returned by New in ModeRequired when bubblewrap
-// is missing or fails its self-test.
-var ErrSandboxUnavailable = errors.New("shell sandbox (bubblewrap) unavailable")
+// ErrSandboxUnavailable is returned by New in ModeRequired when neither
+// bubblewrap nor Landlock works.
+var ErrSandboxUnavailable = errors.New("shell sandbox unavailable (neither bubblewrap nor landlock works)")
 
 // Config configures a Shell. Zero durations and sizes take the defaults.
 type Config struct {
 	Workspace *workspace.Workspace
 	Mode      Mode
-	// Network re-shares the host network inside the sandbox.
+	// Network re-shares the host network inside bubblewrap and leaves it
+	// unrestricted by Landlock.
 	Network        bool
 	DefaultTimeout time.Duration // default 60s
 	MaxTimeout     time.Duration // default 10m
 	MaxOutput      int           // bytes of merged stdout+stderr kept; default 32 KiB
 	// Bwrap is the bubblewrap binary; "" looks "bwrap" up on PATH.
 	Bwrap string
+
+	// launcher replaces os.Executable as the program serving
+	// sandbox.Subcommand, and landlockABI the kernel probe (tests).
+	launcher    string
+	landlockABI func() (int, error)
 }
 
 // Defaults for zero Config fields.
@@ -70,17 +92,24 @@ const (
 	killGrace        = 2 * time.Second
 )
 
+// innerLauncher is where bubblewrap mounts the launcher inside the sandbox.
+const innerLauncher = "/run/reverie/sandbox-exec"
+
 // Shell runs commands.
 type Shell struct {
-	cfg    Config
-	bwrap  string // empty when not sandboxed
-	reason string // why there is no sandbox, when there is none
-	logger *slog.Logger
+	cfg      Config
+	bwrap    string // bubblewrap binary; empty when bubblewrap is not used
+	launcher string // executable serving sandbox.Subcommand; empty when not used
+	abi      int    // Landlock ABI the launcher enforces; 0 when Landlock is off
+	reason   string // why bubblewrap is not used
+	llReason string // why Landlock is not used
+	note     string // what every result says about the layers ("" with both)
+	logger   *slog.Logger
 }
 
-// New builds a Shell. Unless Mode is off it looks for bubblewrap and runs a
-// self-test command inside it; in ModeRequired a failure is an error
-// wrapping ErrSandboxUnavailable.
+// New builds a Shell. Unless Mode is off it looks for bubblewrap and for
+// Landlock and runs a self-test command through each layer it will use; in
+// ModeRequired, no working layer is an error wrapping ErrSandboxUnavailable.
 func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 	if cfg.Workspace == nil {
 		return nil, errors.New("shell: no workspace")
@@ -107,60 +136,218 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = DefaultMaxOutput
 	}
+	if cfg.landlockABI == nil {
+		cfg.landlockABI = sandbox.ABI
+	}
 	s := &Shell{cfg: cfg, logger: logger}
 	if cfg.Mode == ModeOff {
 		s.reason = "disabled by configuration (shell.sandbox: off)"
+		s.note = s.noneWarning()
 		logger.Warn("shell sandbox disabled by configuration: commands run directly on the host")
 		return s, nil
 	}
-	path, err := probe(ctx, cfg.Bwrap)
-	if err != nil {
-		if cfg.Mode == ModeRequired {
-			return nil, fmt.Errorf("%w: %v", ErrSandboxUnavailable, err)
-		}
+	if path, err := probe(ctx, cfg.Bwrap); err != nil {
 		s.reason = err.Error()
-		logger.Warn("shell sandbox unavailable: commands run directly on the host", "reason", err)
-		return s, nil
+	} else {
+		s.bwrap = path
 	}
-	s.bwrap = path
-	logger.Info("shell sandbox active", "bwrap", path, "network", cfg.Network)
+	s.setupLandlock(ctx)
+	switch {
+	case s.bwrap == "" && s.abi == 0:
+		if cfg.Mode == ModeRequired {
+			return nil, fmt.Errorf("%w: bubblewrap: %s; landlock: %s", ErrSandboxUnavailable, s.reason, s.llReason)
+		}
+		s.note = s.noneWarning()
+		logger.Warn("shell sandbox unavailable: commands run directly on the host", "bubblewrap", s.reason, "landlock", s.llReason)
+	case s.abi == 0:
+		s.note = "sandbox: bubblewrap only (landlock unavailable: " + s.llReason + ")"
+		logger.Warn("shell sandbox: bubblewrap only", "landlock", s.llReason)
+	case s.bwrap == "":
+		s.note = "sandbox: landlock only (bubblewrap unavailable: " + s.reason + "): " + s.landlockLimits()
+		logger.Warn("shell sandbox: landlock only", "bubblewrap", s.reason, "landlock_abi", s.abi)
+	}
+	logger.Info("shell sandbox", "layers", s.Sandbox(), "status", s.Status())
 	return s, nil
 }
 
-// Sandbox is SandboxBubblewrap or SandboxNone.
-func (s *Shell) Sandbox() string {
+// setupLandlock probes the kernel and self-tests the launcher, with
+// Landlock when the kernel has it. A launcher that works without Landlock
+// is still used: it sets no_new_privs (setuid programs such as sudo gain
+// nothing), though that is not reported as a layer.
+func (s *Shell) setupLandlock(ctx context.Context) {
+	abi, err := s.cfg.landlockABI()
+	if err != nil || abi < 1 {
+		abi = 0
+		s.llReason = "not supported by this kernel"
+		if err != nil {
+			s.llReason = err.Error()
+		}
+	}
+	exe := s.cfg.launcher
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			s.llReason = fmt.Sprintf("sandbox launcher: %v", err)
+			return
+		}
+	}
+	if abi > 0 {
+		err := s.selfTest(ctx, exe, true)
+		if err == nil {
+			s.launcher, s.abi = exe, abi
+			return
+		}
+		s.llReason = err.Error()
+	}
+	if err := s.selfTest(ctx, exe, false); err != nil {
+		s.logger.Warn("sandbox launcher unusable; commands start without no_new_privs", "error", err)
+		if abi > 0 {
+			return // llReason says what failed with Landlock
+		}
+		s.llReason += "; " + err.Error()
+		return
+	}
+	s.launcher = exe
+}
+
+// selfTest runs one command through the launcher (inside bubblewrap when
+// it is used) and, with Landlock, checks that a write outside the writable
+// directory is refused.
+func (s *Shell) selfTest(ctx context.Context, exe string, landlock bool) error {
+	dir, err := os.MkdirTemp("", "reverie-landlock-probe-")
+	if err != nil {
+		return fmt.Errorf("sandbox launcher self-test: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	rw := filepath.Join(dir, "rw")
+	if err := os.Mkdir(rw, 0o700); err != nil {
+		return fmt.Errorf("sandbox launcher self-test: %w", err)
+	}
+	// Outside the writable directories but writable without Landlock:
+	// bubblewrap's private /tmp, or the probe directory on the host.
+	outside := filepath.Join(dir, "outside")
 	if s.bwrap != "" {
+		outside = "/tmp/landlock-probe"
+	}
+	script := "echo sandbox-ok"
+	if landlock {
+		script += "; if ( : > " + shellQuote(outside) + " ) 2>/dev/null; then echo landlock-inactive; fi"
+	}
+	ctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
+	defer cancel()
+	cmd := s.command(ctx, launch{ws: rw, workdir: rw, tmp: rw, launcher: exe, landlock: landlock, selfTest: true}, script)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	failure, err := runLaunched(cmd)
+	got := strings.TrimSpace(out.String())
+	switch {
+	case failure != "":
+		return fmt.Errorf("sandbox launcher self-test: %s", failure)
+	case err != nil:
+		return fmt.Errorf("sandbox launcher self-test failed: %v: %s", err, got)
+	case strings.Contains(got, "landlock-inactive"):
+		return errors.New("sandbox launcher self-test: landlock did not refuse a write outside the workspace")
+	case got != "sandbox-ok":
+		return fmt.Errorf("sandbox launcher self-test printed %q", got)
+	}
+	return nil
+}
+
+// Sandbox names the active layers: SandboxBoth, SandboxBubblewrap,
+// SandboxLandlock or SandboxNone.
+func (s *Shell) Sandbox() string {
+	switch {
+	case s.bwrap != "" && s.abi > 0:
+		return SandboxBoth
+	case s.bwrap != "":
 		return SandboxBubblewrap
+	case s.abi > 0:
+		return SandboxLandlock
 	}
 	return SandboxNone
 }
 
-// NetworkEnabled reports whether sandboxed commands can reach the network.
-// Unsandboxed commands always can.
+// NetworkEnabled reports whether commands can open network connections:
+// with the network configured on, or without a layer that blocks it
+// (bubblewrap, or Landlock ABI 4+ which refuses TCP).
 func (s *Shell) NetworkEnabled() bool {
-	return s.bwrap == "" || s.cfg.Network
+	return s.cfg.Network || (s.bwrap == "" && s.abi < 4)
 }
 
 // Status describes the sandbox in one line, for diagnostics.
 func (s *Shell) Status() string {
-	if s.bwrap != "" {
-		net := "network off"
-		if s.cfg.Network {
-			net = "network on"
-		}
-		return fmt.Sprintf("bubblewrap (%s, %s)", s.bwrap, net)
+	net := "network off"
+	if s.NetworkEnabled() {
+		net = "network on"
 	}
-	return "none: " + s.reason
+	switch s.Sandbox() {
+	case SandboxBoth:
+		return fmt.Sprintf("bubblewrap+landlock (%s, landlock ABI %d, %s)", s.bwrap, s.abi, net)
+	case SandboxBubblewrap:
+		return fmt.Sprintf("bubblewrap (%s, %s; landlock unavailable: %s)", s.bwrap, net, s.llReason)
+	case SandboxLandlock:
+		return fmt.Sprintf("landlock (ABI %d, %s; bubblewrap unavailable: %s)", s.abi, net, s.reason)
+	}
+	if s.cfg.Mode == ModeOff {
+		return "none: " + s.reason
+	}
+	return "none: bubblewrap: " + s.reason + "; landlock: " + s.llReason
 }
 
-// SandboxStatus probes this machine for a working bubblewrap, without any
-// configuration, and describes the result in one line (for reverie doctor).
+// Describe is the sentence of execute_shell's description that says what
+// the sandbox allows.
+func (s *Shell) Describe() string {
+	if s.Sandbox() == SandboxNone {
+		return `WARNING: no sandbox is active; commands run directly on the host with the assistant's permissions. Never run destructive commands without the user's explicit consent.`
+	}
+	d := `Commands run in a sandbox: only the workspace and a private /tmp are writable, system directories are read-only, HOME is the workspace`
+	if s.bwrap == "" {
+		d = `Commands run in a sandbox: only the workspace and a private temporary directory ($TMPDIR, not /tmp) are writable, system directories are read-only, other files (outside the workspace) cannot be read, HOME is the workspace`
+	}
+	if s.NetworkEnabled() {
+		return d + `, and the network is available.`
+	}
+	return d + `, and there is no network access (use fetch_url and search_web instead).`
+}
+
+// landlockLimits says what Landlock alone does not isolate.
+func (s *Shell) landlockLimits() string {
+	var open []string
+	if !s.cfg.Network {
+		switch {
+		case s.abi < 4:
+			open = append(open, "the network")
+		case s.abi < 10:
+			open = append(open, "UDP (TCP is refused)")
+		}
+	}
+	open = append(open, "other processes are visible (not their memory or environment)")
+	return "only the workspace and $TMPDIR are writable and only system files readable; not isolated: " + strings.Join(open, ", ")
+}
+
+func (s *Shell) noneWarning() string {
+	reason := s.reason
+	if s.cfg.Mode != ModeOff {
+		reason = "bubblewrap: " + s.reason + "; landlock: " + s.llReason
+	}
+	return "WARNING: no sandbox is active (" + reason + "): the command ran directly on the host with this user's full permissions, network access and files outside the workspace"
+}
+
+// SandboxStatus probes this machine for a working bubblewrap and for
+// Landlock, without any configuration, and describes the result in one
+// line (for reverie doctor): it starts with "bubblewrap" when bubblewrap
+// works.
 func SandboxStatus(ctx context.Context) string {
+	ll := "landlock unavailable"
+	if abi, err := sandbox.ABI(); err != nil {
+		ll += " (" + err.Error() + ")"
+	} else {
+		ll = fmt.Sprintf("landlock ABI %d", abi)
+	}
 	path, err := probe(ctx, "")
 	if err != nil {
-		return "unavailable: " + err.Error() + " (install the bubblewrap package; until then execute_shell runs commands unsandboxed when shell.sandbox is auto)"
+		return "unavailable: " + err.Error() + " (install the bubblewrap package; until then execute_shell runs commands with " + ll + " only, or unsandboxed, when shell.sandbox is auto)"
 	}
-	return "bubblewrap available at " + path
+	return "bubblewrap available at " + path + "; " + ll
 }
 
 // probe finds bubblewrap and runs a trivial sandboxed command.
@@ -179,7 +366,7 @@ func probe(ctx context.Context, bwrap string) (string, error) {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
 	defer cancel()
-	args := append(bwrapArgs(dir, dir, false), "/bin/sh", "-c", "echo sandbox-ok")
+	args := append(bwrapArgs(dir, dir, false, ""), "/bin/sh", "-c", "echo sandbox-ok")
 	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("bubblewrap self-test failed (are unprivileged user namespaces disabled?): %v: %s", err, strings.TrimSpace(string(out)))
@@ -190,23 +377,12 @@ func probe(ctx context.Context, bwrap string) (string, error) {
 	return path, nil
 }
 
-// etcEntries are the parts of /etc made visible in the sandbox: users, name
-// resolution, TLS roots, the dynamic loader, time zone and Debian's
-// alternatives (many commands are symbolic links through it).
-var etcEntries = []string{
-	"/etc/passwd", "/etc/group", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf",
-	"/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/alternatives",
-	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-	"/etc/localtime", "/etc/timezone", "/etc/mime.types", "/etc/os-release",
-	"/etc/gitconfig", "/etc/inputrc", "/etc/profile",
-}
-
 const sandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // bwrapArgs builds the bubblewrap options for a command run in workdir with
-// ws bound read-write; the command follows.
-func bwrapArgs(ws, workdir string, network bool) []string {
+// ws bound read-write and, when launcher is set, the launcher mounted at
+// innerLauncher; the command follows.
+func bwrapArgs(ws, workdir string, network bool, launcher string) []string {
 	args := []string{"--die-with-parent", "--new-session", "--unshare-all"}
 	if network {
 		args = append(args, "--share-net")
@@ -224,7 +400,7 @@ func bwrapArgs(ws, workdir string, network bool) []string {
 			args = append(args, "--ro-bind", d, d)
 		}
 	}
-	for _, e := range etcEntries {
+	for _, e := range sandbox.EtcPaths() {
 		args = append(args, "--ro-bind-try", e, e)
 	}
 	args = append(args,
@@ -232,6 +408,11 @@ func bwrapArgs(ws, workdir string, network bool) []string {
 		"--dev", "/dev",
 		"--tmpfs", "/tmp",
 		"--bind", ws, ws,
+	)
+	if launcher != "" {
+		args = append(args, "--ro-bind", launcher, innerLauncher)
+	}
+	args = append(args,
 		// The root itself (where bubblewrap created the mount points) is
 		// read-only: only the workspace and /tmp are writable.
 		"--remount-ro", "/",
@@ -245,6 +426,48 @@ func bwrapArgs(ws, workdir string, network bool) []string {
 		"--",
 	)
 	return args
+}
+
+// launch says how to start one command.
+type launch struct {
+	ws, workdir string
+	tmp         string // private temporary directory without bubblewrap; "" for the host's
+	launcher    string // "" starts /bin/sh directly
+	landlock    bool
+	selfTest    bool // the writable directories are exactly ws (probing Landlock)
+}
+
+// statusFD is the launcher's status pipe in the child (exec.Cmd's first
+// ExtraFiles entry); bubblewrap passes it through.
+const statusFD = 3
+
+// command builds the process running script under bubblewrap (when used)
+// and the launcher (when set). A command with a launcher must be run with
+// runLaunched.
+func (s *Shell) command(ctx context.Context, l launch, script string) *exec.Cmd {
+	argv := []string{"/bin/sh", "-c", script}
+	if l.launcher != "" {
+		spec := sandbox.Spec{ReadWrite: []string{l.ws}, Network: s.cfg.Network, Landlock: l.landlock, StatusFD: statusFD}
+		exe := l.launcher
+		switch {
+		case s.bwrap != "":
+			exe = innerLauncher
+			if !l.selfTest {
+				spec.ReadWrite = append(spec.ReadWrite, "/tmp", "/dev/shm")
+			}
+		case l.tmp != "" && l.tmp != l.ws:
+			spec.ReadWrite = append(spec.ReadWrite, l.tmp)
+		}
+		argv = append([]string{exe}, spec.Args(argv...)...)
+	}
+	if s.bwrap != "" {
+		args := append(bwrapArgs(l.ws, l.workdir, s.cfg.Network, l.launcher), argv...)
+		return exec.CommandContext(ctx, s.bwrap, args...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = l.workdir
+	cmd.Env = hostEnv(l.ws, l.tmp)
+	return cmd
 }
 
 // Args are the arguments of execute_shell.
@@ -261,14 +484,18 @@ type Result struct {
 	// Output is stdout and stderr merged, capped (head and tail kept).
 	Output   string `json:"output"`
 	TimedOut bool   `json:"timed_out"`
-	Sandbox  string `json:"sandbox"`
-	// Note explains anything unusual: no sandbox, a clamped timeout.
+	// Sandbox names the active layers: "bubblewrap+landlock",
+	// "bubblewrap", "landlock" or "none".
+	Sandbox string `json:"sandbox"`
+	// Note explains anything unusual: a missing sandbox layer, a clamped
+	// timeout.
 	Note string `json:"note,omitempty"`
 }
 
 // Run executes one command and waits for it (and its process group) to end.
 // A non-zero exit or a timeout is a Result, not an error; errors are for
-// refused arguments, a command that could not start and cancellation of ctx.
+// refused arguments, a command that could not start (or be confined) and
+// cancellation of ctx.
 func (s *Shell) Run(ctx context.Context, a Args) (Result, error) {
 	if strings.TrimSpace(a.Command) == "" {
 		return Result{}, errors.New("command is empty")
@@ -305,18 +532,27 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 		}
 		workdir = ws.Abs(rel)
 	}
+	l := launch{ws: ws.Dir(), workdir: workdir, launcher: s.launcher, landlock: s.abi > 0}
+	if s.bwrap == "" && s.abi > 0 {
+		// Landlock alone leaves /tmp unwritable: the command gets its own
+		// temporary directory, removed when it ends.
+		tmp, err := os.MkdirTemp("", "reverie-shell-")
+		if err != nil {
+			return Result{}, fmt.Errorf("private temporary directory: %w", err)
+		}
+		defer func() {
+			if err := os.RemoveAll(tmp); err != nil {
+				s.logger.Warn("remove a command's temporary directory", "dir", tmp, "error", err)
+			}
+		}()
+		l.tmp = tmp
+	}
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var cmd *exec.Cmd
-	if s.bwrap != "" {
-		args := append(bwrapArgs(ws.Dir(), workdir, s.cfg.Network), "/bin/sh", "-c", a.Command)
-		cmd = exec.CommandContext(runCtx, s.bwrap, args...)
-	} else {
-		cmd = exec.CommandContext(runCtx, "/bin/sh", "-c", a.Command)
-		cmd.Dir = workdir
-		cmd.Env = hostEnv(ws.Dir())
-		notes = append(notes, "WARNING: no sandbox is active ("+s.reason+"): the command ran directly on the host with this user's full permissions, network access and files outside the workspace")
+	cmd := s.command(runCtx, l, a.Command)
+	if s.note != "" {
+		notes = append(notes, s.note)
 	}
 	out := newCapped(s.cfg.MaxOutput)
 	cmd.Stdout = out
@@ -332,7 +568,13 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 	cmd.WaitDelay = killGrace
 
 	start := time.Now()
-	err := cmd.Run()
+	var err error
+	var failure string
+	if l.launcher != "" {
+		failure, err = runLaunched(cmd)
+	} else {
+		err = cmd.Run()
+	}
 	res := Result{ExitCode: 0, Sandbox: s.Sandbox()}
 	var exitErr *exec.ExitError
 	switch {
@@ -350,31 +592,66 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return Result{}, fmt.Errorf("command interrupted: %w", ctxErr)
 	}
+	if failure != "" {
+		// The launcher could not confine the command, which did not run.
+		return Result{}, fmt.Errorf("command not run: %s", failure)
+	}
+	res.Output = out.String()
 	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
 		res.TimedOut = true
 		res.ExitCode = -1
 		notes = append(notes, fmt.Sprintf("the command was killed after %s", timeout))
 	}
-	res.Output = out.String()
 	res.Note = strings.Join(notes, "; ")
 	s.logger.Debug("shell command finished", "exit_code", res.ExitCode, "timed_out", res.TimedOut,
 		"sandbox", res.Sandbox, "duration", time.Since(start), "output_bytes", out.total)
 	return res, nil
 }
 
-// hostEnv is the environment of an unsandboxed command: enough to work,
-// without the secrets (API keys, tokens) of Reverie's own environment. HOME
-// is the workspace, as in the sandbox.
-func hostEnv(home string) []string {
+// runLaunched runs cmd, which starts the launcher, with the launcher's
+// status pipe as descriptor statusFD, and returns the launcher's failure
+// message ("" when it executed the command) and cmd's error. Only the
+// launcher holds the pipe's write end (the exec closes it), so a command
+// cannot fake a launcher failure.
+func runLaunched(cmd *exec.Cmd) (string, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", fmt.Errorf("launcher status pipe: %w", err)
+	}
+	defer r.Close()
+	cmd.ExtraFiles = []*os.File{w}
+	err = cmd.Start()
+	w.Close()
+	if err == nil {
+		err = cmd.Wait()
+	}
+	// Every writer has exited by now; the deadline only bounds a surprise.
+	_ = r.SetReadDeadline(time.Now().Add(killGrace))
+	msg, _ := io.ReadAll(io.LimitReader(r, 4<<10))
+	return strings.TrimSpace(string(msg)), err
+}
+
+// hostEnv is the environment of a command run without bubblewrap: enough to
+// work, without the secrets (API keys, tokens) of Reverie's own environment.
+// HOME is the workspace, as in bubblewrap; TMPDIR is tmp, or the host's.
+func hostEnv(home, tmp string) []string {
 	path := os.Getenv("PATH")
 	if path == "" {
 		path = sandboxPath
 	}
-	env := []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + os.TempDir(), "LANG=C.UTF-8", "TERM=dumb"}
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	env := []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "LANG=C.UTF-8", "TERM=dumb"}
 	if user := os.Getenv("USER"); user != "" {
 		env = append(env, "USER="+user)
 	}
 	return env
+}
+
+// shellQuote quotes s for /bin/sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // capped keeps the first and last halves of what is written to it once the

@@ -12,11 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/internal/sandbox"
 	"github.com/reverie-ai/reverie/internal/tools/workspace"
 )
 
 // helperDialEnv makes the test binary, copied into a workspace and run from
 // a command, dial the address it names and report the result.
+//
+// The test binary is also the sandbox launcher: run with
+// sandbox.Subcommand as its first argument, package sandbox's init serves
+// it before any test starts, exactly as in the reverie binary.
 const helperDialEnv = "REVERIE_SHELL_HELPER_DIAL"
 
 func TestMain(m *testing.M) {
@@ -33,7 +38,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func newShell(t *testing.T, cfg Config) *Shell {
+func newShell(t testing.TB, cfg Config) *Shell {
 	t.Helper()
 	if cfg.Workspace == nil {
 		ws, err := workspace.Open(filepath.Join(t.TempDir(), "ws"))
@@ -49,22 +54,67 @@ func newShell(t *testing.T, cfg Config) *Shell {
 	return s
 }
 
-// modes returns the sandbox modes to test on this machine.
-func modes(t *testing.T) []Mode {
-	if _, err := probe(t.Context(), ""); err != nil {
-		t.Logf("bubblewrap unavailable (%v): testing unsandboxed only", err)
-		return []Mode{ModeOff}
+// noLandlock simulates a kernel without Landlock.
+func noLandlock() (int, error) { return 0, errors.New("simulated: no landlock") }
+
+// setup is one sandbox configuration under test.
+type setup struct {
+	name     string
+	cfg      Config // without Workspace
+	want     string // Result.Sandbox
+	wantNote string // in every Result.Note
+}
+
+// setups returns the sandbox configurations this machine can run: always
+// off; bubblewrap alone and with Landlock when bubblewrap works; Landlock
+// alone when the kernel has it.
+func setups(t testing.TB, network bool) []setup {
+	t.Helper()
+	out := []setup{{name: "off", cfg: Config{Mode: ModeOff}, want: SandboxNone, wantNote: "no sandbox is active"}}
+	_, bwErr := probe(t.Context(), "")
+	_, llErr := sandbox.ABI()
+	if bwErr != nil {
+		t.Logf("bubblewrap unavailable (%v): its configurations are not tested", bwErr)
+	} else {
+		out = append(out, setup{name: "bubblewrap only", cfg: Config{Mode: ModeRequired, Network: network, landlockABI: noLandlock},
+			want: SandboxBubblewrap, wantNote: "sandbox: bubblewrap only (landlock unavailable: simulated: no landlock)"})
 	}
-	return []Mode{ModeOff, ModeRequired}
+	if llErr != nil {
+		t.Logf("Landlock unavailable on this kernel (%v): its configurations are not tested", llErr)
+	} else {
+		out = append(out, setup{name: "landlock only", cfg: Config{Mode: ModeRequired, Network: network, Bwrap: "/nonexistent/bwrap"},
+			want: SandboxLandlock, wantNote: "sandbox: landlock only (bubblewrap unavailable: bubblewrap not found"})
+	}
+	if bwErr == nil && llErr == nil {
+		out = append(out, setup{name: "bubblewrap+landlock", cfg: Config{Mode: ModeRequired, Network: network}, want: SandboxBoth})
+	}
+	return out
+}
+
+// sandboxedSetups are setups without "off".
+func sandboxedSetups(t testing.TB, network bool) []setup {
+	all := setups(t, network)
+	if len(all) == 1 {
+		t.Skip("neither bubblewrap nor Landlock works here; install the bubblewrap package to run the sandbox tests")
+	}
+	return all[1:]
 }
 
 func TestRun(t *testing.T) {
-	for _, mode := range modes(t) {
-		t.Run(string(mode), func(t *testing.T) {
-			s := newShell(t, Config{Mode: mode, DefaultTimeout: 30 * time.Second, MaxOutput: 64})
+	for _, su := range setups(t, false) {
+		t.Run(su.name, func(t *testing.T) {
+			cfg := su.cfg
+			cfg.DefaultTimeout, cfg.MaxOutput = 30*time.Second, 64
+			s := newShell(t, cfg)
+			if s.Sandbox() != su.want {
+				t.Fatalf("Sandbox() = %q (%s); want %q", s.Sandbox(), s.Status(), su.want)
+			}
+			t.Logf("Status() = %s; note %q", s.Status(), s.note)
 			// quick shares the workspace but kills commands after one second: the
 			// tool's real timeout behaviour, exercised with a short timeout.
-			quick := newShell(t, Config{Workspace: s.cfg.Workspace, Mode: mode, DefaultTimeout: time.Second})
+			qcfg := su.cfg
+			qcfg.Workspace, qcfg.DefaultTimeout = s.cfg.Workspace, time.Second
+			quick := newShell(t, qcfg)
 			if err := os.MkdirAll(filepath.Join(s.cfg.Workspace.Dir(), "sub"), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -81,9 +131,11 @@ func TestRun(t *testing.T) {
 				{name: "echo", args: Args{Command: "echo hello"}, wantOutput: "hello\n"},
 				{name: "stderr merged", args: Args{Command: "echo out; echo err >&2"}, wantOutput: "out\nerr\n"},
 				{name: "non-zero exit", args: Args{Command: "echo failing; exit 7"}, wantExit: 7, wantOutput: "failing\n"},
+				{name: "exit 125 is the command's", args: Args{Command: "echo reverie sandbox: not really; exit 125"}, wantExit: 125},
 				{name: "workdir", args: Args{Command: "pwd", Workdir: "sub"}, wantOutput: filepath.Join(s.cfg.Workspace.Dir(), "sub") + "\n"},
 				{name: "default workdir is the workspace", args: Args{Command: "pwd"}, wantOutput: s.cfg.Workspace.Dir() + "\n"},
 				{name: "environment is minimal", args: Args{Command: "echo ${OPENAI_API_KEY:-unset} $HOME"}, wantOutput: "unset " + s.cfg.Workspace.Dir() + "\n"},
+				{name: "TMPDIR is writable", args: Args{Command: `echo t > "$TMPDIR/t" && cat "$TMPDIR/t"`}, wantOutput: "t\n"},
 				{name: "timeout", args: Args{Command: "echo started; sleep 5"}, wantExit: -1, timedOut: true,
 					wantSubstr: []string{"started"}},
 				{name: "timeout kills the process group", args: Args{Command: "sleep 30 & sleep 30"}, wantExit: -1, timedOut: true},
@@ -125,15 +177,14 @@ func TestRun(t *testing.T) {
 					if strings.Contains(res.Note, "kept the output open") {
 						t.Errorf("a background process survived: %s", res.Note)
 					}
-					wantSandbox := SandboxNone
-					if mode == ModeRequired {
-						wantSandbox = SandboxBubblewrap
+					if res.Sandbox != su.want {
+						t.Errorf("sandbox = %q; want %q", res.Sandbox, su.want)
 					}
-					if res.Sandbox != wantSandbox {
-						t.Errorf("sandbox = %q; want %q", res.Sandbox, wantSandbox)
+					if !strings.Contains(res.Note, su.wantNote) {
+						t.Errorf("note %q lacks %q", res.Note, su.wantNote)
 					}
-					if hasWarning := strings.Contains(res.Note, "no sandbox is active"); hasWarning != (wantSandbox == SandboxNone) {
-						t.Errorf("note %q: warning present %v, want %v", res.Note, hasWarning, wantSandbox == SandboxNone)
+					if hasWarning := strings.Contains(res.Note, "no sandbox is active"); hasWarning != (su.want == SandboxNone) {
+						t.Errorf("note %q: warning present %v, want %v", res.Note, hasWarning, su.want == SandboxNone)
 					}
 				})
 			}
@@ -161,22 +212,65 @@ func TestRunCanceled(t *testing.T) {
 	}
 }
 
+// fakeLauncher writes a shell script standing in for the launcher: it skips
+// the options and runs the command unconfined, or fails like the launcher
+// (on the status pipe) when the command mentions launcher-must-fail.
+func fakeLauncher(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fake-launcher")
+	script := `#!/bin/sh
+while [ "$1" != "--" ]; do shift; done
+shift
+case "$3" in *launcher-must-fail*) echo "` + sandbox.FailurePrefix + `simulated failure" >&3; exit ` + fmt.Sprint(sandbox.ExitFailed) + `;; esac
+exec "$@" 3>&-
+`
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestNewModes(t *testing.T) {
 	ws, err := workspace.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, bwErr := probe(t.Context(), "")
+	_, llErr := sandbox.ABI()
+	ifBwrap := func(with, without string) string {
+		if bwErr == nil {
+			return with
+		}
+		return without
+	}
+	withLandlock := func(want string) string {
+		if llErr != nil {
+			return SandboxNone
+		}
+		return want
+	}
+	fake := fakeLauncher(t)
 	tests := []struct {
 		name        string
 		cfg         Config
 		wantSandbox string
+		wantStatus  string // substring
 		wantErr     error
 		anyErr      bool
 	}{
-		{name: "required without bwrap fails", cfg: Config{Workspace: ws, Mode: ModeRequired, Bwrap: "/nonexistent/bwrap"}, wantErr: ErrSandboxUnavailable},
-		{name: "auto without bwrap runs unsandboxed", cfg: Config{Workspace: ws, Mode: ModeAuto, Bwrap: "/nonexistent/bwrap"}, wantSandbox: SandboxNone},
-		{name: "bwrap failing its self-test", cfg: Config{Workspace: ws, Mode: ModeRequired, Bwrap: "/bin/false"}, wantErr: ErrSandboxUnavailable},
-		{name: "off", cfg: Config{Workspace: ws, Mode: ModeOff}, wantSandbox: SandboxNone},
+		{name: "required without any layer fails", cfg: Config{Workspace: ws, Mode: ModeRequired, Bwrap: "/nonexistent/bwrap", landlockABI: noLandlock}, wantErr: ErrSandboxUnavailable},
+		{name: "bwrap failing its self-test and no landlock", cfg: Config{Workspace: ws, Mode: ModeRequired, Bwrap: "/bin/false", landlockABI: noLandlock}, wantErr: ErrSandboxUnavailable},
+		{name: "auto without any layer runs unsandboxed", cfg: Config{Workspace: ws, Mode: ModeAuto, Bwrap: "/nonexistent/bwrap", landlockABI: noLandlock},
+			wantSandbox: SandboxNone, wantStatus: "none: bubblewrap: bubblewrap not found"},
+		{name: "auto without bwrap uses landlock", cfg: Config{Workspace: ws, Mode: ModeAuto, Bwrap: "/nonexistent/bwrap"},
+			wantSandbox: withLandlock(SandboxLandlock), wantStatus: "bubblewrap unavailable: bubblewrap not found"},
+		{name: "launcher missing", cfg: Config{Workspace: ws, Mode: ModeAuto, launcher: "/nonexistent/reverie"},
+			wantSandbox: ifBwrap(SandboxBubblewrap, SandboxNone), wantStatus: "sandbox launcher self-test failed"},
+		{name: "launcher not serving the subcommand", cfg: Config{Workspace: ws, Mode: ModeAuto, launcher: "/bin/true"},
+			wantSandbox: ifBwrap(SandboxBubblewrap, SandboxNone), wantStatus: `sandbox launcher self-test printed ""`},
+		{name: "landlock not enforced is not reported", cfg: Config{Workspace: ws, Mode: ModeAuto, launcher: fake, landlockABI: func() (int, error) { return 7, nil }},
+			wantSandbox: ifBwrap(SandboxBubblewrap, SandboxNone), wantStatus: "landlock did not refuse a write outside the workspace"},
+		{name: "off", cfg: Config{Workspace: ws, Mode: ModeOff}, wantSandbox: SandboxNone, wantStatus: "none: disabled by configuration"},
 		{name: "unknown mode", cfg: Config{Workspace: ws, Mode: "maybe"}, anyErr: true},
 		{name: "no workspace", cfg: Config{}, anyErr: true},
 	}
@@ -193,22 +287,27 @@ func TestNewModes(t *testing.T) {
 				t.Fatalf("New: %v", err)
 			}
 			if s.Sandbox() != tc.wantSandbox {
-				t.Fatalf("Sandbox() = %q; want %q", s.Sandbox(), tc.wantSandbox)
+				t.Fatalf("Sandbox() = %q (%s); want %q", s.Sandbox(), s.Status(), tc.wantSandbox)
 			}
-			if !strings.HasPrefix(s.Status(), "none: ") {
-				t.Fatalf("Status() = %q; want it to explain the missing sandbox", s.Status())
+			if tc.wantSandbox != SandboxLandlock && !strings.Contains(s.Status(), tc.wantStatus) {
+				t.Fatalf("Status() = %q; want it to contain %q", s.Status(), tc.wantStatus)
 			}
 		})
 	}
 }
 
-// sandboxed returns a bubblewrap Shell, or skips when bubblewrap is absent.
-func sandboxed(t *testing.T, network bool) *Shell {
-	t.Helper()
-	if _, err := probe(t.Context(), ""); err != nil {
-		t.Skipf("bubblewrap is not usable here (%v); install the bubblewrap package to run the sandbox tests", err)
+func TestLauncherFailureIsAnError(t *testing.T) {
+	s := newShell(t, Config{Mode: ModeAuto, Bwrap: "/nonexistent/bwrap", launcher: fakeLauncher(t), landlockABI: noLandlock})
+	if s.launcher == "" {
+		t.Fatalf("the fake launcher was not adopted: %s", s.Status())
 	}
-	return newShell(t, Config{Mode: ModeRequired, Network: network, DefaultTimeout: 30 * time.Second})
+	if _, err := s.Run(t.Context(), Args{Command: "echo launcher-must-fail"}); err == nil || !strings.Contains(err.Error(), "command not run: reverie sandbox: simulated failure") {
+		t.Fatalf("Run error = %v; want the launcher's failure", err)
+	}
+	res, err := s.Run(t.Context(), Args{Command: "echo " + sandbox.FailurePrefix + "fake >&2; exit 125"})
+	if err != nil || res.ExitCode != 125 {
+		t.Fatalf("Run = %+v, %v; want the command's own exit 125", res, err)
+	}
 }
 
 // copyTestBinary puts this test binary into the workspace as ./probe.
@@ -248,60 +347,121 @@ func TestSandboxNetwork(t *testing.T) {
 		wantOut  string
 	}{
 		{name: "network off by default", network: false, wantExit: 3, wantOut: "dial failed"},
-		{name: "network re-shared by configuration", network: true, wantExit: 0, wantOut: "dial ok"},
+		{name: "network on by configuration", network: true, wantExit: 0, wantOut: "dial ok"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := sandboxed(t, tc.network)
-			copyTestBinary(t, s)
-			res, err := s.Run(t.Context(), Args{Command: helperDialEnv + "=" + ln.Addr().String() + " ./probe"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.ExitCode != tc.wantExit || !strings.Contains(res.Output, tc.wantOut) {
-				t.Fatalf("exit %d output %q; want exit %d and %q", res.ExitCode, res.Output, tc.wantExit, tc.wantOut)
-			}
-		})
+		for _, su := range sandboxedSetups(t, tc.network) {
+			t.Run(tc.name+"/"+su.name, func(t *testing.T) {
+				s := newShell(t, su.cfg)
+				if !tc.network && s.NetworkEnabled() {
+					t.Skipf("%s cannot block the network here (%s)", su.name, s.Status())
+				}
+				copyTestBinary(t, s)
+				res, err := s.Run(t.Context(), Args{Command: helperDialEnv + "=" + ln.Addr().String() + " ./probe"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.ExitCode != tc.wantExit || !strings.Contains(res.Output, tc.wantOut) {
+					t.Fatalf("exit %d output %q; want exit %d and %q", res.ExitCode, res.Output, tc.wantExit, tc.wantOut)
+				}
+			})
+		}
 	}
 }
 
 func TestSandboxFilesystem(t *testing.T) {
-	s := sandboxed(t, false)
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret.txt")
 	if err := os.WriteFile(secret, []byte("secret"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name     string
-		command  string
-		wantFail bool   // non-zero exit expected
-		mustNot  string // host path that must not exist afterwards
-	}{
-		{name: "write to a system directory", command: "echo x > /etc/reverie-sandbox-test", wantFail: true, mustNot: "/etc/reverie-sandbox-test"},
-		{name: "write under /usr", command: "echo x > /usr/reverie-sandbox-test", wantFail: true, mustNot: "/usr/reverie-sandbox-test"},
-		{name: "read a host file outside the workspace", command: "cat " + secret, wantFail: true},
-		{name: "write to a host directory outside the workspace", command: "mkdir -p " + outside + " && echo x > " + filepath.Join(outside, "pwned.txt"), mustNot: filepath.Join(outside, "pwned.txt")},
-		{name: "write in the workspace works", command: "echo kept > kept.txt && cat kept.txt"},
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := s.Run(t.Context(), Args{Command: tc.command})
-			if err != nil {
-				t.Fatal(err)
+	unique := filepath.Base(outside)
+	type exit int
+	const (
+		succeeds exit = iota
+		fails
+		either // the write may succeed inside bubblewrap's own file system
+	)
+	tests := []struct {
+		name    string
+		command string
+		exit    exit
+		mustNot string // host path that must not exist afterwards
+	}{
+		{name: "write to a system directory", command: "echo x > /etc/reverie-sandbox-test", exit: fails, mustNot: "/etc/reverie-sandbox-test"},
+		{name: "write under /usr", command: "echo x > /usr/reverie-sandbox-test", exit: fails, mustNot: "/usr/reverie-sandbox-test"},
+		{name: "read a host file outside the workspace", command: "cat " + secret, exit: fails},
+		{name: "read /etc/shadow", command: "cat /etc/shadow", exit: fails},
+		{name: "read /etc/hostname", command: "cat /etc/hostname", exit: succeeds},
+		{name: "write to a host directory outside the workspace", command: "mkdir -p " + outside + " && echo x > " + filepath.Join(outside, "pwned.txt"), exit: either, mustNot: filepath.Join(outside, "pwned.txt")},
+		{name: "write to /tmp", command: "echo x > /tmp/reverie-sandbox-test-" + unique, exit: either, mustNot: "/tmp/reverie-sandbox-test-" + unique},
+		{name: "write to the user's home directory", command: "echo x > " + filepath.Join(home, "reverie-sandbox-test-"+unique), exit: either, mustNot: filepath.Join(home, "reverie-sandbox-test-"+unique)},
+		{name: "write in the workspace works", command: "echo kept > kept.txt && cat kept.txt", exit: succeeds},
+		{name: "move between workspace directories", command: "mkdir -p a b && echo m > a/m && mv a/m b/m && cat b/m", exit: succeeds},
+	}
+	for _, su := range sandboxedSetups(t, false) {
+		t.Run(su.name, func(t *testing.T) {
+			s := newShell(t, su.cfg)
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					res, err := s.Run(t.Context(), Args{Command: tc.command})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if (tc.exit == fails && res.ExitCode == 0) || (tc.exit == succeeds && res.ExitCode != 0) {
+						t.Fatalf("exit %d (output %q); want %v", res.ExitCode, res.Output, map[exit]string{fails: "failure", succeeds: "success"}[tc.exit])
+					}
+					if tc.mustNot != "" {
+						if _, err := os.Stat(tc.mustNot); !errors.Is(err, os.ErrNotExist) {
+							os.Remove(tc.mustNot)
+							t.Fatalf("%s exists on the host after a sandboxed write (stat: %v)", tc.mustNot, err)
+						}
+					}
+				})
 			}
-			if (res.ExitCode != 0) != tc.wantFail {
-				t.Fatalf("exit %d (output %q); want failure %v", res.ExitCode, res.Output, tc.wantFail)
-			}
-			if tc.mustNot != "" {
-				if _, err := os.Stat(tc.mustNot); !errors.Is(err, os.ErrNotExist) {
-					t.Fatalf("%s exists on the host after a sandboxed write (stat: %v)", tc.mustNot, err)
-				}
+			if b, err := os.ReadFile(filepath.Join(s.cfg.Workspace.Dir(), "kept.txt")); err != nil || string(b) != "kept\n" {
+				t.Fatalf("workspace file = %q, %v; want the sandboxed write to persist", b, err)
 			}
 		})
 	}
-	if b, err := os.ReadFile(filepath.Join(s.cfg.Workspace.Dir(), "kept.txt")); err != nil || string(b) != "kept\n" {
-		t.Fatalf("workspace file = %q, %v; want the sandboxed write to persist", b, err)
+}
+
+// TestLandlockInsideBubblewrap shows the second wall: a path bubblewrap
+// leaves writable but the launcher was not given is refused.
+func TestLandlockInsideBubblewrap(t *testing.T) {
+	var both *setup
+	for _, su := range sandboxedSetups(t, false) {
+		if su.want == SandboxBoth {
+			both = &su
+		}
+	}
+	if both == nil {
+		t.Skip("needs bubblewrap and Landlock")
+	}
+	s := newShell(t, both.cfg)
+	dir := t.TempDir()
+	ws, err := workspace.Open(filepath.Join(dir, "ws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bubblewrap binds ws; the launcher confines to ws only.
+	cmd := s.command(t.Context(), launch{ws: ws.Dir(), workdir: ws.Dir(), launcher: s.launcher, landlock: true, selfTest: true},
+		"echo ok > ok.txt && echo x > /tmp/x")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	failure, err := runLaunched(cmd)
+	if failure != "" {
+		t.Fatalf("launcher failed: %s", failure)
+	}
+	if err == nil || !strings.Contains(out.String(), "Permission denied") {
+		t.Fatalf("write to bubblewrap's /tmp outside the Landlock rules: err %v output %q; want permission denied", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(ws.Dir(), "ok.txt")); err != nil {
+		t.Fatalf("the workspace write did not happen: %v", err)
 	}
 }
 
@@ -338,17 +498,14 @@ func TestCapped(t *testing.T) {
 	}
 }
 
+// BenchmarkRunEcho measures one execute_shell call per sandbox
+// configuration; the difference between "bubblewrap only" and
+// "bubblewrap+landlock" (or "off" and "landlock only") is the launcher's
+// cost per command.
 func BenchmarkRunEcho(b *testing.B) {
-	ws, err := workspace.Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, mode := range []Mode{ModeOff, ModeRequired} {
-		s, err := New(b.Context(), Config{Workspace: ws, Mode: mode}, nil)
-		if err != nil {
-			continue
-		}
-		b.Run(string(mode), func(b *testing.B) {
+	for _, su := range setups(b, false) {
+		s := newShell(b, su.cfg)
+		b.Run(su.name, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := s.Run(b.Context(), Args{Command: "echo hi"}); err != nil {
 					b.Fatal(err)
