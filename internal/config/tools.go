@@ -27,7 +27,8 @@ type ToolsConfig struct {
 
 // ShellToolConfig configures execute_shell.
 type ShellToolConfig struct {
-	// Sandbox is auto (bubblewrap when it works), required or off.
+	// Sandbox is auto (bubblewrap and Landlock, each when it works),
+	// required (refuse to start when neither works) or off.
 	Sandbox string `yaml:"sandbox"`
 	// Network gives sandboxed commands network access.
 	Network bool `yaml:"network"`

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -513,4 +514,51 @@ func BenchmarkRunEcho(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkLauncherOverhead measures the launcher's added latency per
+// command robustly on a loaded machine: each iteration runs the same
+// command without and with the launcher, back to back, and the medians of
+// both and of the paired differences are reported.
+func BenchmarkLauncherOverhead(b *testing.B) {
+	all := setups(b, false)
+	bySandbox := map[string]Config{}
+	for _, su := range all {
+		bySandbox[su.want] = su.cfg
+	}
+	pairs := []struct{ name, base, with string }{
+		{"no bubblewrap", SandboxNone, SandboxLandlock},
+		{"in bubblewrap", SandboxBubblewrap, SandboxBoth},
+	}
+	for _, p := range pairs {
+		baseCfg, ok1 := bySandbox[p.base]
+		withCfg, ok2 := bySandbox[p.with]
+		if !ok1 || !ok2 {
+			continue
+		}
+		base, with := newShell(b, baseCfg), newShell(b, withCfg)
+		b.Run(p.name, func(b *testing.B) {
+			var tBase, tWith, diff []time.Duration
+			run := func(s *Shell) time.Duration {
+				start := time.Now()
+				if _, err := s.Run(b.Context(), Args{Command: "echo hi"}); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(start)
+			}
+			for b.Loop() {
+				db, dw := run(base), run(with)
+				tBase, tWith, diff = append(tBase, db), append(tWith, dw), append(diff, dw-db)
+			}
+			b.ReportMetric(float64(median(tBase).Microseconds()), "µs-base")
+			b.ReportMetric(float64(median(tWith).Microseconds()), "µs-launched")
+			b.ReportMetric(float64(median(diff).Microseconds()), "µs-added")
+		})
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
