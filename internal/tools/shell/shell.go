@@ -434,7 +434,7 @@ type launch struct {
 	tmp         string // private temporary directory without bubblewrap; "" for the host's
 	launcher    string // "" starts /bin/sh directly
 	landlock    bool
-	selfTest    bool // the writable directories are exactly ws (probing Landlock)
+	selfTest    bool // /tmp is left out of the writable paths (Landlock must refuse it)
 }
 
 // statusFD is the launcher's status pipe in the child (exec.Cmd's first
@@ -452,8 +452,11 @@ func (s *Shell) command(ctx context.Context, l launch, script string) *exec.Cmd 
 		switch {
 		case s.bwrap != "":
 			exe = innerLauncher
+			// Both are bubblewrap's private tmpfs; the self-test proves
+			// Landlock by a write to /tmp.
+			spec.ReadWrite = append(spec.ReadWrite, "/dev/shm")
 			if !l.selfTest {
-				spec.ReadWrite = append(spec.ReadWrite, "/tmp", "/dev/shm")
+				spec.ReadWrite = append(spec.ReadWrite, "/tmp")
 			}
 		case l.tmp != "" && l.tmp != l.ws:
 			spec.ReadWrite = append(spec.ReadWrite, l.tmp)

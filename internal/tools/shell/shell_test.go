@@ -518,25 +518,33 @@ func BenchmarkRunEcho(b *testing.B) {
 
 // BenchmarkLauncherOverhead measures the launcher's added latency per
 // command robustly on a loaded machine: each iteration runs the same
-// command without and with the launcher, back to back, and the medians of
-// both and of the paired differences are reported.
+// command the old way (no launcher) and through the launcher with Landlock,
+// back to back, and the medians of both and of the paired differences are
+// reported.
 func BenchmarkLauncherOverhead(b *testing.B) {
-	all := setups(b, false)
-	bySandbox := map[string]Config{}
-	for _, su := range all {
-		bySandbox[su.want] = su.cfg
+	_, bwErr := probe(b.Context(), "")
+	_, llErr := sandbox.ABI()
+	if llErr != nil {
+		b.Skipf("Landlock unavailable: %v", llErr)
 	}
-	pairs := []struct{ name, base, with string }{
-		{"no bubblewrap", SandboxNone, SandboxLandlock},
-		{"in bubblewrap", SandboxBubblewrap, SandboxBoth},
+	// A launcher that does not exist leaves the pre-Landlock code path.
+	oldPath := Config{Mode: ModeAuto, launcher: "/nonexistent/launcher", landlockABI: noLandlock}
+	pairs := []struct {
+		name       string
+		base, with Config
+		needBwrap  bool
+	}{
+		{name: "no bubblewrap", base: Config{Mode: ModeOff}, with: Config{Mode: ModeRequired, Bwrap: "/nonexistent/bwrap"}},
+		{name: "in bubblewrap", base: oldPath, with: Config{Mode: ModeRequired}, needBwrap: true},
 	}
 	for _, p := range pairs {
-		baseCfg, ok1 := bySandbox[p.base]
-		withCfg, ok2 := bySandbox[p.with]
-		if !ok1 || !ok2 {
+		if p.needBwrap && bwErr != nil {
 			continue
 		}
-		base, with := newShell(b, baseCfg), newShell(b, withCfg)
+		base, with := newShell(b, p.base), newShell(b, p.with)
+		if base.launcher != "" || with.abi == 0 {
+			b.Fatalf("%s: base %s, with %s", p.name, base.Status(), with.Status())
+		}
 		b.Run(p.name, func(b *testing.B) {
 			var tBase, tWith, diff []time.Duration
 			run := func(s *Shell) time.Duration {
@@ -551,7 +559,7 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 				tBase, tWith, diff = append(tBase, db), append(tWith, dw), append(diff, dw-db)
 			}
 			b.ReportMetric(float64(median(tBase).Microseconds()), "µs-base")
-			b.ReportMetric(float64(median(tWith).Microseconds()), "µs-launched")
+			b.ReportMetric(float64(median(tWith).Microseconds()), "µs-landlock")
 			b.ReportMetric(float64(median(diff).Microseconds()), "µs-added")
 		})
 	}
