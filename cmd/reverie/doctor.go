@@ -109,10 +109,13 @@ func (d *doctor) run(ctx context.Context) {
 	}
 
 	// Shell sandbox.
-	if st := tools.SandboxStatus(); strings.HasPrefix(st, "bubblewrap") {
+	switch st := tools.SandboxStatus(); {
+	case strings.HasPrefix(st, "bubblewrap+landlock"):
 		d.add("sandbox", checkOK, "execute_shell runs in %s", st)
-	} else {
-		d.add("sandbox", checkWarn, "execute_shell has no sandbox (%s); install bubblewrap", st)
+	case strings.HasPrefix(st, "bubblewrap"), strings.HasPrefix(st, "landlock"):
+		d.add("sandbox", checkWarn, "execute_shell runs in one sandbox layer: %s", st)
+	default:
+		d.add("sandbox", checkWarn, "execute_shell has no sandbox (%s); install bubblewrap (a Linux kernel with Landlock adds a second layer)", st)
 	}
 
 	// Database.
