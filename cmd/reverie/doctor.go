@@ -109,13 +109,17 @@ func (d *doctor) run(ctx context.Context) {
 	}
 
 	// Shell sandbox.
-	switch st := tools.SandboxStatus(); {
-	case strings.HasPrefix(st, "bubblewrap+landlock"):
-		d.add("sandbox", checkOK, "execute_shell runs in %s", st)
-	case strings.HasPrefix(st, "bubblewrap"), strings.HasPrefix(st, "landlock"):
-		d.add("sandbox", checkWarn, "execute_shell runs in one sandbox layer: %s", st)
+	// SandboxStatus: "bubblewrap available at PATH; landlock ABI N" or
+	// "…; landlock unavailable (…)", or "unavailable: …" without bubblewrap.
+	st := tools.SandboxStatus()
+	bwrap, landlock := strings.HasPrefix(st, "bubblewrap available"), strings.Contains(st, "landlock ABI")
+	switch {
+	case bwrap && landlock:
+		d.add("sandbox", checkOK, "execute_shell: two layers, %s", st)
+	case bwrap || landlock:
+		d.add("sandbox", checkWarn, "execute_shell: one sandbox layer: %s", st)
 	default:
-		d.add("sandbox", checkWarn, "execute_shell has no sandbox (%s); install bubblewrap (a Linux kernel with Landlock adds a second layer)", st)
+		d.add("sandbox", checkWarn, "execute_shell has no sandbox (%s)", st)
 	}
 
 	// Database.
