@@ -1,5 +1,10 @@
 package embed
 
+import (
+	"slices"
+	"strings"
+)
+
 // This file implements the Porter2 ("Snowball English") stemmer as
 // described at snowballstem.org, for lower-case ASCII words.
 
@@ -17,10 +22,13 @@ func Stem(w string) string {
 			return w
 		}
 	}
-	if s, ok := stemExceptions[w]; ok {
-		return s
+	if len(w) <= 6 { // the longest exception
+		if s, ok := stemExceptions[w]; ok {
+			return s
+		}
 	}
-	b := []byte(w)
+	var buf [48]byte
+	b := append(buf[:0], w...)
 	if b[0] == 'y' {
 		b[0] = 'Y'
 	}
@@ -31,8 +39,8 @@ func Stem(w string) string {
 	}
 	r1, r2 := stemRegions(b)
 	b = step1a(b)
-	if stemInvariant1a[string(b)] {
-		return lowerY(b)
+	if len(b) <= 7 && stemInvariant1a[string(b)] {
+		return w
 	}
 	b = step1b(b, r1)
 	b = step1c(b)
@@ -40,7 +48,7 @@ func Stem(w string) string {
 	b = step3(b, r1, r2)
 	b = step4(b, r2)
 	b = step5(b, r1, r2)
-	return lowerY(b)
+	return lowerY(b, w)
 }
 
 // stemExceptions are whole words with an irregular stem (or none).
@@ -64,11 +72,19 @@ func isVowel(c byte) bool {
 	return false
 }
 
-func lowerY(b []byte) string {
+// lowerY turns the marked Y back to y and returns the stem, w itself when
+// nothing changed (no allocation).
+func lowerY(b []byte, w string) string {
 	for i, c := range b {
 		if c == 'Y' {
 			b[i] = 'y'
 		}
+	}
+	if string(b) == w {
+		return w
+	}
+	if len(b) <= len(w) && string(b) == w[:len(b)] {
+		return w[:len(b)]
 	}
 	return string(b)
 }
@@ -121,15 +137,37 @@ func endsShortSyllable(b []byte) bool {
 
 func isShort(b []byte, r1 int) bool { return r1 >= len(b) && endsShortSyllable(b) }
 
-// longest returns the longest of the suffixes b ends with, or "".
-func longest(b []byte, sufs []string) string {
-	best := ""
-	for _, s := range sufs {
-		if len(s) > len(best) && hasSuffix(b, s) {
-			best = s
+// ruleTable holds suffix rules grouped by their last letter, longest
+// first, so the longest matching suffix is the first match in one group.
+type ruleTable [26][]stemRule
+
+func newRuleTable(rules []stemRule) *ruleTable {
+	var t ruleTable
+	for _, r := range rules {
+		c := r.suf[len(r.suf)-1] - 'a'
+		t[c] = append(t[c], r)
+	}
+	for i := range t {
+		slices.SortStableFunc(t[i], func(a, b stemRule) int { return len(b.suf) - len(a.suf) })
+	}
+	return &t
+}
+
+// longest returns the rule with the longest suffix b ends with.
+func (t *ruleTable) longest(b []byte) (stemRule, bool) {
+	if len(b) == 0 {
+		return stemRule{}, false
+	}
+	c := b[len(b)-1]
+	if c < 'a' || c > 'z' {
+		return stemRule{}, false
+	}
+	for _, r := range t[c-'a'] {
+		if hasSuffix(b, r.suf) {
+			return r, true
 		}
 	}
-	return best
+	return stemRule{}, false
 }
 
 func step1a(b []byte) []byte {
@@ -154,13 +192,14 @@ func step1a(b []byte) []byte {
 	return b
 }
 
-var step1bSuffixes = []string{"eedly", "ingly", "edly", "eed", "ing", "ed"}
+var step1bRules = newRuleTable([]stemRule{{"eedly", "ee"}, {"ingly", ""}, {"edly", ""}, {"eed", "ee"}, {"ing", ""}, {"ed", ""}})
 
 func step1b(b []byte, r1 int) []byte {
-	suf := longest(b, step1bSuffixes)
-	if suf == "" {
+	r, ok := step1bRules.longest(b)
+	if !ok {
 		return b
 	}
+	suf := r.suf
 	n := len(b)
 	if suf == "eed" || suf == "eedly" {
 		if n-len(suf) >= r1 {
@@ -214,35 +253,29 @@ func step1c(b []byte) []byte {
 
 type stemRule struct{ suf, rep string }
 
-var step2Rules = []stemRule{
+var step2Rules = newRuleTable([]stemRule{
 	{"tional", "tion"}, {"enci", "ence"}, {"anci", "ance"}, {"abli", "able"}, {"entli", "ent"},
 	{"izer", "ize"}, {"ization", "ize"}, {"ational", "ate"}, {"ation", "ate"}, {"ator", "ate"},
 	{"alism", "al"}, {"aliti", "al"}, {"alli", "al"}, {"fulness", "ful"}, {"ousli", "ous"},
 	{"ousness", "ous"}, {"iveness", "ive"}, {"iviti", "ive"}, {"biliti", "ble"}, {"bli", "ble"},
 	{"ogi", "og"}, {"fulli", "ful"}, {"lessli", "less"}, {"li", ""},
-}
+})
 
-var step3Rules = []stemRule{
+var step3Rules = newRuleTable([]stemRule{
 	{"tional", "tion"}, {"ational", "ate"}, {"alize", "al"}, {"icate", "ic"}, {"iciti", "ic"},
 	{"ical", "ic"}, {"ful", ""}, {"ness", ""}, {"ative", ""},
-}
+})
 
-var step4Suffixes = []string{"al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement",
-	"ment", "ent", "ism", "ate", "iti", "ous", "ive", "ize", "ion"}
-
-func longestRule(b []byte, rules []stemRule) (stemRule, bool) {
-	var best stemRule
-	found := false
-	for _, r := range rules {
-		if (!found || len(r.suf) > len(best.suf)) && hasSuffix(b, r.suf) {
-			best, found = r, true
-		}
+var step4Rules = func() *ruleTable {
+	var rules []stemRule
+	for _, suf := range strings.Fields("al ance ence er ic able ible ant ement ment ent ism ate iti ous ive ize ion") {
+		rules = append(rules, stemRule{suf, ""})
 	}
-	return best, found
-}
+	return newRuleTable(rules)
+}()
 
 func step2(b []byte, r1 int) []byte {
-	r, ok := longestRule(b, step2Rules)
+	r, ok := step2Rules.longest(b)
 	if !ok {
 		return b
 	}
@@ -269,7 +302,7 @@ func step2(b []byte, r1 int) []byte {
 }
 
 func step3(b []byte, r1, r2 int) []byte {
-	r, ok := longestRule(b, step3Rules)
+	r, ok := step3Rules.longest(b)
 	if !ok {
 		return b
 	}
@@ -281,10 +314,11 @@ func step3(b []byte, r1, r2 int) []byte {
 }
 
 func step4(b []byte, r2 int) []byte {
-	suf := longest(b, step4Suffixes)
-	if suf == "" {
+	r, ok := step4Rules.longest(b)
+	if !ok {
 		return b
 	}
+	suf := r.suf
 	stem := b[:len(b)-len(suf)]
 	if len(stem) < r2 {
 		return b

@@ -60,3 +60,27 @@ func TestStemKeepsDistinctWords(t *testing.T) {
 		})
 	}
 }
+
+func TestStemExceptionLengths(t *testing.T) {
+	// Stem only looks the tables up for words this short
+	for w := range stemExceptions {
+		if len(w) > 6 {
+			t.Errorf("exception %q longer than 6", w)
+		}
+	}
+	for w := range stemInvariant1a {
+		if len(w) > 7 {
+			t.Errorf("invariant %q longer than 7", w)
+		}
+	}
+}
+
+func BenchmarkStem(b *testing.B) {
+	ws := Words("Hey! I went to the support group yesterday and it was so powerful; painting, volunteering, happily studies")
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, w := range ws {
+			Stem(w)
+		}
+	}
+}
