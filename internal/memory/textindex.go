@@ -2,7 +2,6 @@ package memory
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 	"sync"
@@ -172,22 +171,58 @@ type textHit struct {
 	score float32
 }
 
+// hitHeap keeps the best hits seen so far as a min-heap (the worst kept
+// hit at the root), typed so that no hit is boxed into an interface.
 type hitHeap []textHit
 
-func (h hitHeap) Len() int { return len(h) }
-func (h hitHeap) Less(i, j int) bool {
-	if h[i].score != h[j].score {
-		return h[i].score < h[j].score
+// worse reports whether a ranks below b: lower score, then higher id.
+func worse(a, b textHit) bool {
+	if a.score != b.score {
+		return a.score < b.score
 	}
-	return h[i].id > h[j].id
+	return a.id > b.id
 }
-func (h hitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *hitHeap) Push(x any)   { *h = append(*h, x.(textHit)) }
-func (h *hitHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h hitHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !worse(h[i], h[p]) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (h hitHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && worse(h[r], h[l]) {
+			m = r
+		}
+		if !worse(h[m], h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// offer adds x when fewer than k hits are kept or x beats the worst.
+func (h *hitHeap) offer(x textHit, k int) {
+	if len(*h) < k {
+		*h = append(*h, x)
+		h.up(len(*h) - 1)
+		return
+	}
+	if worse((*h)[0], x) {
+		(*h)[0] = x
+		h.down(0)
+	}
 }
 
 // qterm is a query term with its weight.
@@ -328,24 +363,25 @@ func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64
 			acc[d] += idf * tf * float32(p.k1+1) / (tf + norm)
 		}
 	}
-	h := make(hitHeap, 0, k+1)
+	h := make(hitHeap, 0, min(k, len(touched)))
 	for _, d := range touched {
-		s := acc[d]
-		if len(h) == k && (s < h[0].score || (s == h[0].score && t.docID[d] > h[0].id)) {
+		x := textHit{id: t.docID[d], score: acc[d]}
+		if len(h) == k && !worse(h[0], x) {
 			continue
 		}
-		id := t.docID[d]
-		if !keep(id) {
+		if !keep(x.id) {
 			continue
 		}
-		heap.Push(&h, textHit{id: id, score: s})
-		if len(h) > k {
-			heap.Pop(&h)
+		h.offer(x, k)
+	}
+	slices.SortFunc(h, func(a, b textHit) int {
+		if worse(a, b) {
+			return 1
 		}
-	}
-	out := make([]textHit, len(h))
-	for i := len(h) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(&h).(textHit)
-	}
-	return out
+		if worse(b, a) {
+			return -1
+		}
+		return 0
+	})
+	return h
 }
