@@ -71,14 +71,18 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		}
 		return len(q.Kinds) == 0 || slices.Contains(q.Kinds, m.kind)
 	}
-	byslot := map[int]*cand{}
+	// candidates by value, found by slot; a *cand from get is valid until
+	// the next get
+	byslot := make(map[int]int, 3*nCand)
+	cs := make([]cand, 0, 3*nCand)
 	get := func(sl int) *cand {
-		c := byslot[sl]
-		if c == nil {
-			c = &cand{slot: sl}
-			byslot[sl] = c
+		i, ok := byslot[sl]
+		if !ok {
+			i = len(cs)
+			byslot[sl] = i
+			cs = append(cs, cand{slot: sl})
 		}
-		return c
+		return &cs[i]
 	}
 	keepID := func(id int64) bool {
 		sl, ok := s.idx.slot[id]
@@ -105,17 +109,24 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		c.fused += s.tune.VectorWeight / (s.tune.RRFK + float64(i+1))
 	}
 	if s.tune.Spread > 0 {
-		own := make(map[int]float64, len(byslot))
-		for sl, c := range byslot {
-			own[sl] = c.fused
+		n := len(cs)
+		own := make([]float64, n)
+		for i := range own {
+			own[i] = cs[i].fused
 		}
 		pass := func(nb int, w float64) {
-			if nb >= 0 && keep(nb) {
-				c := get(nb)
-				c.fused = max(c.fused, own[nb]+w)
+			if nb < 0 || !keep(nb) {
+				return
 			}
+			var o float64
+			if i, ok := byslot[nb]; ok && i < n {
+				o = own[i]
+			}
+			c := get(nb)
+			c.fused = max(c.fused, o+w)
 		}
-		for sl, f := range own {
+		for i, f := range own {
+			sl := cs[i].slot
 			fwd, back := s.tune.Spread, s.tune.Spread
 			if s.tune.AnswerSpread > 0 && s.idx.metas[sl].question {
 				fwd = s.tune.AnswerSpread
@@ -128,14 +139,14 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 			}
 		}
 	}
-	cands := make([]*cand, 0, len(byslot))
 	avgLen := s.text.avgLen()
-	for _, c := range byslot {
+	for i := range cs {
+		c := &cs[i]
 		m := &s.idx.metas[c.slot]
 		c.score = s.tune.finalScore(c.fused, m, in, named, when, float64(max(m.words, 1))/avgLen, atNS)
-		cands = append(cands, c)
 	}
-	slices.SortFunc(cands, func(a, b *cand) int {
+	cands := cs
+	slices.SortFunc(cands, func(a, b cand) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
