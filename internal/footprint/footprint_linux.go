@@ -40,7 +40,7 @@ func dropExecutablePages() (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("find the executable: %w", err)
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	maps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return Result{}, fmt.Errorf("read the memory map: %w", err)
 	}
@@ -59,37 +59,58 @@ func dropExecutablePages() (Result, error) {
 	return res, nil
 }
 
-// mapping is one line of /proc/self/maps.
+// mapping is one mapping of /proc/self/smaps.
 type mapping struct {
 	start, end uintptr
 	path       string
 }
 
-// readOnlyMappings parses /proc/self/maps and returns the private,
-// file-backed mappings without write permission.
-func readOnlyMappings(maps []byte) []mapping {
+// readOnlyMappings parses /proc/self/smaps and returns the private,
+// file-backed mappings without write permission whose pages all still equal
+// the file: none was copied on write (Anonymous 0 kB). A mapping made
+// read-only after the dynamic linker relocated it (RELRO, in binaries
+// linked with cgo) holds such copies; dropping them would bring back the
+// unrelocated bytes, so it is left alone.
+func readOnlyMappings(smaps []byte) []mapping {
 	var out []mapping
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	for sc.Scan() {
-		// address perms offset dev inode pathname
-		f := strings.Fields(sc.Text())
-		if len(f) < 6 || !strings.HasPrefix(f[5], "/") {
-			continue
+	var cur *mapping
+	clean := false
+	flush := func() {
+		if cur != nil && clean {
+			out = append(out, *cur)
 		}
-		perms := f[1]
-		if len(perms) != 4 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
-			continue
-		}
-		out = append(out, mapping{start: uintptr(start), end: uintptr(end), path: strings.Join(f[5:], " ")})
+		cur = nil
 	}
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
+	for sc.Scan() {
+		line := sc.Text()
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if lo, hi, ok := strings.Cut(f[0], "-"); ok && !strings.HasSuffix(f[0], ":") {
+			// A mapping header: address perms offset dev inode pathname.
+			flush()
+			if len(f) < 6 || !strings.HasPrefix(f[5], "/") {
+				continue
+			}
+			perms := f[1]
+			if len(perms) != 4 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' {
+				continue
+			}
+			start, err1 := strconv.ParseUint(lo, 16, 64)
+			end, err2 := strconv.ParseUint(hi, 16, 64)
+			if err1 != nil || err2 != nil || end <= start {
+				continue
+			}
+			cur = &mapping{start: uintptr(start), end: uintptr(end), path: strings.Join(f[5:], " ")}
+			clean = false
+			continue
+		}
+		if cur != nil && f[0] == "Anonymous:" && len(f) >= 2 {
+			clean = f[1] == "0"
+		}
+	}
+	flush()
 	return out
 }

@@ -9,17 +9,31 @@ import (
 )
 
 func TestReadOnlyMappings(t *testing.T) {
-	maps := `00400000-017bb000 r-xp 00000000 fe:00 10232937                           /usr/bin/reverie
+	smaps := `00400000-017bb000 r-xp 00000000 fe:00 10232937                           /usr/bin/reverie
+Size:              20204 kB
+Rss:               13100 kB
+Anonymous:             0 kB
 017bb000-0372f000 r--p 013bb000 fe:00 10232937                           /usr/bin/reverie
+Size:              32208 kB
+Anonymous:             0 kB
 0372f000-038db000 rw-p 0332f000 fe:00 10232937                           /usr/bin/reverie
+Anonymous:           748 kB
 038db000-05b4c000 rw-p 00000000 00:00 0
+Anonymous:           180 kB
+05c00000-05c10000 r--p 05800000 fe:00 10232937                           /usr/bin/reverie.race
+Anonymous:            64 kB
 7f0000000000-7f0000001000 r--s 00000000 fe:00 42                         /data/reverie.db-shm
+Anonymous:             0 kB
 7f0000002000-7f0000003000 r--p 00000000 fe:00 43                         /opt/my dir/lib.so
+Anonymous:             0 kB
+7f0000004000-7f0000005000 r--p 00000000 fe:00 44                         /lib/no-anonymous-line.so
 7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+Anonymous:            20 kB
 7ffd00030000-7ffd00032000 r-xp 00000000 00:00 0                          [vdso]
+Anonymous:             0 kB
 garbage line
 `
-	got := readOnlyMappings([]byte(maps))
+	got := readOnlyMappings([]byte(smaps))
 	want := []mapping{
 		{0x400000, 0x17bb000, "/usr/bin/reverie"},
 		{0x17bb000, 0x372f000, "/usr/bin/reverie"},
