@@ -146,12 +146,14 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 		logger.Warn("shell sandbox disabled by configuration: commands run directly on the host")
 		return s, nil
 	}
-	if path, err := probe(ctx, cfg.Bwrap); err != nil {
-		s.reason = err.Error()
-	} else {
-		s.bwrap = path
+	if !s.setupBoth(ctx) {
+		if path, err := probe(ctx, cfg.Bwrap); err != nil {
+			s.reason = err.Error()
+		} else {
+			s.bwrap = path
+		}
+		s.setupLandlock(ctx)
 	}
-	s.setupLandlock(ctx)
 	switch {
 	case s.bwrap == "" && s.abi == 0:
 		if cfg.Mode == ModeRequired {
@@ -168,6 +170,39 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 	}
 	logger.Info("shell sandbox", "layers", s.Sandbox(), "status", s.Status())
 	return s, nil
+}
+
+// setupBoth is the common case in one start instead of two (it keeps
+// start-up short): with bubblewrap installed and Landlock in the kernel,
+// one self-test through bubblewrap and the launcher with Landlock proves
+// both layers. It reports false, changing nothing, when that test cannot
+// run or fails; New then tests each layer on its own and says which failed.
+func (s *Shell) setupBoth(ctx context.Context) bool {
+	abi, err := s.cfg.landlockABI()
+	if err != nil || abi < 1 {
+		return false
+	}
+	bwrap := s.cfg.Bwrap
+	if bwrap == "" {
+		bwrap = "bwrap"
+	}
+	path, err := exec.LookPath(bwrap)
+	if err != nil {
+		return false
+	}
+	exe := s.cfg.launcher
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return false
+		}
+	}
+	s.bwrap = path
+	if err := s.selfTest(ctx, exe, true); err != nil {
+		s.bwrap = ""
+		return false
+	}
+	s.launcher, s.abi = exe, abi
+	return true
 }
 
 // setupLandlock probes the kernel and self-tests the launcher, with

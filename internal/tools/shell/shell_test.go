@@ -263,6 +263,8 @@ func TestNewModes(t *testing.T) {
 		{name: "bwrap failing its self-test and no landlock", cfg: Config{Workspace: ws, Mode: ModeRequired, Bwrap: "/bin/false", landlockABI: noLandlock}, wantErr: ErrSandboxUnavailable},
 		{name: "auto without any layer runs unsandboxed", cfg: Config{Workspace: ws, Mode: ModeAuto, Bwrap: "/nonexistent/bwrap", landlockABI: noLandlock},
 			wantSandbox: SandboxNone, wantStatus: "none: bubblewrap: bubblewrap not found"},
+		{name: "bwrap failing its self-test falls back to landlock", cfg: Config{Workspace: ws, Mode: ModeAuto, Bwrap: "/bin/false"},
+			wantSandbox: withLandlock(SandboxLandlock), wantStatus: "bubblewrap self-test failed"},
 		{name: "auto without bwrap uses landlock", cfg: Config{Workspace: ws, Mode: ModeAuto, Bwrap: "/nonexistent/bwrap"},
 			wantSandbox: withLandlock(SandboxLandlock), wantStatus: "bubblewrap unavailable: bubblewrap not found"},
 		{name: "launcher missing", cfg: Config{Workspace: ws, Mode: ModeAuto, launcher: "/nonexistent/reverie"},
