@@ -300,6 +300,11 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 	case KindSystemEvent:
 		text, src = SystemEventPrefix+text, conversation.SourceSystemEvent
 	}
+	// The context providers (memory recall above all) need only the
+	// message's text: they run while the message is saved and the history
+	// read, and the prompt waits for them. Every return waits too.
+	blocks := a.startContextBlocks(ctx, in)
+	defer blocks()
 	sctx, cancel := a.saveContext(ctx)
 	_, err := a.o.Conversations.AppendFrom(sctx, in.Thread, src, llm.UserText(text))
 	cancel()
@@ -311,7 +316,7 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 	if in.Saved != nil {
 		in.Saved()
 	}
-	res, err := a.run(ctx, in)
+	res, err := a.run(ctx, in, blocks)
 	res.Duration = a.o.Now().Sub(start)
 	if err != nil {
 		res.Reply = ErrorReply(err)
@@ -320,8 +325,9 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 	return res, err
 }
 
-// run is Turn after the message is saved.
-func (a *Agent) run(ctx context.Context, in Input) (Result, error) {
+// run is Turn after the message is saved; blocks waits for the context
+// providers started by Turn.
+func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Result, error) {
 	var res Result
 	tools := a.toolsFor(in.Thread)
 	names := make([]string, len(tools))
@@ -337,7 +343,7 @@ func (a *Agent) run(ctx context.Context, in Input) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("read summary: %w", err)
 	}
-	parts, err := a.promptParts(ctx, in, names)
+	parts, err := a.promptParts(ctx, in, names, blocks)
 	if err != nil {
 		return res, err
 	}
@@ -404,7 +410,7 @@ func (a *Agent) run(ctx context.Context, in Input) (Result, error) {
 }
 
 // promptParts gathers everything of the system prompt but the summary.
-func (a *Agent) promptParts(ctx context.Context, in Input, tools []string) (prompt.Input, error) {
+func (a *Agent) promptParts(ctx context.Context, in Input, tools []string, blocks func() []string) (prompt.Input, error) {
 	base, err := readOptional(joinData(a.o.DataDir, prompt.BaseFile))
 	if err != nil {
 		return prompt.Input{}, fmt.Errorf("read base prompt: %w", err)
@@ -423,7 +429,7 @@ func (a *Agent) promptParts(ctx context.Context, in Input, tools []string) (prom
 		p.SkillsAsTOC = true
 	}
 	a.recordSkillLoads(ctx, in.Thread, p.Skills, p.SkillsAsTOC)
-	p.Extra = a.contextBlocks(ctx, in)
+	p.Extra = blocks()
 	return p, nil
 }
 
@@ -447,9 +453,11 @@ func (a *Agent) recordSkillLoads(ctx context.Context, thread chat.ThreadID, skil
 	}
 }
 
-// contextBlocks runs the context providers concurrently, each bounded by
-// ContextTimeout, and returns their non-empty blocks in priority order.
-func (a *Agent) contextBlocks(ctx context.Context, in Input) []string {
+// startContextBlocks starts the context providers concurrently, each
+// bounded by ContextTimeout, and returns the function that waits for them
+// and returns their non-empty blocks in priority order. It may be called
+// any number of times; the caller must call it at least once.
+func (a *Agent) startContextBlocks(ctx context.Context, in Input) func() []string {
 	providers := a.o.ContextProviders
 	if a.o.MoreContext != nil {
 		if more := a.o.MoreContext(); len(more) > 0 {
@@ -460,7 +468,7 @@ func (a *Agent) contextBlocks(ctx context.Context, in Input) []string {
 		}
 	}
 	if len(providers) == 0 {
-		return nil
+		return func() []string { return nil }
 	}
 	out := make([]string, len(providers))
 	var wg sync.WaitGroup
@@ -481,8 +489,10 @@ func (a *Agent) contextBlocks(ctx context.Context, in Input) []string {
 			out[i] = strings.TrimSpace(s)
 		})
 	}
-	wg.Wait()
-	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+	return sync.OnceValue(func() []string {
+		wg.Wait()
+		return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+	})
 }
 
 func (a *Agent) toolsFor(thread chat.ThreadID) []tool.Tool {

@@ -27,6 +27,8 @@
 // An *Agent is safe for concurrent use by turns of different threads. Turns of
 // one thread must not overlap (the router serialises them): the history they
 // read and append would interleave. The agent starts no goroutines that outlive
-// a call; context providers run concurrently within a turn, each bounded by
-// Options.ContextTimeout, and are waited for.
+// a call; context providers run concurrently within a turn (from the moment
+// the message is accepted, alongside saving it and reading the history),
+// each bounded by Options.ContextTimeout, and every return of Turn waits
+// for them.
 package agent
