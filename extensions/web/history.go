@@ -36,10 +36,6 @@ func revParam(r *http.Request) (string, error) {
 
 func (w *Web) listHistory(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.History
-	if s == nil {
-		notEnabled(rw, "history")
-		return
-	}
 	q := query{r: r}
 	path := strings.TrimSpace(q.str("path"))
 	limit := int(q.int("limit", 50, 1, 1000))
@@ -59,10 +55,6 @@ func (w *Web) listHistory(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) getRevision(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.History
-	if s == nil {
-		notEnabled(rw, "history")
-		return
-	}
 	rev, err := revParam(r)
 	if err != nil {
 		w.serviceError(rw, r, err)
@@ -75,10 +67,6 @@ func (w *Web) getRevision(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) restoreRevision(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.History
-	if s == nil {
-		notEnabled(rw, "history")
-		return
-	}
 	rev, err := revParam(r)
 	if err != nil {
 		w.serviceError(rw, r, err)

@@ -34,54 +34,54 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("POST "+p+"/logout", w.logout)
 	m.HandleFunc("GET "+p+"/info", w.info)
 
-	m.HandleFunc("GET "+p+"/threads", w.listThreads)
-	m.HandleFunc("GET "+p+"/threads/{thread}/messages", w.listMessages)
-	m.HandleFunc("POST "+p+"/threads/{thread}/messages", w.postMessage)
+	m.HandleFunc("GET "+p+"/threads", w.need("threads", w.listThreads))
+	m.HandleFunc("GET "+p+"/threads/{thread}/messages", w.need("threads", w.listMessages))
+	m.HandleFunc("POST "+p+"/threads/{thread}/messages", w.need("chat", w.postMessage))
 	m.HandleFunc("GET "+p+"/ws", w.serveWS)
-	m.HandleFunc("GET "+p+"/events", w.serveEvents)
-	m.HandleFunc("GET "+p+"/events/recent", w.recentEvents)
+	m.HandleFunc("GET "+p+"/events", w.need("events", w.serveEvents))
+	m.HandleFunc("GET "+p+"/events/recent", w.need("events", w.recentEvents))
 
-	m.HandleFunc("GET "+p+"/interactions", w.listInteractions)
-	m.HandleFunc("GET "+p+"/prompt", w.lastPrompt)
-	m.HandleFunc("GET "+p+"/usage", w.usage)
+	m.HandleFunc("GET "+p+"/interactions", w.need("interactions", w.listInteractions))
+	m.HandleFunc("GET "+p+"/prompt", w.need("prompt", w.lastPrompt))
+	m.HandleFunc("GET "+p+"/usage", w.need("usage", w.usage))
 
-	m.HandleFunc("GET "+p+"/memories", w.listMemories)
-	m.HandleFunc("POST "+p+"/memories", w.addMemory)
-	m.HandleFunc("GET "+p+"/memories/{id}", w.getMemory)
-	m.HandleFunc("PUT "+p+"/memories/{id}", w.updateMemory)
-	m.HandleFunc("DELETE "+p+"/memories/{id}", w.forgetMemory)
+	m.HandleFunc("GET "+p+"/memories", w.need("memories", w.listMemories))
+	m.HandleFunc("POST "+p+"/memories", w.need("memories", w.addMemory))
+	m.HandleFunc("GET "+p+"/memories/{id}", w.need("memories", w.getMemory))
+	m.HandleFunc("PUT "+p+"/memories/{id}", w.need("memories", w.updateMemory))
+	m.HandleFunc("DELETE "+p+"/memories/{id}", w.need("memories", w.forgetMemory))
 
-	m.HandleFunc("GET "+p+"/pulse", w.listPulse)
-	m.HandleFunc("POST "+p+"/pulse", w.addPulse)
-	m.HandleFunc("PUT "+p+"/pulse/{id}", w.updatePulse)
-	m.HandleFunc("DELETE "+p+"/pulse/{id}", w.deletePulse)
+	m.HandleFunc("GET "+p+"/pulse", w.need("pulse", w.listPulse))
+	m.HandleFunc("POST "+p+"/pulse", w.need("pulse", w.addPulse))
+	m.HandleFunc("PUT "+p+"/pulse/{id}", w.need("pulse", w.updatePulse))
+	m.HandleFunc("DELETE "+p+"/pulse/{id}", w.need("pulse", w.deletePulse))
 
-	m.HandleFunc("GET "+p+"/skills", w.listSkills)
-	m.HandleFunc("GET "+p+"/skills/{name}", w.getSkill)
-	m.HandleFunc("PUT "+p+"/skills/{name}", w.putSkill)
-	m.HandleFunc("DELETE "+p+"/skills/{name}", w.deleteSkill)
+	m.HandleFunc("GET "+p+"/skills", w.need("skills", w.listSkills))
+	m.HandleFunc("GET "+p+"/skills/{name}", w.need("skills", w.getSkill))
+	m.HandleFunc("PUT "+p+"/skills/{name}", w.need("skills", w.putSkill))
+	m.HandleFunc("DELETE "+p+"/skills/{name}", w.need("skills", w.deleteSkill))
 
-	m.HandleFunc("GET "+p+"/tasks", w.listTasks)
-	m.HandleFunc("POST "+p+"/tasks", w.addTask)
-	m.HandleFunc("GET "+p+"/tasks/{id}", w.getTask)
-	m.HandleFunc("POST "+p+"/tasks/{id}/pause", w.taskAction(true))
-	m.HandleFunc("POST "+p+"/tasks/{id}/resume", w.taskAction(false))
-	m.HandleFunc("DELETE "+p+"/tasks/{id}", w.cancelTask)
-	m.HandleFunc("GET "+p+"/receipts", w.listReceipts)
+	m.HandleFunc("GET "+p+"/tasks", w.need("tasks", w.listTasks))
+	m.HandleFunc("POST "+p+"/tasks", w.need("tasks", w.addTask))
+	m.HandleFunc("GET "+p+"/tasks/{id}", w.need("tasks", w.getTask))
+	m.HandleFunc("POST "+p+"/tasks/{id}/pause", w.need("tasks", w.taskAction(true)))
+	m.HandleFunc("POST "+p+"/tasks/{id}/resume", w.need("tasks", w.taskAction(false)))
+	m.HandleFunc("DELETE "+p+"/tasks/{id}", w.need("tasks", w.cancelTask))
+	m.HandleFunc("GET "+p+"/receipts", w.need("tasks", w.listReceipts))
 
-	m.HandleFunc("GET "+p+"/workflows", w.listWorkflows)
-	m.HandleFunc("GET "+p+"/workflows/{id}", w.getWorkflow)
-	m.HandleFunc("POST "+p+"/workflows/{id}/cancel", w.cancelWorkflow)
+	m.HandleFunc("GET "+p+"/workflows", w.need("workflows", w.listWorkflows))
+	m.HandleFunc("GET "+p+"/workflows/{id}", w.need("workflows", w.getWorkflow))
+	m.HandleFunc("POST "+p+"/workflows/{id}/cancel", w.need("workflows", w.cancelWorkflow))
 
-	m.HandleFunc("GET "+p+"/world", w.getWorld)
-	m.HandleFunc("PUT "+p+"/world", w.putWorld)
+	m.HandleFunc("GET "+p+"/world", w.need("world", w.getWorld))
+	m.HandleFunc("PUT "+p+"/world", w.need("world", w.putWorld))
 
-	m.HandleFunc("GET "+p+"/history", w.listHistory)
-	m.HandleFunc("GET "+p+"/history/{rev}", w.getRevision)
-	m.HandleFunc("POST "+p+"/history/{rev}/restore", w.restoreRevision)
+	m.HandleFunc("GET "+p+"/history", w.need("history", w.listHistory))
+	m.HandleFunc("GET "+p+"/history/{rev}", w.need("history", w.getRevision))
+	m.HandleFunc("POST "+p+"/history/{rev}/restore", w.need("history", w.restoreRevision))
 
-	m.HandleFunc("GET "+p+"/setup", w.setupForms)
-	m.HandleFunc("POST "+p+"/setup/{form}", w.applySetup)
+	m.HandleFunc("GET "+p+"/setup", w.need("setup", w.setupForms))
+	m.HandleFunc("POST "+p+"/setup/{form}", w.need("setup", w.applySetup))
 
 	const fallback = "/api/"
 	m.HandleFunc(fallback, func(rw http.ResponseWriter, r *http.Request) {
@@ -103,6 +103,43 @@ func (w *Web) apiMux() *http.ServeMux {
 		writeError(rw, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	return m
+}
+
+// features are the optional services an agent may provide, by the name
+// GET /info reports them under. Their routes are registered through need.
+var features = map[string]func(*api.Services) bool{
+	"chat":         func(s *api.Services) bool { return s.Chat != nil },
+	"threads":      func(s *api.Services) bool { return s.Threads != nil },
+	"memories":     func(s *api.Services) bool { return s.Memories != nil },
+	"pulse":        func(s *api.Services) bool { return s.Pulse != nil },
+	"skills":       func(s *api.Services) bool { return s.Skills != nil },
+	"tasks":        func(s *api.Services) bool { return s.Tasks != nil },
+	"workflows":    func(s *api.Services) bool { return s.Workflows != nil },
+	"interactions": func(s *api.Services) bool { return s.Interactions != nil },
+	"usage":        func(s *api.Services) bool { return s.Usage != nil },
+	"events":       func(s *api.Services) bool { return s.Events != nil },
+	"prompt":       func(s *api.Services) bool { return s.Prompt != nil },
+	"world":        func(s *api.Services) bool { return s.World != nil },
+	"setup":        func(s *api.Services) bool { return s.Setup != nil },
+	"history":      func(s *api.Services) bool { return s.History != nil },
+}
+
+// need serves h while the agent provides feature (checked per request: the
+// services may be filled in after the routes are built) and answers 501
+// "<feature> is not enabled" otherwise, so handlers use the service
+// without a nil check.
+func (w *Web) need(feature string, h http.HandlerFunc) http.HandlerFunc {
+	on, ok := features[feature]
+	if !ok {
+		panic("web: unknown feature " + feature)
+	}
+	return func(rw http.ResponseWriter, r *http.Request) {
+		if !on(w.svc) {
+			notEnabled(rw, feature)
+			return
+		}
+		h(rw, r)
+	}
 }
 
 // securityHeaders sets the headers every answer carries. No CORS header is
@@ -213,13 +250,9 @@ func (w *Web) info(rw http.ResponseWriter, r *http.Request) {
 		out.Auth = AuthNone
 	}
 	out.PanelURL = w.PanelURL()
-	s := w.svc
-	out.Features = map[string]bool{
-		"chat": s.Chat != nil, "threads": s.Threads != nil, "memories": s.Memories != nil,
-		"pulse": s.Pulse != nil, "skills": s.Skills != nil, "tasks": s.Tasks != nil,
-		"workflows": s.Workflows != nil, "interactions": s.Interactions != nil, "usage": s.Usage != nil,
-		"events": s.Events != nil, "prompt": s.Prompt != nil, "world": s.World != nil, "setup": s.Setup != nil,
-		"history": s.History != nil,
+	out.Features = make(map[string]bool, len(features))
+	for name, on := range features {
+		out.Features[name] = on(w.svc)
 	}
 	if out.Commands == nil {
 		out.Commands = []api.Command{}
@@ -237,10 +270,6 @@ func threadParam(r *http.Request) (chat.ThreadID, error) {
 }
 
 func (w *Web) listThreads(rw http.ResponseWriter, r *http.Request) {
-	if w.svc.Threads == nil {
-		notEnabled(rw, "threads")
-		return
-	}
 	q := query{r: r}
 	tq := api.ThreadQuery{IncludeSubSessions: q.bool("include_sub_sessions"), Limit: int(q.int("limit", 100, 1, 1000))}
 	if q.err != nil {
@@ -256,10 +285,6 @@ func (w *Web) listThreads(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *Web) listMessages(rw http.ResponseWriter, r *http.Request) {
-	if w.svc.Threads == nil {
-		notEnabled(rw, "threads")
-		return
-	}
 	t, err := threadParam(r)
 	if err != nil {
 		w.serviceError(rw, r, err)
@@ -284,10 +309,6 @@ func (w *Web) listMessages(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
-	if w.svc.Chat == nil {
-		notEnabled(rw, "chat")
-		return
-	}
 	t, err := threadParam(r)
 	if err != nil {
 		w.serviceError(rw, r, err)
@@ -334,10 +355,6 @@ func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) listInteractions(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Interactions
-	if s == nil {
-		notEnabled(rw, "interactions")
-		return
-	}
 	q := query{r: r}
 	iq := api.InteractionQuery{
 		Action:   q.str("action"),
@@ -359,10 +376,6 @@ func (w *Web) listInteractions(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *Web) lastPrompt(rw http.ResponseWriter, r *http.Request) {
-	if w.svc.Prompt == nil {
-		notEnabled(rw, "prompt")
-		return
-	}
 	p, err := w.svc.Prompt.LastPrompt(r.Context(), chat.ThreadID(r.URL.Query().Get("thread")))
 	if err != nil {
 		w.serviceError(rw, r, err)
@@ -372,10 +385,6 @@ func (w *Web) lastPrompt(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *Web) usage(rw http.ResponseWriter, r *http.Request) {
-	if w.svc.Usage == nil {
-		notEnabled(rw, "usage")
-		return
-	}
 	q := query{r: r}
 	from, to := q.day("from"), q.day("to")
 	if q.err != nil {
@@ -394,10 +403,6 @@ func (w *Web) usage(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *Web) recentEvents(rw http.ResponseWriter, r *http.Request) {
-	if w.svc.Events == nil {
-		notEnabled(rw, "events")
-		return
-	}
 	q := query{r: r}
 	prefix := q.str("topic")
 	after := q.int("after_id", 0, 0, 1<<62)

@@ -27,10 +27,6 @@ const (
 // serveEvents streams the event bus as Server-Sent Events (docs/api.md).
 func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Events
-	if s == nil {
-		notEnabled(rw, "events")
-		return
-	}
 	q := query{r: r}
 	prefix := q.str("topic")
 	last := q.int("after", 0, 0, 1<<62)

@@ -18,10 +18,6 @@ import (
 
 func (w *Web) listMemories(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Memories
-	if s == nil {
-		notEnabled(rw, "memories")
-		return
-	}
 	q := query{r: r}
 	text := strings.TrimSpace(q.str("q"))
 	kinds := q.list("kind")
@@ -57,10 +53,6 @@ func (w *Web) listMemories(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) getMemory(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Memories
-	if s == nil {
-		notEnabled(rw, "memories")
-		return
-	}
 	id, err := pathID(r)
 	if err == nil {
 		var m api.Memory
@@ -88,10 +80,6 @@ func validMemoryInput(in api.MemoryInput) error {
 
 func (w *Web) addMemory(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Memories
-	if s == nil {
-		notEnabled(rw, "memories")
-		return
-	}
 	var in api.MemoryInput
 	err := decodeBody(r, &in)
 	if err == nil {
@@ -112,10 +100,6 @@ func (w *Web) addMemory(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) updateMemory(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Memories
-	if s == nil {
-		notEnabled(rw, "memories")
-		return
-	}
 	id, err := pathID(r)
 	var in api.MemoryInput
 	if err == nil {
@@ -136,10 +120,6 @@ func (w *Web) updateMemory(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) forgetMemory(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Memories
-	if s == nil {
-		notEnabled(rw, "memories")
-		return
-	}
 	id, err := pathID(r)
 	if err == nil {
 		if err = s.Forget(r.Context(), id); err == nil {
@@ -168,10 +148,6 @@ func validPulseInput(in api.PulseInput, create bool) error {
 
 func (w *Web) listPulse(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Pulse
-	if s == nil {
-		notEnabled(rw, "pulse")
-		return
-	}
 	status := r.URL.Query().Get("status")
 	if status == "" {
 		status = api.PulseActive
@@ -186,10 +162,6 @@ func (w *Web) listPulse(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) addPulse(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Pulse
-	if s == nil {
-		notEnabled(rw, "pulse")
-		return
-	}
 	var in api.PulseInput
 	err := decodeBody(r, &in)
 	if err == nil {
@@ -207,10 +179,6 @@ func (w *Web) addPulse(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) updatePulse(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Pulse
-	if s == nil {
-		notEnabled(rw, "pulse")
-		return
-	}
 	id, err := pathID(r)
 	var in api.PulseInput
 	if err == nil {
@@ -231,10 +199,6 @@ func (w *Web) updatePulse(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) deletePulse(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Pulse
-	if s == nil {
-		notEnabled(rw, "pulse")
-		return
-	}
 	id, err := pathID(r)
 	if err == nil {
 		if err = s.Delete(r.Context(), id); err == nil {
@@ -257,10 +221,6 @@ func skillParam(r *http.Request) (string, error) {
 
 func (w *Web) listSkills(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Skills
-	if s == nil {
-		notEnabled(rw, "skills")
-		return
-	}
 	list, err := s.List(r.Context())
 	if err != nil {
 		w.serviceError(rw, r, err)
@@ -274,10 +234,6 @@ func (w *Web) listSkills(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) getSkill(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Skills
-	if s == nil {
-		notEnabled(rw, "skills")
-		return
-	}
 	name, err := skillParam(r)
 	if err == nil {
 		var sk api.Skill
@@ -291,10 +247,6 @@ func (w *Web) getSkill(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) putSkill(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Skills
-	if s == nil {
-		notEnabled(rw, "skills")
-		return
-	}
 	name, err := skillParam(r)
 	var in api.SkillInput
 	if err == nil {
@@ -315,10 +267,6 @@ func (w *Web) putSkill(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) deleteSkill(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Skills
-	if s == nil {
-		notEnabled(rw, "skills")
-		return
-	}
 	name, err := skillParam(r)
 	if err == nil {
 		if err = s.Delete(r.Context(), name); err == nil {
@@ -348,10 +296,6 @@ func validTaskInput(in api.TaskInput) error {
 
 func (w *Web) listTasks(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Tasks
-	if s == nil {
-		notEnabled(rw, "tasks")
-		return
-	}
 	q := query{r: r}
 	tq := api.TaskQuery{Thread: chat.ThreadID(q.str("thread")), Statuses: q.list("status"), Jobs: q.bool("jobs")}
 	for _, st := range tq.Statuses {
@@ -373,20 +317,12 @@ func (w *Web) listTasks(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) getTask(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Tasks
-	if s == nil {
-		notEnabled(rw, "tasks")
-		return
-	}
 	t, err := s.Get(r.Context(), r.PathValue("id"))
 	w.reply(rw, r, t, err)
 }
 
 func (w *Web) addTask(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Tasks
-	if s == nil {
-		notEnabled(rw, "tasks")
-		return
-	}
 	var in api.TaskInput
 	err := decodeBody(r, &in)
 	if err == nil {
@@ -406,10 +342,6 @@ func (w *Web) addTask(rw http.ResponseWriter, r *http.Request) {
 func (w *Web) taskAction(pause bool) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
 		s := w.svc.Tasks
-		if s == nil {
-			notEnabled(rw, "tasks")
-			return
-		}
 		var (
 			t   api.Task
 			err error
@@ -429,20 +361,12 @@ func (w *Web) taskAction(pause bool) http.HandlerFunc {
 
 func (w *Web) cancelTask(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Tasks
-	if s == nil {
-		notEnabled(rw, "tasks")
-		return
-	}
 	t, err := s.Cancel(r.Context(), r.PathValue("id"))
 	w.reply(rw, r, t, err)
 }
 
 func (w *Web) listReceipts(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Tasks
-	if s == nil {
-		notEnabled(rw, "tasks")
-		return
-	}
 	q := query{r: r}
 	rq := api.ReceiptQuery{TaskID: q.str("task"), Limit: int(q.int("limit", 50, 1, 1000))}
 	if q.err != nil {
@@ -455,10 +379,6 @@ func (w *Web) listReceipts(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) listWorkflows(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Workflows
-	if s == nil {
-		notEnabled(rw, "workflows")
-		return
-	}
 	q := query{r: r}
 	wq := api.WorkflowQuery{Active: q.bool("active"), Thread: chat.ThreadID(q.str("thread")), Limit: int(q.int("limit", 50, 1, 500))}
 	if q.err != nil {
@@ -471,40 +391,24 @@ func (w *Web) listWorkflows(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) getWorkflow(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Workflows
-	if s == nil {
-		notEnabled(rw, "workflows")
-		return
-	}
 	wf, err := s.Get(r.Context(), r.PathValue("id"))
 	w.reply(rw, r, wf, err)
 }
 
 func (w *Web) cancelWorkflow(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Workflows
-	if s == nil {
-		notEnabled(rw, "workflows")
-		return
-	}
 	ids, err := s.Cancel(r.Context(), r.PathValue("id"))
 	w.reply(rw, r, map[string][]string{"cancelled": nonNil(ids)}, err)
 }
 
 func (w *Web) getWorld(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.World
-	if s == nil {
-		notEnabled(rw, "world")
-		return
-	}
 	doc, err := s.Get(r.Context())
 	w.reply(rw, r, json.RawMessage(doc), err)
 }
 
 func (w *Web) putWorld(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.World
-	if s == nil {
-		notEnabled(rw, "world")
-		return
-	}
 	var doc json.RawMessage
 	err := decodeBody(r, &doc)
 	if err == nil && (len(doc) == 0 || doc[0] != '{') {
@@ -521,10 +425,6 @@ func (w *Web) putWorld(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) setupForms(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Setup
-	if s == nil {
-		notEnabled(rw, "setup")
-		return
-	}
 	st, err := s.Forms(r.Context())
 	if err != nil {
 		w.serviceError(rw, r, err)
@@ -536,10 +436,6 @@ func (w *Web) setupForms(rw http.ResponseWriter, r *http.Request) {
 
 func (w *Web) applySetup(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Setup
-	if s == nil {
-		notEnabled(rw, "setup")
-		return
-	}
 	var req api.SetupRequest
 	err := decodeBody(r, &req)
 	if err == nil {
