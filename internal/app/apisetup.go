@@ -128,7 +128,7 @@ func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (st
 		if err := os.MkdirAll(filepath.Dir(keyPath), 0o700); err != nil {
 			return "", fmt.Errorf("store the API key: %w", err)
 		}
-		if err := writeFile0600(keyPath, key+"\n"); err != nil {
+		if err := datadir.WriteFile(keyPath, []byte(key+"\n"), 0o600); err != nil {
 			return "", fmt.Errorf("store the API key: %w", err)
 		}
 		fmt.Fprintf(&block, "      api_key: {file: %s}\n", modelKeyFile)
@@ -144,12 +144,12 @@ func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (st
 		}
 		content += "\nmodels:\n" + block.String() + roles
 	}
-	if err := writeFile0600(cfgPath, content); err != nil {
+	if err := datadir.WriteFile(cfgPath, []byte(content), 0o600); err != nil {
 		return "", fmt.Errorf("save %s: %w", cfgPath, err)
 	}
 	s.a.Logger.Info("model configured on the setup screen; restarting", "provider", provider, "model", model)
 	restart := filepath.Join(s.a.opts.DataDir, datadir.RestartFile)
-	if err := writeFile0600(restart, "model configured on the setup screen\n"+s.a.opts.Now().UTC().Format(time.RFC3339)+"\n"); err != nil {
+	if err := datadir.WriteFile(restart, []byte("model configured on the setup screen\n"+s.a.opts.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
 		s.a.Logger.Warn("could not request a restart", "err", err)
 	}
 	return fmt.Sprintf("Saved: the main model is %s (%s). Reverie restarts to use it — within seconds under `reverie run`; "+
@@ -170,31 +170,4 @@ func redact(s, secret string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, secret, "[secret]")
-}
-
-// writeFile0600 writes path through a temporary file and a rename, readable
-// by the owner only.
-func writeFile0600(path, content string) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if err = f.Chmod(0o600); err == nil {
-		_, err = f.WriteString(content)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reverie-ai/reverie/internal/atomicfile"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/world"
 )
@@ -211,41 +212,8 @@ func Bootstrap(dir string, logger *slog.Logger) (created []string, err error) {
 // file in the same directory with mode perm, is synced, renamed over path,
 // and the directory is synced, so a crash leaves the old or the new file,
 // never a mix. Every editable file of the data dir is written this way.
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync() // best effort: not every file system syncs directories
-		d.Close()
-	}
-	return nil
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return atomicfile.Write(path, data, perm)
 }
 
 // createExclusive writes data to path unless path exists. The content is

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/memory"
 )
 
@@ -155,38 +156,12 @@ func (s *Store) notify(ctx context.Context, message string, paths ...string) {
 	}
 }
 
-// writeFile replaces path with data atomically: a temporary file in the same
-// directory, fsync, rename, fsync of the directory.
-func (s *Store) writeFile(path string, data []byte) (err error) {
+// writeFile replaces path with data atomically (datadir.WriteFile).
+func (s *Store) writeFile(path string, data []byte) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(s.dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(s.dir)
+	return datadir.WriteFile(path, data, 0o644)
 }
 
 func syncDir(dir string) error {

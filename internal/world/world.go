@@ -38,6 +38,8 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // time zones validate on hosts without a zoneinfo database
+
+	"github.com/reverie-ai/reverie/internal/atomicfile"
 )
 
 // FileName is the world state file inside the data dir.
@@ -298,7 +300,7 @@ func load(dir string, logger *slog.Logger, now func() time.Time) (*State, error)
 // keepOldVersion writes the content of a file about to be migrated to
 // path.v<from>.bak (replacing an older backup of the same version).
 func keepOldVersion(path string, from int, data []byte) error {
-	if err := writeAtomic(fmt.Sprintf("%s.v%d.bak", path, from), data); err != nil {
+	if err := atomicfile.Write(fmt.Sprintf("%s.v%d.bak", path, from), data, 0o600); err != nil {
 		return fmt.Errorf("keep world state version %d before migrating it: %w", from, err)
 	}
 	return nil
@@ -330,44 +332,8 @@ func Save(dir string, s *State) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, FileName), data); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, FileName), data, 0o600); err != nil {
 		return fmt.Errorf("save world state: %w", err)
-	}
-	return nil
-}
-
-// writeAtomic writes data to a temp file beside path, syncs it and renames
-// it over path, then syncs the directory.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }
