@@ -141,11 +141,8 @@ type setResult struct {
 }
 
 func (k *KV) set(ctx context.Context, a setArgs) (any, error) {
-	ns, err := namespace(a.Namespace)
+	ns, err := namespacedKey(a.Namespace, a.Key)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkKey(a.Key); err != nil {
 		return nil, err
 	}
 	value := a.Value
@@ -185,6 +182,16 @@ func (k *KV) set(ctx context.Context, a setArgs) (any, error) {
 	return setResult{Namespace: ns, Key: a.Key, Created: revision == 1, Bytes: len(value)}, nil
 }
 
+// namespacedKey checks a namespace (empty: the default) and a key, and
+// returns the namespace to use.
+func namespacedKey(namespaceArg, key string) (string, error) {
+	ns, err := namespace(namespaceArg)
+	if err != nil {
+		return "", err
+	}
+	return ns, checkKey(key)
+}
+
 type keyArgs struct {
 	Namespace string `json:"namespace,omitempty" jsonschema:"namespace (default \"default\")"`
 	Key       string `json:"key" jsonschema:"the key"`
@@ -200,11 +207,8 @@ type getResult struct {
 }
 
 func (k *KV) get(ctx context.Context, a keyArgs) (any, error) {
-	ns, err := namespace(a.Namespace)
+	ns, err := namespacedKey(a.Namespace, a.Key)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkKey(a.Key); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
@@ -340,11 +344,8 @@ type deleteResult struct {
 }
 
 func (k *KV) delete(ctx context.Context, a keyArgs) (any, error) {
-	ns, err := namespace(a.Namespace)
+	ns, err := namespacedKey(a.Namespace, a.Key)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkKey(a.Key); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
