@@ -68,7 +68,7 @@ func (a *App) checkProfiles() {
 	}
 	all := a.turnTools()
 	if a.Workflows != nil {
-		all = append(all, a.Workflows.Tools("web:check")...) // the names do not depend on the thread
+		all = append(all, a.Workflows.Tools("")...) // only their names are read
 	}
 	for key, entries := range map[string][]string{"tools.allow": a.Config.Tools.Allow, "tools.deny": a.Config.Tools.Deny} {
 		for _, e := range entries {
