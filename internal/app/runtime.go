@@ -16,6 +16,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/tools/channels"
+	"github.com/reverie-ai/reverie/internal/tools/shell"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
 )
@@ -71,7 +72,9 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		Files:     tools.FilesConfig{MaxFileBytes: cfg.Tools.MaxFileBytes},
 		Shell: tools.ShellConfig{Sandbox: cfg.Tools.Shell.Sandbox, Network: cfg.Tools.Shell.Network,
 			DefaultTimeout: cfg.Tools.Shell.Timeout, MaxTimeout: cfg.Tools.Shell.MaxTimeout,
-			MaxOutput: cfg.Tools.Shell.MaxOutputBytes},
+			MaxOutput: cfg.Tools.Shell.MaxOutputBytes,
+			Limits: shell.Limits{Processes: cfg.Tools.Shell.Limits.Processes, Memory: int64(cfg.Tools.Shell.Limits.Memory),
+				FileSize: int64(cfg.Tools.Shell.Limits.FileSize), CPUSeconds: cfg.Tools.Shell.Limits.CPUSeconds}},
 		Fetch: tools.FetchConfig{AllowPrivate: cfg.Tools.Fetch.AllowPrivate, AllowHosts: cfg.Tools.Fetch.AllowHosts,
 			Timeout: cfg.Tools.Fetch.Timeout, MaxBytes: cfg.Tools.Fetch.MaxBytes},
 		Search: tools.SearchConfig{SearXNGURL: cfg.Tools.Search.SearXNGURL, Timeout: cfg.Tools.Search.Timeout},

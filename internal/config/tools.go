@@ -1,6 +1,9 @@
 package config
 
 import (
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,6 +40,47 @@ type ShellToolConfig struct {
 	MaxTimeout time.Duration `yaml:"max_timeout"`
 	// MaxOutputBytes is how much merged output is kept (head and tail).
 	MaxOutputBytes int `yaml:"max_output_bytes"`
+	// Limits bound each command's resources.
+	Limits ShellLimitsConfig `yaml:"limits"`
+}
+
+// ShellLimitsConfig is `tools.shell.limits`: what one command may consume;
+// 0 is unlimited.
+type ShellLimitsConfig struct {
+	// Processes (and threads) at once: a pids cgroup when one can be
+	// created, else RLIMIT_NPROC (not applied to root by the kernel).
+	Processes int `yaml:"processes"`
+	// Memory: a memory cgroup when one can be created, else the address
+	// space of each process (RLIMIT_AS).
+	Memory ByteSize `yaml:"memory"`
+	// FileSize is the largest file a command may write (RLIMIT_FSIZE).
+	FileSize ByteSize `yaml:"file_size"`
+	// CPUSeconds is the CPU time of each process (RLIMIT_CPU).
+	CPUSeconds int `yaml:"cpu_seconds"`
+}
+
+// ByteSize is a size in bytes, written as a number of bytes or with a
+// binary unit: 512KiB, 256MiB, 1GiB, 1TiB (KB, MB, GB, K, M, G are read
+// as the binary units too).
+type ByteSize int64
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (b *ByteSize) UnmarshalText(text []byte) error {
+	s := strings.TrimSpace(string(text))
+	num := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.ToLower(strings.TrimSpace(s[len(num):]))
+	shift := map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20,
+		"g": 30, "gb": 30, "gib": 30, "t": 40, "tb": 40, "tib": 40}
+	sh, ok := shift[unit]
+	n, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil || n < 0 {
+		return fmt.Errorf("size %q: want bytes, or a number with KiB, MiB, GiB or TiB", s)
+	}
+	if n > math.MaxInt64>>sh {
+		return fmt.Errorf("size %q is too large", s)
+	}
+	*b = ByteSize(n << sh)
+	return nil
 }
 
 // FetchToolConfig configures fetch_url.
@@ -63,11 +107,12 @@ func defaultTools() ToolsConfig {
 	return ToolsConfig{
 		Workspace:    "workspace",
 		MaxFileBytes: 10 << 20,
-		Shell:        ShellToolConfig{Sandbox: "auto", Timeout: time.Minute, MaxTimeout: 10 * time.Minute, MaxOutputBytes: 32 << 10},
-		Fetch:        FetchToolConfig{AllowHosts: []string{}, Timeout: 30 * time.Second, MaxBytes: 5 << 20},
-		Allow:        []string{},
-		Deny:         []string{},
-		Search:       SearchConfig{Timeout: 15 * time.Second},
+		Shell: ShellToolConfig{Sandbox: "auto", Timeout: time.Minute, MaxTimeout: 10 * time.Minute, MaxOutputBytes: 32 << 10,
+			Limits: ShellLimitsConfig{Processes: 256, Memory: 1 << 30, FileSize: 256 << 20, CPUSeconds: 60}},
+		Fetch:  FetchToolConfig{AllowHosts: []string{}, Timeout: 30 * time.Second, MaxBytes: 5 << 20},
+		Allow:  []string{},
+		Deny:   []string{},
+		Search: SearchConfig{Timeout: 15 * time.Second},
 	}
 }
 
@@ -88,6 +133,8 @@ func (c *Config) validateTools() error {
 		{"tools.shell.timeout", t.Shell.Timeout <= 0, "must be positive"},
 		{"tools.shell.max_timeout", t.Shell.MaxTimeout < t.Shell.Timeout, "must not be less than timeout"},
 		{"tools.shell.max_output_bytes", t.Shell.MaxOutputBytes <= 0, "must be positive"},
+		{"tools.shell.limits.processes", t.Shell.Limits.Processes < 0, "must not be negative (0 is unlimited)"},
+		{"tools.shell.limits.cpu_seconds", t.Shell.Limits.CPUSeconds < 0, "must not be negative (0 is unlimited)"},
 		{"tools.fetch.timeout", t.Fetch.Timeout <= 0, "must be positive"},
 		{"tools.fetch.max_bytes", t.Fetch.MaxBytes <= 0, "must be positive"},
 		{"tools.search.timeout", t.Search.Timeout <= 0, "must be positive"},

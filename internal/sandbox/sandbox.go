@@ -97,6 +97,28 @@ type Spec struct {
 	// It is closed by the exec: a reader sees end of file with no data once
 	// the command runs confined, so a command cannot pass for the launcher.
 	StatusFD int
+	// Limits are resource limits (zero fields: not set).
+	Limits Limits
+	// CgroupFDs are inherited descriptors of cgroup.procs files the
+	// launcher joins (by writing "0") before anything else; they are closed
+	// by the exec.
+	CgroupFDs []int
+}
+
+// Limits are the resource limits the launcher sets with setrlimit; a zero
+// field is left as inherited.
+type Limits struct {
+	// Processes is RLIMIT_NPROC: processes (and threads) of the real user
+	// id, not enforced for root.
+	Processes uint64
+	// AddressSpace is RLIMIT_AS in bytes, per process.
+	AddressSpace uint64
+	// FileSize is RLIMIT_FSIZE in bytes: the largest file a process may
+	// write.
+	FileSize uint64
+	// CPUSeconds is RLIMIT_CPU, per process: SIGXCPU at the limit and
+	// SIGKILL one second later.
+	CPUSeconds uint64
 }
 
 // Args are the arguments after the executable that launch argv under s:
@@ -118,6 +140,17 @@ func (s Spec) Args(argv ...string) []string {
 	}
 	if s.StatusFD > 0 {
 		args = append(args, "--status-fd", strconv.Itoa(s.StatusFD))
+	}
+	for _, fd := range s.CgroupFDs {
+		args = append(args, "--cgroup-fd", strconv.Itoa(fd))
+	}
+	for _, l := range []struct {
+		flag string
+		v    uint64
+	}{{"--nproc", s.Limits.Processes}, {"--as", s.Limits.AddressSpace}, {"--fsize", s.Limits.FileSize}, {"--cpu", s.Limits.CPUSeconds}} {
+		if l.v > 0 {
+			args = append(args, l.flag, strconv.FormatUint(l.v, 10))
+		}
 	}
 	args = append(args, "--")
 	return append(args, argv...)
@@ -147,7 +180,7 @@ func Main(args []string, stderr io.Writer) int {
 	runtime.LockOSThread()
 	spec, argv, err := parse(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s%v\nusage: %s [--rw path]… [--ro path]… [--net] [--no-landlock] [--status-fd n] -- command [arg…]\n", FailurePrefix, err, Subcommand)
+		fmt.Fprintf(stderr, "%s%v\nusage: %s [--rw path]… [--ro path]… [--net] [--no-landlock] [--status-fd n] [--cgroup-fd n]… [--nproc n] [--as bytes] [--fsize bytes] [--cpu seconds] -- command [arg…]\n", FailurePrefix, err, Subcommand)
 		return 2
 	}
 	out := stderr
@@ -156,6 +189,12 @@ func Main(args []string, stderr io.Writer) int {
 			return fail(stderr, fmt.Errorf("status descriptor %d: %w", spec.StatusFD, err))
 		}
 		out = fdWriter(spec.StatusFD)
+	}
+	// Join the cgroups first, so that everything below is accounted there.
+	for _, fd := range spec.CgroupFDs {
+		if err := joinCgroup(fd); err != nil {
+			return fail(out, err)
+		}
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -169,8 +208,54 @@ func Main(args []string, stderr io.Writer) int {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(out, fmt.Errorf("set no_new_privs: %w", err))
 	}
+	// Last, so that the launcher's own work above cannot hit them.
+	if err := setLimits(spec.Limits); err != nil {
+		return fail(out, err)
+	}
 	err = syscall.Exec(path, argv, os.Environ())
 	return fail(out, fmt.Errorf("exec %s: %w", path, err))
+}
+
+// joinCgroup moves this process into the cgroup whose cgroup.procs file is
+// open as fd, then closes fd.
+func joinCgroup(fd int) error {
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte("0")); err != nil {
+		return fmt.Errorf("join cgroup (descriptor %d): %w", fd, err)
+	}
+	return nil
+}
+
+// setLimits sets the non-zero limits, soft and hard alike (the CPU hard
+// limit one second above, so that SIGXCPU comes first).
+func setLimits(l Limits) error {
+	for _, r := range []struct {
+		name     string
+		resource int
+		v        uint64
+	}{
+		{"RLIMIT_NPROC", unix.RLIMIT_NPROC, l.Processes},
+		{"RLIMIT_AS", unix.RLIMIT_AS, l.AddressSpace},
+		{"RLIMIT_FSIZE", unix.RLIMIT_FSIZE, l.FileSize},
+		{"RLIMIT_CPU", unix.RLIMIT_CPU, l.CPUSeconds},
+	} {
+		if r.v == 0 {
+			continue
+		}
+		lim := unix.Rlimit{Cur: r.v, Max: r.v}
+		if r.resource == unix.RLIMIT_CPU {
+			lim.Max = r.v + 1
+		}
+		// Never raise an inherited limit (an unprivileged process could not).
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(r.resource, &cur); err == nil {
+			lim.Cur, lim.Max = min(lim.Cur, cur.Cur), min(lim.Max, cur.Max)
+		}
+		if err := unix.Setrlimit(r.resource, &lim); err != nil {
+			return fmt.Errorf("set %s to %d: %w", r.name, r.v, err)
+		}
+	}
+	return nil
 }
 
 func fail(w io.Writer, err error) int {
@@ -206,6 +291,13 @@ func parse(args []string) (Spec, []string, error) {
 	network := fs.Bool("net", false, "leave the network unrestricted")
 	noLandlock := fs.Bool("no-landlock", false, "only set no_new_privs")
 	statusFD := fs.Int("status-fd", 0, "descriptor for the failure message")
+	var cgroupFDs fdList
+	fs.Var(&cgroupFDs, "cgroup-fd", "cgroup.procs descriptor to join (repeatable)")
+	var lim Limits
+	fs.Uint64Var(&lim.Processes, "nproc", 0, "RLIMIT_NPROC")
+	fs.Uint64Var(&lim.AddressSpace, "as", 0, "RLIMIT_AS in bytes")
+	fs.Uint64Var(&lim.FileSize, "fsize", 0, "RLIMIT_FSIZE in bytes")
+	fs.Uint64Var(&lim.CPUSeconds, "cpu", 0, "RLIMIT_CPU in seconds")
 	if err := fs.Parse(args); err != nil {
 		return Spec{}, nil, err
 	}
@@ -220,7 +312,22 @@ func parse(args []string) (Spec, []string, error) {
 	if *statusFD < 0 || *statusFD == 1 || *statusFD == 2 {
 		return Spec{}, nil, fmt.Errorf("status descriptor %d: want 3 or more", *statusFD)
 	}
-	return Spec{ReadWrite: rw, ReadOnly: ro, Network: *network, Landlock: !*noLandlock, StatusFD: *statusFD}, fs.Args(), nil
+	return Spec{ReadWrite: rw, ReadOnly: ro, Network: *network, Landlock: !*noLandlock, StatusFD: *statusFD,
+		Limits: lim, CgroupFDs: cgroupFDs}, fs.Args(), nil
+}
+
+// fdList is a repeatable descriptor flag (3 or more).
+type fdList []int
+
+func (f *fdList) String() string { return fmt.Sprint(*f) }
+
+func (f *fdList) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 3 {
+		return fmt.Errorf("descriptor %q: want 3 or more", v)
+	}
+	*f = append(*f, n)
+	return nil
 }
 
 // System paths readable by every command; missing ones are skipped.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -54,6 +55,11 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 		{name: "status descriptor", spec: Spec{Landlock: true, StatusFD: 3},
 			argv: []string{"true"},
 			want: []string{Subcommand, "--status-fd", "3", "--", "true"}},
+		{name: "limits and cgroups", spec: Spec{Landlock: true, CgroupFDs: []int{4, 5},
+			Limits: Limits{Processes: 256, AddressSpace: 1 << 30, FileSize: 1 << 20, CPUSeconds: 60}},
+			argv: []string{"true"},
+			want: []string{Subcommand, "--cgroup-fd", "4", "--cgroup-fd", "5", "--nproc", "256", "--as", "1073741824",
+				"--fsize", "1048576", "--cpu", "60", "--", "true"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,7 +72,8 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 				t.Fatalf("parse: %v", err)
 			}
 			if !slices.Equal(argv, tc.argv) || !slices.Equal(spec.ReadWrite, tc.spec.ReadWrite) ||
-				!slices.Equal(spec.ReadOnly, tc.spec.ReadOnly) || spec.Network != tc.spec.Network || spec.Landlock != tc.spec.Landlock {
+				!slices.Equal(spec.ReadOnly, tc.spec.ReadOnly) || spec.Network != tc.spec.Network || spec.Landlock != tc.spec.Landlock ||
+				spec.Limits != tc.spec.Limits || !slices.Equal(spec.CgroupFDs, tc.spec.CgroupFDs) {
 				t.Fatalf("parse = %+v %q; want %+v %q", spec, argv, tc.spec, tc.argv)
 			}
 		})
@@ -346,5 +353,37 @@ func BenchmarkLaunch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLaunchLimits checks that the command inherits the resource limits
+// and that the CPU hard limit is a second above the soft one.
+func TestLaunchLimits(t *testing.T) {
+	ws := t.TempDir()
+	spec := Spec{ReadWrite: []string{ws}, Limits: Limits{Processes: 77, AddressSpace: 512 << 20, FileSize: 1 << 20, CPUSeconds: 9}}
+	out, code := launch(t, spec, ws, nil, "/bin/sh", "-c", "cat /proc/self/limits")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	for _, want := range []string{
+		`Max processes\s+77\s+77\s`,
+		`Max address space\s+536870912\s+536870912\s`,
+		`Max file size\s+1048576\s+1048576\s`,
+		`Max cpu time\s+9\s+10\s`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("limits lack %s:\n%s", want, out)
+		}
+	}
+	// A write beyond the file size limit stops the writer.
+	out, code = launch(t, spec, ws, nil, "/bin/sh", "-c", "exec head -c 2000000 /dev/zero > big")
+	if info, err := os.Stat(filepath.Join(ws, "big")); err != nil || info.Size() != 1<<20 || code == 0 {
+		t.Fatalf("exit %d (%s), big %v; want the write stopped at 1 MiB", code, out, err)
+	}
+}
+
+func TestBadDescriptorRefused(t *testing.T) {
+	if _, _, err := parse([]string{"--cgroup-fd", "2", "--", "true"}); err == nil {
+		t.Fatal("parse accepted descriptor 2 for a cgroup")
 	}
 }

@@ -57,6 +57,9 @@ type ShellConfig struct {
 	MaxTimeout time.Duration
 	// MaxOutput is how many bytes of merged output are kept (default 32 KiB).
 	MaxOutput int
+	// Limits bound each command's processes, memory, file size and CPU
+	// time (zero fields: unlimited).
+	Limits shell.Limits
 }
 
 // FetchConfig configures fetch_url.
@@ -116,6 +119,7 @@ func New(cfg Config, logger *slog.Logger) (*Tools, error) {
 		DefaultTimeout: cfg.Shell.DefaultTimeout,
 		MaxTimeout:     cfg.Shell.MaxTimeout,
 		MaxOutput:      cfg.Shell.MaxOutput,
+		Limits:         cfg.Shell.Limits,
 	}, logger.With("tool", "execute_shell"))
 	if err != nil {
 		return nil, fmt.Errorf("execute_shell: %w", err)
@@ -263,6 +267,6 @@ const fetchURLDescription = `Fetch a web page (http or https) and return its mai
 const searchWebDescription = `Search the web. Returns {"engine","results":[{"title","url","snippet"}]}; use fetch_url to read a result. If the search engine is blocking requests the call fails with an error saying so; try again later.`
 
 func (t *Tools) shellDescription() string {
-	d := `Run a command with /bin/sh -c in the workspace (or workdir, relative to it). Returns {"exit_code","output","timed_out","sandbox","note"}: output is stdout and stderr merged, with the middle cut when long; exit_code is -1 when the command was killed. The command is killed after timeout_seconds (default 60). Use it for builds, tests, git, searching files (grep, find) and running scripts; use read_file, write_file and apply_patch to view and edit files.`
+	d := `Run a command with /bin/sh -c in the workspace (or workdir, relative to it). Returns {"exit_code","output","timed_out","sandbox","limits","limit_hit","note"}: output is stdout and stderr merged, with the middle cut when long; exit_code is -1 when the command was killed; limits are the resource limits of each command and limit_hit names those it reached (processes, memory, file_size, cpu_seconds). The command is killed after timeout_seconds (default 60). Use it for builds, tests, git, searching files (grep, find) and running scripts; use read_file, write_file and apply_patch to view and edit files.`
 	return d + " " + t.shell.Describe()
 }

@@ -157,7 +157,7 @@ func TestCallThroughToolInterface(t *testing.T) {
 		{name: "read", tool: NameReadFile, args: `{"path":"notes/todo.txt"}`,
 			want: `{"path":"notes/todo.txt","content":"     1\tbuy oat milk\n","start_line":1,"end_line":1,"total_lines":1}`},
 		{name: "shell", tool: NameExecuteShell, args: `{"command":"cat todo.txt","workdir":"notes"}`,
-			want: `{"exit_code":0,"output":"buy oat milk\n","timed_out":false,"sandbox":"none","note":"WARNING: no sandbox is active (disabled by configuration (shell.sandbox: off)): the command ran directly on the host with this user's full permissions, network access and files outside the workspace"}`},
+			want: `{"exit_code":0,"output":"buy oat milk\n","timed_out":false,"sandbox":"none","limits":"none","note":"WARNING: no sandbox is active (disabled by configuration (shell.sandbox: off)): the command ran directly on the host with this user's full permissions, network access and files outside the workspace"}`},
 		{name: "fetch", tool: NameFetchURL, args: `{"url":"` + page.URL + `"}`,
 			want: `{"url":"` + page.URL + `","status":200,"content_type":"text/plain","content":"hello from the page"}`},
 		{name: "search", tool: NameSearchWeb, args: `{"query":"reverie"}`,

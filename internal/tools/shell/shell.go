@@ -15,6 +15,14 @@
 // "landlock" or "none") and its note says what is missing and why. New tests
 // each layer once (a command run through it) before using it.
 //
+// Config.Limits bound each command (limits.go): processes and memory by a
+// cgroup of its own when Reverie can create one (cgroup v2 under a
+// delegated parent, or cgroup v1 hierarchies as root), else by resource
+// limits the launcher sets; file size and CPU time always by resource
+// limits. Result.Limits says which are in force and how, Result.LimitHit
+// which the command reached. The cgroup is emptied (SIGKILL) and removed
+// when the command ends, so nothing it started outlives it.
+//
 // Each Run owns its child process: the process group (and, with bubblewrap,
 // the whole PID namespace) is killed on timeout or cancellation before Run
 // returns. A Shell is safe for concurrent use.
@@ -30,6 +38,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -76,11 +85,18 @@ type Config struct {
 	MaxOutput      int           // bytes of merged stdout+stderr kept; default 32 KiB
 	// Bwrap is the bubblewrap binary; "" looks "bwrap" up on PATH.
 	Bwrap string
+	// Limits bound each command's processes, memory, file size and CPU
+	// time (zero fields: unlimited; DefaultLimits are the configuration's
+	// defaults). They need the sandbox launcher: with Mode off, or when the
+	// launcher does not work, no limit applies and results say so.
+	Limits Limits
 
 	// launcher replaces os.Executable as the program serving
 	// sandbox.Subcommand, and landlockABI the kernel probe (tests).
 	launcher    string
 	landlockABI func() (int, error)
+	// noCgroup makes the limits use resource limits only (tests).
+	noCgroup bool
 }
 
 // Defaults for zero Config fields.
@@ -104,6 +120,7 @@ type Shell struct {
 	reason   string // why bubblewrap is not used
 	llReason string // why Landlock is not used
 	note     string // what every result says about the layers ("" with both)
+	limits   limitPlan
 	logger   *slog.Logger
 }
 
@@ -140,9 +157,13 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 		cfg.landlockABI = sandbox.ABI
 	}
 	s := &Shell{cfg: cfg, logger: logger}
+	if cfg.Limits.Processes < 0 || cfg.Limits.Memory < 0 || cfg.Limits.FileSize < 0 || cfg.Limits.CPUSeconds < 0 {
+		return nil, fmt.Errorf("shell: limits must not be negative: %+v", cfg.Limits)
+	}
 	if cfg.Mode == ModeOff {
 		s.reason = "disabled by configuration (shell.sandbox: off)"
-		s.note = s.noneWarning()
+		s.limits = planLimits(cfg.Limits, false, false, true)
+		s.note = joinNotes(s.noneWarning(), s.limits.missing)
 		logger.Warn("shell sandbox disabled by configuration: commands run directly on the host")
 		return s, nil
 	}
@@ -168,7 +189,12 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 		s.note = "sandbox: landlock only (bubblewrap unavailable: " + s.reason + "): " + s.landlockLimits()
 		logger.Warn("shell sandbox: landlock only", "bubblewrap", s.reason, "landlock_abi", s.abi)
 	}
-	logger.Info("shell sandbox", "layers", s.Sandbox(), "status", s.Status())
+	s.limits = planLimits(cfg.Limits, s.launcher != "", s.bwrap != "", cfg.noCgroup)
+	if s.limits.missing != "" {
+		s.note = joinNotes(s.note, s.limits.missing)
+		logger.Warn("shell resource limits incomplete", "missing", s.limits.missing)
+	}
+	logger.Info("shell sandbox", "layers", s.Sandbox(), "status", s.Status(), "limits", s.limits.desc)
 	return s, nil
 }
 
@@ -287,6 +313,15 @@ func (s *Shell) selfTest(ctx context.Context, exe string, landlock bool) error {
 	return nil
 }
 
+func joinNotes(notes ...string) string {
+	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
+}
+
+// Limits describes the resource limits in force, e.g. "processes 256
+// (cgroup), memory 1 GiB (cgroup), file size 256 MiB, cpu 60s per
+// process", or "none".
+func (s *Shell) Limits() string { return s.limits.desc }
+
 // Sandbox names the active layers: SandboxBoth, SandboxBubblewrap,
 // SandboxLandlock or SandboxNone.
 func (s *Shell) Sandbox() string {
@@ -314,6 +349,10 @@ func (s *Shell) Status() string {
 	if s.NetworkEnabled() {
 		net = "network on"
 	}
+	return s.layerStatus(net) + "; limits: " + s.limits.desc
+}
+
+func (s *Shell) layerStatus(net string) string {
 	switch s.Sandbox() {
 	case SandboxBoth:
 		return fmt.Sprintf("bubblewrap+landlock (%s, landlock ABI %d, %s)", s.bwrap, s.abi, net)
@@ -339,9 +378,14 @@ func (s *Shell) Describe() string {
 		d = `Commands run in a sandbox: only the workspace and a private temporary directory ($TMPDIR, not /tmp) are writable, system directories are read-only, other files (outside the workspace) cannot be read, HOME is the workspace`
 	}
 	if s.NetworkEnabled() {
-		return d + `, and the network is available.`
+		d += `, and the network is available.`
+	} else {
+		d += `, and there is no network access (use fetch_url and search_web instead).`
 	}
-	return d + `, and there is no network access (use fetch_url and search_web instead).`
+	if s.limits.desc != "none" {
+		d += " Limits per command: " + s.limits.desc + "."
+	}
+	return d
 }
 
 // landlockLimits says what Landlock alone does not isolate.
@@ -470,6 +514,8 @@ type launch struct {
 	launcher    string // "" starts /bin/sh directly
 	landlock    bool
 	selfTest    bool // /tmp is left out of the writable paths (Landlock must refuse it)
+	limits      sandbox.Limits
+	cg          *cgroupRun // nil without cgroups
 }
 
 // statusFD is the launcher's status pipe in the child (exec.Cmd's first
@@ -482,7 +528,12 @@ const statusFD = 3
 func (s *Shell) command(ctx context.Context, l launch, script string) *exec.Cmd {
 	argv := []string{"/bin/sh", "-c", script}
 	if l.launcher != "" {
-		spec := sandbox.Spec{ReadWrite: []string{l.ws}, Network: s.cfg.Network, Landlock: l.landlock, StatusFD: statusFD}
+		spec := sandbox.Spec{ReadWrite: []string{l.ws}, Network: s.cfg.Network, Landlock: l.landlock, StatusFD: statusFD, Limits: l.limits}
+		if l.cg != nil {
+			for i := range l.cg.procs {
+				spec.CgroupFDs = append(spec.CgroupFDs, statusFD+1+i)
+			}
+		}
 		exe := l.launcher
 		switch {
 		case s.bwrap != "":
@@ -498,13 +549,25 @@ func (s *Shell) command(ctx context.Context, l launch, script string) *exec.Cmd 
 		}
 		argv = append([]string{exe}, spec.Args(argv...)...)
 	}
+	var cmd *exec.Cmd
 	if s.bwrap != "" {
 		args := append(bwrapArgs(l.ws, l.workdir, s.cfg.Network, l.launcher), argv...)
-		return exec.CommandContext(ctx, s.bwrap, args...)
+		cmd = exec.CommandContext(ctx, s.bwrap, args...)
+	} else {
+		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = l.workdir
+		cmd.Env = hostEnv(l.ws, l.tmp)
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = l.workdir
-	cmd.Env = hostEnv(l.ws, l.tmp)
+	// Own process group: the timeout kills the shell and everything it
+	// started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if l.cg != nil {
+		// runLaunched puts the status pipe first (statusFD).
+		cmd.ExtraFiles = append(cmd.ExtraFiles, l.cg.procs...)
+		if l.cg.v2fd != nil {
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(l.cg.v2fd.Fd())
+		}
+	}
 	return cmd
 }
 
@@ -525,8 +588,17 @@ type Result struct {
 	// Sandbox names the active layers: "bubblewrap+landlock",
 	// "bubblewrap", "landlock" or "none".
 	Sandbox string `json:"sandbox"`
-	// Note explains anything unusual: a missing sandbox layer, a clamped
-	// timeout.
+	// Limits are the resource limits in force (Shell.Limits).
+	Limits string `json:"limits"`
+	// LimitHit names the limits the command reached ("processes",
+	// "memory", "file_size", "cpu_seconds"), as far as they can be told:
+	// the cgroups' counters (a fork refused, a process killed for memory),
+	// a process killed by SIGXFSZ or SIGXCPU. Reaching RLIMIT_NPROC or
+	// RLIMIT_AS only makes a fork or an allocation fail, which the command
+	// reports in its output.
+	LimitHit []string `json:"limit_hit,omitempty"`
+	// Note explains anything unusual: a missing sandbox layer or limit, a
+	// clamped timeout.
 	Note string `json:"note,omitempty"`
 }
 
@@ -570,7 +642,24 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 		}
 		workdir = ws.Abs(rel)
 	}
-	l := launch{ws: ws.Dir(), workdir: workdir, launcher: s.launcher, landlock: s.abi > 0}
+	l := launch{ws: ws.Dir(), workdir: workdir, launcher: s.launcher, landlock: s.abi > 0, limits: s.limits.rlimits}
+	if l.launcher != "" && l.limits.Processes > 0 && s.bwrap == "" {
+		// Without a user namespace RLIMIT_NPROC counts every process of
+		// the user: allow the limit on top of those running now.
+		l.limits.Processes += uint64(userTasks(os.Getuid()))
+	}
+	if s.limits.cg != nil {
+		cg, err := s.limits.cg.start()
+		if err != nil {
+			return Result{}, fmt.Errorf("resource limits: %w", err)
+		}
+		defer func() {
+			if err := cg.close(); err != nil {
+				s.logger.Warn("remove a command's cgroup", "error", err)
+			}
+		}()
+		l.cg = cg
+	}
 	if s.bwrap == "" && s.abi > 0 {
 		// Landlock alone leaves /tmp unwritable: the command gets its own
 		// temporary directory, removed when it ends.
@@ -595,7 +684,6 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 	out := newCapped(s.cfg.MaxOutput)
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
 			return nil
@@ -613,12 +701,16 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 	} else {
 		err = cmd.Run()
 	}
-	res := Result{ExitCode: 0, Sandbox: s.Sandbox()}
+	res := Result{ExitCode: 0, Sandbox: s.Sandbox(), Limits: s.limits.desc}
 	var exitErr *exec.ExitError
+	var signaled syscall.Signal
 	switch {
 	case err == nil:
 	case errors.As(err, &exitErr):
 		res.ExitCode = exitErr.ExitCode()
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			signaled = ws.Signal()
+		}
 	case errors.Is(err, exec.ErrWaitDelay):
 		// The command ended but something it started kept the output open.
 		notes = append(notes, "a background process kept the output open and was cut off")
@@ -635,13 +727,24 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 		return Result{}, fmt.Errorf("command not run: %s", failure)
 	}
 	res.Output = out.String()
+	if l.launcher != "" {
+		if l.cg != nil {
+			// Kill what is left now: the counters are final afterwards.
+			l.cg.kill()
+			res.LimitHit = l.cg.hits()
+		}
+		res.LimitHit = append(res.LimitHit, signalHits(s.cfg.Limits, res.ExitCode, signaled, res.Output)...)
+		for _, h := range res.LimitHit {
+			notes = append(notes, "the command reached its "+limitName(h)+" limit")
+		}
+	}
 	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
 		res.TimedOut = true
 		res.ExitCode = -1
 		notes = append(notes, fmt.Sprintf("the command was killed after %s", timeout))
 	}
 	res.Note = strings.Join(notes, "; ")
-	s.logger.Debug("shell command finished", "exit_code", res.ExitCode, "timed_out", res.TimedOut,
+	s.logger.Debug("shell command finished", "exit_code", res.ExitCode, "timed_out", res.TimedOut, "limit_hit", res.LimitHit,
 		"sandbox", res.Sandbox, "duration", time.Since(start), "output_bytes", out.total)
 	return res, nil
 }
@@ -657,7 +760,7 @@ func runLaunched(cmd *exec.Cmd) (string, error) {
 		return "", fmt.Errorf("launcher status pipe: %w", err)
 	}
 	defer r.Close()
-	cmd.ExtraFiles = []*os.File{w}
+	cmd.ExtraFiles = append([]*os.File{w}, cmd.ExtraFiles...)
 	err = cmd.Start()
 	w.Close()
 	if err == nil {

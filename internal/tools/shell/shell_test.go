@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,6 +75,7 @@ func setups(t testing.TB, network bool) []setup {
 	out := []setup{{name: "off", cfg: Config{Mode: ModeOff}, want: SandboxNone, wantNote: "no sandbox is active"}}
 	_, bwErr := probe(t.Context(), "")
 	_, llErr := sandbox.ABI()
+	requireLayers(t, bwErr, llErr)
 	if bwErr != nil {
 		t.Logf("bubblewrap unavailable (%v): its configurations are not tested", bwErr)
 	} else {
@@ -90,6 +92,31 @@ func setups(t testing.TB, network bool) []setup {
 		out = append(out, setup{name: "bubblewrap+landlock", cfg: Config{Mode: ModeRequired, Network: network}, want: SandboxBoth})
 	}
 	return out
+}
+
+// inCI reports whether the tests run in CI (CI=true), where every sandbox
+// layer CI installs must work.
+func inCI() bool { return os.Getenv("CI") == "true" }
+
+// requireLayers fails the test in CI when bubblewrap (which .ci/run
+// installs) does not work, or when the kernel has Landlock but reports it
+// unusable; elsewhere a missing layer is logged and its configurations are
+// skipped. (A layer that is detected but broken fails everywhere: its setup
+// then reports fewer layers than it wants.)
+func requireLayers(t testing.TB, bwErr, llErr error) {
+	t.Helper()
+	if !inCI() {
+		return
+	}
+	if bwErr != nil {
+		t.Fatalf("CI=true but bubblewrap does not work (.ci/run installs it): %v", bwErr)
+	}
+	if llErr != nil && !errors.Is(llErr, syscall.ENOSYS) && !errors.Is(llErr, syscall.EOPNOTSUPP) {
+		t.Fatalf("CI=true and Landlock is unusable for an unexpected reason: %v", llErr)
+	}
+	if llErr != nil {
+		t.Logf("CI: this kernel has no Landlock (%v): only bubblewrap is tested", llErr)
+	}
 }
 
 // sandboxedSetups are setups without "off".

@@ -1,0 +1,237 @@
+package shell
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// limitSetups are the sandboxed setups of this machine, each with the
+// limits enforced by cgroups where they work and by resource limits alone.
+func limitSetups(t *testing.T, l Limits) []setup {
+	t.Helper()
+	var out []setup
+	for _, su := range sandboxedSetups(t, false) {
+		cg := su
+		cg.name += "/cgroups"
+		cg.cfg.Limits = l
+		rl := su
+		rl.name += "/rlimits"
+		rl.cfg.Limits, rl.cfg.noCgroup = l, true
+		out = append(out, cg, rl)
+	}
+	return out
+}
+
+// leftoverCgroups lists the cgroups this test process created and did not
+// remove.
+func leftoverCgroups(t *testing.T) []string {
+	t.Helper()
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range mounts {
+		matches, _ := filepath.Glob(filepath.Join(m, "*", fmt.Sprintf("reverie-shell-%d-*", os.Getpid())))
+		more, _ := filepath.Glob(filepath.Join(m, "*", "*", fmt.Sprintf("reverie-shell-%d-*", os.Getpid())))
+		top, _ := filepath.Glob(filepath.Join(m, fmt.Sprintf("reverie-shell-%d-*", os.Getpid())))
+		out = append(append(append(out, matches...), more...), top...)
+	}
+	return out
+}
+
+// hostCanFork runs a process on the host: the limits bound the sandbox,
+// not Reverie.
+func hostCanFork(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command("/bin/sh", "-c", "echo host-ok").CombinedOutput(); err != nil || string(out) != "host-ok\n" {
+		t.Fatalf("the host cannot start a process after the command: %v %q", err, out)
+	}
+}
+
+// TestLimitsStopRunaways runs a fork bomb, a memory hog, a big write and a
+// busy loop in every sandbox setup and checks that the limits stop each,
+// that the result names the limit when it can be told, that nothing of the
+// command is left and that the host still starts processes.
+func TestLimitsStopRunaways(t *testing.T) {
+	lim := Limits{Processes: 48, Memory: 96 << 20, FileSize: 4 << 20, CPUSeconds: 1}
+	for _, su := range limitSetups(t, lim) {
+		t.Run(su.name, func(t *testing.T) {
+			cfg := su.cfg
+			cfg.DefaultTimeout = 60 * time.Second
+			s := newShell(t, cfg)
+			t.Logf("Status() = %s", s.Status())
+			if s.Sandbox() != su.want {
+				t.Fatalf("Sandbox() = %q; want %q", s.Sandbox(), su.want)
+			}
+			cgroups := s.limits.cg != nil
+			if cfg.noCgroup && cgroups {
+				t.Fatal("cgroups used although disabled")
+			}
+			for _, w := range []string{"file size 4 MiB", "cpu 1s per process"} {
+				if !strings.Contains(s.Limits(), w) {
+					t.Fatalf("Limits() = %q; want %q in it", s.Limits(), w)
+				}
+			}
+
+			t.Run("fork bomb", func(t *testing.T) {
+				if !strings.Contains(s.Limits(), "processes 48") {
+					if !strings.Contains(s.note, "processes not limited") {
+						t.Fatalf("processes neither limited (%q) nor reported missing (%q)", s.Limits(), s.note)
+					}
+					t.Skipf("no process limit here (%s): a fork bomb would exhaust the host", s.note)
+				}
+				res, err := s.Run(t.Context(), Args{Command: `bomb() { bomb | bomb & }; bomb; wait`})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("exit %d, timed out %v, hit %v, output %.200q", res.ExitCode, res.TimedOut, res.LimitHit, res.Output)
+				if cgroups && !slices.Contains(res.LimitHit, LimitProcesses) {
+					t.Fatalf("LimitHit = %v; want processes (note %q)", res.LimitHit, res.Note)
+				}
+				if !cgroups && !strings.Contains(res.Output, "fork") {
+					t.Fatalf("output %.300q; want the refused forks reported", res.Output)
+				}
+				hostCanFork(t)
+			})
+
+			t.Run("memory hog", func(t *testing.T) {
+				// tail keeps a line without newline whole: it allocates until stopped.
+				res, err := s.Run(t.Context(), Args{Command: `head -c 2000000000 /dev/zero | tail; echo "tail exited $?"`})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("exit %d, hit %v, output %.200q", res.ExitCode, res.LimitHit, res.Output)
+				if res.TimedOut || strings.Contains(res.Output, "tail exited 0") {
+					t.Fatalf("the hog was not stopped: %+v", res)
+				}
+				if cgroups && s.limits.cg.has(ctrlMemory) {
+					if !slices.Contains(res.LimitHit, LimitMemory) || !strings.Contains(res.Note, "memory limit") {
+						t.Fatalf("LimitHit = %v, note %q; want memory", res.LimitHit, res.Note)
+					}
+				} else if !strings.Contains(res.Output, "memory exhausted") {
+					t.Fatalf("output %q; want tail's failed allocation", res.Output)
+				}
+				hostCanFork(t)
+			})
+
+			t.Run("big write", func(t *testing.T) {
+				res, err := s.Run(t.Context(), Args{Command: `dd if=/dev/zero of=big bs=1M count=64 2>/dev/null`})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Contains(res.LimitHit, LimitFileSize) || !strings.Contains(res.Note, "file size limit") {
+					t.Fatalf("LimitHit = %v, note %q, exit %d; want file_size", res.LimitHit, res.Note, res.ExitCode)
+				}
+				info, err := os.Stat(filepath.Join(s.cfg.Workspace.Dir(), "big"))
+				if err != nil || info.Size() != 4<<20 {
+					t.Fatalf("big: %v, %d bytes; want exactly the 4 MiB limit", err, info.Size())
+				}
+			})
+
+			t.Run("busy loop", func(t *testing.T) {
+				res, err := s.Run(t.Context(), Args{Command: `while :; do :; done`, TimeoutSeconds: 120})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.TimedOut || !slices.Contains(res.LimitHit, LimitCPU) {
+					t.Fatalf("timed out %v, LimitHit %v, exit %d; want cpu_seconds", res.TimedOut, res.LimitHit, res.ExitCode)
+				}
+			})
+
+			t.Run("within the limits", func(t *testing.T) {
+				res, err := s.Run(t.Context(), Args{Command: `echo fine; ulimit -f`})
+				if err != nil || res.ExitCode != 0 || res.LimitHit != nil || res.Limits != s.Limits() {
+					t.Fatalf("Run = %+v, %v; want a plain success naming the limits", res, err)
+				}
+				// ulimit -f is in 512-byte blocks (dash) or KiB (bash).
+				if f := strings.Fields(res.Output); len(f) != 2 || (f[1] != "8192" && f[1] != "4096") {
+					t.Fatalf("output %q; want the file size limit visible to the command", res.Output)
+				}
+			})
+			if left := leftoverCgroups(t); len(left) > 0 {
+				t.Fatalf("cgroups left behind: %v", left)
+			}
+		})
+	}
+}
+
+func TestPlanLimits(t *testing.T) {
+	all := Limits{Processes: 10, Memory: 1 << 30, FileSize: 256 << 20, CPUSeconds: 60}
+	root := os.Getuid() == 0
+	tests := []struct {
+		name        string
+		l           Limits
+		launcher    bool
+		bwrap       bool
+		wantDesc    string
+		wantMissing string
+	}{
+		{name: "nothing configured", launcher: true, bwrap: true, wantDesc: "none"},
+		{name: "no launcher", l: all, wantDesc: "none", wantMissing: "no resource limits (they need the sandbox launcher)"},
+		{name: "rlimits only", l: Limits{FileSize: 1 << 20, CPUSeconds: 5}, launcher: true, wantDesc: "file size 1 MiB, cpu 5s per process"},
+		{name: "memory as rlimit", l: Limits{Memory: 3000}, launcher: true, wantDesc: "memory 3000 bytes per process (rlimit)"},
+	}
+	if root {
+		tests = append(tests, struct {
+			name        string
+			l           Limits
+			launcher    bool
+			bwrap       bool
+			wantDesc    string
+			wantMissing string
+		}{name: "root without cgroups", l: all, launcher: true, bwrap: true,
+			wantDesc:    "memory 1 GiB per process (rlimit), file size 256 MiB, cpu 60s per process",
+			wantMissing: "processes not limited: running as root, where RLIMIT_NPROC does not apply, and no pids cgroup (cgroups disabled)"})
+	} else {
+		tests = append(tests, struct {
+			name        string
+			l           Limits
+			launcher    bool
+			bwrap       bool
+			wantDesc    string
+			wantMissing string
+		}{name: "user without cgroups", l: all, launcher: true, bwrap: true,
+			wantDesc: "processes 10 (rlimit), memory 1 GiB per process (rlimit), file size 256 MiB, cpu 60s per process"})
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := planLimits(tc.l, tc.launcher, tc.bwrap, true)
+			if p.desc != tc.wantDesc || p.missing != tc.wantMissing {
+				t.Fatalf("planLimits = %q, missing %q; want %q, missing %q", p.desc, p.missing, tc.wantDesc, tc.wantMissing)
+			}
+		})
+	}
+}
+
+func TestNegativeLimitsRefused(t *testing.T) {
+	ws := newShell(t, Config{Mode: ModeOff}).cfg.Workspace
+	if _, err := New(t.Context(), Config{Workspace: ws, Mode: ModeOff, Limits: Limits{Memory: -1}}, nil); err == nil {
+		t.Fatal("New accepted a negative memory limit")
+	}
+}
+
+func TestLimitsOffSaysSo(t *testing.T) {
+	s := newShell(t, Config{Mode: ModeOff, Limits: DefaultLimits()})
+	res, err := s.Run(t.Context(), Args{Command: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Limits != "none" || !strings.Contains(res.Note, "no resource limits") {
+		t.Fatalf("Result = %+v; want no limits, said in the note", res)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{1 << 30: "1 GiB", 256 << 20: "256 MiB", 3 << 10: "3 KiB", 1000: "1000 bytes", 1536 << 20: "1536 MiB"} {
+		if got := formatBytes(n); got != want {
+			t.Errorf("formatBytes(%d) = %q; want %q", n, got, want)
+		}
+	}
+}
