@@ -30,3 +30,42 @@ func CallFrom(ctx context.Context) (c Call, ok bool) {
 	c, ok = ctx.Value(callKey{}).(Call)
 	return c, ok
 }
+
+type positionKey struct{}
+
+// Position places one tool call in its turn. The tool loop puts it into the
+// context of every call it runs, so that a tool whose meaning depends on
+// the calls before it (spawn_sub_session's depends_on_previous) can resolve
+// "before" from the order the model issued the calls, not from the order
+// in which concurrent calls happen to run.
+type Position struct {
+	// ID is the model's id of the call.
+	ID string
+	// Round is the 1-based model round that issued the call; 0 for calls
+	// run outside a round (toolloop.RunCalls, resuming saved work).
+	Round int
+	// Index is the call's 0-based place among the calls of its round, in
+	// the order the model issued them.
+	Index int
+}
+
+// Before reports whether p was issued before q in the same turn: an
+// earlier round, or the same round and a lower index.
+func (p Position) Before(q Position) bool {
+	if p.Round != q.Round {
+		return p.Round < q.Round
+	}
+	return p.Index < q.Index
+}
+
+// WithPosition returns ctx carrying p.
+func WithPosition(ctx context.Context, p Position) context.Context {
+	return context.WithValue(ctx, positionKey{}, p)
+}
+
+// PositionFrom returns the Position in ctx; ok is false when the call was
+// not run by the tool loop.
+func PositionFrom(ctx context.Context) (p Position, ok bool) {
+	p, ok = ctx.Value(positionKey{}).(Position)
+	return p, ok
+}

@@ -29,6 +29,7 @@ type Option func(*options)
 type options struct {
 	enums      []enumOption
 	readOnly   bool
+	inOrder    bool
 	categories []string
 }
 
@@ -51,6 +52,15 @@ func WithEnum(path string, values ...string) Option {
 // may use it to offer the tool in restricted contexts; see IsReadOnly.
 func ReadOnly() Option {
 	return func(o *options) { o.readOnly = true }
+}
+
+// InOrder makes the calls of this tool within one model round run one
+// after another, in the order the model issued them, instead of
+// concurrently (calls of other tools still run alongside). Use it for tools
+// whose result depends on the calls issued before them in the same round
+// (spawn_sub_session's depends_on_previous). See RunsInOrder.
+func InOrder() Option {
+	return func(o *options) { o.inOrder = true }
 }
 
 // WithCategories tags the tool with categories such as "research",
@@ -77,6 +87,19 @@ type ReadOnlyReporter interface {
 func IsReadOnly(t Tool) bool {
 	r, ok := t.(ReadOnlyReporter)
 	return ok && r.ReadOnly()
+}
+
+// InOrderReporter is implemented by tools that say whether their calls of
+// one round must run in issue order (every tool built by New or NewRaw).
+type InOrderReporter interface {
+	InOrder() bool
+}
+
+// RunsInOrder reports whether t declared InOrder. Tools that do not say may
+// run concurrently.
+func RunsInOrder(t Tool) bool {
+	r, ok := t.(InOrderReporter)
+	return ok && r.InOrder()
 }
 
 // CategoriesOf returns the categories t declares, or nil.
@@ -136,6 +159,7 @@ func New[A any](name, description string, fn func(ctx context.Context, args A) (
 			schema:      raw,
 			resolved:    resolved,
 			readOnly:    o.readOnly,
+			inOrder:     o.inOrder,
 			categories:  slices.Clone(o.categories),
 		},
 		fn: fn,
@@ -149,6 +173,7 @@ type meta struct {
 	schema      json.RawMessage
 	resolved    *jsonschema.Resolved
 	readOnly    bool
+	inOrder     bool
 	categories  []string
 }
 
@@ -156,6 +181,7 @@ func (m *meta) Name() string            { return m.name }
 func (m *meta) Description() string     { return m.description }
 func (m *meta) Schema() json.RawMessage { return m.schema }
 func (m *meta) ReadOnly() bool          { return m.readOnly }
+func (m *meta) InOrder() bool           { return m.inOrder }
 func (m *meta) Categories() []string    { return slices.Clone(m.categories) }
 
 // ValidateArgs checks args against the compiled schema.

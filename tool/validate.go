@@ -71,6 +71,9 @@ func (c *checked) Categories() []string { return CategoriesOf(c.Tool) }
 // ReadOnly forwards to the wrapped tool.
 func (c *checked) ReadOnly() bool { return IsReadOnly(c.Tool) }
 
+// InOrder forwards to the wrapped tool.
+func (c *checked) InOrder() bool { return RunsInOrder(c.Tool) }
+
 // RawHandler handles the raw JSON arguments of a tool built with NewRaw.
 type RawHandler func(ctx context.Context, args json.RawMessage) (Result, error)
 
@@ -113,6 +116,7 @@ func NewRaw(name, description string, schema json.RawMessage, fn RawHandler, opt
 			schema:      compact.Bytes(),
 			resolved:    resolved,
 			readOnly:    o.readOnly,
+			inOrder:     o.inOrder,
 			categories:  o.categories,
 		},
 		fn: fn,

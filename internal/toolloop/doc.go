@@ -76,9 +76,21 @@
 //
 // Within a round, tool calls run concurrently on their own goroutines, at
 // most Options.Parallel at a time, each with its own timeout
-// (Options.CallTimeout) derived from ctx. Run waits for every call it
+// (Options.CallTimeout) derived from ctx. Calls start in the order the model
+// issued them. The calls of a tool declared tool.InOrder run one after
+// another: such a call (and the calls after it) starts only once the
+// round's earlier calls of the same tool have finished. Every handler finds
+// its call's place in the turn in its context (tool.PositionFrom: call id,
+// round, index in the round), so a tool can tell which calls were issued
+// before it whatever order concurrent calls run in.
+//
+// Durable calls. Options.BeforeCall runs on Run's goroutine just before a
+// validated call's handler starts, in issue order, with the normalised
+// arguments and whether the tool is read-only (tool.IsReadOnly); a caller
+// records the call there, and a failure to record it keeps the call from
+// running (it fails like any call). OnToolResult then reports it finished. Run waits for every call it
 // started before it returns: tools must honour their context. The callbacks
-// (OnToolCall, OnToolResult, OnMessage, OnRound) and Options.Stream are
+// (OnToolCall, BeforeCall, OnToolResult, OnMessage, OnRound) and Options.Stream are
 // invoked on the goroutine that called Run (or RunCalls), never
 // concurrently with each other; OnToolCall fires in the order the model
 // issued the calls, OnToolResult and OnMessage in completion order, and a

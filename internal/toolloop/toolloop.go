@@ -67,6 +67,14 @@ type Options struct {
 	// a caller resuming from what it saved runs those calls again (see
 	// RunCalls). Each round's OnMessage calls come before its OnRound call.
 	OnMessage func(llm.Message)
+	// BeforeCall, when set, is called just before a call's handler runs —
+	// after its arguments are checked, with Call.Arguments normalised as
+	// the tool receives them — on the goroutine that called Run, in the
+	// order the model issued the calls. A caller uses it to make the call
+	// durable before it can have side effects. When it returns an error the
+	// call does not run: it fails with that error (sent to the model like
+	// any failed call), and the loop goes on.
+	BeforeCall func(ctx context.Context, c Call) error
 }
 
 func (o Options) withDefaults() Options {
@@ -93,6 +101,12 @@ type Call struct {
 	Arguments json.RawMessage
 	// Round is the 1-based round that issued the call; 0 for RunCalls.
 	Round int
+	// Index is the call's 0-based place among the calls of its round (of
+	// RunCalls' calls), in the order the model issued them.
+	Index int
+	// ReadOnly is set when the tool declared itself free of side effects
+	// (tool.IsReadOnly); false for an unknown tool.
+	ReadOnly bool
 }
 
 // CallRecord is a finished tool call.
@@ -111,6 +125,8 @@ type CallRecord struct {
 	Duration time.Duration
 	// Round is the 1-based round that issued the call; 0 for RunCalls.
 	Round int
+	// Index is the call's place in its round (see Call.Index).
+	Index int
 	// Interrupted is set when ctx ended before the call started or while
 	// it ran and the call failed: its result only says that it was
 	// cancelled, so it is not reported to Options.OnMessage.
@@ -416,33 +432,47 @@ func withCallIDs(m llm.Message, round int) llm.Message {
 }
 
 // runCalls runs the round's calls, at most opts.Parallel at once, and appends
-// their results in issue order.
+// their results in issue order. Calls start in issue order; a call of a
+// tool that runs in order (tool.RunsInOrder) waits until the round's
+// earlier calls of the same tool have finished, and the calls after it wait
+// with it.
 func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 	n := len(calls)
 	records := make([]CallRecord, n)
+	finishedAt := make([]bool, n)
 	done := make(chan int, n)
 	var wg sync.WaitGroup
 	next, running, finished := 0, 0, 0
 	for finished < n {
-		if next < n && running < l.opts.Parallel {
+		if next < n && running < l.opts.Parallel && !l.mustWait(calls, next, finishedAt) {
 			i := next
 			next++
 			c := calls[i]
+			t := l.tools[c.Name]
+			call := Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Round: round, Index: i, ReadOnly: t != nil && tool.IsReadOnly(t)}
 			if l.opts.OnToolCall != nil {
-				l.opts.OnToolCall(Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Round: round})
+				l.opts.OnToolCall(call)
 			}
 			t, args, rec, ok := l.prepare(ctx, c)
+			if ok && l.opts.BeforeCall != nil {
+				call.Arguments = args
+				if err := l.opts.BeforeCall(ctx, call); err != nil {
+					rec, ok = l.failed(rec, fmt.Errorf("tool %q was not run: %w", c.Name, err)), false
+				}
+			}
 			if !ok {
-				rec.Round = round
+				rec.Round, rec.Index = round, i
 				records[i] = rec
+				finishedAt[i] = true
 				finished++
 				l.reportResult(rec)
 				continue
 			}
 			running++
+			pos := tool.Position{ID: c.ID, Round: round, Index: i}
 			wg.Go(func() {
-				r := execute(ctx, t, c, args, l.opts)
-				r.Round = round
+				r := execute(tool.WithPosition(ctx, pos), t, c, args, l.opts)
+				r.Round, r.Index = round, i
 				records[i] = r
 				done <- i
 			})
@@ -451,6 +481,7 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 		i := <-done
 		running--
 		finished++
+		finishedAt[i] = true
 		l.reportResult(records[i])
 	}
 	wg.Wait()
@@ -458,6 +489,22 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 		l.msgs = append(l.msgs, resultMessage(r))
 	}
 	l.res.Calls = append(l.res.Calls, records...)
+}
+
+// mustWait reports whether call i runs in order and an earlier call of the
+// same tool in its round has not finished yet (that call is then running,
+// so a result will arrive).
+func (l *loop) mustWait(calls []llm.ToolCall, i int, finished []bool) bool {
+	t := l.tools[calls[i].Name]
+	if t == nil || !tool.RunsInOrder(t) {
+		return false
+	}
+	for j := range i {
+		if !finished[j] && calls[j].Name == calls[i].Name {
+			return true
+		}
+	}
+	return false
 }
 
 // resultMessage is the tool message answering r's call.
