@@ -165,9 +165,18 @@ type Input struct {
 	// OnToolCall and OnToolResult report tool activity as it happens.
 	OnToolCall   func(toolloop.Call)
 	OnToolResult func(toolloop.CallRecord)
+	// BeforeToolCall, when set, is called just before each tool call runs
+	// (toolloop.Options.BeforeCall): the router records the call there, and
+	// an error keeps the call from running.
+	BeforeToolCall func(ctx context.Context, c toolloop.Call) error
 	// Saved, when set, is called once the message is stored, before any
-	// model call (the router then drops its durable copy).
+	// model call.
 	Saved func()
+	// Resume continues a turn a restart interrupted: the message is already
+	// stored (it is not stored again, and Saved is not called) and the turn
+	// answers from the stored history, which ends with the message or with
+	// the rounds the interrupted turn had stored.
+	Resume bool
 }
 
 // FollowUp is a system event the turn asks its caller to queue after it.
@@ -305,21 +314,26 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 	// read, and the prompt waits for them. Every return waits too.
 	blocks := a.startContextBlocks(ctx, in)
 	defer blocks()
-	sctx, cancel := a.saveContext(ctx)
-	_, err := a.o.Conversations.AppendFrom(sctx, in.Thread, src, llm.UserText(text))
-	cancel()
-	if err != nil {
-		err = fmt.Errorf("save message on %s: %w", in.Thread, err)
-		a.finish(ctx, in, start, Result{}, err)
-		return Result{Reply: "Your message could not be saved (" + describe(err) + "); please send it again."}, err
-	}
-	if in.Saved != nil {
-		in.Saved()
+	if !in.Resume {
+		sctx, cancel := a.saveContext(ctx)
+		_, err := a.o.Conversations.AppendFrom(sctx, in.Thread, src, llm.UserText(text))
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("save message on %s: %w: %w", in.Thread, ErrNotSaved, err)
+			a.finish(ctx, in, start, Result{}, err)
+			return Result{Reply: "Your message could not be saved (" + describe(err) + "); please send it again."}, err
+		}
+		if in.Saved != nil {
+			in.Saved()
+		}
 	}
 	res, err := a.run(ctx, in, blocks)
 	res.Duration = a.o.Now().Sub(start)
 	if err != nil {
 		res.Reply = ErrorReply(err)
+		if done := DescribeCalls(res.Calls); done != "" {
+			res.Reply += "\n\nBefore that, these tool calls ran (do not repeat what already succeeded):\n" + done
+		}
 	}
 	a.finish(ctx, in, start, res, err)
 	return res, err
@@ -390,17 +404,32 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Resu
 		Stream:         in.Stream,
 		OnToolCall:     in.OnToolCall,
 		OnToolResult:   in.OnToolResult,
-		OnRound: func(appended []llm.Message) {
-			sctx, cancel := a.saveContext(ctx)
-			defer cancel()
-			if _, err := a.o.Conversations.Append(sctx, in.Thread, appended...); err != nil {
-				a.log.Error("could not save the turn's messages", "thread", in.Thread, "messages", len(appended), "err", err)
-			}
-		},
+		BeforeCall:     in.BeforeToolCall,
 	}
-	callCtx := tool.WithCall(ctx, tool.Call{Thread: in.Thread, Agent: "main"})
+	// A round that cannot be stored stops the turn: its reply would be
+	// delivered without being in the history (a full disk), and the next
+	// rounds could not be stored either.
+	loopCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var saveErr error
+	opts.OnRound = func(appended []llm.Message) {
+		if saveErr != nil {
+			return
+		}
+		sctx, cancel := a.saveContext(ctx)
+		defer cancel()
+		if _, err := a.o.Conversations.Append(sctx, in.Thread, appended...); err != nil {
+			saveErr = fmt.Errorf("%w: %w", ErrNotSaved, err)
+			a.log.Error("could not save the turn's messages; stopping the turn", "thread", in.Thread, "messages", len(appended), "err", err)
+			stop(saveErr)
+		}
+	}
+	callCtx := tool.WithCall(loopCtx, tool.Call{Thread: in.Thread, Agent: "main"})
 	lr, err := toolloop.Run(callCtx, a.o.Models.Model(modelrouter.RoleMain), req, tools, opts)
 	res.Calls, res.Usage = lr.Calls, lr.Usage
+	if saveErr != nil {
+		return res, fmt.Errorf("answer on %s: %w", in.Thread, saveErr)
+	}
 	if err != nil {
 		return res, fmt.Errorf("answer on %s: %w", in.Thread, err)
 	}

@@ -9,7 +9,15 @@ import (
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/providers"
+	"github.com/reverie-ai/reverie/internal/toolloop"
 )
+
+// ErrNotSaved is wrapped by Turn's error when the message or the turn's
+// messages could not be stored (a full disk, for instance). A turn whose
+// messages cannot be stored stops, and its answer is not delivered as one:
+// the caller gets this error, so that nothing is shown that the history
+// does not have.
+var ErrNotSaved = errors.New("could not be saved")
 
 // ErrorReply is the text a user sees when a turn fails with err. Every text
 // says that the message is saved, because it is.
@@ -18,6 +26,9 @@ func ErrorReply(err error) string {
 	switch {
 	case errors.Is(err, modelrouter.ErrNoModel):
 		return modelrouter.NoModelMessage
+	case errors.Is(err, ErrNotSaved):
+		return "The answer could not be saved (" + cause + "), so it is not shown; your message is saved. Try again once the problem is fixed."
+
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "The answer was interrupted before it was finished (" + cause + "); your message is saved."
 	case errors.Is(err, providers.ErrAuth):
@@ -58,4 +69,44 @@ func describe(err error) string {
 		return "cancelled"
 	}
 	return prompt.MidTruncate(strings.TrimSpace(err.Error()), 200)
+}
+
+// Limits of DescribeCalls' lines.
+const (
+	describeArgsChars   = 160
+	describeResultChars = 160
+	describeMaxCalls    = 20
+)
+
+// DescribeCalls lists tool calls for the user, one line each — name, short
+// arguments and result — so that a turn that failed or was interrupted
+// after its tools ran still says what was done (and the user does not
+// repeat it). An Interrupted call is marked as stopped with its effect
+// unknown. It returns "" for no calls.
+func DescribeCalls(calls []toolloop.CallRecord) string {
+	var b strings.Builder
+	for i, c := range calls {
+		if i == describeMaxCalls {
+			fmt.Fprintf(&b, "- … and %d more\n", len(calls)-i)
+			break
+		}
+		b.WriteString("- ")
+		b.WriteString(c.Name)
+		if args := strings.TrimSpace(string(c.Arguments)); args != "" && args != "{}" {
+			b.WriteString(" ")
+			b.WriteString(prompt.MidTruncate(oneLine(args), describeArgsChars))
+		}
+		switch {
+		case c.Interrupted:
+			b.WriteString(" → stopped before it finished; its effect is unknown")
+		case c.IsError:
+			b.WriteString(" → failed: ")
+			b.WriteString(prompt.MidTruncate(oneLine(c.Result), describeResultChars))
+		default:
+			b.WriteString(" → ")
+			b.WriteString(prompt.MidTruncate(oneLine(c.Result), describeResultChars))
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -9,16 +9,36 @@
 //
 //   - Receive, Handle, EnqueueSystemEvent and Notify return once the item is
 //     accepted: written to the router's inbox table in SQLite. The inbox row
-//     is removed only after the item's turn has stored it in the conversation
-//     (or the command ran, or the notification was stored), so an item
-//     accepted before a crash or a shutdown is replayed, in order, when Run
-//     starts again. Nothing accepted is lost; an item whose turn stored it
-//     but had not yet removed its row when the process died could be
-//     replayed once more (at least once).
+//     stays until the item is handled — its turn has ended (reply stored, or
+//     failure reported), the command ran, the notification was stored — so
+//     an item accepted before a crash or a shutdown is handled, in order,
+//     when Run starts again. Nothing accepted is lost.
+//   - A turn leaves a durable trace while it runs (the turn journal): its
+//     inbox row is marked started, with the thread's last message id, before
+//     the item is stored in the conversation; every tool call is recorded
+//     with its arguments (and whether its tool is read-only, tool.ReadOnly)
+//     before it runs, and marked finished with its result after; a call
+//     that cannot be recorded does not run. At start-up, for each turn found
+//     started: if its item never reached the conversation, it runs afresh;
+//     if its reply is stored, only the row is removed; if every recorded
+//     call is read-only and the turn has been started fewer than
+//     MaxTurnStarts times, the turn carries on from the stored history
+//     (the message is not stored twice); otherwise a note saying the answer
+//     was interrupted by a restart, listing the calls and their results
+//     (or that a call did not finish and its effect is unknown), is stored
+//     and delivered to the thread's channel (InterruptedReply). So every
+//     accepted message ends answered or marked interrupted, never twice. A
+//     turn the router's own shutdown cancels after Options.Grace is kept
+//     the same way (nothing is delivered for it then).
 //   - Items of one thread are processed one at a time, in acceptance order:
 //     a notification never lands between a tool call and its result.
-//   - A reply is stored before it is delivered; a channel failure is logged
-//     and never loses the stored reply.
+//   - A reply is stored before it is delivered. A turn whose messages
+//     cannot be stored stops with an error wrapping agent.ErrNotSaved:
+//     Handle returns it and channels get an error message, never a reply
+//     the history does not have. A channel failure is logged and never
+//     loses the stored reply.
+//   - A turn that fails after tools ran says which (agent.DescribeCalls in
+//     its error text), so that nobody repeats what already succeeded.
 //
 // # Concurrency
 //

@@ -2,13 +2,16 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/agent"
+	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
 )
@@ -19,8 +22,17 @@ func (r *Router) process(ctx context.Context, j *job) outcome {
 	case jobNotify:
 		return r.processNotify(ctx, j)
 	case jobSystemEvent:
+		if j.started {
+			return r.processInterrupted(ctx, j)
+		}
 		return r.processEvent(ctx, j)
 	case jobMessage:
+		switch {
+		case j.started:
+			return r.processInterrupted(ctx, j)
+		case j.resume:
+			return r.processMessage(ctx, j)
+		}
 		if name, args, ok := parseCommand(j.text); ok {
 			return r.processCommand(ctx, j, name, args)
 		}
@@ -133,31 +145,146 @@ func (r *Router) seed(ctx context.Context, t chat.ThreadID, channel string, deli
 
 // turn runs in as a turn of j and delivers the reply when deliver is set:
 // streamed to a streaming channel (for user messages), else sent with kind.
+// The turn is journaled under j's inbox row (see journal.go): the row is
+// marked started, every tool call is recorded before it runs and marked
+// finished after, and the row goes when the turn has ended — unless the
+// router's shutdown cut the turn off, which leaves it for the next start.
 func (r *Router) turn(ctx context.Context, j *job, in agent.Input, deliver bool, kind chat.OutboundKind) (agent.Result, error) {
-	in.Saved = func() { r.forget(ctx, j) }
 	addr := chat.Address{Channel: j.channel, Thread: j.thread}
 	var ch extension.ChannelProvider
 	if deliver {
 		ch = r.channel(j.channel)
 	}
+	jl, err := r.beginTurn(ctx, j)
+	if err != nil {
+		// The item stays in the inbox, unmarked: it is answered after the
+		// next start.
+		r.log.Error("could not start a turn; the message stays queued for the next start", "thread", j.thread, "err", err)
+		res := agent.Result{Reply: "Your message is kept, but its answer could not be started (" + err.Error() + "); it will be answered after the assistant restarts."}
+		if ch != nil {
+			r.send(ctx, j.channel, chat.Outbound{Address: addr, Kind: chat.Error, Text: res.Reply})
+		}
+		return res, err
+	}
+	in.Resume = j.resume
+	in.BeforeToolCall = jl.callStarted
+	var s *stream
 	if sc, ok := ch.(extension.StreamingChannelProvider); ok && kind == chat.Reply {
-		if s := r.openStream(ctx, sc, addr); s != nil {
-			in.Stream, in.OnToolCall, in.OnToolResult = s.stream, s.toolCall, s.toolResult
-			res, err := r.o.Agent.Turn(ctx, in)
-			s.close(res.Reply, err)
-			r.handleFollowUps(ctx, res.FollowUps)
-			return res, err
+		s = r.openStream(ctx, sc, addr)
+	}
+	in.OnToolResult = func(rec toolloop.CallRecord) {
+		jl.callFinished(ctx, rec)
+		if s != nil {
+			s.toolResult(rec)
 		}
 	}
+	if s != nil {
+		in.Stream, in.OnToolCall = s.stream, s.toolCall
+	}
 	res, err := r.o.Agent.Turn(ctx, in)
+	kept := r.endTurn(ctx, j, err)
+	if s != nil {
+		s.close(res.Reply, err)
+	}
 	r.handleFollowUps(ctx, res.FollowUps)
-	if ch != nil && strings.TrimSpace(res.Reply) != "" {
+	if s == nil && !kept && ch != nil && strings.TrimSpace(res.Reply) != "" {
 		if err != nil {
 			kind = chat.Error
 		}
 		r.send(ctx, j.channel, chat.Outbound{Address: addr, Kind: kind, Text: res.Reply})
 	}
 	return res, err
+}
+
+// endTurn removes j's inbox row once its turn has ended, and reports
+// whether it kept it instead: when the router's shutdown cancelled the
+// turn, the row stays, and the next start resumes the turn or reports it
+// interrupted (see processInterrupted).
+func (r *Router) endTurn(ctx context.Context, j *job, err error) (kept bool) {
+	if err != nil && errors.Is(err, context.Canceled) && r.shuttingDown() {
+		r.log.Info("turn cut off by the shutdown; it is resumed or reported at the next start", "thread", j.thread)
+		return true
+	}
+	r.forget(ctx, j)
+	return false
+}
+
+// processInterrupted handles an item whose turn had started when the
+// process last stopped. If the item never reached the conversation it runs
+// afresh; if its reply is stored only the inbox row was left; if no tool
+// with side effects had run (every recorded call is read-only) and it has
+// been started fewer than MaxTurnStarts times, the turn carries on from the
+// stored history; otherwise it is answered with a stored and delivered note
+// saying that it was interrupted and what was done.
+func (r *Router) processInterrupted(ctx context.Context, j *job) outcome {
+	msgs, err := r.o.Threads.Messages(ctx, j.thread, conversation.MessageQuery{AfterID: j.afterID, IncludeArchived: true})
+	if err != nil {
+		r.log.Error("could not check an interrupted turn; it stays for the next start", "thread", j.thread, "err", err)
+		return outcome{err: fmt.Errorf("check the interrupted turn on %s: %w", j.thread, err)}
+	}
+	stored := slices.IndexFunc(msgs, func(m conversation.StoredMessage) bool { return m.Message.Role == llm.RoleUser })
+	j.started = false
+	if stored < 0 {
+		r.log.Info("a turn stopped before it stored its message; running it again", "thread", j.thread)
+		return r.process(ctx, j)
+	}
+	after := msgs[stored+1:]
+	if n := len(after); n > 0 && after[n-1].Message.Role == llm.RoleAssistant && len(after[n-1].Message.ToolCalls()) == 0 {
+		r.forget(ctx, j)
+		return outcome{res: agent.Result{Reply: after[n-1].Message.Text()}}
+	}
+	calls, err := r.turnCalls(ctx, j.id)
+	if err != nil {
+		r.log.Error("could not read an interrupted turn's tool calls; it stays for the next start", "thread", j.thread, "err", err)
+		return outcome{err: fmt.Errorf("check the interrupted turn on %s: %w", j.thread, err)}
+	}
+	if j.attempts < MaxTurnStarts && sideEffectFree(calls) {
+		r.log.Info("resuming a turn a restart interrupted", "thread", j.thread, "read_only_calls", len(calls), "starts", j.attempts)
+		j.resume = true
+		if j.kind == jobSystemEvent {
+			return r.processEvent(ctx, j)
+		}
+		return r.processMessage(ctx, j)
+	}
+	return r.reportInterrupted(ctx, j, calls)
+}
+
+// reportInterrupted stores and delivers the note answering an interrupted
+// turn, then removes its inbox row.
+func (r *Router) reportInterrupted(ctx context.Context, j *job, calls []TurnCall) outcome {
+	text := InterruptedReply(calls, j.attempts)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	_, err := r.o.Threads.Append(sctx, j.thread, llm.AssistantText(text))
+	cancel()
+	if err != nil {
+		r.log.Error("could not store the note of an interrupted turn; it stays for the next start", "thread", j.thread, "err", err)
+		return outcome{err: fmt.Errorf("store the note of the interrupted turn on %s: %w", j.thread, err)}
+	}
+	r.forget(ctx, j)
+	r.log.Warn("a turn interrupted by a restart was answered with a note", "thread", j.thread, "tool_calls", len(calls), "starts", j.attempts)
+	kind := chat.Reply
+	if j.kind == jobSystemEvent {
+		kind = chat.Notify
+	}
+	r.send(ctx, j.channel, chat.Outbound{Address: chat.Address{Channel: j.channel, Thread: j.thread}, Kind: kind, Text: text})
+	return outcome{res: agent.Result{Reply: text}}
+}
+
+// InterruptedPrefix starts the note answering a turn a restart interrupted.
+const InterruptedPrefix = "My answer to this was interrupted by a restart"
+
+// InterruptedReply is the note answering a turn a restart interrupted after
+// starts starts, with calls the tool calls it had recorded.
+func InterruptedReply(calls []TurnCall, starts int) string {
+	if len(calls) == 0 || sideEffectFree(calls) {
+		return fmt.Sprintf("%s %d times, so I stopped trying. Nothing was changed; send it again to retry.", InterruptedPrefix, starts)
+	}
+	recs := make([]toolloop.CallRecord, len(calls))
+	for i, c := range calls {
+		recs[i] = toolloop.CallRecord{ID: c.CallID, Name: c.Name, Arguments: c.Arguments, Result: c.Result, IsError: c.IsError, Round: c.Round, Index: c.Index, Interrupted: !c.Finished}
+	}
+	return InterruptedPrefix + " after tool calls that may have changed things, so I did not start it again. What was done:\n" +
+		agent.DescribeCalls(recs) + "\nTell me whether to carry on."
 }
 
 func (r *Router) handleFollowUps(ctx context.Context, fs []agent.FollowUp) {

@@ -63,6 +63,7 @@ type Threads interface {
 	Reset(ctx context.Context, id chat.ThreadID) error
 	Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Message) ([]int64, error)
 	Threads(ctx context.Context, opts conversation.ListOptions) ([]conversation.Thread, error)
+	Messages(ctx context.Context, id chat.ThreadID, q conversation.MessageQuery) ([]conversation.StoredMessage, error)
 }
 
 // ChannelLookup finds a channel by name (*kernel.Kernel).
@@ -153,6 +154,14 @@ type job struct {
 	text     string
 	origin   agent.Origin
 	received time.Time
+	// started: a turn for this item began before the last stop (the row
+	// was found marked at start-up); afterID is the thread's last message
+	// id before the turn stored the item; attempts counts turn starts.
+	started  bool
+	afterID  int64
+	attempts int
+	// resume: the item is stored and its turn carries on from the history.
+	resume bool
 	// done receives the outcome for Handle; nil when nobody waits.
 	done chan outcome
 	// finished receives the outcome's error for Submit, after delivery;
@@ -503,7 +512,7 @@ func (r *Router) Run(ctx context.Context) error {
 
 func (r *Router) loadInbox(ctx context.Context) ([]*job, error) {
 	rows, err := r.o.DB.QueryContext(ctx,
-		`SELECT id, thread, kind, channel, sender_id, sender_name, text, origin, received_at FROM router_inbox ORDER BY id`)
+		`SELECT id, thread, kind, channel, sender_id, sender_name, text, origin, received_at, started_at, after_message_id, attempts FROM router_inbox ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read router inbox: %w", err)
 	}
@@ -513,12 +522,13 @@ func (r *Router) loadInbox(ctx context.Context) ([]*job, error) {
 		var (
 			j                    job
 			thread, kind, origin string
-			receivedAt           int64
+			receivedAt, started  int64
 		)
-		if err := rows.Scan(&j.id, &thread, &kind, &j.channel, &j.sender.ID, &j.sender.DisplayName, &j.text, &origin, &receivedAt); err != nil {
+		if err := rows.Scan(&j.id, &thread, &kind, &j.channel, &j.sender.ID, &j.sender.DisplayName, &j.text, &origin, &receivedAt, &started, &j.afterID, &j.attempts); err != nil {
 			return nil, fmt.Errorf("read router inbox: %w", err)
 		}
 		j.thread, j.kind, j.origin, j.received = chat.ThreadID(thread), jobKind(kind), agent.Origin(origin), time.Unix(0, receivedAt)
+		j.started = started != 0
 		out = append(out, &j)
 	}
 	if err := rows.Err(); err != nil {
@@ -583,7 +593,7 @@ func (r *Router) requeue(thread chat.ThreadID, q *threadQueue, j *job) {
 	r.queues[thread] = q
 }
 
-// forget removes j's inbox row: its content is stored in the conversation.
+// forget removes j's inbox row (and its turn's journal): it is handled.
 func (r *Router) forget(ctx context.Context, j *job) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -601,6 +611,13 @@ func (r *Router) publish(ctx context.Context, topic string, payload any) {
 	if err := r.o.Events.Publish(ctx, topic, payload); err != nil {
 		r.log.Warn("could not publish", "topic", topic, "err", err)
 	}
+}
+
+// shuttingDown reports whether Run has cancelled the turns in progress.
+func (r *Router) shuttingDown() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.turnCtx != nil && r.turnCtx.Err() != nil
 }
 
 // QueueDepth is the number of items waiting (not running) over all threads.

@@ -516,7 +516,7 @@ func TestRejectedInput(t *testing.T) {
 	}
 }
 
-func TestShutdownCancelsTurnsAfterTheGrace(t *testing.T) {
+func TestShutdownCancelsTurnsAfterTheGraceAndTheNextStartResumes(t *testing.T) {
 	started := make(chan struct{})
 	m := llmtest.Func(func(ctx context.Context, r llm.Request) (llm.Response, error) {
 		close(started)
@@ -536,10 +536,26 @@ func TestShutdownCancelsTurnsAfterTheGrace(t *testing.T) {
 	if err := recv(t, done); err != nil {
 		t.Fatal(err)
 	}
-	if got := recv(t, h.web.out); got.Kind != chat.Error || !strings.Contains(got.Text, "saved") {
-		t.Errorf("sent %+v", got)
-	}
 	if err := h.router.Receive(context.Background(), chat.Inbound{Address: chat.Address{Thread: "web:g"}, Text: "late"}); !errors.Is(err, ErrStopped) {
 		t.Errorf("after stop: %v", err)
+	}
+	// The cut-off turn is kept (nothing was delivered for it: the next start
+	// answers it) and the next start carries it on: it had run no tool.
+	select {
+	case got := <-h.web.out:
+		t.Errorf("delivered on shutdown: %+v", got)
+	default:
+	}
+	var startedAt, attempts int64
+	if err := h.db.QueryRow(`SELECT started_at, attempts FROM router_inbox`).Scan(&startedAt, &attempts); err != nil || startedAt == 0 || attempts != 1 {
+		t.Fatalf("inbox row: started_at %d attempts %d err %v", startedAt, attempts, err)
+	}
+	h2 := newHarnessOn(t, h.db, t.TempDir(), echo("resumed"), nil, nil)
+	h2.run()
+	if got := recv(t, h2.web.out); got != (sent{chat.Reply, "web:g", "resumed: slow"}) {
+		t.Errorf("sent %+v", got)
+	}
+	if got, want := roles(t, h2.store, "web:g"), []string{"assistant:earlier", "user:slow", "assistant:resumed: slow"}; !slices.Equal(got, want) {
+		t.Errorf("history %q, want %q", got, want)
 	}
 }
