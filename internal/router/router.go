@@ -1,12 +1,14 @@
 package router
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -462,6 +464,9 @@ func (r *Router) Run(ctx context.Context) error {
 		}
 	}
 	for t, q := range r.queues {
+		// Items accepted before Run started were queued before the replay:
+		// acceptance order is inbox id order.
+		slices.SortFunc(q.jobs, func(a, b *job) int { return cmp.Compare(a.id, b.id) })
 		if len(q.jobs) > 0 && !q.running {
 			q.running = true
 			r.wg.Add(1)
