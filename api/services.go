@@ -66,6 +66,12 @@ type Services struct {
 	Prompt       Prompt
 	Setup        Setup
 	History      History
+
+	// Instance identifies this run of the agent process (the per-start id
+	// the supervisor passes in REVERIE_INSTANCE; "" when started without
+	// one). GET /healthz echoes it so that the supervisor knows its probe
+	// reached its own child.
+	Instance string
 }
 
 // Provider is the optional interface of an extension.Host that offers the

@@ -50,8 +50,22 @@ type Extension interface {
 	// Init decodes the extension's configuration (host.DecodeConfig) and
 	// prepares its resources. It must not start goroutines: long-running
 	// work belongs in ServiceProvider.Run or Starter.Start. An error stops
-	// this extension (and those that depend on it), not the process.
+	// this extension (and those that depend on it), not the process —
+	// unless it is a configuration error (ErrInvalidConfig, or DecodeConfig's
+	// error) or the extension is essential (configured explicitly, or the
+	// only channel): then the agent does not start.
 	Init(ctx context.Context, host Host) error
+}
+
+// ConfigChecker is implemented by an extension whose Init can reject a
+// configuration. CheckConfig decodes the extension's section with decode
+// (Host.DecodeConfig's rules) and validates it exactly as Init does, with
+// no side effects: no files written, no connections, no goroutines.
+// `reverie doctor` calls it on every enabled extension, so that what would
+// stop the start is reported before it. Share the code with Init so that
+// the two cannot disagree.
+type ConfigChecker interface {
+	CheckConfig(decode func(v any) error) error
 }
 
 // Starter is implemented by extensions with work to do once every extension

@@ -15,6 +15,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/kernel"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/sqlite"
@@ -78,6 +79,9 @@ func (d *doctor) run(ctx context.Context) {
 		d.add("config", checkFail, "%v", err)
 	default:
 		d.cfg = cfg
+		cfg.SetDataDir(d.dir)
+		// Before the warnings: decoding the extensions' sections adds theirs.
+		d.checkExtensions()
 		if ws := cfg.Warnings(); len(ws) > 0 {
 			for _, w := range ws {
 				d.add("config", checkWarn, "%s", w)
@@ -138,6 +142,33 @@ func (d *doctor) run(ctx context.Context) {
 			}
 			db.Close()
 		}
+	}
+}
+
+// checkExtensions decodes and validates the section of every enabled
+// extension the way the agent's start does, without starting anything.
+func (d *doctor) checkExtensions() {
+	k, err := kernel.New(kernel.Options{Config: d.cfg, DataDir: d.dir})
+	if err != nil {
+		d.add("extensions", checkFail, "%v", err)
+		return
+	}
+	var valid, unchecked []string
+	for _, c := range k.CheckConfig() {
+		switch {
+		case c.Err != nil:
+			d.add("extensions", checkFail, "%s: %v", c.ID, c.Err)
+		case c.Checked:
+			valid = append(valid, c.ID)
+		default:
+			unchecked = append(unchecked, c.ID)
+		}
+	}
+	if len(valid) > 0 {
+		d.add("extensions", checkOK, "settings of %s are valid", strings.Join(valid, ", "))
+	}
+	if len(unchecked) > 0 {
+		d.add("extensions", checkSkip, "%s cannot check their settings without starting", strings.Join(unchecked, ", "))
 	}
 }
 

@@ -13,19 +13,31 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/supervisor"
 
 	_ "github.com/reverie-ai/reverie/extensions/standard" // the built-in extensions
 )
 
-// Exit codes. ExitConfig tells the supervisor not to restart: the same
-// configuration would fail again.
+// Exit codes (README "Exit codes"). The supervisor restarts an agent that
+// exits with ExitFailure (with backoff, giving up when it crash-loops) and
+// does not restart one that exits with ExitConfig, ExitLocked or
+// ExitDataDir: the same start would fail again.
 const (
 	ExitOK      = 0
 	ExitFailure = 1
-	ExitConfig  = 2
+	// ExitConfig: invalid configuration (config.yaml, environment, an
+	// extension's section, a prompt template).
+	ExitConfig = supervisor.ExitConfigError
+	// ExitLocked: another agent runs on the data dir.
+	ExitLocked = supervisor.ExitLocked
+	// ExitDataDir: the data dir cannot be used (not writable, files that
+	// cannot be read, a full disk).
+	ExitDataDir = supervisor.ExitDataDir
 )
 
 func main() {
@@ -49,17 +61,27 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return ExitOK
 	}
-	var ec exitCoder
-	if errors.As(err, &ec) {
-		if msg := err.Error(); msg != "" {
-			fmt.Fprintln(stderr, "reverie:", msg)
-		}
-		return ec.ExitCode()
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(stderr, "reverie:", msg)
 	}
-	fmt.Fprintln(stderr, "reverie:", err)
+	return exitCode(err)
+}
+
+// exitCode chooses the exit code for a command's error: the code an
+// exitCoder carries, else by what the error is (see the Exit constants).
+func exitCode(err error) int {
+	var ec exitCoder
 	var cerr *config.Error
-	if errors.As(err, &cerr) || errors.Is(err, extension.ErrInvalidConfig) {
+	switch {
+	case errors.As(err, &ec):
+		return ec.ExitCode()
+	case errors.As(err, &cerr), errors.Is(err, extension.ErrInvalidConfig), errors.Is(err, app.ErrPromptFiles),
+		errors.Is(err, supervisor.ErrConfigInvalid):
 		return ExitConfig
+	case errors.Is(err, datadir.ErrLocked), errors.Is(err, supervisor.ErrLocked):
+		return ExitLocked
+	case errors.Is(err, datadir.ErrUnusable), errors.Is(err, supervisor.ErrDataDir), api.IsDiskFull(err):
+		return ExitDataDir
 	}
 	return ExitFailure
 }

@@ -9,6 +9,18 @@ import (
 	"testing"
 )
 
+// envAsMain makes the test binary act as the reverie command (TestMain), so
+// that tests run the real program in a child process: exit codes, and
+// `reverie run` starting `reverie agent` (os.Executable is this binary).
+const envAsMain = "REVERIE_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envAsMain) == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
 func runCLI(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer

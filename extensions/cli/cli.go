@@ -147,13 +147,19 @@ type CLI struct {
 
 // Init keeps the host; the channel has no configuration.
 func (c *CLI) Init(_ context.Context, host extension.Host) error {
-	var cfg struct{}
-	if err := host.DecodeConfig(&cfg); err != nil {
+	if err := c.CheckConfig(host.DecodeConfig); err != nil {
 		return err
 	}
 	c.host = host
 	c.events = NewQueue()
 	return nil
+}
+
+// CheckConfig decodes the cli section, which has no settings (only
+// `enabled`), as Init does.
+func (c *CLI) CheckConfig(decode func(any) error) error {
+	var cfg struct{}
+	return decode(&cfg)
 }
 
 // ChannelName implements extension.ChannelProvider.
@@ -236,4 +242,5 @@ var (
 	_ extension.ChannelProvider          = (*CLI)(nil)
 	_ extension.StreamingChannelProvider = (*CLI)(nil)
 	_ extension.Stopper                  = (*CLI)(nil)
+	_ extension.ConfigChecker            = (*CLI)(nil)
 )

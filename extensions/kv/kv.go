@@ -80,20 +80,37 @@ type KV struct {
 
 // Init decodes the configuration and migrates the table.
 func (k *KV) Init(ctx context.Context, host extension.Host) error {
-	k.cfg = Config{MaxValueBytes: DefaultMaxValueBytes, MaxKeys: DefaultMaxKeys}
-	if err := host.DecodeConfig(&k.cfg); err != nil {
+	cfg, err := loadConfig(host.DecodeConfig)
+	if err != nil {
 		return err
 	}
-	if k.cfg.MaxValueBytes <= 0 {
-		return fmt.Errorf("kv.max_value_bytes must be positive, not %d", k.cfg.MaxValueBytes)
-	}
-	if k.cfg.MaxKeys <= 0 {
-		return fmt.Errorf("kv.max_keys must be positive, not %d", k.cfg.MaxKeys)
-	}
+	k.cfg = cfg
 	k.db, k.now = host.DB(), host.Now
 	mctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	return migrate(mctx, k.db)
+}
+
+// CheckConfig decodes and validates the kv section as Init does.
+func (k *KV) CheckConfig(decode func(any) error) error {
+	_, err := loadConfig(decode)
+	return err
+}
+
+// loadConfig decodes the kv section over the defaults and validates it;
+// a bad value wraps extension.ErrInvalidConfig.
+func loadConfig(decode func(any) error) (Config, error) {
+	cfg := Config{MaxValueBytes: DefaultMaxValueBytes, MaxKeys: DefaultMaxKeys}
+	if err := decode(&cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.MaxValueBytes <= 0 {
+		return cfg, fmt.Errorf("kv.max_value_bytes must be positive, not %d: %w", cfg.MaxValueBytes, extension.ErrInvalidConfig)
+	}
+	if cfg.MaxKeys <= 0 {
+		return cfg, fmt.Errorf("kv.max_keys must be positive, not %d: %w", cfg.MaxKeys, extension.ErrInvalidConfig)
+	}
+	return cfg, nil
 }
 
 // Health checks that the table answers.
@@ -391,4 +408,5 @@ var (
 	_ extension.Extension     = (*KV)(nil)
 	_ extension.ToolProvider  = (*KV)(nil)
 	_ extension.HealthChecker = (*KV)(nil)
+	_ extension.ConfigChecker = (*KV)(nil)
 )

@@ -13,6 +13,10 @@ import (
 	"github.com/reverie-ai/reverie/api"
 )
 
+// diskFullMessage is the answer (507) to every request that failed because
+// the disk is full.
+const diskFullMessage = "the disk holding the data directory is full; free some space and try again"
+
 // errBodyTooLarge is returned by decodeBody for an oversized body.
 var errBodyTooLarge = errors.New("request body too large")
 
@@ -45,6 +49,8 @@ func notEnabled(rw http.ResponseWriter, feature string) {
 // statusOf maps a service error to an HTTP status.
 func statusOf(err error) int {
 	switch {
+	case api.IsDiskFull(err): // first: a full disk can surface wrapped in anything
+		return http.StatusInsufficientStorage
 	case errors.Is(err, api.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, api.ErrNotFound):
@@ -69,9 +75,14 @@ func statusOf(err error) int {
 // answered without detail.
 func (w *Web) serviceError(rw http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
-	if status == http.StatusInternalServerError {
+	switch status {
+	case http.StatusInternalServerError:
 		w.log.Error("API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(rw, status, "internal error; see the agent's log")
+		return
+	case http.StatusInsufficientStorage:
+		w.log.Error("API request failed: the disk is full", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(rw, status, diskFullMessage)
 		return
 	}
 	writeError(rw, status, err.Error())

@@ -206,7 +206,15 @@ func (w *Web) healthz(rw http.ResponseWriter, _ *http.Request) {
 		writeJSON(rw, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
 		return
 	}
-	writeJSON(rw, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(rw, http.StatusOK, health{Status: "ok", Instance: w.svc.Instance})
+}
+
+// health is the body of GET /healthz once ready: the status, and the
+// agent's instance id (api.Services.Instance) so that the supervisor knows
+// it reached its own child.
+type health struct {
+	Status   string `json:"status"`
+	Instance string `json:"instance,omitempty"`
 }
 
 func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
@@ -341,6 +349,8 @@ func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		writeJSON(rw, http.StatusOK, reply)
+	case api.IsDiskFull(err):
+		w.serviceError(rw, r, err)
 	case errors.Is(err, api.ErrTurnFailed):
 		reply.Error = err.Error()
 		writeJSON(rw, http.StatusBadGateway, reply)

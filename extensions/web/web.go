@@ -38,6 +38,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/reverie-ai/reverie/api"
@@ -124,13 +125,11 @@ type Web struct {
 // Init decodes the web section, loads (or creates) the access token and
 // builds the handler.
 func (w *Web) Init(_ context.Context, host extension.Host) error {
-	w.cfg = DefaultConfig()
-	if err := host.DecodeConfig(&w.cfg); err != nil {
+	cfg, err := loadConfig(host.DecodeConfig)
+	if err != nil {
 		return err
 	}
-	if err := w.cfg.validate(); err != nil {
-		return err
-	}
+	w.cfg = cfg
 	w.host, w.log, w.now = host, host.Logger(), host.Now
 	w.svc = api.ServicesFrom(host)
 	none := w.cfg.Auth == AuthNone
@@ -162,6 +161,22 @@ func (w *Web) Init(_ context.Context, host extension.Host) error {
 		ErrorLog:          slog.NewLogLogger(w.log.Handler(), slog.LevelWarn),
 	}
 	return nil
+}
+
+// CheckConfig decodes and validates the web section as Init does, without
+// loading the token or binding anything (`reverie doctor`).
+func (w *Web) CheckConfig(decode func(any) error) error {
+	_, err := loadConfig(decode)
+	return err
+}
+
+// loadConfig decodes the web section over the defaults and validates it.
+func loadConfig(decode func(any) error) (Config, error) {
+	cfg := DefaultConfig()
+	if err := decode(&cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.validate()
 }
 
 // validate checks the section; its errors wrap extension.ErrInvalidConfig
@@ -208,6 +223,10 @@ func (c Config) check() error {
 func (w *Web) Start(ctx context.Context) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", w.cfg.Listen)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listen on %s: another program (another Reverie?) uses this address; stop it, or set web.listen "+
+			"(REVERIE_WEB__LISTEN) to a free port: %w", w.cfg.Listen, err)
+	}
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", w.cfg.Listen, err)
 	}
@@ -346,6 +365,7 @@ func (w *Web) releaseStream() { w.streams.Add(-1) }
 
 var (
 	_ extension.Extension       = (*Web)(nil)
+	_ extension.ConfigChecker   = (*Web)(nil)
 	_ extension.Starter         = (*Web)(nil)
 	_ extension.Stopper         = (*Web)(nil)
 	_ extension.ServiceProvider = (*Web)(nil)

@@ -525,7 +525,11 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 		cancel()
 		if err != nil {
 			w.log.Warn("message from the web not accepted", "thread", t, "err", err)
-			fail("the message was not accepted: " + err.Error())
+			msg := err.Error()
+			if api.IsDiskFull(err) {
+				msg = diskFullMessage
+			}
+			fail("the message was not accepted: " + msg)
 		}
 	case "":
 		fail(`malformed frame: "type" is missing`)

@@ -225,17 +225,17 @@ func (c apiChat) Handle(ctx context.Context, msg chat.Inbound) (api.Reply, error
 	}
 	switch {
 	case errors.Is(err, chat.ErrInvalidThreadID), errors.Is(err, router.ErrEmptyText):
-		err = fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		err = fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	case errors.Is(err, router.ErrTooLarge):
-		err = fmt.Errorf("%w: %v", api.ErrTooLarge, err)
+		err = fmt.Errorf("%w: %w", api.ErrTooLarge, err)
 	case errors.Is(err, router.ErrQueueFull):
-		err = fmt.Errorf("%w: %v", api.ErrBusy, err)
+		err = fmt.Errorf("%w: %w", api.ErrBusy, err)
 	case errors.Is(err, router.ErrStopped):
-		err = fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+		err = fmt.Errorf("%w: %w", api.ErrUnavailable, err)
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		// The caller gave up; the turn still completes and is stored.
 	default:
-		err = fmt.Errorf("%w: %v", api.ErrTurnFailed, err)
+		err = fmt.Errorf("%w: %w", api.ErrTurnFailed, err)
 	}
 	return out, err
 }
@@ -304,7 +304,7 @@ func (e apiEvents) Watch(ctx context.Context, prefix string, buffer int) <-chan 
 func (e apiEvents) Recent(ctx context.Context, prefix string, afterID int64, limit int) ([]extension.Event, error) {
 	evs, err := e.bus.Recent(ctx, prefix, afterID, limit)
 	if errors.Is(err, eventbus.ErrInvalidTopic) {
-		err = fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		err = fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	return evs, err
 }
@@ -334,12 +334,12 @@ func memoryError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, memory.ErrNotFound):
-		return fmt.Errorf("%w: %v", api.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
 	case errors.Is(err, memory.ErrDuplicate), errors.Is(err, memory.ErrClosed):
-		return fmt.Errorf("%w: %v", api.ErrConflict, err)
+		return fmt.Errorf("%w: %w", api.ErrConflict, err)
 	case errors.Is(err, memory.ErrEmpty), errors.Is(err, memory.ErrTooLong), errors.Is(err, memory.ErrSecret),
 		errors.Is(err, memory.ErrInvalid), errors.Is(err, memory.ErrUnsupported):
-		return fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	return err
 }
@@ -438,10 +438,10 @@ func pulseError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, pulse.ErrNotFound):
-		return fmt.Errorf("%w: %v", api.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
 	case errors.Is(err, pulse.ErrEmpty), errors.Is(err, pulse.ErrTooLong), errors.Is(err, pulse.ErrSecret),
 		errors.Is(err, pulse.ErrPriority), errors.Is(err, pulse.ErrStatus), errors.Is(err, pulse.ErrNoChange):
-		return fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	return err
 }
@@ -526,10 +526,10 @@ func skillError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, skills.ErrNotFound):
-		return fmt.Errorf("%w: %v", api.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
 	case errors.Is(err, skills.ErrInvalidName), errors.Is(err, skills.ErrEmpty), errors.Is(err, skills.ErrTooLong),
 		errors.Is(err, skills.ErrSecret):
-		return fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	return err
 }
@@ -583,11 +583,11 @@ func (w apiWorld) Get(context.Context) (api.WorldState, error) {
 func (w apiWorld) Put(ctx context.Context, doc api.WorldState) (api.WorldState, error) {
 	next, err := world.Decode(doc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	st, err := w.s.Replace(ctx, next, "world: edit on the web page")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	b, err := world.Encode(st)
 	if err != nil {
@@ -604,12 +604,12 @@ func taskError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, scheduler.ErrNotFound):
-		return fmt.Errorf("%w: %v", api.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
 	case errors.Is(err, scheduler.ErrFinished), errors.Is(err, scheduler.ErrJobTask):
-		return fmt.Errorf("%w: %v", api.ErrConflict, err)
+		return fmt.Errorf("%w: %w", api.ErrConflict, err)
 	case errors.Is(err, scheduler.ErrInvalidTask), errors.Is(err, scheduler.ErrInvalidSpec),
 		errors.Is(err, scheduler.ErrPast), errors.Is(err, scheduler.ErrUnknownZone):
-		return fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	return err
 }
@@ -754,7 +754,7 @@ func (s apiSetup) Apply(ctx context.Context, form string, values map[string]stri
 		}
 	}
 	if err := p.ApplySetup(ctx, extension.SetupValues(values)); err != nil {
-		return "", fmt.Errorf("%w: %v", api.ErrTestFailed, err)
+		return "", fmt.Errorf("%w: %w", api.ErrTestFailed, err)
 	}
 	return "Saved.", nil
 }

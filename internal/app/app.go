@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/scheduler"
 	"github.com/reverie-ai/reverie/internal/skills"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/supervisor"
 	"github.com/reverie-ai/reverie/internal/versioning"
 	"github.com/reverie-ai/reverie/internal/workflow"
 	"github.com/reverie-ai/reverie/internal/world"
@@ -149,15 +151,44 @@ func (a *App) onClose(name string, f func() error) {
 // and the event bus, and initialises and starts every enabled extension. A
 // *config.Error is returned unwrapped-compatible (errors.As) for bad
 // configuration. On error everything opened so far is closed again.
+//
+// Start-up errors that restarting would not fix are recognisable with
+// errors.Is and errors.As, so that the command line can exit with a code
+// the supervisor does not retry: *config.Error and
+// extension.ErrInvalidConfig (the configuration), ErrPromptFiles (a
+// template), datadir.ErrLocked (another agent runs on the data dir),
+// datadir.ErrUnusable (the data dir cannot be written or its files read)
+// and a full disk (api.IsDiskFull; the message then says so).
 func New(ctx context.Context, opts Options) (*App, error) {
 	a := &App{}
 	built, err := a.build(ctx, opts)
 	if err != nil {
 		_ = a.close()
+		if api.IsDiskFull(err) {
+			err = datadir.Unusable(fmt.Errorf("the disk holding the data dir %s is full: free some space and start again: %w", opts.DataDir, err))
+		}
 		return nil, err
 	}
 	return built, nil
 }
+
+// ErrPromptFiles is wrapped by New's error when a prompt template or
+// BASE_PROMPT.txt has an unknown or missing placeholder or a bad
+// conditional marker: a configuration error like a bad config.yaml.
+var ErrPromptFiles = errors.New("invalid prompt files")
+
+// isTemplateError reports whether a prompt.ValidateDir error is about the
+// files' content (rather than reading them).
+func isTemplateError(err error) bool {
+	return errors.Is(err, prompt.ErrUnknownPlaceholder) || errors.Is(err, prompt.ErrMissingPlaceholder) ||
+		errors.Is(err, prompt.ErrMarker)
+}
+
+// classified marks err as kind without changing its message.
+type classified struct{ err, kind error }
+
+func (c classified) Error() string   { return c.err.Error() }
+func (c classified) Unwrap() []error { return []error{c.err, c.kind} }
 
 func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if opts.Now == nil {
@@ -171,7 +202,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	}
 	a.opts, a.started, a.ready = opts, opts.Now(), make(chan struct{})
 
-	if err := datadir.CheckWritable(filepath.Dir(opts.DataDir)); err != nil && !exists(opts.DataDir) {
+	if err := datadir.CheckCreatable(opts.DataDir); err != nil {
 		return nil, err
 	}
 	created, err := datadir.Bootstrap(opts.DataDir, slog.New(slog.DiscardHandler))
@@ -203,7 +234,11 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	// a typo fails the start naming the file and the token instead of a
 	// dream or a compaction at night.
 	if err := prompt.ValidateDir(opts.DataDir, datadir.Placeholders()); err != nil {
-		return nil, fmt.Errorf("prompt files in %s: %w (fix the file, or delete it to get the shipped default back)", opts.DataDir, err)
+		err = fmt.Errorf("prompt files in %s: %w (fix the file, or delete it to get the shipped default back)", opts.DataDir, err)
+		if isTemplateError(err) {
+			return nil, classified{err, ErrPromptFiles}
+		}
+		return nil, datadir.Unusable(err)
 	}
 
 	logFile := ""
@@ -235,7 +270,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 
 	db, err := sqlite.Open(ctx, filepath.Join(opts.DataDir, DatabaseFile))
 	if err != nil {
-		return nil, err
+		return nil, datadir.Unusable(err)
 	}
 	a.onClose("database", db.Close)
 	a.DB = db
@@ -244,7 +279,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		Now: opts.Now, Logger: logger.With("component", "world"), Changed: a.dataChangeHook,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load world state: %w", err)
+		return nil, datadir.Unusable(fmt.Errorf("load world state: %w", err))
 	}
 	a.World = ws
 
@@ -261,7 +296,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	}
 	a.Bus = bus
 
-	a.API = &api.Services{}
+	a.API = &api.Services{Instance: envValue(opts.Env, supervisor.InstanceEnv)}
 	k, err := kernel.New(kernel.Options{
 		Config:   cfg,
 		DataDir:  opts.DataDir,
@@ -277,6 +312,10 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 			var cerr *config.Error
 			return errors.As(err, &cerr) || errors.Is(err, extension.ErrInvalidConfig)
 		},
+		// An extension the user configured, and the only channel, must
+		// work: a web channel that cannot bind its port stops start-up
+		// instead of leaving an agent nobody can reach that says "ready".
+		Essential:   cfg.ExtensionConfigured,
 		APIServices: a.API,
 	})
 	if err != nil {
@@ -380,7 +419,12 @@ func (a *App) close() error {
 	return errors.Join(errs...)
 }
 
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// envValue returns the last value of name in env (os.Environ() format).
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }

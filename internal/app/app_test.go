@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/reverie-ai/reverie/extensions/web"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/kernel"
 )
 
 func webInfo(t *testing.T) []extension.Info {
@@ -153,8 +156,8 @@ func TestBadPromptTemplateIsFatal(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := New(context.Background(), Options{DataDir: dir, Console: io.Discard, Registry: webInfo(t)})
-			if err == nil {
-				t.Fatal("the agent started with a broken template")
+			if !errors.Is(err, ErrPromptFiles) {
+				t.Fatalf("the agent started with a broken template, or failed otherwise: %v", err)
 			}
 			for _, w := range []string{c.want, filepath.Base(c.file)} {
 				if !strings.Contains(err.Error(), w) {
@@ -195,5 +198,109 @@ func TestBadExtensionConfigIsFatal(t *testing.T) {
 	var cerr *config.Error
 	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "REVERIE_WEB__LISTN") {
 		t.Fatalf("err = %v, want a *config.Error naming the variable", err)
+	}
+}
+
+// A web channel that cannot bind its port stops the start (it is the only
+// channel) instead of leaving an agent nobody can reach that says "ready".
+func TestPortInUseStopsStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tests := []struct {
+		name string
+		env  []string
+		why  string
+	}{
+		{"default web settings: the only channel", nil, "the only channel"},
+		{"configured explicitly", []string{"REVERIE_WEB__LISTEN=" + ln.Addr().String()}, "configured explicitly"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if _, err := datadir.Bootstrap(dir, nil); err != nil {
+				t.Fatal(err)
+			}
+			info := webInfo(t)
+			if tt.env == nil {
+				// Nothing configures web: its default address is made the
+				// busy one behind the configuration's back.
+				info = []extension.Info{{ID: "web", Description: info[0].Description, New: func() extension.Extension {
+					return &defaultAddrWeb{Web: new(web.Web), addr: ln.Addr().String()}
+				}}}
+			}
+			_, err := New(context.Background(), Options{DataDir: dir, Env: tt.env, Console: io.Discard, Registry: info})
+			var ee *kernel.EssentialError
+			if !errors.As(err, &ee) || ee.ID != "web" || ee.Why != tt.why || !errors.Is(err, syscall.EADDRINUSE) {
+				t.Fatalf("start with the port in use: %v, want the web extension (%s) failing with EADDRINUSE", err, tt.why)
+			}
+			// Nothing was left holding the data dir.
+			release, err := datadir.Lock(dir)
+			if err != nil {
+				t.Fatalf("data dir still locked after the failed start: %v", err)
+			}
+			release()
+		})
+	}
+}
+
+// defaultAddrWeb is the web extension with another default listen address.
+type defaultAddrWeb struct {
+	*web.Web
+	addr string
+}
+
+func (w *defaultAddrWeb) Init(ctx context.Context, host extension.Host) error {
+	return w.Web.Init(ctx, defaultAddrHost{host, w.addr})
+}
+
+type defaultAddrHost struct {
+	extension.Host
+	addr string
+}
+
+func (h defaultAddrHost) DecodeConfig(v any) error {
+	if err := h.Host.DecodeConfig(v); err != nil {
+		return err
+	}
+	if c, ok := v.(*web.Config); ok && c.Listen == web.DefaultListen {
+		c.Listen = h.addr
+	}
+	return nil
+}
+
+// A fresh home without ~/.local/share (macOS, new containers): the data
+// dir's parents are created, as `reverie` and `init` do.
+func TestDataDirParentsAreCreated(t *testing.T) {
+	home := t.TempDir()
+	dir, err := datadir.Resolve("", []string{"HOME=" + home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(context.Background(), Options{DataDir: dir, Env: []string{"HOME=" + home, "REVERIE_WEB__LISTEN=127.0.0.1:0"},
+		Console: io.Discard, Registry: webInfo(t)})
+	if err != nil {
+		t.Fatalf("start in a home without .local/share: %v", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".local", "share", "reverie", "config.yaml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A data dir whose files cannot be read is ErrUnusable (the agent exits 4
+// and the supervisor does not retry), with a message naming the file.
+func TestUnreadableWorldStateIsUnusable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(filepath.Join(dir, "world_state.json"), 0o700); err != nil { // a directory: unreadable even for root
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), Options{DataDir: dir, Env: []string{"REVERIE_WEB__LISTEN=127.0.0.1:0"}, Console: io.Discard, Registry: webInfo(t)})
+	if !errors.Is(err, datadir.ErrUnusable) || !strings.Contains(err.Error(), "world_state.json") {
+		t.Fatalf("start with an unreadable world_state.json: %v, want ErrUnusable naming the file", err)
 	}
 }

@@ -30,9 +30,9 @@ func historyError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, versioning.ErrUnknownRevision):
-		return fmt.Errorf("%w: %v", api.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
 	case errors.Is(err, versioning.ErrAmbiguousRevision), errors.Is(err, versioning.ErrNotTracked):
-		return fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	return err
 }

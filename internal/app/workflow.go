@@ -180,11 +180,11 @@ func (w apiWorkflows) Cancel(ctx context.Context, id string) ([]string, error) {
 func apiWorkflowError(err error) error {
 	switch {
 	case errors.Is(err, workflow.ErrNotFound):
-		return fmt.Errorf("%w: %v", api.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
 	case errors.Is(err, workflow.ErrFinished):
-		return fmt.Errorf("%w: %v", api.ErrConflict, err)
+		return fmt.Errorf("%w: %w", api.ErrConflict, err)
 	case errors.Is(err, workflow.ErrInvalid):
-		return fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		return fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	return err
 }

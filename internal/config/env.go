@@ -15,6 +15,9 @@ const EnvPrefix = "REVERIE_"
 var notConfig = map[string]bool{
 	"HOME":  true, // the data dir (datadir.Resolve)
 	"MODEL": true, // the model name for the zero-config provider setup
+	// INSTANCE is the per-start id the supervisor gives the agent
+	// (supervisor.InstanceEnv), echoed by /healthz.
+	"INSTANCE": true,
 }
 
 // envVar is one REVERIE_ variable, split at `__`.

@@ -35,6 +35,31 @@ func (c *Config) HasExtensionSection(id string) bool {
 	return ok
 }
 
+// ExtensionConfigured reports whether extension id is configured
+// explicitly: the file has a non-empty section for it, or a
+// REVERIE_<ID>__… environment variable sets one of its keys (enabled
+// included). The agent does not start without an extension configured
+// explicitly (see kernel.Options.Essential).
+func (c *Config) ExtensionConfigured(id string) bool {
+	if c.meta == nil {
+		return false
+	}
+	c.meta.mu.Lock()
+	_, ok := c.meta.sections[id]
+	env := c.meta.env
+	c.meta.mu.Unlock()
+	if ok {
+		return true
+	}
+	prefix := envName(id)
+	for _, ev := range parseEnv(env) {
+		if ev.section == prefix && ev.rest != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // DecodeExtension decodes extension id's section strictly into v (a
 // non-nil pointer, normally to the extension's config struct pre-filled
 // with its defaults), ignoring the `enabled` key, then applies the

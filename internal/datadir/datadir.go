@@ -137,11 +137,35 @@ func Resolve(flag string, env []string) (string, error) {
 	return expand(filepath.Join(home, ".local", "share", "reverie"))
 }
 
-// Bootstrap creates dir (mode 0700) with its subdirectories and writes every
-// shipped default file that does not exist yet. Existing files are never
-// touched. It returns what it created inside dir, relative to dir
-// (directories end in "/"), in creation order. logger may be nil.
+// ErrUnusable is wrapped (see Unusable) by the errors of a data dir that
+// cannot be used as it is: a directory that cannot be created or written,
+// files that cannot be read, a full disk. Restarting does not help, so the
+// agent exits with its own code for it (4) and the supervisor does not
+// restart it.
+var ErrUnusable = errors.New("the data dir cannot be used")
+
+// unusable marks an error as ErrUnusable without changing its message.
+type unusable struct{ err error }
+
+func (u unusable) Error() string   { return u.err.Error() }
+func (u unusable) Unwrap() []error { return []error{u.err, ErrUnusable} }
+
+// Unusable returns err marked so that errors.Is(err, ErrUnusable) holds,
+// with the same message; nil stays nil.
+func Unusable(err error) error {
+	if err == nil || errors.Is(err, ErrUnusable) {
+		return err
+	}
+	return unusable{err}
+}
+
+// Bootstrap creates dir (mode 0700, and its missing parents) with its
+// subdirectories and writes every shipped default file that does not exist
+// yet. Existing files are never touched. It returns what it created inside
+// dir, relative to dir (directories end in "/"), in creation order. logger
+// may be nil. Its errors are ErrUnusable.
 func Bootstrap(dir string, logger *slog.Logger) (created []string, err error) {
+	defer func() { err = Unusable(err) }()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -269,25 +293,56 @@ func createExclusive(path string, data []byte) (bool, error) {
 	return true, nil
 }
 
-// CheckWritable returns a clear error when files cannot be created in dir.
+// CheckWritable returns a clear error (ErrUnusable) when files cannot be
+// created in dir.
 func CheckWritable(dir string) error {
+	return Unusable(checkWritable(dir, "data dir "+dir))
+}
+
+// CheckCreatable returns a clear error (ErrUnusable) when dir does not exist
+// and cannot be created: its nearest existing ancestor must be a writable
+// directory. Missing parents are fine (a fresh home without ~/.local/share):
+// Bootstrap creates them.
+func CheckCreatable(dir string) error {
+	p := filepath.Clean(dir)
+	for {
+		_, err := os.Stat(p)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return Unusable(fmt.Errorf("data dir %s: %w", dir, err))
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return Unusable(fmt.Errorf("data dir %s: no existing parent directory", dir))
+		}
+		p = parent
+	}
+	if p == filepath.Clean(dir) {
+		return nil // it exists; Bootstrap and CheckWritable take it from here
+	}
+	return Unusable(checkWritable(p, fmt.Sprintf("cannot create the data dir %s: %s", dir, p)))
+}
+
+func checkWritable(dir, what string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("data dir %s: %w", dir, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("data dir %s is not a directory", dir)
+		return fmt.Errorf("%s is not a directory", what)
 	}
 	f, err := os.CreateTemp(dir, ".writable-*")
 	if err != nil {
-		return fmt.Errorf("data dir %s is not writable by this user (uid %d): %w; fix its permissions or choose another with --data",
-			dir, os.Geteuid(), err)
+		return fmt.Errorf("%s is not writable by this user (uid %d): %w; fix its permissions or choose another with --data",
+			what, os.Geteuid(), err)
 	}
 	name := f.Name()
 	cerr := f.Close()
 	rerr := os.Remove(name)
 	if cerr != nil || rerr != nil {
-		return fmt.Errorf("data dir %s is not usable: %w", dir, errors.Join(cerr, rerr))
+		return fmt.Errorf("%s is not usable: %w", what, errors.Join(cerr, rerr))
 	}
 	return nil
 }

@@ -29,8 +29,13 @@
 // or by panicking (the panic is recovered and logged with its stack) — is
 // recorded as failed; every extension that depends on it, directly or
 // transitively, is recorded as skipped with the reason, and the others carry
-// on. Init and Start return an error only for kernel-level failures: a
-// cancelled context or a call out of order. A service (ServiceProvider.Run)
+// on. Init and Start return an error only for kernel-level failures (a
+// cancelled context or a call out of order), an Init error Options.Fatal
+// selects (configuration errors), and the failure of an essential extension
+// (*EssentialError): one Options.Essential names (the app: configured
+// explicitly) or the only enabled channel. CheckConfig checks every
+// extension.ConfigChecker's configuration without initialising anything
+// (`reverie doctor`). A service (ServiceProvider.Run)
 // that returns an error or panics is logged and marked failed; it does not
 // cancel the other services. Duplicate tool, channel and agent names are
 // logged as errors and the later provider's entry is dropped.

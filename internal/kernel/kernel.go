@@ -32,7 +32,28 @@ var (
 	// out of order: Init twice, Start before Init, Run before Start or
 	// twice, anything after Shutdown.
 	ErrLifecycle = errors.New("kernel lifecycle method called out of order")
+	// ErrEssential is wrapped by the *EssentialError Init and Start return
+	// when an essential extension failed.
+	ErrEssential = errors.New("an essential extension failed")
 )
+
+// EssentialError is Init's or Start's error when an essential extension
+// (Options.Essential, or the only channel) failed to be created,
+// initialised or started, or was skipped because a dependency failed. It
+// wraps the extension's own error and ErrEssential.
+type EssentialError struct {
+	ID string
+	// Why it is essential: "configured explicitly" or "the only channel".
+	Why string
+	Err error
+}
+
+func (e *EssentialError) Error() string {
+	return fmt.Sprintf("extension %q (%s) failed: %v", e.ID, e.Why, e.Err)
+}
+
+// Unwrap returns the extension's error and ErrEssential.
+func (e *EssentialError) Unwrap() []error { return []error{e.Err, ErrEssential} }
 
 // Config is what the kernel needs from the configuration; *config.Config
 // implements it.
@@ -74,6 +95,14 @@ type Options struct {
 	// than be isolated (the app uses it for configuration errors: a typo in
 	// an extension's section must not leave that feature silently off).
 	Fatal func(error) bool
+	// Essential, when set, picks extensions (by id) the agent must not run
+	// without (the app: those configured explicitly). The only enabled
+	// channel is essential too. An essential extension that fails to be
+	// created, initialised or started, or is skipped because a dependency
+	// failed, makes Init or Start return an *EssentialError instead of
+	// carrying on without it (a web channel that cannot bind its port must
+	// not leave an agent that nobody can reach reporting ready).
+	Essential func(id string) bool
 	// APIServices are offered to extensions through the hosts'
 	// api.Provider method (api.ServicesFrom); nil offers none. The
 	// pointer is handed out as is: fill it before Init.
@@ -157,6 +186,8 @@ type entry struct {
 	// Guarded by Kernel.mu.
 	state          State
 	err            string
+	cause          error // the failure behind err
+	onlyChannel    bool  // the only enabled channel (essential)
 	health         Health
 	healthErr      string
 	checkedAt      time.Time
@@ -279,12 +310,47 @@ func New(opts Options) (*Kernel, error) {
 			e.health = HealthNone
 		}
 	}
+	var channels []*entry
+	for _, e := range k.order {
+		if _, ok := e.ext.(extension.ChannelProvider); ok {
+			channels = append(channels, e)
+		}
+	}
+	if len(channels) == 1 {
+		channels[0].onlyChannel = true
+	}
 	for _, e := range k.order {
 		if e.state == StateFailed {
 			k.skipDependents(e)
 		}
 	}
 	return k, nil
+}
+
+// essentialFailure returns an *EssentialError for the first essential
+// extension that failed or was skipped, or nil. Callers hold k.mu or own the
+// kernel exclusively.
+func (k *Kernel) essentialFailure() error {
+	for _, e := range k.order {
+		if e.state != StateFailed && e.state != StateSkipped {
+			continue
+		}
+		why := ""
+		switch {
+		case k.opts.Essential != nil && k.opts.Essential(e.info.ID):
+			why = "configured explicitly"
+		case e.onlyChannel:
+			why = "the only channel"
+		default:
+			continue
+		}
+		cause := e.cause
+		if cause == nil {
+			cause = errors.New(e.err)
+		}
+		return &EssentialError{ID: e.info.ID, Why: why, Err: cause}
+	}
+	return nil
 }
 
 func construct(info extension.Info) (ext extension.Extension, err error) {
@@ -403,7 +469,7 @@ func findCycle(infos map[string]extension.Info, ordered []string) error {
 // Callers hold k.mu or own the kernel exclusively.
 func (k *Kernel) fail(e *entry, err error) {
 	e.state = StateFailed
-	e.err = err.Error()
+	e.err, e.cause = err.Error(), err
 	attrs := []any{"ext", e.info.ID, "err", err}
 	var p *panicError
 	if errors.As(err, &p) {
@@ -425,9 +491,46 @@ func (k *Kernel) skipDependents(e *entry) {
 		}
 		c.state = StateSkipped
 		c.err = fmt.Sprintf("dependency %q %s", e.info.ID, verb)
+		c.cause = fmt.Errorf("%s: %w", c.err, e.cause)
 		k.log.Warn("extension skipped", "ext", c.info.ID, "reason", c.err)
 		k.skipDependents(c)
 	}
+}
+
+// ConfigCheck is the outcome of checking one enabled extension's
+// configuration without initialising it.
+type ConfigCheck struct {
+	ID string
+	// Checked is false when the extension has no way to check its
+	// configuration apart from Init (it is not an extension.ConfigChecker)
+	// or its constructor failed (Err says so).
+	Checked bool
+	Err     error
+}
+
+// CheckConfig checks the configuration of every enabled extension that is an
+// extension.ConfigChecker, in dependency order, as Init would decode and
+// validate it but without initialising anything (`reverie doctor`). It
+// can be called on a kernel that is never initialised; a panic in a check
+// is reported as that extension's error.
+func (k *Kernel) CheckConfig() []ConfigCheck {
+	out := make([]ConfigCheck, 0, len(k.order))
+	for _, e := range k.order {
+		c := ConfigCheck{ID: e.info.ID}
+		if e.ext == nil {
+			k.mu.RLock()
+			c.Err = errors.New(e.err)
+			k.mu.RUnlock()
+			out = append(out, c)
+			continue
+		}
+		if cc, ok := e.ext.(extension.ConfigChecker); ok {
+			c.Checked = true
+			c.Err = safely(func() error { return cc.CheckConfig(e.host.DecodeConfig) })
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // Extension returns the instance of extension id, if it is enabled and was

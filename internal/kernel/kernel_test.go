@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -766,5 +767,168 @@ func TestFatalInitErrorStopsStartUp(t *testing.T) {
 		if s.ID == "c" && s.State == StateInitialised {
 			t.Fatal("c was initialised after a fatal error in its dependency")
 		}
+	}
+}
+
+func TestEssentialFailureStopsStartUp(t *testing.T) {
+	boom := errors.New("boom")
+	channel := func(id string, b behaviour, c *calls) extension.Info {
+		return extension.Info{ID: id, Description: "test channel", New: func() extension.Extension {
+			return &full{fake: fake{id: id, b: b, calls: c}, channel: id}
+		}}
+	}
+	tests := []struct {
+		name      string
+		reg       func(c *calls) []extension.Info
+		explicit  []string
+		phase     string // "init" or "start": where the error comes; "" for none
+		wantID    string
+		wantWhy   string
+		wantCalls []string
+	}{
+		{
+			name: "explicit extension fails to start",
+			reg: func(c *calls) []extension.Info {
+				return []extension.Info{newInfo("bad", nil, plain, behaviour{startErr: boom}, c), newInfo("other", nil, plain, behaviour{}, c)}
+			},
+			explicit: []string{"bad"}, phase: "start", wantID: "bad", wantWhy: "configured explicitly",
+			wantCalls: []string{"init bad", "init other", "start bad", "stop bad", "destroy other", "destroy bad"},
+		},
+		{
+			name: "explicit extension fails to initialise",
+			reg: func(c *calls) []extension.Info {
+				return []extension.Info{newInfo("bad", nil, plain, behaviour{initErr: boom}, c), newInfo("other", nil, plain, behaviour{}, c)}
+			},
+			explicit: []string{"bad"}, phase: "init", wantID: "bad", wantWhy: "configured explicitly",
+			wantCalls: []string{"init bad"},
+		},
+		{
+			name: "explicit extension skipped for a failed dependency",
+			reg: func(c *calls) []extension.Info {
+				return []extension.Info{newInfo("base", nil, plain, behaviour{initErr: boom}, c), newInfo("top", []string{"base"}, plain, behaviour{}, c)}
+			},
+			explicit: []string{"top"}, phase: "init", wantID: "top", wantWhy: "configured explicitly",
+			wantCalls: []string{"init base"},
+		},
+		{
+			name: "explicit extension whose constructor fails",
+			reg: func(c *calls) []extension.Info {
+				return []extension.Info{{ID: "bad", Description: "panics", New: func() extension.Extension { panic(boom) }},
+					newInfo("other", nil, plain, behaviour{}, c)}
+			},
+			explicit: []string{"bad"}, phase: "init", wantID: "bad", wantWhy: "configured explicitly",
+		},
+		{
+			name: "the only channel fails to start",
+			reg: func(c *calls) []extension.Info {
+				return []extension.Info{channel("web", behaviour{startErr: boom}, c), newInfo("kv", nil, plain, behaviour{}, c)}
+			},
+			phase: "start", wantID: "web", wantWhy: "the only channel",
+			wantCalls: []string{"init kv", "init web", "start kv", "start web", "stop web", "stop kv", "destroy web", "destroy kv"},
+		},
+		{
+			name: "one of two channels fails to start",
+			reg: func(c *calls) []extension.Info {
+				return []extension.Info{channel("web", behaviour{startErr: boom}, c), channel("tg", behaviour{}, c)}
+			},
+			wantCalls: []string{"init tg", "init web", "start tg", "start web", "stop web", "stop tg", "destroy web", "destroy tg"},
+		},
+		{
+			name: "an extension nobody configured fails",
+			reg: func(c *calls) []extension.Info {
+				return []extension.Info{newInfo("bad", nil, plain, behaviour{startErr: boom}, c), channel("web", behaviour{}, c)}
+			},
+			explicit:  []string{"web"},
+			wantCalls: []string{"init bad", "init web", "start bad", "start web", "stop web", "stop bad", "destroy web", "destroy bad"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &calls{}
+			k, err := New(Options{Registry: tc.reg(c), Essential: func(id string) bool { return slices.Contains(tc.explicit, id) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got error
+			phase := "init"
+			if got = k.Init(t.Context()); got == nil {
+				phase = "start"
+				got = k.Start(t.Context())
+			}
+			if err := k.Shutdown(t.Context()); err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+			if tc.phase == "" {
+				if got != nil {
+					t.Fatalf("start-up failed: %v", got)
+				}
+			} else {
+				var ee *EssentialError
+				if !errors.As(got, &ee) || phase != tc.phase {
+					t.Fatalf("%s error = %v, want an *EssentialError from %s", phase, got, tc.phase)
+				}
+				if ee.ID != tc.wantID || ee.Why != tc.wantWhy || !errors.Is(got, ErrEssential) || !errors.Is(got, boom) && !strings.Contains(got.Error(), "boom") {
+					t.Errorf("error = %#v (%v), want %s (%s) wrapping boom and ErrEssential", ee, got, tc.wantID, tc.wantWhy)
+				}
+				if !strings.Contains(got.Error(), `"`+tc.wantID+`"`) || !strings.Contains(got.Error(), tc.wantWhy) {
+					t.Errorf("message %q does not name the extension and why it is essential", got)
+				}
+			}
+			if got := c.list(); tc.wantCalls != nil && !slices.Equal(got, tc.wantCalls) {
+				t.Errorf("calls =\n%v\nwant\n%v", got, tc.wantCalls)
+			}
+		})
+	}
+}
+
+// checker is a fake whose CheckConfig decodes its settings and rejects an
+// empty greeting.
+type checker struct{ fake }
+
+func (c *checker) CheckConfig(decode func(any) error) error {
+	var s fakeSettings
+	if err := decode(&s); err != nil {
+		return err
+	}
+	if s.Greeting == "" {
+		return fmt.Errorf("greeting is empty: %w", extension.ErrInvalidConfig)
+	}
+	return nil
+}
+
+func TestCheckConfig(t *testing.T) {
+	c := &calls{}
+	checkerInfo := func(id string) extension.Info {
+		return extension.Info{ID: id, Description: "checks its config", New: func() extension.Extension {
+			return &checker{fake{id: id, calls: c}}
+		}}
+	}
+	reg := []extension.Info{
+		checkerInfo("good"), checkerInfo("empty"), checkerInfo("malformed"),
+		newInfo("plain", nil, plain, behaviour{}, c),
+		{ID: "broken", Description: "constructor panics", New: func() extension.Extension { panic("no") }},
+	}
+	cfg := &fakeConfig{sections: map[string]string{"good": `{"greeting":"hi"}`, "empty": `{}`, "malformed": `{"greeting":`}}
+	k := mustNew(t, Options{Registry: reg, Config: cfg})
+	got := map[string]string{}
+	for _, r := range k.CheckConfig() {
+		s := fmt.Sprintf("checked=%v", r.Checked)
+		if r.Err != nil {
+			s += " err=" + r.Err.Error()
+		}
+		got[r.ID] = s
+	}
+	want := map[string]string{
+		"good":      "checked=true",
+		"empty":     "checked=true err=greeting is empty: invalid configuration",
+		"malformed": `checked=true err=decode configuration of extension "malformed": unexpected end of JSON input`,
+		"plain":     "checked=false",
+		"broken":    "checked=false err=create: panic: no",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("CheckConfig =\n%v\nwant\n%v", got, want)
+	}
+	if calls := c.list(); len(calls) != 0 {
+		t.Errorf("CheckConfig initialised something: %v", calls)
 	}
 }

@@ -49,13 +49,19 @@ func bounded(ctx context.Context, fn func() error) error {
 // extension whose Init fails or panics is recorded as failed and its
 // dependents as skipped; the others carry on. The error is non-nil only when
 // ctx ends first (the rest are left uninitialised) or Init was already
-// called (ErrLifecycle), or when Options.Fatal selects an extension's error
-// (the extensions initialised so far are then left for Shutdown).
+// called (ErrLifecycle), when Options.Fatal selects an extension's error, or
+// when an essential extension failed (*EssentialError); the extensions
+// initialised so far are then left for Shutdown.
 func (k *Kernel) Init(ctx context.Context) error {
 	k.mu.Lock()
 	if k.phase != phaseNew {
 		k.mu.Unlock()
 		return fmt.Errorf("init extensions: %w", ErrLifecycle)
+	}
+	if err := k.essentialFailure(); err != nil { // a constructor failed
+		k.phase = phaseInitialised
+		k.mu.Unlock()
+		return err
 	}
 	k.mu.Unlock()
 	for _, e := range k.order {
@@ -79,6 +85,11 @@ func (k *Kernel) Init(ctx context.Context) error {
 		if err != nil {
 			k.fail(e, fmt.Errorf("init: %w", err))
 			k.skipDependents(e)
+			if err := k.essentialFailure(); err != nil {
+				k.phase = phaseInitialised
+				k.mu.Unlock()
+				return err
+			}
 		} else {
 			e.state = StateInitialised
 			e.inited = true
@@ -95,7 +106,9 @@ func (k *Kernel) Init(ctx context.Context) error {
 
 // Start starts every initialised extension in dependency order (Starter, if
 // implemented). Failures are isolated as in Init. The error is non-nil only
-// when ctx ends first or Start is called out of order (ErrLifecycle).
+// when ctx ends first, Start is called out of order (ErrLifecycle) or an
+// essential extension failed (*EssentialError; what started so far is left
+// for Shutdown).
 func (k *Kernel) Start(ctx context.Context) error {
 	k.mu.Lock()
 	if k.phase != phaseInitialised {
@@ -124,6 +137,11 @@ func (k *Kernel) Start(ctx context.Context) error {
 		if err != nil {
 			k.fail(e, fmt.Errorf("start: %w", err))
 			k.skipDependents(e)
+			if err := k.essentialFailure(); err != nil {
+				k.phase = phaseStarted
+				k.mu.Unlock()
+				return err
+			}
 		} else if e.state == StateInitialised {
 			e.state = StateStarted
 			k.log.Debug("extension started", "ext", e.info.ID)

@@ -12,6 +12,11 @@
 //     at once and the exit does not count as a crash.
 //     ExitConfigError (2) → the configuration is invalid; restarting would
 //     only fail again, so Run returns an error wrapping ErrConfigInvalid.
+//     ExitLocked (3) → another agent runs on the data dir; Run returns an
+//     error wrapping ErrLocked.
+//     ExitDataDir (4) → the agent cannot use its data dir (not writable,
+//     unreadable files, a full disk); Run returns an error wrapping
+//     ErrDataDir.
 //     anything else (another code, or death by a signal) → a crash: the
 //     child is restarted after a capped exponential backoff (BackoffMin
 //     doubling up to BackoffMax, back to BackoffMin once a child has stayed
@@ -29,7 +34,10 @@
 //     like a crash (with backoff, counted toward the crash loop). Failures
 //     are not counted during HealthStartPeriod after a start unless the child
 //     has already answered healthy, so a slow start is not mistaken for a
-//     hang.
+//     hang. With Options.Instance each child gets a fresh random id in
+//     InstanceEnv and a probe passes only when the answer's JSON
+//     "instance" is that id, so a probe answered by another process (one
+//     holding the port the child could not bind) fails.
 //   - On ctx cancellation (the caller turns SIGINT/SIGTERM into cancellation
 //     with signal.NotifyContext) sends SIGTERM to the child, waits
 //     ShutdownGrace, then SIGKILLs its whole process group. Run returns nil

@@ -2,6 +2,9 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -24,7 +28,20 @@ const (
 	// ExitConfigError is the exit code of an agent whose configuration is
 	// invalid. The supervisor does not restart it: it would fail again.
 	ExitConfigError = 2
+	// ExitLocked is the exit code of an agent that found another agent
+	// running on its data dir. The supervisor does not restart it.
+	ExitLocked = 3
+	// ExitDataDir is the exit code of an agent that cannot use its data
+	// dir: not writable, files it cannot read, a full disk. The supervisor
+	// does not restart it: the same start would fail again.
+	ExitDataDir = 4
 )
+
+// InstanceEnv is the environment variable through which each started child
+// gets a fresh random instance id; the agent's /healthz echoes it as
+// "instance", so that the health probe knows it reached its own child and
+// not another process holding the port.
+const InstanceEnv = "REVERIE_INSTANCE"
 
 // RestartPollInterval is how often the restart file is checked.
 const RestartPollInterval = time.Second
@@ -53,6 +70,12 @@ var (
 	ErrCrashLoop = errors.New("agent is crash-looping")
 	// ErrConfigInvalid means the child exited with ExitConfigError.
 	ErrConfigInvalid = errors.New("agent configuration is invalid")
+	// ErrLocked means the child exited with ExitLocked: another agent runs
+	// on the data dir.
+	ErrLocked = errors.New("another agent runs on the data dir")
+	// ErrDataDir means the child exited with ExitDataDir: it cannot use its
+	// data dir.
+	ErrDataDir = errors.New("agent cannot use its data dir")
 	// ErrKilled means the child did not exit within ShutdownGrace of SIGTERM
 	// during shutdown and was killed.
 	ErrKilled = errors.New("agent did not stop in time and was killed")
@@ -84,6 +107,11 @@ type Options struct {
 	// HealthStartPeriod is how long after a start failed probes are not
 	// counted, unless the child has already answered healthy.
 	HealthStartPeriod time.Duration
+	// Instance gives each started child a fresh random id in InstanceEnv
+	// and makes the health probe require the answer's JSON "instance" to
+	// be that id: a probe answered by another process (one that holds the
+	// port the child could not bind) then fails instead of passing.
+	Instance bool
 
 	// BackoffMin and BackoffMax bound the delay before restarting a crashed
 	// child; it doubles per consecutive crash and returns to BackoffMin when
@@ -248,6 +276,12 @@ func (s *supervisor) run(ctx context.Context) error {
 			case ExitConfigError:
 				s.log.Error("agent reported an invalid configuration; not restarting", "status", end.status)
 				return fmt.Errorf("%w: the agent exited with status %d; fix the configuration (see the agent's error above, or run `reverie doctor`) and start again", ErrConfigInvalid, ExitConfigError)
+			case ExitLocked:
+				s.log.Error("another agent runs on the data dir; not restarting", "status", end.status)
+				return fmt.Errorf("%w: the agent exited with status %d; stop the other agent (see the agent's error above) or use another data dir, and start again", ErrLocked, ExitLocked)
+			case ExitDataDir:
+				s.log.Error("agent cannot use its data dir; not restarting", "status", end.status)
+				return fmt.Errorf("%w: the agent exited with status %d; fix the data dir or free disk space (see the agent's error above, or run `reverie doctor`) and start again", ErrDataDir, ExitDataDir)
 			}
 		}
 
@@ -315,6 +349,14 @@ func pruneBefore(times []time.Time, cutoff time.Time) []time.Time {
 func (s *supervisor) runChild(ctx context.Context, run int) (childEnd, error) {
 	cmd := exec.Command(s.o.Command[0], s.o.Command[1:]...)
 	cmd.Env = s.o.Env
+	instance := ""
+	if s.o.Instance {
+		instance = newInstanceID()
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(slices.Clip(cmd.Env), InstanceEnv+"="+instance)
+	}
 	cmd.Dir = s.o.Dir
 	cmd.Stdout = s.o.Stdout
 	cmd.Stderr = s.o.Stderr
@@ -378,7 +420,7 @@ func (s *supervisor) runChild(ctx context.Context, run int) (childEnd, error) {
 			poll.arm(s.clock, RestartPollInterval)
 
 		case <-health.c():
-			err := s.probe.check(ctx)
+			err := s.probe.check(ctx, instance)
 			if ctx.Err() != nil {
 				continue // shutting down: the next iteration sees ctx.Done
 			}
@@ -516,7 +558,16 @@ type healthProbe struct {
 	timeout time.Duration
 }
 
-func (p *healthProbe) check(ctx context.Context) error {
+// newInstanceID returns 16 random bytes in hex.
+func newInstanceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// check probes the health URL once. With a non-empty instance the answer
+// must be JSON whose "instance" is that id.
+func (p *healthProbe) check(ctx context.Context, instance string) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
@@ -528,9 +579,20 @@ func (p *healthProbe) check(ctx context.Context) error {
 		return fmt.Errorf("probe %s: %w", p.url, err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("probe %s: status %s", p.url, resp.Status)
+	}
+	if instance == "" {
+		return nil
+	}
+	var answer struct {
+		Instance string `json:"instance"`
+	}
+	_ = json.Unmarshal(body, &answer)
+	if answer.Instance != instance {
+		return fmt.Errorf("probe %s: answered by another process, not this agent (instance %q, want %q): something else is listening on that address",
+			p.url, answer.Instance, instance)
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func helperMain() int {
 			return 99
 		}
 	}
-	fmt.Printf("start %d %d\n", run, os.Getpid())
+	fmt.Printf("start %d %d %s\n", run, os.Getpid(), os.Getenv(InstanceEnv))
 
 	if code := os.Getenv(envExitCode); code != "" {
 		n, _ := strconv.Atoi(code)
@@ -289,6 +289,8 @@ func TestChildExitsOnItsOwn(t *testing.T) {
 	}{
 		{name: "exit 0 ends supervision", code: 0},
 		{name: "exit 2 is a configuration error", code: ExitConfigError, wantErr: ErrConfigInvalid, wantMsg: "fix the configuration"},
+		{name: "exit 3 is another agent on the data dir", code: ExitLocked, wantErr: ErrLocked, wantMsg: "stop the other agent"},
+		{name: "exit 4 is an unusable data dir", code: ExitDataDir, wantErr: ErrDataDir, wantMsg: "free disk space"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -535,6 +537,59 @@ func TestFailingHealthProbeRestartsChild(t *testing.T) {
 	}
 	logs := h.logs.String()
 	for _, want := range []string{"health check failed", "2 consecutive failed health checks", "agent was unhealthy"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q:\n%s", want, logs)
+		}
+	}
+}
+
+// With Instance, a probe answered by another process (a different or no
+// instance id) fails even with 200, and the child's own answer passes.
+func TestHealthProbeChecksInstance(t *testing.T) {
+	var answer atomic.Value // the instance id the health server echoes
+	answer.Store("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"status":"ok","instance":%q}`, answer.Load().(string))
+	}))
+	t.Cleanup(srv.Close)
+	h := newHarness(t, nil)
+	h.opts.HealthURL = srv.URL + "/healthz"
+	h.opts.HealthInterval = 5 * time.Second
+	h.opts.HealthFailures = 2
+	h.opts.HealthStartPeriod = 5 * time.Second
+	h.opts.Instance = true
+	h.start()
+	first := h.expect("start", 1)
+	if len(first) != 2 || len(first[1]) != 32 {
+		t.Fatalf("child got no instance id: %q", first)
+	}
+
+	// Another process answers: two failures restart the child.
+	answer.Store("someone-else")
+	for range 2 {
+		h.waitPending(5 * time.Second)
+		h.clock.Advance(5 * time.Second)
+	}
+	h.expect("term", 1)
+	h.waitPending(time.Second)
+	h.clock.Advance(time.Second)
+	second := h.expect("start", 2)
+	if len(second) != 2 || second[1] == first[1] {
+		t.Fatalf("second child's instance %q, first %q: want a fresh id", second, first)
+	}
+
+	// The child's own answer passes.
+	answer.Store(second[1])
+	h.waitPending(5 * time.Second)
+	h.clock.Advance(5 * time.Second)
+	h.waitPending(5 * time.Second)
+	h.cancelRun()
+	h.expect("term", 2)
+	if err := h.result(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	logs := h.logs.String()
+	for _, want := range []string{"answered by another process", "someone-else", "agent is healthy"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %q:\n%s", want, logs)
 		}
