@@ -724,25 +724,6 @@ func TestUnsetSecret(t *testing.T) {
 	}
 }
 
-func FuzzLoad(f *testing.F) {
-	f.Add(string(DefaultFile()))
-	f.Add("log:\n  level: [x\n")
-	f.Add("a: &x [*x]\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		path := filepath.Join(t.TempDir(), "c.yaml")
-		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		c, err := Load(path, nil, []string{"web"})
-		if err != nil {
-			return
-		}
-		var v extConfig
-		_ = c.DecodeExtension("web", &v)
-		_ = c.Validate()
-	})
-}
-
 // BenchmarkLoadTemplate measures loading the shipped config.yaml (part of
 // the agent's cold start).
 func BenchmarkLoadTemplate(b *testing.B) {
