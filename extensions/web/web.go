@@ -3,7 +3,10 @@
 // page, on the configured address (default 127.0.0.1:8420).
 //
 // GET /healthz answers 200 {"status":"ok"} only once the agent is ready to
-// take messages and 503 before that. Everything under /api/ needs the access
+// take messages and 503 before that; under the supervisor the body also
+// carries "instance" (api.Services.Instance), so that its probe knows it
+// reached its own child. A full disk is one 507 on every route
+// (api.IsDiskFull, mapped in one place: statusOf). Everything under /api/ needs the access
 // token (bearer header or the session cookie set by POST /api/v1/login);
 // the page shell needs none.
 //

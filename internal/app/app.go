@@ -62,7 +62,8 @@ type Options struct {
 	// ConfigPath overrides <DataDir>/config.yaml.
 	ConfigPath string
 	// Env is the environment (os.Environ() format) for overrides and
-	// secrets.
+	// secrets; supervisor.InstanceEnv in it becomes api.Services.Instance
+	// (echoed by /healthz).
 	Env []string
 	// Console receives console logs; nil means os.Stderr.
 	Console io.Writer
