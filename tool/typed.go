@@ -1,11 +1,14 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -199,7 +202,12 @@ func (t *typed[A]) Call(ctx context.Context, args json.RawMessage) (Result, erro
 	var a A
 	if len(args) > 0 {
 		if err := json.Unmarshal(args, &a); err != nil {
-			return Result{}, fmt.Errorf("decode arguments: %w", err)
+			// JSON Schema counts 2.0 and 1e2 as integers, encoding/json
+			// does not: write integral numbers as integers and try again.
+			fixed, ok := integralNumbers(args)
+			if !ok || json.Unmarshal(fixed, &a) != nil {
+				return Result{}, fmt.Errorf("decode arguments: %w", err)
+			}
 		}
 	}
 	v, err := t.fn(ctx, a)
@@ -350,4 +358,47 @@ func setEnum(s *jsonschema.Schema, values []string) {
 
 func isType(s *jsonschema.Schema, typ string) bool {
 	return s.Type == typ || slices.Contains(s.Types, typ)
+}
+
+// integralNumbers rewrites the numbers of a JSON document that have an
+// integral value but a fraction or exponent (2.0, 1e2) as plain integers;
+// ok is false when there were none.
+func integralNumbers(raw json.RawMessage) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	changed := false
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e)
+			}
+		case json.Number:
+			if !strings.ContainsAny(string(x), ".eE") {
+				return x
+			}
+			f, err := x.Float64()
+			if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+				return x
+			}
+			changed = true
+			return json.Number(strconv.FormatInt(int64(f), 10))
+		}
+		return v
+	}
+	v = walk(v)
+	if !changed {
+		return nil, false
+	}
+	out, err := json.Marshal(v)
+	return out, err == nil
 }

@@ -141,7 +141,9 @@ func (m *markdown) render(text string, width int) string {
 			if lang != "" {
 				out = append(out, sgr(st.quote, "  "+lang, color))
 			}
-			for i++; i < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[i]), fence); i++ {
+			// A closing fence is the fence character alone (at least three);
+			// "```text" inside the block is content, as in CommonMark.
+			for i++; i < len(lines) && !closesFence(lines[i], fence); i++ {
 				out = append(out, "  "+sgr(st.code, lines[i], color))
 			}
 		case t == "":
@@ -189,6 +191,12 @@ func (m *markdown) render(text string, width int) string {
 	}
 	flush()
 	return strings.Trim(strings.Join(out, "\n"), "\n")
+}
+
+// closesFence reports whether line closes a code block opened by fence.
+func closesFence(line, fence string) bool {
+	t := strings.TrimSpace(line)
+	return strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == ""
 }
 
 // listItem returns the marker of a list line ("-", "*", "+", "1.") or "".
