@@ -11,7 +11,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+	"github.com/reverie-ai/reverie/tool"
 )
 
 // A and B run in parallel; C (depends_on A and B) starts when both have
@@ -390,5 +393,58 @@ func TestSpawnValidation(t *testing.T) {
 		if len(ws) != 0 {
 			t.Errorf("rejected spawns left workflows: %+v", ws)
 		}
+	})
+}
+
+// depends_on_previous in one model round of the main agent: the calls run
+// through the tool loop (concurrently for other tools), and "previous" is
+// what the model issued before the call — never a sibling issued after it,
+// always the ones issued before it.
+func TestDependsOnPreviousFollowsTheOrderOfTheRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		rounds := 0
+		model := llmtest.Func(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+			rounds++
+			switch rounds {
+			case 1:
+				return callTools(
+					call(ToolSpawn, map[string]any{"objective": "a"}),
+					call(ToolSpawn, map[string]any{"objective": "b", "depends_on_previous": true}),
+					call(ToolSpawn, map[string]any{"objective": "c"}),
+					call(ToolSpawn, map[string]any{"objective": "d", "depends_on_previous": true}),
+				), nil
+			case 2:
+				return callTools(call(ToolSpawn, map[string]any{"objective": "e", "depends_on_previous": true})), nil
+			}
+			return reply("started"), nil
+		})
+		ctx := tool.WithCall(context.Background(), tool.Call{Thread: thread, Agent: "main"})
+		res, err := toolloop.Run(ctx, model, llm.Request{Messages: []llm.Message{llm.UserText("go")}}, e.m.Tools(thread), toolloop.Options{Parallel: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]string{}
+		deps := map[string][]string{}
+		for _, c := range res.Calls {
+			var out SpawnResult
+			if err := json.Unmarshal([]byte(c.Result), &out); err != nil || out.ID == "" {
+				t.Fatalf("%s: %s", c.Name, c.Result)
+			}
+			var args spawnArgs
+			json.Unmarshal(c.Arguments, &args)
+			ids[args.Objective], deps[args.Objective] = out.ID, out.DependsOn
+		}
+		want := map[string][]string{
+			"b": {ids["a"]},
+			"d": {ids["a"], ids["b"], ids["c"]},
+			"e": {ids["a"], ids["b"], ids["c"], ids["d"]},
+		}
+		for k, w := range want {
+			if got := slices.Sorted(slices.Values(deps[k])); !slices.Equal(got, slices.Sorted(slices.Values(w))) {
+				t.Errorf("%s depends on %v, want %v", k, deps[k], w)
+			}
+		}
+		e.deliver.wait(t, 5)
 	})
 }

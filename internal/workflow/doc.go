@@ -16,8 +16,11 @@
 //
 // depends_on_previous adds, for a worker, every session its lineage (all
 // continuation hops of it) spawned; for a user thread, the sessions spawned
-// earlier in the same turn, or, when there are none, those the thread
-// spawned that have not finished.
+// by the calls the model issued before this one in the same turn (earlier
+// rounds, and earlier calls of the same round: "before" comes from the
+// order of the calls, tool.Position, and spawn_sub_session's calls of one
+// round run in that order, tool.InOrder), or, when there are none, those
+// the thread spawned that have not finished.
 //
 // # Scheduling
 //

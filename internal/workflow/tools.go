@@ -28,23 +28,40 @@ type binding struct {
 	turn   *turnState
 }
 
-// turnState remembers the sessions spawned during one turn, for
-// depends_on_previous.
+// turnState remembers the sessions spawned during one turn, with the place
+// of the call that spawned each, for depends_on_previous.
 type turnState struct {
 	mu      sync.Mutex
-	spawned []string
+	spawned []spawned
 }
 
-func (t *turnState) add(id string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.spawned = append(t.spawned, id)
+type spawned struct {
+	pos tool.Position
+	id  string
 }
 
-func (t *turnState) list() []string {
+func (t *turnState) add(pos tool.Position, id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]string(nil), t.spawned...)
+	t.spawned = append(t.spawned, spawned{pos, id})
+}
+
+// before returns the sessions spawned by calls the model issued before the
+// call at pos: earlier rounds, and lower indexes of the same round. It does
+// not depend on the order in which a round's calls ran (spawn_sub_session
+// runs its calls of one round in issue order, tool.InOrder, so the earlier
+// ones have all finished). Without a position (a call made outside the tool
+// loop) every session spawned so far counts.
+func (t *turnState) before(pos tool.Position, known bool) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, s := range t.spawned {
+		if !known || s.pos.Before(pos) {
+			out = append(out, s.id)
+		}
+	}
+	return out
 }
 
 type bindingKey struct{}
@@ -71,6 +88,9 @@ func (t *bound) Categories() []string { return tool.CategoriesOf(t.Tool) }
 
 // ReadOnly forwards to the shared tool.
 func (t *bound) ReadOnly() bool { return tool.IsReadOnly(t.Tool) }
+
+// InOrder forwards to the shared tool.
+func (t *bound) InOrder() bool { return tool.RunsInOrder(t.Tool) }
 
 func bindingOf(ctx context.Context) (binding, error) {
 	b, ok := ctx.Value(bindingKey{}).(binding)
@@ -122,7 +142,9 @@ func (m *Manager) buildTools() {
 	if names := m.o.Profiles.Names(); len(names) > 0 {
 		opts = append(opts, tool.WithEnum("profile", names...))
 	}
-	m.spawnTool = tool.New(ToolSpawn, spawnDescription, m.spawnHandler, opts...)
+	// In order: depends_on_previous of a call must see the sessions of the
+	// round's earlier spawn calls, which therefore must have finished.
+	m.spawnTool = tool.New(ToolSpawn, spawnDescription, m.spawnHandler, append(opts, tool.InOrder())...)
 	m.cancelTool = tool.New(ToolCancel,
 		"Cancel a background sub-session (sub_…) or a whole workflow (wf_…): pending sessions never start, running ones stop, sessions they spawned are cancelled and sessions depending on them fail.",
 		m.cancelHandler, tool.WithCategories("orchestration"))
@@ -148,8 +170,9 @@ func (m *Manager) spawnHandler(ctx context.Context, a spawnArgs) (any, error) {
 		Profile: a.Profile, DependsOn: a.DependsOn, DependsOnPrevious: a.DependsOnPrevious, NotBefore: notBefore,
 		Timeout: time.Duration(a.Timeout) * time.Second, Parent: b.parent,
 	}
+	pos, positioned := tool.PositionFrom(ctx)
 	if a.DependsOnPrevious && !b.parent.IsSubSession() && b.turn != nil {
-		if prev := b.turn.list(); len(prev) > 0 {
+		if prev := b.turn.before(pos, positioned); len(prev) > 0 {
 			req.DependsOn = append(req.DependsOn, prev...)
 			req.DependsOnPrevious = false
 		}
@@ -159,7 +182,7 @@ func (m *Manager) spawnHandler(ctx context.Context, a spawnArgs) (any, error) {
 		return nil, err
 	}
 	if b.turn != nil {
-		b.turn.add(res.ID)
+		b.turn.add(pos, res.ID)
 	}
 	note := "Started in the background."
 	switch res.Waiting {
