@@ -260,6 +260,27 @@ const (
 	FieldSelect FieldKind = "select"
 )
 
+// Pairer is a channel where people the owner has not allowed yet can ask
+// for access: the channel gives them a one-time pairing code, and the owner
+// approves it from a trusted place (the /approve command on the owner's
+// channels, the web API, the command line).
+type Pairer interface {
+	ChannelProvider
+	// ApprovePairing lets in the person who was given code. An unknown,
+	// used or expired code is ErrPairingCode (wrapped).
+	ApprovePairing(ctx context.Context, code string) (Paired, error)
+}
+
+// Paired is who a pairing code let in.
+type Paired struct {
+	Channel string
+	UserID  string
+	Name    string
+}
+
+// ErrPairingCode: the pairing code is unknown, already used or expired.
+var ErrPairingCode = errors.New("unknown, used or expired pairing code")
+
 // ErrInvalidConfig marks an Init error caused by the extension's own
 // configuration: a value DecodeConfig accepted but that cannot work (the
 // web channel without authentication on a public address, say). Wrap it
@@ -332,6 +353,13 @@ type Info struct {
 	// Disabled makes the extension opt-in: it runs only when its config
 	// section says enabled: true. Otherwise it runs unless it says false.
 	Disabled bool
+	// AutoEnable, when set, replaces Disabled's default for a section
+	// without an explicit `enabled` key (nor REVERIE_<ID>__ENABLED): it
+	// gets the decoder of the extension's section (as Host.DecodeConfig)
+	// and reports whether the configuration asks for the extension (the
+	// Telegram channel runs once a token is set). An explicit enabled key
+	// always wins.
+	AutoEnable func(decode func(v any) error) bool
 	// Description is one line for `reverie doctor` and the debug panel.
 	Description string
 }

@@ -135,7 +135,7 @@ func TestConfiguration(t *testing.T) {
 }
 
 func fmtSecret() string {
-	s := Secret{literal: "hunter2hunter2hunter2"}
+	s := extension.LiteralSecret("hunter2hunter2hunter2")
 	b, _ := json.Marshal(s)
 	return fmt.Sprintf("%v %+v %#v %s %v ", s, s, s, s, &s) + s.String() + string(b)
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // Authentication modes (web.auth).
@@ -34,105 +35,12 @@ const SessionCookie = "reverie_session"
 // sessionMaxAge is how long a session cookie lives.
 const sessionMaxAge = 30 * 24 * time.Hour
 
-// maxSecretFile bounds a token file read.
-const maxSecretFile = 64 << 10
+// Secret is a credential in the web section (web.token), written like
+// every secret in config.yaml: {env: NAME}, {file: path} or inline.
+type Secret = extension.Secret
 
-// Secret is a credential in the web section, written like every secret in
-// config.yaml:
-//
-//	token: {env: NAME}        # from an environment variable
-//	token: {file: path}       # from a file (relative to the data dir), trimmed
-//	token: "inline"           # allowed; prefer the other two
-//
-// REVERIE_WEB__TOKEN=… sets it inline. It never prints its value.
-type Secret struct {
-	literal, env, file string
-}
-
-// UnmarshalYAML accepts the three forms above.
-func (s *Secret) UnmarshalYAML(unmarshal func(any) error) error {
-	var text string
-	if err := unmarshal(&text); err == nil {
-		*s = Secret{literal: text}
-		return nil
-	}
-	var m map[string]string
-	if err := unmarshal(&m); err == nil && len(m) == 1 {
-		for k, name := range m {
-			if strings.TrimSpace(name) == "" {
-				break
-			}
-			switch k {
-			case "env":
-				*s = Secret{env: name}
-				return nil
-			case "file":
-				*s = Secret{file: name}
-				return nil
-			}
-		}
-	}
-	return errors.New("a secret is {env: NAME}, {file: path} or a string")
-}
-
-// UnmarshalText sets the secret inline.
-func (s *Secret) UnmarshalText(b []byte) error {
-	*s = Secret{literal: string(b)}
-	return nil
-}
-
-// IsSet reports whether the secret was configured.
-func (s Secret) IsSet() bool { return s.literal != "" || s.env != "" || s.file != "" }
-
-// String never reveals the value.
-func (s Secret) String() string { return "[secret]" }
-
-// Format makes every fmt verb print [secret].
-func (s Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, "[secret]") }
-
-// resolve returns the value; relative files are read from dataDir.
-func (s Secret) resolve(dataDir string) (string, error) {
-	switch {
-	case s.literal != "":
-		return strings.TrimSpace(s.literal), nil
-	case s.env != "":
-		v := strings.TrimSpace(os.Getenv(s.env))
-		if v == "" {
-			return "", fmt.Errorf("environment variable %s is not set or empty", s.env)
-		}
-		return v, nil
-	case s.file != "":
-		path := s.file
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dataDir, path)
-		}
-		v, err := readSecretFile(path)
-		if err != nil {
-			return "", err
-		}
-		if v == "" {
-			return "", fmt.Errorf("%s is empty", path)
-		}
-		return v, nil
-	}
-	return "", errors.New("not set")
-}
-
-func readSecretFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > maxSecretFile {
-		return "", fmt.Errorf("%s is larger than %d bytes", path, maxSecretFile)
-	}
-	return strings.TrimSpace(string(data)), nil
-}
+// readSecretFile reads the kept token file.
+func readSecretFile(path string) (string, error) { return extension.ReadSecretFile(path) }
 
 // minTokenLen is the shortest token accepted from the configuration.
 const minTokenLen = 16
@@ -142,7 +50,7 @@ const minTokenLen = 16
 // there is none; created reports that it was generated now.
 func loadToken(cfg Secret, dataDir string) (token string, created bool, err error) {
 	if cfg.IsSet() {
-		token, err := cfg.resolve(dataDir)
+		token, err := cfg.Resolve(dataDir)
 		if err != nil {
 			return "", false, fmt.Errorf("web.token: %w", err)
 		}

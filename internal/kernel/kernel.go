@@ -257,7 +257,10 @@ func New(opts Options) (*Kernel, error) {
 		info := registered[id]
 		on := !info.Disabled
 		if opts.Config != nil {
-			on = opts.Config.ExtensionEnabled(id, !info.Disabled)
+			if info.AutoEnable != nil {
+				on = autoEnabled(opts.Config, info)
+			}
+			on = opts.Config.ExtensionEnabled(id, on)
 		}
 		if on {
 			enabled[id] = info
@@ -568,4 +571,22 @@ func (e *entry) status() Status {
 		HealthError: e.healthErr,
 		CheckedAt:   e.checkedAt,
 	}
+}
+
+// autoEnabled asks info.AutoEnable with the extension's section; a panic or
+// a section that does not decode enables the extension, so that its Init
+// reports the problem.
+func autoEnabled(cfg Config, info extension.Info) (on bool) {
+	defer func() {
+		if recover() != nil {
+			on = true
+		}
+	}()
+	var bad bool
+	on = info.AutoEnable(func(v any) error {
+		err := cfg.DecodeExtension(info.ID, v)
+		bad = bad || err != nil
+		return err
+	})
+	return on || bad
 }

@@ -166,6 +166,38 @@ func TestDisabled(t *testing.T) {
 	}
 }
 
+// AutoEnable turns an opt-in extension on from its section (a token set),
+// an explicit enabled key wins, and a section that does not decode enables
+// the extension so that its Init reports the problem.
+func TestAutoEnable(t *testing.T) {
+	type section struct {
+		Token string `json:"token"`
+	}
+	hasToken := func(decode func(any) error) bool {
+		var s section
+		_ = decode(&s)
+		return s.Token != ""
+	}
+	c := &calls{}
+	mk := func(id string) extension.Info {
+		info := newInfo(id, nil, plain, behaviour{}, c)
+		info.Disabled, info.AutoEnable = true, hasToken
+		return info
+	}
+	reg := []extension.Info{mk("with_token"), mk("without"), mk("forced_off"), mk("broken")}
+	cfg := &fakeConfig{
+		enabled:  map[string]bool{"forced_off": false},
+		sections: map[string]string{"with_token": `{"token":"x"}`, "forced_off": `{"token":"x"}`, "broken": `{"token":1}`},
+	}
+	k := mustNew(t, Options{Registry: reg, Config: cfg})
+	want := map[string]State{"with_token": StatePending, "without": StateDisabled, "forced_off": StateDisabled, "broken": StatePending}
+	for id, st := range want {
+		if got := statusOf(t, k, id).State; got != st {
+			t.Errorf("%s: state %s, want %s", id, got, st)
+		}
+	}
+}
+
 func TestFailureIsolation(t *testing.T) {
 	boom := errors.New("boom")
 	tests := []struct {
