@@ -572,3 +572,15 @@ type SetupResult struct {
 	OK      bool   `json:"ok"`
 	Message string `json:"message"`
 }
+
+// PairingRequest is the body of POST /api/v1/telegram/approve.
+type PairingRequest struct {
+	Code string `json:"code"`
+}
+
+// PairingApproval is who a pairing code let in.
+type PairingApproval struct {
+	Channel string `json:"channel"`
+	UserID  string `json:"user_id"`
+	Name    string `json:"name"`
+}

@@ -66,6 +66,7 @@ type Services struct {
 	Prompt       Prompt
 	Setup        Setup
 	History      History
+	Pairing      Pairing
 
 	// Instance identifies this run of the agent process (the per-start id
 	// the supervisor passes in REVERIE_INSTANCE; "" when started without
@@ -216,6 +217,15 @@ type Prompt interface {
 	// LastPrompt returns the system prompt of the last turn on thread (any
 	// thread when ""); ErrNotFound when none ran since the start.
 	LastPrompt(ctx context.Context, thread chat.ThreadID) (SystemPrompt, error)
+}
+
+// Pairing approves the one-time codes channels with pairing (Telegram)
+// give people the owner has not let in yet.
+type Pairing interface {
+	// Approve lets in the person who was given code on channel.
+	// Errors: ErrInvalid (empty code), ErrNotFound (unknown, used or
+	// expired code, or the channel is not running).
+	Approve(ctx context.Context, channel, code string) (PairingApproval, error)
 }
 
 // Setup lists configuration forms and applies them.

@@ -83,6 +83,8 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/setup", w.need("setup", w.setupForms))
 	m.HandleFunc("POST "+p+"/setup/{form}", w.need("setup", w.applySetup))
 
+	m.HandleFunc("POST "+p+"/telegram/approve", w.need("pairing", w.approvePairing("telegram")))
+
 	const fallback = "/api/"
 	m.HandleFunc(fallback, func(rw http.ResponseWriter, r *http.Request) {
 		// The fallback matches every method, which hides the mux's own
@@ -122,6 +124,7 @@ var features = map[string]func(*api.Services) bool{
 	"world":        func(s *api.Services) bool { return s.World != nil },
 	"setup":        func(s *api.Services) bool { return s.Setup != nil },
 	"history":      func(s *api.Services) bool { return s.History != nil },
+	"pairing":      func(s *api.Services) bool { return s.Pairing != nil },
 }
 
 // need serves h while the agent provides feature (checked per request: the

@@ -43,6 +43,7 @@ func (a *App) fillAPIServices(svc *api.Services) {
 	svc.Usage = apiUsage{a.Models}
 	svc.Events = apiEvents{bus: a.Bus, db: a.DB}
 	svc.Setup = apiSetup{a}
+	svc.Pairing = apiPairing{a}
 	if a.prompts != nil {
 		svc.Prompt = a.prompts
 	}

@@ -356,6 +356,9 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if err := k.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start extensions: %w", err)
 	}
+	if err := a.registerApprove(); err != nil {
+		return nil, err
+	}
 	a.collectTools()
 	a.checkProfiles()
 	a.registerJobs(ctx)

@@ -1,0 +1,137 @@
+package telegram
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reverie-ai/reverie/extension"
+)
+
+// Group modes (telegram.group_mode).
+const (
+	// GroupMention: in groups, answer allowed users who mention the bot,
+	// reply to it or address a command to it (default).
+	GroupMention = "mention"
+	// GroupAll: answer every message of allowed users in groups.
+	GroupAll = "all"
+	// GroupOff: ignore groups.
+	GroupOff = "off"
+)
+
+// DefaultAPIURL is Telegram's Bot API server.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// Config is the telegram: section of config.yaml.
+type Config struct {
+	// Token is the bot token from @BotFather (a secret). Setting it turns
+	// the channel on.
+	Token extension.Secret `yaml:"token"`
+	// APIURL is the Bot API server: Telegram's, a self-hosted one, or a
+	// test server.
+	APIURL string `yaml:"api_url"`
+	// AllowedUsers are the numeric Telegram user ids let in without
+	// pairing.
+	AllowedUsers UserIDs `yaml:"allowed_users"`
+	// GroupMode is mention, all or off.
+	GroupMode string `yaml:"group_mode"`
+	// PairingTTL is how long a pairing code stays valid.
+	PairingTTL time.Duration `yaml:"pairing_ttl"`
+	// MaxFileBytes bounds a downloaded attachment (the Bot API serves at
+	// most 20 MB).
+	MaxFileBytes int64 `yaml:"max_file_bytes"`
+}
+
+// DefaultConfig is the configuration without a telegram: section.
+func DefaultConfig() Config {
+	return Config{APIURL: DefaultAPIURL, GroupMode: GroupMention, PairingTTL: time.Hour, MaxFileBytes: 20 << 20}
+}
+
+// Configured reports whether the section asks for the channel: a token is
+// set (extension.Info.AutoEnable).
+func Configured(decode func(v any) error) bool {
+	cfg := DefaultConfig()
+	if err := decode(&cfg); err != nil {
+		return true // Init reports it
+	}
+	return cfg.Token.IsSet()
+}
+
+// tokenPattern is the shape of a bot token: "<bot id>:<secret>".
+var tokenPattern = regexp.MustCompile(`^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$`)
+
+// check validates the section; errors name the key.
+func (c Config) check() error {
+	if !c.Token.IsSet() {
+		return errors.New("telegram.token is not set: create a bot with @BotFather and set its token " +
+			"(token: {env: TELEGRAM_BOT_TOKEN}, or REVERIE_TELEGRAM__TOKEN)")
+	}
+	u, err := url.Parse(c.APIURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("telegram.api_url %q: not an http(s) URL", c.APIURL)
+	}
+	switch c.GroupMode {
+	case GroupMention, GroupAll, GroupOff:
+	default:
+		return fmt.Errorf("telegram.group_mode %q: must be %s, %s or %s", c.GroupMode, GroupMention, GroupAll, GroupOff)
+	}
+	if c.PairingTTL < time.Minute || c.PairingTTL > 7*24*time.Hour {
+		return fmt.Errorf("telegram.pairing_ttl %s: must be between 1m and 168h", c.PairingTTL)
+	}
+	if c.MaxFileBytes < 0 {
+		return fmt.Errorf("telegram.max_file_bytes %d: must not be negative (0 turns downloads off)", c.MaxFileBytes)
+	}
+	for _, id := range c.AllowedUsers {
+		if id <= 0 {
+			return fmt.Errorf("telegram.allowed_users: %d is not a user id (user ids are positive numbers)", id)
+		}
+	}
+	return nil
+}
+
+// UserIDs is a list of numeric Telegram user ids, written as a YAML list
+// ([123, 456]) or a comma-separated string ("123,456", the form of
+// REVERIE_TELEGRAM__ALLOWED_USERS).
+type UserIDs []int64
+
+// UnmarshalYAML accepts a list, a single number or a comma-separated
+// string.
+func (u *UserIDs) UnmarshalYAML(unmarshal func(any) error) error {
+	var list []int64
+	if err := unmarshal(&list); err == nil {
+		*u = list
+		return nil
+	}
+	var one int64
+	if err := unmarshal(&one); err == nil {
+		*u = UserIDs{one}
+		return nil
+	}
+	var text string
+	if err := unmarshal(&text); err != nil {
+		return errors.New("allowed_users is a list of numeric user ids or a comma-separated string of them")
+	}
+	return u.UnmarshalText([]byte(text))
+}
+
+// UnmarshalText parses a comma-separated list of ids.
+func (u *UserIDs) UnmarshalText(b []byte) error {
+	var out UserIDs
+	for _, f := range strings.Split(string(b), ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a numeric user id", f)
+		}
+		out = append(out, id)
+	}
+	*u = out
+	return nil
+}

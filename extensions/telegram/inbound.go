@@ -1,0 +1,243 @@
+package telegram
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/reverie-ai/reverie/chat"
+)
+
+// handle takes one update: a message from an allowed user goes to the
+// router; a stranger in a private chat gets a pairing code; everything else
+// is dropped. A non-nil error means the message was not accepted and the
+// update must be fetched again.
+func (t *Telegram) handle(ctx context.Context, u *models.Update) error {
+	m := u.Message
+	if m == nil || m.From == nil || m.From.IsBot {
+		return nil
+	}
+	private := m.Chat.Type == models.ChatTypePrivate
+	group := m.Chat.Type == models.ChatTypeGroup || m.Chat.Type == models.ChatTypeSupergroup
+	if !private && !group {
+		return nil
+	}
+	allowed, err := t.isAllowed(ctx, m.From.ID)
+	if err != nil {
+		return err
+	}
+	if !allowed {
+		if private {
+			t.pair(ctx, m)
+		}
+		return nil // strangers in groups are not heard
+	}
+	text, entities := m.Text, m.Entities
+	if text == "" {
+		text, entities = m.Caption, m.CaptionEntities
+	}
+	if group {
+		switch t.cfg.GroupMode {
+		case GroupOff:
+			return nil
+		case GroupMention:
+			var ok bool
+			if text, ok = t.addressed(m, text, entities); !ok {
+				return nil
+			}
+		}
+	}
+	if private && isStart(text) {
+		_ = t.sendText(ctx, m.Chat.ID, "Hello! I'm your Reverie assistant. Write anything to talk; /help lists the commands.")
+		return nil
+	}
+	notes := t.saveAttachments(ctx, m)
+	if len(notes) > 0 {
+		text = strings.TrimSpace(strings.Join(notes, "\n") + "\n" + text)
+	}
+	if strings.TrimSpace(text) == "" {
+		if private {
+			_ = t.sendText(ctx, m.Chat.ID, "I can read text, photos, documents and voice notes; this kind of message I cannot use.")
+		}
+		return nil
+	}
+	thread := chat.NewThreadID(ChannelName, strconv.FormatInt(m.Chat.ID, 10))
+	return t.host.Receive(ctx, chat.Inbound{
+		Address:  chat.Address{Channel: ChannelName, Thread: thread},
+		Sender:   chat.Sender{ID: strconv.FormatInt(m.From.ID, 10), DisplayName: senderName(m.From)},
+		Text:     text,
+		Received: time.Unix(int64(m.Date), 0),
+	})
+}
+
+var startCommand = regexp.MustCompile(`^/start(@\S+)?(\s|$)`)
+
+func isStart(text string) bool { return startCommand.MatchString(strings.TrimSpace(text)) }
+
+// addressed reports whether a group message is meant for the bot (it
+// mentions it, replies to it, or addresses a command to it) and returns the
+// text without the mention.
+func (t *Telegram) addressed(m *models.Message, text string, entities []models.MessageEntity) (string, bool) {
+	me := t.bot()
+	if me == nil {
+		return text, false
+	}
+	if r := m.ReplyToMessage; r != nil && r.From != nil && r.From.ID == me.ID {
+		return text, true
+	}
+	mention := "@" + strings.ToLower(me.Username)
+	for _, e := range entities {
+		part := entityText(text, e)
+		switch {
+		case e.Type == models.MessageEntityTypeMention && strings.EqualFold(part, mention):
+			return strings.TrimSpace(strings.Replace(text, part, "", 1)), true
+		case e.Type == models.MessageEntityTypeTextMention && e.User != nil && e.User.ID == me.ID:
+			return text, true
+		case e.Type == models.MessageEntityTypeBotCommand && strings.HasSuffix(strings.ToLower(part), mention):
+			return text, true
+		}
+	}
+	return text, false
+}
+
+// entityText is the part of text an entity covers (offsets are UTF-16).
+func entityText(text string, e models.MessageEntity) string {
+	units := utf16.Encode([]rune(text))
+	if e.Offset < 0 || e.Length < 0 || e.Offset+e.Length > len(units) {
+		return ""
+	}
+	return string(utf16.Decode(units[e.Offset : e.Offset+e.Length]))
+}
+
+// pair answers a stranger: a new pairing code, a reminder that one is
+// waiting, or nothing (reminded recently).
+func (t *Telegram) pair(ctx context.Context, m *models.Message) {
+	name := senderName(m.From)
+	ans, err := t.store.request(ctx, m.From.ID, m.Chat.ID, name)
+	if err != nil {
+		t.log.Error("could not make a pairing code", "user", m.From.ID, "err", err)
+		return
+	}
+	var msg string
+	switch {
+	case ans.full:
+		t.log.Warn("too many pairing codes waiting; a stranger got none", "user", m.From.ID, "name", name)
+		return
+	case ans.code != "":
+		t.log.Info("telegram pairing code issued (approve it with `reverie telegram approve CODE` or /approve CODE)",
+			"user", m.From.ID, "name", name, "expires", ans.expires.UTC().Format(time.RFC3339))
+		msg = fmt.Sprintf("Hi! This assistant is private. Your pairing code is:\n\n%s\n\n"+
+			"Ask its owner to approve it (reverie telegram approve %s, or /approve %s in their chat). "+
+			"It expires at %s UTC.", ans.code, ans.code, ans.code, ans.expires.UTC().Format("15:04"))
+	case ans.remind:
+		msg = fmt.Sprintf("Your pairing code (sent above) is waiting for the owner's approval; it expires at %s UTC.",
+			ans.expires.UTC().Format("15:04"))
+	default:
+		return
+	}
+	if err := t.sendPlain(ctx, m.Chat.ID, msg); err != nil {
+		t.log.Warn("could not send the pairing code", "user", m.From.ID, "err", err)
+	}
+}
+
+// saveAttachments downloads the message's photo, document or voice note
+// into the workspace and returns a line per file for the model.
+func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) []string {
+	type attachment struct {
+		kind, fileID, name string
+		size               int64
+		extra              string
+	}
+	var atts []attachment
+	if n := len(m.Photo); n > 0 {
+		best := m.Photo[n-1] // sizes ascend; take the largest within the limit
+		for i := n - 1; i >= 0; i-- {
+			if int64(m.Photo[i].FileSize) <= t.cfg.MaxFileBytes {
+				best = m.Photo[i]
+				break
+			}
+		}
+		atts = append(atts, attachment{kind: "photo", fileID: best.FileID, name: "photo.jpg", size: int64(best.FileSize),
+			extra: fmt.Sprintf("%dx%d", best.Width, best.Height)})
+	}
+	if d := m.Document; d != nil {
+		atts = append(atts, attachment{kind: "document", fileID: d.FileID, name: d.FileName, size: d.FileSize, extra: d.MimeType})
+	}
+	if v := m.Voice; v != nil {
+		atts = append(atts, attachment{kind: "voice note", fileID: v.FileID, name: "voice.ogg", size: v.FileSize,
+			extra: fmt.Sprintf("%d s, no transcript", v.Duration)})
+	}
+	var notes []string
+	for _, a := range atts {
+		rel, err := t.saveFile(ctx, m, a.fileID, a.name, a.size)
+		if err != nil {
+			t.log.Warn("could not save a Telegram attachment", "kind", a.kind, "err", err)
+			notes = append(notes, fmt.Sprintf("[%s attached, but it could not be saved: %v]", a.kind, err))
+			continue
+		}
+		desc := a.kind
+		if a.extra != "" {
+			desc += ", " + a.extra
+		}
+		notes = append(notes, fmt.Sprintf("[%s (%s) saved in the workspace as %s]", a.kind, desc, rel))
+	}
+	return notes
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// saveFile downloads a file into workspace/telegram/<chat>/ and returns its
+// path relative to the workspace.
+func (t *Telegram) saveFile(ctx context.Context, m *models.Message, fileID, name string, size int64) (string, error) {
+	if t.cfg.MaxFileBytes == 0 {
+		return "", fmt.Errorf("downloads are off (telegram.max_file_bytes: 0)")
+	}
+	if size > t.cfg.MaxFileBytes {
+		return "", fmt.Errorf("%d bytes is over telegram.max_file_bytes (%d)", size, t.cfg.MaxFileBytes)
+	}
+	var f *models.File
+	err := t.retry(ctx, func(ctx context.Context) (err error) {
+		f, err = t.api.bot.GetFile(ctx, &bot.GetFileParams{FileID: fileID})
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("getFile: %w", err)
+	}
+	data, err := t.api.download(ctx, f, t.cfg.MaxFileBytes)
+	if err != nil {
+		return "", err
+	}
+	name = strings.Trim(unsafeName.ReplaceAllString(path.Base(name), "_"), "._")
+	if name == "" {
+		name = "file"
+	}
+	if len(name) > 80 {
+		name = name[len(name)-80:]
+	}
+	dir := path.Join("telegram", strconv.FormatInt(m.Chat.ID, 10))
+	rel := path.Join(dir, fmt.Sprintf("%s-%d-%s", time.Unix(int64(m.Date), 0).UTC().Format("20060102-150405"), m.ID, name))
+	if err := os.MkdirAll(t.wsDir, 0o700); err != nil {
+		return "", err
+	}
+	root, err := os.OpenRoot(t.wsDir)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	if err := root.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	if err := root.WriteFile(rel, data, 0o600); err != nil {
+		return "", err
+	}
+	return rel, nil
+}
