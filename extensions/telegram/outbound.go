@@ -230,13 +230,13 @@ func (s *stream) Close(final string, err error) error {
 		return nil
 	}
 	ctx := context.WithoutCancel(s.ctx)
+	if wait := s.notBefore.Sub(s.now()); wait > 0 {
+		_ = s.t.opts.Sleep(ctx, wait) // Telegram asked for a pause (429)
+	}
 	first := 0
 	if s.msgID != 0 && !s.failed {
 		if pieces[0] != s.shown {
 			if wait := editInterval - s.now().Sub(s.lastEdit); wait > 0 {
-				_ = s.t.opts.Sleep(ctx, wait)
-			}
-			if wait := s.notBefore.Sub(s.now()); wait > 0 {
 				_ = s.t.opts.Sleep(ctx, wait)
 			}
 			if eerr := s.t.editPiece(ctx, s.chat, s.msgID, pieces[0], true); eerr == nil {

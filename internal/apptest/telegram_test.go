@@ -1,0 +1,362 @@
+package apptest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extensions/telegram"
+	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
+	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+const tgToken = "123456:TEST-token-abcdefghijklmnopqrstuvwxyz"
+
+// Telegram users of the tests: two allowed, the rest strangers.
+var (
+	alice   = telegramtest.User{ID: 1001, FirstName: "Alice", Username: "alice"}
+	bob     = telegramtest.User{ID: 1002, FirstName: "Bob"}
+	mallory = telegramtest.User{ID: 6666, FirstName: "Mallory", Username: "mallory"}
+	carol   = telegramtest.User{ID: 4004, FirstName: "Carol"}
+)
+
+// sleeps records the waits the channel asks for and returns at once: the
+// tests assert which waits were asked (retry_after, backoff), never how
+// long anything took.
+type sleeps struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (s *sleeps) Sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	s.d = append(s.d, d)
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+// waited reports a wait of d, or of a little less (the rest of d after
+// the time a call took).
+func (s *sleeps) waited(d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.ContainsFunc(s.d, func(w time.Duration) bool { return w <= d && w > d-time.Second })
+}
+
+// startTelegram runs the whole app with the Telegram channel talking to
+// srv, configured only through the environment.
+func startTelegram(t *testing.T, srv *telegramtest.Server, opts ...Option) (*Harness, *sleeps) {
+	t.Helper()
+	sl := &sleeps{}
+	h := Start(t, append([]Option{
+		WithExtensions(telegram.Info(telegram.Options{Sleep: sl.Sleep})),
+		WithEnv("REVERIE_TELEGRAM__TOKEN="+tgToken, "REVERIE_TELEGRAM__API_URL="+srv.URL(),
+			"REVERIE_TELEGRAM__ALLOWED_USERS=1001, 1002"),
+	}, opts...)...)
+	h.Model.Handle(telegramAssistant)
+	return h, sl
+}
+
+// telegramAssistant greets new conversations, sets a reminder when asked
+// and otherwise repeats the message with some markdown.
+func telegramAssistant(req llmtest.ChatRequest) llmtest.ServerReply {
+	last := req.Messages[len(req.Messages)-1]
+	user := lastUser(req)
+	switch {
+	case last.Role == "tool" && strings.Contains(last.Text(), `"set":true`):
+		return llmtest.ServerReply{Text: "Done: I'll remind you."}
+	case last.Role == "tool":
+		return llmtest.ServerReply{Text: "Tool said: " + last.Text()}
+	case strings.HasPrefix(user, "[SYSTEM EVENT]"):
+		return llmtest.ServerReply{Text: "Hello, I'm Reverie."}
+	case strings.Contains(user, "remind me"):
+		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "set_reminder",
+			Arguments: json.RawMessage(`{"text":"stretch","in":"1s"}`)}}}
+	case strings.Contains(user, "send me the notes"):
+		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_2", Name: "telegram_send_file",
+			Arguments: json.RawMessage(`{"path":"notes/list.txt","caption":"your notes"}`)}}}
+	default:
+		return llmtest.ServerReply{Text: "You said: " + user + " — **noted** <ok> & done."}
+	}
+}
+
+// sawUser reports whether the model ever got a user message containing s.
+func sawUser(h *Harness, s string) int {
+	n := 0
+	for _, r := range h.Model.ChatRequests() {
+		if strings.Contains(lastUser(r), s) {
+			n++
+		}
+	}
+	return n
+}
+
+func hasPlain(ms []telegramtest.Message, s string) bool {
+	return slices.ContainsFunc(ms, func(m telegramtest.Message) bool { return strings.Contains(m.Plain, s) })
+}
+
+// An allowed user's private message is answered in its chat: streamed by
+// editing a message, formatted as Telegram HTML, with "typing…" shown, the
+// commands registered, and the update acknowledged.
+func TestTelegramDirectMessage(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	startTelegram(t, srv)
+	id := srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "hello there"})
+	ms := srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: hello there") })
+	if !hasPlain(ms, "Hello, I'm Reverie.") {
+		t.Errorf("no greeting for the new conversation: %+v", ms)
+	}
+	reply := ms[len(ms)-1]
+	if reply.ParseMode != "HTML" || !strings.Contains(reply.Text, "<b>noted</b> &lt;ok&gt; &amp; done.") ||
+		reply.Plain != "You said: hello there — noted <ok> & done." {
+		t.Errorf("reply not converted to Telegram HTML: %+v", reply)
+	}
+	if len(srv.Calls("sendChatAction")) == 0 {
+		t.Error("no typing action while the turn ran")
+	}
+	cmds := srv.Commands()
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.Command
+	}
+	for _, want := range []string{"help", "new", "status", "approve"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("setMyCommands lacks /%s: %v", want, names)
+		}
+	}
+	srv.WaitFor(t, "the update to be acknowledged", func() bool { return srv.Offset() > id })
+
+	// A slash command is handled like on every channel.
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/help@" + telegramtest.BotUsername})
+	srv.WaitMessages(t, alice.ID, 3, func(ms []telegramtest.Message) bool { return hasPlain(ms, "/approve") })
+}
+
+// In a group only allowed users who mention the bot (or reply to it) are
+// heard; strangers never reach the model.
+func TestTelegramGroupMention(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	h, _ := startTelegram(t, srv)
+	group := telegramtest.Group(-100500, "family")
+	srv.Send(telegramtest.Incoming{From: alice, Chat: group, Text: "just chatting among us"})
+	text, ents := telegramtest.Mention("from mallory")
+	srv.Send(telegramtest.Incoming{From: mallory, Chat: group, Text: text, Entities: ents})
+	text, ents = telegramtest.Mention("what's up?")
+	srv.Send(telegramtest.Incoming{From: alice, Chat: group, Text: text, Entities: ents})
+	srv.WaitMessages(t, group.ID, 1, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: what's up?") })
+	srv.Send(telegramtest.Incoming{From: bob, Chat: group, Text: "and a reply to you", ReplyToBot: true})
+	srv.WaitMessages(t, group.ID, 1, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: and a reply to you") })
+	if sawUser(h, "among us") != 0 || sawUser(h, "mallory") != 0 {
+		t.Error("a message not meant for the bot, or from a stranger, reached the model")
+	}
+	if sawUser(h, "@"+telegramtest.BotUsername) != 0 {
+		t.Error("the mention was not removed from the text")
+	}
+	if ms := srv.Messages(mallory.ID); len(ms) != 0 {
+		t.Errorf("a stranger in a group got messages: %+v", ms)
+	}
+}
+
+var codePattern = regexp.MustCompile(`pairing code is:\s+([A-Z2-9]{8})`)
+
+// A stranger gets a one-time pairing code and nothing else; the owner
+// approves it with /approve from their own chat; the stranger is told and
+// is answered from then on. A second code is approved through the web API.
+func TestTelegramPairing(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	h, _ := startTelegram(t, srv)
+	srv.Send(telegramtest.Incoming{From: carol, Chat: telegramtest.Private(carol), Text: "/start"})
+	ms := srv.WaitMessages(t, carol.ID, 1, nil)
+	m := codePattern.FindStringSubmatch(ms[0].Plain)
+	if m == nil {
+		t.Fatalf("no pairing code in %q", ms[0].Plain)
+	}
+	code := m[1]
+	srv.Send(telegramtest.Incoming{From: carol, Chat: telegramtest.Private(carol), Text: "please let me in"})
+	// The owner approves it from their Telegram chat (a wrong code first).
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/approve ZZZZ2222"})
+	srv.WaitMessages(t, alice.ID, 1, func(ms []telegramtest.Message) bool { return hasPlain(ms, "/approve failed") })
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/approve " + strings.ToLower(code)})
+	srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "Approved: Carol") })
+	ms = srv.WaitMessages(t, carol.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You're in") })
+	if len(ms) != 2 {
+		t.Errorf("the stranger got more than the code and the approval (no reminder within a minute): %+v", ms)
+	}
+	if sawUser(h, "please let me in") != 0 || sawUser(h, "/start") != 0 {
+		t.Error("a stranger's message reached the model")
+	}
+	srv.Send(telegramtest.Incoming{From: carol, Chat: telegramtest.Private(carol), Text: "thanks!"})
+	srv.WaitMessages(t, carol.ID, 3, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: thanks!") })
+
+	// The code is one-time.
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/approve " + code})
+	srv.WaitMessages(t, alice.ID, 3, func(ms []telegramtest.Message) bool {
+		return strings.Contains(ms[len(ms)-1].Plain, "/approve failed")
+	})
+}
+
+// POST /api/v1/telegram/approve approves a code through the standard
+// authentication; a wrong token or a wrong code changes nothing.
+func TestTelegramApproveOverWebAPI(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	sl := &sleeps{}
+	w := StartWeb(t, WithExtensions(telegram.Info(telegram.Options{Sleep: sl.Sleep})),
+		WithEnv("REVERIE_TELEGRAM__TOKEN="+tgToken, "REVERIE_TELEGRAM__API_URL="+srv.URL()))
+	srv.Send(telegramtest.Incoming{From: mallory, Chat: telegramtest.Private(mallory), Text: "hi"})
+	ms := srv.WaitMessages(t, mallory.ID, 1, nil)
+	code := codePattern.FindStringSubmatch(ms[0].Plain)[1]
+
+	if status, _ := w.DoAuth(t, "POST", "/telegram/approve", map[string]string{"code": code}, "Bearer wrong"); status != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %d", status)
+	}
+	if status, body := w.Do(t, "POST", "/telegram/approve", map[string]string{"code": "ABCD2345"}); status != http.StatusNotFound {
+		t.Fatalf("wrong code: %d %s", status, body)
+	}
+	var got api.PairingApproval
+	w.JSON(t, "POST", "/telegram/approve", map[string]string{"code": code}, http.StatusOK, &got)
+	if got.Channel != "telegram" || got.UserID != strconv.FormatInt(mallory.ID, 10) {
+		t.Fatalf("approval %+v", got)
+	}
+	srv.WaitMessages(t, mallory.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You're in") })
+}
+
+// 429 answers are obeyed (retry_after), a reply Telegram cannot parse is
+// resent as plain text, 409 and server errors on getUpdates are retried
+// with backoff, and nothing is lost on the way.
+func TestTelegramFailurePaths(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	h, sl := startTelegram(t, srv)
+	srv.Fail("getUpdates",
+		telegramtest.Failure{Code: 409, Desc: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"},
+		telegramtest.Failure{Code: 502, Desc: "Bad Gateway"},
+		telegramtest.Failure{Code: 429, Desc: "Too Many Requests: retry after 11", RetryAfter: 11})
+	srv.Fail("sendMessage",
+		telegramtest.Failure{Code: 429, Desc: "Too Many Requests: retry after 7", RetryAfter: 7},
+		telegramtest.Failure{Code: 400, Desc: "Bad Request: can't parse entities: unsupported start tag \"x\" at byte offset 0"})
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "are you there"})
+	srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: are you there") })
+	for _, d := range []time.Duration{7 * time.Second, 11 * time.Second, time.Second} {
+		if !sl.waited(d) {
+			t.Errorf("no wait of %s (retry_after or backoff); waits: %v", d, sl.d)
+		}
+	}
+	// One of the answers went out as plain text after the parse error.
+	var plain int
+	for _, c := range srv.Calls("sendMessage") {
+		if c.Params["parse_mode"] == "" {
+			plain++
+		}
+	}
+	if plain == 0 {
+		t.Error("no plain-text resend after the parse error")
+	}
+	if n := sawUser(h, "are you there"); n != 1 {
+		t.Errorf("the message reached the model %d times, want 1", n)
+	}
+}
+
+// Updates that arrived while Reverie was stopped are answered after the
+// restart, once; updates Telegram repeats (it never saw the acknowledgement)
+// are not answered again.
+func TestTelegramRestartWithPendingUpdates(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	h, _ := startTelegram(t, srv)
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "alpha note"})
+	srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: alpha note") })
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "beta note"})
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "gamma note"})
+	srv.Redeliver() // as if the acknowledgement of the first never reached Telegram
+
+	h2, _ := startTelegram(t, srv, WithDataDir(h.DataDir))
+	srv.WaitMessages(t, alice.ID, 4, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: gamma note") })
+	srv.WaitFor(t, "every update acknowledged", func() bool { return srv.Pending() == 0 })
+	for _, text := range []string{"alpha note", "beta note", "gamma note"} {
+		if n := sawUser(h, text) + sawUser(h2, text); n != 1 {
+			t.Errorf("%q reached the model %d times, want 1", text, n)
+			for _, r := range append(h.Model.ChatRequests(), h2.Model.ChatRequests()...) {
+				t.Logf("request: %q", lastUser(r))
+			}
+		}
+	}
+}
+
+// A reminder set in a Telegram chat is delivered to that chat.
+func TestTelegramReminder(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	startTelegram(t, srv)
+	srv.Send(telegramtest.Incoming{From: bob, Chat: telegramtest.Private(bob), Text: "remind me to stretch in a second"})
+	srv.WaitMessages(t, bob.ID, 3, func(ms []telegramtest.Message) bool { return hasPlain(ms, "Reminder: stretch") })
+}
+
+// A photo is saved in the workspace and handed to the model (as its path:
+// the model messages carry text); a file from the workspace is sent back.
+func TestTelegramPhotoAndFiles(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	h, _ := startTelegram(t, srv)
+	photo := []byte("\xff\xd8\xff\xe0 fake jpeg bytes")
+	srv.AddFile("ph1", photo)
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Caption: "what is this?", PhotoID: "ph1"})
+	srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "what is this?") })
+	var path string
+	for _, r := range h.Model.ChatRequests() {
+		if m := regexp.MustCompile(`photo \(photo, 1280x853\) saved in the workspace as (\S+)\]`).FindStringSubmatch(lastUser(r)); m != nil {
+			path = m[1]
+		}
+	}
+	if path == "" || !strings.HasPrefix(path, "telegram/1001/") {
+		t.Fatalf("the model did not get the photo's path: %v", h.Model.ChatRequests())
+	}
+	got, err := os.ReadFile(filepath.Join(h.DataDir, "workspace", path))
+	if err != nil || string(got) != string(photo) {
+		t.Fatalf("saved photo: %q, %v", got, err)
+	}
+
+	if err := os.MkdirAll(filepath.Join(h.DataDir, "workspace", "notes"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.DataDir, "workspace", "notes", "list.txt"), []byte("milk\neggs\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "send me the notes"})
+	ms := srv.WaitMessages(t, alice.ID, 4, func(ms []telegramtest.Message) bool {
+		return slices.ContainsFunc(ms, func(m telegramtest.Message) bool { return m.Kind == "document" })
+	})
+	for _, m := range ms {
+		if m.Kind == "document" && (string(m.File) != "milk\neggs\n" || m.Caption != "your notes") {
+			t.Errorf("document %+v", m)
+		}
+	}
+}
+
+// A token Telegram refuses is a configuration error (exit code 2), and the
+// token appears in no error.
+func TestTelegramWrongToken(t *testing.T) {
+	srv := telegramtest.New(t, "999:another-token-abcdefghijklmnopqrstu")
+	model := llmtest.NewOpenAIServer(t)
+	_, err := app.New(t.Context(), app.Options{DataDir: filepath.Join(t.TempDir(), "data"), Console: testWriter{t},
+		Registry: []extension.Info{telegram.Info(telegram.Options{})},
+		Env: []string{"OPENAI_BASE_URL=" + model.BaseURL(), "OPENAI_API_KEY=sk-test", "REVERIE_MODEL=gpt-test", "REVERIE_LOG__FILE=false",
+			"REVERIE_TELEGRAM__TOKEN=" + tgToken, "REVERIE_TELEGRAM__API_URL=" + srv.URL()}})
+	if !errors.Is(err, extension.ErrInvalidConfig) {
+		t.Fatalf("err = %v, want ErrInvalidConfig", err)
+	}
+	if strings.Contains(err.Error(), "TEST-token") {
+		t.Fatalf("the token leaked into the error: %v", err)
+	}
+}
