@@ -120,22 +120,26 @@ func (t *Telegram) OpenStream(ctx context.Context, addr chat.Address) (extension
 	go func() {
 		defer t.streams.Done()
 		defer s.typing.Done()
-		t.keepTyping(tctx, chatID)
+		keepTyping(tctx, func(ctx context.Context) error {
+			_, err := t.api.bot.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: chatID, Action: models.ChatActionTyping})
+			if err != nil && tctx.Err() == nil {
+				t.log.Debug("sendChatAction failed", "chat", chatID, "err", t.api.scrub(err))
+			}
+			return err
+		})
 	}()
 	return s, nil
 }
 
-// keepTyping shows "typing…" in the chat until ctx ends.
-func (t *Telegram) keepTyping(ctx context.Context, chatID int64) {
+// keepTyping shows "typing…" (send) now and every typingEvery until ctx
+// ends.
+func keepTyping(ctx context.Context, send func(ctx context.Context) error) {
 	tick := time.NewTicker(typingEvery)
 	defer tick.Stop()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		_, err := t.api.bot.SendChatAction(cctx, &bot.SendChatActionParams{ChatID: chatID, Action: models.ChatActionTyping})
+		_ = send(cctx)
 		cancel()
-		if err != nil && ctx.Err() == nil {
-			t.log.Debug("sendChatAction failed", "chat", chatID, "err", t.api.scrub(err))
-		}
 		select {
 		case <-ctx.Done():
 			return

@@ -142,6 +142,8 @@ func (t *Telegram) Init(ctx context.Context, host extension.Host) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	me, err := t.api.bot.GetMe(cctx)
+	// Init starts no goroutine that outlives it: no idle connection either.
+	t.opts.HTTPClient.CloseIdleConnections()
 	if err != nil {
 		err = t.api.scrub(err)
 		if k, _ := classify(err); k == errUnauthorized {
@@ -186,6 +188,7 @@ func (t *Telegram) ChannelName() string { return ChannelName }
 
 // Run polls Telegram until ctx ends.
 func (t *Telegram) Run(ctx context.Context) error {
+	defer t.opts.HTTPClient.CloseIdleConnections()
 	for attempt := 0; t.bot() == nil; attempt++ {
 		me, err := t.api.bot.GetMe(ctx)
 		if ctx.Err() != nil {

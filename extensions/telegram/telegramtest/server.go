@@ -614,6 +614,11 @@ var (
 	entityPattern = regexp.MustCompile(`^&(lt|gt|amp|quot|#[0-9]+|#x[0-9a-fA-F]+);`)
 )
 
+// Visible checks text the way Telegram parses it in mode ("HTML" or ""
+// for plain) and returns what the user sees, or the parse error Telegram
+// would answer with.
+func Visible(text, mode string) (string, error) { return visible(text, mode) }
+
 // visible checks text in parse mode and returns what the user sees.
 func visible(text, mode string) (string, error) {
 	if !strings.EqualFold(mode, "HTML") {
