@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
@@ -112,6 +113,11 @@ func (d *doctor) run(ctx context.Context) {
 		d.checkModels(ctx)
 	}
 
+	// Telegram: the token works.
+	if d.cfg != nil {
+		d.checkTelegram(ctx)
+	}
+
 	// Shell sandbox.
 	// SandboxStatus: "bubblewrap available at PATH; landlock ABI N" or
 	// "…; landlock unavailable (…)", or "unavailable: …" without bubblewrap.
@@ -170,6 +176,20 @@ func (d *doctor) checkExtensions() {
 	if len(unchecked) > 0 {
 		d.add("extensions", checkSkip, "%s cannot check their settings without starting", strings.Join(unchecked, ", "))
 	}
+}
+
+// checkTelegram asks getMe with the configured token when the channel is on.
+func (d *doctor) checkTelegram(ctx context.Context) {
+	decode := func(v any) error { return d.cfg.DecodeExtension(telegram.ID, v) }
+	if !d.cfg.ExtensionEnabled(telegram.ID, telegram.Configured(decode)) {
+		return
+	}
+	name, err := telegram.Check(ctx, decode, d.dir)
+	if err != nil {
+		d.add("telegram", checkFail, "%v", err)
+		return
+	}
+	d.add("telegram", checkOK, "the bot token works (bot %s)", name)
 }
 
 func (d *doctor) checkModels(ctx context.Context) {

@@ -1,8 +1,10 @@
 package telegram
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -134,4 +136,42 @@ func (u *UserIDs) UnmarshalText(b []byte) error {
 	}
 	*u = out
 	return nil
+}
+
+// Check is `reverie doctor`'s test of the section (decode is the
+// section's decoder): the token is resolved and sent to getMe. It returns
+// the bot's @name; a token Telegram refuses, or an unreachable server, is
+// an error without the token in it.
+func Check(ctx context.Context, decode func(v any) error, dataDir string) (string, error) {
+	cfg := DefaultConfig()
+	if err := decode(&cfg); err != nil {
+		return "", err
+	}
+	if err := cfg.check(); err != nil {
+		return "", err
+	}
+	token, err := cfg.Token.Resolve(dataDir)
+	if err != nil {
+		return "", fmt.Errorf("telegram.token (%s): %w", cfg.Token.Source(), err)
+	}
+	if !tokenPattern.MatchString(token) {
+		return "", fmt.Errorf("telegram.token (%s) does not look like a bot token", cfg.Token.Source())
+	}
+	hc := &http.Client{Timeout: callTimeout}
+	defer hc.CloseIdleConnections()
+	c, err := newClient(cfg.APIURL, token, hc, func(error) {})
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	me, err := c.bot.GetMe(ctx)
+	if err != nil {
+		err = c.scrub(err)
+		if k, _ := classify(err); k == errUnauthorized {
+			return "", fmt.Errorf("Telegram refuses the token (%s): %w; check it with @BotFather", cfg.Token.Source(), err)
+		}
+		return "", fmt.Errorf("Telegram at %s does not answer: %w", cfg.APIURL, err)
+	}
+	return "@" + me.Username, nil
 }
