@@ -143,11 +143,8 @@ func (u *UserIDs) UnmarshalText(b []byte) error {
 // the bot's @name; a token Telegram refuses, or an unreachable server, is
 // an error without the token in it.
 func Check(ctx context.Context, decode func(v any) error, dataDir string) (string, error) {
-	cfg := DefaultConfig()
-	if err := decode(&cfg); err != nil {
-		return "", err
-	}
-	if err := cfg.check(); err != nil {
+	cfg, err := decodeConfig(decode)
+	if err != nil {
 		return "", err
 	}
 	token, err := cfg.Token.Resolve(dataDir)

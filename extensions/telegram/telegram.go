@@ -108,13 +108,11 @@ type Telegram struct {
 // token with getMe: a token Telegram rejects is a configuration error; an
 // unreachable Telegram is retried by Run.
 func (t *Telegram) Init(ctx context.Context, host extension.Host) error {
-	t.cfg = DefaultConfig()
-	if err := host.DecodeConfig(&t.cfg); err != nil {
+	cfg, err := decodeConfig(host.DecodeConfig)
+	if err != nil {
 		return err
 	}
-	if err := t.cfg.check(); err != nil {
-		return fmt.Errorf("%w: %w", extension.ErrInvalidConfig, err)
-	}
+	t.cfg = cfg
 	token, err := t.cfg.Token.Resolve(host.DataDir())
 	if err != nil {
 		return fmt.Errorf("%w: telegram.token (%s): %w", extension.ErrInvalidConfig, t.cfg.Token.Source(), err)
@@ -181,6 +179,26 @@ func (t *Telegram) Health(context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.lastErr
+}
+
+// CheckConfig decodes and validates the section as Init does, without
+// reading the token or calling Telegram (`reverie doctor`; its getMe check
+// is Check).
+func (t *Telegram) CheckConfig(decode func(v any) error) error {
+	_, err := decodeConfig(decode)
+	return err
+}
+
+// decodeConfig decodes the section over the defaults and validates it.
+func decodeConfig(decode func(v any) error) (Config, error) {
+	cfg := DefaultConfig()
+	if err := decode(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := cfg.check(); err != nil {
+		return cfg, fmt.Errorf("%w: %w", extension.ErrInvalidConfig, err)
+	}
+	return cfg, nil
 }
 
 // ChannelName implements extension.ChannelProvider.
@@ -441,4 +459,5 @@ var (
 	_ extension.ToolProvider             = (*Telegram)(nil)
 	_ extension.SetupProvider            = (*Telegram)(nil)
 	_ extension.Stopper                  = (*Telegram)(nil)
+	_ extension.ConfigChecker            = (*Telegram)(nil)
 )
