@@ -57,22 +57,37 @@ func TestTokenGeneratedOnceAndKeptPrivate(t *testing.T) {
 	if second.tokenCreated || !second.auth.tokenOK(token) {
 		t.Fatalf("second start: created=%v", second.tokenCreated)
 	}
-	// The URL with the token is printed on the start that created it only.
-	host := extensiontest.NewHost(t, extensiontest.WithConfig("listen: 127.0.0.1:0"))
-	w := new(Web)
-	if err := w.Init(context.Background(), host); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop(context.Background())
-	tok, _ := os.ReadFile(filepath.Join(host.DataDir(), TokenFile))
-	logs := host.Logs()
-	if strings.Count(logs, "#token="+strings.TrimSpace(string(tok))) != 1 || w.token != "" {
-		t.Fatalf("sign-in URL not printed exactly once:\n%s", logs)
+	// The URL with the token is printed on the start that created it
+	// only, on the console and never in the log (which goes to the file).
+	for _, auth := range []string{AuthToken, AuthNone} {
+		host := extensiontest.NewHost(t, extensiontest.WithConfig("listen: 127.0.0.1:0\nauth: "+auth))
+		console := &strings.Builder{}
+		w := new(Web)
+		if err := w.Init(context.Background(), consoleHostOf{host, console}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		tok, _ := os.ReadFile(filepath.Join(host.DataDir(), TokenFile))
+		token := strings.TrimSpace(string(tok))
+		if len(token) != 64 || strings.Count(console.String(), "#token="+token) != 1 || w.token != "" {
+			t.Errorf("auth %s: sign-in URL not printed exactly once on the console:\n%s", auth, console)
+		}
+		if logs := host.Logs(); strings.Contains(logs, token) || !strings.Contains(logs, TokenFile) {
+			t.Errorf("auth %s: the log has the token, or does not say where it is kept:\n%s", auth, logs)
+		}
+		_ = w.Stop(context.Background())
 	}
 }
+
+// consoleHostOf is a host with a console.
+type consoleHostOf struct {
+	*extensiontest.Host
+	console io.Writer
+}
+
+func (h consoleHostOf) Console() io.Writer { return h.console }
 
 func TestConfiguration(t *testing.T) {
 	t.Setenv("WEB_TEST_TOKEN", "from-the-environment-1234")
@@ -219,13 +234,58 @@ func TestRateLimit(t *testing.T) {
 	if code != 429 || h.Get("Retry-After") == "" || !strings.Contains(body, "too many requests") {
 		t.Fatalf("4th request: %d %v %s", code, h, body)
 	}
-	// Failed sign-ins spend tokens too.
-	if code, _, _ := s.do(t, "GET", "/api/v1/info", "", "Bearer nope"); code != 429 {
-		t.Fatalf("unauthenticated request after the limit: %d", code)
-	}
 	s.host.Clock().Advance(2 * time.Second)
 	if code, _, _ := s.do(t, "GET", "/api/v1/info", "", "Bearer "+testToken); code != 200 {
 		t.Fatalf("after the refill: %d", code)
+	}
+}
+
+// Failed authentications have their own budget: they never spend the
+// owner's, and once over theirs the client may not try a token at all.
+func TestFailedAuthIsLimitedApart(t *testing.T) {
+	s := startWeb(t, "rate_per_second: 1\nrate_burst: 2\nauth_failures_per_minute: 3", &api.Services{})
+	for i := range 3 {
+		if code, _, _ := s.do(t, "GET", "/api/v1/info", "", "Bearer wrong-token"); code != 401 {
+			t.Fatalf("failure %d: %d, want 401", i, code)
+		}
+	}
+	for _, auth := range []string{"Bearer wrong-token", "", "Bearer " + testToken} {
+		code, h, _ := s.do(t, "GET", "/api/v1/info", "", auth)
+		if auth == "" {
+			// No token tried: an ordinary failure, refused by the budget.
+			if code != 429 {
+				t.Errorf("no credentials after the failures: %d, want 429", code)
+			}
+			continue
+		}
+		if code != 429 || h.Get("Retry-After") == "" {
+			t.Errorf("%q after the failures: %d, want 429 with Retry-After", auth, code)
+		}
+	}
+	if code, _, _ := s.do(t, "POST", "/api/v1/login", `{"token":"`+testToken+`"}`, ""); code != 429 {
+		t.Errorf("sign-in after the failures: %d, want 429", code)
+	}
+	// 20 s later one failure is allowed again; the owner's bucket is full.
+	s.host.Clock().Advance(20 * time.Second)
+	for i := range 2 {
+		if code, _, _ := s.do(t, "GET", "/api/v1/info", "", "Bearer "+testToken); code != 200 {
+			t.Fatalf("owner request %d after the attack: %d", i, code)
+		}
+	}
+}
+
+func TestClientKey(t *testing.T) {
+	for _, tc := range []struct{ remote, want string }{
+		{"192.0.2.7:5000", "192.0.2.7"},
+		{"[::ffff:192.0.2.7]:5000", "192.0.2.7"},
+		{"[2001:db8:1:2:3:4:5:6]:5000", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:ffff::1]:80", "2001:db8:1:2::/64"},
+		{"[fe80::1%eth0]:80", "fe80::/64"},
+		{"@", "@"},
+	} {
+		if got := clientKey(&http.Request{RemoteAddr: tc.remote}); got != tc.want {
+			t.Errorf("clientKey(%q) = %q, want %q", tc.remote, got, tc.want)
+		}
 	}
 }
 
@@ -244,15 +304,29 @@ func TestBucket(t *testing.T) {
 	if ok, _ := b.take(t0.Add(500*time.Millisecond), 2, 5); !ok {
 		t.Fatal("no refill after 500ms at 2/s")
 	}
-	if !b.full(t0.Add(time.Hour), 2, 5) {
-		t.Fatal("not full after an hour")
-	}
+}
+
+// A flood of new clients evicts the least recently seen one at a time,
+// never the whole table: a client seen recently keeps its (empty) bucket.
+func TestLimiterEvictsLeastRecentlySeen(t *testing.T) {
+	t0 := time.Unix(1000, 0)
 	l := newLimiter(1, 1, func() time.Time { return t0 })
-	for i := range maxTrackedClients + 10 {
-		l.allow(string(rune(i)))
+	if ok, _ := l.allow("owner"); !ok {
+		t.Fatal("first request refused")
 	}
-	if n := len(l.clients); n > maxTrackedClients {
-		t.Fatalf("%d clients tracked", n)
+	for i := range maxTrackedClients + 10 {
+		l.allow(fmt.Sprint("flood-", i))
+		if i%1000 == 0 {
+			if ok, _ := l.allow("owner"); ok {
+				t.Fatalf("after %d new clients the owner's empty bucket was forgotten", i)
+			}
+		}
+	}
+	if n := len(l.clients); n != maxTrackedClients || l.lru.Len() != n {
+		t.Fatalf("%d clients tracked (list %d), want %d", n, l.lru.Len(), maxTrackedClients)
+	}
+	if _, ok := l.clients["flood-0"]; ok {
+		t.Fatal("the least recently seen client was kept")
 	}
 }
 
@@ -532,43 +606,35 @@ func TestShutdownEndsStreams(t *testing.T) {
 }
 
 func TestOriginChecksBehindAProxy(t *testing.T) {
-	s := startWeb(t, "rate_per_second: 0\npublic_url: https://reverie.example.org", &api.Services{})
-	login, _ := http.NewRequest("POST", s.base+"/api/v1/login", strings.NewReader(`{"token":"`+testToken+`"}`))
-	login.Header.Set("Origin", "https://reverie.example.org")
-	resp, err := http.DefaultClient.Do(login)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent || len(resp.Cookies()) != 1 {
-		t.Fatalf("login from the public origin: %d", resp.StatusCode)
-	}
-	cookie := resp.Cookies()[0]
+	s := startWeb(t, "rate_per_second: 0\npublic_url: https://reverie.example.org", (&fakeAPI{}).services())
+	cookie := s.login(t, "https://reverie.example.org", "")
 	for _, tc := range []struct {
-		origin string
-		want   int
+		origin, fetchSite string
+		want              int
 	}{
-		{"https://reverie.example.org", http.StatusOK},
-		{"", http.StatusOK},
-		{"https://evil.example.org", http.StatusForbidden},
-		{"null", http.StatusForbidden},
+		{"https://reverie.example.org", "", http.StatusOK},
+		{"", "same-origin", http.StatusOK},
+		{"", "", http.StatusForbidden}, // the cookie needs a browser's word
+		{"https://evil.example.org", "", http.StatusForbidden},
+		{"null", "", http.StatusForbidden},
+		{"https://reverie.example.org", "cross-site", http.StatusForbidden},
 	} {
-		req, _ := http.NewRequest("POST", s.base+"/api/v1/logout", nil)
+		req, _ := http.NewRequest("PUT", s.base+"/api/v1/world", strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json")
 		req.AddCookie(cookie)
 		if tc.origin != "" {
 			req.Header.Set("Origin", tc.origin)
+		}
+		if tc.fetchSite != "" {
+			req.Header.Set("Sec-Fetch-Site", tc.fetchSite)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		want := tc.want
-		if want == http.StatusOK {
-			want = http.StatusNoContent
-		}
-		if resp.StatusCode != want {
-			t.Errorf("origin %q: %d, want %d", tc.origin, resp.StatusCode, want)
+		if resp.StatusCode != tc.want {
+			t.Errorf("origin %q, Sec-Fetch-Site %q: %d, want %d", tc.origin, tc.fetchSite, resp.StatusCode, tc.want)
 		}
 	}
 	if got := s.w.PanelURL(); got != "https://reverie.example.org/#debug" {

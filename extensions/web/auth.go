@@ -1,7 +1,6 @@
 package web
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -108,37 +107,24 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	return os.Rename(tmp.Name(), path)
 }
 
-// authenticator checks bearer tokens and session cookies in constant time.
+// authenticator checks bearer tokens (in constant time) and session
+// cookies. With web.auth: none every request passes, but the token is
+// still known: the setup form and the sign-in need it.
 type authenticator struct {
 	none bool
-	// tokenSum and cookieSum are SHA-256 sums, so every comparison is
-	// between equal-length values (no length leak).
-	tokenSum  [32]byte
-	cookie    string // the session cookie's value
-	cookieSum [32]byte
+	// tokenSum is a SHA-256 sum, so every comparison is between
+	// equal-length values (no length leak).
+	tokenSum [32]byte
+	sessions *sessions
 }
 
-func newAuthenticator(token string, none bool) *authenticator {
-	a := &authenticator{none: none}
-	if none {
-		return a
-	}
-	a.tokenSum = sha256.Sum256([]byte(token))
-	mac := hmac.New(sha256.New, []byte(token))
-	mac.Write([]byte("reverie web session v1"))
-	a.cookie = hex.EncodeToString(mac.Sum(nil))
-	a.cookieSum = sha256.Sum256([]byte(a.cookie))
-	return a
+func newAuthenticator(token string, none bool, s *sessions) *authenticator {
+	return &authenticator{none: none, tokenSum: sha256.Sum256([]byte(token)), sessions: s}
 }
 
 func (a *authenticator) tokenOK(presented string) bool {
 	sum := sha256.Sum256([]byte(presented))
 	return subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) == 1
-}
-
-func (a *authenticator) cookieOK(presented string) bool {
-	sum := sha256.Sum256([]byte(presented))
-	return subtle.ConstantTimeCompare(sum[:], a.cookieSum[:]) == 1
 }
 
 // how a request was authenticated.
@@ -148,42 +134,35 @@ const (
 	authFailed authKind = iota
 	authBearer
 	authCookie
-	authOff
+	authOff // web.auth: none, and no valid credentials
 )
 
+// withToken reports whether the request proved it knows the token.
+func (k authKind) withToken() bool { return k == authBearer || k == authCookie }
+
 // check authenticates r. A present but wrong Authorization header fails
-// even when a valid cookie is present.
+// even when a valid cookie is present (with web.auth: none it only does
+// not count as the token).
 func (a *authenticator) check(r *http.Request) authKind {
+	fail := authFailed
 	if a.none {
-		return authOff
+		fail = authOff
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, ok := strings.Cut(h, " ")
 		if ok && strings.EqualFold(scheme, "Bearer") && a.tokenOK(strings.TrimSpace(tok)) {
 			return authBearer
 		}
-		return authFailed
+		return fail
 	}
-	if c, err := r.Cookie(SessionCookie); err == nil && a.cookieOK(c.Value) {
+	if c, err := r.Cookie(SessionCookie); err == nil && a.sessions.valid(c.Value) {
 		return authCookie
 	}
-	return authFailed
+	return fail
 }
 
-// sameOrigin reports whether r's Origin header, when present, names the host
-// r was sent to, or publicHost (web.public_url's host, when a reverse proxy
-// changes Host): cookie-authenticated writes must come from the page.
-func sameOrigin(r *http.Request, publicHost string) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	return strings.EqualFold(u.Host, r.Host) || (publicHost != "" && strings.EqualFold(u.Host, publicHost))
-}
+// presentsToken reports whether r carries a bearer token (right or wrong).
+func presentsToken(r *http.Request) bool { return r.Header.Get("Authorization") != "" }
 
 // publicHost is web.public_url's host:port, or "".
 func publicHost(publicURL string) string {
@@ -197,19 +176,19 @@ func publicHost(publicURL string) string {
 	return u.Host
 }
 
-// sessionCookie builds the cookie set by /login (maxAge < 0 clears it).
-func (a *authenticator) sessionCookie(r *http.Request, clear bool) *http.Cookie {
+// sessionCookie builds the cookie set by /login (value "" clears it).
+func sessionCookie(r *http.Request, value string) *http.Cookie {
 	c := &http.Cookie{
 		Name:     SessionCookie,
-		Value:    a.cookie,
+		Value:    value,
 		Path:     "/api/",
 		MaxAge:   int(sessionMaxAge / time.Second),
 		HttpOnly: true,
 		Secure:   r.TLS != nil,
 		SameSite: http.SameSiteStrictMode,
 	}
-	if clear {
-		c.Value, c.MaxAge = "", -1
+	if value == "" {
+		c.MaxAge = -1
 	}
 	return c
 }

@@ -76,6 +76,9 @@ func (s *server) do(t testing.TB, method, path, body, auth string) (int, http.He
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

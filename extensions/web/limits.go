@@ -1,6 +1,7 @@
 package web
 
 import (
+	"container/list"
 	"net"
 	"net/http"
 	"sync"
@@ -34,28 +35,50 @@ func (b *bucket) take(now time.Time, rate, burst float64) (bool, time.Duration) 
 	return false, time.Duration((1 - b.tokens) / rate * float64(time.Second))
 }
 
-// full reports whether the bucket has refilled completely by now (its
-// entry can be forgotten without changing any decision).
-func (b *bucket) full(now time.Time, rate, burst float64) bool {
-	return b.tokens+now.Sub(b.last).Seconds()*rate >= burst
-}
-
-// maxTrackedClients bounds the per-client table; beyond it, idle entries
-// are swept (and, if every entry is busy, the table is reset, which only
-// ever errs on the side of letting requests through).
+// maxTrackedClients bounds the per-client table; beyond it the least
+// recently seen client is forgotten (its next request starts with a full
+// bucket). The table is never cleared as a whole: a flood of new clients
+// evicts each other, not every client at once.
 const maxTrackedClients = 10000
 
-// limiter rate-limits requests per client IP. Safe for concurrent use.
+// limiter rate-limits requests per client key (clientKey: an IPv4
+// address or an IPv6 /64). Safe for concurrent use.
+//
+// golang.org/x/time/rate was considered: its Limiter is the same token
+// bucket, and bucket takes the host's clock (tests advance it) and is
+// shared with the per-connection WebSocket limit, so no dependency is added.
 type limiter struct {
 	rate, burst float64
 	now         func() time.Time
 
 	mu      sync.Mutex
-	clients map[string]*bucket
+	clients map[string]*list.Element // of *client
+	lru     list.List                // front: most recently seen
+}
+
+type client struct {
+	key string
+	b   bucket
 }
 
 func newLimiter(rate float64, burst int, now func() time.Time) *limiter {
-	return &limiter{rate: rate, burst: float64(max(burst, 1)), now: now, clients: map[string]*bucket{}}
+	return &limiter{rate: rate, burst: float64(max(burst, 1)), now: now, clients: map[string]*list.Element{}}
+}
+
+// get returns key's bucket, marking it recently seen; mu is held.
+func (l *limiter) getLocked(key string) *bucket {
+	if e := l.clients[key]; e != nil {
+		l.lru.MoveToFront(e)
+		return &e.Value.(*client).b
+	}
+	if len(l.clients) >= maxTrackedClients {
+		oldest := l.lru.Back()
+		l.lru.Remove(oldest)
+		delete(l.clients, oldest.Value.(*client).key)
+	}
+	c := &client{key: key}
+	l.clients[key] = l.lru.PushFront(c)
+	return &c.b
 }
 
 // allow spends a token of key's bucket.
@@ -66,31 +89,30 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := l.clients[key]
-	if b == nil {
-		if len(l.clients) >= maxTrackedClients {
-			l.sweepLocked(now)
-		}
-		b = &bucket{}
-		l.clients[key] = b
-	}
-	return b.take(now, l.rate, l.burst)
+	return l.getLocked(key).take(now, l.rate, l.burst)
 }
 
-func (l *limiter) sweepLocked(now time.Time) {
-	for k, b := range l.clients {
-		if b.full(now, l.rate, l.burst) {
-			delete(l.clients, k)
-		}
+// exhausted reports whether key's bucket has no token left, without
+// spending one.
+func (l *limiter) exhausted(key string) bool {
+	if l == nil || l.rate <= 0 {
+		return false
 	}
-	if len(l.clients) >= maxTrackedClients {
-		clear(l.clients)
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.clients[key]
+	if e == nil {
+		return false
 	}
+	b := e.Value.(*client).b // a copy: peeking spends nothing
+	ok, _ := b.take(now, l.rate, l.burst)
+	return !ok
 }
 
-// clientIP is the request's remote IP (the port dropped). Reverse proxies
-// are not trusted for X-Forwarded-For: behind one, every client shares the
-// proxy's bucket.
+// clientIP is the request's remote IP (the port dropped), for log lines.
+// Reverse proxies are not trusted for X-Forwarded-For: behind one, every
+// client shares the proxy's bucket.
 func clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

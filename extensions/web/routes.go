@@ -21,10 +21,11 @@ import (
 // page for everything else.
 func (w *Web) routes() http.Handler {
 	root := http.NewServeMux()
+	// /healthz is outside the Host check (see checkHost).
 	root.HandleFunc("GET /healthz", w.healthz)
-	root.Handle("/api/", w.limits(w.authenticate(w.apiMux())))
+	root.Handle("/api/", w.guard(w.apiMux()))
 	root.Handle("/", pageHandler())
-	return securityHeaders(root)
+	return securityHeaders(w.checkHost(root))
 }
 
 func (w *Web) apiMux() *http.ServeMux {
@@ -81,7 +82,7 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("POST "+p+"/history/{rev}/restore", w.need("history", w.restoreRevision))
 
 	m.HandleFunc("GET "+p+"/setup", w.need("setup", w.setupForms))
-	m.HandleFunc("POST "+p+"/setup/{form}", w.need("setup", w.applySetup))
+	m.HandleFunc("POST "+p+"/setup/{form}", w.need("setup", tokenOnly(w.applySetup)))
 
 	m.HandleFunc("POST "+p+"/telegram/approve", w.need("pairing", w.approvePairing("telegram")))
 
@@ -157,13 +158,64 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// limits applies the per-client rate limit and the body size limit.
-func (w *Web) limits(next http.Handler) http.Handler {
+// checkHost answers 421 for a Host header that is not this server's
+// address (DNS rebinding), except on /healthz: probes (the supervisor, a
+// container runtime) may name the server however they reach it, and it
+// tells nothing.
+func (w *Web) checkHost(next *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && !w.hostAllowed(r.Host) {
+			misdirected(rw, r.Host)
+			return
+		}
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// authKey is the request context key of the request's authKind.
+type authKey struct{}
+
+// guard runs the checks of every API request, in this order (docs/api.md):
+// authentication (a failure spends the client's failed-authentication
+// budget, never the rate limit of the requests that authenticated), the
+// per-client rate limit, the cross-site check of writes and WebSocket
+// upgrades (403), the JSON body check (415) and the body size limit (413).
+func (w *Web) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Cache-Control", "no-store")
-		if ok, wait := w.limit.allow(clientIP(r)); !ok {
-			rw.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-			writeError(rw, http.StatusTooManyRequests, "too many requests; slow down")
+		key := clientKey(r)
+		login := r.URL.Path == api.Prefix+"/login"
+		kind := w.auth.check(r)
+		// While a client's failures are over the limit it may not try a
+		// token at all (a valid session cookie still works: it cannot be
+		// guessed, and the owner's page keeps working during an attack).
+		if kind != authCookie && (presentsToken(r) || login) && w.failed.exhausted(key) {
+			tooMany(rw, time.Minute)
+			return
+		}
+		if kind == authFailed && !login {
+			w.authFailed(rw, key)
+			return
+		}
+		if ok, wait := w.limit.allow(key); !ok {
+			tooMany(rw, wait)
+			return
+		}
+		if unsafeMethod(r) || isUpgrade(r) {
+			if why := crossSite(r, publicHost(w.cfg.PublicURL)); why != "" {
+				writeError(rw, http.StatusForbidden, "cross-site request refused ("+why+")")
+				return
+			}
+			// The cookie, and the sign-in that sets it, count only when
+			// a browser says the request comes from the page.
+			if (kind == authCookie || login) && !browserVouched(r) {
+				writeError(rw, http.StatusForbidden,
+					"request refused: a browser request needs an Origin header or Sec-Fetch-Site: same-origin")
+				return
+			}
+		}
+		if unsafeMethod(r) && !jsonBody(r) {
+			writeError(rw, http.StatusUnsupportedMediaType, "a request body must be JSON sent as Content-Type: application/json")
 			return
 		}
 		if r.ContentLength > w.cfg.MaxBodyBytes {
@@ -172,31 +224,44 @@ func (w *Web) limits(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(rw, r.Body, w.cfg.MaxBodyBytes)
-		next.ServeHTTP(rw, r)
+		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), authKey{}, kind)))
 	})
 }
 
-// authenticate lets through requests with the token or the session cookie
-// (and /login, which checks the token itself).
-func (w *Web) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == api.Prefix+"/login" {
-			next.ServeHTTP(rw, r)
+// authFailed spends a failed-authentication token of key and answers 401,
+// or 429 once there is none left.
+func (w *Web) authFailed(rw http.ResponseWriter, key string) {
+	if ok, wait := w.failed.allow(key); !ok {
+		tooMany(rw, wait)
+		return
+	}
+	unauthorized(rw)
+}
+
+func tooMany(rw http.ResponseWriter, wait time.Duration) {
+	rw.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+	writeError(rw, http.StatusTooManyRequests, "too many requests; slow down")
+}
+
+// authOf is how the request was authenticated (set by guard).
+func authOf(r *http.Request) authKind {
+	k, _ := r.Context().Value(authKey{}).(authKind)
+	return k
+}
+
+// tokenOnly serves h only to requests that carry the token (bearer or
+// session cookie), also with web.auth: none: the setup form chooses the
+// model and its server, so a page that reaches an open port must not.
+func tokenOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		if !authOf(r).withToken() {
+			rw.Header().Set("WWW-Authenticate", `Bearer realm="reverie"`)
+			writeError(rw, http.StatusUnauthorized, "changing the setup needs the access token, also with web.auth: none: "+
+				"sign in with the token kept in "+TokenFile+" in the data dir")
 			return
 		}
-		switch w.auth.check(r) {
-		case authFailed:
-			unauthorized(rw)
-			return
-		case authCookie:
-			unsafe := r.Method != http.MethodGet && r.Method != http.MethodHead
-			if (unsafe || isUpgrade(r)) && !sameOrigin(r, publicHost(w.cfg.PublicURL)) {
-				writeError(rw, http.StatusForbidden, "cross-origin request refused")
-				return
-			}
-		}
-		next.ServeHTTP(rw, r)
-	})
+		h(rw, r)
+	}
 }
 
 func isUpgrade(r *http.Request) bool {
@@ -220,30 +285,38 @@ type health struct {
 	Instance string `json:"instance,omitempty"`
 }
 
+// login checks the token and opens a session: the cookie it sets is what
+// the page's WebSocket and event stream carry. With web.auth: none it
+// opens one too (the setup form needs it).
 func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
 	var req api.LoginRequest
 	if err := decodeBody(r, &req); err != nil {
 		w.serviceError(rw, r, err)
 		return
 	}
-	if !sameOrigin(r, publicHost(w.cfg.PublicURL)) {
-		writeError(rw, http.StatusForbidden, "cross-origin request refused")
+	if !w.auth.tokenOK(req.Token) {
+		w.authFailed(rw, clientKey(r))
 		return
 	}
-	if !w.auth.none && !w.auth.tokenOK(req.Token) {
-		unauthorized(rw)
+	id, err := w.auth.sessions.create(r.Context())
+	if err != nil {
+		w.serviceError(rw, r, err)
 		return
 	}
-	if !w.auth.none {
-		http.SetCookie(rw, w.auth.sessionCookie(r, false))
-	}
+	http.SetCookie(rw, sessionCookie(r, id))
 	rw.WriteHeader(http.StatusNoContent)
 }
 
+// logout ends the request's session (server-side: the cookie stops
+// working everywhere, also where it was copied) and clears the cookie.
 func (w *Web) logout(rw http.ResponseWriter, r *http.Request) {
-	if !w.auth.none {
-		http.SetCookie(rw, w.auth.sessionCookie(r, true))
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		if err := w.auth.sessions.revoke(r.Context(), c.Value); err != nil {
+			w.serviceError(rw, r, err)
+			return
+		}
 	}
+	http.SetCookie(rw, sessionCookie(r, ""))
 	rw.WriteHeader(http.StatusNoContent)
 }
 
@@ -320,9 +393,10 @@ func (w *Web) listMessages(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
-	t, err := threadParam(r)
+	// The same threads as the WebSocket: web:<session> (or <session>).
+	t, err := webThread(r.PathValue("thread"))
 	if err != nil {
-		w.serviceError(rw, r, err)
+		w.serviceError(rw, r, fmt.Errorf("%w: %v", api.ErrInvalid, err))
 		return
 	}
 	var req api.SendRequest

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
@@ -441,7 +442,7 @@ func (w *Web) applySetup(rw http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var msg string
 		// A real test call may take a while.
-		_ = http.NewResponseController(rw).SetWriteDeadline(w.now().Add(2 * w.cfg.WriteTimeout))
+		_ = http.NewResponseController(rw).SetWriteDeadline(time.Now().Add(2 * w.cfg.WriteTimeout)) // the wall clock, not the host's
 		if msg, err = s.Apply(r.Context(), r.PathValue("form"), req.Values); err == nil {
 			writeJSON(rw, http.StatusOK, api.SetupResult{OK: true, Message: msg})
 			return

@@ -35,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -82,6 +83,10 @@ type Config struct {
 	// limit off).
 	RatePerSecond float64 `yaml:"rate_per_second"`
 	RateBurst     int     `yaml:"rate_burst"`
+	// AuthFailuresPerMinute bounds failed authentications per client IP
+	// (IPv6: per /64), apart from RatePerSecond, so that unauthenticated
+	// requests never spend the owner's budget; 0 turns it off.
+	AuthFailuresPerMinute int `yaml:"auth_failures_per_minute"`
 	// MaxConnections bounds open WebSocket and event-stream connections.
 	MaxConnections int `yaml:"max_connections"`
 }
@@ -98,6 +103,8 @@ func DefaultConfig() Config {
 		RatePerSecond:  20,
 		RateBurst:      60,
 		MaxConnections: 4096,
+
+		AuthFailuresPerMinute: 20,
 	}
 }
 
@@ -112,7 +119,8 @@ type Web struct {
 	auth         *authenticator
 	token        string // kept only to print the sign-in URL once
 	tokenCreated bool
-	limit        *limiter
+	limit        *limiter // requests that authenticated
+	failed       *limiter // failed authentications
 	hub          *hub
 	streams      atomic.Int64 // open WebSocket and SSE connections
 
@@ -127,7 +135,7 @@ type Web struct {
 
 // Init decodes the web section, loads (or creates) the access token and
 // builds the handler.
-func (w *Web) Init(_ context.Context, host extension.Host) error {
+func (w *Web) Init(ctx context.Context, host extension.Host) error {
 	cfg, err := loadConfig(host.DecodeConfig)
 	if err != nil {
 		return err
@@ -135,22 +143,24 @@ func (w *Web) Init(_ context.Context, host extension.Host) error {
 	w.cfg = cfg
 	w.host, w.log, w.now = host, host.Logger(), host.Now
 	w.svc = api.ServicesFrom(host)
-	none := w.cfg.Auth == AuthNone
-	if !none {
-		token, created, err := loadToken(w.cfg.Token, host.DataDir())
-		if err != nil {
-			if w.cfg.Token.IsSet() {
-				err = fmt.Errorf("%w: %w", extension.ErrInvalidConfig, err)
-			}
-			return err
+	// The token exists with web.auth: none too: the setup form and the
+	// session cookie need it.
+	token, created, err := loadToken(w.cfg.Token, host.DataDir())
+	if err != nil {
+		if w.cfg.Token.IsSet() {
+			err = fmt.Errorf("%w: %w", extension.ErrInvalidConfig, err)
 		}
-		w.auth = newAuthenticator(token, false)
-		if created {
-			w.token, w.tokenCreated = token, true
-		}
-	} else {
-		w.auth = newAuthenticator("", true)
+		return err
 	}
+	if created {
+		w.token, w.tokenCreated = token, true
+	}
+	sess, err := openSessions(ctx, host.DB(), token, host.Now)
+	if err != nil {
+		return err
+	}
+	w.auth = newAuthenticator(token, w.cfg.Auth == AuthNone, sess)
+	w.failed = newLimiter(float64(w.cfg.AuthFailuresPerMinute)/60, w.cfg.AuthFailuresPerMinute, host.Now)
 	w.limit = newLimiter(w.cfg.RatePerSecond, w.cfg.RateBurst, host.Now)
 	w.hub = newHub()
 	w.stopping = make(chan struct{})
@@ -210,8 +220,8 @@ func (c Config) check() error {
 		return errors.New("web: read_timeout, write_timeout and turn_timeout must be positive")
 	case c.MaxBodyBytes < 1024:
 		return fmt.Errorf("web.max_body_bytes: %d is below the minimum of 1024", c.MaxBodyBytes)
-	case c.RatePerSecond < 0 || c.RateBurst < 0:
-		return errors.New("web: rate_per_second and rate_burst must not be negative")
+	case c.RatePerSecond < 0 || c.RateBurst < 0 || c.AuthFailuresPerMinute < 0:
+		return errors.New("web: rate_per_second, rate_burst and auth_failures_per_minute must not be negative")
 	case c.MaxConnections < 1:
 		return errors.New("web.max_connections must be at least 1")
 	}
@@ -237,14 +247,29 @@ func (w *Web) Start(ctx context.Context) error {
 	w.served = make(chan struct{})
 	w.log.Info("web listener bound", "addr", ln.Addr().String(), "url", w.BaseURL()+"/")
 	if w.tokenCreated {
-		w.log.Info("web access token created: open the URL below once to sign in; the token is kept in "+TokenFile,
-			"url", w.BaseURL()+"/#token="+w.token)
+		// The URL carries the token: it goes to the terminal only, never
+		// to the log file (the log says where the token is kept).
+		w.log.Info("web access token created and kept in " + TokenFile + " in the data dir; the sign-in URL is printed on the console")
+		fmt.Fprintf(consoleOf(w.host), "\nReverie: open this address once to sign in (it carries the access token, kept in %s):\n  %s\n\n",
+			TokenFile, w.BaseURL()+"/#token="+w.token)
 		w.token = ""
 	}
 	if w.auth.none {
 		w.log.Warn("web authentication is off (web.auth: none): anyone who can reach " + w.cfg.Listen + " can use the assistant")
 	}
 	return nil
+}
+
+// consoleHost is a host with a console: the terminal the agent was
+// started from, apart from the log (internal/kernel's host is one).
+type consoleHost interface{ Console() io.Writer }
+
+// consoleOf is host's console, or io.Discard.
+func consoleOf(host extension.Host) io.Writer {
+	if c, ok := host.(consoleHost); ok {
+		return c.Console()
+	}
+	return io.Discard
 }
 
 // Addr is the bound address, or nil before Start.

@@ -304,6 +304,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		DB:       db,
 		Bus:      bus,
 		Logger:   logger,
+		Console:  opts.Console,
 		Receive:  a.receive,
 		Now:      opts.Now,
 		Registry: opts.Registry,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -34,6 +35,15 @@ func (h *host) DataDir() string      { return h.k.opts.DataDir }
 func (h *host) DB() *sql.DB          { return h.k.opts.DB }
 func (h *host) Bus() extension.Bus   { return h.bus }
 func (h *host) Now() time.Time       { return h.k.opts.Now() }
+
+// Console is Options.Console (io.Discard when unset): output for the
+// person at the terminal that never goes to the log file.
+func (h *host) Console() io.Writer {
+	if h.k.opts.Console == nil {
+		return io.Discard
+	}
+	return h.k.opts.Console
+}
 
 // DecodeConfig decodes this extension's configuration section; with no
 // configuration v is left unchanged.

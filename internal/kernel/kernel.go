@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -80,6 +81,10 @@ type Options struct {
 	Bus extension.Bus
 	// Logger is the parent logger; nil discards.
 	Logger *slog.Logger
+	// Console is the terminal the agent was started from, for what must
+	// be shown once and never reach the log file (the generated web
+	// token); nil means none (hosts' Console returns io.Discard).
+	Console io.Writer
 	// Receive hands inbound messages to the router; nil rejects them
 	// with ErrNoRouter.
 	Receive func(ctx context.Context, msg chat.Inbound) error

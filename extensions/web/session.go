@@ -1,0 +1,170 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// maxSessions bounds the signed-in browsers; signing in beyond it ends the
+// oldest session.
+const maxSessions = 1000
+
+// sessions is the server-side list of browser sessions (the cookie set by
+// POST /login): each is a random 256-bit id of which only the SHA-256 sum
+// is kept, in memory and in the table web_sessions of reverie.db, so a
+// session survives a restart and POST /logout ends it for good. Sessions
+// are bound to the token: changing web.token ends them all. Safe for
+// concurrent use.
+type sessions struct {
+	db  *sql.DB // nil: memory only
+	tag string  // identifies the token the sessions were opened with
+	now func() time.Time
+
+	mu      sync.Mutex
+	expires map[[32]byte]time.Time
+}
+
+// sessionSchema is the table (created here: one table needs no migration
+// history; a future change adds a column with ALTER TABLE … ADD COLUMN).
+const sessionSchema = `CREATE TABLE IF NOT EXISTS web_sessions (
+	id_sum     BLOB    PRIMARY KEY,
+	token_tag  TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+)`
+
+// openSessions loads the live sessions of token from db (nil keeps them
+// in memory only) and deletes the others.
+func openSessions(ctx context.Context, db *sql.DB, token string, now func() time.Time) (*sessions, error) {
+	tag := sha256.Sum256([]byte("reverie web session tag v1\x00" + token))
+	s := &sessions{db: db, tag: hex.EncodeToString(tag[:8]), now: now, expires: map[[32]byte]time.Time{}}
+	if db == nil {
+		return s, nil
+	}
+	if _, err := db.ExecContext(ctx, sessionSchema); err != nil {
+		return nil, fmt.Errorf("create the web session table: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM web_sessions WHERE token_tag <> ? OR expires_at <= ?`,
+		s.tag, now().Unix()); err != nil {
+		return nil, fmt.Errorf("drop ended web sessions: %w", err)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT id_sum, expires_at FROM web_sessions`)
+	if err != nil {
+		return nil, fmt.Errorf("load web sessions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			sum []byte
+			exp int64
+		)
+		if err := rows.Scan(&sum, &exp); err != nil {
+			return nil, fmt.Errorf("load web sessions: %w", err)
+		}
+		if len(sum) == 32 {
+			s.expires[[32]byte(sum)] = time.Unix(exp, 0)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load web sessions: %w", err)
+	}
+	return s, nil
+}
+
+// create opens a session and returns the cookie value.
+func (s *sessions) create(ctx context.Context) (string, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("open a session: %w", err)
+	}
+	id := hex.EncodeToString(raw[:])
+	sum := sha256.Sum256([]byte(id))
+	now := s.now()
+	exp := now.Add(sessionMaxAge)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var drop [][32]byte
+	for k, e := range s.expires {
+		if !e.After(now) {
+			drop = append(drop, k)
+		}
+	}
+	if len(s.expires)-len(drop) >= maxSessions {
+		// The session closest to its end is the oldest.
+		var oldest [32]byte
+		var at time.Time
+		for k, e := range s.expires {
+			if at.IsZero() || e.Before(at) {
+				oldest, at = k, e
+			}
+		}
+		drop = append(drop, oldest)
+	}
+	if s.db != nil {
+		err := s.tx(ctx, func(tx *sql.Tx) error {
+			for _, k := range drop {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM web_sessions WHERE id_sum = ?`, k[:]); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO web_sessions (id_sum, token_tag, created_at, expires_at) VALUES (?, ?, ?, ?)`,
+				sum[:], s.tag, now.Unix(), exp.Unix())
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("store the session: %w", err)
+		}
+	}
+	for _, k := range drop {
+		delete(s.expires, k)
+	}
+	s.expires[sum] = exp
+	return id, nil
+}
+
+func (s *sessions) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// valid reports whether id is a live session.
+func (s *sessions) valid(id string) bool {
+	if id == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(id))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp, ok := s.expires[sum]
+	return ok && exp.After(s.now())
+}
+
+// revoke ends session id (an unknown id is not an error).
+func (s *sessions) revoke(ctx context.Context, id string) error {
+	sum := sha256.Sum256([]byte(id))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.expires[sum]; !ok {
+		return nil
+	}
+	if s.db != nil {
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM web_sessions WHERE id_sum = ?`, sum[:]); err != nil {
+			return fmt.Errorf("end the session: %w", err)
+		}
+	}
+	delete(s.expires, sum)
+	return nil
+}
