@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension/extensiontest"
 )
 
 // fakeAPI is the chat, threads, world and setup services, recording what
@@ -242,4 +244,185 @@ func accessRequest(t *testing.T, url, method, host, body string, ws bool, cred, 
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+func TestLogoutRevokesTheSession(t *testing.T) {
+	s := startWeb(t, "rate_per_second: 0", &api.Services{})
+	cookie := s.login(t, s.base, "")
+	other := s.login(t, "", "same-origin")
+	get := func(c *http.Cookie) int {
+		req, _ := http.NewRequest("GET", s.base+"/api/v1/info", nil)
+		req.AddCookie(c)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if get(cookie) != 200 || get(other) != 200 {
+		t.Fatal("a fresh session is not accepted")
+	}
+	req, _ := http.NewRequest("POST", s.base+"/api/v1/logout", nil)
+	req.Header.Set("Origin", s.base)
+	req.AddCookie(cookie)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || len(resp.Cookies()) != 1 || resp.Cookies()[0].MaxAge >= 0 {
+		t.Fatalf("logout: %d %v", resp.StatusCode, resp.Cookies())
+	}
+	// The copied cookie is dead on the server; the other session lives.
+	if code := get(cookie); code != 401 {
+		t.Errorf("revoked session: %d, want 401", code)
+	}
+	if code := get(other); code != 200 {
+		t.Errorf("other session after the logout: %d, want 200", code)
+	}
+}
+
+// A sign-in without Origin is a browser's only when Sec-Fetch-Site says
+// so; a program signing in with the token never needs a cookie.
+func TestLoginNeedsTheBrowsersWord(t *testing.T) {
+	s := startWeb(t, "rate_per_second: 0", &api.Services{})
+	for _, tc := range []struct {
+		origin, site string
+		want         int
+	}{
+		{"", "", 403},
+		{"", "cross-site", 403},
+		{"", "same-site", 403},
+		{"http://attacker.example", "", 403},
+		{"", "same-origin", 204},
+		{"", "none", 204},
+		{"same", "", 204},
+	} {
+		req, _ := http.NewRequest("POST", s.base+"/api/v1/login", strings.NewReader(`{"token":"`+testToken+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if tc.origin == "same" {
+			tc.origin = s.base
+		}
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		if tc.site != "" {
+			req.Header.Set("Sec-Fetch-Site", tc.site)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || (tc.want == 204) != (len(resp.Cookies()) == 1) {
+			t.Errorf("origin %q site %q: %d with %d cookies, want %d", tc.origin, tc.site, resp.StatusCode, len(resp.Cookies()), tc.want)
+		}
+	}
+}
+
+func TestSessionsSurviveARestartAndEndWithTheToken(t *testing.T) {
+	host := extensiontest.NewHost(t)
+	now := func() time.Time { return time.Unix(1_800_000_000, 0) }
+	ctx := context.Background()
+	a, err := openSessions(ctx, host.DB(), testToken, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := a.create(ctx)
+	ended, _ := a.create(ctx)
+	if err := a.revoke(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	b, err := openSessions(ctx, host.DB(), testToken, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.valid(kept) || b.valid(ended) || b.valid("") || b.valid(kept[:63]) {
+		t.Fatalf("after a restart: kept %v, revoked %v", b.valid(kept), b.valid(ended))
+	}
+	later := func() time.Time { return now().Add(sessionMaxAge + time.Second) }
+	if c, _ := openSessions(ctx, host.DB(), testToken, later); c.valid(kept) {
+		t.Error("an expired session is accepted")
+	}
+	if c, _ := openSessions(ctx, host.DB(), "another-token-0123456789", now); c.valid(kept) {
+		t.Error("a session outlived a change of the token")
+	}
+	// The cap ends the oldest session.
+	d, _ := openSessions(ctx, nil, testToken, now)
+	first, _ := d.create(ctx)
+	for range maxSessions {
+		if _, err := d.create(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.valid(first) || len(d.expires) != maxSessions {
+		t.Errorf("%d sessions, the first still valid: %v", len(d.expires), d.valid(first))
+	}
+}
+
+func TestPostMessageOnlyOnWebThreads(t *testing.T) {
+	f := &fakeAPI{}
+	s := startWeb(t, "rate_per_second: 0", f.services())
+	for _, tc := range []struct {
+		thread string
+		want   int
+	}{
+		{"web:notes", 200},
+		{"notes", 200},
+		{"sub_123", 200}, // a session name: it becomes web:sub_123
+		{"system", 200},
+		{"cli:alice", 400},
+		{"telegram:42", 400},
+		{"web:", 400},
+		{"web:a%20b", 400},
+	} {
+		code, _, body := s.do(t, "POST", "/api/v1/threads/"+tc.thread+"/messages", `{"text":"hi"}`, "Bearer "+testToken)
+		if code != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.thread, code, body, tc.want)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, in := range f.turns {
+		if !strings.HasPrefix(string(in.Address.Thread), "web:") || in.Address.Channel != ChannelName {
+			t.Errorf("a turn ran on %s", in.Address.Thread)
+		}
+	}
+}
+
+func TestHostAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		listen, public, host string
+		want                 bool
+	}{
+		{"127.0.0.1:8420", "", "127.0.0.1:8420", true},
+		{"127.0.0.1:8420", "", "localhost:8420", true},
+		{"127.0.0.1:8420", "", "LOCALHOST.:8420", true},
+		{"127.0.0.1:8420", "", "[::1]:8420", true},
+		{"127.0.0.1:8420", "", "127.0.0.2:8420", true}, // loopback: cannot be rebound
+		{"127.0.0.1:8420", "", "localhost:8421", false},
+		{"127.0.0.1:8420", "", "localhost", false},
+		{"127.0.0.1:8420", "", "attacker.example:8420", false},
+		{"127.0.0.1:8420", "", "localhost.attacker.example:8420", false},
+		{"127.0.0.1:8420", "", "", false},
+		{"127.0.0.1:80", "", "localhost", true},
+		{"0.0.0.0:8420", "", "192.168.1.20:8420", true},
+		{"0.0.0.0:8420", "", "mybox.lan:8420", false},
+		{"[::]:8420", "", "[2001:db8::5]:8420", true},
+		{"192.168.1.20:8420", "", "192.168.1.20:8420", true},
+		{"192.168.1.20:8420", "", "192.168.1.21:8420", false},
+		{"mybox.lan:8420", "", "mybox.lan:8420", true},
+		{"127.0.0.1:8420", "https://reverie.example.org", "reverie.example.org", true},
+		{"127.0.0.1:8420", "https://reverie.example.org", "reverie.example.org:443", true},
+		{"127.0.0.1:8420", "https://reverie.example.org", "reverie.example.org:8420", false},
+		{"127.0.0.1:8420", "https://reverie.example.org/", "REVERIE.example.org", true},
+		{"127.0.0.1:8420", "http://reverie.lan:9000", "reverie.lan:9000", true},
+		{"127.0.0.1:8420", "http://reverie.lan:9000", "evil.lan:9000", false},
+	} {
+		w := &Web{cfg: Config{Listen: tc.listen, PublicURL: tc.public}}
+		if got := w.hostAllowed(tc.host); got != tc.want {
+			t.Errorf("listen %s public %q: host %q allowed=%v, want %v", tc.listen, tc.public, tc.host, got, tc.want)
+		}
+	}
 }

@@ -27,7 +27,13 @@ type sessions struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	expires map[[32]byte]time.Time
+	expires map[[32]byte]session
+	seq     uint64 // orders sessions opened in the same second
+}
+
+type session struct {
+	expires time.Time
+	seq     uint64
 }
 
 // sessionSchema is the table (created here: one table needs no migration
@@ -43,7 +49,7 @@ const sessionSchema = `CREATE TABLE IF NOT EXISTS web_sessions (
 // in memory only) and deletes the others.
 func openSessions(ctx context.Context, db *sql.DB, token string, now func() time.Time) (*sessions, error) {
 	tag := sha256.Sum256([]byte("reverie web session tag v1\x00" + token))
-	s := &sessions{db: db, tag: hex.EncodeToString(tag[:8]), now: now, expires: map[[32]byte]time.Time{}}
+	s := &sessions{db: db, tag: hex.EncodeToString(tag[:8]), now: now, expires: map[[32]byte]session{}}
 	if db == nil {
 		return s, nil
 	}
@@ -68,7 +74,8 @@ func openSessions(ctx context.Context, db *sql.DB, token string, now func() time
 			return nil, fmt.Errorf("load web sessions: %w", err)
 		}
 		if len(sum) == 32 {
-			s.expires[[32]byte(sum)] = time.Unix(exp, 0)
+			s.seq++
+			s.expires[[32]byte(sum)] = session{time.Unix(exp, 0), s.seq}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -91,17 +98,17 @@ func (s *sessions) create(ctx context.Context) (string, error) {
 	defer s.mu.Unlock()
 	var drop [][32]byte
 	for k, e := range s.expires {
-		if !e.After(now) {
+		if !e.expires.After(now) {
 			drop = append(drop, k)
 		}
 	}
 	if len(s.expires)-len(drop) >= maxSessions {
 		// The session closest to its end is the oldest.
 		var oldest [32]byte
-		var at time.Time
+		var at *session
 		for k, e := range s.expires {
-			if at.IsZero() || e.Before(at) {
-				oldest, at = k, e
+			if at == nil || e.expires.Before(at.expires) || (e.expires.Equal(at.expires) && e.seq < at.seq) {
+				oldest, at = k, &e
 			}
 		}
 		drop = append(drop, oldest)
@@ -124,7 +131,8 @@ func (s *sessions) create(ctx context.Context) (string, error) {
 	for _, k := range drop {
 		delete(s.expires, k)
 	}
-	s.expires[sum] = exp
+	s.seq++
+	s.expires[sum] = session{exp, s.seq}
 	return id, nil
 }
 
@@ -148,8 +156,8 @@ func (s *sessions) valid(id string) bool {
 	sum := sha256.Sum256([]byte(id))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	exp, ok := s.expires[sum]
-	return ok && exp.After(s.now())
+	e, ok := s.expires[sum]
+	return ok && e.expires.After(s.now())
 }
 
 // revoke ends session id (an unknown id is not an error).

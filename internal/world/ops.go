@@ -233,6 +233,46 @@ func (o RemoveRule) apply(s *State) error {
 	return nil
 }
 
+// Bounded rebuilds s through the ops (as if the model had written it op
+// by op), so a whole document given at once — the web page's editor —
+// is held to exactly the bounds the ops enforce: lengths, single lines,
+// the number of topics, goals and rules, and valid zones. Duplicates are
+// merged as the ops merge them; values are trimmed. Version and
+// UpdatedAt are copied; the error names the field.
+func Bounded(s *State) (*State, error) {
+	out := Default(s.UpdatedAt)
+	out.Version, out.UpdatedAt = s.Version, s.UpdatedAt
+	type step struct {
+		what string
+		op   interface{ apply(*State) error }
+	}
+	steps := []step{
+		{"identity.user_name", SetUserName{UserName: s.Identity.UserName}},
+		{"identity.agent_name", SetAgentName{AgentName: s.Identity.AgentName}},
+		{"identity.user_location", SetLocation{Location: s.Identity.UserLocation}},
+		{"timezone", SetTimezone{Zone: s.TimeZone}},
+		{"project", SetProject{Project: s.Project}},
+	}
+	for i, t := range s.Topics {
+		steps = append(steps, step{fmt.Sprintf("topics[%d]", i), AddTopic{Topic: t}})
+	}
+	for i, g := range s.Goals {
+		steps = append(steps, step{fmt.Sprintf("goals[%d]", i), AddGoal{Goal: g.Text}})
+		if g.Status != GoalActive {
+			steps = append(steps, step{fmt.Sprintf("goals[%d].status", i), SetGoalStatus{Goal: g.Text, Status: g.Status}})
+		}
+	}
+	for i, r := range s.Rules {
+		steps = append(steps, step{fmt.Sprintf("rules[%d]", i), AddRule{Rule: r}})
+	}
+	for _, st := range steps {
+		if err := st.op.apply(out); err != nil {
+			return nil, fmt.Errorf("%s: %w", st.what, err)
+		}
+	}
+	return out, nil
+}
+
 // ApplyOps applies ops to a copy of s, in order, and returns the copy; on
 // the first failing op it returns an error naming it, and s is unchanged
 // either way. UpdatedAt is not touched.

@@ -1,9 +1,11 @@
 package world
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func sample() *State {
@@ -152,5 +154,70 @@ Standing rules from the user:
 - answer briefly`
 	if got := s.Summary(); got != want {
 		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A whole document (the web page's editor, PUT /api/v1/world) is held to
+// the bounds the model's ops enforce.
+func TestBoundedHoldsADocumentToTheOpsLimits(t *testing.T) {
+	long := strings.Repeat("x", MaxNameChars+1)
+	longText := strings.Repeat("y", MaxTextChars+1)
+	many := func(n int, prefix string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s %d", prefix, i)
+		}
+		return out
+	}
+	base := func() *State { return Default(time.Unix(0, 0)) }
+	for _, tc := range []struct {
+		name   string
+		change func(*State)
+		want   string // "" for accepted
+	}{
+		{"default", func(*State) {}, ""},
+		{"full lists", func(s *State) {
+			s.Topics = many(MaxTopics, "topic")
+			s.Rules = many(MaxRules, "rule")
+			for _, g := range many(MaxGoals, "goal") {
+				s.Goals = append(s.Goals, Goal{Text: g, Status: GoalDone})
+			}
+		}, ""},
+		{"long user name", func(s *State) { s.Identity.UserName = long }, "identity.user_name"},
+		{"long agent name", func(s *State) { s.Identity.AgentName = long }, "identity.agent_name"},
+		{"long location", func(s *State) { s.Identity.UserLocation = long }, "identity.user_location"},
+		{"bad zone", func(s *State) { s.TimeZone = "Mars/Base" }, "timezone"},
+		{"long project", func(s *State) { s.Project = long }, "project"},
+		{"multi-line project", func(s *State) { s.Project = "a\nb" }, "project"},
+		{"too many topics", func(s *State) { s.Topics = many(MaxTopics+1, "topic") }, "topics[30]"},
+		{"long topic", func(s *State) { s.Topics = []string{long} }, "topics[0]"},
+		{"empty topic", func(s *State) { s.Topics = []string{" "} }, "topics[0]"},
+		{"too many goals", func(s *State) {
+			for _, g := range many(MaxGoals+1, "goal") {
+				s.Goals = append(s.Goals, Goal{Text: g, Status: GoalActive})
+			}
+		}, "goals[50]"},
+		{"long goal", func(s *State) { s.Goals = []Goal{{Text: longText, Status: GoalActive}} }, "goals[0]"},
+		{"bad goal status", func(s *State) { s.Goals = []Goal{{Text: "g", Status: "maybe"}} }, "goals[0].status"},
+		{"too many rules", func(s *State) { s.Rules = many(MaxRules+1, "rule") }, "rules[50]"},
+		{"huge rule", func(s *State) { s.Rules = []string{strings.Repeat("z", 800_000)} }, "rules[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.change(s)
+			got, err := Bounded(s)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if !sameContent(got, s) {
+					t.Fatalf("changed the document:\n%+v\n%+v", got, s)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want+":") {
+				t.Fatalf("err = %v, want one naming %s", err, tc.want)
+			}
+		})
 	}
 }

@@ -112,7 +112,8 @@ func (s *Store) applyOps(ctx context.Context, ops []Op) (*State, bool, error) {
 	})
 }
 
-// Replace validates next and makes it the state (the web page's editor):
+// Replace checks next against the ops' bounds (Bounded) and makes it the
+// state (the web page's editor):
 // version and updated_at are set by the store. message (default "world:
 // edit") says who changed it.
 func (s *Store) Replace(ctx context.Context, next *State, message string) (*State, error) {
@@ -123,7 +124,12 @@ func (s *Store) Replace(ctx context.Context, next *State, message string) (*Stat
 		message = "world: edit"
 	}
 	st, _, err := s.update(ctx, message, func(*State) (*State, error) {
-		c := next.Clone()
+		// The same bounds as the model's ops (an 800 KB document would go
+		// whole into every prompt).
+		c, err := Bounded(next)
+		if err != nil {
+			return nil, err
+		}
 		c.Version = Version
 		return c, nil
 	})
