@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -33,7 +34,17 @@ const BusyTimeout = 5 * time.Second
 // answers. Write transactions begun through Tx take the write lock
 // immediately (BEGIN IMMEDIATE), which avoids lock-upgrade deadlocks.
 // Use ":memory:" only in tests that need a throwaway database.
+//
+// The database holds conversations and memories: the file and its -wal
+// and -shm companions are made mode 0600 whatever the umask (SQLite gives
+// the companions the database file's mode; files left broader by an older
+// version are narrowed).
 func Open(ctx context.Context, file string) (*sql.DB, error) {
+	if file != ":memory:" {
+		if err := private(file); err != nil {
+			return nil, fmt.Errorf("open database %s: %w", file, err)
+		}
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
@@ -62,7 +73,46 @@ func Open(ctx context.Context, file string) (*sql.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", file, err)
 	}
+	if file != ":memory:" {
+		for _, companion := range []string{file + "-wal", file + "-shm"} {
+			if err := narrow(companion); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				db.Close()
+				return nil, fmt.Errorf("open database %s: %w", file, err)
+			}
+		}
+	}
 	return db, nil
+}
+
+// FileMode is the mode of the database file and its -wal and -shm files.
+const FileMode fs.FileMode = 0o600
+
+// private creates file with FileMode when it does not exist (so SQLite
+// never creates it under the umask), else narrows its mode.
+func private(file string) error {
+	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+	switch {
+	case err == nil:
+		return f.Close()
+	case errors.Is(err, fs.ErrExist):
+		return narrow(file)
+	}
+	return err
+}
+
+// narrow takes group and other permissions away from path.
+func narrow(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&^FileMode == 0 {
+		return nil
+	}
+	if err := os.Chmod(path, fi.Mode().Perm()&FileMode); err != nil {
+		return fmt.Errorf("make %s private: %w", path, err)
+	}
+	return nil
 }
 
 // Tx runs fn inside a transaction, committing when fn returns nil and rolling

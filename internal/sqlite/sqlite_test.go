@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"testing/fstest"
 )
@@ -140,5 +142,71 @@ func TestTx(t *testing.T) {
 	db.QueryRowContext(ctx, `SELECT COALESCE(SUM(x),0) FROM t`).Scan(&sum)
 	if sum != 2 {
 		t.Fatalf("sum = %d, want 2 (rolled-back insert must not persist)", sum)
+	}
+}
+
+// The database and its -wal and -shm files are 0600 whatever the umask,
+// also when an older version left them broader.
+func TestDatabaseFilesArePrivate(t *testing.T) {
+	old := syscall.Umask(0) // the most permissive: SQLite alone would make 0644
+	defer syscall.Umask(old)
+	ctx := context.Background()
+	check := func(t *testing.T, file string) {
+		t.Helper()
+		for _, p := range []string{file, file + "-wal", file + "-shm"} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: mode %v, want 0600", filepath.Base(p), fi.Mode().Perm())
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, file string)
+	}{
+		{"new", func(*testing.T, string) {}},
+		{"left 0644 by an older version", func(t *testing.T, file string) {
+			db, err := sql.Open("sqlite", "file:"+file+"?_pragma=journal_mode(WAL)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			conn, err := db.Conn(ctx) // held open: -wal and -shm stay
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(ctx, "CREATE TABLE t (x)"); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{file, file + "-wal", file + "-shm"} {
+				if err := os.Chmod(p, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db2, err := Open(ctx, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db2.Close()
+			check(t, file)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "reverie.db")
+			tc.prepare(t, file)
+			db, err := Open(ctx, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS u (x); INSERT INTO u VALUES (1)"); err != nil {
+				t.Fatal(err)
+			}
+			check(t, file)
+		})
 	}
 }
