@@ -17,7 +17,13 @@ import (
 var ErrBlockedAddress = errors.New("address is not publicly routable and is blocked")
 
 // reserved are ranges that are not public unicast beyond what netip's
-// predicates cover.
+// predicates cover (loopback, private, link-local, multicast,
+// unspecified). Together they cover every prefix the IANA IPv4 and IPv6
+// Special-Purpose Address Registries mark as not globally reachable
+// (guard_test.go lists them). Entries broader than the registry's:
+// 192.0.0.0/24 and 2001::/23 are refused whole, although a few anycast
+// service addresses inside them (PCP, TURN, AMT, AS112, ORCHIDv2) are
+// globally reachable — none is a web server.
 var reserved = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
 	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
@@ -27,8 +33,15 @@ var reserved = []netip.Prefix{
 	netip.MustParsePrefix("198.51.100.0/24"), // TEST-NET-2
 	netip.MustParsePrefix("203.0.113.0/24"),  // TEST-NET-3
 	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and broadcast
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated), with :: and ::1
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use IPv4/IPv6 translation
+	netip.MustParsePrefix("100::/64"),        // discard-only
+	netip.MustParsePrefix("100:0:0:1::/64"),  // dummy prefix
+	netip.MustParsePrefix("2001::/23"),       // IETF protocol assignments: Teredo 2001::/32, benchmarking, ORCHID
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("100::/64"),        // discard
+	netip.MustParsePrefix("3fff::/20"),       // documentation
+	netip.MustParsePrefix("5f00::/16"),       // segment routing (SRv6) SIDs
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
 }
 
 // embedded v4-in-v6 ranges whose low 32 bits are an IPv4 address to check.
