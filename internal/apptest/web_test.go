@@ -134,6 +134,8 @@ func TestWebAuthAndLimits(t *testing.T) {
 		t.Fatalf("login with a wrong token: %d", code)
 	}
 	req, _ := http.NewRequest("POST", w.Base+"/api/v1/login", strings.NewReader(`{"token":"`+w.Token+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", w.Base) // a browser's sign-in says where it comes from
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +149,9 @@ func TestWebAuthAndLimits(t *testing.T) {
 	withCookie := func(method, path, origin string, body string) *http.Response {
 		req, _ := http.NewRequest(method, w.Base+"/api/v1"+path, strings.NewReader(body))
 		req.AddCookie(cookies[0])
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
@@ -187,6 +192,7 @@ func TestWebAuthAndLimits(t *testing.T) {
 	data, _ := json.Marshal(big)
 	req, _ = http.NewRequest("POST", w.Base+"/api/v1/memories", io.MultiReader(bytes.NewReader(data)))
 	req.Header.Set("Authorization", "Bearer "+w.Token)
+	req.Header.Set("Content-Type", "application/json")
 	req.ContentLength = -1 // chunked
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
