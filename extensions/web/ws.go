@@ -452,17 +452,23 @@ func (w *Web) readLoop(ctx context.Context, c *wsConn, remote string) {
 			c.close(websocket.StatusNormalClosure, "")
 			return
 		}
-		if typ != websocket.MessageText {
-			c.send(&api.ServerFrame{Type: api.FrameError, Error: "binary frames are not supported; send JSON text frames"})
-			continue
-		}
-		var f api.ClientFrame
-		if err := json.Unmarshal(data, &f); err != nil {
-			c.send(&api.ServerFrame{Type: api.FrameError, Error: "malformed frame: " + jsonMessage(err)})
-			continue
-		}
-		w.handleFrame(c, f)
+		w.clientFrame(c, typ, data)
 	}
+}
+
+// clientFrame decodes and handles one frame a client sent (FuzzClientFrame
+// runs it on arbitrary input).
+func (w *Web) clientFrame(c *wsConn, typ websocket.MessageType, data []byte) {
+	if typ != websocket.MessageText {
+		c.send(&api.ServerFrame{Type: api.FrameError, Error: "binary frames are not supported; send JSON text frames"})
+		return
+	}
+	var f api.ClientFrame
+	if err := json.Unmarshal(data, &f); err != nil {
+		c.send(&api.ServerFrame{Type: api.FrameError, Error: "malformed frame: " + jsonMessage(err)})
+		return
+	}
+	w.handleFrame(c, f)
 }
 
 func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {

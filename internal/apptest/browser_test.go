@@ -755,6 +755,43 @@ func TestBrowserSetupScreen(t *testing.T) {
 	p.checkProblems()
 }
 
+// TestBrowserSetupNeedsTheTokenWithAuthNone: with web.auth: none the page
+// works without signing in, but saving the setup form asks for the token
+// (a page on another site must not choose the model); once signed in, the
+// form saves.
+func TestBrowserSetupNeedsTheTokenWithAuthNone(t *testing.T) {
+	browserPath := chromium(t)
+	form := &setupForm{}
+	app := startWebApp(t, "127.0.0.1:0",
+		WithExtensions(extension.Info{ID: "modelsetup", New: func() extension.Extension { return form }, Description: "test setup form"}),
+		WithEnv("REVERIE_WEB__AUTH=none", "OPENAI_BASE_URL=", "OPENAI_API_KEY=", "REVERIE_MODEL=", "ANTHROPIC_API_KEY=", "OLLAMA_HOST=127.0.0.1:1"))
+	p := newBrowser(t, browserPath, "setup-none", 1024, 800)
+	p.allow("status of 401") // the setup refused without the token, logged by the browser
+	p.do("load the page without a token", chromedp.Navigate(app.Base+"/#setup"))
+	const f = `form[data-form="modelsetup"]`
+	p.waitFor("the form", `!!document.querySelector('`+f+`')`)
+	fill := []chromedp.Action[chromedp.Void]{
+		chromedp.SetValue(chromedp.CSS(f+` input[name="api_key"]`), "sk-good"),
+		chromedp.SetValue(chromedp.CSS(f+` input[name="model"]`), "gpt-test"),
+		chromedp.Click(chromedp.CSS(f + ` button[type=submit]`)),
+	}
+	p.do("save without the token", fill...)
+	p.waitFor("the request for the token", `!document.getElementById('view-login').hidden && document.getElementById('login-error').textContent.includes('needs the access token')`)
+	if form.values() != nil {
+		t.Fatal("the setup was saved without the token")
+	}
+	p.do("sign in", chromedp.SetValue(chromedp.ID("login-token"), WebToken), chromedp.Click(chromedp.CSS("#login-form button[type=submit]")))
+	p.waitFor("signed in", `document.getElementById('view-login').hidden`)
+	p.do("back to the setup", chromedp.Navigate(app.Base+"/#setup"))
+	p.waitFor("the form again", `!!document.querySelector('`+f+`')`)
+	p.do("save with the token", fill...)
+	p.waitFor("the confirmation", `document.querySelector('`+f+` .form-status.ok')?.textContent.includes('Saved')`)
+	if got := form.values(); got["api_key"] != "sk-good" {
+		t.Errorf("saved values = %v", got)
+	}
+	p.checkProblems()
+}
+
 // TestBrowserStopButton: while a reply is awaited the stop button shows;
 // pressing it cancels the turn on the server and the reply ends as failed.
 func TestBrowserStopButton(t *testing.T) {

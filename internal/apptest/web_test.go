@@ -129,11 +129,25 @@ func TestWebAuthAndLimits(t *testing.T) {
 	}
 
 	// Cookie sign-in for the page.
-	code, _ := w.DoAuth(t, "POST", "/login", map[string]string{"token": "nope"}, "")
-	if code != http.StatusUnauthorized {
-		t.Fatalf("login with a wrong token: %d", code)
+	// A sign-in that no browser vouches for (no Origin, no Sec-Fetch-Site)
+	// is refused before the token is looked at; a browser's with a wrong
+	// token gets 401.
+	code, _ := w.DoAuth(t, "POST", "/login", map[string]string{"token": w.Token}, "")
+	if code != http.StatusForbidden {
+		t.Fatalf("login without Origin: %d", code)
 	}
-	req, _ := http.NewRequest("POST", w.Base+"/api/v1/login", strings.NewReader(`{"token":"`+w.Token+`"}`))
+	req, _ := http.NewRequest("POST", w.Base+"/api/v1/login", strings.NewReader(`{"token":"nope"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("login with a wrong token: %d", resp.StatusCode)
+	}
+	req, _ = http.NewRequest("POST", w.Base+"/api/v1/login", strings.NewReader(`{"token":"`+w.Token+`"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Origin", w.Base) // a browser's sign-in says where it comes from
 	resp, err = http.DefaultClient.Do(req)

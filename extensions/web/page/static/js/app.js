@@ -152,7 +152,10 @@ async function refreshInfo() {
   } catch { /* keep the old one */ }
 }
 
-api.onUnauthorized(() => showLogin('Please sign in again.'));
+// With web.auth: none only the setup form answers 401: it always needs the token.
+api.onUnauthorized(() => showLogin(info && info.auth === 'none'
+  ? 'Changing the setup needs the access token, even with authentication off: paste the one Reverie printed at its first start (kept in secrets/web_token in the data directory).'
+  : 'Please sign in again.'));
 $('login-form').addEventListener('submit', onLogin);
 api.initToken();
 boot();
