@@ -360,3 +360,53 @@ func TestTelegramWrongToken(t *testing.T) {
 		t.Fatalf("the token leaked into the error: %v", err)
 	}
 }
+
+// `reverie telegram approve` writes to the database while the agent runs;
+// the running channel tells the person at its next poll.
+func TestTelegramApproveFromCommandLine(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	sl := &sleeps{}
+	h := Start(t, WithExtensions(telegram.Info(telegram.Options{Sleep: sl.Sleep, PollTimeout: time.Second})),
+		WithEnv("REVERIE_TELEGRAM__TOKEN="+tgToken, "REVERIE_TELEGRAM__API_URL="+srv.URL()))
+	srv.Send(telegramtest.Incoming{From: carol, Chat: telegramtest.Private(carol), Text: "hello?"})
+	ms := srv.WaitMessages(t, carol.ID, 1, nil)
+	code := codePattern.FindStringSubmatch(ms[0].Plain)[1]
+	st, err := telegram.OpenStore(t.Context(), h.App.DB, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reqs, err := st.Pending(t.Context()); err != nil || len(reqs) != 1 || reqs[0].UserID != carol.ID {
+		t.Fatalf("pending: %+v, %v", reqs, err)
+	}
+	if _, err := st.Approve(t.Context(), code); err != nil {
+		t.Fatal(err)
+	}
+	srv.WaitMessages(t, carol.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You're in") })
+}
+
+// list_channels names Telegram and send_to_channel delivers to a Telegram
+// chat from another channel's conversation.
+func TestTelegramSendToChannel(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	h, _ := startTelegram(t, srv)
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "hi"})
+	srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: hi") })
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == "tool" && strings.Contains(last.Text(), `"name":"telegram"`):
+			return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "c2", Name: "send_to_channel",
+				Arguments: json.RawMessage(`{"channel":"telegram","thread":"1001","text":"A note from the web: **buy milk**"}`)}}}
+		case last.Role == "tool":
+			return llmtest.ServerReply{Text: "sent"}
+		case strings.Contains(lastUser(req), "tell alice"):
+			return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "list_channels", Arguments: json.RawMessage(`{}`)}}}
+		}
+		return llmtest.ServerReply{Text: "ok"}
+	})
+	h.Send(t, "desk", "tell alice to buy milk")
+	ms := srv.WaitMessages(t, alice.ID, 3, func(ms []telegramtest.Message) bool { return hasPlain(ms, "A note from the web: buy milk") })
+	if last := ms[len(ms)-1]; !strings.Contains(last.Text, "<b>buy milk</b>") {
+		t.Errorf("not formatted: %+v", last)
+	}
+}
