@@ -222,6 +222,13 @@ func TestTelegramApproveOverWebAPI(t *testing.T) {
 	if status, _ := w.DoAuth(t, "POST", "/telegram/approve", map[string]string{"code": code}, "Bearer wrong"); status != http.StatusUnauthorized {
 		t.Fatalf("wrong token: %d", status)
 	}
+	// The page's session cookie works only from the page's own origin.
+	if status := cookiePost(t, w, "/telegram/approve", `{"code":"`+code+`"}`, "https://evil.example"); status != http.StatusForbidden {
+		t.Fatalf("cross-origin approval with the session cookie: %d", status)
+	}
+	if status, _ := w.DoAuth(t, "POST", "/telegram/approve", map[string]string{"code": code}, ""); status != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", status)
+	}
 	if status, body := w.Do(t, "POST", "/telegram/approve", map[string]string{"code": "ABCD2345"}); status != http.StatusNotFound {
 		t.Fatalf("wrong code: %d %s", status, body)
 	}
@@ -409,4 +416,37 @@ func TestTelegramSendToChannel(t *testing.T) {
 	if last := ms[len(ms)-1]; !strings.Contains(last.Text, "<b>buy milk</b>") {
 		t.Errorf("not formatted: %+v", last)
 	}
+}
+
+// cookiePost signs in for a session cookie and POSTs body to path with it,
+// from origin; it returns the status.
+func cookiePost(t *testing.T, w *WebHarness, path, body, origin string) int {
+	t.Helper()
+	resp, err := http.Post(w.Base+"/api/v1/login", "application/json", strings.NewReader(`{"token":"`+w.Token+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Value != "" {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		t.Fatalf("login set no cookie (%d)", resp.StatusCode)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), "POST", w.Base+"/api/v1"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(cookie)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", origin)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
