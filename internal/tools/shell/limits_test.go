@@ -135,6 +135,26 @@ func TestLimitsStopRunaways(t *testing.T) {
 				}
 			})
 
+			t.Run("filling /tmp", func(t *testing.T) {
+				if s.bwrap == "" {
+					t.Skip("without bubblewrap /tmp is a directory on the host's disk: only the file size limit applies")
+				}
+				if !strings.Contains(s.Limits(), "/tmp 96 MiB") {
+					t.Fatalf("Limits() = %q; want /tmp bounded like the memory", s.Limits())
+				}
+				// 40 files of 3 MiB (each under the file size limit) are more
+				// than /tmp (or the memory cgroup) holds.
+				res, err := s.Run(t.Context(), Args{Command: `i=0; while [ $i -lt 40 ]; do dd if=/dev/zero of=/tmp/f$i bs=1M count=3 2>/dev/null || { echo "full at $i"; break; }; i=$((i+1)); done`})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("exit %d, hit %v, output %q", res.ExitCode, res.LimitHit, res.Output)
+				if res.TimedOut || !strings.Contains(res.Output, "full at") && !slices.Contains(res.LimitHit, LimitMemory) {
+					t.Fatalf("/tmp was not bounded: %+v", res)
+				}
+				hostCanFork(t)
+			})
+
 			t.Run("busy loop", func(t *testing.T) {
 				res, err := s.Run(t.Context(), Args{Command: `while :; do :; done`, TimeoutSeconds: 120})
 				if err != nil {
@@ -233,5 +253,36 @@ func TestFormatBytes(t *testing.T) {
 		if got := formatBytes(n); got != want {
 			t.Errorf("formatBytes(%d) = %q; want %q", n, got, want)
 		}
+	}
+}
+
+// TestOldBubblewrapWithoutSize stands in a bubblewrap that refuses --size
+// (before 0.7): the sandbox still works and says /tmp is not bounded.
+func TestOldBubblewrapWithoutSize(t *testing.T) {
+	real, err := probe(t.Context(), "")
+	if err != nil {
+		requireLayers(t, err, nil)
+		t.Skipf("bubblewrap unavailable: %v", err)
+	}
+	old := filepath.Join(t.TempDir(), "bwrap")
+	script := "#!/bin/sh\nfor a; do [ \"$a\" = --size ] && { echo 'bwrap: Unknown option --size' >&2; exit 1; }; done\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(old, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := newShell(t, Config{Mode: ModeRequired, Bwrap: old, Limits: Limits{Memory: 64 << 20}, noCgroup: true})
+	if s.bwrap == "" || strings.Contains(s.Limits(), "/tmp") || !strings.Contains(s.note, "/tmp not size-limited") {
+		t.Fatalf("Status %q, limits %q, note %q; want bubblewrap used and /tmp reported unbounded", s.Status(), s.Limits(), s.note)
+	}
+	if res, err := s.Run(t.Context(), Args{Command: "echo ok > /tmp/x && cat /tmp/x"}); err != nil || res.Output != "ok\n" {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+}
+
+func TestUserTasksCountsThisProcess(t *testing.T) {
+	if n := userTasks(os.Getuid()); n < 1 {
+		t.Fatalf("userTasks = %d; want at least this process's threads", n)
+	}
+	if n := userTasks(-5); n != 0 {
+		t.Fatalf("userTasks(-5) = %d; want 0", n)
 	}
 }

@@ -39,6 +39,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -121,6 +122,7 @@ type Shell struct {
 	llReason string // why Landlock is not used
 	note     string // what every result says about the layers ("" with both)
 	limits   limitPlan
+	tmpSize  int64 // size of bubblewrap's /tmp tmpfs; 0: unbounded
 	logger   *slog.Logger
 }
 
@@ -167,11 +169,18 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 		logger.Warn("shell sandbox disabled by configuration: commands run directly on the host")
 		return s, nil
 	}
+	// bubblewrap's /tmp is memory: bound it like the command's memory.
+	s.tmpSize = cfg.Limits.Memory
+	var tmpMissing string
 	if !s.setupBoth(ctx) {
 		if path, err := probe(ctx, cfg.Bwrap); err != nil {
 			s.reason = err.Error()
 		} else {
 			s.bwrap = path
+			if s.tmpSize > 0 && !tmpfsSizeWorks(ctx, path, s.tmpSize) {
+				s.tmpSize = 0
+				tmpMissing = "/tmp not size-limited (this bubblewrap has no --size)"
+			}
 		}
 		s.setupLandlock(ctx)
 	}
@@ -190,6 +199,14 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 		logger.Warn("shell sandbox: landlock only", "bubblewrap", s.reason, "landlock_abi", s.abi)
 	}
 	s.limits = planLimits(cfg.Limits, s.launcher != "", s.bwrap != "", cfg.noCgroup)
+	switch {
+	case s.bwrap == "":
+		s.tmpSize = 0
+	case s.tmpSize > 0:
+		s.limits.desc = strings.TrimPrefix(s.limits.desc+", /tmp "+formatBytes(s.tmpSize), "none, ")
+	case tmpMissing != "":
+		s.limits.missing = joinNotes(s.limits.missing, tmpMissing)
+	}
 	if s.limits.missing != "" {
 		s.note = joinNotes(s.note, s.limits.missing)
 		logger.Warn("shell resource limits incomplete", "missing", s.limits.missing)
@@ -445,7 +462,7 @@ func probe(ctx context.Context, bwrap string) (string, error) {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
 	defer cancel()
-	args := append(bwrapArgs(dir, dir, false, ""), "/bin/sh", "-c", "echo sandbox-ok")
+	args := append(bwrapArgs(dir, dir, false, "", 0), "/bin/sh", "-c", "echo sandbox-ok")
 	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("bubblewrap self-test failed (are unprivileged user namespaces disabled?): %v: %s", err, strings.TrimSpace(string(out)))
@@ -456,12 +473,21 @@ func probe(ctx context.Context, bwrap string) (string, error) {
 	return path, nil
 }
 
+// tmpfsSizeWorks reports whether bubblewrap at path takes --size (0.7 and
+// later) for its /tmp.
+func tmpfsSizeWorks(ctx context.Context, path string, size int64) bool {
+	ctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--ro-bind", "/", "/", "--size", strconv.FormatInt(size, 10), "--tmpfs", "/tmp", "--", "/bin/sh", "-c", "echo size-ok").Output()
+	return err == nil && strings.TrimSpace(string(out)) == "size-ok"
+}
+
 const sandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // bwrapArgs builds the bubblewrap options for a command run in workdir with
 // ws bound read-write and, when launcher is set, the launcher mounted at
 // innerLauncher; the command follows.
-func bwrapArgs(ws, workdir string, network bool, launcher string) []string {
+func bwrapArgs(ws, workdir string, network bool, launcher string, tmpSize int64) []string {
 	args := []string{"--die-with-parent", "--new-session", "--unshare-all"}
 	if network {
 		args = append(args, "--share-net")
@@ -482,12 +508,11 @@ func bwrapArgs(ws, workdir string, network bool, launcher string) []string {
 	for _, e := range sandbox.EtcPaths() {
 		args = append(args, "--ro-bind-try", e, e)
 	}
-	args = append(args,
-		"--proc", "/proc",
-		"--dev", "/dev",
-		"--tmpfs", "/tmp",
-		"--bind", ws, ws,
-	)
+	args = append(args, "--proc", "/proc", "--dev", "/dev")
+	if tmpSize > 0 {
+		args = append(args, "--size", strconv.FormatInt(tmpSize, 10))
+	}
+	args = append(args, "--tmpfs", "/tmp", "--bind", ws, ws)
 	if launcher != "" {
 		args = append(args, "--ro-bind", launcher, innerLauncher)
 	}
@@ -551,7 +576,7 @@ func (s *Shell) command(ctx context.Context, l launch, script string) *exec.Cmd 
 	}
 	var cmd *exec.Cmd
 	if s.bwrap != "" {
-		args := append(bwrapArgs(l.ws, l.workdir, s.cfg.Network, l.launcher), argv...)
+		args := append(bwrapArgs(l.ws, l.workdir, s.cfg.Network, l.launcher, s.tmpSize), argv...)
 		cmd = exec.CommandContext(ctx, s.bwrap, args...)
 	} else {
 		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
