@@ -55,6 +55,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -208,12 +209,30 @@ func Main(args []string, stderr io.Writer) int {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(out, fmt.Errorf("set no_new_privs: %w", err))
 	}
-	// Last, so that the launcher's own work above cannot hit them.
-	if err := setLimits(spec.Limits); err != nil {
+	// The limits come last, immediately before the exec, with everything
+	// the exec needs prepared first: under RLIMIT_AS the Go runtime must
+	// not map memory any more (its address space may already be above the
+	// limit), so nothing between setrlimit and execve allocates.
+	pathp, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return fail(out, fmt.Errorf("exec %s: %w", path, err))
+	}
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return fail(out, fmt.Errorf("exec %s: %w", path, err))
+	}
+	envp, err := syscall.SlicePtrFromStrings(os.Environ())
+	if err != nil {
+		return fail(out, fmt.Errorf("exec %s: %w", path, err))
+	}
+	saved, err := setLimits(spec.Limits)
+	if err != nil {
 		return fail(out, err)
 	}
-	err = syscall.Exec(path, argv, os.Environ())
-	return fail(out, fmt.Errorf("exec %s: %w", path, err))
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	restoreLimits(saved)
+	return fail(out, fmt.Errorf("exec %s: %w", path, errno))
 }
 
 // joinCgroup moves this process into the cgroup whose cgroup.procs file is
@@ -226,9 +245,29 @@ func joinCgroup(fd int) error {
 	return nil
 }
 
+// savedLimit is a limit as it was before setLimits.
+type savedLimit struct {
+	resource int
+	lim      unix.Rlimit
+}
+
+// restoreLimits lowers nothing and raises the soft limits back where the
+// hard ones allow, so that the launcher can report a failed exec.
+func restoreLimits(saved []savedLimit) {
+	for _, s := range saved {
+		var cur unix.Rlimit
+		if unix.Getrlimit(s.resource, &cur) == nil {
+			cur.Cur = min(s.lim.Cur, cur.Max)
+			_ = unix.Setrlimit(s.resource, &cur)
+		}
+	}
+}
+
 // setLimits sets the non-zero limits, soft and hard alike (the CPU hard
-// limit one second above, so that SIGXCPU comes first).
-func setLimits(l Limits) error {
+// limit one second above, so that SIGXCPU comes first), and returns the
+// previous values. It does not allocate after the first setrlimit.
+func setLimits(l Limits) ([]savedLimit, error) {
+	saved := make([]savedLimit, 0, 4)
 	for _, r := range []struct {
 		name     string
 		resource int
@@ -252,10 +291,12 @@ func setLimits(l Limits) error {
 			lim.Cur, lim.Max = min(lim.Cur, cur.Cur), min(lim.Max, cur.Max)
 		}
 		if err := unix.Setrlimit(r.resource, &lim); err != nil {
-			return fmt.Errorf("set %s to %d: %w", r.name, r.v, err)
+			restoreLimits(saved)
+			return nil, fmt.Errorf("set %s to %d: %w", r.name, r.v, err)
 		}
+		saved = append(saved, savedLimit{r.resource, cur})
 	}
-	return nil
+	return saved, nil
 }
 
 func fail(w io.Writer, err error) int {

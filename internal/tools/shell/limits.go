@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,8 +181,13 @@ func cgroupMounts() (map[string]string, error) {
 		return nil, fmt.Errorf("read mounts: %w", err)
 	}
 	defer f.Close()
+	return parseMountinfo(f)
+}
+
+// parseMountinfo is cgroupMounts on the content of a mountinfo file.
+func parseMountinfo(r io.Reader) (map[string]string, error) {
 	out := map[string]string{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
@@ -216,6 +222,11 @@ func selfCgroups() (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read own cgroups: %w", err)
 	}
+	return parseSelfCgroup(string(data)), nil
+}
+
+// parseSelfCgroup is selfCgroups on the content of /proc/self/cgroup.
+func parseSelfCgroup(data string) map[string]string {
 	out := map[string]string{}
 	for line := range strings.Lines(string(data)) {
 		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
@@ -230,7 +241,7 @@ func selfCgroups() (map[string]string, error) {
 			out[c] = parts[2]
 		}
 	}
-	return out, nil
+	return out
 }
 
 func enabledControllers(dir string) []string {

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -284,5 +285,47 @@ func TestUserTasksCountsThisProcess(t *testing.T) {
 	}
 	if n := userTasks(-5); n != 0 {
 		t.Fatalf("userTasks(-5) = %d; want 0", n)
+	}
+}
+
+func TestParseCgroupFiles(t *testing.T) {
+	tests := []struct {
+		name       string
+		mountinfo  string
+		self       string
+		wantMounts map[string]string
+		wantSelf   map[string]string
+	}{
+		{name: "cgroup v2 under systemd",
+			mountinfo:  "24 30 0:22 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n30 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n",
+			self:       "0::/system.slice/reverie.service/main\n",
+			wantMounts: map[string]string{"": "/sys/fs/cgroup"},
+			wantSelf:   map[string]string{"": "/system.slice/reverie.service/main"}},
+		{name: "hybrid v1 and v2",
+			mountinfo: "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n" +
+				"32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n",
+			self:       "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/4d8b\n1:cpu,cpuacct:/\n0::/\n",
+			wantMounts: map[string]string{"": "/sys/fs/cgroup/unified", "memory": "/sys/fs/cgroup/memory", "pids": "/sys/fs/cgroup/pids"},
+			wantSelf:   map[string]string{"": "/", "name=systemd": "/", "pids": "/", "memory": "/process_api/4d8b", "cpu": "/", "cpuacct": "/"}},
+		{name: "bind-mounted sub-tree is skipped",
+			mountinfo:  "50 40 0:22 /docker/abc /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw\n",
+			self:       "0::/\n",
+			wantMounts: map[string]string{},
+			wantSelf:   map[string]string{"": "/"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := parseMountinfo(strings.NewReader(tc.mountinfo))
+			if len(tc.wantMounts) == 0 {
+				if err == nil {
+					t.Fatalf("parseMountinfo = %v; want an error (nothing usable)", m)
+				}
+			} else if err != nil || !maps.Equal(m, tc.wantMounts) {
+				t.Fatalf("parseMountinfo = %v, %v; want %v", m, err, tc.wantMounts)
+			}
+			if got := parseSelfCgroup(tc.self); !maps.Equal(got, tc.wantSelf) {
+				t.Fatalf("parseSelfCgroup = %v; want %v", got, tc.wantSelf)
+			}
+		})
 	}
 }
