@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -740,5 +741,32 @@ func BenchmarkLoadTemplate(b *testing.B) {
 		if err := c.Validate(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestSecretValues(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "key"), []byte("from-a-file-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.yaml")
+	yaml := "models:\n  backends:\n" +
+		"    a: {kind: openai, base_url: http://x/v1, api_key: {env: A_KEY}}\n" +
+		"    b: {kind: openai, base_url: http://y/v1, api_key: {file: key}}\n" +
+		"    c: {kind: openai, base_url: http://z/v1, api_key: {env: UNSET_KEY}}\n" +
+		"    d: {kind: ollama, base_url: http://w}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, []string{"A_KEY=from-the-env-0123", "REVERIE_MODELS__BACKENDS__E__API_KEY=from-override-0123"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDataDir(dir)
+	got := c.SecretValues()
+	slices.Sort(got)
+	want := []string{"from-a-file-0123", "from-override-0123", "from-the-env-0123"}
+	if !slices.Equal(got, want) {
+		t.Errorf("SecretValues = %q, want %q (unresolvable and unset secrets skipped)", got, want)
 	}
 }

@@ -216,3 +216,46 @@ func (d *decoder) decodeSecret(n ast.Node, v reflect.Value, path string) error {
 	}
 	return nil
 }
+
+// SecretValues resolves every Secret set in the core configuration (every
+// field of type Secret, at any depth: models.backends.*.api_key, …) and
+// returns the values, for the composition root's redaction set
+// (internal/redact). Secrets that do not resolve are skipped: using them
+// fails anyway, with its own error. Extensions' secrets are not here: they
+// register theirs through extension.Host.RegisterSecret.
+func (c *Config) SecretValues() []string {
+	var out []string
+	collectSecrets(reflect.ValueOf(c).Elem(), &out)
+	return out
+}
+
+func collectSecrets(v reflect.Value, out *[]string) {
+	if v.Type() == secretType {
+		s := v.Interface().(Secret)
+		if val, err := s.Resolve(); err == nil {
+			*out = append(*out, val)
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			collectSecrets(v.Elem(), out)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				collectSecrets(v.Field(i), out)
+			}
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			collectSecrets(it.Value(), out)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			collectSecrets(v.Index(i), out)
+		}
+	}
+}

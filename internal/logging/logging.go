@@ -4,7 +4,9 @@
 //
 // Every record passes through the redacting handler before it reaches either
 // sink, so a credential logged by mistake under a key such as "api_key",
-// "Authorization" or "accessToken" is written as "[redacted]" everywhere.
+// "Authorization" or "accessToken" is written as "[redacted]" everywhere,
+// and a registered secret value (Options.Secrets) found anywhere in a record
+// — a provider error echoing the API key, say — is written as "[REDACTED]".
 //
 // The returned *slog.Logger is safe for concurrent use, as are its handlers.
 package logging
@@ -18,6 +20,8 @@ import (
 	"strings"
 
 	"gopkg.in/natefinch/lumberjack.v2"
+
+	"github.com/reverie-ai/reverie/internal/redact"
 )
 
 // Log formats accepted by Options.Format.
@@ -55,6 +59,10 @@ type Options struct {
 	// Console receives the console stream. Nil means os.Stderr; pass
 	// io.Discard to log only to the file.
 	Console io.Writer
+	// Secrets are the secret values replaced by redact.Marker wherever
+	// they appear in a record (message, strings, errors, any value), on
+	// every sink. Nil means none; values added later apply from then on.
+	Secrets *redact.Secrets
 }
 
 // New builds the logger described by opts. The returned io.Closer closes the
@@ -101,7 +109,7 @@ func New(opts Options) (*slog.Logger, io.Closer, error) {
 	if len(handlers) > 1 {
 		h = slog.NewMultiHandler(handlers...)
 	}
-	return slog.New(NewRedactingHandler(h)), closer, nil
+	return slog.New(NewRedactingHandler(h, opts.Secrets)), closer, nil
 }
 
 // ParseLevel parses a level name case-insensitively: debug, info, warn,
