@@ -150,7 +150,9 @@ const secretKey = "sk-live-0123456789abcdef"
 // providerError is how an SDK error echoing the key looks.
 type providerError struct{}
 
-func (providerError) Error() string { return "401 Unauthorized: Incorrect API key provided: " + secretKey }
+func (providerError) Error() string {
+	return "401 Unauthorized: Incorrect API key provided: " + secretKey
+}
 
 type request struct {
 	URL    string
