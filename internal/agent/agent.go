@@ -19,6 +19,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
@@ -145,6 +146,9 @@ type Options struct {
 	Interactions InteractionLog
 	// Events receives turn.completed / turn.failed (nil: not published).
 	Events Publisher
+	// Secrets are redacted from a failed turn's error and error reply
+	// before anything records, stores or delivers them (nil: none).
+	Secrets *redact.Secrets
 	// Now is the clock (nil: time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -319,7 +323,7 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 		_, err := a.o.Conversations.AppendFrom(sctx, in.Thread, src, llm.UserText(text))
 		cancel()
 		if err != nil {
-			err = fmt.Errorf("save message on %s: %w: %w", in.Thread, ErrNotSaved, err)
+			err = a.o.Secrets.RedactError(fmt.Errorf("save message on %s: %w: %w", in.Thread, ErrNotSaved, err))
 			a.finish(ctx, in, start, Result{}, err)
 			return Result{Reply: "Your message could not be saved (" + describe(err) + "); please send it again."}, err
 		}
@@ -330,10 +334,14 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 	res, err := a.run(ctx, in, blocks)
 	res.Duration = a.o.Now().Sub(start)
 	if err != nil {
+		// A provider error may echo the API key: what the turn returns,
+		// logs, stores and replies never holds a registered secret.
+		err = a.o.Secrets.RedactError(err)
 		res.Reply = ErrorReply(err)
 		if done := DescribeCalls(res.Calls); done != "" {
 			res.Reply += "\n\nBefore that, these tool calls ran (do not repeat what already succeeded):\n" + done
 		}
+		res.Reply = a.o.Secrets.Redact(res.Reply)
 	}
 	a.finish(ctx, in, start, res, err)
 	return res, err

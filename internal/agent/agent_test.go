@@ -19,6 +19,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/providers"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -63,6 +64,42 @@ func TestTurnProviderErrorsKeepTheMessage(t *testing.T) {
 			inf := e.interactions(interactions.ActionInference)
 			if len(inf) != 1 || inf[0].Error == "" {
 				t.Errorf("inference log = %+v, want one entry with the error", inf)
+			}
+		})
+	}
+}
+
+// A model error holding a registered secret (the agent is the last stop
+// before the reply) comes back redacted in the error and in the reply, for
+// both an unclassified error (whose text the reply quotes) and a provider
+// error.
+func TestTurnErrorsAreRedacted(t *testing.T) {
+	const key = "sk-agent-0123456789abcdef"
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"unclassified", errors.New("dial https://x/?key=" + key + ": refused")},
+		{"provider", &providers.Error{Provider: "openai", Model: "m", Status: 401, Err: fmt.Errorf("%w: Incorrect API key provided: %s", providers.ErrAuth, key)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			secrets := &redact.Secrets{}
+			secrets.Add(key)
+			e := newEnv(t, llmtest.NewScripted(t, llmtest.Fail(tc.err)), func(o *Options) { o.Secrets = secrets })
+			res, err := e.agent.Turn(context.Background(), Input{Thread: "web:a", Text: "hello"})
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err = %v: the cause is lost", err)
+			}
+			if strings.Contains(err.Error(), key) || strings.Contains(res.Reply, key) {
+				t.Errorf("the key leaked: err %q, reply %q", err, res.Reply)
+			}
+			for _, ev := range e.bus.events {
+				if strings.Contains(string(ev.Payload), key) {
+					t.Errorf("event %s: %s", ev.Topic, ev.Payload)
+				}
+			}
+			if inf := e.interactions(interactions.ActionInference); len(inf) != 1 || strings.Contains(inf[0].Error, key) || !strings.Contains(inf[0].Error, redact.Marker) {
+				t.Errorf("inference log = %+v", inf)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 )
@@ -55,6 +57,9 @@ type Options struct {
 	// Counter computes the token_count stored with each message; nil means
 	// prompt.NewCounter("") (the calibrated estimate).
 	Counter TokenCounter
+	// Secrets are replaced by [REDACTED] in every message (an error reply,
+	// a tool result, tool-call arguments) before it is stored; nil: none.
+	Secrets *redact.Secrets
 }
 
 // Store is the conversation store.
@@ -62,6 +67,7 @@ type Store struct {
 	db      *sql.DB
 	now     func() time.Time
 	counter TokenCounter
+	secrets *redact.Secrets
 }
 
 // Thread is one conversation.
@@ -135,7 +141,7 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if err := sqlite.Migrate(ctx, db, Component, sub); err != nil {
 		return nil, fmt.Errorf("open conversation store: %w", err)
 	}
-	s := &Store{db: db, now: opts.Now, counter: opts.Counter}
+	s := &Store{db: db, now: opts.Now, counter: opts.Counter, secrets: opts.Secrets}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -308,9 +314,14 @@ func (s *Store) AppendFrom(ctx context.Context, id chat.ThreadID, src Source, ms
 		if err != nil {
 			return nil, fmt.Errorf("append to thread %q: message %d: %w", id, i, err)
 		}
+		// The parts are JSON whose texts are strings: a replacement keeps
+		// them valid (checked, so that a message always stays readable).
+		if red := s.secrets.RedactBytes(data); len(data) > 0 && &red[0] != &data[0] && json.Valid(red) {
+			data = red
+		}
 		enc[i] = encoded{role: string(m.Role), parts: string(data), tokens: prompt.CountMessage(s.counter, m)}
 		if m.Role == llm.RoleUser && src == SourceConversation && !hasUser {
-			hasUser, firstUser = true, m.Text()
+			hasUser, firstUser = true, s.secrets.Redact(m.Text())
 		}
 	}
 	ids := make([]int64, len(msgs))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 )
@@ -559,6 +560,53 @@ func BenchmarkAppend(b *testing.B) {
 	for b.Loop() {
 		if _, err := s.Append(ctx, "web:bench", msg); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestAppendRedactsSecrets(t *testing.T) {
+	const key = "sk-test-0123456789abcdef"
+	secrets := &redact.Secrets{}
+	secrets.Add(key, "98765432101234")
+	s, err := Open(context.Background(), openDB(t), Options{Secrets: secrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	msgs := []llm.Message{
+		llm.UserText("my key is " + key),
+		{Role: llm.RoleAssistant, Parts: []llm.Part{llm.ToolCall{ID: "c1", Name: "x", Arguments: json.RawMessage(`{"pin": 98765432101234}`)}}},
+		{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: "c1", Name: "x", Content: "HTTP 401: bad key " + key, IsError: true}}},
+		llm.AssistantText("The model provider rejected the credentials (" + key + ")"),
+	}
+	if _, err := s.Append(ctx, "web:sec", msgs...); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.History(ctx, "web:sec")
+	if err != nil || len(h) != len(msgs) {
+		t.Fatal(h, err)
+	}
+	for i, m := range h {
+		b, _ := json.Marshal(m.Message)
+		if strings.Contains(string(b), key) {
+			t.Errorf("message %d stored with the key: %s", i, b)
+		}
+	}
+	if got := h[0].Message.Text(); got != "my key is [REDACTED]" {
+		t.Errorf("user message = %q", got)
+	}
+	// Arguments are stored as text: even a bare-number secret is replaced
+	// (the message stays decodable; the arguments are what the model wrote).
+	if call := h[1].Message.Parts[0].(llm.ToolCall); string(call.Arguments) != `{"pin": [REDACTED]}` {
+		t.Errorf("arguments = %s", call.Arguments)
+	}
+	threads, err := s.Threads(ctx, ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range threads {
+		if strings.Contains(th.Title, key) {
+			t.Errorf("title %q", th.Title)
 		}
 	}
 }

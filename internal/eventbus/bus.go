@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
@@ -70,6 +71,11 @@ type Options struct {
 	// Now stamps events and dead letters. nil means time.Now. Waits
 	// (backoff, timeouts) always use the runtime's timers.
 	Now func() time.Time
+	// Secrets are removed from every payload before it is stored or
+	// delivered (redact.Secrets.RedactJSON): a failure event carrying a
+	// provider error that echoes an API key is stored with [REDACTED].
+	// nil removes nothing.
+	Secrets *redact.Secrets
 }
 
 func (o Options) withDefaults() Options {
@@ -199,6 +205,7 @@ func (b *Bus) PublishID(ctx context.Context, topic string, payload any) (int64, 
 	if err != nil {
 		return 0, fmt.Errorf("publish %s: %w", topic, err)
 	}
+	data = b.opts.Secrets.RedactJSON(data)
 	now := b.opts.Now()
 	res, err := b.db.ExecContext(ctx,
 		`INSERT INTO events (topic, payload, created_at) VALUES (?, ?, ?)`,
@@ -230,6 +237,7 @@ func (b *Bus) PublishBatch(ctx context.Context, msgs []Message) error {
 		if err != nil {
 			return fmt.Errorf("publish batch: message %d (%s): %w", i, m.Topic, err)
 		}
+		data = b.opts.Secrets.RedactJSON(data)
 		evs[i] = extension.Event{Topic: m.Topic, Payload: data, Time: now}
 	}
 	err := sqlite.Tx(ctx, b.db, func(tx *sql.Tx) error {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/redact"
 )
 
 func TestTopicValidation(t *testing.T) {
@@ -882,4 +883,44 @@ func eventIDs(evs []extension.Event) []int64 {
 		out[i] = ev.ID
 	}
 	return out
+}
+
+// A payload holding a registered secret is stored, watched and delivered
+// with [REDACTED], through Publish and PublishBatch.
+func TestPayloadSecretsAreRedacted(t *testing.T) {
+	const key = "sk-test-0123456789abcdef"
+	secrets := &redact.Secrets{}
+	secrets.Add(key)
+	db, _ := tempDB(t)
+	b := openBus(t, db, Options{Secrets: secrets})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watch := b.Watch(ctx, "", 10)
+	mustPublish(t, b, "agent.turn_failed", map[string]string{"error": "HTTP 401: Incorrect API key provided: " + key})
+	mustPublish(t, b, "raw", json.RawMessage(`{"url":"https://x/?key=`+key+`"}`))
+	if err := b.PublishBatch(context.Background(), []Message{{Topic: "batch", Payload: []string{key}}}); err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	rows, err := db.Query(`SELECT payload FROM events ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, p)
+	}
+	want := []string{`{"error":"HTTP 401: Incorrect API key provided: [REDACTED]"}`, `{"url":"https://x/?key=[REDACTED]"}`, `["[REDACTED]"]`}
+	if !slices.Equal(stored, want) {
+		t.Errorf("stored %q\nwant %q", stored, want)
+	}
+	for i := range want {
+		if ev := <-watch; string(ev.Payload) != want[i] {
+			t.Errorf("watched %s, want %s", ev.Payload, want[i])
+		}
+	}
 }

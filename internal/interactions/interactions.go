@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
@@ -103,12 +104,16 @@ type Filter struct {
 type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Secrets are replaced by [REDACTED] in every summary, detail and
+	// error before they are stored. nil replaces nothing.
+	Secrets *redact.Secrets
 }
 
 // Store is the interaction log.
 type Store struct {
-	db  *sql.DB
-	now func() time.Time
+	db      *sql.DB
+	now     func() time.Time
+	secrets *redact.Secrets
 }
 
 //go:embed migrations/*.sql
@@ -122,14 +127,15 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{db: db, now: opts.Now}, nil
+	return &Store{db: db, now: opts.Now, secrets: opts.Secrets}, nil
 }
 
 // ErrNoAction is returned by Log for an entry without an action.
 var ErrNoAction = errors.New("interaction has no action")
 
-// Log stores entries in one statement. Entries are cleaned first (summary,
-// detail and error capped; invalid detail JSON kept as a JSON string).
+// Log stores entries in one statement. Entries are cleaned first (secrets
+// redacted; summary, detail and error capped; invalid detail JSON kept as a
+// JSON string).
 func (s *Store) Log(ctx context.Context, entries ...Entry) error {
 	if len(entries) == 0 {
 		return nil
@@ -151,8 +157,8 @@ func (s *Store) Log(ctx context.Context, entries ...Entry) error {
 			at = now
 		}
 		args = append(args, at.UnixNano(), string(e.Thread), string(e.Action),
-			capRunes(e.Summary, MaxSummaryChars), cleanDetail(e.Detail),
-			e.InputTokens, e.OutputTokens, e.Duration.Milliseconds(), capRunes(e.Error, MaxErrorChars))
+			capRunes(s.secrets.Redact(e.Summary), MaxSummaryChars), cleanDetail(s.secrets.RedactJSON(e.Detail)),
+			e.InputTokens, e.OutputTokens, e.Duration.Milliseconds(), capRunes(s.secrets.Redact(e.Error), MaxErrorChars))
 	}
 	if _, err := s.db.ExecContext(ctx, b.String(), args...); err != nil {
 		return fmt.Errorf("log %d interaction(s): %w", len(entries), err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
@@ -89,5 +90,33 @@ func TestLogAndList(t *testing.T) {
 	n, err := s.Purge(ctx, 30*time.Minute)
 	if err != nil || n != 2 {
 		t.Errorf("purged %d, %v", n, err)
+	}
+}
+
+func TestLogRedactsSecrets(t *testing.T) {
+	const key = "sk-test-0123456789abcdef"
+	secrets := &redact.Secrets{}
+	secrets.Add(key)
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "reverie.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, err := Open(context.Background(), db, Options{Secrets: secrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Log(ctx, Entry{Action: ActionInference, Summary: "key " + key,
+		Detail: json.RawMessage(`{"input":"` + key + `"}`), Error: "HTTP 401: Incorrect API key provided: " + key}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.List(ctx, Filter{})
+	if err != nil || len(got) != 1 {
+		t.Fatal(got, err)
+	}
+	e := got[0]
+	if e.Summary != "key [REDACTED]" || string(e.Detail) != `{"input":"[REDACTED]"}` || e.Error != "HTTP 401: Incorrect API key provided: [REDACTED]" {
+		t.Errorf("stored %+v", e)
 	}
 }

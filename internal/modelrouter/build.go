@@ -14,6 +14,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/providers"
 	"github.com/reverie-ai/reverie/internal/providers/anthropic"
 	"github.com/reverie-ai/reverie/internal/providers/openai"
+	"github.com/reverie-ai/reverie/internal/redact"
 )
 
 // kindDefaults are the limits assumed for a backend kind when the
@@ -78,6 +79,10 @@ type Setup struct {
 	// Probe is the HTTP client for the Ollama probe (nil: a short-timeout
 	// default).
 	Probe *http.Client
+	// Secrets receives every API key FromConfig resolves (from the
+	// configuration or the environment) and redacts the Router's errors
+	// (Options.Secrets). nil: keys are not registered.
+	Secrets *redact.Secrets
 }
 
 // FromConfig builds the Router from the models section, or, when it
@@ -85,7 +90,8 @@ type Setup struct {
 // one-line description of where the models came from, for the start-up log.
 // With neither, the Router has no backend and every call returns ErrNoModel.
 func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
-	opts := Options{DB: s.DB, Logger: s.Logger, Now: s.Now, Roles: map[string][]string{}, Limits: map[string]Limits{}}
+	opts := Options{DB: s.DB, Logger: s.Logger, Now: s.Now, Roles: map[string][]string{}, Limits: map[string]Limits{},
+		Secrets: s.Secrets}
 	var desc string
 	if len(s.Models.Backends) > 0 {
 		built := map[string]bool{}
@@ -113,6 +119,7 @@ func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 				if err != nil {
 					return nil, "", fmt.Errorf("models.backends.%s.api_key: %w", ref.Backend, err)
 				}
+				s.Secrets.Add(key)
 				lim := kindDefaults[bc.Kind]
 				if bc.ContextSize > 0 {
 					lim.ContextSize = bc.ContextSize
@@ -132,6 +139,7 @@ func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 		}
 		desc = fmt.Sprintf("models from config.yaml: main → %s", strings.Join(opts.Roles[RoleMain], ", "))
 	} else if spec, ok := EnvDefaults(ctx, s.Env, s.Probe); ok {
+		s.Secrets.Add(spec.APIKey)
 		spec.Name = spec.Provider + "/" + spec.Model
 		b, err := Build(spec, 0)
 		if err != nil {

@@ -2,11 +2,14 @@ package modelrouter
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/reverie-ai/reverie/internal/config"
+	"github.com/reverie-ai/reverie/internal/providers"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -84,5 +87,48 @@ func TestOllamaV1(t *testing.T) {
 		if got := OllamaV1(in); got != want {
 			t.Errorf("OllamaV1(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestErrorsEchoingTheKeyAreRedacted: a provider that echoes the API key in
+// its error body (through the real SDK) gives an error without the key that
+// still classifies as an authentication failure.
+func TestErrorsEchoingTheKeyAreRedacted(t *testing.T) {
+	const key = "sk-echo-0123456789abcdef"
+	for _, tc := range []struct {
+		name  string
+		setup func(url string) Setup
+	}{
+		{"key from the environment", func(url string) Setup {
+			return Setup{Env: []string{"OPENAI_BASE_URL=" + url, "OPENAI_API_KEY=" + key, "REVERIE_MODEL=gpt-test"}}
+		}},
+		{"key from the configuration", func(url string) Setup {
+			return Setup{Models: config.ModelsConfig{
+				Backends: map[string]config.ModelBackend{"oai": {Kind: "openai", BaseURL: url, APIKey: config.LiteralSecret(key)}},
+				Roles:    map[string][]string{"main": {"oai/gpt-test"}},
+			}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			oai := llmtest.NewOpenAIServer(t)
+			oai.Enqueue(llmtest.ServerReply{Status: 401, ErrorType: "invalid_request_error",
+				ErrorMessage: "Incorrect API key provided: Authorization: Bearer " + key})
+			s := tc.setup(oai.BaseURL())
+			s.Secrets = &redact.Secrets{}
+			r, _, err := FromConfig(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Secrets.Len() != 1 {
+				t.Fatalf("%d secrets registered, want the key", s.Secrets.Len())
+			}
+			_, err = r.Model(RoleMain).Generate(context.Background(), llm.Request{Messages: []llm.Message{llm.UserText("hi")}}, nil)
+			if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), redact.Marker) {
+				t.Fatalf("error = %v", err)
+			}
+			if !errors.Is(err, providers.ErrAuth) {
+				t.Errorf("the redacted error lost its class: %v", err)
+			}
+		})
 	}
 }

@@ -20,6 +20,15 @@
 // by default) spread concurrent calls over their backends: each call starts
 // with the backend that has the fewest calls in flight.
 //
+// # Secrets
+//
+// With Options.Secrets, every error a Model returns (and Health reports) has
+// the registered secret values replaced by [REDACTED] before it leaves the
+// router, so a provider that echoes the API key in its error body cannot
+// carry it into a reply, a log line or a stored record. The errors still
+// match the provider sentinels with errors.Is. FromConfig registers every
+// key it resolves.
+//
 // # Accounting
 //
 // Every call adds its token usage to the model_usage table, per UTC day,

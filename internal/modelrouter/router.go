@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/internal/providers"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 )
@@ -82,6 +83,9 @@ type Options struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Cooldown time.Duration
+	// Secrets are redacted from every error the Router returns or logs
+	// (a provider error may echo the request's API key); nil: none.
+	Secrets *redact.Secrets
 }
 
 // DefaultLimits apply to backends without configured limits.
@@ -276,6 +280,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request, stream llm.Stream
 		b.mu.Unlock()
 		start := r.opts.Now()
 		resp, err := b.Generate(ctx, req, wrapped)
+		err = r.opts.Secrets.RedactError(err)
 		b.mu.Lock()
 		b.inFlight--
 		if err != nil && errors.Is(err, providers.ErrUnavailable) {
@@ -435,7 +440,7 @@ func (r *Router) Health(ctx context.Context, timeout time.Duration) []BackendHea
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			start := time.Now()
-			err := b.Ping(pctx)
+			err := r.opts.Secrets.RedactError(b.Ping(pctx))
 			out[i] = BackendHealth{Backend: n, Model: b.Model(), Roles: roles, Err: err, Elapsed: time.Since(start)}
 		})
 	}
