@@ -98,6 +98,8 @@ func (host) DB() *sql.DB                                 { return nil }
 func (host) Bus() extension.Bus                          { return nil }
 func (host) Receive(context.Context, chat.Inbound) error { return nil }
 func (host) Now() time.Time                              { return time.Time{} }
+func (host) RegisterSecret(string)                       {}
+func (host) Redact(text string) string                   { return text }
 
 type providerHost struct{ host }
 

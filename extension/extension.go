@@ -314,7 +314,25 @@ type Host interface {
 	Receive(ctx context.Context, msg chat.Inbound) error
 	// Now is the current time from the host's clock (tests inject one).
 	Now() time.Time
+	// RegisterSecret adds a credential the extension resolved (a bot
+	// token, an access token, a password, a server's API key) to the
+	// process's set of secret values: from then on it is replaced by
+	// RedactedSecret in every log line, stored event and interaction,
+	// conversation message and HTTP error, wherever it appears (also
+	// URL-encoded, JSON-escaped or base64). Call it in Init, as soon as the
+	// value is known and before using it. Values shorter than 8 bytes are
+	// ignored (they would match ordinary text). Safe for concurrent use.
+	RegisterSecret(value string)
+	// Redact returns text with every registered secret replaced by
+	// RedactedSecret. Use it on text the extension sends outside on its
+	// own (an error shown in a chat, a status message to a server);
+	// logging through Logger and publishing on Bus redact already.
+	Redact(text string) string
 }
+
+// RedactedSecret is what a registered secret is replaced with
+// (Host.RegisterSecret).
+const RedactedSecret = "[REDACTED]"
 
 // Bus is the durable event bus as extensions see it.
 type Bus interface {

@@ -19,6 +19,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/kernel"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/world"
@@ -193,7 +194,9 @@ func (d *doctor) checkTelegram(ctx context.Context) {
 }
 
 func (d *doctor) checkModels(ctx context.Context) {
-	r, desc, err := modelrouter.FromConfig(ctx, modelrouter.Setup{Models: d.cfg.Models, Env: d.env})
+	// The router registers the keys it resolves and redacts them from the
+	// errors printed below (a server may echo the key it refused).
+	r, desc, err := modelrouter.FromConfig(ctx, modelrouter.Setup{Models: d.cfg.Models, Env: d.env, Secrets: &redact.Secrets{}})
 	if err != nil {
 		d.add("models", checkFail, "%v", err)
 		return

@@ -15,6 +15,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/logging"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/supervisor"
 )
 
@@ -43,8 +44,10 @@ SIGINT/SIGTERM with a grace period.`,
 			if err != nil {
 				return err
 			}
+			secrets := &redact.Secrets{}
+			secrets.Add(cfg.SecretValues()...)
 			logger, closer, err := logging.New(logging.Options{
-				Level: cfg.Log.Level, Format: cfg.Log.Format, Console: cmd.ErrOrStderr(),
+				Level: cfg.Log.Level, Format: cfg.Log.Format, Console: cmd.ErrOrStderr(), Secrets: secrets,
 			})
 			if err != nil {
 				return err

@@ -361,3 +361,21 @@ func TestChecks(t *testing.T) {
 		})
 	}
 }
+
+func TestHostRedactsRegisteredSecrets(t *testing.T) {
+	h := extensiontest.NewHost(t)
+	const token = "bot-token-0123456789"
+	h.RegisterSecret(token)
+	h.RegisterSecret(token)
+	h.RegisterSecret("short")
+	if got := h.Secrets(); !slices.Equal(got, []string{token}) {
+		t.Fatalf("Secrets = %q", got)
+	}
+	if got := h.Redact("GET /bot" + token + "/getMe"); got != "GET /bot"+extension.RedactedSecret+"/getMe" {
+		t.Errorf("Redact = %q", got)
+	}
+	h.Logger().Warn("request failed", "url", "https://api/bot"+token+"/send")
+	if logs := h.Logs(); strings.Contains(logs, token) || !strings.Contains(logs, extension.RedactedSecret) {
+		t.Errorf("logs: %s", logs)
+	}
+}

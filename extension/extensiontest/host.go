@@ -108,6 +108,7 @@ type Host struct {
 
 	mu       sync.Mutex
 	received []chat.Inbound
+	secrets  []string
 	db       *sql.DB
 	closed   bool
 }
@@ -138,6 +139,7 @@ func NewHost(t testing.TB, opts ...Option) *Host {
 		clock:   clock,
 		receive: s.receive,
 	}
+	sink.redact = h.Redact
 	h.bus = NewBus(clock.Now)
 	h.bus.scope = s.id
 	t.Cleanup(func() {
@@ -235,6 +237,43 @@ func (h *Host) Now() time.Time { return h.clock.Now() }
 // Clock returns the host's clock, to set or advance it.
 func (h *Host) Clock() *Clock { return h.clock }
 
+// RegisterSecret records value (see Secrets); from then on Redact, Logs
+// and the test output replace it, as the real host does (values shorter
+// than 8 bytes are ignored, like there). The fake replaces the value as
+// written only, not its encoded forms.
+func (h *Host) RegisterSecret(value string) {
+	if len(value) < minSecretLen {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !slices.Contains(h.secrets, value) {
+		h.secrets = append(h.secrets, value)
+	}
+}
+
+// Redact replaces every registered secret in text by
+// extension.RedactedSecret.
+func (h *Host) Redact(text string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, v := range h.secrets {
+		text = strings.ReplaceAll(text, v, extension.RedactedSecret)
+	}
+	return text
+}
+
+// Secrets returns the values passed to RegisterSecret, in order, for tests
+// asserting that an extension registers its credentials.
+func (h *Host) Secrets() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.secrets)
+}
+
+// minSecretLen is the real host's shortest registered secret.
+const minSecretLen = 8
+
 // Logs returns everything logged through Logger so far, as slog text
 // lines.
 func (h *Host) Logs() string { return h.logs.String() }
@@ -299,20 +338,25 @@ func (c *Clock) Advance(d time.Duration) {
 // logSink keeps every log line and copies it to the test output while the
 // test runs (writing to a finished test's output would panic).
 type logSink struct {
-	t    testing.TB
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	done bool
+	t      testing.TB
+	redact func(string) string // the host's registered secrets
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	done   bool
 }
 
 func (s *logSink) Write(p []byte) (int, error) {
+	n := len(p)
+	if s.redact != nil {
+		p = []byte(s.redact(string(p)))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.buf.Write(p)
 	if !s.done {
 		_, _ = s.t.Output().Write(p)
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (s *logSink) finish() {

@@ -71,8 +71,8 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-// serviceError answers a service's error. Internal errors are logged and
-// answered without detail.
+// serviceError answers a service's error, with every registered secret
+// redacted. Internal errors are logged and answered without detail.
 func (w *Web) serviceError(rw http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
 	switch status {
@@ -85,7 +85,7 @@ func (w *Web) serviceError(rw http.ResponseWriter, r *http.Request, err error) {
 		writeError(rw, status, diskFullMessage)
 		return
 	}
-	writeError(rw, status, err.Error())
+	writeError(rw, status, w.host.Redact(err.Error()))
 }
 
 // reply answers a service call: its result as 200 JSON, or its error.

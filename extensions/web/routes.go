@@ -429,7 +429,7 @@ func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
 	case api.IsDiskFull(err):
 		w.serviceError(rw, r, err)
 	case errors.Is(err, api.ErrTurnFailed):
-		reply.Error = err.Error()
+		reply.Reply, reply.Error = w.host.Redact(reply.Reply), w.host.Redact(err.Error())
 		writeJSON(rw, http.StatusBadGateway, reply)
 	case r.Context().Err() != nil:
 		// The client went away; the turn still completes and is stored.

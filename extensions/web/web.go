@@ -152,6 +152,10 @@ func (w *Web) Init(ctx context.Context, host extension.Host) error {
 		}
 		return err
 	}
+	// From now on the token is redacted from every log line, stored record
+	// and error response; the sign-in URL goes to the console, not through
+	// the logger.
+	host.RegisterSecret(token)
 	if created {
 		w.token, w.tokenCreated = token, true
 	}

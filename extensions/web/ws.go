@@ -473,7 +473,7 @@ func (w *Web) clientFrame(c *wsConn, typ websocket.MessageType, data []byte) {
 
 func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 	fail := func(msg string) {
-		c.send(&api.ServerFrame{Type: api.FrameError, Error: msg, ID: f.ID})
+		c.send(&api.ServerFrame{Type: api.FrameError, Error: w.host.Redact(msg), ID: f.ID})
 	}
 	switch f.Type {
 	case api.FramePing:
@@ -556,7 +556,7 @@ func (w *Web) Send(_ context.Context, msg chat.Outbound) error {
 	f := &api.ServerFrame{Thread: msg.Address.Thread}
 	switch msg.Kind {
 	case chat.Error:
-		f.Type, f.Error = api.FrameError, msg.Text
+		f.Type, f.Error = api.FrameError, w.host.Redact(msg.Text)
 	case chat.Notify:
 		f.Type, f.Text = api.FrameNotify, msg.Text
 	default:
@@ -571,7 +571,7 @@ func (w *Web) Send(_ context.Context, msg chat.Outbound) error {
 // OpenStream implements extension.StreamingChannelProvider: the reply is
 // streamed to whoever follows the thread while it is written.
 func (w *Web) OpenStream(_ context.Context, addr chat.Address) (extension.Stream, error) {
-	return &wsStream{hub: w.hub, thread: addr.Thread}, nil
+	return &wsStream{hub: w.hub, thread: addr.Thread, redact: w.host.Redact}, nil
 }
 
 // wsStream streams one reply to the thread's connections. Its methods never
@@ -579,6 +579,7 @@ func (w *Web) OpenStream(_ context.Context, addr chat.Address) (extension.Stream
 type wsStream struct {
 	hub    *hub
 	thread chat.ThreadID
+	redact func(string) string // Host.Redact, for error frames
 }
 
 func (s *wsStream) Delta(text string) error {
@@ -606,7 +607,7 @@ func (s *wsStream) Status(st extension.StreamStatus) error {
 func (s *wsStream) Close(final string, err error) error {
 	f := &api.ServerFrame{Type: api.FrameDone, Thread: s.thread, Text: final}
 	if err != nil {
-		f.Type, f.Text, f.Error = api.FrameError, "", final
+		f.Type, f.Text, f.Error = api.FrameError, "", s.redact(final)
 		if f.Error == "" {
 			f.Error = "the reply failed"
 		}

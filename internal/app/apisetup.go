@@ -106,15 +106,18 @@ func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (st
 		return "", fmt.Errorf("%w: config.yaml's models: section was edited by hand; add the backend there", api.ErrConflict)
 	}
 
+	// The key is a secret from now on, whether or not the test passes:
+	// the test's error, and any log line, may echo it.
+	s.a.Secrets.Add(key)
 	b, err := modelrouter.Build(modelrouter.Spec{Name: setupBackend + "/" + model, Provider: provider, BaseURL: base,
 		APIKey: key, Model: model, MaxTokens: 16}, setupTestTimeout)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s", api.ErrTestFailed, redact(err.Error(), key))
+		return "", fmt.Errorf("%w: %s", api.ErrTestFailed, s.a.Secrets.Redact(err.Error()))
 	}
 	tctx, cancel := context.WithTimeout(ctx, setupTestTimeout)
 	defer cancel()
 	if _, err := b.Generate(tctx, llm.Request{Messages: []llm.Message{llm.UserText("Reply with the single word OK.")}}, nil); err != nil {
-		return "", fmt.Errorf("%w: the model did not answer: %s", api.ErrTestFailed, redact(err.Error(), key))
+		return "", fmt.Errorf("%w: the model did not answer: %s", api.ErrTestFailed, s.a.Secrets.Redact(err.Error()))
 	}
 
 	var block strings.Builder
@@ -162,12 +165,4 @@ func (a *App) configPath() string {
 		return a.opts.ConfigPath
 	}
 	return filepath.Join(a.opts.DataDir, "config.yaml")
-}
-
-// redact removes a secret from an error text.
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, "[secret]")
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/pulse"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/reflection"
 	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/scheduler"
@@ -129,6 +130,12 @@ type App struct {
 	tools        []tool.Tool
 	started      time.Time
 	ready        chan struct{}
+
+	// Secrets are every secret value of the configuration, the
+	// environment's model keys and the extensions' credentials
+	// (Host.RegisterSecret): redacted from every log line, stored record
+	// and error reply.
+	Secrets *redact.Secrets
 
 	// API are the services the HTTP API serves (extensions reach them
 	// through api.ServicesFrom); filled before the extensions start.
@@ -231,6 +238,11 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Config = cfg
+	// Every secret the configuration holds is known before the first log
+	// line; the model keys of the environment and the extensions' own are
+	// added as they are resolved (modelrouter.FromConfig, Host).
+	a.Secrets = &redact.Secrets{}
+	a.Secrets.Add(cfg.SecretValues()...)
 	// Every template and BASE_PROMPT.txt's markers are checked now, so that
 	// a typo fails the start naming the file and the token instead of a
 	// dream or a compaction at night.
@@ -249,6 +261,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	logger, logCloser, err := logging.New(logging.Options{
 		Level: cfg.Log.Level, Format: cfg.Log.Format, File: logFile,
 		MaxSizeMB: cfg.Log.MaxSizeMB, MaxBackups: cfg.Log.MaxBackups, Console: opts.Console,
+		Secrets: a.Secrets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("set up logging: %w", err)
@@ -291,6 +304,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		MaxBackoff:  cfg.Bus.MaxBackoff,
 		Retention:   cfg.Bus.Retention,
 		Now:         opts.Now,
+		Secrets:     a.Secrets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open event bus: %w", err)
@@ -319,6 +333,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		// instead of leaving an agent nobody can reach that says "ready".
 		Essential:   cfg.ExtensionConfigured,
 		APIServices: a.API,
+		Secrets:     a.Secrets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load extensions: %w", err)

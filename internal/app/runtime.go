@@ -36,7 +36,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	cfg := a.Config
 	models, desc, err := modelrouter.FromConfig(ctx, modelrouter.Setup{
 		Models: cfg.Models, Env: a.opts.Env, DB: a.DB, Logger: a.Logger.With("component", "models"), Now: a.opts.Now,
-		Probe: a.opts.ProbeClient,
+		Probe: a.opts.ProbeClient, Secrets: a.Secrets,
 	})
 	if err != nil {
 		return fmt.Errorf("set up models: %w", err)
@@ -49,12 +49,12 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	}
 
 	counter := prompt.NewCounter(models.ModelName(modelrouter.RoleMain))
-	conv, err := conversation.Open(ctx, a.DB, conversation.Options{Now: a.opts.Now, Counter: counter})
+	conv, err := conversation.Open(ctx, a.DB, conversation.Options{Now: a.opts.Now, Counter: counter, Secrets: a.Secrets})
 	if err != nil {
 		return fmt.Errorf("open conversations: %w", err)
 	}
 	a.Conversations = conv
-	ilog, err := interactions.Open(ctx, a.DB, interactions.Options{Now: a.opts.Now})
+	ilog, err := interactions.Open(ctx, a.DB, interactions.Options{Now: a.opts.Now, Secrets: a.Secrets})
 	if err != nil {
 		return fmt.Errorf("open interaction log: %w", err)
 	}
@@ -89,6 +89,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 
 	loc := cfg.Location()
 	ag, err := agent.New(agent.Options{
+		Secrets:       a.Secrets,
 		Conversations: conv,
 		Models:        agent.RouterModels(models),
 		Tools:         a.threadTools,

@@ -45,6 +45,12 @@ func (h *host) Console() io.Writer {
 	return h.k.opts.Console
 }
 
+// RegisterSecret adds value to Options.Secrets (redact.Secrets.Add).
+func (h *host) RegisterSecret(value string) { h.k.opts.Secrets.Add(value) }
+
+// Redact removes Options.Secrets from text.
+func (h *host) Redact(text string) string { return h.k.opts.Secrets.Redact(text) }
+
 // DecodeConfig decodes this extension's configuration section; with no
 // configuration v is left unchanged.
 func (h *host) DecodeConfig(v any) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/redact"
 )
 
 // DefaultHealthTimeout bounds each health check when Options.HealthTimeout
@@ -112,6 +113,10 @@ type Options struct {
 	// api.Provider method (api.ServicesFrom); nil offers none. The
 	// pointer is handed out as is: fill it before Init.
 	APIServices *api.Services
+	// Secrets is the set extensions add to with Host.RegisterSecret and
+	// redact with Host.Redact (nil: registering does nothing and Redact
+	// returns its text).
+	Secrets *redact.Secrets
 }
 
 // State is where an extension is in its lifecycle.

@@ -37,7 +37,8 @@ import (
 	"unsafe"
 )
 
-// Marker replaces every occurrence of a secret.
+// Marker replaces every occurrence of a secret. It is the
+// extension.RedactedSecret extensions are told about.
 const Marker = "[REDACTED]"
 
 // MinLen is the shortest value, in bytes, that Add registers; shorter values
