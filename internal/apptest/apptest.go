@@ -35,7 +35,12 @@ type settings struct {
 	env      []string
 	registry []extension.Info
 	dataDir  string
+	console  io.Writer
 }
+
+// WithConsole copies the app's console log to w (it also goes to the test
+// log).
+func WithConsole(w io.Writer) Option { return func(s *settings) { s.console = w } }
 
 // WithDataDir runs on an existing data dir (a restart) instead of a new one.
 func WithDataDir(dir string) Option { return func(s *settings) { s.dataDir = dir } }
@@ -71,7 +76,11 @@ func Start(t *testing.T, opts ...Option) *Harness {
 	channel := &Channel{}
 	registry := append([]extension.Info{channel.Info()}, s.registry...)
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Options{DataDir: dir, Env: env, Console: testWriter{t}, Registry: registry})
+	var console io.Writer = testWriter{t}
+	if s.console != nil {
+		console = io.MultiWriter(console, s.console)
+	}
+	a, err := app.New(ctx, app.Options{DataDir: dir, Env: env, Console: console, Registry: registry})
 	if err != nil {
 		cancel()
 		t.Fatalf("start app: %v", err)
