@@ -218,3 +218,34 @@ func TestEveryOffsetAndLength(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRedact: any text, any secret: no panic, a text without the secret
+// comes back unchanged (or differs only where an encoded form matched),
+// and a secret without brackets never survives in the output.
+func FuzzRedact(f *testing.F) {
+	f.Add("sk-proj-0123456789", "Authorization: Bearer ", " rest")
+	f.Add("p@ss w/rd+=&?12", `{"e":"`, `"}`)
+	f.Add("12345678", "", "")
+	f.Add("ünïcödé-secret", "\xff\xfe", "\x00")
+	f.Fuzz(func(t *testing.T, secret, prefix, suffix string) {
+		var s Secrets
+		s.Add(secret)
+		text := prefix + secret + suffix
+		got := s.Redact(text)
+		if len(secret) < MinLen {
+			if got != text {
+				t.Fatalf("a short secret changed the text: %q → %q", text, got)
+			}
+			return
+		}
+		if !strings.ContainsAny(secret, "[]") && strings.Contains(got, secret) {
+			t.Fatalf("secret %q survived: %q → %q", secret, text, got)
+		}
+		if clean := prefix + suffix; !strings.Contains(clean, secret) {
+			_ = s.Redact(clean) // must not panic
+		}
+		if b := s.RedactJSON([]byte(text)); json.Valid([]byte(text)) && !json.Valid(b) {
+			t.Fatalf("RedactJSON broke valid JSON: %q → %q", text, b)
+		}
+	})
+}
