@@ -71,7 +71,7 @@ func TestLimitsStopRunaways(t *testing.T) {
 			if s.Sandbox() != su.want {
 				t.Fatalf("Sandbox() = %q; want %q", s.Sandbox(), su.want)
 			}
-			cgroups := s.limits.cg != nil
+			cgroups := s.limits.Load().cg != nil
 			if cfg.noCgroup && cgroups {
 				t.Fatal("cgroups used although disabled")
 			}
@@ -83,10 +83,10 @@ func TestLimitsStopRunaways(t *testing.T) {
 
 			t.Run("fork bomb", func(t *testing.T) {
 				if !strings.Contains(s.Limits(), "processes 48") {
-					if !strings.Contains(s.note, "processes not limited") {
-						t.Fatalf("processes neither limited (%q) nor reported missing (%q)", s.Limits(), s.note)
+					if missing := s.limits.Load().missing; !strings.Contains(missing, "processes not limited") {
+						t.Fatalf("processes neither limited (%q) nor reported missing (%q)", s.Limits(), missing)
 					}
-					t.Skipf("no process limit here (%s): a fork bomb would exhaust the host", s.note)
+					t.Skipf("no process limit here (%s): a fork bomb would exhaust the host", s.limits.Load().missing)
 				}
 				res, err := s.Run(t.Context(), Args{Command: `bomb() { bomb | bomb & }; bomb; wait`})
 				if err != nil {
@@ -112,7 +112,7 @@ func TestLimitsStopRunaways(t *testing.T) {
 				if res.TimedOut || strings.Contains(res.Output, "tail exited 0") {
 					t.Fatalf("the hog was not stopped: %+v", res)
 				}
-				if cgroups && s.limits.cg.has(ctrlMemory) {
+				if cgroups && s.limits.Load().cg.has(ctrlMemory) {
 					if !slices.Contains(res.LimitHit, LimitMemory) || !strings.Contains(res.Note, "memory limit") {
 						t.Fatalf("LimitHit = %v, note %q; want memory", res.LimitHit, res.Note)
 					}
@@ -271,11 +271,11 @@ func TestOldBubblewrapWithoutSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newShell(t, Config{Mode: ModeRequired, Bwrap: old, Limits: Limits{Memory: 64 << 20}, noCgroup: true})
-	if s.bwrap == "" || strings.Contains(s.Limits(), "/tmp") || !strings.Contains(s.note, "/tmp not size-limited") {
-		t.Fatalf("Status %q, limits %q, note %q; want bubblewrap used and /tmp reported unbounded", s.Status(), s.Limits(), s.note)
+	if s.bwrap == "" || strings.Contains(s.Limits(), "/tmp") {
+		t.Fatalf("Status %q, limits %q; want bubblewrap used and /tmp not bounded", s.Status(), s.Limits())
 	}
-	if res, err := s.Run(t.Context(), Args{Command: "echo ok > /tmp/x && cat /tmp/x"}); err != nil || res.Output != "ok\n" {
-		t.Fatalf("Run = %+v, %v", res, err)
+	if res, err := s.Run(t.Context(), Args{Command: "echo ok > /tmp/x && cat /tmp/x"}); err != nil || res.Output != "ok\n" || !strings.Contains(res.Note, "/tmp not size-limited") {
+		t.Fatalf("Run = %+v, %v; want it to run and say /tmp is not bounded", res, err)
 	}
 }
 
@@ -325,6 +325,46 @@ func TestParseCgroupFiles(t *testing.T) {
 			}
 			if got := parseSelfCgroup(tc.self); !maps.Equal(got, tc.wantSelf) {
 				t.Fatalf("parseSelfCgroup = %v; want %v", got, tc.wantSelf)
+			}
+		})
+	}
+}
+
+// TestCgroupFailureFallsBack gives the shell a "cgroup" that is a plain
+// directory: the command still runs, under resource limits, and this and
+// every later result say why cgroups are not used.
+func TestCgroupFailureFallsBack(t *testing.T) {
+	su := sandboxedSetups(t, false)[0]
+	cfg := su.cfg
+	cfg.Limits = Limits{Processes: 64, Memory: 256 << 20, FileSize: 1 << 20}
+	cfg.noCgroup = true
+	for _, tc := range []struct {
+		name string
+		cg   func(dir string) *cgroups
+	}{
+		// No cgroup.procs: creating the command's cgroup fails.
+		{"v1 hierarchy that is no cgroup", func(dir string) *cgroups {
+			return &cgroups{v1: map[string]string{ctrlPids: dir}, limit: cfg.Limits}
+		}},
+		// Not a cgroup directory: starting the command in it fails.
+		{"v2 parent that is no cgroup", func(dir string) *cgroups {
+			return &cgroups{v2: dir, v2On: []string{ctrlPids}, v1: map[string]string{}, limit: cfg.Limits}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newShell(t, cfg)
+			broken := *s.limits.Load()
+			broken.cg = tc.cg(t.TempDir())
+			broken.desc = "processes 64 (cgroup)"
+			s.limits.Store(&broken)
+			for i := range 2 {
+				res, err := s.Run(t.Context(), Args{Command: "echo ran"})
+				if err != nil || res.Output != "ran\n" {
+					t.Fatalf("run %d: %+v, %v; want the command run without cgroups", i, res, err)
+				}
+				if !strings.Contains(res.Note, "cgroups failed") || strings.Contains(res.Limits, "(cgroup)") || su.wantNote != "" && strings.Count(res.Note, su.wantNote) > 1 {
+					t.Fatalf("run %d: note %q, limits %q; want the failure said once and no cgroup claimed", i, res.Note, res.Limits)
+				}
 			}
 		})
 	}

@@ -41,6 +41,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -121,9 +122,12 @@ type Shell struct {
 	reason   string // why bubblewrap is not used
 	llReason string // why Landlock is not used
 	note     string // what every result says about the layers ("" with both)
-	limits   limitPlan
-	tmpSize  int64 // size of bubblewrap's /tmp tmpfs; 0: unbounded
-	logger   *slog.Logger
+	// limits is how Limits are enforced; replaced (without cgroups) when
+	// a command's cgroup cannot be created or joined.
+	limits  atomic.Pointer[limitPlan]
+	tmpSize int64  // size of bubblewrap's /tmp tmpfs; 0: unbounded
+	tmpNote string // why /tmp is not bounded although a memory limit is set
+	logger  *slog.Logger
 }
 
 // New builds a Shell. Unless Mode is off it looks for bubblewrap and for
@@ -164,14 +168,14 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 	}
 	if cfg.Mode == ModeOff {
 		s.reason = "disabled by configuration (shell.sandbox: off)"
-		s.limits = planLimits(cfg.Limits, false, false, true)
-		s.note = joinNotes(s.noneWarning(), s.limits.missing)
+		plan := planLimits(cfg.Limits, false, false, true)
+		s.limits.Store(&plan)
+		s.note = s.noneWarning()
 		logger.Warn("shell sandbox disabled by configuration: commands run directly on the host")
 		return s, nil
 	}
 	// bubblewrap's /tmp is memory: bound it like the command's memory.
 	s.tmpSize = cfg.Limits.Memory
-	var tmpMissing string
 	if !s.setupBoth(ctx) {
 		if path, err := probe(ctx, cfg.Bwrap); err != nil {
 			s.reason = err.Error()
@@ -179,7 +183,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 			s.bwrap = path
 			if s.tmpSize > 0 && !tmpfsSizeWorks(ctx, path, s.tmpSize) {
 				s.tmpSize = 0
-				tmpMissing = "/tmp not size-limited (this bubblewrap has no --size)"
+				s.tmpNote = "/tmp not size-limited (this bubblewrap has no --size)"
 			}
 		}
 		s.setupLandlock(ctx)
@@ -198,20 +202,14 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 		s.note = "sandbox: landlock only (bubblewrap unavailable: " + s.reason + "): " + s.landlockLimits()
 		logger.Warn("shell sandbox: landlock only", "bubblewrap", s.reason, "landlock_abi", s.abi)
 	}
-	s.limits = planLimits(cfg.Limits, s.launcher != "", s.bwrap != "", cfg.noCgroup)
-	switch {
-	case s.bwrap == "":
-		s.tmpSize = 0
-	case s.tmpSize > 0:
-		s.limits.desc = strings.TrimPrefix(s.limits.desc+", /tmp "+formatBytes(s.tmpSize), "none, ")
-	case tmpMissing != "":
-		s.limits.missing = joinNotes(s.limits.missing, tmpMissing)
+	if s.bwrap == "" {
+		s.tmpSize, s.tmpNote = 0, ""
 	}
-	if s.limits.missing != "" {
-		s.note = joinNotes(s.note, s.limits.missing)
-		logger.Warn("shell resource limits incomplete", "missing", s.limits.missing)
+	plan := s.planLimits(cfg.noCgroup, "")
+	if plan.missing != "" {
+		logger.Warn("shell resource limits incomplete", "missing", plan.missing)
 	}
-	logger.Info("shell sandbox", "layers", s.Sandbox(), "status", s.Status(), "limits", s.limits.desc)
+	logger.Info("shell sandbox", "layers", s.Sandbox(), "status", s.Status(), "limits", plan.desc)
 	return s, nil
 }
 
@@ -330,6 +328,28 @@ func (s *Shell) selfTest(ctx context.Context, exe string, landlock bool) error {
 	return nil
 }
 
+// planLimits plans and stores how the limits are enforced; why, when not
+// empty, says why cgroups are not used.
+func (s *Shell) planLimits(noCgroup bool, why string) *limitPlan {
+	p := planLimits(s.cfg.Limits, s.launcher != "", s.bwrap != "", noCgroup)
+	if why != "" {
+		p.missing = joinNotes(p.missing, why)
+	}
+	if s.tmpSize > 0 {
+		p.desc = strings.TrimPrefix(p.desc+", /tmp "+formatBytes(s.tmpSize), "none, ")
+	}
+	p.missing = joinNotes(p.missing, s.tmpNote)
+	s.limits.Store(&p)
+	return &p
+}
+
+// dropCgroups stops using cgroups after one failed, and says so in every
+// result from now on.
+func (s *Shell) dropCgroups(err error) *limitPlan {
+	s.logger.Warn("shell resource limits: cgroups failed, using resource limits only", "error", err)
+	return s.planLimits(true, "cgroups failed ("+err.Error()+"), so resource limits apply instead")
+}
+
 func joinNotes(notes ...string) string {
 	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
 }
@@ -337,7 +357,7 @@ func joinNotes(notes ...string) string {
 // Limits describes the resource limits in force, e.g. "processes 256
 // (cgroup), memory 1 GiB (cgroup), file size 256 MiB, cpu 60s per
 // process", or "none".
-func (s *Shell) Limits() string { return s.limits.desc }
+func (s *Shell) Limits() string { return s.limits.Load().desc }
 
 // Sandbox names the active layers: SandboxBoth, SandboxBubblewrap,
 // SandboxLandlock or SandboxNone.
@@ -366,7 +386,7 @@ func (s *Shell) Status() string {
 	if s.NetworkEnabled() {
 		net = "network on"
 	}
-	return s.layerStatus(net) + "; limits: " + s.limits.desc
+	return s.layerStatus(net) + "; limits: " + s.limits.Load().desc
 }
 
 func (s *Shell) layerStatus(net string) string {
@@ -399,8 +419,8 @@ func (s *Shell) Describe() string {
 	} else {
 		d += `, and there is no network access (use fetch_url and search_web instead).`
 	}
-	if s.limits.desc != "none" {
-		d += " Limits per command: " + s.limits.desc + "."
+	if desc := s.limits.Load().desc; desc != "none" {
+		d += " Limits per command: " + desc + "."
 	}
 	return d
 }
@@ -667,23 +687,25 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 		}
 		workdir = ws.Abs(rel)
 	}
-	l := launch{ws: ws.Dir(), workdir: workdir, launcher: s.launcher, landlock: s.abi > 0, limits: s.limits.rlimits}
+	plan := s.limits.Load()
+	var cg *cgroupRun
+	if plan.cg != nil {
+		var err error
+		if cg, err = plan.cg.start(); err != nil {
+			plan = s.dropCgroups(err)
+		} else {
+			defer func() {
+				if err := cg.close(); err != nil {
+					s.logger.Warn("remove a command's cgroup", "error", err)
+				}
+			}()
+		}
+	}
+	l := launch{ws: ws.Dir(), workdir: workdir, launcher: s.launcher, landlock: s.abi > 0, limits: plan.rlimits, cg: cg}
 	if l.launcher != "" && l.limits.Processes > 0 && s.bwrap == "" {
 		// Without a user namespace RLIMIT_NPROC counts every process of
 		// the user: allow the limit on top of those running now.
 		l.limits.Processes += uint64(userTasks(os.Getuid()))
-	}
-	if s.limits.cg != nil {
-		cg, err := s.limits.cg.start()
-		if err != nil {
-			return Result{}, fmt.Errorf("resource limits: %w", err)
-		}
-		defer func() {
-			if err := cg.close(); err != nil {
-				s.logger.Warn("remove a command's cgroup", "error", err)
-			}
-		}()
-		l.cg = cg
 	}
 	if s.bwrap == "" && s.abi > 0 {
 		// Landlock alone leaves /tmp unwritable: the command gets its own
@@ -703,9 +725,8 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := s.command(runCtx, l, a.Command)
-	if s.note != "" {
-		notes = append(notes, s.note)
-	}
+	callerNotes := slices.Clone(notes)
+	notes = append(notes, slices.DeleteFunc([]string{s.note, plan.missing}, func(n string) bool { return n == "" })...)
 	out := newCapped(s.cfg.MaxOutput)
 	cmd.Stdout = out
 	cmd.Stderr = out
@@ -726,7 +747,17 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 	} else {
 		err = cmd.Run()
 	}
-	res := Result{ExitCode: 0, Sandbox: s.Sandbox(), Limits: s.limits.desc}
+	if l.cg != nil && runCtx.Err() == nil && (strings.Contains(failure, "join cgroup") || err != nil && !errors.As(err, new(*exec.ExitError)) && !errors.Is(err, exec.ErrWaitDelay)) {
+		// The cgroup could not be used (the command did not start): run
+		// it again without, as every later command will be.
+		cause := err
+		if failure != "" {
+			cause = errors.New(failure)
+		}
+		s.dropCgroups(cause)
+		return s.run(ctx, a, timeout, callerNotes)
+	}
+	res := Result{ExitCode: 0, Sandbox: s.Sandbox(), Limits: plan.desc}
 	var exitErr *exec.ExitError
 	var signaled syscall.Signal
 	switch {
