@@ -6,9 +6,13 @@
 // take messages and 503 before that; under the supervisor the body also
 // carries "instance" (api.Services.Instance), so that its probe knows it
 // reached its own child. A full disk is one 507 on every route
-// (api.IsDiskFull, mapped in one place: statusOf). Everything under /api/ needs the access
-// token (bearer header or the session cookie set by POST /api/v1/login);
-// the page shell needs none.
+// (api.IsDiskFull, mapped in one place: statusOf). Everything under /api/
+// needs the access token (bearer header or the session cookie set by POST
+// /api/v1/login, kept server-side in web_sessions and ended by POST
+// /api/v1/logout); the page shell needs none. Whatever web.auth says, every
+// request passes the access rules of access.go (Host, Origin /
+// Sec-Fetch-Site, JSON bodies) in the order guard applies them, and setup
+// writes need the token even with web.auth: none.
 //
 // The extension is the channel "web" (threads web:<session>): messages
 // arrive over the WebSocket and go to the router through Host.Receive;
