@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"io"
 	"fmt"
 	"maps"
 	"slices"
@@ -666,8 +667,9 @@ func TestHost(t *testing.T) {
 		newInfo("greeter", nil, plain, behaviour{decodeInto: settings}, c),
 		newInfo("other", nil, plain, behaviour{}, c),
 	}
+	var console strings.Builder
 	k := mustNew(t, Options{
-		Registry: reg, Config: cfg, Bus: bus, Logger: logger, DataDir: "/data", Now: func() time.Time { return now },
+		Registry: reg, Config: cfg, Bus: bus, Logger: logger, Console: &console, DataDir: "/data", Now: func() time.Time { return now },
 		Receive: func(_ context.Context, msg chat.Inbound) error { received = append(received, msg); return nil },
 	})
 	if err := k.Init(t.Context()); err != nil {
@@ -690,6 +692,11 @@ func TestHost(t *testing.T) {
 	h.Logger().Info("hello from the extension")
 	if !strings.Contains(logs.String(), `msg="hello from the extension" ext=greeter`) {
 		t.Errorf("logger not tagged:\n%s", logs)
+	}
+	// The console is for the terminal only: nothing of it reaches the log.
+	_, _ = io.WriteString(h.(interface{ Console() io.Writer }).Console(), "shown once\n")
+	if console.String() != "shown once\n" || strings.Contains(logs.String(), "shown once") {
+		t.Errorf("console %q, log:\n%s", console.String(), logs)
 	}
 	noop := func(context.Context, extension.Event) error { return nil }
 	for _, host := range []extension.Host{h, oh} {
@@ -720,6 +727,9 @@ func TestHostWithoutRouterOrBus(t *testing.T) {
 	}
 	ext, _ := k.Extension("a")
 	h := ext.(*fake).host
+	if c := h.(interface{ Console() io.Writer }).Console(); c != io.Discard {
+		t.Errorf("Console without Options.Console = %v, want io.Discard", c)
+	}
 	if err := h.Receive(t.Context(), chat.Inbound{}); !errors.Is(err, ErrNoRouter) {
 		t.Errorf("Receive = %v, want ErrNoRouter", err)
 	}
