@@ -3,8 +3,8 @@ package kernel
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
