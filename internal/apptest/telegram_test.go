@@ -422,7 +422,13 @@ func TestTelegramSendToChannel(t *testing.T) {
 // from origin; it returns the status.
 func cookiePost(t *testing.T, w *WebHarness, path, body, origin string) int {
 	t.Helper()
-	resp, err := http.Post(w.Base+"/api/v1/login", "application/json", strings.NewReader(`{"token":"`+w.Token+`"}`))
+	login, err := http.NewRequestWithContext(t.Context(), "POST", w.Base+"/api/v1/login", strings.NewReader(`{"token":"`+w.Token+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	login.Header.Set("Content-Type", "application/json")
+	login.Header.Set("Origin", w.Base) // the sign-in of the page itself
+	resp, err := http.DefaultClient.Do(login)
 	if err != nil {
 		t.Fatal(err)
 	}
