@@ -22,6 +22,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/tools"
+	"github.com/reverie-ai/reverie/internal/tools/shell"
 	"github.com/reverie-ai/reverie/internal/world"
 )
 
@@ -131,6 +132,16 @@ func (d *doctor) run(ctx context.Context) {
 		d.add("sandbox", checkWarn, "execute_shell: one sandbox layer: %s", st)
 	default:
 		d.add("sandbox", checkWarn, "execute_shell has no sandbox (%s)", st)
+	}
+	if d.cfg != nil && d.cfg.Tools.Shell.Sandbox != "off" {
+		l := d.cfg.Tools.Shell.Limits
+		desc, missing := tools.LimitsStatus(shell.Limits{Processes: l.Processes, Memory: int64(l.Memory),
+			FileSize: int64(l.FileSize), CPUSeconds: l.CPUSeconds}, bwrap)
+		if missing != "" {
+			d.add("shell limits", checkWarn, "execute_shell limits: %s; %s", desc, missing)
+		} else {
+			d.add("shell limits", checkOK, "execute_shell limits: %s", desc)
+		}
 	}
 
 	// Database.

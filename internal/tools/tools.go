@@ -203,6 +203,12 @@ func SandboxStatus() string {
 	return shell.SandboxStatus(context.Background())
 }
 
+// LimitsStatus says how execute_shell's resource limits would be enforced
+// here (the limits in force, and what is missing and why).
+func LimitsStatus(l shell.Limits, bwrap bool) (desc, missing string) {
+	return shell.LimitsStatus(l, bwrap)
+}
+
 // Tool names.
 const (
 	NameReadFile     = "read_file"

@@ -603,3 +603,12 @@ func userTasks(uid int) int {
 	}
 	return n
 }
+
+// LimitsStatus says how l would be enforced on this machine, for
+// diagnostics: the limits in force and, after "; not enforced: ", what is
+// missing. It assumes the sandbox launcher works; bwrap says whether
+// bubblewrap does (its user namespace changes what RLIMIT_NPROC counts).
+func LimitsStatus(l Limits, bwrap bool) (desc, missing string) {
+	p := planLimits(l, true, bwrap, false)
+	return p.desc, p.missing
+}
