@@ -369,3 +369,36 @@ func TestCgroupFailureFallsBack(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLimitsOverhead measures what the limits add per command on a
+// loaded machine: each iteration runs "true" without limits, with resource
+// limits only and with cgroups, back to back, in the setup with every
+// layer; the medians are reported.
+func BenchmarkLimitsOverhead(b *testing.B) {
+	all := sandboxedSetups(b, false)
+	su := all[len(all)-1]
+	plain := newShell(b, su.cfg)
+	rcfg := su.cfg
+	rcfg.Limits, rcfg.noCgroup = DefaultLimits(), true
+	rl := newShell(b, rcfg)
+	ccfg := su.cfg
+	ccfg.Limits = DefaultLimits()
+	cg := newShell(b, ccfg)
+	b.Logf("%s; with cgroups: %s", su.name, cg.Limits())
+	var tp, tr, tc []time.Duration
+	for b.Loop() {
+		for _, x := range []struct {
+			s *Shell
+			d *[]time.Duration
+		}{{plain, &tp}, {rl, &tr}, {cg, &tc}} {
+			start := time.Now()
+			if _, err := x.s.Run(b.Context(), Args{Command: "true"}); err != nil {
+				b.Fatal(err)
+			}
+			*x.d = append(*x.d, time.Since(start))
+		}
+	}
+	b.ReportMetric(float64(median(tp).Microseconds()), "µs-plain")
+	b.ReportMetric(float64(median(tr).Microseconds()), "µs-rlimits")
+	b.ReportMetric(float64(median(tc).Microseconds()), "µs-cgroups")
+}
