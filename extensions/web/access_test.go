@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension/extensiontest"
@@ -263,6 +265,15 @@ func TestLogoutRevokesTheSession(t *testing.T) {
 	if get(cookie) != 200 || get(other) != 200 {
 		t.Fatal("a fresh session is not accepted")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wsOf, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/api/v1/ws", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Cookie": {cookie.Name + "=" + cookie.Value}, "Origin": {s.base}}})
+	if err != nil {
+		t.Fatalf("WebSocket with the session: %v", err)
+	}
+	defer wsOf.CloseNow()
+	bearerWS := s.dial(t, "")
 	req, _ := http.NewRequest("POST", s.base+"/api/v1/logout", nil)
 	req.Header.Set("Origin", s.base)
 	req.AddCookie(cookie)
@@ -280,6 +291,14 @@ func TestLogoutRevokesTheSession(t *testing.T) {
 	}
 	if code := get(other); code != 200 {
 		t.Errorf("other session after the logout: %d, want 200", code)
+	}
+	// The session's WebSocket is closed; one opened with the token is not.
+	if _, _, err := wsOf.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Errorf("the ended session's WebSocket: %v, want closed with 1008", err)
+	}
+	writeClientFrame(t, bearerWS, api.ClientFrame{Type: api.FramePing})
+	if f := readServerFrame(t, bearerWS); f.Type != api.FramePong {
+		t.Errorf("the token's WebSocket after the logout: %+v", f)
 	}
 }
 

@@ -308,13 +308,15 @@ func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
 }
 
 // logout ends the request's session (server-side: the cookie stops
-// working everywhere, also where it was copied) and clears the cookie.
+// working everywhere, also where it was copied), closes the WebSocket
+// connections it opened and clears the cookie.
 func (w *Web) logout(rw http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
 		if err := w.auth.sessions.revoke(r.Context(), c.Value); err != nil {
 			w.serviceError(rw, r, err)
 			return
 		}
+		w.hub.endSession(sessionSum(c.Value))
 	}
 	http.SetCookie(rw, sessionCookie(r, ""))
 	rw.WriteHeader(http.StatusNoContent)

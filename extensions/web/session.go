@@ -91,7 +91,7 @@ func (s *sessions) create(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("open a session: %w", err)
 	}
 	id := hex.EncodeToString(raw[:])
-	sum := sha256.Sum256([]byte(id))
+	sum := sessionSum(id)
 	now := s.now()
 	exp := now.Add(sessionMaxAge)
 	s.mu.Lock()
@@ -148,12 +148,15 @@ func (s *sessions) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// sessionSum is what is kept of a session id.
+func sessionSum(id string) [32]byte { return sha256.Sum256([]byte(id)) }
+
 // valid reports whether id is a live session.
 func (s *sessions) valid(id string) bool {
 	if id == "" {
 		return false
 	}
-	sum := sha256.Sum256([]byte(id))
+	sum := sessionSum(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.expires[sum]
@@ -162,7 +165,7 @@ func (s *sessions) valid(id string) bool {
 
 // revoke ends session id (an unknown id is not an error).
 func (s *sessions) revoke(ctx context.Context, id string) error {
-	sum := sha256.Sum256([]byte(id))
+	sum := sessionSum(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.expires[sum]; !ok {

@@ -173,6 +173,21 @@ func (h *hub) broadcast(f *api.ServerFrame) int {
 	return len(h.conns)
 }
 
+// endSession closes the connections a session opened (after POST
+// /logout ended it) and reports how many.
+func (h *hub) endSession(sum [32]byte) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	n := 0
+	for c := range h.conns {
+		if c.session == sum {
+			c.close(websocket.StatusPolicyViolation, "signed out")
+			n++
+		}
+	}
+	return n
+}
+
 // count is the number of open connections.
 func (h *hub) count() int {
 	h.mu.RLock()
@@ -220,6 +235,7 @@ type wsConn struct {
 	ctx     context.Context
 	stop    context.CancelFunc         // ends ctx
 	threads map[chat.ThreadID]struct{} // guarded by hub.mu
+	session [32]byte                   // the session cookie's sum when it authenticated the upgrade
 	bucket  bucket                     // reader goroutine only
 	wg      sync.WaitGroup             // writer and pings
 
@@ -418,6 +434,12 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 	// websocket.Accept); the connection lives until either side closes.
 	ctx, cancel := context.WithCancel(context.Background())
 	c := newWSConn(ctx, ws, cancel)
+	if authOf(r) == authCookie {
+		// Ending the session (POST /logout) closes the connection.
+		if ck, err := r.Cookie(SessionCookie); err == nil {
+			c.session = sessionSum(ck.Value)
+		}
+	}
 	if !w.hub.add(c, initial) {
 		cancel()
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
