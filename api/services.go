@@ -17,6 +17,7 @@ package api
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
@@ -67,6 +68,9 @@ type Services struct {
 	Setup        Setup
 	History      History
 	Pairing      Pairing
+	// Endpoints are the extensions' own HTTP endpoints (MCP's /mcp),
+	// served on the web listener behind the API's authentication.
+	Endpoints Endpoints
 
 	// Instance identifies this run of the agent process (the per-start id
 	// the supervisor passes in REVERIE_INSTANCE; "" when started without
@@ -234,6 +238,14 @@ type Setup interface {
 	// Apply tests and saves a form's values; ErrNotFound for an unknown
 	// form, ErrTestFailed (with the reason) when the test failed.
 	Apply(ctx context.Context, form string, values map[string]string) (string, error)
+}
+
+// Endpoints looks up the HTTP endpoints extensions serve
+// (extension.HTTPProvider).
+type Endpoints interface {
+	// Endpoint returns the handler for path (an endpoint's path or a path
+	// below it), or false.
+	Endpoint(path string) (http.Handler, bool)
 }
 
 // TimePtr returns &t, or nil for the zero time (optional timestamps are

@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"regexp"
 	"sort"
 	"sync"
@@ -104,6 +105,33 @@ type ReadyListener interface {
 // ToolProvider contributes tools to the agent.
 type ToolProvider interface {
 	Tools() []tool.Tool
+}
+
+// DynamicToolProvider contributes tools that come and go while the agent
+// runs: an MCP server's tools are offered while it is up and disappear
+// while it is down. CurrentTools is called for every turn, so it must be
+// cheap, must not block and must be safe for concurrent use. Its tools are
+// offered after the ToolProviders' (a name already taken is dropped) and
+// are subject to tools.allow, tools.deny and the workflow profiles like
+// any other.
+type DynamicToolProvider interface {
+	CurrentTools() []tool.Tool
+}
+
+// HTTPProvider serves HTTP endpoints on the web channel's listener, behind
+// the same rate limits, body limit and authentication as the HTTP API (MCP
+// serves /mcp this way). Without the web channel they are not served.
+type HTTPProvider interface {
+	HTTPEndpoints() []HTTPEndpoint
+}
+
+// HTTPEndpoint is one path an HTTPProvider serves.
+type HTTPEndpoint struct {
+	// Path is an absolute path ("/mcp"); the handler gets requests for the
+	// path itself and everything below it ("/mcp/…"). Paths under /api/,
+	// /healthz and "/" itself are refused.
+	Path    string
+	Handler http.Handler
 }
 
 // ChannelProvider is a way to talk to the user (web, cli, matrix, telegram).

@@ -129,7 +129,7 @@ With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
 	runCmd := newRunCmd(g, env)
 	root.RunE = runCmd.RunE
 	root.AddCommand(runCmd, newAgentCmd(g, env), newInitCmd(g, env), newDoctorCmd(g, env), newSendCmd(g, env), newVersionCmd())
-	root.AddCommand(newChatCmd(g, env), newTelegramCmd(g, env))
+	root.AddCommand(newChatCmd(g, env), newTelegramCmd(g, env), newMCPCmd(g, env))
 	root.AddCommand(newMemoryCmd(g, env, newMemoryHistoryCmd(g, env), newMemoryRestoreCmd(g, env)), newEvalCmd(), newDreamCmd(g, env))
 	return root
 }

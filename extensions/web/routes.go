@@ -24,8 +24,23 @@ func (w *Web) routes() http.Handler {
 	// /healthz is outside the Host check (see checkHost).
 	root.HandleFunc("GET /healthz", w.healthz)
 	root.Handle("/api/", w.guard(w.apiMux()))
-	root.Handle("/", pageHandler())
+	root.Handle("/", w.endpointOr(pageHandler()))
 	return securityHeaders(w.checkHost(root))
+}
+
+// endpointOr serves the extensions' own endpoints (MCP's /mcp) behind the
+// API's checks (guard: token, rate limit, cross-site, JSON body, size), and
+// next for every other path.
+func (w *Web) endpointOr(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if e := w.svc.Endpoints; e != nil {
+			if h, ok := e.Endpoint(r.URL.Path); ok {
+				w.guard(h).ServeHTTP(rw, r)
+				return
+			}
+		}
+		next.ServeHTTP(rw, r)
+	})
 }
 
 func (w *Web) apiMux() *http.ServeMux {

@@ -44,6 +44,7 @@ func (a *App) fillAPIServices(svc *api.Services) {
 	svc.Events = apiEvents{bus: a.Bus, db: a.DB}
 	svc.Setup = apiSetup{a}
 	svc.Pairing = apiPairing{a}
+	svc.Endpoints = a.Kernel
 	if a.prompts != nil {
 		svc.Prompt = a.prompts
 	}

@@ -196,10 +196,26 @@ func (a *App) collectTools() {
 	a.toolsMu.Unlock()
 }
 
+// turnTools are the tools of a turn: the fixed set, then the tools the
+// dynamic providers (MCP servers that are up) offer now, each name once.
 func (a *App) turnTools() []tool.Tool {
 	a.toolsMu.RLock()
-	defer a.toolsMu.RUnlock()
-	return slices.Clone(a.tools)
+	ts := slices.Clone(a.tools)
+	a.toolsMu.RUnlock()
+	dyn := a.Kernel.DynamicTools()
+	if len(dyn) == 0 {
+		return ts
+	}
+	taken := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		taken[t.Name()] = true
+	}
+	for _, t := range dyn {
+		if !taken[t.Name()] {
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }
 
 // housekeeping prunes delivered events, archived messages past their

@@ -3,8 +3,10 @@ package kernel
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/tool"
@@ -22,6 +24,15 @@ type capabilities struct {
 	jobs     []ScopedJob
 	context  []extension.ContextProvider
 	setup    map[string]extension.SetupProvider
+	dynamic  []ownedDynamic
+	// endpoints are the HTTPProviders' endpoints, by path.
+	endpoints map[string]http.Handler
+}
+
+// ownedDynamic is a DynamicToolProvider and the id of its extension.
+type ownedDynamic struct {
+	id string
+	p  extension.DynamicToolProvider
 }
 
 // index rebuilds the capability index from the extensions that are
@@ -39,7 +50,8 @@ func (k *Kernel) index() {
 	}
 	k.mu.RUnlock()
 
-	caps := capabilities{byName: map[string]extension.ChannelProvider{}, setup: map[string]extension.SetupProvider{}}
+	caps := capabilities{byName: map[string]extension.ChannelProvider{}, setup: map[string]extension.SetupProvider{},
+		endpoints: map[string]http.Handler{}}
 	toolOwner := map[string]string{}
 	agentOwner := map[string]string{}
 	jobSeen := map[string]bool{}
@@ -57,6 +69,7 @@ func (k *Kernel) index() {
 			agent    extension.AgentDescriptor
 			jobs     []extension.Job
 			priority int
+			routes   []extension.HTTPEndpoint
 		)
 		err := safely(func() error {
 			if p, ok := e.ext.(extension.ToolProvider); ok {
@@ -73,6 +86,9 @@ func (k *Kernel) index() {
 			}
 			if p, ok := e.ext.(extension.ContextProvider); ok {
 				priority = p.ContextPriority()
+			}
+			if p, ok := e.ext.(extension.HTTPProvider); ok {
+				routes = p.HTTPEndpoints()
 			}
 			return nil
 		})
@@ -142,6 +158,20 @@ func (k *Kernel) index() {
 		if p, ok := e.ext.(extension.SetupProvider); ok {
 			caps.setup[id] = p
 		}
+		if p, ok := e.ext.(extension.DynamicToolProvider); ok {
+			caps.dynamic = append(caps.dynamic, ownedDynamic{id, p})
+		}
+		for _, r := range routes {
+			if err := checkEndpointPath(r.Path); err != nil || r.Handler == nil {
+				k.log.Error("HTTP endpoint dropped", "ext", id, "path", r.Path, "err", err)
+				continue
+			}
+			if _, dup := caps.endpoints[r.Path]; dup {
+				k.log.Error("duplicate HTTP endpoint: later one dropped", "ext", id, "path", r.Path)
+				continue
+			}
+			caps.endpoints[r.Path] = r.Handler
+		}
 	}
 	slices.SortStableFunc(ctxProviders, func(a, b prioritised) int { return a.priority - b.priority })
 	for _, p := range ctxProviders {
@@ -160,6 +190,63 @@ func (k *Kernel) Tools() []tool.Tool {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	return slices.Clone(k.caps.tools)
+}
+
+// DynamicTools returns the tools every live DynamicToolProvider offers
+// now, in dependency order. Tools with an invalid name, and a second tool
+// of the same name, are dropped; a provider that panics contributes
+// nothing this time (the panic is logged).
+func (k *Kernel) DynamicTools() []tool.Tool {
+	k.mu.RLock()
+	providers := k.caps.dynamic
+	k.mu.RUnlock()
+	if len(providers) == 0 {
+		return nil
+	}
+	var out []tool.Tool
+	seen := map[string]bool{}
+	for _, d := range providers {
+		var ts []tool.Tool
+		if err := safely(func() error { ts = d.p.CurrentTools(); return nil }); err != nil {
+			k.log.Error("dynamic tools not offered", "ext", d.id, "err", err)
+			continue
+		}
+		for _, t := range ts {
+			if t == nil || !toolName.MatchString(t.Name()) || seen[t.Name()] {
+				continue
+			}
+			seen[t.Name()] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Endpoint returns the HTTP handler an HTTPProvider serves for path: the
+// endpoint whose path is path itself or a parent of it.
+func (k *Kernel) Endpoint(path string) (http.Handler, bool) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if len(k.caps.endpoints) == 0 {
+		return nil, false
+	}
+	for p := path; p != "" && p != "/"; p = p[:strings.LastIndexByte(p, '/')] {
+		if h, ok := k.caps.endpoints[p]; ok {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+// checkEndpointPath refuses paths an HTTPProvider may not serve.
+func checkEndpointPath(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/") || p == "/" || strings.HasSuffix(p, "/"):
+		return fmt.Errorf("path %q: want an absolute path without a trailing slash", p)
+	case p == "/api" || strings.HasPrefix(p, "/api/") || p == "/healthz":
+		return fmt.Errorf("path %q is reserved for the web channel", p)
+	}
+	return nil
 }
 
 // Channels returns every live channel, in dependency order.

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/extensions/mcp/mcptest"
+)
+
+// runMainEnv makes the test binary behave as the reverie binary, so that
+// outside programs (the MCP inspector) can start `reverie mcp`.
+const runMainEnv = "REVERIE_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestMCPCommandWithInspector: the npm MCP inspector, an outside client,
+// lists the tools of `reverie mcp --data DIR` over stdio.
+func TestMCPCommandWithInspector(t *testing.T) {
+	p := mcptest.Find(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	home := t.TempDir()
+	if code, out, errs := runCLI(t, []string{"HOME=" + home}, "init", "--data", dir); code != ExitOK {
+		t.Fatalf("init: %d %s %s", code, out, errs)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The inspector starts its server with a minimal environment: a
+	// wrapper script sets the variable that turns the test binary into
+	// reverie.
+	wrapper := filepath.Join(t.TempDir(), "reverie")
+	script := "#!/bin/sh\n" + runMainEnv + "=1 exec '" + exe + "' \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := append(slices.Clone(p.Inspector), "--cli", wrapper, "mcp", "--data", dir, "--method", "tools/list")
+	cmd := exec.CommandContext(ctx, p.Node, args...)
+	cmd.Dir = p.Dir
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("inspector: %v\n%s", err, out)
+	}
+	for _, want := range []string{"search_memory", "remember", "list_pulse", "add_pulse_item", "set_reminder", "list_reminders", "send_message"} {
+		if !strings.Contains(string(out), `"name": "`+want+`"`) {
+			t.Errorf("the inspector's tools/list lacks %s:\n%s", want, out)
+		}
+	}
+}

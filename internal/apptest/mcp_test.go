@@ -1,0 +1,124 @@
+package apptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extensions/mcp"
+	"github.com/reverie-ai/reverie/extensions/mcp/mcptest"
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// startWithMCP runs the app with the mcp extension and configYAML as its
+// config.yaml, and waits until every MCP server has settled (up or down).
+func startWithMCP(t *testing.T, configYAML string) *Harness {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(configYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	info, ok := extension.Lookup(mcp.ID)
+	if !ok {
+		t.Fatal("the mcp extension is not registered")
+	}
+	h := Start(t, WithDataDir(dir), WithExtensions(info))
+	ext, ok := h.App.Kernel.Extension(mcp.ID)
+	if !ok {
+		t.Fatal("the mcp extension is not loaded")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := ext.(*mcp.MCP).WaitServers(ctx, func(sts []mcp.ServerStatus) bool {
+		for _, st := range sts {
+			if st.State == mcp.StateStarting || (st.State == mcp.StateDown && st.Restarts == 0 && st.Err == "") {
+				return false
+			}
+			if st.State == mcp.StateUp && st.Refreshs == 0 && strings.HasPrefix(st.Name, "everything") {
+				return false // server-everything announces more tools right after start
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatalf("MCP servers did not settle: %v", err)
+	}
+	return h
+}
+
+func everythingConfig(p mcptest.Peers, extra string) string {
+	args, _ := json.Marshal(append(slices.Clone(p.Everything), "stdio"))
+	return fmt.Sprintf("mcp:\n  servers:\n    everything:\n      command: %q\n      args: %s\n%s", p.Node, args, extra)
+}
+
+// TestModelCallsAnMCPTool: a model scripted to call everything__echo gets
+// the echo back through Reverie, with the server's schema offered to it.
+func TestModelCallsAnMCPTool(t *testing.T) {
+	p := mcptest.Find(t)
+	h := startWithMCP(t, everythingConfig(p, ""))
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == "tool":
+			return llmtest.ServerReply{Text: "The server said: " + last.Text()}
+		case strings.Contains(lastUser(req), "echo"):
+			return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{
+				ID: "call_1", Name: "everything__echo", Arguments: json.RawMessage(`{"message":"hi from Reverie"}`),
+			}}}
+		default:
+			return llmtest.ServerReply{Text: "ok"}
+		}
+	})
+	h.Send(t, "mcp", "please echo something")
+	msgs := h.Channel.WaitFor(t, "mcp", 2)
+	if got := msgs[len(msgs)-1].Text; !strings.Contains(got, "Echo: hi from Reverie") {
+		t.Fatalf("reply = %q, want the echo", got)
+	}
+	var offered bool
+	for _, req := range h.Model.ChatRequests() {
+		for _, tl := range req.Tools {
+			if tl.Function.Name == "everything__echo" && strings.Contains(string(tl.Function.Parameters), `"message"`) {
+				offered = true
+			}
+		}
+	}
+	if !offered {
+		t.Fatal("the model was not offered everything__echo with its schema")
+	}
+}
+
+// TestMCPToolSelectionAndStatus: tools.deny accepts @mcp:<server>, and a
+// server that cannot start is shown as down in /status while the agent
+// keeps working.
+func TestMCPToolSelectionAndStatus(t *testing.T) {
+	p := mcptest.Find(t)
+	h := startWithMCP(t, everythingConfig(p, "    broken:\n      command: /nonexistent/mcp-server\n")+
+		"tools:\n  deny: [\"@mcp:everything\"]\n")
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply { return llmtest.ServerReply{Text: "ok"} })
+	h.Send(t, "sel", "hello")
+	h.Channel.WaitFor(t, "sel", 2)
+	for _, req := range h.Model.ChatRequests() {
+		for _, tl := range req.Tools {
+			if strings.HasPrefix(tl.Function.Name, "everything__") {
+				t.Fatalf("%s offered although tools.deny has @mcp:everything", tl.Function.Name)
+			}
+		}
+	}
+	h.Send(t, "sel", "/status")
+	msgs := h.Channel.WaitFor(t, "sel", 3)
+	status := msgs[len(msgs)-1].Text
+	if !strings.Contains(status, "mcp:") || !strings.Contains(status, "broken is down") {
+		t.Fatalf("/status does not show the down MCP server:\n%s", status)
+	}
+}
