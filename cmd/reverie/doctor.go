@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reverie-ai/reverie/extensions/mcp"
 	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
@@ -120,6 +121,11 @@ func (d *doctor) run(ctx context.Context) {
 		d.checkTelegram(ctx)
 	}
 
+	// MCP servers: each starts and lists its tools.
+	if d.cfg != nil {
+		d.checkMCP(ctx)
+	}
+
 	// Shell sandbox.
 	// SandboxStatus: "bubblewrap available at PATH; landlock ABI N" or
 	// "…; landlock unavailable (…)", or "unavailable: …" without bubblewrap.
@@ -224,6 +230,29 @@ func (d *doctor) checkModels(ctx context.Context) {
 		} else {
 			d.add(name, checkOK, "%s answers (%s; roles %s)", h.Backend, h.Elapsed.Round(time.Millisecond), strings.Join(h.Roles, ", "))
 		}
+	}
+}
+
+func (d *doctor) checkMCP(ctx context.Context) {
+	if !d.cfg.ExtensionEnabled(mcp.ID, true) || !d.cfg.HasExtensionSection(mcp.ID) {
+		return
+	}
+	cfg := mcp.ParseConfig()
+	if err := d.cfg.DecodeExtension(mcp.ID, &cfg); err != nil {
+		d.add("mcp", checkFail, "%v", err)
+		return
+	}
+	sts, err := mcp.Probe(ctx, cfg, d.dir)
+	if err != nil {
+		d.add("mcp", checkFail, "%v", err)
+		return
+	}
+	for _, st := range sts {
+		if st.State != mcp.StateUp {
+			d.add("mcp", checkFail, "server %s is down: %s", st.Name, st.Err)
+			continue
+		}
+		d.add("mcp", checkOK, "server %s is up with %d tool(s)", st.Name, len(st.Tools))
 	}
 }
 

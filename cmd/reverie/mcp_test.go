@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,5 +62,25 @@ func TestMCPCommandWithInspector(t *testing.T) {
 		if !strings.Contains(string(out), `"name": "`+want+`"`) {
 			t.Errorf("the inspector's tools/list lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// TestDoctorChecksMCPServers: reverie doctor starts each MCP server once
+// and reports the ones that do not come up.
+func TestDoctorChecksMCPServers(t *testing.T) {
+	p := mcptest.Find(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	env := []string{"HOME=" + t.TempDir()}
+	if code, out, errs := runCLI(t, env, "init", "--data", dir); code != ExitOK {
+		t.Fatalf("init: %d %s %s", code, out, errs)
+	}
+	args, _ := json.Marshal(append(slices.Clone(p.Everything), "stdio"))
+	cfg := fmt.Sprintf("mcp:\n  servers:\n    everything:\n      command: %q\n      args: %s\n    broken:\n      command: /nonexistent/mcp-server\n", p.Node, args)
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, env, "doctor", "--data", dir)
+	if code != ExitFailure || !strings.Contains(out, "server everything is up with") || !strings.Contains(out, "server broken is down") {
+		t.Fatalf("doctor: %d\n%s", code, out)
 	}
 }

@@ -165,23 +165,9 @@ func (s *server) Run(ctx context.Context) error {
 // ctx does. upSince is when it came up (zero if it never did).
 func (s *server) runOnce(ctx context.Context) (upSince time.Time, err error) {
 	s.update(func(st *ServerStatus) { st.State, st.Since, st.RetryAt = StateStarting, s.now(), time.Time{} })
-	transport, err := s.transport()
+	cs, tools, err := s.connect(ctx)
 	if err != nil {
 		return time.Time{}, err
-	}
-	client := sdk.NewClient(s.impl, &sdk.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			select {
-			case s.refresh <- struct{}{}:
-			default:
-			}
-		},
-	})
-	startCtx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
-	defer cancel()
-	cs, err := client.Connect(startCtx, transport, nil)
-	if err != nil {
-		return time.Time{}, startError(startCtx, s.cfg.StartTimeout, "start", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cs.Wait() }()
@@ -191,11 +177,6 @@ func (s *server) runOnce(ctx context.Context) (upSince time.Time, err error) {
 		s.mu.Unlock()
 		_ = cs.Close()
 		return <-done
-	}
-	tools, err := s.listTools(startCtx, cs)
-	if err != nil {
-		closeSession()
-		return time.Time{}, startError(startCtx, s.cfg.StartTimeout, "list tools", err)
 	}
 	upSince = s.now()
 	s.mu.Lock()
@@ -247,6 +228,34 @@ func (s *server) runOnce(ctx context.Context) (upSince time.Time, err error) {
 			}
 		}
 	}
+}
+
+// connect starts the server and lists its tools, within StartTimeout.
+func (s *server) connect(ctx context.Context) (*sdk.ClientSession, []tool.Tool, error) {
+	transport, err := s.transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	client := sdk.NewClient(s.impl, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case s.refresh <- struct{}{}:
+			default:
+			}
+		},
+	})
+	startCtx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout)
+	defer cancel()
+	cs, err := client.Connect(startCtx, transport, nil)
+	if err != nil {
+		return nil, nil, startError(startCtx, s.cfg.StartTimeout, "start", err)
+	}
+	tools, err := s.listTools(startCtx, cs)
+	if err != nil {
+		_ = cs.Close()
+		return nil, nil, startError(startCtx, s.cfg.StartTimeout, "list tools", err)
+	}
+	return cs, tools, nil
 }
 
 // ping checks that the server still answers.
