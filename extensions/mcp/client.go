@@ -58,7 +58,7 @@ type ServerStatus struct {
 	Tools    []string  // the names offered to the model while up
 	Restarts int       // how many times it was started after the first
 	Calls    int       // tool calls in flight
-	Refreshs int       // tool lists fetched after notifications/tools/list_changed
+	Refreshes int       // tool lists fetched after notifications/tools/list_changed
 }
 
 // server supervises one configured MCP server: it connects, lists the
@@ -214,7 +214,7 @@ func (s *server) runOnce(ctx context.Context) (upSince time.Time, err error) {
 			s.mu.Lock()
 			s.tools = tools
 			s.mu.Unlock()
-			s.update(func(st *ServerStatus) { st.Tools, st.Refreshs = names(tools), st.Refreshs+1 })
+			s.update(func(st *ServerStatus) { st.Tools, st.Refreshes = names(tools), st.Refreshes+1 })
 			s.log.Info("MCP server's tools changed", "tools", len(tools))
 		case <-ping.C:
 			if err := s.ping(ctx, cs); err != nil {

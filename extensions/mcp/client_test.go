@@ -153,7 +153,7 @@ func TestEverythingOverStdio(t *testing.T) {
 		// server-everything registers get-roots-list (we offer roots) after
 		// initialisation and says so with notifications/tools/list_changed.
 		st := waitFor(t, s, "a refresh after tools/list_changed", func(st ServerStatus) bool {
-			return st.Refreshs > 0 && slices.Contains(st.Tools, "everything__get-roots-list")
+			return st.Refreshes > 0 && slices.Contains(st.Tools, "everything__get-roots-list")
 		})
 		if st.State != StateUp {
 			t.Fatalf("state %s after refresh", st.State)

@@ -45,7 +45,7 @@ func startWithMCP(t *testing.T, configYAML string) *Harness {
 			if st.State == mcp.StateStarting || (st.State == mcp.StateDown && st.Restarts == 0 && st.Err == "") {
 				return false
 			}
-			if st.State == mcp.StateUp && st.Refreshs == 0 && strings.HasPrefix(st.Name, "everything") {
+			if st.State == mcp.StateUp && st.Refreshes == 0 && strings.HasPrefix(st.Name, "everything") {
 				return false // server-everything announces more tools right after start
 			}
 		}
