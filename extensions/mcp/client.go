@@ -50,14 +50,14 @@ const (
 
 // ServerStatus is one server as the health check and tests see it.
 type ServerStatus struct {
-	Name     string
-	State    State
-	Since    time.Time
-	Err      string    // why it is down (or last went down)
-	RetryAt  time.Time // when a down server is started again
-	Tools    []string  // the names offered to the model while up
-	Restarts int       // how many times it was started after the first
-	Calls    int       // tool calls in flight
+	Name      string
+	State     State
+	Since     time.Time
+	Err       string    // why it is down (or last went down)
+	RetryAt   time.Time // when a down server is started again
+	Tools     []string  // the names offered to the model while up
+	Restarts  int       // how many times it was started after the first
+	Calls     int       // tool calls in flight
 	Refreshes int       // tool lists fetched after notifications/tools/list_changed
 }
 
