@@ -84,3 +84,44 @@ func TestDoctorChecksMCPServers(t *testing.T) {
 		t.Fatalf("doctor: %d\n%s", code, out)
 	}
 }
+
+// TestMemoryImportFromMCP: the memories of @modelcontextprotocol/server-memory
+// (a knowledge graph) are copied into Reverie's store.
+func TestMemoryImportFromMCP(t *testing.T) {
+	p := mcptest.Find(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	env := []string{"HOME=" + t.TempDir()}
+	if code, out, errs := runCLI(t, env, "init", "--data", dir); code != ExitOK {
+		t.Fatalf("init: %d %s %s", code, out, errs)
+	}
+	graph := filepath.Join(t.TempDir(), "memory.jsonl")
+	lines := `{"type":"entity","name":"Alice","entityType":"person","observations":["works at Acme","likes green tea"]}
+{"type":"entity","name":"Acme","entityType":"company","observations":["makes anvils"]}
+{"type":"relation","from":"Alice","to":"Acme","relationType":"works_at"}
+`
+	if err := os.WriteFile(graph, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(p.Memory)
+	cfg := fmt.Sprintf("mcp:\n  servers:\n    kg:\n      command: %q\n      args: %s\n      env: {MEMORY_FILE_PATH: %q}\n", p.Node, args, graph)
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, env, "memory", "import", "--data", dir, "--from-mcp", "kg", "--tool", "read_graph")
+	if code != ExitOK || !strings.Contains(out, "imported 3 memories from MCP server kg") {
+		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+	code, out, _ = runCLI(t, env, "memory", "search", "--data", dir, "green tea")
+	if code != ExitOK || !strings.Contains(out, "Alice: likes green tea") {
+		t.Fatalf("search after import: %d %q", code, out)
+	}
+	// Importing again duplicates nothing.
+	code, out, _ = runCLI(t, env, "memory", "import", "--data", dir, "--from-mcp", "kg", "--tool", "read_graph")
+	if code != ExitOK || !strings.Contains(out, "imported 0 memories") || !strings.Contains(out, "3 already known") {
+		t.Fatalf("second import: %d %q", code, out)
+	}
+	code, _, errs = runCLI(t, env, "memory", "import", "--data", dir, "--from-mcp", "nope")
+	if code == ExitOK || !strings.Contains(errs, "no such MCP server") {
+		t.Fatalf("unknown server: %d %q", code, errs)
+	}
+}

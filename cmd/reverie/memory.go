@@ -29,7 +29,7 @@ process, so stop a running agent first (one agent per data dir), or use the web 
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newMemorySearchCmd(g, env), newMemoryAddCmd(g, env), newMemoryListCmd(g, env), newMemoryEditCmd(g, env),
-		newMemoryForgetCmd(g, env))
+		newMemoryForgetCmd(g, env), newMemoryImportCmd(g, env))
 	cmd.AddCommand(children...)
 	return cmd
 }

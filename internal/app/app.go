@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -225,9 +226,16 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if cfgPath == "" {
 		cfgPath = filepath.Join(opts.DataDir, "config.yaml")
 	}
+	// Sections of every extension built in are known, also those this
+	// process does not load (reverie memory, dream: no extensions), so a
+	// config.yaml with a web: or mcp: section still loads.
 	ids := make([]string, 0, len(opts.Registry))
-	for _, info := range opts.Registry {
-		ids = append(ids, info.ID)
+	for _, infos := range [][]extension.Info{opts.Registry, extension.Registered()} {
+		for _, info := range infos {
+			if !slices.Contains(ids, info.ID) {
+				ids = append(ids, info.ID)
+			}
+		}
 	}
 	cfg, err := config.Load(cfgPath, opts.Env, ids)
 	if err != nil {

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reverie-ai/reverie/extensions/mcp"
+	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/memory"
+)
+
+// newMemoryImportCmd is `reverie memory import --from-mcp SERVER`: copy an
+// external MCP memory store into Reverie's own.
+func newMemoryImportCmd(g *globalFlags, env []string) *cobra.Command {
+	var server, toolName, args string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "import --from-mcp SERVER",
+		Short: "Copy the memories of an MCP memory server (OpenMemory, server-memory…) into Reverie's store",
+		Long: `Start the MCP server SERVER of the mcp.servers section, call its listing tool (--tool, default
+list_memories as OpenMemory names it; read_graph for @modelcontextprotocol/server-memory) and add
+every memory it returns to Reverie's long-term store (source "import"; equal memories are not
+duplicated). Knowledge-graph results become one memory per observation, "<entity>: <observation>".
+Stop a running agent first (one agent per data dir).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if server == "" {
+				return errors.New("--from-mcp SERVER is required (a server of the mcp.servers section)")
+			}
+			if !json.Valid([]byte(args)) {
+				return fmt.Errorf("--arguments %q is not JSON", args)
+			}
+			dir, err := g.dataDir(env)
+			if err != nil {
+				return err
+			}
+			cfgPath := g.config
+			if cfgPath == "" {
+				cfgPath = filepath.Join(dir, "config.yaml")
+			}
+			full, err := loadConfig(cfgPath, env)
+			if err != nil {
+				return err
+			}
+			mcfg := mcp.ParseConfig()
+			if err := full.DecodeExtension(mcp.ID, &mcfg); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			texts, err := mcp.ReadMemories(ctx, mcfg, dir, server, toolName, json.RawMessage(args))
+			if err != nil {
+				return err
+			}
+			return withApp(cmd, g, env, func(ctx context.Context, a *app.App) error {
+				added, existing, refused := 0, 0, 0
+				for _, t := range texts {
+					r, err := a.Memory.Remember(ctx, memory.Memory{Text: t, Kind: memory.KindFact, Source: memory.SourceImport}, false)
+					switch {
+					case err != nil:
+						refused++
+						fmt.Fprintf(cmd.ErrOrStderr(), "not imported (%v): %.80s\n", err, t)
+					case r.Existing:
+						existing++
+					default:
+						added++
+					}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "imported %d memories from MCP server %s (%d already known, %d refused)\n",
+					added, server, existing, refused)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&server, "from-mcp", "", "the MCP server to read (a name under mcp.servers)")
+	cmd.Flags().StringVar(&toolName, "tool", "list_memories", "the server's tool that lists its memories (read_graph for server-memory)")
+	cmd.Flags().StringVar(&args, "arguments", "{}", "the tool's arguments, a JSON object")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up on the MCP server after this long")
+	return cmd
+}
