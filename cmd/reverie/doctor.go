@@ -237,14 +237,13 @@ func (d *doctor) checkMCP(ctx context.Context) {
 	if !d.cfg.ExtensionEnabled(mcp.ID, true) || !d.cfg.HasExtensionSection(mcp.ID) {
 		return
 	}
+	// An invalid section is reported by the extensions' settings check.
 	cfg := mcp.ParseConfig()
 	if err := d.cfg.DecodeExtension(mcp.ID, &cfg); err != nil {
-		d.add("mcp", checkFail, "%v", err)
 		return
 	}
 	sts, err := mcp.Probe(ctx, cfg, d.dir)
 	if err != nil {
-		d.add("mcp", checkFail, "%v", err)
 		return
 	}
 	for _, st := range sts {

@@ -306,7 +306,7 @@ func TestDoctorChecksExtensionSettings(t *testing.T) {
 		t.Fatalf("init: %d %s%s", code, out, errs)
 	}
 	code, out, _ := runCLI(t, env, "doctor", "--data", dir)
-	if code != ExitOK || !strings.Contains(out, "settings of kv, web are valid") {
+	if code != ExitOK || !strings.Contains(out, "settings of kv, mcp, web are valid") {
 		t.Fatalf("doctor on a fresh data dir: %d\n%s", code, out)
 	}
 	for _, bad := range []string{"REVERIE_WEB__LISTEN=localhost", "REVERIE_KV__MAX_KEYS=0"} {

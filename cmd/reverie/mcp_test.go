@@ -15,18 +15,6 @@ import (
 	"github.com/reverie-ai/reverie/extensions/mcp/mcptest"
 )
 
-// runMainEnv makes the test binary behave as the reverie binary, so that
-// outside programs (the MCP inspector) can start `reverie mcp`.
-const runMainEnv = "REVERIE_TEST_RUN_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
-
 // TestMCPCommandWithInspector: the npm MCP inspector, an outside client,
 // lists the tools of `reverie mcp --data DIR` over stdio.
 func TestMCPCommandWithInspector(t *testing.T) {
@@ -44,7 +32,7 @@ func TestMCPCommandWithInspector(t *testing.T) {
 	// wrapper script sets the variable that turns the test binary into
 	// reverie.
 	wrapper := filepath.Join(t.TempDir(), "reverie")
-	script := "#!/bin/sh\n" + runMainEnv + "=1 exec '" + exe + "' \"$@\"\n"
+	script := "#!/bin/sh\n" + envAsMain + "=1 exec '" + exe + "' \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -42,13 +42,11 @@ type MCP struct {
 // Init decodes the `mcp:` section and prepares a supervisor per enabled
 // server (they start in Run).
 func (m *MCP) Init(_ context.Context, host extension.Host) error {
-	m.cfg = defaultConfig()
-	if err := host.DecodeConfig(&m.cfg); err != nil {
+	cfg, err := decodeConfig(host.DecodeConfig)
+	if err != nil {
 		return err
 	}
-	if err := m.cfg.validate(); err != nil {
-		return fmt.Errorf("%w: %w", extension.ErrInvalidConfig, err)
-	}
+	m.cfg = cfg
 	m.host, m.log = host, host.Logger()
 	impl := &sdk.Implementation{Name: "reverie", Version: version}
 	for _, name := range m.cfg.names() {
@@ -62,6 +60,24 @@ func (m *MCP) Init(_ context.Context, host extension.Host) error {
 		m.httpMCP = newHTTPServer(api.ServicesFrom(host), host.DataDir(), m.log)
 	}
 	return nil
+}
+
+// CheckConfig decodes and validates the section as Init does (for
+// reverie doctor, which also starts each server once: see Probe).
+func (m *MCP) CheckConfig(decode func(v any) error) error {
+	_, err := decodeConfig(decode)
+	return err
+}
+
+func decodeConfig(decode func(v any) error) (Config, error) {
+	cfg := defaultConfig()
+	if err := decode(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := cfg.validate(); err != nil {
+		return cfg, fmt.Errorf("%w: %w", extension.ErrInvalidConfig, err)
+	}
+	return cfg, nil
 }
 
 // Run supervises every configured server until ctx ends.
@@ -167,6 +183,7 @@ func (m *MCP) HTTPEndpoints() []extension.HTTPEndpoint {
 
 var (
 	_ extension.Extension           = (*MCP)(nil)
+	_ extension.ConfigChecker       = (*MCP)(nil)
 	_ extension.ServiceProvider     = (*MCP)(nil)
 	_ extension.DynamicToolProvider = (*MCP)(nil)
 	_ extension.HealthChecker       = (*MCP)(nil)
