@@ -70,6 +70,9 @@ type server struct {
 	log     *slog.Logger
 	impl    *sdk.Implementation
 	now     func() time.Time
+	// secret registers a resolved env or header value for redaction
+	// (Host.RegisterSecret).
+	secret func(string)
 
 	// Timings, shortened by tests.
 	minBackoff, maxBackoff, pingEvery, pingTimeout time.Duration
@@ -89,6 +92,7 @@ func newServer(name string, cfg ServerConfig, dataDir string, log *slog.Logger, 
 	return &server{
 		name: name, cfg: cfg, dataDir: dataDir, log: log.With("mcp_server", name), impl: impl, now: now,
 		minBackoff: minBackoff, maxBackoff: maxBackoff, pingEvery: pingEvery, pingTimeout: pingTimeout,
+		secret:  func(string) {},
 		refresh: make(chan struct{}, 1), suspect: make(chan struct{}, 1),
 		st:      ServerStatus{Name: name, State: StateStarting, Since: now()},
 		changed: make(chan struct{}),
@@ -288,6 +292,7 @@ func (s *server) transport() (sdk.Transport, error) {
 			if err != nil {
 				return nil, fmt.Errorf("header %s: %w", k, err)
 			}
+			s.secret(val)
 			headers.Set(k, val)
 		}
 		return &sdk.StreamableClientTransport{
@@ -330,6 +335,7 @@ func (s *server) environment() ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("env %s: %w", k, err)
 		}
+		s.secret(val)
 		env = append(env, k+"="+val)
 	}
 	return env, nil

@@ -54,7 +54,9 @@ func (m *MCP) Init(_ context.Context, host extension.Host) error {
 		if !sc.on() {
 			continue
 		}
-		m.servers = append(m.servers, newServer(name, sc, host.DataDir(), m.log, impl, host.Now))
+		s := newServer(name, sc, host.DataDir(), m.log, impl, host.Now)
+		s.secret = host.RegisterSecret
+		m.servers = append(m.servers, s)
 	}
 	if m.cfg.Serve.HTTP {
 		m.httpMCP = newHTTPServer(api.ServicesFrom(host), host.DataDir(), m.log)

@@ -150,7 +150,7 @@ func TestReverieMCPEndpointAuth(t *testing.T) {
 		{"no token", "", nil, "", http.StatusUnauthorized},
 		{"wrong token", "Bearer nope-nope-nope-nope", nil, "", http.StatusUnauthorized},
 		{"cross-site browser request", "Bearer " + w.Token, map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, "", http.StatusForbidden},
-		{"foreign Host (DNS rebinding)", "Bearer " + w.Token, nil, "evil.example", http.StatusForbidden},
+		{"foreign Host (DNS rebinding)", "Bearer " + w.Token, nil, "evil.example", http.StatusMisdirectedRequest},
 		{"text/plain body", "Bearer " + w.Token, map[string]string{"Content-Type": "text/plain"}, "", http.StatusUnsupportedMediaType},
 	}
 	for _, tc := range cases {
