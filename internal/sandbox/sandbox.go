@@ -7,8 +7,10 @@
 //	<this executable> __sandbox-exec --rw <workspace> [--ro <dir>]… [--net] -- /bin/sh -c CMD
 //
 // (inside bubblewrap when it works, directly otherwise). The launcher applies
-// a Landlock ruleset to its own process, sets no_new_privs and replaces itself
-// with the command (execve), which inherits both and cannot undo them.
+// a Landlock ruleset to its own process, sets no_new_privs, drops every
+// capability (bounding set included: a command started by root has none)
+// and replaces itself with the command (execve), which inherits all of it
+// and cannot undo it.
 //
 // # How the subcommand is served
 //
@@ -209,6 +211,9 @@ func Main(args []string, stderr io.Writer) int {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(out, fmt.Errorf("set no_new_privs: %w", err))
 	}
+	if err := dropCapabilities(); err != nil {
+		return fail(out, err)
+	}
 	// The limits come last, immediately before the exec, with everything
 	// the exec needs prepared first: under RLIMIT_AS the Go runtime must
 	// not map memory any more (its address space may already be above the
@@ -233,6 +238,41 @@ func Main(args []string, stderr io.Writer) int {
 		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
 	restoreLimits(saved)
 	return fail(out, fmt.Errorf("exec %s: %w", path, errno))
+}
+
+// dropCapabilities empties the capability bounding, ambient, inheritable,
+// permitted and effective sets of this thread (the one that executes the
+// command), so that a command started by root (without bubblewrap, or as
+// root inside bubblewrap's user namespace) has no capability: it cannot
+// raise its resource limits, load kernel modules, open raw sockets or
+// signal other users' processes. Without CAP_SETPCAP (an unprivileged
+// user) the bounding set cannot change and there is nothing to drop.
+func dropCapabilities() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	if data[0].Permitted == 0 && data[1].Permitted == 0 {
+		return nil
+	}
+	for c := 0; c <= unix.CAP_LAST_CAP+23; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if errors.Is(err, unix.EINVAL) {
+			break // past the last capability this kernel knows
+		}
+		if err != nil {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	data = [2]unix.CapUserData{}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	return nil
 }
 
 // joinCgroup moves this process into the cgroup whose cgroup.procs file is

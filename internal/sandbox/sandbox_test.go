@@ -387,3 +387,22 @@ func TestBadDescriptorRefused(t *testing.T) {
 		t.Fatal("parse accepted descriptor 2 for a cgroup")
 	}
 }
+
+// TestLaunchDropsCapabilities: the command has no capability, even when
+// the launcher runs as root (it then cannot raise its limits either).
+func TestLaunchDropsCapabilities(t *testing.T) {
+	ws := t.TempDir()
+	spec := Spec{ReadWrite: []string{ws}, Limits: Limits{FileSize: 1 << 20}}
+	out, code := launch(t, spec, ws, nil, "/bin/sh", "-c", "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status; ulimit -f unlimited 2>/dev/null && echo raised")
+	if code != 0 && !strings.Contains(out, "Cap") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(line, "Cap") && !strings.HasSuffix(line, "0000000000000000") {
+			t.Errorf("capabilities left: %s", line)
+		}
+	}
+	if strings.Contains(out, "raised") {
+		t.Errorf("the command raised its file size limit:\n%s", out)
+	}
+}
