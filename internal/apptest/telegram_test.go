@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
 	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -455,4 +457,41 @@ func cookiePost(t *testing.T, w *WebHarness, path, body, origin string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// The telegram: section decodes through the real configuration loader:
+// lists written as YAML lists or comma-separated (the environment's form),
+// the token as any secret form, and bad values named with their line.
+func TestTelegramConfigForms(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		env        []string
+		want       telegram.UserIDs
+		bad        string
+	}{
+		{"yaml list", "telegram:\n  token: {env: TG}\n  allowed_users: [1, 2]\n", nil, telegram.UserIDs{1, 2}, ""},
+		{"comma string", "telegram:\n  allowed_users: \"3,4\"\n", nil, telegram.UserIDs{3, 4}, ""},
+		{"env comma list", "", []string{"REVERIE_TELEGRAM__ALLOWED_USERS=5, 6"}, telegram.UserIDs{5, 6}, ""},
+		{"env one id", "", []string{"REVERIE_TELEGRAM__ALLOWED_USERS=7"}, telegram.UserIDs{7}, ""},
+		{"bad id", "telegram:\n  allowed_users: [x]\n", nil, nil, "config.yaml:2"},
+		{"unknown key", "telegram:\n  tokn: x\n", nil, nil, "tokn"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(path, tc.env, []string{telegram.ID})
+			if err == nil {
+				got := telegram.DefaultConfig()
+				err = cfg.DecodeExtension(telegram.ID, &got)
+				if err == nil && fmt.Sprint(got.AllowedUsers) != fmt.Sprint(tc.want) {
+					t.Fatalf("allowed_users = %v, want %v", got.AllowedUsers, tc.want)
+				}
+			}
+			if (err != nil) != (tc.bad != "") || (err != nil && !strings.Contains(err.Error(), tc.bad)) {
+				t.Fatalf("err = %v, want one naming %q", err, tc.bad)
+			}
+		})
+	}
 }
