@@ -114,7 +114,7 @@ func (t *Telegram) OpenStream(ctx context.Context, addr chat.Address) (extension
 		return nil, err
 	}
 	tctx, cancel := context.WithCancel(ctx)
-	s := &stream{t: t, ctx: ctx, chat: chatID, now: t.host.Now, stopTyping: cancel}
+	s := &stream{t: t, chat: chatID, now: t.host.Now, stopTyping: cancel}
 	s.typing.Add(1)
 	t.streams.Add(1)
 	go func() {
@@ -150,9 +150,12 @@ func keepTyping(ctx context.Context, send func(ctx context.Context) error) {
 
 // stream is one reply being streamed to a chat. Its methods are called from
 // one goroutine (extension.Stream).
+//
+// Stream methods take no context: each Bot API call they make is bounded by
+// callTimeout instead, and the typing indicator ends with the turn's
+// context or Close.
 type stream struct {
 	t          *Telegram
-	ctx        context.Context
 	chat       int64
 	now        func() time.Time
 	stopTyping context.CancelFunc
@@ -196,7 +199,7 @@ func (s *stream) flush() {
 	}
 	var err error
 	if s.msgID == 0 {
-		cctx, cancel := context.WithTimeout(s.ctx, callTimeout)
+		cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		var m *models.Message
 		m, err = s.t.api.bot.SendMessage(cctx, &bot.SendMessageParams{ChatID: s.chat, Text: toHTML(text), ParseMode: models.ParseModeHTML, LinkPreviewOptions: noPreview})
 		cancel()
@@ -205,7 +208,7 @@ func (s *stream) flush() {
 			s.msgID = m.ID
 		}
 	} else {
-		err = s.t.editPiece(s.ctx, s.chat, s.msgID, text, false)
+		err = s.t.editPiece(context.Background(), s.chat, s.msgID, text, false)
 	}
 	s.lastEdit = s.now()
 	if err != nil {
@@ -233,7 +236,7 @@ func (s *stream) Close(final string, err error) error {
 	if len(pieces) == 0 {
 		return nil
 	}
-	ctx := context.WithoutCancel(s.ctx)
+	ctx := context.Background() // the reply is stored; deliver it even if the turn's context ended
 	if wait := s.notBefore.Sub(s.now()); wait > 0 {
 		_ = s.t.opts.Sleep(ctx, wait) // Telegram asked for a pause (429)
 	}

@@ -208,7 +208,9 @@ func (t *Telegram) ChannelName() string { return ChannelName }
 func (t *Telegram) Run(ctx context.Context) error {
 	defer t.opts.HTTPClient.CloseIdleConnections()
 	for attempt := 0; t.bot() == nil; attempt++ {
-		me, err := t.api.bot.GetMe(ctx)
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		me, err := t.api.bot.GetMe(cctx)
+		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
