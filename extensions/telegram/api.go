@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // Timeouts of Bot API calls.
@@ -25,7 +27,7 @@ const (
 )
 
 // redacted replaces the token in every error text.
-const redacted = "[telegram-token]"
+const redacted = extension.RedactedSecret
 
 // client is the Bot API as the channel uses it: the go-telegram/bot client
 // for every method, and getUpdates by hand — the library polls only in its

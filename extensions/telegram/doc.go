@@ -47,7 +47,9 @@
 // program polls with the same token, or a webhook is set) is reported in
 // the log and in /status and retried; network errors are retried with
 // backoff capped at one minute. The token never appears in a log line or
-// an error: every error from the Bot API is scrubbed of it.
+// an error: it is registered with the host's secret redaction
+// (Host.RegisterSecret) in Init, and every error from the Bot API is
+// scrubbed of it by the client as well.
 //
 // # Messages
 //

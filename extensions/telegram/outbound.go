@@ -230,7 +230,7 @@ func (s *stream) Close(final string, err error) error {
 	s.typing.Wait()
 	text := strings.TrimSpace(final)
 	if text == "" && err != nil {
-		text = "Sorry, that failed: " + err.Error()
+		text = "Sorry, that failed: " + s.t.host.Redact(err.Error())
 	}
 	pieces := split(text, MaxMessageLen)
 	if len(pieces) == 0 {

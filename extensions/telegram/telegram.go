@@ -117,6 +117,10 @@ func (t *Telegram) Init(ctx context.Context, host extension.Host) error {
 	if err != nil {
 		return fmt.Errorf("%w: telegram.token (%s): %w", extension.ErrInvalidConfig, t.cfg.Token.Source(), err)
 	}
+	// From here on the token is replaced in every log line, event and
+	// stored record of the process (and scrubbed from the Bot API's errors
+	// by the client itself).
+	host.RegisterSecret(token)
 	if !tokenPattern.MatchString(token) {
 		return fmt.Errorf("%w: telegram.token (%s) does not look like a bot token (digits, a colon, then letters, digits, - and _)",
 			extension.ErrInvalidConfig, t.cfg.Token.Source())
@@ -393,7 +397,7 @@ func (t *Telegram) tellRefused(ctx context.Context, u *models.Update, err error)
 	if u.Message == nil {
 		return
 	}
-	_ = t.sendText(ctx, u.Message.Chat.ID, "Sorry, your message could not be accepted ("+err.Error()+"). Please send it again.")
+	_ = t.sendText(ctx, u.Message.Chat.ID, "Sorry, your message could not be accepted ("+t.host.Redact(err.Error())+"). Please send it again.")
 }
 
 // Tools offers telegram_send_file.

@@ -193,6 +193,9 @@ func TestInitOffline(t *testing.T) {
 	if err := tg.Health(t.Context()); err == nil || strings.Contains(err.Error(), "TEST-token") {
 		t.Fatalf("health = %v (want the failure, without the token)", err)
 	}
+	if got := h.Redact("token=" + testToken); strings.Contains(got, "TEST-token") {
+		t.Fatalf("the token is not registered as a secret: %q", got)
+	}
 }
 
 func TestScrubAndClassify(t *testing.T) {
