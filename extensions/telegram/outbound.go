@@ -241,7 +241,10 @@ func (s *stream) Close(final string, err error) error {
 		_ = s.t.opts.Sleep(ctx, wait) // Telegram asked for a pause (429)
 	}
 	first := 0
-	if s.msgID != 0 && !s.failed {
+	// Even after a failed edit the streamed message gets the whole reply
+	// (with retries) rather than a second copy; only if that fails too is
+	// the reply sent anew.
+	if s.msgID != 0 {
 		if pieces[0] != s.shown {
 			if wait := editInterval - s.now().Sub(s.lastEdit); wait > 0 {
 				_ = s.t.opts.Sleep(ctx, wait)

@@ -376,3 +376,37 @@ func TestStreamEditRate(t *testing.T) {
 		t.Errorf("final text %q", ms[0].Plain)
 	}
 }
+
+// An edit that fails while streaming stops the edits; the streamed message
+// still ends with the whole reply (no second copy).
+func TestStreamRecoversFromAFailedEdit(t *testing.T) {
+	srv := telegramtest.New(t, testToken)
+	h := extensiontest.NewHost(t, extensiontest.WithID(ID), extensiontest.WithConfig(fmt.Sprintf("token: %q\napi_url: %s\n", testToken, srv.URL())))
+	tg := New(Options{Sleep: func(context.Context, time.Duration) error { return nil }})
+	if err := tg.Init(t.Context(), h); err != nil {
+		t.Fatal(err)
+	}
+	st, err := tg.OpenStream(t.Context(), chat.Address{Channel: ChannelName, Thread: "telegram:78"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.(*stream)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return now }
+	_ = s.Delta("first part")
+	srv.Fail("editMessageText", telegramtest.Failure{Code: 500, Desc: "Internal Server Error"})
+	now = now.Add(2 * time.Second)
+	_ = s.Delta(", second part")
+	now = now.Add(2 * time.Second)
+	_ = s.Delta(", third part")
+	if !s.failed {
+		t.Fatal("the failed edit was not noticed")
+	}
+	if err := s.Close("first part, second part, third part", nil); err != nil {
+		t.Fatal(err)
+	}
+	ms := srv.Messages(78)
+	if len(ms) != 1 || ms[0].Plain != "first part, second part, third part" {
+		t.Fatalf("messages %+v", ms)
+	}
+}
