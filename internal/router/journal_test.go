@@ -184,3 +184,38 @@ func TestInterruptedTurns(t *testing.T) {
 		})
 	}
 }
+
+// An interrupted turn is handled first in its thread at start-up, before
+// items accepted earlier that had not started (concurrent acceptances can
+// run out of inbox order), so nothing lands between it and its answer.
+func TestInterruptedTurnRunsFirstInItsThread(t *testing.T) {
+	h := newHarness(t, echo("answer"), nil, nil)
+	ctx := context.Background()
+	const thread chat.ThreadID = "web:o"
+	h.markKnown(thread)
+	last, err := h.store.LastMessageID(ctx, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.db.Exec(`INSERT INTO router_inbox (thread, kind, channel, text, received_at) VALUES (?,?,?,?,?)`,
+		string(thread), string(jobMessage), "web", "waiting", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.db.Exec(`INSERT INTO router_inbox (thread, kind, channel, text, received_at, started_at, after_message_id, attempts) VALUES (?,?,?,?,?,?,?,?)`,
+		string(thread), string(jobMessage), "web", "interrupted", 2, 3, last, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Append(ctx, thread, llm.UserText("interrupted")); err != nil {
+		t.Fatal(err)
+	}
+	h.run()
+	for _, want := range []string{"answer: interrupted", "answer: waiting"} {
+		if got := recv(t, h.web.out); got.Text != want {
+			t.Errorf("sent %q, want %q", got.Text, want)
+		}
+	}
+	want := []string{"assistant:earlier", "user:interrupted", "assistant:answer: interrupted", "user:waiting", "assistant:answer: waiting"}
+	if got := roles(t, h.store, thread); !slices.Equal(got, want) {
+		t.Errorf("history %q, want %q", got, want)
+	}
+}

@@ -229,6 +229,9 @@ func (r *Router) processInterrupted(ctx context.Context, j *job) outcome {
 		return r.process(ctx, j)
 	}
 	after := msgs[stored+1:]
+	if next := slices.IndexFunc(after, func(m conversation.StoredMessage) bool { return m.Message.Role == llm.RoleUser }); next >= 0 {
+		after = after[:next] // another item's (it cannot be: interrupted turns run first)
+	}
 	if n := len(after); n > 0 && after[n-1].Message.Role == llm.RoleAssistant && len(after[n-1].Message.ToolCalls()) == 0 {
 		r.forget(ctx, j)
 		return outcome{res: agent.Result{Reply: after[n-1].Message.Text()}}

@@ -464,9 +464,20 @@ func (r *Router) Run(ctx context.Context) error {
 		}
 	}
 	for t, q := range r.queues {
-		// Items accepted before Run started were queued before the replay:
-		// acceptance order is inbox id order.
-		slices.SortFunc(q.jobs, func(a, b *job) int { return cmp.Compare(a.id, b.id) })
+		// A turn a stop interrupted comes first in its thread (at most one
+		// per thread: a thread runs one item at a time), so that nothing
+		// lands in the thread between it and its resumption or note; then
+		// acceptance order, which is inbox id order (items accepted before
+		// Run started were queued before the replay).
+		slices.SortFunc(q.jobs, func(a, b *job) int {
+			if a.started != b.started {
+				if a.started {
+					return -1
+				}
+				return 1
+			}
+			return cmp.Compare(a.id, b.id)
+		})
 		if len(q.jobs) > 0 && !q.running {
 			q.running = true
 			r.wg.Add(1)
