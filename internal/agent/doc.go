@@ -15,7 +15,17 @@
 //     produces them, so a crash mid-turn keeps what already happened and the
 //     stored history never holds a tool call without its results.
 //   - Provider failures end the turn with a user-facing text (Result.Reply)
-//     and the error; the stored history stays consistent.
+//     and the error; the stored history stays consistent. When tools ran
+//     before the failure, the text lists them with their results
+//     (DescribeCalls), so that the user does not repeat what succeeded.
+//   - A round that cannot be stored (a full disk) stops the turn with an
+//     error wrapping ErrNotSaved: no model call follows it and its answer
+//     is never returned as a reply, so nothing is shown that the history
+//     does not have.
+//   - Input.BeforeToolCall sees every tool call, with its arguments, before
+//     it runs (the router's turn journal records it there); Input.Resume
+//     carries on a turn a restart interrupted from the stored history,
+//     without storing its message again.
 //   - A message larger than the model's context window is cut in the middle
 //     for the model only; the stored copy stays intact.
 //   - Follow-up system events (condense requests, supervisor corrections) are

@@ -119,7 +119,7 @@ func TestCrashInjection(t *testing.T) {
 		kills     = 20
 		perCycle  = 4
 		threads   = 3
-		shellWait = "0.2"
+		shellWait = "0.1"
 	)
 	dir := filepath.Join(t.TempDir(), "data")
 	addr := freePort(t)
@@ -128,7 +128,7 @@ func TestCrashInjection(t *testing.T) {
 	// The model: the first call of a turn answers plain messages and asks
 	// for the tool of the others; the call after a tool result answers.
 	// Seeds and anything else get a short text. Each reply waits a random
-	// 0–40 ms. Every call counts toward the cycle's kill point.
+	// 0–25 ms. Every call counts toward the cycle's kill point.
 	var calls atomic.Int64
 	var killAt atomic.Int64
 	kill := make(chan struct{}, 1)
@@ -140,7 +140,7 @@ func TestCrashInjection(t *testing.T) {
 			default:
 			}
 		}
-		delay := time.Duration(random(40)) * time.Millisecond
+		delay := time.Duration(random(25)) * time.Millisecond
 		n, kind, afterTool := lastTurn(req.Messages)
 		switch {
 		case n < 0:
@@ -189,7 +189,7 @@ func TestCrashInjection(t *testing.T) {
 		startup += time.Since(t0)
 		calls.Store(0)
 		// A kill point: one of the model calls this cycle may make.
-		killAt.Store(int64(1 + random(3*perCycle)))
+		killAt.Store(int64(1 + random(2*perCycle)))
 		var wg sync.WaitGroup
 		var batch []*crashMessage
 		if !final {

@@ -219,3 +219,38 @@ func TestInterruptedTurnRunsFirstInItsThread(t *testing.T) {
 		t.Errorf("history %q, want %q", got, want)
 	}
 }
+
+// A notification stored before a crash removed its inbox row is not
+// stored again; one that was not stored is.
+func TestInterruptedNotificationIsStoredOnce(t *testing.T) {
+	for _, stored := range []bool{true, false} {
+		t.Run(map[bool]string{true: "stored", false: "not stored"}[stored], func(t *testing.T) {
+			h := newHarness(t, echo("answer"), nil, nil)
+			ctx := context.Background()
+			const thread chat.ThreadID = "web:n"
+			h.markKnown(thread)
+			last, err := h.store.LastMessageID(ctx, thread)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.db.Exec(`INSERT INTO router_inbox (thread, kind, channel, text, received_at, started_at, after_message_id, attempts) VALUES (?,?,?,?,?,?,?,?)`,
+				string(thread), string(jobNotify), "web", "reminder: tea", 1, 2, last, 1); err != nil {
+				t.Fatal(err)
+			}
+			if stored {
+				if _, err := h.store.Append(ctx, thread, llm.AssistantText("reminder: tea")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.run()
+			// A message after it is answered after it.
+			if _, err := h.router.Handle(ctx, chat.Inbound{Address: chat.Address{Thread: thread}, Text: "next"}); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"assistant:earlier", "assistant:reminder: tea", "user:next", "assistant:answer: next"}
+			if got := roles(t, h.store, thread); !slices.Equal(got, want) {
+				t.Errorf("history %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -71,7 +71,26 @@ func (r *Router) processEvent(ctx context.Context, j *job) outcome {
 	return outcome{res, err}
 }
 
+// processNotify stores and delivers a notification, once: its inbox row is
+// marked (with the thread's last message id) before it is stored, so that a
+// crash between storing it and removing the row does not store it twice.
 func (r *Router) processNotify(ctx context.Context, j *job) outcome {
+	if j.started {
+		msgs, err := r.o.Threads.Messages(ctx, j.thread, conversation.MessageQuery{AfterID: j.afterID, IncludeArchived: true})
+		if err != nil {
+			r.log.Error("could not check a notification interrupted by a stop; it stays for the next start", "thread", j.thread, "err", err)
+			return outcome{err: fmt.Errorf("check the notification on %s: %w", j.thread, err)}
+		}
+		if slices.ContainsFunc(msgs, func(m conversation.StoredMessage) bool {
+			return m.Message.Role == llm.RoleAssistant && m.Message.Text() == j.text
+		}) {
+			r.forget(ctx, j)
+			return outcome{res: agent.Result{Reply: j.text}}
+		}
+	} else if _, err := r.beginTurn(ctx, j); err != nil {
+		r.log.Error("could not store a notification; it stays for the next start", "thread", j.thread, "err", err)
+		return outcome{err: fmt.Errorf("store notification on %s: %w", j.thread, err)}
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	_, err := r.o.Threads.Append(sctx, j.thread, llm.AssistantText(j.text))
 	cancel()
