@@ -200,6 +200,9 @@ func (d *doctor) checkExtensions() {
 func (d *doctor) checkTelegram(ctx context.Context) {
 	decode := func(v any) error { return d.cfg.DecodeExtension(telegram.ID, v) }
 	if !d.cfg.ExtensionEnabled(telegram.ID, telegram.Configured(decode)) {
+		if d.cfg.HasExtensionSection(telegram.ID) && d.cfg.ExtensionEnabled(telegram.ID, true) && !telegram.Configured(decode) {
+			d.add("telegram", checkWarn, "the telegram: section has no token, so the channel is off (set telegram.token or REVERIE_TELEGRAM__TOKEN)")
+		}
 		return
 	}
 	name, err := telegram.Check(ctx, decode, d.dir)

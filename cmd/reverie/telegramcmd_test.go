@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,13 @@ func TestTelegramDoctorAndCommands(t *testing.T) {
 	// Without a token the channel is off and not checked.
 	if _, out, _ = runCLI(t, base, "doctor", "--data", dir); strings.Contains(out, "telegram") {
 		t.Fatalf("doctor checked an unconfigured channel:\n%s", out)
+	}
+	// A telegram: section without a token is pointed out.
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("telegram:\n  allowed_users: [5]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ = runCLI(t, base, "doctor", "--data", dir); !strings.Contains(out, "[warn] telegram") || !strings.Contains(out, "no token") {
+		t.Fatalf("doctor with a section but no token:\n%s", out)
 	}
 
 	code, _, errs := runCLI(t, base, "telegram", "pending", "--data", dir)
