@@ -30,10 +30,11 @@ type Enumerator interface {
 type Option func(*options)
 
 type options struct {
-	enums      []enumOption
-	readOnly   bool
-	inOrder    bool
-	categories []string
+	enums        []enumOption
+	readOnly     bool
+	inOrder      bool
+	readsPrivate bool
+	categories   []string
 }
 
 type enumOption struct {
@@ -66,6 +67,15 @@ func InOrder() Option {
 	return func(o *options) { o.inOrder = true }
 }
 
+// ReadsPrivateData marks the tool as one whose results carry the user's
+// private data (memories, files, stored values). The approval policy uses
+// it: once such a tool has answered in a turn, sending data out (fetch_url
+// to a host the user did not name) needs the user's approval. See
+// ReadsPrivate.
+func ReadsPrivateData() Option {
+	return func(o *options) { o.readsPrivate = true }
+}
+
 // WithCategories tags the tool with categories such as "research",
 // "execution" or "orchestration". Profiles can select a whole category with
 // an "@category" entry; see Profiles.
@@ -83,6 +93,19 @@ type Categorized interface {
 // side effects (every tool built by New or NewRaw).
 type ReadOnlyReporter interface {
 	ReadOnly() bool
+}
+
+// PrivateReader is implemented by tools that say whether their results
+// carry the user's private data (every tool built by New or NewRaw).
+type PrivateReader interface {
+	ReadsPrivate() bool
+}
+
+// ReadsPrivate reports whether t declared that its results carry private
+// data (ReadsPrivateData). Tools that do not say are assumed not to.
+func ReadsPrivate(t Tool) bool {
+	r, ok := t.(PrivateReader)
+	return ok && r.ReadsPrivate()
 }
 
 // IsReadOnly reports whether t declared itself read-only. Tools that do not
@@ -163,6 +186,7 @@ func New[A any](name, description string, fn func(ctx context.Context, args A) (
 			resolved:    resolved,
 			readOnly:    o.readOnly,
 			inOrder:     o.inOrder,
+			private:     o.readsPrivate,
 			categories:  slices.Clone(o.categories),
 		},
 		fn: fn,
@@ -177,6 +201,7 @@ type meta struct {
 	resolved    *jsonschema.Resolved
 	readOnly    bool
 	inOrder     bool
+	private     bool
 	categories  []string
 }
 
@@ -185,6 +210,7 @@ func (m *meta) Description() string     { return m.description }
 func (m *meta) Schema() json.RawMessage { return m.schema }
 func (m *meta) ReadOnly() bool          { return m.readOnly }
 func (m *meta) InOrder() bool           { return m.inOrder }
+func (m *meta) ReadsPrivate() bool      { return m.private }
 func (m *meta) Categories() []string    { return slices.Clone(m.categories) }
 
 // ValidateArgs checks args against the compiled schema.

@@ -74,6 +74,9 @@ func (c *checked) ReadOnly() bool { return IsReadOnly(c.Tool) }
 // InOrder forwards to the wrapped tool.
 func (c *checked) InOrder() bool { return RunsInOrder(c.Tool) }
 
+// ReadsPrivate forwards to the wrapped tool.
+func (c *checked) ReadsPrivate() bool { return ReadsPrivate(c.Tool) }
+
 // RawHandler handles the raw JSON arguments of a tool built with NewRaw.
 type RawHandler func(ctx context.Context, args json.RawMessage) (Result, error)
 
@@ -117,6 +120,7 @@ func NewRaw(name, description string, schema json.RawMessage, fn RawHandler, opt
 			resolved:    resolved,
 			readOnly:    o.readOnly,
 			inOrder:     o.inOrder,
+			private:     o.readsPrivate,
 			categories:  o.categories,
 		},
 		fn: fn,

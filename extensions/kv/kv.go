@@ -133,11 +133,11 @@ func (k *KV) Tools() []tool.Tool {
 				"For small structured state: counters, last seen ids, settings of a recurring task. Facts about the user belong in memory instead. Never store secrets.",
 			k.set, tool.WithCategories("memory")),
 		tool.New("kv_get", "Read the value of a key from your key-value store.",
-			k.get, tool.ReadOnly(), tool.WithCategories("memory")),
+			k.get, tool.ReadOnly(), tool.ReadsPrivateData(), tool.WithCategories("memory")),
 		tool.New("kv_list",
 			"List the keys of a namespace of your key-value store (optionally only those starting with a prefix), "+
 				"or, without a namespace, the namespaces and how many keys each has.",
-			k.list, tool.ReadOnly(), tool.WithCategories("memory")),
+			k.list, tool.ReadOnly(), tool.ReadsPrivateData(), tool.WithCategories("memory")),
 		tool.New("kv_delete", "Delete a key from your key-value store.",
 			k.delete, tool.WithCategories("memory")),
 	}

@@ -134,7 +134,7 @@ func searchTool(svc *Service) tool.Tool {
 			return struct {
 				Results []searchHit `json:"results"`
 			}{hits}, nil
-		}, tool.ReadOnly(), tool.WithCategories("memory"))
+		}, tool.ReadOnly(), tool.ReadsPrivateData(), tool.WithCategories("memory"))
 }
 
 func forgetTool(svc *Service) tool.Tool {

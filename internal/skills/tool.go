@@ -112,5 +112,5 @@ func ReadTool(s *Store) tool.Tool {
 				}
 			}
 			return ReadResult{OK: true, Name: sk.Name, Summary: sk.Summary, Body: sk.Body}, nil
-		}, tool.ReadOnly(), tool.WithCategories("memory"))
+		}, tool.ReadOnly(), tool.ReadsPrivateData(), tool.WithCategories("memory"))
 }

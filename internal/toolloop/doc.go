@@ -30,6 +30,17 @@
 // Each result is appended as its own llm.RoleTool message holding one
 // llm.ToolResult, in the order the model issued the calls.
 //
+// Untrusted data. In every request to the model, each tool result's
+// content (results from earlier turns in req.Messages included) is fenced
+// between two delimiter lines that carry a nonce drawn at random per Run
+// and say the content is data, not instructions (FenceOpen, FenceClose);
+// any "<<<" inside the content is broken up so that it cannot pass for a
+// delimiter. Result.Messages and the callbacks keep the plain content.
+//
+// Approval. When Options.Approver is set it is asked before each valid call
+// runs, on the call's goroutine; a call it does not approve does not run
+// and answers the model with the Approver's reason as a failed result.
+//
 // Rounds. A round is one model call offering tools plus the tool calls it
 // asks for. After Options.MaxRounds rounds the loop makes one last call with
 // tool use disabled (ToolChoiceNone) and a note asking for a final answer

@@ -75,6 +75,9 @@ type Options struct {
 	// call does not run: it fails with that error (sent to the model like
 	// any failed call), and the loop goes on.
 	BeforeCall func(ctx context.Context, c Call) error
+	// Approver, when set, is asked before every valid call runs; see
+	// Approver.
+	Approver Approver
 }
 
 func (o Options) withDefaults() Options {
@@ -91,6 +94,31 @@ func (o Options) withDefaults() Options {
 		o.MaxResultChars = DefaultMaxResultChars
 	}
 	return o
+}
+
+// Approver decides whether a call may run: the tool loop asks it before
+// every call whose arguments are valid, on the call's own goroutine (so one
+// call waiting does not hold up the others), and runs the call only when
+// Approve returns nil. Approve may block — until the user answers, say —
+// and must return promptly when ctx ends. An error means the call does not
+// run: its message goes back to the model as the call's failed result
+// ({"ok":false,…}), and the loop carries on; when ctx has ended the call
+// counts as interrupted (CallRecord.Interrupted), so a caller resuming the
+// turn asks again.
+type Approver interface {
+	Approve(ctx context.Context, req ApprovalRequest) error
+}
+
+// ApprovalRequest is a call about to run, as an Approver sees it.
+type ApprovalRequest struct {
+	// Call is the call, with its normalised arguments.
+	Call Call
+	// Tool is the tool it calls.
+	Tool tool.Tool
+	// Messages are the messages of the run up to and including the
+	// assistant message that issued the call (req.Messages first; empty for
+	// RunCalls). They must not be modified.
+	Messages []llm.Message
 }
 
 // Call is a tool call the model made, as announced by Options.OnToolCall.
@@ -158,7 +186,7 @@ type Result struct {
 // model errors, cancellation and ErrStructuredOutput; the Result then holds
 // what was done so far.
 func Run(ctx context.Context, m Model, req llm.Request, tools []tool.Tool, opts Options) (Result, error) {
-	l := &loop{model: m, opts: opts.withDefaults(), base: req}
+	l := &loop{model: m, opts: opts.withDefaults(), base: req, fence: newFence()}
 	if err := l.setTools(tools); err != nil {
 		return Result{}, fmt.Errorf("toolloop: %w", err)
 	}
@@ -214,6 +242,7 @@ type loop struct {
 	opts   Options
 	base   llm.Request
 	format *format
+	fence  fence
 
 	tools map[string]tool.Tool
 	names []string
@@ -313,7 +342,7 @@ const (
 // request builds one model call over msgs.
 func (l *loop) request(msgs []llm.Message, choice llm.ToolChoice) llm.Request {
 	r := l.base
-	r.Messages = msgs
+	r.Messages = l.fence.messages(msgs)
 	r.ToolChoice = choice
 	if len(r.Tools) == 0 {
 		r.ToolChoice = llm.ToolChoiceAuto
@@ -440,6 +469,7 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 	n := len(calls)
 	records := make([]CallRecord, n)
 	finishedAt := make([]bool, n)
+	seen := slices.Clip(l.msgs)
 	done := make(chan int, n)
 	var wg sync.WaitGroup
 	next, running, finished := 0, 0, 0
@@ -471,6 +501,11 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 			running++
 			pos := tool.Position{ID: c.ID, Round: round, Index: i}
 			wg.Go(func() {
+				if r, ok := l.approve(ctx, t, call, args, seen); !ok {
+					records[i] = r
+					done <- i
+					return
+				}
 				r := execute(tool.WithPosition(ctx, pos), t, c, args, l.opts)
 				r.Round, r.Index = round, i
 				records[i] = r
@@ -547,6 +582,24 @@ func (l *loop) prepare(ctx context.Context, c llm.ToolCall) (t tool.Tool, args j
 		return nil, nil, rec, false
 	}
 	return t, args, rec, true
+}
+
+// approve asks the Approver, if any, whether the call may run. When it may
+// not, ok is false and rec is the call's failed record.
+func (l *loop) approve(ctx context.Context, t tool.Tool, c Call, args json.RawMessage, seen []llm.Message) (rec CallRecord, ok bool) {
+	if l.opts.Approver == nil {
+		return CallRecord{}, true
+	}
+	c.Arguments = args
+	err := l.opts.Approver.Approve(ctx, ApprovalRequest{Call: c, Tool: t, Messages: seen})
+	if err == nil {
+		return CallRecord{}, true
+	}
+	rec = l.failed(CallRecord{ID: c.ID, Name: c.Name, Arguments: args, Round: c.Round, Index: c.Index}, fmt.Errorf("tool %q was not run: %w", c.Name, err))
+	if ctx.Err() != nil {
+		rec.Interrupted = true
+	}
+	return rec, false
 }
 
 func (l *loop) failed(rec CallRecord, err error) CallRecord {

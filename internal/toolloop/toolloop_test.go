@@ -99,7 +99,7 @@ func TestArguments(t *testing.T) {
 			}
 			// The result went back to the model in the second request.
 			second := m.requests()[1]
-			if got := toolResults(second.Messages); len(got) != 1 || got[0].Content != r.Content {
+			if got := toolResults(second.Messages); len(got) != 1 || unfenced(t, got[0].Content) != r.Content {
 				t.Errorf("second request does not carry the result: %s", describeMessages(second.Messages))
 			}
 			if tc0.wantErr == "" {

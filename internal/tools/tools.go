@@ -223,7 +223,7 @@ func (t *Tools) build() []tool.Tool {
 	return []tool.Tool{
 		tool.New(NameReadFile, readFileDescription,
 			func(ctx context.Context, a files.ReadArgs) (any, error) { return t.files.Read(ctx, a) },
-			tool.ReadOnly(), tool.WithCategories("files", "research")),
+			tool.ReadOnly(), tool.ReadsPrivateData(), tool.WithCategories("files", "research")),
 		tool.New(NameWriteFile, writeFileDescription,
 			func(ctx context.Context, a files.WriteArgs) (any, error) { return t.files.Write(ctx, a) },
 			tool.WithCategories("files", "execution")),
@@ -232,7 +232,7 @@ func (t *Tools) build() []tool.Tool {
 			tool.WithCategories("files", "execution")),
 		tool.New(NameExecuteShell, t.shellDescription(),
 			func(ctx context.Context, a shell.Args) (any, error) { return t.shell.Run(ctx, a) },
-			tool.WithCategories("execution")),
+			tool.ReadsPrivateData(), tool.WithCategories("execution")),
 		tool.New(NameFetchURL, fetchURLDescription,
 			func(ctx context.Context, a web.FetchArgs) (any, error) { return t.fetcher.Fetch(ctx, a) },
 			tool.ReadOnly(), tool.WithCategories("web", "research")),

@@ -92,6 +92,9 @@ func (t *bound) ReadOnly() bool { return tool.IsReadOnly(t.Tool) }
 // InOrder forwards to the shared tool.
 func (t *bound) InOrder() bool { return tool.RunsInOrder(t.Tool) }
 
+// ReadsPrivate forwards to the shared tool.
+func (t *bound) ReadsPrivate() bool { return tool.ReadsPrivate(t.Tool) }
+
 func bindingOf(ctx context.Context) (binding, error) {
 	b, ok := ctx.Value(bindingKey{}).(binding)
 	if !ok {
