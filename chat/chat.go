@@ -112,6 +112,11 @@ const (
 	Notify OutboundKind = "notify"
 	// Error tells the user a turn failed.
 	Error OutboundKind = "error"
+	// AskApproval asks the user to approve or deny a tool call, or tells
+	// them the outcome (Outbound.Approval says which). Text is a complete
+	// plain-text version that ends by asking for a "yes" or "no" reply, for
+	// channels that cannot show buttons.
+	AskApproval OutboundKind = "approval"
 )
 
 // Outbound is a message for a user on a channel.
@@ -119,6 +124,34 @@ type Outbound struct {
 	Address Address
 	Kind    OutboundKind
 	Text    string
+	// Approval is set for Kind AskApproval.
+	Approval *Approval
+}
+
+// ApprovalState is where an approval request stands.
+type ApprovalState string
+
+// Approval states.
+const (
+	ApprovalPending  ApprovalState = "pending"
+	ApprovalApproved ApprovalState = "approved"
+	ApprovalDenied   ApprovalState = "denied"
+	// ApprovalExpired: nobody answered in time; the call did not run.
+	ApprovalExpired ApprovalState = "expired"
+)
+
+// Approval is a tool call waiting for the user's approval, or its outcome.
+type Approval struct {
+	// ID answers the request ("ap_…").
+	ID   string
+	Tool string
+	// Arguments are the call's JSON arguments.
+	Arguments []byte
+	// Reason says why the call needs approval.
+	Reason string
+	State  ApprovalState
+	// Deadline is when an unanswered request counts as denied.
+	Deadline time.Time
 }
 
 // Sender of outbound messages: implemented by whatever routes messages to

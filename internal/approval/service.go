@@ -1,0 +1,554 @@
+package approval
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/toolloop"
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/tool"
+)
+
+// Component names the approvals schema in the migration table.
+const Component = "approval"
+
+// DefaultTimeout is how long a request waits for an answer by default.
+const DefaultTimeout = 10 * time.Minute
+
+// Errors. The messages are what the model reads as the call's result.
+var (
+	// ErrDenied: the user said no.
+	ErrDenied = errors.New("the user denied this call")
+	// ErrExpired: nobody answered before the deadline.
+	ErrExpired = errors.New("the user did not answer the approval request in time, so this call was not run")
+	// ErrNobodyToAsk: a background worker's call needs approval.
+	ErrNobodyToAsk = errors.New("this call needs the user's approval, and there is nobody to ask in a background task; ask the user in the conversation instead")
+	// ErrNotFound: no approval request has that id.
+	ErrNotFound = errors.New("no such approval request")
+	// ErrDecided: the request was already answered or expired.
+	ErrDecided = errors.New("the approval request is no longer pending")
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Deliverer hands an approval request to the channel the turn came from.
+type Deliverer interface {
+	Deliver(ctx context.Context, out chat.Outbound) error
+}
+
+// DeliverFunc adapts a function to Deliverer.
+type DeliverFunc func(ctx context.Context, out chat.Outbound) error
+
+// Deliver calls f.
+func (f DeliverFunc) Deliver(ctx context.Context, out chat.Outbound) error { return f(ctx, out) }
+
+// Options configure a Service.
+type Options struct {
+	DB *sql.DB
+	// Policies by tool name; tools not named get DefaultPolicies' entry, or
+	// Never.
+	Policies map[string]Policy
+	// Timeout is how long a request waits (default DefaultTimeout).
+	Timeout time.Duration
+	// ShellNetwork says the shell runs with network access (Network).
+	ShellNetwork bool
+	// Deliver shows requests and outcomes to the user (nil: nowhere; the
+	// requests can still be listed and answered).
+	Deliver Deliverer
+	// Tool finds a tool by name, to tell which earlier results of a turn
+	// read private data (nil: only the tool being asked about is known).
+	Tool func(name string) (tool.Tool, bool)
+	// FromUser reports whether a user-role message's text was written by
+	// the user, not injected by the system (system events, the seed);
+	// nil: every user message counts.
+	FromUser func(text string) bool
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+// Record is an approval request.
+type Record struct {
+	ID        string
+	Thread    chat.ThreadID
+	Channel   string
+	CallID    string
+	Tool      string
+	Arguments string
+	Reason    string
+	State     chat.ApprovalState
+	CreatedAt time.Time
+	Deadline  time.Time
+	DecidedAt time.Time
+	// DecidedVia says how it was answered ("web", "http", "text", "cli",
+	// "timeout").
+	DecidedVia string
+}
+
+// Service decides, records and waits for approvals. It is safe for
+// concurrent use.
+type Service struct {
+	o   Options
+	log *slog.Logger
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{} // closed when the record is decided
+	wake    chan struct{}            // a new deadline for Run
+}
+
+// New migrates the approvals table and returns a Service.
+func New(ctx context.Context, opts Options) (*Service, error) {
+	if opts.DB == nil {
+		return nil, errors.New("approval: no database")
+	}
+	if err := sqlite.MigrateDir(ctx, opts.DB, Component, migrations, "migrations"); err != nil {
+		return nil, err
+	}
+	for name, p := range opts.Policies {
+		if !p.Valid() {
+			return nil, fmt.Errorf("approval: tool %q: unknown policy %q", name, p)
+		}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{o: opts, log: opts.Logger, waiters: map[string]chan struct{}{}, wake: make(chan struct{}, 1)}, nil
+}
+
+// PolicyFor returns the policy of the tool called name.
+func (s *Service) PolicyFor(name string) Policy {
+	if p, ok := s.o.Policies[name]; ok {
+		return p
+	}
+	if p, ok := DefaultPolicies()[name]; ok {
+		return p
+	}
+	return Never
+}
+
+// Approve implements toolloop.Approver: it returns nil when the call may
+// run, ErrDenied or ErrExpired (wrapped) when the user refused or did not
+// answer, ErrNobodyToAsk outside a conversation, and ctx's error when ctx
+// ended first (the request then stays pending, for a resumed turn).
+func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) error {
+	call, inTurn := tool.CallFrom(ctx)
+	channel := call.Thread.Channel()
+	sit := Situation{
+		Tool: req.Call.Name, Arguments: req.Call.Arguments, Channel: channel,
+		ShellNetwork: s.o.ShellNetwork,
+	}
+	sit.UserHosts, sit.PrivateRead = s.scan(req)
+	need, reason := Decide(s.PolicyFor(req.Call.Name), sit)
+	if !need {
+		return nil
+	}
+	if !inTurn || call.Thread == "" || call.Thread.IsSubSession() || channel == "" {
+		return fmt.Errorf("%w (%s)", ErrNobodyToAsk, reason)
+	}
+	rec, err := s.pendingFor(ctx, call.Thread, req)
+	if err != nil {
+		return fmt.Errorf("approval: %w", err)
+	}
+	if rec.ID == "" {
+		now := s.o.Now()
+		rec = Record{ID: newID(), Thread: call.Thread, Channel: channel, CallID: req.Call.ID, Tool: req.Call.Name,
+			Arguments: string(req.Call.Arguments), Reason: reason, State: chat.ApprovalPending,
+			CreatedAt: now, Deadline: now.Add(s.o.Timeout)}
+		if err := s.insert(ctx, rec); err != nil {
+			return fmt.Errorf("approval: %w", err)
+		}
+		s.log.Info("tool call waits for approval", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool, "reason", reason)
+		s.poke()
+	} else {
+		s.log.Info("resumed call waits for its earlier approval request", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool)
+	}
+	done := s.waiter(rec.ID)
+	s.deliver(ctx, rec)
+	return s.wait(ctx, rec, done)
+}
+
+// wait blocks until rec is decided, its deadline passes or ctx ends.
+func (s *Service) wait(ctx context.Context, rec Record, done <-chan struct{}) error {
+	// Answered between the insert and the waiter's registration?
+	if got, err := s.Get(ctx, rec.ID); err == nil && got.State != chat.ApprovalPending {
+		return verdict(got.State)
+	}
+	timer := time.NewTimer(max(rec.Deadline.Sub(s.o.Now()), 0))
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		if _, err := s.decide(context.WithoutCancel(ctx), rec.ID, chat.ApprovalExpired, "timeout"); err != nil && !errors.Is(err, ErrDecided) {
+			return fmt.Errorf("approval: expire %s: %w", rec.ID, err)
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	got, err := s.Get(context.WithoutCancel(ctx), rec.ID)
+	if err != nil {
+		return fmt.Errorf("approval: %w", err)
+	}
+	return verdict(got.State)
+}
+
+// verdict is Approve's answer for a decided state.
+func verdict(state chat.ApprovalState) error {
+	switch state {
+	case chat.ApprovalApproved:
+		return nil
+	case chat.ApprovalExpired:
+		return ErrExpired
+	default:
+		return ErrDenied
+	}
+}
+
+// scan reads the conversation the call was made in: the hosts the user
+// named, and whether a tool reading private data answered since the last
+// user-role message (the start of the turn).
+func (s *Service) scan(req toolloop.ApprovalRequest) (hosts []string, private bool) {
+	turnStart := 0
+	for i, m := range req.Messages {
+		if m.Role != llm.RoleUser {
+			continue
+		}
+		turnStart = i
+		text := m.Text()
+		if s.o.FromUser != nil && !s.o.FromUser(text) {
+			continue
+		}
+		for _, h := range HostsIn(text) {
+			if !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	for _, m := range req.Messages[turnStart:] {
+		for _, p := range m.Parts {
+			r, ok := p.(llm.ToolResult)
+			if !ok || r.IsError {
+				continue
+			}
+			if s.readsPrivate(r.Name) {
+				return hosts, true
+			}
+		}
+	}
+	return hosts, false
+}
+
+func (s *Service) readsPrivate(name string) bool {
+	if s.o.Tool == nil {
+		return false
+	}
+	t, ok := s.o.Tool(name)
+	return ok && tool.ReadsPrivate(t)
+}
+
+// Answer decides a pending request: approve or deny. via says how the
+// user answered ("web", "http", "cli", "text"). It returns ErrNotFound or
+// ErrDecided (wrapped) when there is nothing pending to decide.
+func (s *Service) Answer(ctx context.Context, id string, approve bool, via string) (Record, error) {
+	state := chat.ApprovalDenied
+	if approve {
+		state = chat.ApprovalApproved
+	}
+	return s.decide(ctx, id, state, via)
+}
+
+// AnswerText treats text as the user's reply to the oldest pending request
+// of thread when it is a plain yes or no ("yes", "y", "approve", "ok";
+// "no", "n", "deny"), and reports whether it was one. Any other text is
+// not an answer (handled is false) and is left for the conversation.
+func (s *Service) AnswerText(ctx context.Context, thread chat.ThreadID, text string) (rec Record, handled bool, err error) {
+	approve, ok := yesNo(text)
+	if !ok {
+		return Record{}, false, nil
+	}
+	pending, err := s.Pending(ctx, thread)
+	if err != nil || len(pending) == 0 {
+		return Record{}, false, err
+	}
+	rec, err = s.Answer(ctx, pending[0].ID, approve, "text")
+	return rec, err == nil, err
+}
+
+func yesNo(text string) (approve, ok bool) {
+	t := strings.ToLower(strings.TrimRight(strings.TrimSpace(text), ".!"))
+	switch t {
+	case "yes", "y", "approve", "approved", "ok", "allow":
+		return true, true
+	case "no", "n", "deny", "denied", "refuse":
+		return false, true
+	}
+	return false, false
+}
+
+// decide moves a pending record to state, wakes its waiter and tells the
+// channel.
+func (s *Service) decide(ctx context.Context, id string, state chat.ApprovalState, via string) (Record, error) {
+	res, err := s.o.DB.ExecContext(ctx,
+		`UPDATE approvals SET state = ?, decided_at = ?, decided_via = ? WHERE id = ? AND state = ?`,
+		string(state), s.o.Now().UnixMilli(), via, id, string(chat.ApprovalPending))
+	if err != nil {
+		return Record{}, fmt.Errorf("decide approval %s: %w", id, err)
+	}
+	rec, gerr := s.Get(ctx, id)
+	if n, _ := res.RowsAffected(); n == 0 {
+		if gerr != nil {
+			return Record{}, gerr
+		}
+		return rec, fmt.Errorf("approval %s is %s: %w", id, rec.State, ErrDecided)
+	}
+	if gerr != nil {
+		return Record{}, gerr
+	}
+	s.log.Info("approval decided", "id", id, "thread", rec.Thread, "tool", rec.Tool, "state", state, "via", via)
+	s.mu.Lock()
+	if ch, ok := s.waiters[id]; ok {
+		close(ch)
+		delete(s.waiters, id)
+	}
+	s.mu.Unlock()
+	s.deliver(ctx, rec)
+	return rec, nil
+}
+
+// waiter returns the channel closed when id is decided.
+func (s *Service) waiter(id string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.waiters[id]
+	if !ok {
+		ch = make(chan struct{})
+		s.waiters[id] = ch
+	}
+	return ch
+}
+
+// deliver shows rec to the user in its thread's channel; a failure is
+// logged (the request can still be answered from the web page or API).
+func (s *Service) deliver(ctx context.Context, rec Record) {
+	if s.o.Deliver == nil || rec.Channel == "" {
+		return
+	}
+	out := chat.Outbound{
+		Address: chat.Address{Channel: rec.Channel, Thread: rec.Thread},
+		Kind:    chat.AskApproval,
+		Text:    Describe(rec),
+		Approval: &chat.Approval{ID: rec.ID, Tool: rec.Tool, Arguments: []byte(rec.Arguments),
+			Reason: rec.Reason, State: rec.State, Deadline: rec.Deadline},
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.o.Deliver.Deliver(dctx, out); err != nil {
+		s.log.Warn("could not show an approval request; it can still be answered on the web page", "id", rec.ID, "channel", rec.Channel, "err", err)
+	}
+}
+
+// maxShownArgs bounds the arguments quoted in a text request.
+const maxShownArgs = 600
+
+// Describe is the plain-text form of rec for channels without buttons.
+func Describe(rec Record) string {
+	args := rec.Arguments
+	if r := []rune(args); len(r) > maxShownArgs {
+		args = string(r[:maxShownArgs]) + "…"
+	}
+	switch rec.State {
+	case chat.ApprovalApproved:
+		return fmt.Sprintf("Approved: %s %s", rec.Tool, args)
+	case chat.ApprovalDenied:
+		return fmt.Sprintf("Denied: %s %s", rec.Tool, args)
+	case chat.ApprovalExpired:
+		return fmt.Sprintf("Not answered in time, so not run: %s %s", rec.Tool, args)
+	}
+	return fmt.Sprintf("Approval needed: %s %s\nWhy: %s.\nReply yes to allow it or no to refuse.", rec.Tool, args, rec.Reason)
+}
+
+// Run expires pending requests whose deadline passed and nobody waits on
+// (a turn that did not resume after a restart), at each deadline. It
+// returns when ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	for {
+		next, err := s.expireDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("could not expire approval requests", "err", err)
+			next = s.o.Now().Add(time.Minute)
+		}
+		var timer *time.Timer
+		var fire <-chan time.Time
+		if !next.IsZero() {
+			timer = time.NewTimer(max(next.Sub(s.o.Now()), 0))
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-fire:
+		case <-s.wake:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// expireDue expires overdue pending records and returns the next deadline
+// (zero: none pending).
+func (s *Service) expireDue(ctx context.Context) (time.Time, error) {
+	now := s.o.Now()
+	rows, err := s.o.DB.QueryContext(ctx, `SELECT id FROM approvals WHERE state = ? AND deadline <= ?`,
+		string(chat.ApprovalPending), now.UnixMilli())
+	if err != nil {
+		return time.Time{}, fmt.Errorf("list overdue approvals: %w", err)
+	}
+	var due []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return time.Time{}, err
+		}
+		due = append(due, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return time.Time{}, err
+	}
+	for _, id := range due {
+		if _, err := s.decide(ctx, id, chat.ApprovalExpired, "timeout"); err != nil && !errors.Is(err, ErrDecided) {
+			return time.Time{}, err
+		}
+	}
+	var next sql.NullInt64
+	if err := s.o.DB.QueryRowContext(ctx, `SELECT MIN(deadline) FROM approvals WHERE state = ?`,
+		string(chat.ApprovalPending)).Scan(&next); err != nil {
+		return time.Time{}, fmt.Errorf("next approval deadline: %w", err)
+	}
+	if !next.Valid {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(next.Int64), nil
+}
+
+func (s *Service) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+const columns = `id, thread, channel, call_id, tool, arguments, reason, state, created_at, deadline, decided_at, decided_via`
+
+// Get returns the record id, or ErrNotFound.
+func (s *Service) Get(ctx context.Context, id string) (Record, error) {
+	row := s.o.DB.QueryRowContext(ctx, `SELECT `+columns+` FROM approvals WHERE id = ?`, id)
+	rec, err := scan(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Record{}, fmt.Errorf("approval %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("read approval %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// Pending returns the pending requests of thread (every thread when
+// thread is empty), oldest first.
+func (s *Service) Pending(ctx context.Context, thread chat.ThreadID) ([]Record, error) {
+	q := `SELECT ` + columns + ` FROM approvals WHERE state = ?`
+	args := []any{string(chat.ApprovalPending)}
+	if thread != "" {
+		q += ` AND thread = ?`
+		args = append(args, string(thread))
+	}
+	rows, err := s.o.DB.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list pending approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		rec, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list pending approvals: %w", err)
+		}
+		out = append(out, rec)
+	}
+	return out, rows.Err()
+}
+
+// pendingFor finds the pending request of the same call of thread, made
+// before a restart; the zero Record when there is none.
+func (s *Service) pendingFor(ctx context.Context, thread chat.ThreadID, req toolloop.ApprovalRequest) (Record, error) {
+	row := s.o.DB.QueryRowContext(ctx, `SELECT `+columns+` FROM approvals
+		WHERE thread = ? AND call_id = ? AND tool = ? AND arguments = ? AND state = ? ORDER BY created_at DESC LIMIT 1`,
+		string(thread), req.Call.ID, req.Call.Name, string(req.Call.Arguments), string(chat.ApprovalPending))
+	rec, err := scan(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Record{}, nil
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("find pending approval: %w", err)
+	}
+	return rec, nil
+}
+
+func (s *Service) insert(ctx context.Context, r Record) error {
+	_, err := s.o.DB.ExecContext(ctx, `INSERT INTO approvals (id, thread, channel, call_id, tool, arguments, reason, state, created_at, deadline)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, string(r.Thread), r.Channel, r.CallID, r.Tool, r.Arguments, r.Reason, string(r.State),
+		r.CreatedAt.UnixMilli(), r.Deadline.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("store approval request: %w", err)
+	}
+	return nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scan(row scanner) (Record, error) {
+	var r Record
+	var thread, state string
+	var created, deadline int64
+	var decided sql.NullInt64
+	if err := row.Scan(&r.ID, &thread, &r.Channel, &r.CallID, &r.Tool, &r.Arguments, &r.Reason, &state,
+		&created, &deadline, &decided, &r.DecidedVia); err != nil {
+		return Record{}, err
+	}
+	r.Thread, r.State = chat.ThreadID(thread), chat.ApprovalState(state)
+	r.CreatedAt, r.Deadline = time.UnixMilli(created), time.UnixMilli(deadline)
+	if decided.Valid {
+		r.DecidedAt = time.UnixMilli(decided.Int64)
+	}
+	return r, nil
+}
+
+func newID() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return "ap_" + hex.EncodeToString(b[:])
+}
+
+var _ toolloop.Approver = (*Service)(nil)
