@@ -146,6 +146,10 @@ const (
 	FramePing        = "ping"
 	// FrameCancel stops the turn the thread is processing.
 	FrameCancel = "cancel"
+	// FrameApproval (both ways): the server asks to approve a tool call, or
+	// tells its outcome (State); the client answers with Approval and
+	// Approve.
+	FrameApproval = "approval"
 	// Server → client.
 	FrameDelta      = "delta"
 	FrameToolCall   = "tool_call"
@@ -162,6 +166,9 @@ type ClientFrame struct {
 	Thread string `json:"thread,omitempty"`
 	Text   string `json:"text,omitempty"`
 	ID     string `json:"id,omitempty"`
+	// Approval and Approve answer an approval request (type "approval").
+	Approval string `json:"approval,omitempty"`
+	Approve  *bool  `json:"approve,omitempty"`
 }
 
 // ServerFrame is a frame the server sends; which fields are set depends on
@@ -177,6 +184,38 @@ type ServerFrame struct {
 	IsError   *bool           `json:"is_error,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	ID        string          `json:"id,omitempty"`
+	// Approval is the request's id, State where it stands (pending,
+	// approved, denied, expired) and Deadline when an unanswered request
+	// counts as denied (type "approval"; Name, Arguments and Text — the
+	// reason — describe the call).
+	Approval string     `json:"approval,omitempty"`
+	State    string     `json:"state,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+}
+
+// Approval is a tool call waiting for (or decided by) the user's approval:
+// GET /api/v1/approvals, POST /api/v1/approvals/{id}.
+type Approval struct {
+	ID        string          `json:"id"`
+	Thread    chat.ThreadID   `json:"thread"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Reason    string          `json:"reason"`
+	// State is pending, approved, denied or expired.
+	State     string     `json:"state"`
+	CreatedAt time.Time  `json:"created_at"`
+	Deadline  time.Time  `json:"deadline"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+}
+
+// ApprovalList is GET /api/v1/approvals.
+type ApprovalList struct {
+	Approvals []Approval `json:"approvals"`
+}
+
+// ApprovalAnswer is the body of POST /api/v1/approvals/{id}.
+type ApprovalAnswer struct {
+	Approve bool `json:"approve"`
 }
 
 // Event is an event of the bus.

@@ -68,6 +68,7 @@ type Services struct {
 	Setup        Setup
 	History      History
 	Pairing      Pairing
+	Approvals    Approvals
 	// Endpoints are the extensions' own HTTP endpoints (MCP's /mcp),
 	// served on the web listener behind the API's authentication.
 	Endpoints Endpoints
@@ -246,6 +247,18 @@ type Endpoints interface {
 	// Endpoint returns the handler for path (an endpoint's path or a path
 	// below it), or false.
 	Endpoint(path string) (http.Handler, bool)
+}
+
+// Approvals lists and answers the tool calls waiting for the user's
+// approval.
+type Approvals interface {
+	// Pending lists the pending requests of thread (every thread when
+	// empty), oldest first.
+	Pending(ctx context.Context, thread chat.ThreadID) ([]Approval, error)
+	// Answer approves or denies request id; via says how ("web", "http",
+	// "cli"). ErrNotFound for an unknown id, ErrConflict (with the request)
+	// when it is no longer pending.
+	Answer(ctx context.Context, id string, approve bool, via string) (Approval, error)
 }
 
 // TimePtr returns &t, or nil for the zero time (optional timestamps are

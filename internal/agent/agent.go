@@ -136,7 +136,7 @@ type Options struct {
 	// section to its table of contents.
 	Limits prompt.Limits
 	// Loop tunes the tool loop (MaxRounds, Parallel, CallTimeout,
-	// MaxResultChars; callbacks are set per turn).
+	// MaxResultChars, Approver; callbacks are set per turn).
 	Loop toolloop.Options
 	// ClaimRules are the supervisor check's rules (nil: DefaultClaimRules).
 	ClaimRules []ClaimRule
@@ -409,6 +409,7 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Resu
 		Parallel:       a.o.Loop.Parallel,
 		CallTimeout:    a.o.Loop.CallTimeout,
 		MaxResultChars: a.o.Loop.MaxResultChars,
+		Approver:       a.o.Loop.Approver,
 		Stream:         in.Stream,
 		OnToolCall:     in.OnToolCall,
 		OnToolResult:   in.OnToolResult,

@@ -27,6 +27,7 @@ import (
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/agent"
+	"github.com/reverie-ai/reverie/internal/approval"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/datadir"
@@ -117,6 +118,8 @@ type App struct {
 	Reflector *reflection.Reflector
 	// Heartbeat is the periodic review (nil when off or without a model).
 	Heartbeat *heartbeat.Heartbeat
+	// Approvals holds back tool calls until the user approves them.
+	Approvals *approval.Service
 
 	memoryContext *memory.RecallContext
 	// commitFiles records changed data-dir files in its history and returns
@@ -409,6 +412,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.Scheduler.Run(gctx) })
 	g.Go(func() error { return a.Workflows.Run(gctx) })
 	g.Go(func() error { return a.runBackground(gctx) })
+	g.Go(func() error { return a.Approvals.Run(gctx) })
 	a.Kernel.Ready(gctx)
 	close(a.ready)
 	g.Go(func() error { return a.keepFootprint(gctx) })

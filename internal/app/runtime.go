@@ -87,6 +87,9 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		return err
 	}
 
+	if err := a.buildApprovals(ctx); err != nil {
+		return err
+	}
 	loc := cfg.Location()
 	ag, err := agent.New(agent.Options{
 		Secrets:       a.Secrets,
@@ -105,6 +108,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		ContextProviders: a.contextProviders(),
 		MoreContext:      a.Kernel.ContextProviders,
 		Events:           a.Bus,
+		Loop:             a.loopOptions(),
 		Now:              a.opts.Now,
 		Logger:           a.Logger.With("component", "agent"),
 	})
@@ -152,9 +156,10 @@ func (a *App) buildRuntime(ctx context.Context) error {
 			}
 			return out, nil
 		},
-		Events: a.Bus,
-		Now:    a.opts.Now,
-		Logger: a.Logger.With("component", "router"),
+		Events:  a.Bus,
+		Answers: a.Approvals,
+		Now:     a.opts.Now,
+		Logger:  a.Logger.With("component", "router"),
 	})
 	if err != nil {
 		return fmt.Errorf("set up router: %w", err)

@@ -35,6 +35,7 @@ func (a *App) buildScheduler(ctx context.Context) error {
 		Tools:      a.turnTools,
 		System:     a.taskSystemPrompt,
 		Location:   loc,
+		Loop:       a.loopOptions(),
 		Now:        a.opts.Now,
 		// sub_session tasks run as full-mode sub-sessions.
 		SubSessions: a.scheduledSubSessions(),

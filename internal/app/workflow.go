@@ -41,6 +41,7 @@ func (a *App) buildWorkflows(ctx context.Context) error {
 		DefaultTimeout:   cfg.DefaultTimeout,
 		MaxContinuations: continuations,
 		MaxDepth:         cfg.MaxDepth,
+		Loop:             a.loopOptions(),
 		Now:              a.opts.Now,
 		Logger:           a.Logger.With("component", "workflow"),
 	}

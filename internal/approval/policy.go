@@ -35,6 +35,15 @@ const (
 // Policies lists every policy, for validation and documentation.
 var Policies = []Policy{Never, Always, NewHosts, NewHostsAfterPrivate, Network, OtherChannels}
 
+// PolicyNames lists the policies, comma-separated, for error messages.
+func PolicyNames() string {
+	names := make([]string, len(Policies))
+	for i, p := range Policies {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
 // Valid reports whether p is a known policy.
 func (p Policy) Valid() bool { return slices.Contains(Policies, p) }
 

@@ -291,6 +291,20 @@ func (s *Service) AnswerText(ctx context.Context, thread chat.ThreadID, text str
 	return rec, err == nil, err
 }
 
+// Intercept implements router.Interceptor: a plain yes or no on a thread
+// with a pending request answers it (see AnswerText).
+func (s *Service) Intercept(ctx context.Context, msg chat.Inbound) (string, bool) {
+	rec, ok, err := s.AnswerText(ctx, msg.Address.Thread, msg.Text)
+	if err != nil {
+		s.log.Warn("could not take a reply as an approval answer; it goes to the conversation", "thread", msg.Address.Thread, "err", err)
+		return "", false
+	}
+	if !ok {
+		return "", false
+	}
+	return Describe(rec), true
+}
+
 func yesNo(text string) (approve, ok bool) {
 	t := strings.ToLower(strings.TrimRight(strings.TrimSpace(text), ".!"))
 	switch t {

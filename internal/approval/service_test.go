@@ -102,9 +102,15 @@ func TestServiceDecisions(t *testing.T) {
 		state   chat.ApprovalState
 		waitFor time.Duration
 	}{
-		{"approved runs", func(s *Service, a chat.Approval) error { _, err := s.Answer(context.Background(), a.ID, true, "web"); return err },
+		{"approved runs", func(s *Service, a chat.Approval) error {
+			_, err := s.Answer(context.Background(), a.ID, true, "web")
+			return err
+		},
 			nil, chat.ApprovalApproved, 0},
-		{"denied", func(s *Service, a chat.Approval) error { _, err := s.Answer(context.Background(), a.ID, false, "web"); return err },
+		{"denied", func(s *Service, a chat.Approval) error {
+			_, err := s.Answer(context.Background(), a.ID, false, "web")
+			return err
+		},
 			ErrDenied, chat.ApprovalDenied, 0},
 		{"yes by text", func(s *Service, a chat.Approval) error {
 			_, ok, err := s.AnswerText(context.Background(), "web:s1", " Yes. ")

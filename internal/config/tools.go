@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reverie-ai/reverie/internal/approval"
 )
 
 // ToolsConfig is the `tools:` section: limits and safety switches of the
@@ -26,6 +28,14 @@ type ToolsConfig struct {
 	// Deny takes tools (names or "@category") away from the main
 	// assistant, after Allow.
 	Deny []string `yaml:"deny"`
+	// Approval maps a tool name to when its calls wait for the user's
+	// approval: never, always, new_hosts, new_hosts_after_private, network
+	// or other_channels (see internal/approval). Entries given are added to
+	// the defaults (same tool: replaced).
+	Approval map[string]string `yaml:"approval"`
+	// ApprovalTimeout is how long a call waits for an answer before it
+	// counts as denied.
+	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 }
 
 // ShellToolConfig configures execute_shell.
@@ -109,11 +119,21 @@ func defaultTools() ToolsConfig {
 		MaxFileBytes: 10 << 20,
 		Shell: ShellToolConfig{Sandbox: "auto", Timeout: time.Minute, MaxTimeout: 10 * time.Minute, MaxOutputBytes: 32 << 10,
 			Limits: ShellLimitsConfig{Processes: 256, Memory: 1 << 30, FileSize: 256 << 20, CPUSeconds: 60}},
-		Fetch:  FetchToolConfig{AllowHosts: []string{}, Timeout: 30 * time.Second, MaxBytes: 5 << 20},
-		Allow:  []string{},
-		Deny:   []string{},
-		Search: SearchConfig{Timeout: 15 * time.Second},
+		Fetch:           FetchToolConfig{AllowHosts: []string{}, Timeout: 30 * time.Second, MaxBytes: 5 << 20},
+		Allow:           []string{},
+		Deny:            []string{},
+		Search:          SearchConfig{Timeout: 15 * time.Second},
+		Approval:        defaultApprovals(),
+		ApprovalTimeout: approval.DefaultTimeout,
 	}
+}
+
+func defaultApprovals() map[string]string {
+	out := map[string]string{}
+	for name, p := range approval.DefaultPolicies() {
+		out[name] = string(p)
+	}
+	return out
 }
 
 func (c *Config) validateTools() error {
@@ -138,10 +158,16 @@ func (c *Config) validateTools() error {
 		{"tools.fetch.timeout", t.Fetch.Timeout <= 0, "must be positive"},
 		{"tools.fetch.max_bytes", t.Fetch.MaxBytes <= 0, "must be positive"},
 		{"tools.search.timeout", t.Search.Timeout <= 0, "must be positive"},
+		{"tools.approval_timeout", t.ApprovalTimeout <= 0, "must be positive"},
 	}
 	for _, ch := range checks {
 		if ch.bad {
 			return c.invalid(ch.key, "%s", ch.msg)
+		}
+	}
+	for name, p := range t.Approval {
+		if !approval.Policy(p).Valid() {
+			return c.invalid("tools.approval."+name, "unknown policy %q (want one of %s)", p, approval.PolicyNames())
 		}
 	}
 	for key, list := range map[string][]string{"tools.allow": t.Allow, "tools.deny": t.Deny} {

@@ -119,7 +119,12 @@ type Options struct {
 	// Events receives message.received / message.replied (nil: none).
 	Events Publisher
 	Now    func() time.Time
-	Logger *slog.Logger
+	// Answers, when set, sees every user message before it is queued and
+	// may take it as an answer to something the thread waits for (a yes or
+	// no to an approval request): the waiting turn holds the thread's
+	// queue, so such an answer cannot wait in it.
+	Answers Interceptor
+	Logger  *slog.Logger
 }
 
 type jobKind string
@@ -263,7 +268,25 @@ func (r *Router) Receive(ctx context.Context, msg chat.Inbound) error {
 	if err != nil {
 		return err
 	}
+	if _, ok := r.intercept(ctx, msg); ok {
+		return nil
+	}
 	return r.accept(ctx, j)
+}
+
+// Interceptor takes a user message that answers something its thread waits
+// for, instead of queueing it (see Options.Answers).
+type Interceptor interface {
+	// Intercept reports whether msg was taken, and a short reply saying
+	// what it did (for Handle).
+	Intercept(ctx context.Context, msg chat.Inbound) (reply string, handled bool)
+}
+
+func (r *Router) intercept(ctx context.Context, msg chat.Inbound) (string, bool) {
+	if r.o.Answers == nil {
+		return "", false
+	}
+	return r.o.Answers.Intercept(ctx, msg)
 }
 
 // Handle runs a message synchronously through the thread's queue and
@@ -275,6 +298,9 @@ func (r *Router) Handle(ctx context.Context, msg chat.Inbound) (agent.Result, er
 	j, err := r.inbound(msg)
 	if err != nil {
 		return agent.Result{Reply: "The message was not accepted: " + err.Error() + "."}, err
+	}
+	if reply, ok := r.intercept(ctx, msg); ok {
+		return agent.Result{Reply: reply}, nil
 	}
 	j.done = make(chan outcome, 1)
 	if err := r.accept(ctx, j); err != nil {
@@ -299,6 +325,10 @@ func (r *Router) Submit(ctx context.Context, msg chat.Inbound) (<-chan error, er
 		return nil, err
 	}
 	j.finished = make(chan error, 1)
+	if _, ok := r.intercept(ctx, msg); ok {
+		j.finished <- nil
+		return j.finished, nil
+	}
 	if err := r.accept(ctx, j); err != nil {
 		return nil, err
 	}

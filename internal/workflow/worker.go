@@ -138,9 +138,9 @@ func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutc
 	}
 	opts := toolloop.Options{
 		MaxRounds: cmp.Or(sp.maxRounds, m.o.Loop.MaxRounds), Parallel: m.o.Loop.Parallel, CallTimeout: m.o.Loop.CallTimeout,
-		MaxResultChars: m.o.Loop.MaxResultChars,
-		OnToolResult:   func(r toolloop.CallRecord) { out.calls = append(out.calls, r) },
-		OnMessage:      save,
+		MaxResultChars: m.o.Loop.MaxResultChars, Approver: m.o.Loop.Approver,
+		OnToolResult: func(r toolloop.CallRecord) { out.calls = append(out.calls, r) },
+		OnMessage:    save,
 	}
 	failed := func(err error) {
 		switch {
