@@ -96,6 +96,9 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/history/{rev}", w.need("history", w.getRevision))
 	m.HandleFunc("POST "+p+"/history/{rev}/restore", w.need("history", w.restoreRevision))
 
+	m.HandleFunc("GET "+p+"/approvals", w.need("approvals", w.listApprovals))
+	m.HandleFunc("POST "+p+"/approvals/{id}", w.need("approvals", w.answerApproval))
+
 	m.HandleFunc("GET "+p+"/setup", w.need("setup", w.setupForms))
 	m.HandleFunc("POST "+p+"/setup/{form}", w.need("setup", tokenOnly(w.applySetup)))
 
@@ -141,6 +144,7 @@ var features = map[string]func(*api.Services) bool{
 	"setup":        func(s *api.Services) bool { return s.Setup != nil },
 	"history":      func(s *api.Services) bool { return s.History != nil },
 	"pairing":      func(s *api.Services) bool { return s.Pairing != nil },
+	"approvals":    func(s *api.Services) bool { return s.Approvals != nil },
 }
 
 // need serves h while the agent provides feature (checked per request: the

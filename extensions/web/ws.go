@@ -449,6 +449,9 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 	// unlike this handler's) that the hub owns: Run waits for it.
 	handedOver = true
 	remote := clientIP(r)
+	for _, t := range initial {
+		w.sendPending(c, t)
+	}
 	go func() {
 		defer w.releaseStream()
 		defer w.hub.remove(c)
@@ -512,7 +515,11 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 		}
 		if err := w.hub.subscribe(c, t); err != nil {
 			fail(err.Error())
+			return
 		}
+		w.sendPending(c, t)
+	case api.FrameApproval:
+		w.answerFrame(c, f, fail)
 	case api.FrameCancel:
 		t, err := webThread(f.Thread)
 		if err != nil {
@@ -581,6 +588,11 @@ func (w *Web) Send(_ context.Context, msg chat.Outbound) error {
 		f.Type, f.Error = api.FrameError, w.host.Redact(msg.Text)
 	case chat.Notify:
 		f.Type, f.Text = api.FrameNotify, msg.Text
+	case chat.AskApproval:
+		if msg.Approval == nil {
+			return errors.New("an approval message without its request")
+		}
+		f = approvalFrame(msg.Address.Thread, *msg.Approval)
 	default:
 		f.Type, f.Text = api.FrameDone, msg.Text
 	}

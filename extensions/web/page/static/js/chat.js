@@ -231,6 +231,59 @@ async function loadThread(id, { keepScroll = false } = {}) {
   for (const f of held) onFrame(f);
   updateTyping();
   scrollToEnd(true);
+  loadApprovals(id);
+}
+
+// ---- approvals --------------------------------------------------------------
+// A tool call that needs the user's approval arrives as an "approval" frame
+// (state pending) and is shown as a card with Approve / Deny buttons; the
+// answer goes back as a client "approval" frame, and the outcome (approved,
+// denied, expired) comes back as an "approval" frame to every page.
+
+const approvalCards = new Map(); // request id → { el, frame }
+
+const approvalStates = {
+  approved: 'Approved: the call ran.',
+  denied: 'Denied: the call was not run.',
+  expired: 'Not answered in time: the call was not run.',
+};
+
+function showApproval(f) {
+  if (!f.approval) return;
+  let card = approvalCards.get(f.approval);
+  if (!card || !card.el.isConnected) {
+    card = { el: h('article', { class: 'msg approval', 'data-approval': f.approval }), frame: f };
+    approvalCards.set(f.approval, card);
+    $('empty')?.remove();
+    $('messages').append(card.el);
+  }
+  const first = card.frame;
+  const state = f.state || 'pending';
+  const answer = (approve) => {
+    for (const b of card.el.querySelectorAll('button')) b.disabled = true;
+    st.chat.raw({ type: 'approval', approval: f.approval, approve });
+  };
+  fill(card.el, h('div', { class: 'bubble' },
+    h('div', { class: 'badge' }, state === 'pending' ? 'Approval needed' : 'Approval'),
+    h('p', null, h('code', null, first.name || f.name || '?'), ' ', first.text || f.text || ''),
+    h('pre', { class: 'plain' }, pretty(first.arguments ?? f.arguments ?? {})),
+    state === 'pending'
+      ? h('div', { class: 'row approval-actions' },
+        h('button', { type: 'button', class: 'btn primary', 'data-answer': 'approve', on: { click: () => answer(true) } }, 'Approve'),
+        h('button', { type: 'button', class: 'btn danger', 'data-answer': 'deny', on: { click: () => answer(false) } }, 'Deny'))
+      : h('p', { class: 'approval-state muted', 'data-state': state }, approvalStates[state] || state)));
+  scrollToEnd();
+}
+
+// loadApprovals shows the requests already waiting on a thread (the page
+// was opened or reloaded while a call waits).
+async function loadApprovals(id) {
+  let res;
+  try { res = await api.get('/approvals' + api.q({ thread: id })); } catch { return; }
+  if (id !== st.current) return;
+  for (const a of (res && res.approvals) || []) {
+    showApproval({ type: 'approval', thread: a.thread, approval: a.id, name: a.tool, arguments: a.arguments, text: a.reason, state: a.state });
+  }
 }
 
 function emptyState() {
@@ -458,6 +511,10 @@ function onFrame(f) {
   }
   if (thread && thread !== st.current) {
     if (f.type === 'done' || f.type === 'error') settle(thread);
+    if (f.type === 'approval' && (f.state || 'pending') === 'pending') {
+      if (isWebThread(thread)) { st.unread.add(thread); touchThread(thread); }
+      toast('A tool call waits for your approval in ' + (isWebThread(thread) ? 'another conversation' : thread) + '.');
+    }
     if (f.type === 'done' || f.type === 'notify' || f.type === 'error') {
       if (isWebThread(thread)) {
         st.unread.add(thread);
@@ -518,6 +575,9 @@ function onFrame(f) {
     }
     case 'notify':
       showNotify(f);
+      break;
+    case 'approval':
+      showApproval(f);
       break;
     default:
       break;
