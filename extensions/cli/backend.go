@@ -25,6 +25,8 @@ type Backend interface {
 	// Cancel stops the turn in progress, if any. It reports what happened
 	// in words for the user.
 	Cancel(ctx context.Context) string
+	// Answer approves or denies the approval request id (EventApproval).
+	Answer(ctx context.Context, id string, approve bool) error
 	// Next returns the next event, waiting until there is one or ctx ends.
 	// An error other than ctx's means the backend is gone.
 	Next(ctx context.Context) (Event, error)
@@ -113,6 +115,15 @@ func (l *Local) Cancel(context.Context) string {
 
 // Next implements Backend. Events of other cli threads (a message the
 // assistant sent to another terminal user) are shown as notifications.
+// Answer implements Backend.
+func (l *Local) Answer(ctx context.Context, id string, approve bool) error {
+	if l.c.approvals == nil {
+		return errors.New("approvals are not available in this process")
+	}
+	_, err := l.c.approvals.Answer(ctx, id, approve, ChannelName)
+	return err
+}
+
 func (l *Local) Next(ctx context.Context) (Event, error) {
 	for {
 		ev, err := l.c.events.Next(ctx)

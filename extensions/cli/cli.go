@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 )
@@ -44,6 +45,10 @@ const (
 	EventError EventKind = "error"
 	// EventNotify: a proactive message (a reminder, a worker's result).
 	EventNotify EventKind = "notify"
+	// EventApproval: a tool call waits for the user's approval, or the
+	// outcome of such a request (Approval, State, Tool, Arguments; Text is
+	// the reason).
+	EventApproval EventKind = "approval"
 	// EventIdle: everything the last message sent caused has been shown
 	// (its seed, its reply or its command answer). Err is set when it
 	// failed.
@@ -64,6 +69,10 @@ type Event struct {
 	IsError   bool
 	// Err is why a message failed (EventIdle), "" when it did not.
 	Err string
+	// Approval is the request's id and State where it stands
+	// (EventApproval).
+	Approval string
+	State    chat.ApprovalState
 }
 
 // Queue is an unbounded FIFO of Events with one consumer. Push never
@@ -141,8 +150,9 @@ func (q *Queue) Next(ctx context.Context) (Event, error) {
 // CLI is the terminal channel extension. Its events are read by the one
 // chat frontend of the process through Events (or a Local backend).
 type CLI struct {
-	host   extension.Host
-	events *Queue
+	host      extension.Host
+	events    *Queue
+	approvals api.Approvals // nil when the agent offers none
 }
 
 // Init keeps the host; the channel has no configuration.
@@ -152,6 +162,7 @@ func (c *CLI) Init(_ context.Context, host extension.Host) error {
 	}
 	c.host = host
 	c.events = NewQueue()
+	c.approvals = api.ServicesFrom(host).Approvals
 	return nil
 }
 
@@ -183,6 +194,14 @@ func (c *CLI) Send(_ context.Context, msg chat.Outbound) error {
 		kind = EventNotify
 	case chat.Error:
 		kind = EventError
+	case chat.AskApproval:
+		if msg.Approval == nil {
+			return errors.New("an approval message without its request")
+		}
+		a := msg.Approval
+		c.events.Push(Event{Kind: EventApproval, Thread: msg.Address.Thread, Text: a.Reason, Tool: a.Tool,
+			Arguments: json.RawMessage(a.Arguments), Approval: a.ID, State: a.State})
+		return nil
 	}
 	c.events.Push(Event{Kind: kind, Thread: msg.Address.Thread, Text: msg.Text})
 	return nil

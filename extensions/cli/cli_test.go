@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -290,6 +291,9 @@ type fakeBackend struct {
 	sentc  chan string
 	cancel chan struct{}
 	refuse error
+
+	answers  []string // "id=true"
+	answered chan string
 }
 
 func newFakeBackend(script func(string) []Event) *fakeBackend {
@@ -316,6 +320,15 @@ func (b *fakeBackend) Send(_ context.Context, text string) error {
 func (b *fakeBackend) Cancel(context.Context) string {
 	b.cancel <- struct{}{}
 	return "cancelled"
+}
+func (b *fakeBackend) Answer(_ context.Context, id string, approve bool) error {
+	b.mu.Lock()
+	b.answers = append(b.answers, fmt.Sprintf("%s=%v", id, approve))
+	b.mu.Unlock()
+	if b.answered != nil {
+		b.answered <- id
+	}
+	return nil
 }
 func (b *fakeBackend) Next(ctx context.Context) (Event, error) { return b.q.Next(ctx) }
 func (b *fakeBackend) Close() error                            { b.q.Close(); return nil }

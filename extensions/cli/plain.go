@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/reverie-ai/reverie/chat"
 )
 
 // maxLineBytes bounds one input line of the plain mode.
@@ -98,6 +100,11 @@ func plainExchange(ctx context.Context, b Backend, text string, out, errOut io.W
 			failure = ev.Text
 		case EventNotify:
 			fmt.Fprintln(errOut, "notice: "+sanitize(ev.Text))
+		case EventApproval:
+			if ev.State == chat.ApprovalPending {
+				fmt.Fprintf(errOut, "approval needed: %s %s (%s); answer it on the web page or in the interactive chat\n",
+					sanitize(ev.Tool), sanitize(string(ev.Arguments)), sanitize(ev.Text))
+			}
 		case EventIdle:
 			if failure == "" && ev.Err != "" {
 				failure = ev.Err

@@ -123,6 +123,11 @@ func (r *Remote) Cancel(context.Context) string {
 	return "nothing to cancel"
 }
 
+// Answer implements Backend.
+func (r *Remote) Answer(ctx context.Context, id string, approve bool) error {
+	return r.conn.Write(ctx, api.ClientFrame{Type: api.FrameApproval, Approval: id, Approve: &approve})
+}
+
 // Next implements Backend.
 func (r *Remote) Next(ctx context.Context) (Event, error) {
 	ev, err := r.q.Next(ctx)
@@ -209,6 +214,9 @@ func (r *Remote) frame(f api.ServerFrame) {
 	}
 	muted := head != nil && head.muted
 	switch f.Type {
+	case api.FrameApproval:
+		r.q.Push(Event{Kind: EventApproval, Thread: f.Thread, Text: f.Text, Tool: f.Name, Arguments: f.Arguments,
+			Approval: f.Approval, State: chat.ApprovalState(f.State)})
 	case api.FrameDelta:
 		if !muted {
 			r.q.Push(Event{Kind: EventDelta, Thread: f.Thread, Text: f.Text})

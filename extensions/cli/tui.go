@@ -12,6 +12,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/reverie-ai/reverie/chat"
 )
 
 // Keys is the key help shown when the chat starts.
@@ -141,6 +143,9 @@ type model struct {
 	err           error // why the chat ended, when it failed
 	bannerShown   bool
 	quitting      bool // quit once everything is printed
+	// asking are the approval requests waiting for a y/n key, oldest
+	// first; the first is the one a key answers.
+	asking []Event
 
 	// Lines printed above the view. tea.Println commands run concurrently,
 	// so one batch is in flight at a time to keep the order.
@@ -238,6 +243,13 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	if s != "ctrl+c" {
 		m.armedQuit = false
 		m.hint = ""
+	}
+	if len(m.asking) > 0 && m.in.empty() {
+		switch s {
+		case "y", "Y", "n", "N":
+			m.answer(s == "y" || s == "Y")
+			return nil
+		}
 	}
 	switch s {
 	case "ctrl+c":
@@ -433,6 +445,8 @@ func (m *model) event(ev Event) {
 	case EventError:
 		m.flushLive()
 		m.print(m.st.fail.Render("✗ " + sanitize(ev.Text)))
+	case EventApproval:
+		m.approval(ev)
 	case EventNotify:
 		line := m.st.notice.Render("◆ " + sanitize(ev.Text))
 		if m.pending > 0 || m.live.Len() > 0 {
@@ -457,6 +471,50 @@ func (m *model) event(ev Event) {
 				m.send(next)
 			}
 		}
+	}
+}
+
+// approval shows an approval request (and asks for y/n) or its outcome.
+func (m *model) approval(ev Event) {
+	switch ev.State {
+	case chat.ApprovalPending, "":
+		for _, a := range m.asking {
+			if a.Approval == ev.Approval {
+				return // shown already (sent again after a reconnect)
+			}
+		}
+		m.flushLive()
+		m.asking = append(m.asking, ev)
+		m.print(m.st.notice.Render("⚠ approve " + toolCallLine(ev.Tool, ev.Arguments) + "?"))
+		m.print(m.st.dim.Render("  " + sanitize(ev.Text) + " — press y to allow, n to refuse"))
+		m.activity = "waiting for your approval (y/n)"
+		return
+	}
+	for i, a := range m.asking {
+		if a.Approval == ev.Approval {
+			m.asking = append(m.asking[:i], m.asking[i+1:]...)
+			break
+		}
+	}
+	outcome := map[chat.ApprovalState]string{
+		chat.ApprovalApproved: "✓ approved: ",
+		chat.ApprovalDenied:   "✗ denied: ",
+		chat.ApprovalExpired:  "✗ not answered in time: ",
+	}[ev.State]
+	m.print(m.st.dim.Render("  " + outcome + sanitize(ev.Tool)))
+	if len(m.asking) == 0 && m.activity == "waiting for your approval (y/n)" {
+		m.activity = "thinking"
+	}
+}
+
+// answer answers the oldest request waiting for a key.
+func (m *model) answer(approve bool) {
+	a := m.asking[0]
+	ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
+	err := m.b.Answer(ctx, a.Approval, approve)
+	cancel()
+	if err != nil {
+		m.print(m.st.fail.Render("✗ the answer did not reach the assistant: " + sanitize(err.Error())))
 	}
 }
 

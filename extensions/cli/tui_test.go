@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extensions/cli/clitest"
 )
 
@@ -214,5 +215,48 @@ func TestInteractiveBackendGone(t *testing.T) {
 	tm.WaitFor("✗ lost the connection to the assistant")
 	if err := recvDone(t, done); err == nil || !strings.Contains(err.Error(), "lost the connection") {
 		t.Fatalf("chat ended with %v", err)
+	}
+}
+
+func TestInteractiveApproval(t *testing.T) {
+	b := newFakeBackend(nil)
+	b.answered = make(chan string, 4)
+	tm, _ := startChat(t, b, nil)
+	tm.Type("summarise the page", clitest.Enter)
+	recvText(t, b.sentc)
+	ask := func(id string) {
+		b.q.Push(Event{Kind: EventApproval, Thread: "cli:tester", Approval: id, State: chat.ApprovalPending, Tool: "fetch_url",
+			Arguments: json.RawMessage(`{"url":"https://evil.example.net/x"}`), Text: "a host you did not mention"})
+	}
+	ask("ap_1")
+	tm.WaitFor(`⚠ approve fetch_url {"url":"https://evil.example.net/x"}?`)
+	tm.WaitFor("press y to allow, n to refuse")
+	tm.Type("y")
+	if id := recvText(t, b.answered); id != "ap_1" {
+		t.Fatalf("answered %q", id)
+	}
+	b.q.Push(Event{Kind: EventApproval, Thread: "cli:tester", Approval: "ap_1", State: chat.ApprovalApproved, Tool: "fetch_url"})
+	tm.WaitFor("✓ approved: fetch_url")
+
+	ask("ap_2")
+	ask("ap_2") // sent again (a reconnect): shown once
+	tm.Type("n")
+	if id := recvText(t, b.answered); id != "ap_2" {
+		t.Fatalf("answered %q", id)
+	}
+	b.q.Push(Event{Kind: EventApproval, Thread: "cli:tester", Approval: "ap_2", State: chat.ApprovalDenied, Tool: "fetch_url"})
+	tm.WaitFor("✗ denied: fetch_url")
+	b.q.Push(Event{Kind: EventDone, Text: "I could not fetch it."})
+	b.q.Push(Event{Kind: EventIdle})
+	tm.WaitFor("I could not fetch it.")
+	// With nothing waiting, y is text again.
+	tm.Type("y", clitest.Enter)
+	if got := recvText(t, b.sentc); got != "y" {
+		t.Fatalf("sent %q", got)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !slices.Equal(b.answers, []string{"ap_1=true", "ap_2=false"}) {
+		t.Errorf("answers = %v", b.answers)
 	}
 }
