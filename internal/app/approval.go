@@ -12,6 +12,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/approval"
 	"github.com/reverie-ai/reverie/internal/toolloop"
+	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
 )
 
@@ -32,6 +33,7 @@ func (a *App) buildApprovals(ctx context.Context) error {
 		ShellNetwork: cfg.Shell.Network,
 		Deliver:      approval.DeliverFunc(a.deliverApproval),
 		Tool:         a.findTool,
+		History:      a.history,
 		FromUser:     func(text string) bool { return !strings.HasPrefix(text, agent.SystemEventPrefix) },
 		Now:          a.opts.Now,
 		Logger:       a.Logger.With("component", "approval"),
@@ -57,6 +59,19 @@ func (a *App) deliverApproval(ctx context.Context, out chat.Outbound) error {
 		return fmt.Errorf("no channel %q is running", out.Address.Channel)
 	}
 	return ch.Send(ctx, out)
+}
+
+// history returns a thread's stored messages.
+func (a *App) history(ctx context.Context, thread chat.ThreadID) ([]llm.Message, error) {
+	stored, err := a.Conversations.History(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]llm.Message, len(stored))
+	for i, m := range stored {
+		out[i] = m.Message
+	}
+	return out, nil
 }
 
 // findTool returns the tool called name among the current tools.

@@ -71,6 +71,11 @@ type Options struct {
 	// Tool finds a tool by name, to tell which earlier results of a turn
 	// read private data (nil: only the tool being asked about is known).
 	Tool func(name string) (tool.Tool, bool)
+	// History returns a thread's stored messages, read when a call comes
+	// without the conversation it was made in (a call of an interrupted
+	// round run again after a restart, toolloop.RunCalls); nil: such a
+	// call is judged without it.
+	History func(ctx context.Context, thread chat.ThreadID) ([]llm.Message, error)
 	// FromUser reports whether a user-role message's text was written by
 	// the user, not injected by the system (system events, the seed);
 	// nil: every user message counts.
@@ -148,26 +153,45 @@ func (s *Service) PolicyFor(name string) Policy {
 // run, ErrDenied or ErrExpired (wrapped) when the user refused or did not
 // answer, ErrNobodyToAsk outside a conversation, and ctx's error when ctx
 // ended first (the request then stays pending, for a resumed turn).
+//
+// A call that is already held for approval (a pending request of the same
+// thread, call id, tool and arguments: the turn was interrupted by a
+// restart and runs the call again) waits on that request, whatever the
+// policy would say now.
 func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) error {
-	call, inTurn := tool.CallFrom(ctx)
-	channel := call.Thread.Channel()
-	sit := Situation{
-		Tool: req.Call.Name, Arguments: req.Call.Arguments, Channel: channel,
-		ShellNetwork: s.o.ShellNetwork,
-	}
-	sit.UserHosts, sit.PrivateRead = s.scan(req)
-	need, reason := Decide(s.PolicyFor(req.Call.Name), sit)
-	if !need {
+	policy := s.PolicyFor(req.Call.Name)
+	if policy == Never {
 		return nil
 	}
-	if !inTurn || call.Thread == "" || call.Thread.IsSubSession() || channel == "" {
-		return fmt.Errorf("%w (%s)", ErrNobodyToAsk, reason)
-	}
-	rec, err := s.pendingFor(ctx, call.Thread, req)
-	if err != nil {
-		return fmt.Errorf("approval: %w", err)
+	call, inTurn := tool.CallFrom(ctx)
+	channel := call.Thread.Channel()
+	var rec Record
+	if inTurn && call.Thread != "" {
+		var err error
+		if rec, err = s.pendingFor(ctx, call.Thread, req); err != nil {
+			return fmt.Errorf("approval: %w", err)
+		}
 	}
 	if rec.ID == "" {
+		sit := Situation{
+			Tool: req.Call.Name, Arguments: req.Call.Arguments, Channel: channel,
+			ShellNetwork: s.o.ShellNetwork,
+		}
+		if len(req.Messages) == 0 && inTurn && call.Thread != "" && s.o.History != nil {
+			msgs, err := s.o.History(ctx, call.Thread)
+			if err != nil {
+				return fmt.Errorf("approval: read the conversation: %w", err)
+			}
+			req.Messages = msgs
+		}
+		sit.UserHosts, sit.PrivateRead = s.scan(req)
+		need, reason := Decide(policy, sit)
+		if !need {
+			return nil
+		}
+		if !inTurn || call.Thread == "" || call.Thread.IsSubSession() || channel == "" {
+			return fmt.Errorf("%w (%s)", ErrNobodyToAsk, reason)
+		}
 		now := s.o.Now()
 		rec = Record{ID: newID(), Thread: call.Thread, Channel: channel, CallID: req.Call.ID, Tool: req.Call.Name,
 			Arguments: string(req.Call.Arguments), Reason: reason, State: chat.ApprovalPending,
@@ -275,7 +299,7 @@ func (s *Service) Answer(ctx context.Context, id string, approve bool, via strin
 }
 
 // AnswerText treats text as the user's reply to the oldest pending request
-// of thread when it is a plain yes or no ("yes", "y", "approve", "ok";
+// of thread when it is a plain yes or no ("yes", "y", "approve", "allow";
 // "no", "n", "deny"), and reports whether it was one. Any other text is
 // not an answer (handled is false) and is left for the conversation.
 func (s *Service) AnswerText(ctx context.Context, thread chat.ThreadID, text string) (rec Record, handled bool, err error) {
@@ -308,7 +332,7 @@ func (s *Service) Intercept(ctx context.Context, msg chat.Inbound) (string, bool
 func yesNo(text string) (approve, ok bool) {
 	t := strings.ToLower(strings.TrimRight(strings.TrimSpace(text), ".!"))
 	switch t {
-	case "yes", "y", "approve", "approved", "ok", "allow":
+	case "yes", "y", "approve", "approved", "allow":
 		return true, true
 	case "no", "n", "deny", "denied", "refuse":
 		return false, true

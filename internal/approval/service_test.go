@@ -173,7 +173,8 @@ func TestServiceDecisions(t *testing.T) {
 }
 
 func TestServiceNoApprovalNeeded(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "r.db"), newOutbox())
+	box := newOutbox()
+	s := open(t, filepath.Join(t.TempDir(), "r.db"), box)
 	req := exfilRequest("c3")
 	req.Messages = append(req.Messages[:2:2], req.Messages[4]) // no private read this turn
 	if err := s.Approve(inThread(t.Context(), "web:s1"), req); err != nil {
@@ -190,7 +191,19 @@ func TestServiceNoApprovalNeeded(t *testing.T) {
 	if err := s.Approve(t.Context(), exfilRequest("c3")); !errors.Is(err, ErrNobodyToAsk) {
 		t.Errorf("outside a turn: %v, want ErrNobodyToAsk", err)
 	}
-	if p, _ := s.Pending(t.Context(), ""); len(p) != 0 {
+	// A call without its conversation is judged on the stored history.
+	s.o.History = func(context.Context, chat.ThreadID) ([]llm.Message, error) { return exfilRequest("c3").Messages, nil }
+	bare := exfilRequest("c4")
+	bare.Messages = nil
+	ctx, cancel := context.WithCancel(inThread(t.Context(), "web:s1"))
+	errc := make(chan error, 1)
+	go func() { errc <- s.Approve(ctx, bare) }()
+	<-box.got // it waits: the history shows the private read
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("call judged on the history: %v, want it to wait for approval", err)
+	}
+	if p, _ := s.Pending(t.Context(), ""); len(p) != 1 || p[0].CallID != "c4" {
 		t.Errorf("pending = %+v", p)
 	}
 }
@@ -214,7 +227,11 @@ func TestServiceRestart(t *testing.T) {
 		if err != nil || len(pending) != 1 || pending[0].ID != asked.Approval.ID {
 			t.Fatalf("pending after restart = %+v, %v", pending, err)
 		}
-		go func() { errc <- second.Approve(inThread(t.Context(), "web:s1"), exfilRequest("c3")) }()
+		// The interrupted round's call runs again without its conversation
+		// (toolloop.RunCalls): it is held by its pending request all the same.
+		resumed := exfilRequest("c3")
+		resumed.Messages = nil
+		go func() { errc <- second.Approve(inThread(t.Context(), "web:s1"), resumed) }()
 		again := <-box.got
 		if again.Approval.ID != asked.Approval.ID || again.Approval.State != chat.ApprovalPending {
 			t.Fatalf("the resumed call asked anew: %+v", again.Approval)

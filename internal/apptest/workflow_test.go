@@ -9,6 +9,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/interactions"
+	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/internal/workflow"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -48,7 +49,9 @@ func (w *workflowAssistant) handle(req llmtest.ChatRequest) llmtest.ServerReply 
 		var res struct {
 			ID string `json:"session_id"`
 		}
-		json.Unmarshal([]byte(last.Text()), &res)
+		// Tool results reach the model fenced as untrusted data.
+		content, _ := toolloop.Unfence(last.Text())
+		json.Unmarshal([]byte(content), &res)
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if w.research == "" {
