@@ -154,10 +154,11 @@ func (s *Service) PolicyFor(name string) Policy {
 // answer, ErrNobodyToAsk outside a conversation, and ctx's error when ctx
 // ended first (the request then stays pending, for a resumed turn).
 //
-// A call that is already held for approval (a pending request of the same
-// thread, call id, tool and arguments: the turn was interrupted by a
-// restart and runs the call again) waits on that request, whatever the
-// policy would say now.
+// A call that is already held for approval (a request of the same thread,
+// call id, tool and arguments: the turn was interrupted by a restart and
+// makes the call again) waits on that request, whatever the policy would
+// say now — or takes its answer, when the user answered while no call
+// waited.
 func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) error {
 	policy := s.PolicyFor(req.Call.Name)
 	if policy == Never {
@@ -168,7 +169,7 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 	var rec Record
 	if inTurn && call.Thread != "" {
 		var err error
-		if rec, err = s.pendingFor(ctx, call.Thread, req); err != nil {
+		if rec, err = s.heldFor(ctx, call.Thread, req); err != nil {
 			return fmt.Errorf("approval: %w", err)
 		}
 	}
@@ -201,6 +202,9 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 		}
 		s.log.Info("tool call waits for approval", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool, "reason", reason)
 		s.poke()
+	} else if rec.State != chat.ApprovalPending {
+		s.log.Info("resumed call takes the answer given while it was not waiting", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool, "state", rec.State)
+		return s.consume(ctx, rec.ID, rec.State)
 	} else {
 		s.log.Info("resumed call waits for its earlier approval request", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool)
 	}
@@ -209,11 +213,20 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 	return s.wait(ctx, rec, done)
 }
 
+// consume marks that a call took the decision of request id and returns
+// the call's verdict.
+func (s *Service) consume(ctx context.Context, id string, state chat.ApprovalState) error {
+	if _, err := s.o.DB.ExecContext(context.WithoutCancel(ctx), `UPDATE approvals SET consumed = 1 WHERE id = ?`, id); err != nil {
+		s.log.Warn("could not mark an approval as taken", "id", id, "err", err)
+	}
+	return verdict(state)
+}
+
 // wait blocks until rec is decided, its deadline passes or ctx ends.
 func (s *Service) wait(ctx context.Context, rec Record, done <-chan struct{}) error {
 	// Answered between the insert and the waiter's registration?
 	if got, err := s.Get(ctx, rec.ID); err == nil && got.State != chat.ApprovalPending {
-		return verdict(got.State)
+		return s.consume(ctx, rec.ID, got.State)
 	}
 	timer := time.NewTimer(max(rec.Deadline.Sub(s.o.Now()), 0))
 	defer timer.Stop()
@@ -230,7 +243,7 @@ func (s *Service) wait(ctx context.Context, rec Record, done <-chan struct{}) er
 	if err != nil {
 		return fmt.Errorf("approval: %w", err)
 	}
-	return verdict(got.State)
+	return s.consume(ctx, rec.ID, got.State)
 }
 
 // verdict is Approve's answer for a decided state.
@@ -537,12 +550,17 @@ func (s *Service) Pending(ctx context.Context, thread chat.ThreadID) ([]Record, 
 	return out, rows.Err()
 }
 
-// pendingFor finds the pending request of the same call of thread, made
-// before a restart; the zero Record when there is none.
-func (s *Service) pendingFor(ctx context.Context, thread chat.ThreadID, req toolloop.ApprovalRequest) (Record, error) {
+// heldFor finds the request of the same call of thread (same call id,
+// tool and arguments) made before a restart: pending, or answered within
+// the timeout while no call waited for it. The zero Record when there is
+// none.
+func (s *Service) heldFor(ctx context.Context, thread chat.ThreadID, req toolloop.ApprovalRequest) (Record, error) {
 	row := s.o.DB.QueryRowContext(ctx, `SELECT `+columns+` FROM approvals
-		WHERE thread = ? AND call_id = ? AND tool = ? AND arguments = ? AND state = ? ORDER BY created_at DESC LIMIT 1`,
-		string(thread), req.Call.ID, req.Call.Name, string(req.Call.Arguments), string(chat.ApprovalPending))
+		WHERE thread = ? AND call_id = ? AND tool = ? AND arguments = ?
+		  AND (state = ? OR (consumed = 0 AND state IN (?, ?) AND decided_at >= ?))
+		ORDER BY created_at DESC LIMIT 1`,
+		string(thread), req.Call.ID, req.Call.Name, string(req.Call.Arguments), string(chat.ApprovalPending),
+		string(chat.ApprovalApproved), string(chat.ApprovalDenied), s.o.Now().Add(-s.o.Timeout).UnixMilli())
 	rec, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, nil

@@ -271,3 +271,39 @@ func TestServiceRunExpiresOrphans(t *testing.T) {
 		}
 	})
 }
+
+func TestServiceAnswerBeforeResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "r.db")
+		box := newOutbox()
+		first := open(t, file, box)
+		ctx, stop := context.WithCancel(inThread(t.Context(), "web:s1"))
+		errc := make(chan error, 1)
+		go func() { errc <- first.Approve(ctx, exfilRequest("c3")) }()
+		asked := <-box.got
+		stop()
+		<-errc
+
+		// After the restart the user approves before the turn has resumed.
+		second := open(t, file, box)
+		if _, err := second.Answer(t.Context(), asked.Approval.ID, true, "web"); err != nil {
+			t.Fatal(err)
+		}
+		<-box.got // the outcome
+		if err := second.Approve(inThread(t.Context(), "web:s1"), exfilRequest("c3")); err != nil {
+			t.Fatalf("the resumed call did not take the answer: %v", err)
+		}
+		// The answer is taken once: the same call made again later asks anew.
+		go func() { errc <- second.Approve(inThread(t.Context(), "web:s1"), exfilRequest("c3")) }()
+		again := <-box.got
+		if again.Approval.ID == asked.Approval.ID || again.Approval.State != chat.ApprovalPending {
+			t.Fatalf("second call: %+v", again.Approval)
+		}
+		if _, err := second.Answer(t.Context(), again.Approval.ID, false, "web"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; !errors.Is(err, ErrDenied) {
+			t.Fatalf("second call = %v", err)
+		}
+	})
+}

@@ -501,10 +501,12 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 			running++
 			pos := tool.Position{ID: c.ID, Round: round, Index: i}
 			wg.Go(func() {
-				if r, ok := l.approve(ctx, t, call, args, seen); !ok {
-					records[i] = r
-					done <- i
-					return
+				if l.opts.Approver != nil {
+					if r, ok := l.approve(ctx, t, call, args, seen); !ok {
+						records[i] = r
+						done <- i
+						return
+					}
 				}
 				r := execute(tool.WithPosition(ctx, pos), t, c, args, l.opts)
 				r.Round, r.Index = round, i
@@ -584,22 +586,21 @@ func (l *loop) prepare(ctx context.Context, c llm.ToolCall) (t tool.Tool, args j
 	return t, args, rec, true
 }
 
-// approve asks the Approver, if any, whether the call may run. When it may
+// approve asks the Approver whether the call may run. When it may
 // not, ok is false and rec is the call's failed record.
 func (l *loop) approve(ctx context.Context, t tool.Tool, c Call, args json.RawMessage, seen []llm.Message) (rec CallRecord, ok bool) {
-	if l.opts.Approver == nil {
-		return CallRecord{}, true
-	}
 	c.Arguments = args
 	err := l.opts.Approver.Approve(ctx, ApprovalRequest{Call: c, Tool: t, Messages: seen})
 	if err == nil {
 		return CallRecord{}, true
 	}
-	rec = l.failed(CallRecord{ID: c.ID, Name: c.Name, Arguments: args, Round: c.Round, Index: c.Index}, fmt.Errorf("tool %q was not run: %w", c.Name, err))
+	rec = CallRecord{ID: c.ID, Name: c.Name, Arguments: args, Round: c.Round, Index: c.Index}
 	if ctx.Err() != nil {
+		rec = l.failed(rec, fmt.Errorf("tool %q was not run: the turn was stopped while the call waited for the user's approval (%w); call it again to ask again", c.Name, err))
 		rec.Interrupted = true
+		return rec, false
 	}
-	return rec, false
+	return l.failed(rec, fmt.Errorf("tool %q was not run: %w", c.Name, err)), false
 }
 
 func (l *loop) failed(rec CallRecord, err error) CallRecord {

@@ -13,7 +13,10 @@ CREATE TABLE approvals (
     created_at  INTEGER NOT NULL,
     deadline    INTEGER NOT NULL,
     decided_at  INTEGER,
-    decided_via TEXT    NOT NULL DEFAULT ''
+    decided_via TEXT    NOT NULL DEFAULT '',
+    -- 1 once a waiting call took the decision; an answer given while no
+    -- call waited (just after a restart) is taken by the resumed call.
+    consumed    INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX approvals_call ON approvals (thread, call_id);
 CREATE INDEX approvals_pending ON approvals (state, deadline);
