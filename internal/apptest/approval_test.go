@@ -1,6 +1,7 @@
 package apptest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -270,5 +272,66 @@ func TestApprovalPendingSurvivesRestart(t *testing.T) {
 	w2.JSON(t, "GET", "/approvals", nil, http.StatusOK, &list)
 	if len(list.Approvals) != 0 {
 		t.Errorf("requests still pending: %+v", list.Approvals)
+	}
+}
+
+// TestApprovalByTextReply: on a channel without buttons (the test channel,
+// as Matrix or Telegram) the request arrives as text and a plain "yes" or
+// "no" answers it without becoming a message of the conversation.
+func TestApprovalByTextReply(t *testing.T) {
+	in := newInjection(t)
+	h := Start(t, WithEnv("REVERIE_TOOLS__FETCH__ALLOW_PRIVATE=true"))
+	h.Model.Handle(in.model)
+	if _, err := h.App.API.Memories.Add(context.Background(), api.MemoryInput{Text: "The door code is 4711.", Kind: "fact"}); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(n int) chat.Outbound {
+		t.Helper()
+		h.Send(t, "bob", "please summarise "+in.page.URL+"/recipes")
+		got := h.Channel.WaitFor(t, "bob", n)
+		req := got[n-1]
+		if req.Kind != chat.AskApproval || req.Approval == nil || req.Approval.State != chat.ApprovalPending ||
+			!strings.Contains(req.Text, "Reply yes to allow it or no to refuse") || !strings.Contains(req.Text, "127.0.0.2") {
+			t.Fatalf("delivery %d = %+v", n, req)
+		}
+		return req
+	}
+
+	ask(2) // after the greeting
+	if n := in.exfilHits.Load(); n != 0 {
+		t.Fatalf("contacted %d times before the answer", n)
+	}
+	h.Send(t, "bob", "Yes")
+	got := h.Channel.WaitFor(t, "bob", 4)
+	if o := got[2]; o.Kind != chat.AskApproval || o.Approval.State != chat.ApprovalApproved {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if r := got[3]; r.Kind != chat.Reply || !strings.Contains(r.Text, "thanks") {
+		t.Fatalf("reply = %+v", r)
+	}
+	if n := in.exfilHits.Load(); n != 1 {
+		t.Fatalf("approved call ran %d times", n)
+	}
+
+	ask(5)
+	h.Send(t, "bob", "no")
+	got = h.Channel.WaitFor(t, "bob", 7)
+	if o := got[5]; o.Approval == nil || o.Approval.State != chat.ApprovalDenied {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if r := got[6]; !strings.Contains(r.Text, "the user denied this call") {
+		t.Fatalf("reply = %+v", r)
+	}
+	if n := in.exfilHits.Load(); n != 1 {
+		t.Fatalf("denied call ran (%d calls in all)", n)
+	}
+	hist, err := h.App.Conversations.History(context.Background(), chat.NewThreadID(ChannelName, "bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range hist {
+		if m.Message.Role == llm.RoleUser && (m.Message.Text() == "Yes" || m.Message.Text() == "no") {
+			t.Errorf("the answer %q became a message of the conversation", m.Message.Text())
+		}
 	}
 }
