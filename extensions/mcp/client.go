@@ -486,11 +486,20 @@ var ErrServerDown = errors.New("MCP server is down")
 // call runs a tool call on the current session, bounded by the server's
 // timeout; cancelling ctx cancels the call (notifications/cancelled).
 func (s *server) call(ctx context.Context, remote string, args json.RawMessage) (tool.Result, error) {
+	res, err := s.callRaw(ctx, remote, args)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	return mapResult(res)
+}
+
+// callRaw is call without mapping the result.
+func (s *server) callRaw(ctx context.Context, remote string, args json.RawMessage) (*sdk.CallToolResult, error) {
 	s.mu.Lock()
 	cs, st := s.session, s.st
 	s.mu.Unlock()
 	if cs == nil {
-		return tool.Result{}, fmt.Errorf("%w: %s (%s)", ErrServerDown, s.name, st.Err)
+		return nil, fmt.Errorf("%w: %s (%s)", ErrServerDown, s.name, st.Err)
 	}
 	s.update(func(st *ServerStatus) { st.Calls++ })
 	defer s.update(func(st *ServerStatus) { st.Calls-- })
@@ -499,18 +508,18 @@ func (s *server) call(ctx context.Context, remote string, args json.RawMessage) 
 	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: remote, Arguments: args})
 	switch {
 	case err == nil:
-		return mapResult(res)
+		return res, nil
 	case ctx.Err() != nil:
-		return tool.Result{}, fmt.Errorf("call to %s on MCP server %s cancelled: %w", remote, s.name, context.Cause(ctx))
+		return nil, fmt.Errorf("call to %s on MCP server %s cancelled: %w", remote, s.name, context.Cause(ctx))
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		// Maybe the server hangs: have the supervisor ping it now.
 		select {
 		case s.suspect <- struct{}{}:
 		default:
 		}
-		return tool.Result{}, fmt.Errorf("MCP server %s did not answer %s within %s (the call was cancelled)", s.name, remote, s.cfg.Timeout)
+		return nil, fmt.Errorf("MCP server %s did not answer %s within %s (the call was cancelled)", s.name, remote, s.cfg.Timeout)
 	}
-	return tool.Result{}, fmt.Errorf("MCP server %s: %s: %w", s.name, remote, err)
+	return nil, fmt.Errorf("MCP server %s: %s: %w", s.name, remote, err)
 }
 
 func names(ts []tool.Tool) []string {

@@ -312,3 +312,25 @@ func TestConformance(t *testing.T) {
 	}
 	extensiontest.Run(t, info)
 }
+
+func TestMemoryTexts(t *testing.T) {
+	cases := []struct {
+		name, result string
+		want         []string
+	}{
+		{"knowledge graph", `{"entities":[{"name":"Alice","entityType":"person","observations":["works at Acme","likes tea"]}],"relations":[]}`,
+			[]string{"Alice: works at Acme", "Alice: likes tea"}},
+		{"OpenMemory results", `{"results":[{"id":"1","memory":"Likes tea"},{"id":"2","memory":"Lives in Lyon"}]}`,
+			[]string{"Likes tea", "Lives in Lyon"}},
+		{"bare list", `[{"text":"a fact"},"another fact",{"content":"a third"}]`, []string{"a fact", "another fact", "a third"}},
+		{"plain text, duplicates dropped", "one\n\n two \none\n", []string{"one", "two"}},
+		{"empty", `{"results":[]}`, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MemoryTexts(tc.result); !slices.Equal(got, tc.want) {
+				t.Fatalf("MemoryTexts = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -40,6 +40,12 @@ func ReadMemories(ctx context.Context, cfg Config, dataDir, name, toolName strin
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s: %s: %w", name, toolName, err)
 	}
+	return resultMemories(res, name, toolName)
+}
+
+// resultMemories are the memories a memory tool's result holds: from its
+// structured content when it has some, else from its text.
+func resultMemories(res *sdk.CallToolResult, server, toolName string) ([]string, error) {
 	var texts []string
 	for _, c := range res.Content {
 		if t, ok := c.(*sdk.TextContent); ok {
@@ -47,15 +53,30 @@ func ReadMemories(ctx context.Context, cfg Config, dataDir, name, toolName strin
 		}
 	}
 	if res.IsError {
-		return nil, fmt.Errorf("MCP server %s: %s failed: %s", name, toolName, strings.Join(texts, " "))
+		return nil, fmt.Errorf("MCP server %s: %s failed: %s", server, toolName, strings.Join(texts, " "))
 	}
 	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		if err == nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
 			return MemoryTexts(string(b)), nil
 		}
 	}
 	return MemoryTexts(strings.Join(texts, "\n")), nil
+}
+
+// CallForMemories calls toolName on the running server called name and
+// returns the memories its result holds (see MemoryTexts): the search and
+// store of the mcp memory backend (memory.backend: mcp).
+func (m *MCP) CallForMemories(ctx context.Context, name, toolName string, args json.RawMessage) ([]string, error) {
+	for _, s := range m.servers {
+		if s.name == name {
+			res, err := s.callRaw(ctx, toolName, args)
+			if err != nil {
+				return nil, err
+			}
+			return resultMemories(res, name, toolName)
+		}
+	}
+	return nil, fmt.Errorf("%w %q (memory.mcp.server must name an enabled server of mcp.servers)", ErrUnknownServer, name)
 }
 
 // MemoryTexts extracts memories from what a memory server's tool returned:

@@ -28,20 +28,26 @@ const reconcileTimeout = time.Minute
 func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 	cfg := a.Config.Memory
 	log := a.Logger.With("component", "memory")
-	var emb embed.Embedder
-	if cfg.Backend != string(memory.BackendFlat) {
-		e, err := a.embedder(ctx, cfg.Embedding)
-		if err != nil {
-			return err
+	var store memory.Store
+	if cfg.Backend == config.MemoryBackendMCP {
+		store = memory.NewRemote(mcpMemory{a: a, cfg: cfg.MCP}, a.opts.Now, log)
+	} else {
+		var emb embed.Embedder
+		if cfg.Backend != string(memory.BackendFlat) {
+			e, err := a.embedder(ctx, cfg.Embedding)
+			if err != nil {
+				return err
+			}
+			emb = e
 		}
-		emb = e
-	}
-	store, err := memory.Open(ctx, memory.Options{
-		Backend: memory.Backend(cfg.Backend), DB: a.DB, DataDir: a.opts.DataDir, Embedder: emb,
-		Now: a.opts.Now, Logger: log,
-	})
-	if err != nil {
-		return fmt.Errorf("open memory store: %w", err)
+		s, err := memory.Open(ctx, memory.Options{
+			Backend: memory.Backend(cfg.Backend), DB: a.DB, DataDir: a.opts.DataDir, Embedder: emb,
+			Now: a.opts.Now, Logger: log,
+		})
+		if err != nil {
+			return fmt.Errorf("open memory store: %w", err)
+		}
+		store = s
 	}
 	a.onClose("memory store", func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -14,6 +14,7 @@ import (
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extensions/mcp"
 	"github.com/reverie-ai/reverie/extensions/mcp/mcptest"
+	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -120,5 +121,59 @@ func TestMCPToolSelectionAndStatus(t *testing.T) {
 	status := msgs[len(msgs)-1].Text
 	if !strings.Contains(status, "mcp:") || !strings.Contains(status, "broken is down") {
 		t.Fatalf("/status does not show the down MCP server:\n%s", status)
+	}
+}
+
+// TestServerMemoryAsMemoryBackend: with memory.backend: mcp,
+// @modelcontextprotocol/server-memory holds the memories — what Reverie
+// remembers is in its graph file, and recall (the model's search_memory
+// included) searches it.
+func TestServerMemoryAsMemoryBackend(t *testing.T) {
+	p := mcptest.Find(t)
+	graph := filepath.Join(t.TempDir(), "memory.jsonl")
+	args, _ := json.Marshal(p.Memory)
+	h := startWithMCP(t, fmt.Sprintf(`mcp:
+  servers:
+    kg:
+      command: %q
+      args: %s
+      env: {MEMORY_FILE_PATH: %q}
+memory:
+  backend: mcp
+  mcp:
+    server: kg
+    search: {tool: search_nodes, arguments: '{"query":"{query}"}'}
+    store: {tool: create_entities, arguments: '{"entities":[{"name":"{text}","entityType":"memory","observations":["{text}"]}]}'}
+`, p.Node, args, graph))
+	ctx := context.Background()
+	if _, err := h.App.Memory.Remember(ctx, memory.Memory{Text: `The user's cat is called "Miso".`, Kind: memory.KindFact, Source: memory.SourceUserExplicit}, false); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(graph)
+	if err != nil || !strings.Contains(string(data), `cat is called \"Miso\"`) {
+		t.Fatalf("server-memory's graph file: %q, %v", data, err)
+	}
+	res, err := h.App.Memory.Search(ctx, memory.Query{Text: "Miso"})
+	if err != nil || len(res) == 0 || !strings.Contains(res[0].Text, "Miso") {
+		t.Fatalf("search = %+v, %v", res, err)
+	}
+
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == "tool":
+			return llmtest.ServerReply{Text: "Found: " + last.Text()}
+		case strings.Contains(lastUser(req), "cat"):
+			return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{
+				ID: "call_1", Name: "search_memory", Arguments: json.RawMessage(`{"query":"Miso"}`),
+			}}}
+		default:
+			return llmtest.ServerReply{Text: "ok"}
+		}
+	})
+	h.Send(t, "mem", "what is my cat called?")
+	msgs := h.Channel.WaitFor(t, "mem", 2)
+	if got := msgs[len(msgs)-1].Text; !strings.Contains(got, "Miso") {
+		t.Fatalf("reply = %q, want the memory from server-memory", got)
 	}
 }

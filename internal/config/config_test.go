@@ -314,6 +314,11 @@ func TestValidate(t *testing.T) {
 			key: "log.level", envVar: "REVERIE_LOG__LEVEL", message: "environment variable REVERIE_LOG__LEVEL"},
 		{name: "negative limit from env", env: []string{"REVERIE_LIMITS__MEMORIES_CHARS=-5"},
 			key: "limits.memories_chars", envVar: "REVERIE_LIMITS__MEMORIES_CHARS", message: "must be positive"},
+		{name: "mcp memory backend", yaml: "memory:\n  backend: mcp\n  mcp:\n    server: openmemory\n"},
+		{name: "mcp memory backend without a server", yaml: "memory:\n  backend: mcp\n",
+			key: "memory.mcp.server", message: "needs the name of a server"},
+		{name: "mcp memory arguments not JSON", yaml: "memory:\n  backend: mcp\n  mcp:\n    server: m\n    store:\n      arguments: '{text}'\n",
+			key: "memory.mcp.store.arguments", line: 6, message: "must be a JSON object"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,14 +1,18 @@
 package config
 
 import (
+	"encoding/json"
 	"strings"
 )
 
 // MemoryConfig is the `memory:` section: the long-term memory store.
 type MemoryConfig struct {
 	// Backend is local_vector (SQLite with full-text and vector indexes, the
-	// default) or flat (MEMORIES.txt only).
+	// default), flat (MEMORIES.txt only) or mcp (an MCP memory server, see
+	// MCP).
 	Backend string `yaml:"backend"`
+	// MCP is the memory server of the mcp backend.
+	MCP MemoryMCPConfig `yaml:"mcp"`
 	// ContextBudget is how many tokens of recalled memories are added to each
 	// turn's prompt, besides MEMORIES.txt (0 turns recall into the prompt off).
 	ContextBudget int `yaml:"context_budget"`
@@ -29,8 +33,35 @@ type EmbeddingConfig struct {
 	BatchSize int `yaml:"batch_size"`
 }
 
+// MemoryBackendMCP is memory.backend's value for an MCP memory server.
+const MemoryBackendMCP = "mcp"
+
+// MemoryMCPConfig is memory.mcp: which server of mcp.servers holds the
+// memories and which of its tools search and store them. The defaults are
+// OpenMemory's tools.
+type MemoryMCPConfig struct {
+	// Server names a server of the mcp.servers section.
+	Server string `yaml:"server"`
+	// Search is called with "{query}" replaced by the query; Store with
+	// "{text}" replaced by the memory.
+	Search MCPToolCall `yaml:"search"`
+	Store  MCPToolCall `yaml:"store"`
+}
+
+// MCPToolCall is a tool of an MCP server and its arguments.
+type MCPToolCall struct {
+	Tool string `yaml:"tool"`
+	// Arguments is a JSON object; "{query}" and "{text}" in it are replaced
+	// by the value (JSON-escaped), so write them inside strings.
+	Arguments string `yaml:"arguments"`
+}
+
 func defaultMemory() MemoryConfig {
 	return MemoryConfig{
+		MCP: MemoryMCPConfig{
+			Search: MCPToolCall{Tool: "search_memory", Arguments: `{"query":"{query}"}`},
+			Store:  MCPToolCall{Tool: "add_memories", Arguments: `{"text":"{text}"}`},
+		},
 		Backend:       "local_vector",
 		ContextBudget: 4000,
 		Embedding:     EmbeddingConfig{BatchSize: 64},
@@ -41,8 +72,21 @@ func (c *Config) validateMemory() error {
 	m := c.Memory
 	switch m.Backend {
 	case "local_vector", "flat":
+	case MemoryBackendMCP:
+		if strings.TrimSpace(m.MCP.Server) == "" {
+			return c.invalid("memory.mcp.server", "the mcp backend needs the name of a server of mcp.servers")
+		}
+		for key, tc := range map[string]MCPToolCall{"memory.mcp.search": m.MCP.Search, "memory.mcp.store": m.MCP.Store} {
+			if strings.TrimSpace(tc.Tool) == "" {
+				return c.invalid(key+".tool", "must not be empty")
+			}
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(tc.Arguments), &obj); err != nil {
+				return c.invalid(key+".arguments", "must be a JSON object: %v", err)
+			}
+		}
 	default:
-		return c.invalid("memory.backend", "unknown backend %q (want local_vector or flat)", m.Backend)
+		return c.invalid("memory.backend", "unknown backend %q (want local_vector, flat or mcp)", m.Backend)
 	}
 	if m.ContextBudget < 0 {
 		return c.invalid("memory.context_budget", "must not be negative")

@@ -133,6 +133,10 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 	}
 
 	current, err := svc.List(ctx, memory.Filter{})
+	if errors.Is(err, memory.ErrUnsupported) {
+		// An external store (memory.backend: mcp) consolidates itself.
+		return ComponentReport{Status: StatusSkipped, Detail: err.Error()}
+	}
 	if err != nil {
 		return ComponentReport{Status: StatusFailed, Detail: err.Error()}
 	}

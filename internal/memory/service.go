@@ -126,13 +126,14 @@ func (s *Service) Remember(ctx context.Context, m Memory, keep bool) (Remembered
 		}
 		return Remembered{ID: id, Existing: existing, InWorkingSet: true}, nil
 	}
-	before, _ := s.store.Count(ctx, false)
+	before, berr := s.store.Count(ctx, false)
 	id, err := s.store.Add(ctx, m)
 	if err != nil {
 		return Remembered{}, err
 	}
-	after, _ := s.store.Count(ctx, false)
-	r := Remembered{ID: id, Existing: after == before}
+	after, aerr := s.store.Count(ctx, false)
+	// A backend that cannot count (mcp) never reports a duplicate.
+	r := Remembered{ID: id, Existing: berr == nil && aerr == nil && after == before}
 	if !keep {
 		return r, nil
 	}
