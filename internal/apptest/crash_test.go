@@ -117,9 +117,9 @@ func TestCrashInjection(t *testing.T) {
 
 	const (
 		kills     = 20
-		perCycle  = 4
+		perCycle  = 3
 		threads   = 3
-		shellWait = "0.1"
+		shellWait = "0.05"
 	)
 	dir := filepath.Join(t.TempDir(), "data")
 	addr := freePort(t)
