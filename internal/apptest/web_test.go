@@ -712,6 +712,21 @@ func TestWebStateEndpoints(t *testing.T) {
 		if doc["project"] != "Lyon trip" {
 			t.Fatalf("after a refused edit %+v", doc)
 		}
+		// The editor is held to the bounds of the model's ops: an 800 KB
+		// rule would go whole into every prompt.
+		doc["rules"] = []string{strings.Repeat("z", 800_000)}
+		if code, body := w.Do(t, "PUT", "/world", doc); code != 400 || !strings.Contains(string(body), "rules[0]") {
+			t.Fatalf("an 800 KB rule: %d %.200s", code, body)
+		}
+		doc["rules"] = []string{}
+		topics := make([]string, 31)
+		for i := range topics {
+			topics[i] = fmt.Sprint("topic ", i)
+		}
+		doc["topics"] = topics
+		if code, body := w.Do(t, "PUT", "/world", doc); code != 400 || !strings.Contains(string(body), "topics[30]") {
+			t.Fatalf("31 topics: %d %s", code, body)
+		}
 	})
 
 	t.Run("debug views", func(t *testing.T) {
