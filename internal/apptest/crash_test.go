@@ -266,8 +266,10 @@ func TestCrashInjection(t *testing.T) {
 			t.Errorf("m%d (%s, %s): neither answered nor marked interrupted; the thread:\n%s", m.n, m.kind, m.thread, dumpThread(db, m.thread))
 		case h.answers+h.notes > 1:
 			t.Errorf("m%d: %d answers and %d interruption notes", m.n, h.answers, h.notes)
+		case h.notes == 1 && h.tools:
+			counts["marked interrupted after a side effect"]++
 		case h.notes == 1:
-			counts["marked interrupted"]++
+			counts["marked interrupted after 2 starts"]++
 		default:
 			counts["answered"]++
 		}
@@ -321,6 +323,9 @@ type crashHistory struct {
 	asked   int // times the message is stored
 	answers int // "answer m<N>" replies
 	notes   int // interruption notes answering it
+	// tools: the note lists tool calls with side effects (else the turn
+	// was interrupted too often)
+	tools bool
 }
 
 // readCrashHistory walks every thread's messages in order and attributes
@@ -379,6 +384,7 @@ func readCrashHistory(t *testing.T, db *sql.DB) map[int]*crashHistory {
 				get(current).answers++
 			case strings.HasPrefix(text, router.InterruptedPrefix):
 				get(current).notes++
+				get(current).tools = strings.Contains(text, "What was done:")
 			default:
 				t.Errorf("m%d answered with %q", current, text)
 			}
