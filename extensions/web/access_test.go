@@ -16,6 +16,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extension/extensiontest"
 )
 
@@ -249,7 +250,7 @@ func accessRequest(t *testing.T, url, method, host, body string, ws bool, cred, 
 }
 
 func TestLogoutRevokesTheSession(t *testing.T) {
-	s := startWeb(t, "rate_per_second: 0", &api.Services{})
+	s := startWeb(t, "rate_per_second: 0", &api.Services{Events: &fakeEvents{live: make(chan extension.Event)}})
 	cookie := s.login(t, s.base, "")
 	other := s.login(t, "", "same-origin")
 	get := func(c *http.Cookie) int {
@@ -274,6 +275,15 @@ func TestLogoutRevokesTheSession(t *testing.T) {
 	}
 	defer wsOf.CloseNow()
 	bearerWS := s.dial(t, "")
+	events, _ := http.NewRequest("GET", s.base+"/api/v1/events", nil)
+	events.AddCookie(cookie)
+	stream, err := http.DefaultClient.Do(events)
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("event stream with the session: %v %v", err, stream)
+	}
+	defer stream.Body.Close()
+	streamEnded := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, stream.Body); streamEnded <- err }()
 	req, _ := http.NewRequest("POST", s.base+"/api/v1/logout", nil)
 	req.Header.Set("Origin", s.base)
 	req.AddCookie(cookie)
@@ -295,6 +305,14 @@ func TestLogoutRevokesTheSession(t *testing.T) {
 	// The session's WebSocket is closed; one opened with the token is not.
 	if _, _, err := wsOf.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
 		t.Errorf("the ended session's WebSocket: %v, want closed with 1008", err)
+	}
+	select {
+	case err := <-streamEnded:
+		if err != nil {
+			t.Errorf("the ended session's event stream: %v", err)
+		}
+	case <-ctx.Done():
+		t.Error("the ended session's event stream is still open")
 	}
 	writeClientFrame(t, bearerWS, api.ClientFrame{Type: api.FramePing})
 	if f := readServerFrame(t, bearerWS); f.Type != api.FramePong {

@@ -328,7 +328,7 @@ func (w *Web) login(rw http.ResponseWriter, r *http.Request) {
 
 // logout ends the request's session (server-side: the cookie stops
 // working everywhere, also where it was copied), closes the WebSocket
-// connections it opened and clears the cookie.
+// connections and event streams it opened and clears the cookie.
 func (w *Web) logout(rw http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
 		if err := w.auth.sessions.revoke(r.Context(), c.Value); err != nil {

@@ -34,6 +34,7 @@ type sessions struct {
 type session struct {
 	expires time.Time
 	seq     uint64
+	ended   chan struct{} // closed when the session is revoked or dropped
 }
 
 // sessionSchema is the table (created here: one table needs no migration
@@ -75,7 +76,7 @@ func openSessions(ctx context.Context, db *sql.DB, token string, now func() time
 		}
 		if len(sum) == 32 {
 			s.seq++
-			s.expires[[32]byte(sum)] = session{time.Unix(exp, 0), s.seq}
+			s.expires[[32]byte(sum)] = session{time.Unix(exp, 0), s.seq, make(chan struct{})}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -129,10 +130,11 @@ func (s *sessions) create(ctx context.Context) (string, error) {
 		}
 	}
 	for _, k := range drop {
+		close(s.expires[k].ended)
 		delete(s.expires, k)
 	}
 	s.seq++
-	s.expires[sum] = session{exp, s.seq}
+	s.expires[sum] = session{exp, s.seq, make(chan struct{})}
 	return id, nil
 }
 
@@ -168,7 +170,8 @@ func (s *sessions) revoke(ctx context.Context, id string) error {
 	sum := sessionSum(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.expires[sum]; !ok {
+	e, ok := s.expires[sum]
+	if !ok {
 		return nil
 	}
 	if s.db != nil {
@@ -176,6 +179,19 @@ func (s *sessions) revoke(ctx context.Context, id string) error {
 			return fmt.Errorf("end the session: %w", err)
 		}
 	}
+	close(e.ended)
 	delete(s.expires, sum)
+	return nil
+}
+
+// ended returns a channel closed when session id ends (revoked, or
+// dropped to make room); nil (never ready) for an unknown id.
+func (s *sessions) ended(id string) <-chan struct{} {
+	sum := sessionSum(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.expires[sum]; ok {
+		return e.ended
+	}
 	return nil
 }

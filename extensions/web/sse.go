@@ -51,6 +51,14 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 	defer w.releaseStream()
 
 	ctx := r.Context()
+	// A stream opened with the session cookie ends with the session
+	// (POST /logout); nil (never ready) otherwise.
+	var sessionEnded <-chan struct{}
+	if authOf(r) == authCookie {
+		if ck, err := r.Cookie(SessionCookie); err == nil {
+			sessionEnded = w.auth.sessions.ended(ck.Value)
+		}
+	}
 	// Watch first, so nothing published during the replay is missed; the
 	// ids then skip what the replay already sent.
 	live := s.Watch(ctx, prefix, watchBuffer)
@@ -120,6 +128,8 @@ func (w *Web) serveEvents(rw http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-w.stopping:
+			return
+		case <-sessionEnded:
 			return
 		case <-ctx.Done():
 			return
