@@ -11,6 +11,7 @@ import (
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/approval"
+	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
@@ -35,6 +36,7 @@ func (a *App) buildApprovals(ctx context.Context) error {
 		Tool:         a.findTool,
 		History:      a.history,
 		FromUser:     func(text string) bool { return !strings.HasPrefix(text, agent.SystemEventPrefix) },
+		Secrets:      a.Secrets,
 		Now:          a.opts.Now,
 		Logger:       a.Logger.With("component", "approval"),
 	})
@@ -119,4 +121,7 @@ func approvalDTO(r approval.Record) api.Approval {
 		State: string(r.State), CreatedAt: r.CreatedAt, Deadline: r.Deadline, DecidedAt: api.TimePtr(r.DecidedAt)}
 }
 
-var _ api.Approvals = apiApprovals{}
+var (
+	_ api.Approvals      = apiApprovals{}
+	_ router.Interceptor = (*approval.Service)(nil)
+)

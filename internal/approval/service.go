@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
@@ -80,8 +81,11 @@ type Options struct {
 	// the user, not injected by the system (system events, the seed);
 	// nil: every user message counts.
 	FromUser func(text string) bool
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// Secrets are redacted from the arguments and the reason before they
+	// are stored or shown (nil: none).
+	Secrets *redact.Secrets
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // Record is an approval request.
@@ -166,10 +170,12 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 	}
 	call, inTurn := tool.CallFrom(ctx)
 	channel := call.Thread.Channel()
+	// What is stored and shown: the arguments without secret values.
+	args := string(s.o.Secrets.RedactJSON(req.Call.Arguments))
 	var rec Record
 	if inTurn && call.Thread != "" {
 		var err error
-		if rec, err = s.heldFor(ctx, call.Thread, req); err != nil {
+		if rec, err = s.heldFor(ctx, call.Thread, req.Call, args); err != nil {
 			return fmt.Errorf("approval: %w", err)
 		}
 	}
@@ -195,12 +201,12 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 		}
 		now := s.o.Now()
 		rec = Record{ID: newID(), Thread: call.Thread, Channel: channel, CallID: req.Call.ID, Tool: req.Call.Name,
-			Arguments: string(req.Call.Arguments), Reason: reason, State: chat.ApprovalPending,
+			Arguments: args, Reason: s.o.Secrets.Redact(reason), State: chat.ApprovalPending,
 			CreatedAt: now, Deadline: now.Add(s.o.Timeout)}
 		if err := s.insert(ctx, rec); err != nil {
 			return fmt.Errorf("approval: %w", err)
 		}
-		s.log.Info("tool call waits for approval", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool, "reason", reason)
+		s.log.Info("tool call waits for approval", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool, "reason", rec.Reason)
 		s.poke()
 	} else if rec.State != chat.ApprovalPending {
 		s.log.Info("resumed call takes the answer given while it was not waiting", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool, "state", rec.State)
@@ -554,12 +560,12 @@ func (s *Service) Pending(ctx context.Context, thread chat.ThreadID) ([]Record, 
 // tool and arguments) made before a restart: pending, or answered within
 // the timeout while no call waited for it. The zero Record when there is
 // none.
-func (s *Service) heldFor(ctx context.Context, thread chat.ThreadID, req toolloop.ApprovalRequest) (Record, error) {
+func (s *Service) heldFor(ctx context.Context, thread chat.ThreadID, call toolloop.Call, args string) (Record, error) {
 	row := s.o.DB.QueryRowContext(ctx, `SELECT `+columns+` FROM approvals
 		WHERE thread = ? AND call_id = ? AND tool = ? AND arguments = ?
 		  AND (state = ? OR (consumed = 0 AND state IN (?, ?) AND decided_at >= ?))
 		ORDER BY created_at DESC LIMIT 1`,
-		string(thread), req.Call.ID, req.Call.Name, string(req.Call.Arguments), string(chat.ApprovalPending),
+		string(thread), call.ID, call.Name, args, string(chat.ApprovalPending),
 		string(chat.ApprovalApproved), string(chat.ApprovalDenied), s.o.Now().Add(-s.o.Timeout).UnixMilli())
 	rec, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
