@@ -36,6 +36,7 @@ func (a *App) buildApprovals(ctx context.Context) error {
 		Tool:         a.findTool,
 		History:      a.history,
 		FromUser:     func(text string) bool { return !strings.HasPrefix(text, agent.SystemEventPrefix) },
+		Events:       a.Bus,
 		Secrets:      a.Secrets,
 		Now:          a.opts.Now,
 		Logger:       a.Logger.With("component", "approval"),

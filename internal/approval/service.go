@@ -45,6 +45,19 @@ var (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// Event topics published on Options.Events.
+const (
+	// TopicRequested: a call waits for approval (id, thread, tool, reason).
+	TopicRequested = "approval.requested"
+	// TopicDecided: a request was approved, denied or expired (and how).
+	TopicDecided = "approval.decided"
+)
+
+// Publisher receives the approval events.
+type Publisher interface {
+	Publish(ctx context.Context, topic string, payload any) error
+}
+
 // Deliverer hands an approval request to the channel the turn came from.
 type Deliverer interface {
 	Deliver(ctx context.Context, out chat.Outbound) error
@@ -81,6 +94,8 @@ type Options struct {
 	// the user, not injected by the system (system events, the seed);
 	// nil: every user message counts.
 	FromUser func(text string) bool
+	// Events receives TopicRequested and TopicDecided (nil: none).
+	Events Publisher
 	// Secrets are redacted from the arguments and the reason before they
 	// are stored or shown (nil: none).
 	Secrets *redact.Secrets
@@ -207,6 +222,7 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 			return fmt.Errorf("approval: %w", err)
 		}
 		s.log.Info("tool call waits for approval", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool, "reason", rec.Reason)
+		s.publish(ctx, TopicRequested, rec)
 		s.poke()
 	} else if rec.State != chat.ApprovalPending {
 		s.log.Info("resumed call takes the answer given while it was not waiting", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool, "state", rec.State)
@@ -379,6 +395,7 @@ func (s *Service) decide(ctx context.Context, id string, state chat.ApprovalStat
 		return Record{}, gerr
 	}
 	s.log.Info("approval decided", "id", id, "thread", rec.Thread, "tool", rec.Tool, "state", state, "via", via)
+	s.publish(ctx, TopicDecided, rec)
 	s.mu.Lock()
 	if ch, ok := s.waiters[id]; ok {
 		close(ch)
@@ -387,6 +404,24 @@ func (s *Service) decide(ctx context.Context, id string, state chat.ApprovalStat
 	s.mu.Unlock()
 	s.deliver(ctx, rec)
 	return rec, nil
+}
+
+// publish reports rec on topic; a failure is logged.
+func (s *Service) publish(ctx context.Context, topic string, rec Record) {
+	if s.o.Events == nil {
+		return
+	}
+	payload := struct {
+		ID     string             `json:"id"`
+		Thread chat.ThreadID      `json:"thread"`
+		Tool   string             `json:"tool"`
+		Reason string             `json:"reason"`
+		State  chat.ApprovalState `json:"state"`
+		Via    string             `json:"via,omitempty"`
+	}{rec.ID, rec.Thread, rec.Tool, rec.Reason, rec.State, rec.DecidedVia}
+	if err := s.o.Events.Publish(context.WithoutCancel(ctx), topic, payload); err != nil {
+		s.log.Warn("could not publish an approval event", "topic", topic, "id", rec.ID, "err", err)
+	}
 }
 
 // waiter returns the channel closed when id is decided.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +55,19 @@ func (o *outbox) Deliver(_ context.Context, out chat.Outbound) error {
 	o.outs = append(o.outs, out)
 	o.mu.Unlock()
 	o.got <- out
+	return nil
+}
+
+// topics records the events published.
+type topics struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (p *topics) Publish(_ context.Context, topic string, _ any) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, topic)
 	return nil
 }
 
@@ -134,6 +148,8 @@ func TestServiceDecisions(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				box := newOutbox()
 				s := open(t, filepath.Join(t.TempDir(), "r.db"), box)
+				events := &topics{}
+				s.o.Events = events
 				start := time.Now()
 				errc := make(chan error, 1)
 				go func() { errc <- s.Approve(inThread(t.Context(), "web:s1"), exfilRequest("c3")) }()
@@ -167,6 +183,11 @@ func TestServiceDecisions(t *testing.T) {
 				}
 				if _, err := s.Answer(context.Background(), rec.ID, true, "web"); !errors.Is(err, ErrDecided) {
 					t.Errorf("answering twice: %v", err)
+				}
+				events.mu.Lock()
+				defer events.mu.Unlock()
+				if want := []string{TopicRequested, TopicDecided}; !slices.Equal(events.seen, want) {
+					t.Errorf("events = %v, want %v", events.seen, want)
 				}
 			})
 		})
