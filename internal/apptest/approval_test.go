@@ -275,6 +275,19 @@ func TestApprovalPendingSurvivesRestart(t *testing.T) {
 	}
 }
 
+// waitApproval waits for a pending approval request delivered on the test
+// channel's thread.
+func waitApproval(t *testing.T, h *Harness, thread string) chat.Outbound {
+	t.Helper()
+	for n := 1; ; n++ {
+		for _, m := range h.Channel.WaitFor(t, thread, n) {
+			if m.Kind == chat.AskApproval && m.Approval != nil && m.Approval.State == chat.ApprovalPending {
+				return m
+			}
+		}
+	}
+}
+
 // TestApprovalByTextReply: on a channel without buttons (the test channel,
 // as Matrix or Telegram) the request arrives as text and a plain "yes" or
 // "no" answers it without becoming a message of the conversation.

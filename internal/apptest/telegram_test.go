@@ -414,6 +414,12 @@ func TestTelegramSendToChannel(t *testing.T) {
 		return llmtest.ServerReply{Text: "ok"}
 	})
 	h.Send(t, "desk", "tell alice to buy milk")
+	// A message to another channel than the one asked on waits for the
+	// user's approval (tools.approval: send_to_channel is other_channels).
+	if req := waitApproval(t, h, "desk"); req.Approval.Tool != "send_to_channel" || !strings.Contains(req.Text, "telegram") {
+		t.Fatalf("approval request = %+v", req)
+	}
+	h.Send(t, "desk", "yes")
 	ms := srv.WaitMessages(t, alice.ID, 3, func(ms []telegramtest.Message) bool { return hasPlain(ms, "A note from the web: buy milk") })
 	if last := ms[len(ms)-1]; !strings.Contains(last.Text, "<b>buy milk</b>") {
 		t.Errorf("not formatted: %+v", last)

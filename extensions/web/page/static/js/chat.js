@@ -251,14 +251,18 @@ const approvalStates = {
 function showApproval(f) {
   if (!f.approval) return;
   let card = approvalCards.get(f.approval);
+  const state = f.state || 'pending';
   if (!card || !card.el.isConnected) {
-    card = { el: h('article', { class: 'msg approval', 'data-approval': f.approval }), frame: f };
+    card = { el: h('article', { class: 'msg approval', 'data-approval': f.approval }), frame: f, state: '' };
     approvalCards.set(f.approval, card);
     $('empty')?.remove();
     $('messages').append(card.el);
   }
+  // the same request is sent again (on connect, on subscribe, by a resumed
+  // turn): keep the buttons the user may be about to click
+  if (card.state === state) return;
+  card.state = state;
   const first = card.frame;
-  const state = f.state || 'pending';
   const answer = (approve) => {
     for (const b of card.el.querySelectorAll('button')) b.disabled = true;
     st.chat.raw({ type: 'approval', approval: f.approval, approve });
