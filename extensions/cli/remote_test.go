@@ -228,3 +228,47 @@ func TestRemoteCancelHidesTheRestOfTheReply(t *testing.T) {
 		t.Errorf("%d cancel frames reached the server, want 1", n)
 	}
 }
+
+// TestRemoteApproval: an approval frame becomes an EventApproval, and
+// Answer sends the client's approval frame.
+func TestRemoteApproval(t *testing.T) {
+	const th = chat.ThreadID("web:cli-bo")
+	answers := make(chan api.ClientFrame, 1)
+	c, _ := fakeServer(t, 1, func(f api.ClientFrame) []api.ServerFrame {
+		switch f.Type {
+		case api.FrameApproval:
+			answers <- f
+			return []api.ServerFrame{{Type: api.FrameApproval, Thread: th, Approval: f.Approval, Name: "fetch_url", State: "approved"},
+				{Type: api.FrameDone, Thread: th, Text: "fetched"}}
+		default:
+			return []api.ServerFrame{{Type: api.FrameApproval, Thread: th, Approval: "ap_7", Name: "fetch_url",
+				Arguments: json.RawMessage(`{"url":"https://x.example/"}`), Text: "a host you did not mention", State: "pending"}}
+		}
+	})
+	ctx := context.Background()
+	r, err := DialRemote(ctx, c, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Send(ctx, "fetch it"); err != nil {
+		t.Fatal(err)
+	}
+	ev := next(t, r)
+	if ev.Kind != EventApproval || ev.Approval != "ap_7" || ev.State != chat.ApprovalPending || ev.Tool != "fetch_url" ||
+		ev.Text != "a host you did not mention" || string(ev.Arguments) != `{"url":"https://x.example/"}` {
+		t.Fatalf("event = %+v", ev)
+	}
+	if err := r.Answer(ctx, "ap_7", true); err != nil {
+		t.Fatal(err)
+	}
+	if f := <-answers; f.Approval != "ap_7" || f.Approve == nil || !*f.Approve {
+		t.Fatalf("answer frame = %+v", f)
+	}
+	if ev := next(t, r); ev.Kind != EventApproval || ev.State != chat.ApprovalApproved {
+		t.Fatalf("outcome = %+v", ev)
+	}
+	if ev := next(t, r); ev.Kind != EventDone || ev.Text != "fetched" {
+		t.Fatalf("reply = %+v", ev)
+	}
+}
