@@ -102,6 +102,11 @@ type Telegram struct {
 	me      *models.User // the bot, from getMe
 	lastErr error        // of the poller, for Health
 	streams sync.WaitGroup
+
+	// notifyMu serialises notifyApproved: the poller and an approval from
+	// another channel both call it, and two readers of the same unnotified
+	// row would each send the notice.
+	notifyMu sync.Mutex
 }
 
 // Init decodes the section, opens the channel's tables and checks the
@@ -374,6 +379,8 @@ func (t *Telegram) ApprovePairing(ctx context.Context, code string) (extension.P
 
 // notifyApproved tells the people approved since the last time.
 func (t *Telegram) notifyApproved(ctx context.Context) {
+	t.notifyMu.Lock()
+	defer t.notifyMu.Unlock()
 	users, err := t.store.unnotified(ctx)
 	if err != nil {
 		t.log.Warn("could not read approvals", "err", err)
