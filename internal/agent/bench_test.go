@@ -143,3 +143,82 @@ func benchTurn(b *testing.B, active, memories int) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 }
+
+// BenchmarkTurnDepth measures turn N of one thread as the thread grows, at
+// N = 10, 200 and 1,000: the thread is built by N-1 real turns (not timed),
+// then each measured iteration is one more turn on it. Nothing is archived
+// and the context window is large enough that compaction never runs, so the
+// active history really holds 2N messages: a turn's cost must not grow with
+// it (issue 18: turn 1,000 within 1.2× of turn 10). Run with a fixed count
+// (-benchtime=50x) so the depth stays close to N while measured.
+func BenchmarkTurnDepth(b *testing.B) {
+	for _, depth := range []int{10, 200, 1000} {
+		b.Run(fmt.Sprintf("turn=%d", depth), func(b *testing.B) { benchTurnDepth(b, depth) })
+	}
+}
+
+func benchTurnDepth(b *testing.B, depth int) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	if _, err := datadir.Bootstrap(dir, nil); err != nil {
+		b.Fatal(err)
+	}
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "reverie.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	store, err := conversation.Open(ctx, db, conversation.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ilog, err := interactions.Open(ctx, db, interactions.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bus, err := eventbus.Open(ctx, db, eventbus.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tools []tool.Tool
+	for i := range 6 {
+		tools = append(tools, tool.New(fmt.Sprintf("tool_%d", i), "A tool for the benchmark.", func(ctx context.Context, a echoArgs) (any, error) { return a.Text, nil }))
+	}
+	instant := llmtest.Func(func(ctx context.Context, r llm.Request) (llm.Response, error) {
+		return llm.Response{Message: llm.AssistantText("Sure, here you go: the plan is on its way."), Usage: llm.Usage{InputTokens: 1000, OutputTokens: 12}}, nil
+	})
+	a, err := New(Options{
+		Conversations: store, DataDir: dir,
+		Models:       &fakeModels{main: instant, limits: map[string]modelrouter.Limits{modelrouter.RoleMain: {ContextSize: 1 << 20, MaxTokens: 4096}}},
+		Tools:        func(chat.ThreadID) []tool.Tool { return tools },
+		Interactions: ilog, Events: bus,
+		Location: time.UTC,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const thread chat.ThreadID = "web:depth"
+	turn := func(i int) {
+		res, err := a.Turn(ctx, Input{Thread: thread, Text: fmt.Sprintf("question number %d about the plan for the garden", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Compacted {
+			b.Fatal("compaction ran: the benchmark must measure a growing history")
+		}
+	}
+	for i := 1; i < depth; i++ {
+		turn(i)
+	}
+	durations := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		turn(depth + i)
+		durations = append(durations, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+}

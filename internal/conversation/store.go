@@ -19,7 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -68,6 +70,7 @@ type Store struct {
 	now     func() time.Time
 	counter TokenCounter
 	secrets *redact.Secrets
+	recent  historyCache
 }
 
 // Thread is one conversation.
@@ -439,8 +442,31 @@ func internSource(b []byte) Source {
 }
 
 // History returns the thread's active (non-archived) messages in order. An
-// unknown thread has an empty history.
+// unknown thread has an empty history. The caller may modify the returned
+// slice but not the messages' parts (they are shared with the cache).
+//
+// The active histories of the most recently read threads are kept in
+// memory, so a turn on a long thread reads and decodes only the messages
+// added since the previous one instead of the whole history (see
+// historyCache for why this stays correct whatever else writes to the
+// database).
 func (s *Store) History(ctx context.Context, id chat.ThreadID) ([]StoredMessage, error) {
+	if cached := s.recent.get(id); len(cached) > 0 {
+		last := cached[len(cached)-1].ID
+		var n, first int64
+		if err := s.db.QueryRowContext(ctx,
+			`SELECT count(*), coalesce(min(id), 0) FROM messages
+			 WHERE thread_id = ? AND archived_at IS NULL AND id <= ?`, string(id), last).Scan(&n, &first); err != nil {
+			return nil, fmt.Errorf("read history of %q: %w", id, err)
+		}
+		if n == int64(len(cached)) && first == cached[0].ID {
+			added, err := s.Messages(ctx, id, MessageQuery{AfterID: last})
+			if err != nil {
+				return nil, fmt.Errorf("read history of %q: %w", id, err)
+			}
+			return s.recent.extend(id, cached, added), nil
+		}
+	}
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT `+messageColumns+` FROM messages
 		 WHERE thread_id = ? AND archived_at IS NULL ORDER BY id`, string(id))
@@ -451,7 +477,77 @@ func (s *Store) History(ctx context.Context, id chat.ThreadID) ([]StoredMessage,
 	if err != nil {
 		return nil, fmt.Errorf("read history of %q: %w", id, err)
 	}
-	return out, nil
+	s.recent.put(id, out)
+	return out[:len(out):len(out)], nil
+}
+
+// historyCacheThreads is how many threads' active histories a Store keeps.
+const historyCacheThreads = 4
+
+// historyCache holds the active histories last read by History, for a few
+// threads (least recently used out).
+//
+// A cached history is checked on every use by one index-only query, which
+// makes it safe against any writer (another Store, another process): a
+// stored message is never changed, only archived (which takes it out of the
+// active set for good) or deleted, and new messages get ever larger ids
+// (AUTOINCREMENT, one writer at a time). So the active messages with an id
+// up to the cached last one are a subset of the cached ones, and equal to
+// them exactly when their count and first id match; the rest are read as
+// new messages. Anything else (an archive, a /new, a purge, a thread
+// deleted and made again) reads the whole history again.
+type historyCache struct {
+	mu      sync.Mutex
+	threads []cachedHistory // most recently used last
+}
+
+type cachedHistory struct {
+	id   chat.ThreadID
+	msgs []StoredMessage
+}
+
+func (c *historyCache) get(id chat.ThreadID) []StoredMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.threads {
+		if t.id == id {
+			return t.msgs[:len(t.msgs):len(t.msgs)]
+		}
+	}
+	return nil
+}
+
+// extend appends added to the cached history of id, which was read as
+// cached, and returns the result. Earlier results stay valid: they are
+// capped at their length, and the append only writes past it.
+func (c *historyCache) extend(id chat.ThreadID, cached, added []StoredMessage) []StoredMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.threads, func(t cachedHistory) bool { return t.id == id })
+	var out []StoredMessage
+	if i >= 0 && len(c.threads[i].msgs) == len(cached) {
+		out = append(c.threads[i].msgs, added...)
+		c.threads = slices.Delete(c.threads, i, i+1)
+	} else {
+		// Another reader changed the entry meanwhile: a fresh copy.
+		out = append(slices.Clip(cached), added...)
+		c.threads = slices.DeleteFunc(c.threads, func(t cachedHistory) bool { return t.id == id })
+	}
+	c.threads = append(c.threads, cachedHistory{id: id, msgs: out})
+	return out[:len(out):len(out)]
+}
+
+func (c *historyCache) put(id chat.ThreadID, msgs []StoredMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.threads = slices.DeleteFunc(c.threads, func(t cachedHistory) bool { return t.id == id })
+	if len(msgs) == 0 {
+		return
+	}
+	if len(c.threads) >= historyCacheThreads {
+		c.threads = slices.Delete(c.threads, 0, 1)
+	}
+	c.threads = append(c.threads, cachedHistory{id: id, msgs: msgs})
 }
 
 // MessageQuery selects messages for Messages.

@@ -4,9 +4,7 @@ package footprint
 
 import "errors"
 
-func dropExecutablePages() (Result, error) { return Result{}, nil }
-
-// ResidentFile is not measured on this system.
-func ResidentFile() (int64, error) {
-	return 0, errors.New("resident memory is not measured on this system")
+// ResidentAnon is not measured on this system.
+func ResidentAnon() (int64, error) {
+	return 0, errors.New("private resident memory is not measured on this system")
 }

@@ -9,29 +9,29 @@ import (
 	"time"
 )
 
-// fakeProcess is a resident size that grows with use and drops on trim.
+// fakeProcess is a private resident size that grows with use and drops on
+// release.
 type fakeProcess struct {
 	mu       sync.Mutex
 	resident int64
 	trims    []time.Duration
 	start    time.Time
-	failTrim bool
+	noProc   bool
 }
 
-func (p *fakeProcess) trim() (Result, error) {
+func (p *fakeProcess) release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.failTrim {
-		return Result{}, errors.New("madvise: not supported")
-	}
 	p.trims = append(p.trims, time.Since(p.start))
 	p.resident = 2 << 20
-	return Result{Segments: 2}, nil
 }
 
 func (p *fakeProcess) size() (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.noProc {
+		return 0, errors.New("open /proc/self/status: no such file or directory")
+	}
 	return p.resident, nil
 }
 
@@ -50,17 +50,17 @@ func (p *fakeProcess) trimTimes() []time.Duration {
 func TestKeeper(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
-		k := &Keeper{Settle: 5 * time.Second, Every: time.Minute, Slack: 4 << 20, trim: p.trim, resident: p.size}
+		k := &Keeper{Settle: 5 * time.Second, Every: time.Minute, Slack: 4 << 20, release: p.release, resident: p.size}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- k.Run(ctx) }()
 
-		time.Sleep(6 * time.Second) // the settle delay passes: first trim
+		time.Sleep(6 * time.Second) // the settle delay passes: first release
 		synctest.Wait()
-		p.use(1 << 20) // a little use: below the slack, no trim
+		p.use(1 << 20) // a little use: below the slack, no release
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		p.use(5 << 20) // a turn brings pages back: trimmed at the next check
+		p.use(5 << 20) // a turn grows the heap: released at the next check
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		time.Sleep(10 * time.Minute) // idle: nothing to do
@@ -71,18 +71,22 @@ func TestKeeper(t *testing.T) {
 		got := p.trimTimes()
 		want := []time.Duration{5 * time.Second, 5*time.Second + 2*time.Minute}
 		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-			t.Fatalf("trims at %v, want %v", got, want)
+			t.Fatalf("releases at %v, want %v", got, want)
 		}
 	})
 }
 
-// A platform that refuses the trim is tried once, then left alone.
-func TestKeeperStopsWhenTrimFails(t *testing.T) {
+// Without /proc the heap is released once after the settle delay, then the
+// keeper stops.
+func TestKeeperWithoutProc(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &fakeProcess{resident: 30 << 20, failTrim: true}
-		k := &Keeper{trim: p.trim, resident: p.size}
+		p := &fakeProcess{resident: 30 << 20, noProc: true, start: time.Now()}
+		k := &Keeper{release: p.release, resident: p.size}
 		if err := k.Run(t.Context()); err != nil {
 			t.Fatal(err)
+		}
+		if got := p.trimTimes(); len(got) != 1 || got[0] != DefaultSettle {
+			t.Fatalf("releases at %v, want one at %v", got, DefaultSettle)
 		}
 	})
 }

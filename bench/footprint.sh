@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Measures the memory a running Reverie really costs, for `reverie agent` and
+# for `reverie run` (the supervisor and its agent child, each on its own line):
+#   VmRSS   resident set (includes the executable's pages, shared with the page cache)
+#   RssAnon private anonymous memory: heap, stacks, Go runtime (what the process alone pays)
+#   Pss     proportional set size from /proc/PID/smaps_rollup (shared pages split among sharers)
+# sampled FIRST and SECOND seconds after /healthz answers 200, once on a fresh
+# data dir (just `reverie init`ed: the first start creates reverie.db and runs
+# the migrations) and once on that same, now existing, data dir.
+# No model is configured: this is the idle footprint.
+# Usage: bench/footprint.sh [FIRST [SECOND]]     (defaults 10 60; `bench/footprint.sh 2 5` for a quick run)
+set -euo pipefail
+FIRST=${1:-10}
+SECOND=${2:-60}
+[ "$SECOND" -ge "$FIRST" ] || { echo "SECOND ($SECOND) must be >= FIRST ($FIRST)" >&2; exit 2; }
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+pid=
+cleanup() {
+  if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+bin=${REVERIE_BIN:-}
+if [ -z "$bin" ]; then
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/reverie" ./cmd/reverie
+  bin="$work/reverie"
+fi
+port=$(( 20000 + RANDOM % 20000 ))
+export REVERIE_WEB__LISTEN=127.0.0.1:$port
+
+wait_healthy() {
+  local i
+  for i in $(seq 3000); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz" || true)" = 200 ] && return 0
+    kill -0 "$pid" 2>/dev/null || { echo "reverie exited before it was ready" >&2; return 1; }
+    sleep 0.01
+  done
+  echo "reverie was not ready after 30 s" >&2; return 1
+}
+
+kib() { awk -v k="$2" '$1 == k":" {print $2; exit}' "$1"; }
+
+# sample LABEL PID: one line of figures in KiB.
+sample() {
+  local rss anon pss
+  rss=$(kib "/proc/$2/status" VmRSS)
+  anon=$(kib "/proc/$2/status" RssAnon)
+  pss=$(kib "/proc/$2/smaps_rollup" Pss)
+  printf '  %-28s VmRSS %6d KiB  RssAnon %6d KiB (%5.1f MiB)  Pss %6d KiB\n' "$1" "$rss" "$anon" "$(echo "$anon/1024" | bc -l)" "$pss"
+}
+
+# measure MODE DIRLABEL
+measure() {
+  local mode=$1 label=$2 child
+  "$bin" "$mode" --data "$work/data" 2>/dev/null & pid=$!
+  wait_healthy
+  child=
+  if [ "$mode" = run ]; then child=$(pgrep -P "$pid" | head -n1 || true); fi
+  sleep "$FIRST"
+  echo "reverie $mode, $label data dir, ${FIRST} s after ready:"
+  sample "$mode" "$pid"
+  [ -z "$child" ] || sample "agent (child of run)" "$child"
+  sleep $(( SECOND - FIRST ))
+  echo "reverie $mode, $label data dir, ${SECOND} s after ready:"
+  sample "$mode" "$pid"
+  [ -z "$child" ] || sample "agent (child of run)" "$child"
+  kill -TERM "$pid"; wait "$pid" || true
+  pid=
+}
+
+for mode in agent run; do
+  rm -rf "$work/data"
+  "$bin" init --data "$work/data" >/dev/null
+  measure "$mode" fresh
+  measure "$mode" existing
+done
