@@ -2,7 +2,8 @@
 # Measures, for `reverie agent` on an existing data dir:
 #   - cold start to the first 200 from /healthz (median and min over RUNS starts)
 #   - idle RSS after IDLE seconds (web listener, event bus and extensions running;
-#     start-up-only pages are released 5 s after "agent ready", see internal/footprint)
+#     freed start-up heap is returned 5 s after "agent ready", see internal/footprint;
+#     bench/footprint.sh measures RssAnon and Pss, the figures that count)
 #   - RSS again after a round of web requests (page, API reads, one message)
 #   - the stripped binary size
 # Usage: bench/startup.sh [RUNS] [IDLE]
