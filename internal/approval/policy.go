@@ -54,6 +54,9 @@ func DefaultPolicies() map[string]Policy {
 	return map[string]Policy{
 		"fetch_url":       NewHostsAfterPrivate,
 		"send_to_channel": OtherChannels,
+		// A channel's own delivery tools name a "thread"; one other than
+		// the asking conversation is another recipient.
+		"telegram_send_file": OtherChannels,
 	}
 }
 
@@ -64,6 +67,8 @@ type Situation struct {
 	Arguments json.RawMessage
 	// Channel is the channel the turn came from ("" when unknown).
 	Channel string
+	// Thread is the thread the turn came from ("" when unknown).
+	Thread string
 	// UserHosts are the hosts the user named in their messages (see
 	// HostsIn).
 	UserHosts []string
@@ -99,17 +104,37 @@ func Decide(p Policy, s Situation) (need bool, reason string) {
 	case OtherChannels:
 		var a struct {
 			Channel string `json:"channel"`
+			Thread  string `json:"thread"`
 		}
-		if json.Unmarshal(s.Arguments, &a) != nil || a.Channel == "" || a.Channel == s.Channel {
+		if json.Unmarshal(s.Arguments, &a) != nil {
+			return false, ""
+		}
+		to := ""
+		switch {
+		case a.Channel != "" && a.Channel != s.Channel:
+			to = a.Channel
+		case a.Thread != "" && !sameThread(a.Thread, s.Thread):
+			to = a.Thread
+		}
+		if to == "" {
 			return false, ""
 		}
 		from := s.Channel
 		if from == "" {
 			from = "a background task"
 		}
-		return true, fmt.Sprintf("%s would send a message to %s, not to %s where you asked", s.Tool, a.Channel, from)
+		return true, fmt.Sprintf("%s would send a message to %s, not to %s where you asked", s.Tool, to, from)
 	}
 	return false, ""
+}
+
+// sameThread reports whether arg, a thread as a tool argument (with or
+// without its channel: "telegram:42" or "42"), is the turn's thread.
+func sameThread(arg, turn string) bool {
+	if turn == "" {
+		return false
+	}
+	return arg == turn || (!strings.Contains(arg, ":") && strings.HasSuffix(turn, ":"+arg))
 }
 
 // urlHost returns the lower-case host of a call's "url" argument. A call

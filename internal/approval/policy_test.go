@@ -32,6 +32,10 @@ func TestDecide(t *testing.T) {
 		{"shell with network", Network, Situation{Tool: "execute_shell", Arguments: json.RawMessage(`{"command":"ls"}`), ShellNetwork: true}, true, "network"},
 		{"same channel", OtherChannels, Situation{Tool: "send_to_channel", Arguments: json.RawMessage(`{"channel":"web","text":"hi"}`), Channel: "web"}, false, ""},
 		{"other channel", OtherChannels, Situation{Tool: "send_to_channel", Arguments: json.RawMessage(`{"channel":"telegram","text":"hi"}`), Channel: "web"}, true, "telegram"},
+		{"file to this conversation", OtherChannels, Situation{Tool: "telegram_send_file", Arguments: json.RawMessage(`{"path":"a.png"}`), Channel: "telegram", Thread: "telegram:42"}, false, ""},
+		{"file to this conversation by bare id", OtherChannels, Situation{Tool: "telegram_send_file", Arguments: json.RawMessage(`{"path":"a.png","thread":"42"}`), Channel: "telegram", Thread: "telegram:42"}, false, ""},
+		{"file to another chat", OtherChannels, Situation{Tool: "telegram_send_file", Arguments: json.RawMessage(`{"path":"a.png","thread":"telegram:43"}`), Channel: "telegram", Thread: "telegram:42"}, true, "telegram:43"},
+		{"file to a chat by bare id from the web", OtherChannels, Situation{Tool: "telegram_send_file", Arguments: json.RawMessage(`{"path":"a.png","thread":"42"}`), Channel: "web", Thread: "web:a"}, true, "42"},
 		{"other channel from a background task", OtherChannels, Situation{Tool: "send_to_channel", Arguments: json.RawMessage(`{"channel":"telegram","text":"hi"}`)}, true, "background"},
 		{"unknown policy runs", Policy("sometimes"), Situation{Tool: "x"}, false, ""},
 	}

@@ -196,7 +196,7 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 	}
 	if rec.ID == "" {
 		sit := Situation{
-			Tool: req.Call.Name, Arguments: req.Call.Arguments, Channel: channel,
+			Tool: req.Call.Name, Arguments: req.Call.Arguments, Channel: channel, Thread: string(call.Thread),
 			ShellNetwork: s.o.ShellNetwork,
 		}
 		if len(req.Messages) == 0 && inTurn && call.Thread != "" && s.o.History != nil {
