@@ -334,3 +334,20 @@ func TestMemoryTexts(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretsAreRedacted: env and header values of the servers are
+// registered with the host, so they never reach a log line.
+func TestSecretsAreRedacted(t *testing.T) {
+	const envValue, headerValue = "sk-env-secret-0123456789", "Bearer header-secret-0123456789"
+	h := extensiontest.NewHost(t, extensiontest.WithID(ID), extensiontest.WithConfig(
+		"servers:\n  a:\n    command: /nonexistent\n    env: {API_KEY: \""+envValue+"\"}\n"+
+			"  b:\n    url: http://127.0.0.1:1/mcp\n    headers: {Authorization: \""+headerValue+"\"}\n"))
+	if err := new(MCP).Init(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{envValue, headerValue} {
+		if got := h.Redact("value: " + v); strings.Contains(got, v) {
+			t.Errorf("%q is not redacted: %s", v, got)
+		}
+	}
+}

@@ -85,6 +85,18 @@ func (s ServerConfig) offers(name string) bool {
 	return (len(s.Allow) == 0 || slices.Contains(s.Allow, name)) && !slices.Contains(s.Deny, name)
 }
 
+// secrets are the server's env and header values.
+func (s ServerConfig) secrets() []extension.Secret {
+	var out []extension.Secret
+	for _, v := range s.Env {
+		out = append(out, v)
+	}
+	for _, v := range s.Headers {
+		out = append(out, v)
+	}
+	return out
+}
+
 func defaultConfig() Config {
 	return Config{Serve: ServeConfig{HTTP: true}}
 }

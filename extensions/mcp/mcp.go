@@ -56,6 +56,13 @@ func (m *MCP) Init(_ context.Context, host extension.Host) error {
 		}
 		s := newServer(name, sc, host.DataDir(), m.log, impl, host.Now)
 		s.secret = host.RegisterSecret
+		// Known now, redacted from the start; one that does not resolve
+		// keeps the server down, saying why, without stopping the agent.
+		for _, sec := range sc.secrets() {
+			if v, err := sec.Resolve(host.DataDir()); err == nil {
+				host.RegisterSecret(v)
+			}
+		}
 		m.servers = append(m.servers, s)
 	}
 	if m.cfg.Serve.HTTP {
