@@ -386,20 +386,27 @@ func (nopWriteCloser) Close() error { return nil }
 // sessionTimeout closes HTTP sessions idle this long.
 const sessionTimeout = 30 * time.Minute
 
-// httpServer serves Reverie's MCP server over streamable HTTP (/mcp).
+// httpServer serves Reverie's MCP server over streamable HTTP (/mcp). The
+// server is built at the first request, so an agent nobody connects to
+// pays nothing for it at start.
 type httpServer struct {
-	handler  http.Handler
+	handler  func() http.Handler
 	stopping chan struct{} // closed when the agent shuts down: open streams end
 	stopOnce sync.Once
 }
 
 func newHTTPServer(svc *api.Services, dataDir string, log *slog.Logger) *httpServer {
-	srv := NewServer(svc, dataDir)
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
-		&sdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout, Logger: log.With("component", "mcp_http")})
-	// Browsers may not drive it from other sites (MCP clients send no
-	// Origin or Sec-Fetch-Site headers).
-	return &httpServer{handler: http.NewCrossOriginProtection().Handler(h), stopping: make(chan struct{})}
+	return &httpServer{
+		handler: sync.OnceValue(func() http.Handler {
+			srv := NewServer(svc, dataDir)
+			h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
+				&sdk.StreamableHTTPOptions{SessionTimeout: sessionTimeout, Logger: log.With("component", "mcp_http")})
+			// Browsers may not drive it from other sites (MCP clients send
+			// no Origin or Sec-Fetch-Site headers).
+			return http.NewCrossOriginProtection().Handler(h)
+		}),
+		stopping: make(chan struct{}),
+	}
 }
 
 // run waits for ctx to end, then ends the open event streams.
@@ -426,5 +433,5 @@ func (h *httpServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		// outlive the web listener's write timeout.
 		_ = http.NewResponseController(rw).SetWriteDeadline(time.Time{})
 	}
-	h.handler.ServeHTTP(rw, r.WithContext(ctx))
+	h.handler().ServeHTTP(rw, r.WithContext(ctx))
 }
