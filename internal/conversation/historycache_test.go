@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/llm"
@@ -13,7 +14,8 @@ import (
 // History keeps the active histories it read and then reads only what was
 // added; whatever another writer does to the thread (append, archive,
 // /new, purge, a thread deleted and made again, or a different thread),
-// the history it returns equals a fresh read.
+// the history it returns equals a fresh read, and so do LastMessageID and
+// CountUserMessagesSince, which rely on the same invariants.
 func TestHistoryCacheFollowsEveryWriter(t *testing.T) {
 	ctx := context.Background()
 	reader, clk, db := newStore(t)
@@ -65,6 +67,16 @@ func TestHistoryCacheFollowsEveryWriter(t *testing.T) {
 			}
 		}},
 		{name: "after reset", change: func(t *testing.T) { add(t, 2) }},
+		{name: "reset then purged", change: func(t *testing.T) {
+			if err := writer.Reset(ctx, thread); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(DefaultPurgeAge + time.Hour)
+			if _, err := writer.Purge(ctx, DefaultPurgeAge); err != nil {
+				t.Fatal(err)
+			}
+			add(t, 1)
+		}},
 		{name: "thread deleted and made again", change: func(t *testing.T) {
 			if _, err := db.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, string(thread)); err != nil {
 				t.Fatal(err)
@@ -99,6 +111,26 @@ func TestHistoryCacheFollowsEveryWriter(t *testing.T) {
 				return a.ID == b.ID && messageText(a.Message) == messageText(b.Message)
 			}) {
 				t.Fatalf("history %v, want %v", ids(got), ids(want))
+			}
+			// The per-turn reads that rely on the same invariants agree
+			// with a plain read of every message, archived or not.
+			all, err := writer.Messages(ctx, thread, MessageQuery{IncludeArchived: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantLast int64
+			if len(all) > 0 {
+				wantLast = all[len(all)-1].ID
+			}
+			if last, err := reader.LastMessageID(ctx, thread); err != nil || last != wantLast {
+				t.Errorf("LastMessageID = %d, %v; want %d", last, err, wantLast)
+			}
+			if len(all) > 1 {
+				since := all[len(all)/2].ID
+				wantN := len(all) - len(all)/2 - 1
+				if n, err := reader.CountUserMessagesSince(ctx, thread, since); err != nil || n != wantN {
+					t.Errorf("CountUserMessagesSince(%d) = %d, %v; want %d", since, n, err, wantN)
+				}
 			}
 		})
 	}

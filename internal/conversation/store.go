@@ -453,13 +453,12 @@ func internSource(b []byte) Source {
 func (s *Store) History(ctx context.Context, id chat.ThreadID) ([]StoredMessage, error) {
 	if cached := s.recent.get(id); len(cached) > 0 {
 		last := cached[len(cached)-1].ID
-		var n, first int64
+		var first sql.NullInt64
 		if err := s.db.QueryRowContext(ctx,
-			`SELECT count(*), coalesce(min(id), 0) FROM messages
-			 WHERE thread_id = ? AND archived_at IS NULL AND id <= ?`, string(id), last).Scan(&n, &first); err != nil {
+			`SELECT min(id) FROM messages WHERE thread_id = ? AND archived_at IS NULL`, string(id)).Scan(&first); err != nil {
 			return nil, fmt.Errorf("read history of %q: %w", id, err)
 		}
-		if n == int64(len(cached)) && first == cached[0].ID {
+		if first.Valid && first.Int64 == cached[0].ID {
 			added, err := s.Messages(ctx, id, MessageQuery{AfterID: last})
 			if err != nil {
 				return nil, fmt.Errorf("read history of %q: %w", id, err)
@@ -487,15 +486,17 @@ const historyCacheThreads = 4
 // historyCache holds the active histories last read by History, for a few
 // threads (least recently used out).
 //
-// A cached history is checked on every use by one index-only query, which
-// makes it safe against any writer (another Store, another process): a
-// stored message is never changed, only archived (which takes it out of the
-// active set for good) or deleted, and new messages get ever larger ids
-// (AUTOINCREMENT, one writer at a time). So the active messages with an id
-// up to the cached last one are a subset of the cached ones, and equal to
-// them exactly when their count and first id match; the rest are read as
-// new messages. Anything else (an archive, a /new, a purge, a thread
-// deleted and made again) reads the whole history again.
+// A cached history is checked on every use by one index lookup (the first
+// active id), which makes it safe against any writer (another Store,
+// another process), because of two invariants of the messages table: a
+// stored message is never changed, and the active messages of a thread are
+// always its newest ones (Archive, Compact and Reset archive every active
+// message up to an id; Purge and a thread's deletion delete only archived
+// messages or all of them). So while the first active id is the cached
+// first one, no cached message was archived or deleted, and new messages
+// have larger ids (AUTOINCREMENT, one writer at a time): they are read
+// after the cached last id. Anything else (an archive, a /new, a purge, a
+// thread deleted and made again) reads the whole history again.
 type historyCache struct {
 	mu      sync.Mutex
 	threads []cachedHistory // most recently used last
@@ -762,8 +763,12 @@ func (s *Store) Purge(ctx context.Context, olderThan time.Duration) (int, error)
 // the user and are not counted.
 func (s *Store) CountUserMessagesSince(ctx context.Context, id chat.ThreadID, sinceID int64) (int, error) {
 	var n int
+	// Counted apart, the active and the archived messages each read only
+	// the index entries after sinceID (the index is thread, archived_at,
+	// id), where one count would read every message of the thread.
 	err := s.db.QueryRowContext(ctx,
-		`SELECT COUNT(*) FROM messages WHERE thread_id = ? AND id > ? AND role = ? AND source = ''`,
+		`SELECT (SELECT COUNT(*) FROM messages WHERE thread_id = ?1 AND archived_at IS NULL AND id > ?2 AND role = ?3 AND source = '')
+		      + (SELECT COUNT(*) FROM messages WHERE thread_id = ?1 AND archived_at IS NOT NULL AND id > ?2 AND role = ?3 AND source = '')`,
 		string(id), sinceID, string(llm.RoleUser)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count user messages of %q: %w", id, err)
@@ -774,7 +779,16 @@ func (s *Store) CountUserMessagesSince(ctx context.Context, id chat.ThreadID, si
 // LastMessageID returns the id of the thread's newest message (archived or
 // not), 0 when it has none.
 func (s *Store) LastMessageID(ctx context.Context, id chat.ThreadID) (int64, error) {
+	// The active messages are the newest ones (see historyCache): their
+	// largest id is one index lookup, where the largest of all the
+	// thread's messages would scan them all.
 	var n sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT max(id) FROM messages WHERE thread_id = ? AND archived_at IS NULL`, string(id)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read last message id of %q: %w", id, err)
+	}
+	if n.Valid {
+		return n.Int64, nil
+	}
 	if err := s.db.QueryRowContext(ctx, `SELECT MAX(id) FROM messages WHERE thread_id = ?`, string(id)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("read last message id of %q: %w", id, err)
 	}
