@@ -17,8 +17,9 @@
 //     inbox row is marked started, with the thread's last message id, before
 //     the item is stored in the conversation; every tool call is recorded
 //     with its arguments (and whether its tool is read-only, tool.ReadOnly)
-//     before it runs, and marked finished with its result after; a call
-//     that cannot be recorded does not run. At start-up, for each turn found
+//     just before it runs (after its approval, so a call still waiting for
+//     one is not recorded: it has done nothing), and marked finished with
+//     its result after; a call that cannot be recorded does not run. At start-up, for each turn found
 //     started: if its item never reached the conversation, it runs afresh;
 //     if its reply is stored, only the row is removed; if every recorded
 //     call is read-only and the turn has been started fewer than

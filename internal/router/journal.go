@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/internal/toolloop"
@@ -40,11 +41,13 @@ type TurnCall struct {
 	IsError  bool
 }
 
-// journal records one turn's progress under its inbox row. Its methods are
-// called from the tool loop's goroutine, one at a time.
+// journal records one turn's progress under its inbox row. callStarted
+// runs on each call's goroutine (after approval, just before the call),
+// callFinished on the tool loop's.
 type journal struct {
 	r     *Router
 	inbox int64
+	mu    sync.Mutex
 	rows  map[string]int64 // call id → router_tool_calls row
 }
 
@@ -88,7 +91,9 @@ func (jl *journal) callStarted(ctx context.Context, c toolloop.Call) error {
 	if err != nil {
 		return fmt.Errorf("record the tool call: %w", err)
 	}
+	jl.mu.Lock()
 	jl.rows[c.ID] = id
+	jl.mu.Unlock()
 	return nil
 }
 
@@ -96,11 +101,13 @@ func (jl *journal) callStarted(ctx context.Context, c toolloop.Call) error {
 // is logged: the call has run, and a start-up then reports its effect as
 // unknown, which is the safe side.
 func (jl *journal) callFinished(ctx context.Context, rec toolloop.CallRecord) {
+	jl.mu.Lock()
 	id, ok := jl.rows[rec.ID]
+	delete(jl.rows, rec.ID)
+	jl.mu.Unlock()
 	if !ok {
 		return // never recorded: it did not run
 	}
-	delete(jl.rows, rec.ID)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalTimeout)
 	defer cancel()
 	if _, err := jl.r.o.DB.ExecContext(wctx,

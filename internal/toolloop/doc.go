@@ -95,13 +95,15 @@
 // round, index in the round), so a tool can tell which calls were issued
 // before it whatever order concurrent calls run in.
 //
-// Durable calls. Options.BeforeCall runs on Run's goroutine just before a
-// validated call's handler starts, in issue order, with the normalised
-// arguments and whether the tool is read-only (tool.IsReadOnly); a caller
-// records the call there, and a failure to record it keeps the call from
-// running (it fails like any call). OnToolResult then reports it finished. Run waits for every call it
-// started before it returns: tools must honour their context. The callbacks
-// (OnToolCall, BeforeCall, OnToolResult, OnMessage, OnRound) and Options.Stream are
+// Durable calls. Options.BeforeCall runs on the call's goroutine just
+// before a validated (and, with an Approver, approved) call's handler
+// starts, with the normalised arguments and whether the tool is read-only
+// (tool.IsReadOnly); a caller records the call there, and a failure to
+// record it keeps the call from running (it fails like any call).
+// OnToolResult then reports it finished. Run waits for every call it
+// started before it returns: tools must honour their context. BeforeCall
+// may be called concurrently for calls of one round. The other callbacks
+// (OnToolCall, OnToolResult, OnMessage, OnRound) and Options.Stream are
 // invoked on the goroutine that called Run (or RunCalls), never
 // concurrently with each other; OnToolCall fires in the order the model
 // issued the calls, OnToolResult and OnMessage in completion order, and a

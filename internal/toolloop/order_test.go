@@ -70,7 +70,7 @@ func TestInOrderTool(t *testing.T) {
 }
 
 // TestPositionAndBeforeCall: every call's handler finds its place in the
-// turn in its context; BeforeCall sees each validated call, in issue order,
+// turn in its context; BeforeCall sees each validated call
 // with normalised arguments, before the handler runs, and an error from it
 // keeps the handler from running.
 func TestPositionAndBeforeCall(t *testing.T) {
@@ -123,10 +123,13 @@ func TestPositionAndBeforeCall(t *testing.T) {
 	if ran["refused"] {
 		t.Error("a call BeforeCall refused ran")
 	}
+	// Calls of a round reach BeforeCall concurrently: compare as sets.
 	var ids []string
 	for _, c := range before {
 		ids = append(ids, c.ID)
 	}
+	slices.Sort(ids)
+	slices.SortFunc(before, func(a, b Call) int { return strings.Compare(a.ID, b.ID) })
 	// "bad" fails validation (text is required) and never reaches BeforeCall.
 	if want := []string{"a", "b", "c", "d", "e"}; !slices.Equal(ids, want) {
 		t.Errorf("BeforeCall ids = %v, want %v", ids, want)
@@ -148,5 +151,43 @@ func TestPositionAndBeforeCall(t *testing.T) {
 	}
 	if !refused.IsError || !strings.Contains(errorShape(t, refused.Result), "journal is full") {
 		t.Errorf("refused call's result = %+v", refused)
+	}
+}
+
+type approveFunc func(context.Context, ApprovalRequest) error
+
+func (f approveFunc) Approve(ctx context.Context, r ApprovalRequest) error { return f(ctx, r) }
+
+// A call is recorded (BeforeCall) only once it is approved: one waiting
+// for approval, or refused, has not started and is never recorded, so a
+// turn stopped while a call waits has done nothing with that call.
+func TestBeforeCallComesAfterApproval(t *testing.T) {
+	var mu sync.Mutex
+	var recorded []string
+	m := script(callTools(tc("a", "echo", `{"text":"yes"}`), tc("b", "echo", `{"text":"no"}`)), say("done"))
+	res := mustRun(t, m, userQ(), []tool.Tool{echoTool()}, Options{
+		Approver: approveFunc(func(_ context.Context, r ApprovalRequest) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(recorded) != 0 {
+				return errors.New("a call was recorded before it was approved")
+			}
+			if r.Call.ID == "b" {
+				return errors.New("the user said no")
+			}
+			return nil
+		}),
+		BeforeCall: func(_ context.Context, c Call) error {
+			mu.Lock()
+			defer mu.Unlock()
+			recorded = append(recorded, c.ID)
+			return nil
+		},
+	})
+	if !slices.Equal(recorded, []string{"a"}) {
+		t.Errorf("recorded %v, want only the approved call", recorded)
+	}
+	if len(res.Calls) != 2 || res.Calls[0].IsError || !res.Calls[1].IsError {
+		t.Errorf("calls %+v", res.Calls)
 	}
 }

@@ -68,12 +68,14 @@ type Options struct {
 	// RunCalls). Each round's OnMessage calls come before its OnRound call.
 	OnMessage func(llm.Message)
 	// BeforeCall, when set, is called just before a call's handler runs —
-	// after its arguments are checked, with Call.Arguments normalised as
-	// the tool receives them — on the goroutine that called Run, in the
-	// order the model issued the calls. A caller uses it to make the call
-	// durable before it can have side effects. When it returns an error the
-	// call does not run: it fails with that error (sent to the model like
-	// any failed call), and the loop goes on.
+	// after its arguments are checked and, with an Approver, after the call
+	// was approved (a call waiting for approval has not started), with
+	// Call.Arguments normalised as the tool receives them — on the call's
+	// own goroutine, so calls of one round may reach it concurrently. A
+	// caller uses it to make the call durable before it can have side
+	// effects. When it returns an error the call does not run: it fails
+	// with that error (sent to the model like any failed call), and the
+	// loop goes on.
 	BeforeCall func(ctx context.Context, c Call) error
 	// Approver, when set, is asked before every valid call runs; see
 	// Approver.
@@ -484,12 +486,6 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 				l.opts.OnToolCall(call)
 			}
 			t, args, rec, ok := l.prepare(ctx, c)
-			if ok && l.opts.BeforeCall != nil {
-				call.Arguments = args
-				if err := l.opts.BeforeCall(ctx, call); err != nil {
-					rec, ok = l.failed(rec, fmt.Errorf("tool %q was not run: %w", c.Name, err)), false
-				}
-			}
 			if !ok {
 				rec.Round, rec.Index = round, i
 				records[i] = rec
@@ -503,6 +499,16 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 			wg.Go(func() {
 				if l.opts.Approver != nil {
 					if r, ok := l.approve(ctx, t, call, args, seen); !ok {
+						records[i] = r
+						done <- i
+						return
+					}
+				}
+				if l.opts.BeforeCall != nil {
+					call.Arguments = args
+					if err := l.opts.BeforeCall(ctx, call); err != nil {
+						r := l.failed(rec, fmt.Errorf("tool %q was not run: %w", c.Name, err))
+						r.Round, r.Index = round, i
 						records[i] = r
 						done <- i
 						return
