@@ -28,8 +28,8 @@ const (
 	RoleTool      Role = "tool"
 )
 
-// Part is one piece of a message. The set is sealed: Text, ToolCall and
-// ToolResult.
+// Part is one piece of a message. The set is sealed: Text, Image, ToolCall
+// and ToolResult.
 type Part interface{ isPart() }
 
 // Text is plain text.
@@ -53,7 +53,31 @@ type ToolResult struct {
 	IsError bool
 }
 
+// Image is a picture in a user message. The conversation history stores only
+// the reference (Path, relative to the workspace, and MediaType); the agent
+// reads the file into Data when it builds a request for a model that accepts
+// images, and replaces the part with Note text for one that does not.
+// Providers send an Image with Data as an image block and one without Data
+// as its Note.
+type Image struct {
+	// MediaType is the image's MIME type: image/jpeg, image/png, image/gif
+	// or image/webp.
+	MediaType string
+	// Path is the file's slash-separated path relative to the workspace.
+	Path string
+	// Data is the file's content; set only while a request is built, never
+	// stored.
+	Data []byte
+}
+
+// Note is the text that stands for the image where it cannot be shown,
+// saying why (for example "this model cannot see images").
+func (i Image) Note(why string) Text {
+	return Text{Text: "[image saved at workspace/" + i.Path + "; " + why + "]"}
+}
+
 func (Text) isPart()       {}
+func (Image) isPart()      {}
 func (ToolCall) isPart()   {}
 func (ToolResult) isPart() {}
 

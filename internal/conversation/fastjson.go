@@ -110,6 +110,10 @@ func (p *parser) object() (storedPart, bool) {
 			sp.CallID, ok = p.str()
 		case "content":
 			sp.Content, ok = p.str()
+		case "path":
+			sp.Path, ok = p.str()
+		case "media_type":
+			sp.MediaType, ok = p.str()
 		case "b64":
 			sp.B64, ok = p.boolean()
 		case "is_error":

@@ -16,6 +16,7 @@ const (
 	partText       = "text"
 	partToolCall   = "tool_call"
 	partToolResult = "tool_result"
+	partImage      = "image"
 )
 
 // ErrCorruptMessage is returned (wrapped) when a stored message's parts
@@ -38,6 +39,10 @@ type storedPart struct {
 	CallID  string `json:"call_id,omitempty"`
 	Content string `json:"content,omitempty"`
 	IsError bool   `json:"is_error,omitempty"`
+	// image: the workspace-relative path and the media type; the bytes
+	// stay in the file.
+	Path      string `json:"path,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
 }
 
 // encodeParts turns parts into the JSON stored in messages.parts.
@@ -68,6 +73,13 @@ func toStored(p llm.Part) (storedPart, error) {
 			return storedPart{}, errors.New("nil *llm.Text")
 		}
 		return textPart(*v), nil
+	case llm.Image:
+		return imagePart(v)
+	case *llm.Image:
+		if v == nil {
+			return storedPart{}, errors.New("nil *llm.Image")
+		}
+		return imagePart(*v)
 	case llm.ToolCall:
 		return callPart(v), nil
 	case *llm.ToolCall:
@@ -93,6 +105,15 @@ func textPart(t llm.Text) storedPart {
 		sp.B64, sp.Text = true, b64(t.Text)
 	}
 	return sp
+}
+
+// imagePart keeps the reference only: an image is stored as a file in the
+// workspace, never as bytes in the database.
+func imagePart(i llm.Image) (storedPart, error) {
+	if i.Path == "" || !utf8.ValidString(i.Path) || !utf8.ValidString(i.MediaType) {
+		return storedPart{}, fmt.Errorf("image without a valid workspace path (%q)", i.Path)
+	}
+	return storedPart{Type: partImage, Path: i.Path, MediaType: i.MediaType}, nil
 }
 
 func callPart(c llm.ToolCall) storedPart {
@@ -172,6 +193,11 @@ func fromStored(sp storedPart) (llm.Part, error) {
 		return c, nil
 	case partToolResult:
 		return llm.ToolResult{CallID: sp.CallID, Name: sp.Name, Content: sp.Content, IsError: sp.IsError}, nil
+	case partImage:
+		if sp.Path == "" {
+			return nil, errors.New("image without a path")
+		}
+		return llm.Image{Path: sp.Path, MediaType: sp.MediaType}, nil
 	default:
 		return nil, fmt.Errorf("unknown part type %q", sp.Type)
 	}

@@ -131,6 +131,7 @@ func TestPartsRoundTrip(t *testing.T) {
 	msgs := []llm.Message{
 		llm.SystemText("seed: introduce yourself"),
 		llm.UserText("Hello, \"world\" — ünïcödé 🙂\n<b>html</b> \\ backslash"),
+		{Role: llm.RoleUser, Parts: []llm.Part{llm.Image{MediaType: "image/jpeg", Path: "telegram/1/photo é.jpg"}, llm.Text{Text: "what is this?"}}},
 		{Role: llm.RoleAssistant, Parts: []llm.Part{
 			llm.Text{Text: "Let me look."},
 			llm.ToolCall{ID: "call_1", Name: "search_web", Arguments: json.RawMessage(`{"query": "weather Berlin", "n": 3}`)},
@@ -161,6 +162,18 @@ func TestPartsRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(h[i].Message, msgs[i]) {
 			t.Errorf("message %d:\n got %#v\nwant %#v", i, h[i].Message, msgs[i])
 		}
+	}
+	// An image is stored as its reference; the bytes stay in the file.
+	if _, err := s.Append(ctx, "web:img", llm.Message{Role: llm.RoleUser, Parts: []llm.Part{
+		&llm.Image{MediaType: "image/png", Path: "p.png", Data: []byte("PNG bytes")}}}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ = s.History(ctx, "web:img")
+	if want := (llm.Image{MediaType: "image/png", Path: "p.png"}); len(h) != 1 || !reflect.DeepEqual(h[0].Message.Parts[0], want) {
+		t.Errorf("image part round trip: %#v", h)
+	}
+	if _, err := s.Append(ctx, "web:img", llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.Image{Data: []byte("x")}}}); err == nil {
+		t.Error("an image without a workspace path was stored")
 	}
 	// Pointer parts are stored as their values.
 	if _, err := s.Append(ctx, "web:ptr", llm.Message{Role: llm.RoleTool, Parts: []llm.Part{&llm.ToolResult{CallID: "c", Content: "x"}}}); err != nil {
@@ -462,7 +475,7 @@ func TestCorruptRowReported(t *testing.T) {
 	if _, err := s.Append(ctx, "web:x", llm.UserText("ok")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(ctx, `UPDATE messages SET parts = '[{"type":"image"}]'`); err != nil {
+	if _, err := db.ExecContext(ctx, `UPDATE messages SET parts = '[{"type":"video"}]'`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.History(ctx, "web:x"); !errors.Is(err, ErrCorruptMessage) {

@@ -75,6 +75,16 @@ type ContentBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// Source is an image block's source.
+	Source *ImageSource `json:"source,omitempty"`
+}
+
+// ImageSource is where an image block's picture comes from.
+type ImageSource struct {
+	Type      string `json:"type"` // "base64" or "url"
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
 }
 
 // ResultText returns a tool_result block's content as text.

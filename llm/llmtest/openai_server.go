@@ -67,6 +67,27 @@ func (m ChatMessage) Text() string {
 	return b.String()
 }
 
+// Images returns the URLs of the message's image_url parts in order (data:
+// URLs for inline images); nil when the content is a plain string.
+func (m ChatMessage) Images() []string {
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if json.Unmarshal(m.Content, &parts) != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range parts {
+		if p.Type == "image_url" {
+			out = append(out, p.ImageURL.URL)
+		}
+	}
+	return out
+}
+
 // ChatToolCall is a tool call inside an assistant ChatMessage.
 type ChatToolCall struct {
 	ID       string           `json:"id"`

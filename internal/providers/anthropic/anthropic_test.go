@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -592,5 +593,39 @@ func assertJSONEqual(t *testing.T, what string, got json.RawMessage, want string
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("%s = %s, want %s", what, got, want)
+	}
+}
+
+// An image with data is an image block with a base64 source, in order with
+// the text; one without data (not loaded) is its note as text.
+func TestImageParts(t *testing.T) {
+	jpeg := []byte("\xff\xd8\xff\xe0 jpeg bytes")
+	tests := []struct {
+		name  string
+		image llm.Image
+		want  []llmtest.ContentBlock
+	}{
+		{name: "loaded", image: llm.Image{MediaType: "image/jpeg", Path: "telegram/1/p.jpg", Data: jpeg},
+			want: []llmtest.ContentBlock{
+				{Type: "image", Source: &llmtest.ImageSource{Type: "base64", MediaType: "image/jpeg", Data: base64.StdEncoding.EncodeToString(jpeg)}},
+				{Type: "text", Text: "what is this?"}}},
+		{name: "not loaded", image: llm.Image{MediaType: "image/jpeg", Path: "telegram/1/p.jpg"},
+			want: []llmtest.ContentBlock{
+				{Type: "text", Text: "[image saved at workspace/telegram/1/p.jpg; the image was not loaded]"},
+				{Type: "text", Text: "what is this?"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewAnthropicServer(t)
+			srv.Enqueue(llmtest.ServerReply{Text: "a cat"})
+			c, _ := newClient(t, srv, nil)
+			req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{tc.image, llm.Text{Text: "what is this?"}}}}}
+			if _, err := c.Generate(context.Background(), req, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := srv.MessageRequests()[0].Messages[0].Content; !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("content =\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
 	}
 }

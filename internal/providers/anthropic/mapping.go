@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -151,6 +152,12 @@ func toBlocks(m llm.Message) (sdk.MessageParamRole, []sdk.ContentBlockParamUnion
 			if strings.TrimSpace(p.Text) != "" {
 				blocks = append(blocks, sdk.NewTextBlock(p.Text))
 			}
+		case llm.Image:
+			if len(p.Data) == 0 || role != sdk.MessageParamRoleUser {
+				blocks = append(blocks, sdk.NewTextBlock(p.Note("the image was not loaded").Text))
+				continue
+			}
+			blocks = append(blocks, sdk.NewImageBlockBase64(p.MediaType, base64.StdEncoding.EncodeToString(p.Data)))
 		case llm.ToolCall:
 			if role != sdk.MessageParamRoleAssistant {
 				return "", nil, fmt.Errorf("tool call %q in a %s message", p.Name, m.Role)

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -115,10 +116,34 @@ func toMessages(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	var out []sdk.ChatCompletionMessageParamUnion
 	var text string
 	var calls []sdk.ChatCompletionMessageToolCallUnionParam
+	// content holds the user message's parts in order once it has an image
+	// (a plain string otherwise).
+	var content []sdk.ChatCompletionContentPartUnionParam
 	for _, part := range m.Parts {
 		switch p := part.(type) {
 		case llm.Text:
 			text += p.Text
+			if content != nil && p.Text != "" {
+				content = append(content, sdk.TextContentPart(p.Text))
+			}
+		case llm.Image:
+			if len(p.Data) == 0 || m.Role != llm.RoleUser {
+				note := p.Note("the image was not loaded").Text
+				text += note
+				if content != nil {
+					content = append(content, sdk.TextContentPart(note))
+				}
+				continue
+			}
+			if content == nil {
+				content = []sdk.ChatCompletionContentPartUnionParam{}
+				if text != "" {
+					content = append(content, sdk.TextContentPart(text))
+				}
+			}
+			content = append(content, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{
+				URL: "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data),
+			}))
 		case llm.ToolCall:
 			if m.Role != llm.RoleAssistant {
 				return nil, fmt.Errorf("tool call %q in a %s message", p.Name, m.Role)
@@ -148,7 +173,9 @@ func toMessages(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 			out = append(out, sdk.SystemMessage(text))
 		}
 	case llm.RoleUser:
-		if text != "" {
+		if content != nil {
+			out = append(out, sdk.UserMessage(content))
+		} else if text != "" {
 			out = append(out, sdk.UserMessage(text))
 		}
 	case llm.RoleAssistant:

@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net"
@@ -775,5 +776,41 @@ func assertJSONEqual(t *testing.T, what string, got json.RawMessage, want string
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("%s = %s, want %s", what, got, want)
+	}
+}
+
+// A user message with a loaded image is sent as a content array (text and
+// an image_url data URL, in order); an image without data (not loaded) is
+// its note inside plain text content.
+func TestImageParts(t *testing.T) {
+	png := []byte("\x89PNG fake")
+	tests := []struct {
+		name       string
+		image      llm.Image
+		wantText   string
+		wantImages []string
+	}{
+		{name: "loaded", image: llm.Image{MediaType: "image/png", Path: "p.png", Data: png},
+			wantText: "look:", wantImages: []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(png)}},
+		{name: "not loaded", image: llm.Image{MediaType: "image/png", Path: "p.png"},
+			wantText: "look:[image saved at workspace/p.png; the image was not loaded]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewOpenAIServer(t)
+			srv.Enqueue(llmtest.ServerReply{Text: "a chart"})
+			c, _ := newClient(t, srv, nil)
+			req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{llm.Text{Text: "look:"}, tc.image}}}}
+			if _, err := c.Generate(context.Background(), req, nil); err != nil {
+				t.Fatal(err)
+			}
+			m := srv.Requests()[0].Decoded.Messages[0]
+			if m.Role != "user" || m.Text() != tc.wantText || !reflect.DeepEqual(m.Images(), tc.wantImages) {
+				t.Errorf("message = %s %q %q, want %q %q", m.Role, m.Text(), m.Images(), tc.wantText, tc.wantImages)
+			}
+			if tc.wantImages != nil && !strings.Contains(string(srv.Requests()[0].Body), `"type":"image_url"`) {
+				t.Errorf("body has no image_url part: %s", srv.Requests()[0].Body)
+			}
+		})
 	}
 }
