@@ -186,6 +186,8 @@ func messageOf(m conversation.StoredMessage) api.Message {
 		switch p := p.(type) {
 		case llm.Text:
 			text.WriteString(p.Text)
+		case llm.Image:
+			text.WriteString("[image saved at workspace/" + p.Path + "]")
 		case llm.ToolCall:
 			out.ToolCalls = append(out.ToolCalls, api.MessageCall{ID: p.ID, Name: p.Name, Arguments: jsonOrString(p.Arguments)})
 		case llm.ToolResult:

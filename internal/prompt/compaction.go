@@ -100,6 +100,8 @@ func writeTranscript(b *strings.Builder, m llm.Message) {
 			writeText(b, role, v.Text)
 		case *llm.Text:
 			writeText(b, role, v.Text)
+		case llm.Image:
+			writeText(b, role, "[image saved at workspace/"+v.Path+"]")
 		case llm.ToolCall:
 			writeCall(b, role, v)
 		case *llm.ToolCall:

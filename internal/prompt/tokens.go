@@ -265,8 +265,13 @@ const (
 	ToolResultOverhead = 4
 )
 
+// ImageTokens is what one image part is counted as: about what the
+// providers charge for a large photo (Anthropic's ceiling is about 1,600
+// tokens; OpenAI's high detail about 1,100).
+const ImageTokens = 1600
+
 // CountMessage counts one message: its text, tool-call names and arguments,
-// and tool-result contents, plus the framing overheads.
+// tool-result contents and images, plus the framing overheads.
 func CountMessage(c Counter, m llm.Message) int {
 	n := MessageOverhead
 	for _, p := range m.Parts {
@@ -279,6 +284,8 @@ func CountMessage(c Counter, m llm.Message) int {
 			n += ToolCallOverhead + c.Count(v.Name) + c.Count(string(v.Arguments))
 		case *llm.ToolCall:
 			n += ToolCallOverhead + c.Count(v.Name) + c.Count(string(v.Arguments))
+		case llm.Image:
+			n += ImageTokens
 		case llm.ToolResult:
 			n += ToolResultOverhead + c.Count(v.Content)
 		case *llm.ToolResult:
