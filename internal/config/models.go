@@ -39,6 +39,11 @@ type ModelBackend struct {
 	Temperature *float64 `yaml:"temperature"`
 	// Timeout bounds one call including retries (0: 10 minutes).
 	Timeout time.Duration `yaml:"timeout"`
+	// Vision says its models accept images (photos from channels are then
+	// sent as image parts; otherwise as a note naming the saved file).
+	// Default false. Put vision and text-only models on two backends with
+	// the same base_url when they share a server.
+	Vision bool `yaml:"vision"`
 }
 
 // Model backend kinds.

@@ -127,6 +127,7 @@ func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 				if bc.MaxTokens > 0 {
 					lim.MaxTokens = bc.MaxTokens
 				}
+				lim.Vision = bc.Vision
 				b, err := Build(Spec{Name: name, Provider: bc.Kind, BaseURL: bc.BaseURL, APIKey: key, Model: ref.Model,
 					ContextSize: lim.ContextSize, MaxTokens: lim.MaxTokens, Temperature: bc.Temperature}, bc.Timeout)
 				if err != nil {
@@ -146,7 +147,7 @@ func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 			return nil, "", err
 		}
 		opts.Backends = []Backend{b}
-		opts.Limits[spec.Name] = Limits{ContextSize: spec.ContextSize, MaxTokens: spec.MaxTokens}
+		opts.Limits[spec.Name] = Limits{ContextSize: spec.ContextSize, MaxTokens: spec.MaxTokens, Vision: spec.Vision}
 		opts.Roles[RoleMain] = []string{spec.Name}
 		desc = "model from the environment: " + spec.Name
 	} else {

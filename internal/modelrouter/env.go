@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,6 +28,8 @@ type Spec struct {
 	ContextSize int
 	MaxTokens   int
 	Temperature *float64
+	// Vision: the model accepts images.
+	Vision bool
 }
 
 // Default model names when the environment names none.
@@ -41,6 +44,7 @@ const (
 // OLLAMA_HOST or 127.0.0.1:11434 that answers within a short probe (its
 // first installed model unless REVERIE_MODEL names one). It returns no spec
 // when none applies; the assistant then replies with NoModelMessage.
+// REVERIE_MODEL_VISION=true marks the model as accepting images.
 func EnvDefaults(ctx context.Context, env []string, client *http.Client) (Spec, bool) {
 	get := func(k string) string {
 		for i := len(env) - 1; i >= 0; i-- {
@@ -51,6 +55,13 @@ func EnvDefaults(ctx context.Context, env []string, client *http.Client) (Spec, 
 		return ""
 	}
 	model := get("REVERIE_MODEL")
+	vision, _ := strconv.ParseBool(get("REVERIE_MODEL_VISION"))
+	spec, ok := envSpec(ctx, get, model, client)
+	spec.Vision = ok && vision
+	return spec, ok
+}
+
+func envSpec(ctx context.Context, get func(string) string, model string, client *http.Client) (Spec, bool) {
 	if base, key := get("OPENAI_BASE_URL"), get("OPENAI_API_KEY"); base != "" || key != "" {
 		if model == "" {
 			model = DefaultOpenAIModel

@@ -62,10 +62,48 @@ type Backend interface {
 	Ping(ctx context.Context) error
 }
 
-// Limits describe a backend's context window, for compaction.
+// Limits describe what a backend's model accepts: its context window (for
+// compaction) and whether it sees images.
 type Limits struct {
 	ContextSize int // tokens the model accepts in total
 	MaxTokens   int // tokens reserved for the reply
+	// Vision: the model accepts image parts. Off unless configured
+	// (models.backends.<name>.vision, or REVERIE_MODEL_VISION for the
+	// model from the environment); a backend without it gets each image
+	// as a short note naming the file.
+	Vision bool
+}
+
+// NoVisionNote is why an image reaches a model as text.
+const NoVisionNote = "this model cannot see images"
+
+// withoutImages returns req with every image part replaced by its note
+// (req itself when it holds none).
+func withoutImages(req llm.Request) llm.Request {
+	has := false
+	for _, m := range req.Messages {
+		for _, p := range m.Parts {
+			if _, ok := p.(llm.Image); ok {
+				has = true
+			}
+		}
+	}
+	if !has {
+		return req
+	}
+	msgs := make([]llm.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		parts := make([]llm.Part, len(m.Parts))
+		for j, p := range m.Parts {
+			if img, ok := p.(llm.Image); ok {
+				p = img.Note(NoVisionNote)
+			}
+			parts[j] = p
+		}
+		msgs[i] = llm.Message{Role: m.Role, Parts: parts}
+	}
+	req.Messages = msgs
+	return req
 }
 
 // Options configure a Router.
@@ -279,7 +317,11 @@ func (m *Model) Generate(ctx context.Context, req llm.Request, stream llm.Stream
 		b.inFlight++
 		b.mu.Unlock()
 		start := r.opts.Now()
-		resp, err := b.Generate(ctx, req, wrapped)
+		breq := req
+		if !b.limits.Vision {
+			breq = withoutImages(req)
+		}
+		resp, err := b.Generate(ctx, breq, wrapped)
 		err = r.opts.Secrets.RedactError(err)
 		b.mu.Lock()
 		b.inFlight--

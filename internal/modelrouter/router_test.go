@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -21,15 +22,17 @@ type fakeBackend struct {
 	name  string
 	mu    sync.Mutex
 	calls int
+	reqs  []llm.Request
 	gen   func(ctx context.Context, stream llm.StreamFunc) (llm.Response, error)
 }
 
 func (f *fakeBackend) Name() string                   { return f.name }
 func (f *fakeBackend) Model() string                  { return "m-" + f.name }
 func (f *fakeBackend) Ping(ctx context.Context) error { return nil }
-func (f *fakeBackend) Generate(ctx context.Context, _ llm.Request, stream llm.StreamFunc) (llm.Response, error) {
+func (f *fakeBackend) Generate(ctx context.Context, req llm.Request, stream llm.StreamFunc) (llm.Response, error) {
 	f.mu.Lock()
 	f.calls++
+	f.reqs = append(f.reqs, req)
 	f.mu.Unlock()
 	return f.gen(ctx, stream)
 }
@@ -286,5 +289,42 @@ func TestEnvDefaults(t *testing.T) {
 				t.Fatalf("spec = %+v", spec)
 			}
 		})
+	}
+}
+
+// A backend configured for vision gets image parts as they are; one without
+// (here the fallback while the first is down) gets each as a note naming
+// the file.
+func TestImagesForBackendsWithoutVision(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	vision := &fakeBackend{name: "v", gen: fail(errDown)}
+	text := &fakeBackend{name: "t", gen: ok("fine")}
+	r, err := New(context.Background(), Options{Backends: []Backend{vision, text}, DB: db,
+		Roles:  map[string][]string{RoleMain: {"v", "t"}},
+		Limits: map[string]Limits{"v": {ContextSize: 1000, MaxTokens: 100, Vision: true}, "t": {ContextSize: 1000, MaxTokens: 100}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Limits(RoleMain).Vision {
+		t.Error("Limits(main).Vision = false for a vision backend")
+	}
+	img := llm.Image{MediaType: "image/jpeg", Path: "telegram/1/p.jpg", Data: []byte("jpeg")}
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{img, llm.Text{Text: "what is it?"}}}}}
+	if _, err := r.Model(RoleMain).Generate(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := vision.reqs[0].Messages[0].Parts[0]; !reflect.DeepEqual(got, img) {
+		t.Errorf("vision backend got %#v, want the image", got)
+	}
+	want := llm.Text{Text: "[image saved at workspace/telegram/1/p.jpg; this model cannot see images]"}
+	if got := text.reqs[0].Messages[0].Parts[0]; got != llm.Part(want) {
+		t.Errorf("text-only backend got %#v, want %#v", got, want)
+	}
+	if _, ok := req.Messages[0].Parts[0].(llm.Image); !ok {
+		t.Error("the caller's request was changed")
 	}
 }
