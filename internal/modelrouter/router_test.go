@@ -290,6 +290,15 @@ func TestEnvDefaults(t *testing.T) {
 			}
 		})
 	}
+	for _, v := range []struct {
+		value string
+		want  bool
+	}{{"", false}, {"true", true}, {"1", true}, {"no", false}} {
+		spec, _ := EnvDefaults(context.Background(), []string{"OPENAI_API_KEY=k", "REVERIE_MODEL_VISION=" + v.value}, nil)
+		if spec.Vision != v.want {
+			t.Errorf("REVERIE_MODEL_VISION=%q: vision = %v, want %v", v.value, spec.Vision, v.want)
+		}
+	}
 }
 
 // A backend configured for vision gets image parts as they are; one without
