@@ -97,9 +97,62 @@ type Sender struct {
 type Inbound struct {
 	Address Address
 	Sender  Sender
-	Text    string
+	// Text may be empty when the message has attachments.
+	Text string
+	// Attachments are files the channel saved in the workspace for this
+	// message and hands to the model as parts (photos as images).
+	Attachments []Attachment
 	// Received is when the channel got it; zero means "now".
 	Received time.Time
+}
+
+// AttachmentKind says what an attachment is.
+type AttachmentKind string
+
+// Attachment kinds.
+const (
+	// AttachImage is a picture (image/jpeg, image/png, image/gif or
+	// image/webp): a model that accepts images sees it.
+	AttachImage AttachmentKind = "image"
+)
+
+// MaxAttachments bounds the attachments of one inbound message.
+const MaxAttachments = 10
+
+// Attachment is a file a channel saved in the workspace for a message.
+type Attachment struct {
+	Kind AttachmentKind
+	// Path is the file's slash-separated path relative to the workspace
+	// ("telegram/1234/20260101-120000-7-photo.jpg").
+	Path string
+	// MediaType is the file's MIME type ("image/jpeg").
+	MediaType string
+}
+
+// ErrInvalidAttachment is returned by Attachment.Validate.
+var ErrInvalidAttachment = errors.New("invalid attachment")
+
+// Validate checks that the attachment has a known kind and a local
+// workspace path (relative, slash-separated, no "..").
+func (a Attachment) Validate() error {
+	if a.Kind != AttachImage {
+		return fmt.Errorf("%w: unknown kind %q", ErrInvalidAttachment, a.Kind)
+	}
+	p := a.Path
+	if p == "" || len(p) > 1024 || strings.HasPrefix(p, "/") || strings.Contains(p, "\\") {
+		return fmt.Errorf("%w: path %q is not a relative workspace path", ErrInvalidAttachment, p)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("%w: path %q is not a relative workspace path", ErrInvalidAttachment, p)
+		}
+	}
+	for _, r := range p + a.MediaType {
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return fmt.Errorf("%w: %q contains a control or invalid character", ErrInvalidAttachment, p)
+		}
+	}
+	return nil
 }
 
 // OutboundKind distinguishes ordinary replies from proactive messages.

@@ -160,6 +160,10 @@ type Input struct {
 	// Text is the user's message, the system event or the seed prompt
 	// (without SystemEventPrefix, which the agent adds).
 	Text string
+	// Attachments of a user message: images are stored in the message as
+	// image parts (their workspace paths) and shown to a model that
+	// accepts images.
+	Attachments []chat.Attachment
 	// Kind defaults to KindUser.
 	Kind Kind
 	// Origin says who raised a system event.
@@ -303,7 +307,7 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 	if err := in.Thread.Validate(); err != nil {
 		return Result{Reply: ErrorReply(err)}, fmt.Errorf("turn: %w", err)
 	}
-	if strings.TrimSpace(in.Text) == "" {
+	if strings.TrimSpace(in.Text) == "" && (len(in.Attachments) == 0 || in.Kind != KindUser) {
 		return Result{Reply: "There is nothing to answer: the message is empty."}, fmt.Errorf("turn on %s: %w", in.Thread, ErrEmptyMessage)
 	}
 	text, src := in.Text, conversation.SourceConversation
@@ -320,7 +324,7 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 	defer blocks()
 	if !in.Resume {
 		sctx, cancel := a.saveContext(ctx)
-		_, err := a.o.Conversations.AppendFrom(sctx, in.Thread, src, llm.UserText(text))
+		_, err := a.o.Conversations.AppendFrom(sctx, in.Thread, src, userMessage(text, in.Attachments))
 		cancel()
 		if err != nil {
 			err = a.o.Secrets.RedactError(fmt.Errorf("save message on %s: %w: %w", in.Thread, ErrNotSaved, err))
@@ -395,6 +399,7 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Resu
 	res.SystemPrompt = system
 
 	msgs, truncated := fitMessages(a.o.Counter, history, threshold)
+	msgs = a.loadImages(msgs)
 	res.Truncated = truncated
 	if truncated > 0 {
 		a.log.Info("messages cut for the context window", "thread", in.Thread, "messages", truncated, "budget_tokens", threshold)

@@ -54,7 +54,7 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 			seedReply = res.Reply
 		}
 	}
-	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Text: j.text, Kind: agent.KindUser}, deliver, chat.Reply)
+	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Text: j.text, Attachments: j.attachments, Kind: agent.KindUser}, deliver, chat.Reply)
 	res.SeedReply = seedReply
 	r.publish(ctx, TopicMessageReplied, struct {
 		Thread     chat.ThreadID `json:"thread"`

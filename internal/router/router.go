@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,7 +45,7 @@ var (
 	ErrStopped = errors.New("router is stopping")
 	// ErrQueueFull: the thread has Options.MaxQueue items waiting.
 	ErrQueueFull = errors.New("too many messages waiting in this conversation")
-	// ErrEmptyText: the message has no text.
+	// ErrEmptyText: the message has no text (and no attachments).
 	ErrEmptyText = errors.New("message has no text")
 	// ErrTooLarge: the message exceeds Options.MaxMessageBytes.
 	ErrTooLarge = errors.New("message too large")
@@ -153,14 +154,16 @@ type ExtensionHealth struct {
 
 // job is one queued item.
 type job struct {
-	id       int64 // inbox row
-	kind     jobKind
-	thread   chat.ThreadID
-	channel  string
-	sender   chat.Sender
-	text     string
-	origin   agent.Origin
-	received time.Time
+	id      int64 // inbox row
+	kind    jobKind
+	thread  chat.ThreadID
+	channel string
+	sender  chat.Sender
+	text    string
+	// attachments are the message's files in the workspace.
+	attachments []chat.Attachment
+	origin      agent.Origin
+	received    time.Time
 	// started: a turn for this item began before the last stop (the row
 	// was found marked at start-up); afterID is the thread's last message
 	// id before the turn stored the item; attempts counts turn starts.
@@ -391,8 +394,16 @@ func (r *Router) inbound(msg chat.Inbound) (*job, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(msg.Text) == "" {
+	if strings.TrimSpace(msg.Text) == "" && len(msg.Attachments) == 0 {
 		return nil, ErrEmptyText
+	}
+	if len(msg.Attachments) > chat.MaxAttachments {
+		return nil, fmt.Errorf("%w: %d attachments, the limit is %d", ErrTooLarge, len(msg.Attachments), chat.MaxAttachments)
+	}
+	for i, a := range msg.Attachments {
+		if err := a.Validate(); err != nil {
+			return nil, fmt.Errorf("attachment %d: %w", i, err)
+		}
 	}
 	if len(msg.Text) > r.o.MaxMessageBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(msg.Text), r.o.MaxMessageBytes)
@@ -405,7 +416,8 @@ func (r *Router) inbound(msg chat.Inbound) (*job, error) {
 	if received.IsZero() {
 		received = r.o.Now()
 	}
-	return &job{kind: jobMessage, thread: t, channel: ch, sender: msg.Sender, text: msg.Text, received: received}, nil
+	return &job{kind: jobMessage, thread: t, channel: ch, sender: msg.Sender, text: msg.Text,
+		attachments: slices.Clone(msg.Attachments), received: received}, nil
 }
 
 // accept stores j in the inbox and queues it.
@@ -424,8 +436,8 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 	r.replayMu.RLock()
 	defer r.replayMu.RUnlock()
 	res, err := r.o.DB.ExecContext(ctx,
-		`INSERT INTO router_inbox (thread, kind, channel, sender_id, sender_name, text, origin, received_at) VALUES (?,?,?,?,?,?,?,?)`,
-		string(j.thread), string(j.kind), j.channel, j.sender.ID, j.sender.DisplayName, j.text, string(j.origin), j.received.UnixNano())
+		`INSERT INTO router_inbox (thread, kind, channel, sender_id, sender_name, text, attachments, origin, received_at) VALUES (?,?,?,?,?,?,?,?,?)`,
+		string(j.thread), string(j.kind), j.channel, j.sender.ID, j.sender.DisplayName, j.text, encodeAttachments(j.attachments), string(j.origin), j.received.UnixNano())
 	if err != nil {
 		return fmt.Errorf("store inbound %s for %s: %w", j.kind, j.thread, err)
 	}
@@ -558,7 +570,7 @@ func (r *Router) Run(ctx context.Context) error {
 
 func (r *Router) loadInbox(ctx context.Context) ([]*job, error) {
 	rows, err := r.o.DB.QueryContext(ctx,
-		`SELECT id, thread, kind, channel, sender_id, sender_name, text, origin, received_at, started_at, after_message_id, attempts FROM router_inbox ORDER BY id`)
+		`SELECT id, thread, kind, channel, sender_id, sender_name, text, attachments, origin, received_at, started_at, after_message_id, attempts FROM router_inbox ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read router inbox: %w", err)
 	}
@@ -568,10 +580,16 @@ func (r *Router) loadInbox(ctx context.Context) ([]*job, error) {
 		var (
 			j                    job
 			thread, kind, origin string
+			atts                 string
 			receivedAt, started  int64
 		)
-		if err := rows.Scan(&j.id, &thread, &kind, &j.channel, &j.sender.ID, &j.sender.DisplayName, &j.text, &origin, &receivedAt, &started, &j.afterID, &j.attempts); err != nil {
+		if err := rows.Scan(&j.id, &thread, &kind, &j.channel, &j.sender.ID, &j.sender.DisplayName, &j.text, &atts, &origin, &receivedAt, &started, &j.afterID, &j.attempts); err != nil {
 			return nil, fmt.Errorf("read router inbox: %w", err)
+		}
+		var err error
+		if j.attachments, err = decodeAttachments(atts); err != nil {
+			// The text still gets an answer; the files stay in the workspace.
+			r.log.Warn("inbox item's attachments unreadable; answering without them", "id", j.id, "err", err)
 		}
 		j.thread, j.kind, j.origin, j.received = chat.ThreadID(thread), jobKind(kind), agent.Origin(origin), time.Unix(0, receivedAt)
 		j.started = started != 0
@@ -675,4 +693,41 @@ func (r *Router) QueueDepth() int {
 		n += len(q.jobs)
 	}
 	return n
+}
+
+// storedAttachment is the JSON shape of a chat.Attachment in the inbox.
+type storedAttachment struct {
+	Kind      chat.AttachmentKind `json:"kind"`
+	Path      string              `json:"path"`
+	MediaType string              `json:"media_type,omitempty"`
+}
+
+func encodeAttachments(atts []chat.Attachment) string {
+	if len(atts) == 0 {
+		return ""
+	}
+	out := make([]storedAttachment, len(atts))
+	for i, a := range atts {
+		out[i] = storedAttachment(a)
+	}
+	b, _ := json.Marshal(out) // strings only: cannot fail
+	return string(b)
+}
+
+func decodeAttachments(s string) ([]chat.Attachment, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var stored []storedAttachment
+	if err := json.Unmarshal([]byte(s), &stored); err != nil {
+		return nil, err
+	}
+	out := make([]chat.Attachment, 0, len(stored))
+	for _, a := range stored {
+		if err := chat.Attachment(a).Validate(); err != nil {
+			return out, err
+		}
+		out = append(out, chat.Attachment(a))
+	}
+	return out, nil
 }
