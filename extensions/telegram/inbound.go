@@ -60,11 +60,11 @@ func (t *Telegram) handle(ctx context.Context, u *models.Update) error {
 		_ = t.sendText(ctx, m.Chat.ID, "Hello! I'm your Reverie assistant. Write anything to talk; /help lists the commands.")
 		return nil
 	}
-	notes := t.saveAttachments(ctx, m)
+	notes, atts := t.saveAttachments(ctx, m)
 	if len(notes) > 0 {
 		text = strings.TrimSpace(strings.Join(notes, "\n") + "\n" + text)
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && len(atts) == 0 {
 		if private {
 			_ = t.sendText(ctx, m.Chat.ID, "I can read text, photos, documents and voice notes; this kind of message I cannot use.")
 		}
@@ -72,10 +72,11 @@ func (t *Telegram) handle(ctx context.Context, u *models.Update) error {
 	}
 	thread := chat.NewThreadID(ChannelName, strconv.FormatInt(m.Chat.ID, 10))
 	return t.host.Receive(ctx, chat.Inbound{
-		Address:  chat.Address{Channel: ChannelName, Thread: thread},
-		Sender:   chat.Sender{ID: strconv.FormatInt(m.From.ID, 10), DisplayName: senderName(m.From)},
-		Text:     text,
-		Received: time.Unix(int64(m.Date), 0),
+		Address:     chat.Address{Channel: ChannelName, Thread: thread},
+		Sender:      chat.Sender{ID: strconv.FormatInt(m.From.ID, 10), DisplayName: senderName(m.From)},
+		Text:        text,
+		Attachments: atts,
+		Received:    time.Unix(int64(m.Date), 0),
 	})
 }
 
@@ -150,12 +151,15 @@ func (t *Telegram) pair(ctx context.Context, m *models.Message) {
 }
 
 // saveAttachments downloads the message's photo, document or voice note
-// into the workspace and returns a line per file for the model.
-func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) []string {
+// into the workspace. The photo becomes an image attachment (the model sees
+// it when it accepts images); documents and voice notes, and a photo that
+// could not be saved, become a line of text for the model.
+func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) ([]string, []chat.Attachment) {
 	type attachment struct {
 		kind, fileID, name string
 		size               int64
 		extra              string
+		image              bool
 	}
 	var atts []attachment
 	if n := len(m.Photo); n > 0 {
@@ -167,7 +171,7 @@ func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) []str
 			}
 		}
 		atts = append(atts, attachment{kind: "photo", fileID: best.FileID, name: "photo.jpg", size: int64(best.FileSize),
-			extra: fmt.Sprintf("%dx%d", best.Width, best.Height)})
+			extra: fmt.Sprintf("%dx%d", best.Width, best.Height), image: true})
 	}
 	if d := m.Document; d != nil {
 		atts = append(atts, attachment{kind: "document", fileID: d.FileID, name: d.FileName, size: d.FileSize, extra: d.MimeType})
@@ -177,11 +181,17 @@ func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) []str
 			extra: fmt.Sprintf("%d s, no transcript", v.Duration)})
 	}
 	var notes []string
+	var images []chat.Attachment
 	for _, a := range atts {
 		rel, err := t.saveFile(ctx, m, a.fileID, a.name, a.size)
 		if err != nil {
 			t.log.Warn("could not save a Telegram attachment", "kind", a.kind, "err", err)
 			notes = append(notes, fmt.Sprintf("[%s attached, but it could not be saved: %v]", a.kind, err))
+			continue
+		}
+		if a.image {
+			// Telegram re-encodes every photo as JPEG.
+			images = append(images, chat.Attachment{Kind: chat.AttachImage, Path: rel, MediaType: "image/jpeg"})
 			continue
 		}
 		desc := a.kind
@@ -190,7 +200,7 @@ func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) []str
 		}
 		notes = append(notes, fmt.Sprintf("[%s (%s) saved in the workspace as %s]", a.kind, desc, rel))
 	}
-	return notes
+	return notes, images
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

@@ -2,12 +2,14 @@ package apptest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -316,24 +318,52 @@ func TestTelegramReminder(t *testing.T) {
 // A photo is saved in the workspace and handed to the model (as its path:
 // the model messages carry text); a file from the workspace is sent back.
 func TestTelegramPhotoAndFiles(t *testing.T) {
-	srv := telegramtest.New(t, tgToken)
-	h, _ := startTelegram(t, srv)
 	photo := []byte("\xff\xd8\xff\xe0 fake jpeg bytes")
-	srv.AddFile("ph1", photo)
-	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Caption: "what is this?", PhotoID: "ph1"})
-	srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "what is this?") })
-	var path string
-	for _, r := range h.Model.ChatRequests() {
-		if m := regexp.MustCompile(`photo \(photo, 1280x853\) saved in the workspace as (\S+)\]`).FindStringSubmatch(lastUser(r)); m != nil {
-			path = m[1]
+	notePattern := regexp.MustCompile(`\[image saved at workspace/(telegram/1001/\S+\.jpg); this model cannot see images\]\nwhat is this\?`)
+	// photoSent sends a captioned photo, waits for the answer and returns
+	// the user message holding it, as the model received it.
+	photoSent := func(t *testing.T, opts ...Option) (*Harness, *telegramtest.Server, llmtest.ChatMessage) {
+		srv := telegramtest.New(t, tgToken)
+		h, _ := startTelegram(t, srv, opts...)
+		srv.AddFile("ph1", photo)
+		srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Caption: "what is this?", PhotoID: "ph1"})
+		srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "what is this?") })
+		reqs := h.Model.ChatRequests()
+		for i := len(reqs) - 1; i >= 0; i-- {
+			for _, m := range reqs[i].Messages {
+				if m.Role == "user" && strings.Contains(m.Text(), "what is this?") {
+					return h, srv, m
+				}
+			}
 		}
+		t.Fatalf("no request holds the photo's message: %+v", reqs)
+		return nil, nil, llmtest.ChatMessage{}
 	}
-	if path == "" || !strings.HasPrefix(path, "telegram/1001/") {
-		t.Fatalf("the model did not get the photo's path: %v", h.Model.ChatRequests())
+	savedPhoto := func(t *testing.T, h *Harness) string {
+		files, _ := filepath.Glob(filepath.Join(h.DataDir, "workspace", "telegram", "1001", "*-photo.jpg"))
+		if len(files) != 1 {
+			t.Fatalf("saved photos: %v", files)
+		}
+		got, err := os.ReadFile(files[0])
+		if err != nil || string(got) != string(photo) {
+			t.Fatalf("saved photo: %q, %v", got, err)
+		}
+		return "telegram/1001/" + filepath.Base(files[0])
 	}
-	got, err := os.ReadFile(filepath.Join(h.DataDir, "workspace", path))
-	if err != nil || string(got) != string(photo) {
-		t.Fatalf("saved photo: %q, %v", got, err)
+
+	t.Run("vision model sees the photo", func(t *testing.T) {
+		h, _, m := photoSent(t, WithEnv("REVERIE_MODEL_VISION=true"))
+		savedPhoto(t, h)
+		want := []string{"data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(photo)}
+		if !reflect.DeepEqual(m.Images(), want) || m.Text() != "what is this?" {
+			t.Fatalf("user message: images %q, text %q; want the photo as an image_url part and the caption", m.Images(), m.Text())
+		}
+	})
+
+	h, srv, m := photoSent(t)
+	path := savedPhoto(t, h)
+	if got := notePattern.FindStringSubmatch(m.Text()); got == nil || got[1] != path || m.Images() != nil {
+		t.Fatalf("a model without vision got %q (images %q), want a note naming %s", m.Text(), m.Images(), path)
 	}
 
 	if err := os.MkdirAll(filepath.Join(h.DataDir, "workspace", "notes"), 0o700); err != nil {

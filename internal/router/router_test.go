@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -487,6 +489,38 @@ func TestAcceptedMessagesSurviveARestart(t *testing.T) {
 	}
 }
 
+// A photo without a caption is accepted; its attachment is kept in the
+// inbox across a restart and reaches the model as an image part.
+func TestAttachmentsSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sqlite.Open(context.Background(), filepath.Join(dir, "reverie.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	first := newHarnessOn(t, db, dir, echo("never"), nil, nil)
+	first.markKnown("web:r")
+	att := chat.Attachment{Kind: chat.AttachImage, Path: "telegram/1/p.jpg", MediaType: "image/jpeg"}
+	if err := first.router.Receive(context.Background(), chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:r"},
+		Attachments: []chat.Attachment{att}}); err != nil {
+		t.Fatal(err)
+	}
+	model := llmtest.NewScripted(t, llmtest.Reply("a photo").WithCheck(func(r llm.Request) error {
+		last := r.Messages[len(r.Messages)-1]
+		want := []llm.Part{llm.Image{MediaType: "image/jpeg", Path: "telegram/1/p.jpg"}}
+		if !reflect.DeepEqual(last.Parts, want) {
+			return fmt.Errorf("last message parts %#v, want %#v", last.Parts, want)
+		}
+		return nil
+	}))
+	second := newHarnessOn(t, db, dir, model, nil, nil)
+	second.run()
+	if got := recv(t, second.web.out); got.Text != "a photo" {
+		t.Errorf("reply %+v", got)
+	}
+	model.AssertDone()
+}
+
 func TestRejectedInput(t *testing.T) {
 	h := newHarness(t, echo("x"), nil, func(o *Options) { o.MaxMessageBytes = 10; o.MaxQueue = 1 })
 	ctx := context.Background()
@@ -498,6 +532,14 @@ func TestRejectedInput(t *testing.T) {
 		{"empty", chat.Inbound{Address: chat.Address{Thread: "web:1"}, Text: "  "}, ErrEmptyText},
 		{"too large", chat.Inbound{Address: chat.Address{Thread: "web:1"}, Text: "01234567890"}, ErrTooLarge},
 		{"bad thread", chat.Inbound{Address: chat.Address{Thread: "a\nb"}, Text: "hi"}, chat.ErrInvalidThreadID},
+		{"attachment outside the workspace", chat.Inbound{Address: chat.Address{Thread: "web:1"}, Text: "hi",
+			Attachments: []chat.Attachment{{Kind: chat.AttachImage, Path: "../etc/passwd", MediaType: "image/jpeg"}}}, chat.ErrInvalidAttachment},
+		{"attachment with an absolute path", chat.Inbound{Address: chat.Address{Thread: "web:1"},
+			Attachments: []chat.Attachment{{Kind: chat.AttachImage, Path: "/tmp/p.jpg", MediaType: "image/jpeg"}}}, chat.ErrInvalidAttachment},
+		{"attachment of unknown kind", chat.Inbound{Address: chat.Address{Thread: "web:1"},
+			Attachments: []chat.Attachment{{Kind: "video", Path: "v.mp4"}}}, chat.ErrInvalidAttachment},
+		{"too many attachments", chat.Inbound{Address: chat.Address{Thread: "web:1"},
+			Attachments: make([]chat.Attachment, chat.MaxAttachments+1)}, ErrTooLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -122,14 +122,14 @@ func toMessages(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	for _, part := range m.Parts {
 		switch p := part.(type) {
 		case llm.Text:
-			text += p.Text
+			text = joinText(m.Role, text, p.Text)
 			if content != nil && p.Text != "" {
 				content = append(content, sdk.TextContentPart(p.Text))
 			}
 		case llm.Image:
 			if len(p.Data) == 0 || m.Role != llm.RoleUser {
 				note := p.Note("the image was not loaded").Text
-				text += note
+				text = joinText(m.Role, text, note)
 				if content != nil {
 					content = append(content, sdk.TextContentPart(note))
 				}
@@ -196,6 +196,16 @@ func toMessages(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 		return nil, fmt.Errorf("unknown role %q", m.Role)
 	}
 	return out, nil
+}
+
+// joinText appends a text part to a message's text. A user message's parts
+// (an image's note and the caption, say) go on separate lines; other
+// roles' parts are fragments of one text.
+func joinText(role llm.Role, text, part string) string {
+	if role == llm.RoleUser && text != "" && part != "" {
+		return text + "\n" + part
+	}
+	return text + part
 }
 
 // stopReason maps a finish_reason.

@@ -793,7 +793,7 @@ func TestImageParts(t *testing.T) {
 		{name: "loaded", image: llm.Image{MediaType: "image/png", Path: "p.png", Data: png},
 			wantText: "look:", wantImages: []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(png)}},
 		{name: "not loaded", image: llm.Image{MediaType: "image/png", Path: "p.png"},
-			wantText: "look:[image saved at workspace/p.png; the image was not loaded]"},
+			wantText: "look:\n[image saved at workspace/p.png; the image was not loaded]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
