@@ -10,18 +10,26 @@ let ctx = { info: null, onSaved: () => {} };
 
 export function init(c) { ctx = c; }
 
+// shown counts show() calls: only the latest one renders. A fragment-only
+// navigation fires both hashchange and popstate, and a second render would
+// replace the form under the user's fingers.
+let shown = 0;
+
 export async function show() {
   const body = $('setup-body');
+  const me = ++shown;
   fill(body, h('p', { class: 'muted' }, 'Loading…'));
   let res;
   try {
     res = await api.get('/setup');
   } catch (err) {
+    if (me !== shown) return;
     fill(body, h('h1', null, 'Setup'),
       h('p', { class: err.status === 501 ? 'muted' : 'error-text' },
         err.status === 501 ? 'Setup is not enabled in this build.' : 'Could not load the setup forms: ' + err.message));
     return;
   }
+  if (me !== shown) return;
   const forms = (res && res.forms) || [];
   fill(body,
     h('h1', null, 'Setup'),
