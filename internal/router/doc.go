@@ -21,7 +21,9 @@
 //     one is not recorded: it has done nothing), and marked finished with
 //     its result after; a call that cannot be recorded does not run. At start-up, for each turn found
 //     started: if its item never reached the conversation, it runs afresh;
-//     if its reply is stored, only the row is removed; if every recorded
+//     if its reply is stored, that reply is delivered (again — the crash
+//     may have come before it was; a repeat beats silence) and the row
+//     removed; if every recorded
 //     call is read-only and the turn has been started fewer than
 //     MaxTurnStarts times, the turn carries on from the stored history
 //     (the message is not stored twice); otherwise a note saying the answer

@@ -98,8 +98,8 @@ func TestInterruptedTurns(t *testing.T) {
 		},
 		{name: "started too often: reported", stored: true, starts: MaxTurnStarts,
 			wantSent: InterruptedPrefix + " 2 times, so I stopped trying. Nothing was changed; send it again to retry."},
-		{name: "reply stored, row left: nothing to do", stored: true, replied: true, starts: 1,
-			wantHist: []string{"user:hi", "assistant:stored answer"}},
+		{name: "reply stored, row left: the stored reply is delivered", stored: true, replied: true, starts: 1,
+			wantSent: "stored answer", wantHist: []string{"user:hi", "assistant:stored answer"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -230,7 +230,8 @@ func (r *Router) endTurn(ctx context.Context, j *job, err error) (kept bool) {
 
 // processInterrupted handles an item whose turn had started when the
 // process last stopped. If the item never reached the conversation it runs
-// afresh; if its reply is stored only the inbox row was left; if no tool
+// afresh; if its reply is stored it is delivered (again: the crash may have
+// come between storing and delivering it); if no tool
 // with side effects had run (every recorded call is read-only) and it has
 // been started fewer than MaxTurnStarts times, the turn carries on from the
 // stored history; otherwise it is answered with a stored and delivered note
@@ -252,8 +253,17 @@ func (r *Router) processInterrupted(ctx context.Context, j *job) outcome {
 		after = after[:next] // another item's (it cannot be: interrupted turns run first)
 	}
 	if n := len(after); n > 0 && after[n-1].Message.Role == llm.RoleAssistant && len(after[n-1].Message.ToolCalls()) == 0 {
+		// The reply was stored; the crash may have come before it was
+		// delivered. Deliver it (again): a repeat is better than silence.
+		text := after[n-1].Message.Text()
+		r.log.Info("delivering the stored reply of a turn a restart interrupted", "thread", j.thread)
+		kind := chat.Reply
+		if j.kind == jobSystemEvent {
+			kind = chat.Notify
+		}
+		r.send(ctx, j.channel, chat.Outbound{Address: chat.Address{Channel: j.channel, Thread: j.thread}, Kind: kind, Text: text})
 		r.forget(ctx, j)
-		return outcome{res: agent.Result{Reply: after[n-1].Message.Text()}}
+		return outcome{res: agent.Result{Reply: text}}
 	}
 	calls, err := r.turnCalls(ctx, j.id)
 	if err != nil {
