@@ -3,6 +3,7 @@ package extension
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -11,39 +12,27 @@ import (
 	"strings"
 )
 
+// ErrBadMigration is returned by Migrate for a migration file whose name
+// does not start with a positive version number, for two files with the
+// same version, or for an empty component name.
+var ErrBadMigration = errors.New("bad migration")
+
 // Migrate applies an extension's SQL migrations to the shared database:
-// the files NNN_name.sql in dir of files (an embed.FS), in version order,
-// each in its own transaction, skipping those already recorded for
-// component. It follows the protocol of Reverie's own migrations (the same
-// schema_migrations table, one row per applied file and component), so
-// extensions and the core share one record of the schema.
+// the files NNN_name.sql in dir of files (an embed.FS; "." for its root), in
+// version order, each in its own transaction, skipping those already
+// recorded for component. Reverie's own migrations go through it too
+// (internal/sqlite), so extensions and the core share one record of the
+// schema: the schema_migrations table, one row per applied file and
+// component. Applied migrations are never re-run; editing one after release
+// has no effect, so add a new file instead.
 func Migrate(ctx context.Context, db *sql.DB, component string, files fs.FS, dir string) error {
-	type migration struct {
-		version int
-		name    string
-		sql     string
+	if component == "" {
+		return fmt.Errorf("%w: empty component name", ErrBadMigration)
 	}
-	entries, err := fs.ReadDir(files, dir)
+	migs, err := readMigrations(files, dir)
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", component, err)
 	}
-	var migs []migration
-	for _, e := range entries {
-		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
-			continue
-		}
-		num, _, _ := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if err != nil || v <= 0 {
-			return fmt.Errorf("migrate %s: %s does not start with a version number", component, e.Name())
-		}
-		body, err := fs.ReadFile(files, path.Join(dir, e.Name()))
-		if err != nil {
-			return fmt.Errorf("migrate %s: %w", component, err)
-		}
-		migs = append(migs, migration{version: v, name: e.Name(), sql: string(body)})
-	}
-	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		component  TEXT    NOT NULL,
 		version    INTEGER NOT NULL,
@@ -59,6 +48,43 @@ func Migrate(ctx context.Context, db *sql.DB, component string, files fs.FS, dir
 		}
 	}
 	return nil
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// readMigrations returns the *.sql files of dir in version order.
+func readMigrations(files fs.FS, dir string) ([]migration, error) {
+	entries, err := fs.ReadDir(files, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	seen := map[int]string{}
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
+			continue
+		}
+		num, _, _ := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("%w: %s does not start with a version number", ErrBadMigration, e.Name())
+		}
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("%w: %s and %s share version %d", ErrBadMigration, prev, e.Name(), v)
+		}
+		seen[v] = e.Name()
+		body, err := fs.ReadFile(files, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
 }
 
 func applyMigration(ctx context.Context, db *sql.DB, component string, version int, name, body string) (err error) {

@@ -16,11 +16,10 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"path"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reverie-ai/reverie/extension"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -143,73 +142,21 @@ func Tx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) (err error) 
 // ErrBadMigration is returned by Migrate for a migration file whose name does
 // not start with a positive version number, or for two files with the same
 // version.
-var ErrBadMigration = errors.New("bad migration")
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+var ErrBadMigration = extension.ErrBadMigration
 
 // MigrateDir is Migrate over the directory dir of fsys (usually an embedded
-// "migrations" folder), with errors naming the component.
+// "migrations" folder).
 func MigrateDir(ctx context.Context, db *sql.DB, component string, fsys fs.FS, dir string) error {
-	sub, err := fs.Sub(fsys, dir)
-	if err != nil {
-		return fmt.Errorf("migrations of %s: %w", component, err)
-	}
-	if err := Migrate(ctx, db, component, sub); err != nil {
-		return fmt.Errorf("migrate %s: %w", component, err)
-	}
-	return nil
+	return extension.Migrate(ctx, db, component, fsys, dir)
 }
 
 // Migrate applies, in version order and each in its own transaction, the
 // migrations of component found as "*.sql" files at the root of fsys whose
 // version is above the one recorded. File names start with the version
-// number: "001_init.sql". Applied migrations are never re-run; editing one
-// after release has no effect, so add a new file instead.
+// number: "001_init.sql". It is extension.Migrate, the one implementation
+// the core and the extensions share.
 func Migrate(ctx context.Context, db *sql.DB, component string, fsys fs.FS) error {
-	if component == "" {
-		return fmt.Errorf("%w: empty component name", ErrBadMigration)
-	}
-	migs, err := readMigrations(fsys)
-	if err != nil {
-		return fmt.Errorf("migrate %s: %w", component, err)
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		component  TEXT    NOT NULL,
-		version    INTEGER NOT NULL,
-		name       TEXT    NOT NULL,
-		applied_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-		PRIMARY KEY (component, version)
-	)`); err != nil {
-		return fmt.Errorf("migrate %s: create schema_migrations: %w", component, err)
-	}
-	for _, m := range migs {
-		err := Tx(ctx, db, func(tx *sql.Tx) error {
-			var n int
-			if err := tx.QueryRowContext(ctx,
-				`SELECT COUNT(*) FROM schema_migrations WHERE component = ? AND version = ?`,
-				component, m.version).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
-				return nil
-			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx,
-				`INSERT INTO schema_migrations (component, version, name) VALUES (?, ?, ?)`,
-				component, m.version, m.name)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("migrate %s: apply %s: %w", component, m.name, err)
-		}
-	}
-	return nil
+	return extension.Migrate(ctx, db, component, fsys, ".")
 }
 
 // Version returns the highest applied migration version of component, 0 when
@@ -225,36 +172,6 @@ func Version(ctx context.Context, db *sql.DB, component string) (int, error) {
 		return 0, fmt.Errorf("read %s schema version: %w", component, err)
 	}
 	return int(v.Int64), nil
-}
-
-func readMigrations(fsys fs.FS) ([]migration, error) {
-	entries, err := fs.ReadDir(fsys, ".")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	seen := map[int]string{}
-	for _, e := range entries {
-		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
-			continue
-		}
-		num, _, _ := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("%w: %s does not start with a version number", ErrBadMigration, e.Name())
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("%w: %s and %s share version %d", ErrBadMigration, prev, e.Name(), v)
-		}
-		seen[v] = e.Name()
-		body, err := fs.ReadFile(fsys, e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
 }
 
 // IntegrityCheck runs PRAGMA integrity_check and returns nil when SQLite
