@@ -12,13 +12,12 @@ import (
 	"sync"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // Redacted is what a Secret prints as, everywhere.
 const Redacted = "[secret]"
-
-// maxSecretFile bounds a secret file read.
-const maxSecretFile = 64 << 10
 
 // Secret is a credential in the configuration. In YAML it is written as
 //
@@ -138,19 +137,10 @@ func (s Secret) Resolve() (string, error) {
 				path = filepath.Join(base, path)
 			}
 		}
-		f, err := os.Open(path)
+		v, err := extension.ReadSecretFile(path)
 		if err != nil {
 			return "", fmt.Errorf("secret: %w", err)
 		}
-		defer f.Close()
-		data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
-		if err != nil {
-			return "", fmt.Errorf("secret: read %s: %w", path, err)
-		}
-		if len(data) > maxSecretFile {
-			return "", fmt.Errorf("secret: %s is larger than %d bytes", path, maxSecretFile)
-		}
-		v := strings.TrimSpace(string(data))
 		if v == "" {
 			return "", fmt.Errorf("secret: %s is empty", path)
 		}
