@@ -90,6 +90,12 @@ func telegramAssistant(req llmtest.ChatRequest) llmtest.ServerReply {
 	case strings.Contains(user, "remind me"):
 		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "set_reminder",
 			Arguments: json.RawMessage(`{"text":"stretch","in":"1s"}`)}}}
+	case strings.Contains(user, "send me the outside file"):
+		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_3", Name: "telegram_send_file",
+			Arguments: json.RawMessage(`{"path":"../outside.txt"}`)}}}
+	case strings.Contains(user, "send me the linked file"):
+		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_4", Name: "telegram_send_file",
+			Arguments: json.RawMessage(`{"path":"link/outside.txt"}`)}}}
 	case strings.Contains(user, "send me the notes"):
 		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_2", Name: "telegram_send_file",
 			Arguments: json.RawMessage(`{"path":"notes/list.txt","caption":"your notes"}`)}}}
@@ -379,6 +385,34 @@ func TestTelegramPhotoAndFiles(t *testing.T) {
 	for _, m := range ms {
 		if m.Kind == "document" && (string(m.File) != "milk\neggs\n" || m.Caption != "your notes") {
 			t.Errorf("document %+v", m)
+		}
+	}
+
+	// A file outside the workspace is refused, by a relative path or
+	// through a symbolic link inside the workspace, and the model is told.
+	if err := os.WriteFile(filepath.Join(h.DataDir, "outside.txt"), []byte("not for sending"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(h.DataDir, filepath.Join(h.DataDir, "workspace", "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"send me the outside file", "send me the linked file"} {
+		told := func(ms []telegramtest.Message) int {
+			n := 0
+			for _, m := range ms {
+				if strings.Contains(m.Plain, "Tool said:") && strings.Contains(m.Plain, `"ok":false`) {
+					n++
+				}
+			}
+			return n
+		}
+		before := told(srv.Messages(alice.ID))
+		srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: text})
+		srv.WaitMessages(t, alice.ID, 1, func(ms []telegramtest.Message) bool { return told(ms) > before })
+	}
+	for _, m := range srv.Messages(alice.ID) {
+		if string(m.File) == "not for sending" {
+			t.Fatalf("a file outside the workspace was sent: %+v", m)
 		}
 	}
 }
