@@ -52,6 +52,20 @@ func startChat(t *testing.T, b Backend, hist *History) (*clitest.Terminal, <-cha
 		done <- RunInteractive(ctx, b, InteractiveOptions{In: tm.TTY, Out: tm.TTY, Env: testEnv, History: hist})
 	}()
 	t.Cleanup(func() {
+		// Quit as a user does (Ctrl+U empties the prompt, Ctrl+D quits):
+		// bubbletea then waits for its input reader before closing it.
+		// Cancelling the context kills the program without that wait, and
+		// the reader goroutine of its terminal library races with the close
+		// (a data race inside muesli/cancelreader); cancel is the fallback.
+		select {
+		case <-finished:
+		default:
+			tm.Type("\x15", clitest.CtrlD)
+			select {
+			case <-finished:
+			case <-time.After(clitest.Timeout):
+			}
+		}
 		cancel()
 		select {
 		case <-finished:
