@@ -254,15 +254,16 @@ func (r *Router) processInterrupted(ctx context.Context, j *job) outcome {
 	}
 	if n := len(after); n > 0 && after[n-1].Message.Role == llm.RoleAssistant && len(after[n-1].Message.ToolCalls()) == 0 {
 		// The reply was stored; the crash may have come before it was
-		// delivered. Deliver it (again): a repeat is better than silence.
+		// delivered. Deliver it (again: a repeat is better than silence),
+		// after removing the row, as reportInterrupted does.
 		text := after[n-1].Message.Text()
 		r.log.Info("delivering the stored reply of a turn a restart interrupted", "thread", j.thread)
 		kind := chat.Reply
 		if j.kind == jobSystemEvent {
 			kind = chat.Notify
 		}
-		r.send(ctx, j.channel, chat.Outbound{Address: chat.Address{Channel: j.channel, Thread: j.thread}, Kind: kind, Text: text})
 		r.forget(ctx, j)
+		r.send(ctx, j.channel, chat.Outbound{Address: chat.Address{Channel: j.channel, Thread: j.thread}, Kind: kind, Text: text})
 		return outcome{res: agent.Result{Reply: text}}
 	}
 	calls, err := r.turnCalls(ctx, j.id)
