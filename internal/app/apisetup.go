@@ -166,3 +166,51 @@ func (a *App) configPath() string {
 	}
 	return filepath.Join(a.opts.DataDir, "config.yaml")
 }
+
+// apiSetup lists the configuration forms of the extensions (SetupProvider)
+// and applies them.
+type apiSetup struct{ a *App }
+
+func (s apiSetup) Forms(ctx context.Context) (api.SetupStatus, error) {
+	out := api.SetupStatus{Configured: s.a.Models.Configured(), Forms: []api.SetupForm{s.modelsForm()}}
+	provs := s.a.Kernel.SetupProviders()
+	ids := make([]string, 0, len(provs))
+	for id := range provs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		out.Forms = append(out.Forms, formOf(id, provs[id].SetupSchema(ctx)))
+	}
+	return out, nil
+}
+
+func formOf(id string, sc extension.SetupSchema) api.SetupForm {
+	f := api.SetupForm{ID: id, Title: sc.Title, Description: sc.Description, Configured: sc.Configured,
+		Fields: make([]api.SetupField, len(sc.Fields))}
+	for i, fl := range sc.Fields {
+		f.Fields[i] = api.SetupField{Key: fl.Key, Label: fl.Label, Kind: string(fl.Kind), Options: fl.Options,
+			Default: fl.Default, Required: fl.Required, Help: fl.Help}
+	}
+	return f
+}
+
+func (s apiSetup) Apply(ctx context.Context, form string, values map[string]string) (string, error) {
+	if form == modelsFormID {
+		return s.applyModels(ctx, values)
+	}
+	p, ok := s.a.Kernel.SetupProviders()[form]
+	if !ok {
+		return "", fmt.Errorf("%w: no setup form %q", api.ErrNotFound, form)
+	}
+	sc := p.SetupSchema(ctx)
+	for _, f := range sc.Fields {
+		if f.Required && strings.TrimSpace(values[f.Key]) == "" {
+			return "", fmt.Errorf("%w: %s is required", api.ErrInvalid, f.Label)
+		}
+	}
+	if err := p.ApplySetup(ctx, extension.SetupValues(values)); err != nil {
+		return "", fmt.Errorf("%w: %w", api.ErrTestFailed, err)
+	}
+	return "Saved.", nil
+}

@@ -1,0 +1,48 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/router"
+	"github.com/reverie-ai/reverie/internal/toolloop"
+)
+
+type apiChat struct{ r *router.Router }
+
+func (c apiChat) Cancel(_ context.Context, thread chat.ThreadID) bool { return c.r.CancelTurn(thread) }
+
+func (c apiChat) Handle(ctx context.Context, msg chat.Inbound) (api.Reply, error) {
+	res, err := c.r.Handle(ctx, msg)
+	out := api.Reply{Thread: msg.Address.Thread, Reply: res.Reply, SeedReply: res.SeedReply,
+		Usage:     api.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens},
+		ToolCalls: make([]api.ToolCall, len(res.Calls))}
+	for i, call := range res.Calls {
+		out.ToolCalls[i] = toolCallOf(call)
+	}
+	if err == nil {
+		return out, nil
+	}
+	switch {
+	case errors.Is(err, chat.ErrInvalidThreadID), errors.Is(err, router.ErrEmptyText):
+		err = fmt.Errorf("%w: %w", api.ErrInvalid, err)
+	case errors.Is(err, router.ErrTooLarge):
+		err = fmt.Errorf("%w: %w", api.ErrTooLarge, err)
+	case errors.Is(err, router.ErrQueueFull):
+		err = fmt.Errorf("%w: %w", api.ErrBusy, err)
+	case errors.Is(err, router.ErrStopped):
+		err = fmt.Errorf("%w: %w", api.ErrUnavailable, err)
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// The caller gave up; the turn still completes and is stored.
+	default:
+		err = fmt.Errorf("%w: %w", api.ErrTurnFailed, err)
+	}
+	return out, err
+}
+
+func toolCallOf(c toolloop.CallRecord) api.ToolCall {
+	return api.ToolCall{ID: c.ID, Name: c.Name, Arguments: jsonOrString(c.Arguments), Result: c.Result, IsError: c.IsError}
+}
