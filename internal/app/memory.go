@@ -139,7 +139,7 @@ func (a *App) embedder(ctx context.Context, ec config.EmbeddingConfig) (embed.Em
 // progress. It returns when done or when ctx ends; an interrupted run
 // resumes at the next start.
 func (a *App) reembed(ctx context.Context) error {
-	vs, ok := a.Memory.Store().(*memory.VectorStore)
+	vs, ok := a.Memory.Vectors()
 	if !ok {
 		return nil
 	}

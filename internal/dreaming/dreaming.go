@@ -440,7 +440,7 @@ func (d *Dreamer) Revert(ctx context.Context, id int64) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("revert dream %d: %w", id, err)
 	}
-	vs, _ := d.o.Memory.Store().(*memory.VectorStore)
+	vs, _ := d.o.Memory.Vectors()
 	touched := map[string]bool{}
 	var errs []error
 	for _, c := range changes {

@@ -108,7 +108,7 @@ type resolveOp struct {
 // only then is anything changed, each change journalled for Revert.
 func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 	svc := r.d.o.Memory
-	vs, ok := svc.Store().(*memory.VectorStore)
+	vs, ok := svc.Vectors()
 	if !ok {
 		return ComponentReport{Status: StatusSkipped, Detail: "the memory backend has no vectors"}
 	}
@@ -315,7 +315,7 @@ func (r *run) partial(rep ComponentReport, err error) ComponentReport {
 
 // replace adds the consolidated memory and closes the originals. When the
 // consolidated text equals one of them, that one stays.
-func (r *run) replace(ctx context.Context, vs *memory.VectorStore, originals []memory.Memory, m memory.Memory) error {
+func (r *run) replace(ctx context.Context, vs memory.Vectors, originals []memory.Memory, m memory.Memory) error {
 	before, _ := vs.Count(ctx, true)
 	id, err := vs.Add(ctx, m)
 	if err != nil {
@@ -338,7 +338,7 @@ func (r *run) replace(ctx context.Context, vs *memory.VectorStore, originals []m
 	return nil
 }
 
-func (r *run) closeMemory(ctx context.Context, vs *memory.VectorStore, id int64, at time.Time) error {
+func (r *run) closeMemory(ctx context.Context, vs memory.Vectors, id int64, at time.Time) error {
 	if err := r.journal(ctx, "memory", "closed", strconv.FormatInt(id, 10), nil); err != nil {
 		return err
 	}

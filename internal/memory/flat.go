@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
-	"iter"
 	"log/slog"
 	"math"
 	"os"
@@ -25,8 +24,8 @@ import (
 // atomically (temp file, fsync, rename) on every change. A memory's id is a
 // hash of its normalised text, stable across edits of other lines. Every
 // memory is a current fact; there are no vectors, access statistics or
-// validity history, so Close, AllVectors and Neighbours return
-// ErrUnsupported and RecordAccess does nothing. Recall is BM25 over lines.
+// validity history: Close returns ErrUnsupported, RecordAccess does nothing
+// and the store does not implement Vectors. Recall is BM25 over lines.
 // Safe for concurrent use within one process.
 type FlatStore struct {
 	path string
@@ -326,18 +325,6 @@ func bm25Lines(lines []string, query string, limit int, mk func(string) Memory) 
 
 // RecordAccess does nothing: the flat file keeps no statistics.
 func (f *FlatStore) RecordAccess(ctx context.Context, ids []int64, at time.Time) error { return nil }
-
-// AllVectors yields ErrUnsupported.
-func (f *FlatStore) AllVectors(ctx context.Context) iter.Seq2[Vector, error] {
-	return func(yield func(Vector, error) bool) {
-		yield(Vector{}, fmt.Errorf("read vectors: %w", ErrUnsupported))
-	}
-}
-
-// Neighbours returns ErrUnsupported.
-func (f *FlatStore) Neighbours(ctx context.Context, id int64, minCos float32) ([]Neighbour, error) {
-	return nil, fmt.Errorf("neighbours of memory %d: %w", id, ErrUnsupported)
-}
 
 // Count returns the number of lines.
 func (f *FlatStore) Count(ctx context.Context, includeClosed bool) (int, error) {

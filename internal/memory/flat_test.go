@@ -50,8 +50,8 @@ func TestFlatStore(t *testing.T) {
 	if err := f.Close(ctx, ids[1], time.Time{}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("close: %v", err)
 	}
-	if _, err := f.Neighbours(ctx, 1, 0.5); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("neighbours: %v", err)
+	if _, ok := VectorsOf(f); ok {
+		t.Error("the flat store claims to keep vectors")
 	}
 }
 

@@ -133,7 +133,7 @@ type Neighbour struct {
 	Cosine float32
 }
 
-// Vector is one stored embedding, yielded by Store.AllVectors.
+// Vector is one stored embedding, yielded by Vectors.AllVectors.
 type Vector struct {
 	ID     int64
 	Vector []float32
@@ -174,17 +174,41 @@ type Store interface {
 	Recall(ctx context.Context, q Query) ([]Scored, error)
 	// RecordAccess counts an access to each id at time at.
 	RecordAccess(ctx context.Context, ids []int64, at time.Time) error
-	// AllVectors yields every stored vector (current and closed); for
-	// dreaming's similarity matrix.
-	AllVectors(ctx context.Context) iter.Seq2[Vector, error]
-	// Neighbours returns current memories whose cosine similarity to id is at
-	// least minCos, most similar first.
-	Neighbours(ctx context.Context, id int64, minCos float32) ([]Neighbour, error)
 	// Count returns the number of memories (current only, or all).
 	Count(ctx context.Context, includeClosed bool) (int, error)
 	// Shutdown flushes pending access statistics and stops background work.
 	// The database handle is not closed: it belongs to the caller.
 	Shutdown(ctx context.Context) error
+}
+
+// Vectors is the optional part of a Store that keeps embeddings and
+// validity history (the local_vector backend): dreaming's similarity pass,
+// the revert of a dream and the re-embedding after a model change need it.
+// Backends without vectors (flat, mcp) do not implement it; VectorsOf is the
+// one place that asks.
+type Vectors interface {
+	Store
+	// AllVectors yields every stored vector of the current embedding model
+	// (current and closed memories), in id order; for dreaming's
+	// similarity matrix.
+	AllVectors(ctx context.Context) iter.Seq2[Vector, error]
+	// Neighbours returns current memories whose cosine similarity to id is
+	// at least minCos, most similar first.
+	Neighbours(ctx context.Context, id int64, minCos float32) ([]Neighbour, error)
+	// Reopen makes a closed memory current again (reverting a dream).
+	Reopen(ctx context.Context, id int64) error
+	// StaleEmbeddings counts memories whose vector was made by another
+	// embedding model than the current one, or that have none.
+	StaleEmbeddings(ctx context.Context) (int, error)
+	// Reembed embeds the stale memories with the current model, calling
+	// progress after each batch. Resumable.
+	Reembed(ctx context.Context, progress func(done, total int)) error
+}
+
+// VectorsOf returns the vector part of s, if its backend keeps vectors.
+func VectorsOf(s Store) (Vectors, bool) {
+	v, ok := s.(Vectors)
+	return v, ok
 }
 
 // Errors returned by stores.

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"iter"
 	"log/slog"
 	"slices"
 	"time"
@@ -24,7 +23,7 @@ type Remote interface {
 // over MCP). Add stores through the remote; Recall searches it, a memory's
 // id being a hash of its text as with the flat backend. Everything else
 // the external store does not offer returns ErrUnsupported (Get, Update,
-// Close, Delete, List, Count, vectors), RecordAccess does nothing, and
+// Close, Delete, List, Count), RecordAccess does nothing, it keeps no vectors (no Vectors), and
 // MEMORIES.txt is not pushed into the remote: Reconcile leaves it alone.
 type RemoteStore struct {
 	remote Remote
@@ -143,16 +142,6 @@ func (r *RemoteStore) List(ctx context.Context, f Filter) ([]Memory, error) {
 
 // RecordAccess does nothing: the remote keeps its own statistics.
 func (r *RemoteStore) RecordAccess(ctx context.Context, ids []int64, at time.Time) error { return nil }
-
-// AllVectors yields ErrUnsupported.
-func (r *RemoteStore) AllVectors(ctx context.Context) iter.Seq2[Vector, error] {
-	return func(yield func(Vector, error) bool) { yield(Vector{}, unsupported("read vectors")) }
-}
-
-// Neighbours returns ErrUnsupported.
-func (r *RemoteStore) Neighbours(ctx context.Context, id int64, minCos float32) ([]Neighbour, error) {
-	return nil, unsupported("neighbours")
-}
 
 // Count returns ErrUnsupported.
 func (r *RemoteStore) Count(ctx context.Context, includeClosed bool) (int, error) {

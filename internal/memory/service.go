@@ -86,6 +86,10 @@ func NewService(o ServiceOptions) (*Service, error) {
 // Store is the long-term store.
 func (s *Service) Store() Store { return s.store }
 
+// Vectors returns the store's vector part when its backend keeps vectors
+// (local_vector); ok is false for flat and mcp.
+func (s *Service) Vectors() (Vectors, bool) { return VectorsOf(s.store) }
+
 // Flat reports whether the backend is MEMORIES.txt itself.
 func (s *Service) Flat() bool { return s.flat }
 

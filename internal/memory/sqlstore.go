@@ -53,7 +53,7 @@ type VectorStore struct {
 	access *accessQueue
 }
 
-var _ Store = (*VectorStore)(nil)
+var _ Vectors = (*VectorStore)(nil)
 
 // OpenVector migrates db and loads the vector index. The store starts a
 // background goroutine that writes access statistics in batches; Shutdown
