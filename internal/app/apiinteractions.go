@@ -25,11 +25,15 @@ func (i apiInteractions) List(ctx context.Context, q api.InteractionQuery) ([]ap
 	}
 	out := make([]api.Interaction, len(es))
 	for n, e := range es {
-		out[n] = api.Interaction{ID: e.ID, At: e.At, Thread: e.Thread, Action: string(e.Action), Summary: e.Summary,
-			Detail: e.Detail, InputTokens: e.InputTokens, OutputTokens: e.OutputTokens,
-			DurationMS: e.Duration.Milliseconds(), Error: e.Error}
+		out[n] = interactionOf(e)
 	}
 	return out, nil
+}
+
+func interactionOf(e interactions.Entry) api.Interaction {
+	return api.Interaction{ID: e.ID, At: e.At, Thread: e.Thread, Action: string(e.Action), Summary: e.Summary,
+		Detail: e.Detail, InputTokens: e.InputTokens, OutputTokens: e.OutputTokens,
+		DurationMS: e.Duration.Milliseconds(), Error: e.Error}
 }
 
 func (i apiInteractions) Actions() []string {

@@ -119,9 +119,13 @@ func (t apiTasks) Receipts(ctx context.Context, q api.ReceiptQuery) ([]api.Recei
 	}
 	out := make([]api.Receipt, len(rs))
 	for i, r := range rs {
-		out[i] = api.Receipt{ID: r.ID, TaskID: r.TaskID, ScheduledAt: r.ScheduledAt, StartedAt: r.StartedAt,
-			Outcome: string(r.Outcome), Reason: r.Reason, Count: r.Count, CatchUp: r.CatchUp,
-			DurationMS: r.Duration.Milliseconds(), Usage: api.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens}}
+		out[i] = receiptOf(r)
 	}
 	return out, nil
+}
+
+func receiptOf(r scheduler.Receipt) api.Receipt {
+	return api.Receipt{ID: r.ID, TaskID: r.TaskID, ScheduledAt: r.ScheduledAt, StartedAt: r.StartedAt,
+		Outcome: string(r.Outcome), Reason: r.Reason, Count: r.Count, CatchUp: r.CatchUp,
+		DurationMS: r.Duration.Milliseconds(), Usage: api.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens}}
 }

@@ -16,8 +16,12 @@ func (u apiUsage) Usage(ctx context.Context, from, to string) ([]api.UsageRow, e
 	}
 	out := make([]api.UsageRow, len(rows))
 	for i, r := range rows {
-		out[i] = api.UsageRow{Day: r.Day, Role: r.Role, Backend: r.Backend, Model: r.Model, Calls: r.Calls,
-			Failures: r.Failures, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}
+		out[i] = usageRowOf(r)
 	}
 	return out, nil
+}
+
+func usageRowOf(r modelrouter.UsageRow) api.UsageRow {
+	return api.UsageRow{Day: r.Day, Role: r.Role, Backend: r.Backend, Model: r.Model, Calls: r.Calls,
+		Failures: r.Failures, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}
 }
