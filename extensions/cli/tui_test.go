@@ -254,6 +254,10 @@ func TestInteractiveApproval(t *testing.T) {
 
 	ask("ap_2")
 	ask("ap_2") // sent again (a reconnect): shown once
+	// Answer only once the question is on the screen, as a user does: a key
+	// typed before the request reaches the chat is text in the prompt (it
+	// raced the request here about once in 150 runs).
+	tm.WaitFor("press y to allow, n to refuse")
 	tm.Type("n")
 	if id := recvText(t, b.answered); id != "ap_2" {
 		t.Fatalf("answered %q", id)
@@ -267,6 +271,9 @@ func TestInteractiveApproval(t *testing.T) {
 	tm.Type("y", clitest.Enter)
 	if got := recvText(t, b.sentc); got != "y" {
 		t.Fatalf("sent %q", got)
+	}
+	if n := strings.Count(tm.Output(), clitest.Normalize(`⚠ approve fetch_url {"url":"https://evil.example.net/x"}?`)); n != 2 {
+		t.Errorf("the two requests were shown %d times, want 2", n)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
