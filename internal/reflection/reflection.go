@@ -6,7 +6,8 @@
 //     sub-sessions failed is paused), timeout_pattern (3+ consecutive
 //     timeouts of a task: a warning), stale_task (a task whose recent runs
 //     produced almost no output: a warning), skill_correlation (a skill
-//     loaded in 3+ failed sub-sessions recently: flagged, event
+//     loaded in 3+ failed sub-sessions recently, read by the worker or carried
+//     by a full-mode prompt: flagged, event
 //     reflection.skill_flagged). Each finding is reported once (table
 //     reflection_findings), logged as reflection_rule and published as
 //     reflection.finding.
@@ -20,10 +21,11 @@
 //
 // # Triggers (no polling, durable)
 //
-// sub_session.failed (and .timeout) runs a cycle at once; every
-// BatchThreshold (10) sub_session.completed events run one; a fallback timer
-// runs one when no trigger did for Fallback (6 h, counted from the last
-// cycle, across restarts).
+// sub_session.failed (and .timeout), and scheduler.task.failed of an AI task
+// (which may have run as an isolated inference, with no sub-session), run a
+// cycle at once; every BatchThreshold (10) sub_session.completed events run
+// one; a fallback timer runs one when no trigger did for Fallback (6 h,
+// counted from the last cycle, across restarts).
 //
 // The events come from the event bus through the durable subscriber
 // SubscriberName (Options.Subscribe), not through the in-memory watch that
@@ -83,9 +85,13 @@ var migrations embed.FS
 // Component is the migration component name.
 const Component = "reflection"
 
-// SubscriberName is the durable event-bus subscriber the triggers arrive
-// through (its cursor lives in the bus's tables).
-const SubscriberName = "reflection"
+// SubscriberName is the durable event-bus subscriber the sub-session
+// triggers arrive through (its cursor lives in the bus's tables);
+// TaskSubscriberName is the one for failed scheduled AI tasks.
+const (
+	SubscriberName     = "reflection"
+	TaskSubscriberName = "reflection.tasks"
+)
 
 // Event topics.
 const (
@@ -223,6 +229,9 @@ func New(ctx context.Context, o Options) (*Reflector, error) {
 	if o.Subscribe != nil {
 		if err := o.Subscribe(SubscriberName, "sub_session.", r.handle); err != nil {
 			return nil, fmt.Errorf("reflection: subscribe to sub-session events: %w", err)
+		}
+		if err := o.Subscribe(TaskSubscriberName, scheduler.TopicFailed, r.handleTask); err != nil {
+			return nil, fmt.Errorf("reflection: subscribe to scheduler events: %w", err)
 		}
 	}
 	return r, nil
@@ -645,11 +654,38 @@ func (r *Reflector) handle(ctx context.Context, ev extension.Event) error {
 	if err != nil {
 		return fmt.Errorf("reflection: record %s event %d: %w", ev.Topic, ev.ID, err)
 	}
+	r.signal()
+	return nil
+}
+
+// handleTask is the trigger for a failed scheduled AI task: one that ran as
+// an isolated inference fails without a sub-session, so it would otherwise
+// never reach the rule engine (a task run as a sub-session also publishes
+// sub_session.failed). The cycle is owed as for a failed sub-session. It is
+// idempotent, so the event id is not compared with the sub-session
+// subscriber's (the two are delivered independently).
+func (r *Reflector) handleTask(ctx context.Context, ev extension.Event) error {
+	var te scheduler.TaskEvent
+	if ev.Topic != scheduler.TopicFailed || json.Unmarshal(ev.Payload, &te) != nil || te.Kind != scheduler.KindAITask {
+		return nil
+	}
+	_, err := r.o.DB.ExecContext(ctx, `UPDATE reflection_trigger SET pending = ?2,
+		pending_since = CASE WHEN pending = '' THEN ?1 ELSE pending_since END,
+		generation = generation + 1
+		WHERE id = 1`, r.o.Now().UnixNano(), triggerFailure)
+	if err != nil {
+		return fmt.Errorf("reflection: record %s event %d: %w", ev.Topic, ev.ID, err)
+	}
+	r.signal()
+	return nil
+}
+
+// signal tells Run that the trigger row changed.
+func (r *Reflector) signal() {
 	select {
 	case r.wake <- struct{}{}:
 	default: // Run is already due to read the row
 	}
-	return nil
 }
 
 func clip(s string, n int) string {

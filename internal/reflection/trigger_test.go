@@ -12,6 +12,7 @@ import (
 
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/eventbus"
+	"github.com/reverie-ai/reverie/internal/scheduler"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/workflow"
 )
@@ -269,5 +270,49 @@ func BenchmarkHandle(b *testing.B) {
 		if err := r.handle(ctx, extension.Event{ID: id, Topic: topics[id%4]}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Seed 001 runs the rule engine on a failure; a scheduled AI task that ran
+// as an isolated inference fails without any sub-session, so its
+// scheduler.task.failed event is the trigger, as sub_session.failed is for
+// a sub-session. Other task kinds and outcomes trigger nothing.
+func TestFailedAITaskTriggersRules(t *testing.T) {
+	debounce := DefaultSettings().Debounce
+	cases := []struct {
+		name   string
+		topic  string
+		event  scheduler.TaskEvent
+		cycles int
+		paused []string
+	}{
+		{"isolated AI task failed", scheduler.TopicFailed,
+			scheduler.TaskEvent{ID: "t_1", Kind: scheduler.KindAITask, Outcome: scheduler.OutcomeFailed, Reason: "isolated inference: 503"}, 1, []string{"t_1"}},
+		{"reminder failed", scheduler.TopicFailed,
+			scheduler.TaskEvent{ID: "t_1", Kind: scheduler.KindReminder, Outcome: scheduler.OutcomeFailed}, 0, nil},
+		{"AI task fired", scheduler.TopicFired,
+			scheduler.TaskEvent{ID: "t_1", Kind: scheduler.KindAITask, Outcome: scheduler.OutcomeFired}, 0, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t, time.Now)
+				f.tasks.setFailures(0, 3) // the scheduler's count of failed runs
+				s := f.start(t, filepath.Join(t.TempDir(), "reverie.db"), true)
+				defer s.stop(t)
+				if err := s.bus.Publish(context.Background(), c.topic, c.event); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				time.Sleep(debounce + time.Second)
+				synctest.Wait()
+				if got := f.outs.cycles(); got != c.cycles {
+					t.Fatalf("%d cycles, want %d", got, c.cycles)
+				}
+				if got := f.tasks.pausedIDs(); !slices.Equal(got, c.paused) {
+					t.Fatalf("paused %v, want %v", got, c.paused)
+				}
+			})
+		})
 	}
 }

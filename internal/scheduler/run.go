@@ -134,7 +134,8 @@ func SystemText(t Task) string {
 	return fmt.Sprintf("Scheduled task %s (%s) is due: %s", t.ID, t.Description, t.Text)
 }
 
-type taskEvent struct {
+// TaskEvent is the payload of the scheduler.task.* events.
+type TaskEvent struct {
 	ID      string   `json:"id"`
 	Kind    TaskKind `json:"kind"`
 	Title   string   `json:"title"`
@@ -146,7 +147,7 @@ func (s *Scheduler) publish(ctx context.Context, t Task, topic string, outcome O
 	if s.o.Events == nil {
 		return
 	}
-	if err := s.o.Events.Publish(ctx, topic, taskEvent{ID: t.ID, Kind: t.Kind, Title: t.Title(), Outcome: outcome, Reason: reason}); err != nil {
+	if err := s.o.Events.Publish(ctx, topic, TaskEvent{ID: t.ID, Kind: t.Kind, Title: t.Title(), Outcome: outcome, Reason: reason}); err != nil {
 		s.log.Warn("could not publish a scheduler event", "topic", topic, "err", err)
 	}
 }

@@ -247,6 +247,16 @@ func skillsLoaded(calls []callInfo) []string {
 	return out
 }
 
+// mergeSkills returns the sorted union of two lists of skill names.
+func mergeSkills(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		out = appendUnique(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // callInfo is what skillsLoaded needs of a tool call.
 type callInfo struct {
 	name string

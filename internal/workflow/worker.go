@@ -61,6 +61,10 @@ type runOutcome struct {
 	usage   llm.Usage
 	verdict string
 	system  string
+	// promptSkills names the skills the system prompt carried (full mode:
+	// the skills section); they count as loaded for reflection's
+	// skill_correlation, as the ones the worker read do.
+	promptSkills []string
 }
 
 var errTimedOut = errors.New("sub-session timed out")
@@ -103,7 +107,7 @@ func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutc
 		}
 	}()
 	tools, names := m.workerTools(sp)
-	out.system = m.systemPrompt(ctx, sp, names)
+	out.system, out.promptSkills = m.systemPrompt(ctx, sp, names)
 	lctx, cancel := dbctx()
 	msgs, seq, err := loadList(lctx, m.o.DB, sp.id)
 	cancel()
@@ -228,7 +232,7 @@ func (m *Manager) finishRun(n *node, out runOutcome) {
 	if n.state == StateRunning {
 		n.usage = n.usage.Add(out.usage)
 		n.verdict = out.verdict
-		n.skills = skillsLoaded(callInfos(out.calls))
+		n.skills = mergeSkills(skillsLoaded(callInfos(out.calls)), out.promptSkills)
 		switch out.kind {
 		case runDone:
 			m.completeLocked(ctx, n, out.result, &b, &fx)
@@ -297,8 +301,9 @@ func (m *Manager) workerTools(sp runSpec) ([]tool.Tool, []string) {
 }
 
 // systemPrompt assembles the worker's system prompt for its mode (seed
-// 003): the task section always comes last.
-func (m *Manager) systemPrompt(ctx context.Context, sp runSpec, tools []string) string {
+// 003): the task section always comes last. It also returns the names of the
+// skills the prompt carries (full mode), sorted.
+func (m *Manager) systemPrompt(ctx context.Context, sp runSpec, tools []string) (string, []string) {
 	in := prompt.Input{Mode: sp.mode, Now: m.now(), Location: m.o.Location, Tools: tools, Task: m.taskText(sp, tools)}
 	if sp.mode == prompt.ModeFull || sp.mode == prompt.ModeBaseOnly {
 		if m.o.DataDir != "" {
@@ -321,7 +326,13 @@ func (m *Manager) systemPrompt(ctx context.Context, sp runSpec, tools []string) 
 			m.log.Warn("skills unavailable for a worker", "err", err)
 		}
 	}
-	return prompt.Assemble(in)
+	var skills []string
+	for _, s := range in.Skills {
+		if name := strings.TrimSpace(s.Name); name != "" && (s.Body != "" || s.Summary != "") {
+			skills = append(skills, name)
+		}
+	}
+	return prompt.Assemble(in), mergeSkills(nil, skills)
 }
 
 // taskText is the Task section: objective, context, the dependencies'

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/interactions"
+	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -459,4 +460,63 @@ func TestMaxRoundsAndSkillsLoaded(t *testing.T) {
 			t.Errorf("outcome: skills %v, tool calls %d", o.SkillsLoaded, o.ToolCalls)
 		}
 	})
+}
+
+// fixedSources are the full-mode prompt sources of a test.
+type fixedSources struct{ skills []prompt.Skill }
+
+func (fixedSources) Memories(context.Context) (string, error)         { return "", nil }
+func (fixedSources) Pulse(context.Context) (string, error)            { return "", nil }
+func (f fixedSources) Skills(context.Context) ([]prompt.Skill, error) { return f.skills, nil }
+
+// Seed 001's skill_correlation counts a skill "loaded in" a failed
+// sub-session, and seed 003 puts the skills into a full-mode prompt: the
+// outcome of a full-mode worker names the skills of its prompt as well as
+// the ones it read, whether it failed or completed; other modes carry no
+// skills in their prompt.
+func TestSkillsInPromptCountAsLoaded(t *testing.T) {
+	skills := []prompt.Skill{
+		{Name: "deploy", Body: "# Deploy\nRun the playbook."},
+		{Name: "backup", Summary: "Nightly backups", Body: "Copy the disk."},
+		{Name: "  ", Body: "no name"},
+		{Name: "empty"},
+	}
+	cases := []struct {
+		name string
+		mode prompt.Mode
+		fail bool
+		want []string
+	}{
+		{name: "full mode, failed", mode: prompt.ModeFull, fail: true, want: []string{"backup", "deploy", "notes"}},
+		{name: "full mode, completed", mode: prompt.ModeFull, want: []string{"backup", "deploy", "notes"}},
+		{name: "minimal mode, failed", mode: prompt.ModeMinimal, fail: true, want: []string{"notes"}},
+		{name: "base_only mode, failed", mode: prompt.ModeBaseOnly, fail: true, want: []string{"notes"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, func(o *Options) { o.Sources = fixedSources{skills: skills} })
+				var calls atomic.Int32
+				e.model.on("work", func(ctx context.Context, req llm.Request) (llm.Response, error) {
+					if calls.Add(1) == 1 {
+						return callTools(call("read_skill", map[string]string{"name": "notes"})), nil
+					}
+					if tc.fail {
+						return llm.Response{}, errors.New("the model server is down")
+					}
+					return reply("done"), nil
+				})
+				e.spawn(SpawnRequest{Objective: "work", Mode: tc.mode, ToolNames: []string{"read_skill"}})
+				e.deliver.wait(t, 1)
+				e.stop()
+				o := e.outcomes()[0]
+				if failed := o.Status == StateFailed; failed != tc.fail {
+					t.Fatalf("status %s, want failed=%v", o.Status, tc.fail)
+				}
+				if !slices.Equal(o.SkillsLoaded, tc.want) {
+					t.Errorf("skills loaded %v, want %v", o.SkillsLoaded, tc.want)
+				}
+			})
+		})
+	}
 }
