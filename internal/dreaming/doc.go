@@ -32,7 +32,11 @@
 // The guard refuses a component's result that would remove more than
 // Settings.MaxDropShare (25%) of its entries (memories, pulse items,
 // skills), or that does not parse; nothing of that component changes and
-// the report says why. A model-written skill (a merge or a condensation) is
+// the report says why. The flat backend's rewrite of MEMORIES.txt counts a
+// line as removed when the rewrite no longer holds at least half of its
+// content words (heldLines), not only when the line count drops, so a
+// rewrite that replaces every fact with others is refused like a vector
+// plan that closes them. A model-written skill (a merge or a condensation) is
 // also checked on its own (skillcheck.go): it must parse as a skill within
 // the size limits, begin with the summary (the original first line, or most
 // of its words), still hold a procedure, not grow, and not be an answer to

@@ -342,6 +342,9 @@ func TestFlatDream(t *testing.T) {
 	}{
 		{"consolidated", "```\n- Likes tea.\nLives in Lyon since 2024.\nHas two cats.\nWorks as a nurse.\nSpeaks French.\nBorn in 1990.\n```", StatusOK, "Likes tea.\nLives in Lyon since 2024.\nHas two cats.\nWorks as a nurse.\nSpeaks French.\nBorn in 1990.\n"},
 		{"drops too much", "Likes tea.\n", StatusRefused, ""},
+		{"replaces every fact, same line count", "Owns a boat.\nLives in Oslo.\nHas a dog.\nWorks as a pilot.\nSpeaks Danish.\nPlays chess.\nDrives a van.\nGrows tomatoes.\n", StatusRefused, ""},
+		{"keeps half, replaces the rest", "Likes green tea.\nLives in Lyon since 2024.\nOwns a dog.\nFlies planes.\nPlays chess.\nDrives a van.\n", StatusRefused, ""},
+		{"reworded and merged", "Enjoys tea, green in particular.\nLives in Lyon (moved there in 2024).\nHas 2 cats.\nNurse by profession.\nSpeaks French.\nBorn in 1990.\n", StatusOK, "Enjoys tea, green in particular.\nLives in Lyon (moved there in 2024).\nHas 2 cats.\nNurse by profession.\nSpeaks French.\nBorn in 1990.\n"},
 		{"empty", "   ", StatusRefused, ""},
 		{"secret line left out", "Likes tea.\nLives in Lyon since 2024.\nHas two cats.\nWorks as a nurse.\nSpeaks French.\nBorn in 1990.\npassword: hunter22\n", StatusOK, "Likes tea.\nLives in Lyon since 2024.\nHas two cats.\nWorks as a nurse.\nSpeaks French.\nBorn in 1990.\n"},
 	}

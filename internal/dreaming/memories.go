@@ -63,7 +63,11 @@ func (r *run) flatMemories(ctx context.Context) ComponentReport {
 	if len(newLines) == 0 {
 		return ComponentReport{Status: StatusRefused, Detail: "the model returned no memories; MEMORIES.txt unchanged"}
 	}
-	if refuse, why := r.tooMuchDropped(len(oldLines), len(oldLines)-len(newLines)); refuse {
+	// The guard counts what leaves, as the vector path does: lines fewer,
+	// or old lines whose content the rewrite no longer holds (a rewrite
+	// that replaces every fact keeps the line count but drops them all).
+	removed := max(len(oldLines)-len(newLines), len(oldLines)-heldLines(oldLines, newLines))
+	if refuse, why := r.tooMuchDropped(len(oldLines), removed); refuse {
 		return ComponentReport{Status: StatusRefused, Detail: why + "; MEMORIES.txt unchanged"}
 	}
 	body := strings.Join(newLines, "\n") + "\n"
@@ -74,6 +78,44 @@ func (r *run) flatMemories(ctx context.Context) ComponentReport {
 	rep := ComponentReport{Status: StatusOK, Detail: fmt.Sprintf("MEMORIES.txt rewritten: %d → %d lines", len(oldLines), len(newLines))}
 	rep.Lines = dropped
 	return rep
+}
+
+// heldLines counts the old lines whose content the new lines still hold:
+// at least half of a line's content words (a word's plural or other
+// longer form counts) appear somewhere in the rewrite, so a line merged
+// into another or reworded is held, and a line replaced by a different fact
+// is not. A line with no content words is held when it is still there.
+func heldLines(old, repl []string) int {
+	var have []string
+	seen := map[string]bool{}
+	for _, l := range repl {
+		for _, w := range words(l) {
+			if !seen[w] {
+				seen[w] = true
+				have = append(have, w)
+			}
+		}
+	}
+	held := 0
+	for _, l := range old {
+		want := contentWords(l)
+		if len(want) == 0 {
+			if slices.Contains(repl, l) {
+				held++
+			}
+			continue
+		}
+		n := 0
+		for _, w := range want {
+			if seen[w] || slices.ContainsFunc(have, func(h string) bool { return sameWord(w, h) }) {
+				n++
+			}
+		}
+		if 2*n >= len(want) {
+			held++
+		}
+	}
+	return held
 }
 
 // tooMuchDropped applies the safety guard: removing more than MaxDropShare
