@@ -20,6 +20,7 @@ type document map[string]json.RawMessage
 var migrations = []func(document) error{
 	0: fromV0,
 	1: fromV1,
+	2: fromV2,
 }
 
 // migrate upgrades doc from version from to Version.
@@ -85,7 +86,8 @@ func (it *v0Item) UnmarshalJSON(b []byte) error {
 }
 
 // fromV0 turns llm_thalamus's unversioned layout into version 1: identity
-// without session_user_name (it fills user_name when that is empty), goals
+// with session_user_name kept (and filling user_name when that is empty;
+// version 1 had no session name, but the key rides along to fromV2), goals
 // as {text, status}, rules as strings, a parseable updated_at. Unknown
 // fields make the file unusable (it is then kept aside, not guessed at).
 // The time zone ("tz") has no place in version 1 and is left for fromV1.
@@ -157,6 +159,7 @@ func fromV0(doc document) error {
 			id.AgentName = name
 		}
 		id.UserLocation = strings.TrimSpace(deref(v0.Identity.UserLocation))
+		id.SessionUserName = strings.TrimSpace(deref(v0.Identity.SessionUserName))
 	}
 	errs = append(errs, set("identity", id))
 	for _, err := range errs {
@@ -213,6 +216,29 @@ func fromV1(doc document) error {
 		return err
 	}
 	doc["timezone"] = b
+	return nil
+}
+
+// fromV2 adds identity.session_user_name (version 3), empty unless a
+// document migrated from llm_thalamus's layout brought it.
+func fromV2(doc document) error {
+	var id map[string]json.RawMessage
+	if raw, ok := doc["identity"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &id); err != nil {
+			return fmt.Errorf("identity: %w", err)
+		}
+	}
+	if id == nil {
+		return nil // the strict decode fills the default identity
+	}
+	if _, ok := id["session_user_name"]; !ok {
+		id["session_user_name"] = json.RawMessage(`""`)
+	}
+	b, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	doc["identity"] = b
 	return nil
 }
 

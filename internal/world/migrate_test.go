@@ -24,6 +24,7 @@ func TestMigrations(t *testing.T) {
 		{"llm_thalamus layout", "v0_thalamus.json", 0},
 		{"unversioned minimal with a bad zone", "v0_minimal.json", 0},
 		{"version 1", "v1.json", 1},
+		{"version 2", "v2.json", 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +94,7 @@ func TestThalamusMigrationContent(t *testing.T) {
 		got, want any
 	}{
 		{"user name from session_user_name", s.Identity.UserName, "Ada"},
+		{"session_user_name kept", s.Identity.SessionUserName, "Ada"},
 		{"agent name kept", s.Identity.AgentName, "Thalamus"},
 		{"zone from tz", s.TimeZone, "Europe/London"},
 		{"naive time as UTC", s.UpdatedAt, time.Date(2025, 1, 10, 8, 15, 0, 0, time.UTC)},
@@ -106,6 +108,53 @@ func TestThalamusMigrationContent(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
 		}
+	}
+}
+
+// Seed 002 §8.1: llm_thalamus's identity is {user_name, session_user_name,
+// agent_name, user_location}; migrating keeps every one of them.
+func TestThalamusIdentityKept(t *testing.T) {
+	cases := []struct {
+		name, identity      string
+		user, session, seen string // seen: what the world context shows
+	}{
+		{"both names", `{"user_name": "Ada Lovelace", "session_user_name": "Ada", "agent_name": "T", "user_location": "London"}`,
+			"Ada Lovelace", "Ada", "User: Ada Lovelace\nUser's name in this session: Ada\n"},
+		{"only the session name", `{"user_name": "", "session_user_name": " Ada "}`, "Ada", "Ada", "User: Ada\n"},
+		{"only the user name", `{"user_name": "Ada", "session_user_name": null}`, "Ada", "", "User: Ada\n"},
+		{"no session key", `{"user_name": "Ada"}`, "Ada", "", "User: Ada\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := Decode([]byte(`{"project": "", "topics": [], "goals": [], "rules": [], "identity": ` + c.identity + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Identity.UserName != c.user || s.Identity.SessionUserName != c.session {
+				t.Errorf("identity %+v, want user %q, session %q", s.Identity, c.user, c.session)
+			}
+			got := s.Summary()
+			if !strings.HasPrefix(got, strings.TrimSuffix(c.seen, "\n")) || strings.Contains(got, "in this session") != strings.Contains(c.seen, "in this session") {
+				t.Errorf("summary %q, want it to begin with %q and name the user no more", got, c.seen)
+			}
+			// The session name survives an encode and decode, and the
+			// op sets it.
+			data, err := Encode(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := Decode(data)
+			if err != nil || again.Identity != s.Identity {
+				t.Fatalf("round trip: %+v, %v", again, err)
+			}
+			op, err := OpSpec{Op: OpSetSessionUserName, Value: "Countess"}.Parse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := op.apply(again); err != nil || again.Identity.SessionUserName != "Countess" {
+				t.Errorf("set_session_user_name: %+v, %v", again.Identity, err)
+			}
+		})
 	}
 }
 

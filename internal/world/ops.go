@@ -32,22 +32,23 @@ type OpName string
 
 // The ops.
 const (
-	OpSetUserName   OpName = "set_user_name"
-	OpSetAgentName  OpName = "set_agent_name"
-	OpSetLocation   OpName = "set_location"
-	OpSetTimezone   OpName = "set_timezone"
-	OpSetProject    OpName = "set_project"
-	OpAddTopic      OpName = "add_topic"
-	OpRemoveTopic   OpName = "remove_topic"
-	OpAddGoal       OpName = "add_goal"
-	OpSetGoalStatus OpName = "set_goal_status"
-	OpRemoveGoal    OpName = "remove_goal"
-	OpAddRule       OpName = "add_rule"
-	OpRemoveRule    OpName = "remove_rule"
+	OpSetUserName        OpName = "set_user_name"
+	OpSetSessionUserName OpName = "set_session_user_name"
+	OpSetAgentName       OpName = "set_agent_name"
+	OpSetLocation        OpName = "set_location"
+	OpSetTimezone        OpName = "set_timezone"
+	OpSetProject         OpName = "set_project"
+	OpAddTopic           OpName = "add_topic"
+	OpRemoveTopic        OpName = "remove_topic"
+	OpAddGoal            OpName = "add_goal"
+	OpSetGoalStatus      OpName = "set_goal_status"
+	OpRemoveGoal         OpName = "remove_goal"
+	OpAddRule            OpName = "add_rule"
+	OpRemoveRule         OpName = "remove_rule"
 )
 
 var opNames = []OpName{
-	OpSetUserName, OpSetAgentName, OpSetLocation, OpSetTimezone, OpSetProject,
+	OpSetUserName, OpSetSessionUserName, OpSetAgentName, OpSetLocation, OpSetTimezone, OpSetProject,
 	OpAddTopic, OpRemoveTopic, OpAddGoal, OpSetGoalStatus, OpRemoveGoal, OpAddRule, OpRemoveRule,
 }
 
@@ -78,15 +79,16 @@ type Op interface {
 // nothing; remove ops and set_goal_status match case-insensitively, ignoring
 // repeated spaces, and fail when nothing matches.
 type (
-	SetUserName   struct{ UserName string }
-	SetAgentName  struct{ AgentName string }
-	SetLocation   struct{ Location string }
-	SetTimezone   struct{ Zone string }
-	SetProject    struct{ Project string }
-	AddTopic      struct{ Topic string }
-	RemoveTopic   struct{ Topic string }
-	AddGoal       struct{ Goal string }
-	SetGoalStatus struct {
+	SetUserName        struct{ UserName string }
+	SetSessionUserName struct{ UserName string }
+	SetAgentName       struct{ AgentName string }
+	SetLocation        struct{ Location string }
+	SetTimezone        struct{ Zone string }
+	SetProject         struct{ Project string }
+	AddTopic           struct{ Topic string }
+	RemoveTopic        struct{ Topic string }
+	AddGoal            struct{ Goal string }
+	SetGoalStatus      struct {
 		Goal   string
 		Status GoalStatus
 	}
@@ -95,22 +97,29 @@ type (
 	RemoveRule struct{ Rule string }
 )
 
-func (SetUserName) Name() OpName   { return OpSetUserName }
-func (SetAgentName) Name() OpName  { return OpSetAgentName }
-func (SetLocation) Name() OpName   { return OpSetLocation }
-func (SetTimezone) Name() OpName   { return OpSetTimezone }
-func (SetProject) Name() OpName    { return OpSetProject }
-func (AddTopic) Name() OpName      { return OpAddTopic }
-func (RemoveTopic) Name() OpName   { return OpRemoveTopic }
-func (AddGoal) Name() OpName       { return OpAddGoal }
-func (SetGoalStatus) Name() OpName { return OpSetGoalStatus }
-func (RemoveGoal) Name() OpName    { return OpRemoveGoal }
-func (AddRule) Name() OpName       { return OpAddRule }
-func (RemoveRule) Name() OpName    { return OpRemoveRule }
+func (SetUserName) Name() OpName        { return OpSetUserName }
+func (SetSessionUserName) Name() OpName { return OpSetSessionUserName }
+func (SetAgentName) Name() OpName       { return OpSetAgentName }
+func (SetLocation) Name() OpName        { return OpSetLocation }
+func (SetTimezone) Name() OpName        { return OpSetTimezone }
+func (SetProject) Name() OpName         { return OpSetProject }
+func (AddTopic) Name() OpName           { return OpAddTopic }
+func (RemoveTopic) Name() OpName        { return OpRemoveTopic }
+func (AddGoal) Name() OpName            { return OpAddGoal }
+func (SetGoalStatus) Name() OpName      { return OpSetGoalStatus }
+func (RemoveGoal) Name() OpName         { return OpRemoveGoal }
+func (AddRule) Name() OpName            { return OpAddRule }
+func (RemoveRule) Name() OpName         { return OpRemoveRule }
 
 func (o SetUserName) apply(s *State) error {
 	v, err := optionalText(o.UserName, MaxNameChars)
 	s.Identity.UserName = v
+	return err
+}
+
+func (o SetSessionUserName) apply(s *State) error {
+	v, err := optionalText(o.UserName, MaxNameChars)
+	s.Identity.SessionUserName = v
 	return err
 }
 
@@ -248,6 +257,7 @@ func Bounded(s *State) (*State, error) {
 	}
 	steps := []step{
 		{"identity.user_name", SetUserName{UserName: s.Identity.UserName}},
+		{"identity.session_user_name", SetSessionUserName{UserName: s.Identity.SessionUserName}},
 		{"identity.agent_name", SetAgentName{AgentName: s.Identity.AgentName}},
 		{"identity.user_location", SetLocation{Location: s.Identity.UserLocation}},
 		{"timezone", SetTimezone{Zone: s.TimeZone}},
@@ -313,6 +323,8 @@ func (o OpSpec) Parse() (Op, error) {
 	switch o.Op {
 	case OpSetUserName:
 		return SetUserName{UserName: o.Value}, nil
+	case OpSetSessionUserName:
+		return SetSessionUserName{UserName: o.Value}, nil
 	case OpSetAgentName:
 		return SetAgentName{AgentName: o.Value}, nil
 	case OpSetLocation:
@@ -470,6 +482,9 @@ func (s *State) Summary() string {
 		}
 	}
 	line("User", s.Identity.UserName)
+	if s.Identity.SessionUserName != s.Identity.UserName {
+		line("User's name in this session", s.Identity.SessionUserName)
+	}
 	line("User's location", s.Identity.UserLocation)
 	line("User's time zone", s.TimeZone)
 	if s.Identity.AgentName != DefaultAgentName {

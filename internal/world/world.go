@@ -47,7 +47,7 @@ const FileName = "world_state.json"
 
 // Version is the schema version this build writes; it reads every version
 // from 0 up to it (see migrations).
-const Version = 2
+const Version = 3
 
 // ErrFutureVersion is returned (wrapped) for a file written by a newer
 // Reverie: its version is above Version. Such a file is never rewritten.
@@ -81,6 +81,10 @@ type State struct {
 type Identity struct {
 	// UserName is how the user wants to be addressed, "" when unknown.
 	UserName string `json:"user_name"`
+	// SessionUserName is the name the user gave in the current session
+	// when it differs from UserName (llm_thalamus's
+	// identity.session_user_name), "" when none.
+	SessionUserName string `json:"session_user_name"`
 	// AgentName is the assistant's name.
 	AgentName string `json:"agent_name"`
 	// UserLocation is where the user is (city, region), "" when unknown.

@@ -143,7 +143,7 @@ func TestLoadMissingCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"version": 2`, `"timezone": ""`, `"topics": []`, `"agent_name": "Reverie"`, `"updated_at": "2025-01-15T14:32:07Z"`} {
+	for _, want := range []string{`"version": 3`, `"session_user_name": ""`, `"timezone": ""`, `"topics": []`, `"agent_name": "Reverie"`, `"updated_at": "2025-01-15T14:32:07Z"`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("file lacks %s:\n%s", want, data)
 		}
