@@ -57,27 +57,70 @@ func TestTokenGeneratedOnceAndKeptPrivate(t *testing.T) {
 	if second.tokenCreated || !second.auth.tokenOK(token) {
 		t.Fatalf("second start: created=%v", second.tokenCreated)
 	}
-	// The URL with the token is printed on the start that created it
-	// only, on the console and never in the log (which goes to the file).
+	// The URL with the token is printed on the console (never in the log,
+	// which goes to the file), as its last line, at ready, on every start
+	// while no browser has signed in; with a session it is not printed.
 	for _, auth := range []string{AuthToken, AuthNone} {
-		host := extensiontest.NewHost(t, extensiontest.WithConfig("listen: 127.0.0.1:0\nauth: "+auth))
-		console := &strings.Builder{}
-		w := new(Web)
-		if err := w.Init(context.Background(), consoleHostOf{host, console}); err != nil {
-			t.Fatal(err)
+		dir := t.TempDir()
+		start := func() (string, *extensiontest.Host, *Web) {
+			t.Helper()
+			host := extensiontest.NewHost(t, extensiontest.WithDataDir(dir), extensiontest.WithConfig("listen: 127.0.0.1:0\nauth: "+auth))
+			console := &strings.Builder{}
+			w := new(Web)
+			if err := w.Init(context.Background(), consoleHostOf{host, console}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if console.Len() != 0 {
+				t.Errorf("auth %s: printed before ready: %q", auth, console)
+			}
+			_, _ = console.WriteString("other start-up output\n")
+			w.OnReady(context.Background())
+			t.Cleanup(func() { _ = w.Stop(context.Background()) })
+			return console.String(), host, w
 		}
-		if err := w.Start(context.Background()); err != nil {
-			t.Fatal(err)
+		for run := range 2 {
+			out, host, w := start()
+			tok, _ := os.ReadFile(filepath.Join(dir, TokenFile))
+			token := strings.TrimSpace(string(tok))
+			lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+			last := lines[len(lines)-1]
+			if len(token) != 64 || strings.Count(out, "#token="+token) != 1 || !strings.HasSuffix(last, "/#token="+token) || w.token != "" {
+				t.Errorf("auth %s, start %d: the sign-in URL is not the console's last line:\n%s", auth, run+1, out)
+			}
+			if !strings.Contains(out, filepath.Join(dir, TokenFile)) {
+				t.Errorf("auth %s, start %d: the console does not say where the token file is:\n%s", auth, run+1, out)
+			}
+			if logs := host.Logs(); strings.Contains(logs, token) || (run == 0 && !strings.Contains(logs, TokenFile)) {
+				t.Errorf("auth %s: the log has the token, or does not say where it is kept:\n%s", auth, logs)
+			}
+			if run == 1 {
+				// A browser signs in: the next start prints no link.
+				if _, err := w.auth.sessions.create(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
-		tok, _ := os.ReadFile(filepath.Join(host.DataDir(), TokenFile))
-		token := strings.TrimSpace(string(tok))
-		if len(token) != 64 || strings.Count(console.String(), "#token="+token) != 1 || w.token != "" {
-			t.Errorf("auth %s: sign-in URL not printed exactly once on the console:\n%s", auth, console)
+		if out, _, _ := start(); strings.Contains(out, "#token=") {
+			t.Errorf("auth %s: the sign-in URL is printed although a browser has signed in:\n%s", auth, out)
 		}
-		if logs := host.Logs(); strings.Contains(logs, token) || !strings.Contains(logs, TokenFile) {
-			t.Errorf("auth %s: the log has the token, or does not say where it is kept:\n%s", auth, logs)
-		}
-		_ = w.Stop(context.Background())
+	}
+	// A token set in web.token is not printed; the address is.
+	host := extensiontest.NewHost(t, extensiontest.WithConfig("listen: 127.0.0.1:0\ntoken: "+testToken))
+	console := &strings.Builder{}
+	w := new(Web)
+	if err := w.Init(context.Background(), consoleHostOf{host, console}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop(context.Background()) }()
+	w.OnReady(context.Background())
+	if out := console.String(); strings.Contains(out, testToken) || !strings.Contains(out, "web.token") || !strings.HasSuffix(out, w.BaseURL()+"/\n") {
+		t.Errorf("configured token: console\n%s", out)
 	}
 }
 

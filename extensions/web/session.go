@@ -150,6 +150,20 @@ func (s *sessions) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// count is the number of live sessions.
+func (s *sessions) count() int {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.expires {
+		if e.expires.After(now) {
+			n++
+		}
+	}
+	return n
+}
+
 // sessionSum is what is kept of a session id.
 func sessionSum(id string) [32]byte { return sha256.Sum256([]byte(id)) }
 

@@ -43,11 +43,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/extension"
@@ -121,8 +125,10 @@ type Web struct {
 	svc  *api.Services
 
 	auth         *authenticator
-	token        string // kept only to print the sign-in URL once
+	token        string // the token file's token, kept only to print the sign-in URL at ready
+	tokenFile    string // where that file is
 	tokenCreated bool
+	signInDue    bool     // no browser has a live session: print the sign-in URL at ready
 	limit        *limiter // requests that authenticated
 	failed       *limiter // failed authentications
 	hub          *hub
@@ -160,13 +166,16 @@ func (w *Web) Init(ctx context.Context, host extension.Host) error {
 	// and error response; the sign-in URL goes to the console, not through
 	// the logger.
 	host.RegisterSecret(token)
-	if created {
-		w.token, w.tokenCreated = token, true
+	w.tokenCreated = created
+	w.tokenFile = filepath.Join(host.DataDir(), TokenFile)
+	if !w.cfg.Token.IsSet() {
+		w.token = token
 	}
 	sess, err := openSessions(ctx, host.DB(), token, host.Now)
 	if err != nil {
 		return err
 	}
+	w.signInDue = sess.count() == 0
 	w.auth = newAuthenticator(token, w.cfg.Auth == AuthNone, sess)
 	w.failed = newLimiter(float64(w.cfg.AuthFailuresPerMinute)/60, w.cfg.AuthFailuresPerMinute, host.Now)
 	w.limit = newLimiter(w.cfg.RatePerSecond, w.cfg.RateBurst, host.Now)
@@ -239,8 +248,7 @@ func (c Config) check() error {
 	return nil
 }
 
-// Start binds the listener so that a port conflict is reported at start-up,
-// and prints the sign-in URL once when the token was just created.
+// Start binds the listener so that a port conflict is reported at start-up.
 func (w *Web) Start(ctx context.Context) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", w.cfg.Listen)
@@ -255,12 +263,9 @@ func (w *Web) Start(ctx context.Context) error {
 	w.served = make(chan struct{})
 	w.log.Info("web listener bound", "addr", ln.Addr().String(), "url", w.BaseURL()+"/")
 	if w.tokenCreated {
-		// The URL carries the token: it goes to the terminal only, never
-		// to the log file (the log says where the token is kept).
+		// The URL carries the token: it goes to the terminal only (at
+		// ready, see printSignIn), never to the log file.
 		w.log.Info("web access token created and kept in " + TokenFile + " in the data dir; the sign-in URL is printed on the console")
-		fmt.Fprintf(consoleOf(w.host), "\nReverie: open this address once to sign in (it carries the access token, kept in %s):\n  %s\n\n",
-			TokenFile, w.BaseURL()+"/#token="+w.token)
-		w.token = ""
 	}
 	if w.auth.none {
 		w.log.Warn("web authentication is off (web.auth: none): anyone who can reach " + w.cfg.Listen + " can use the assistant")
@@ -312,8 +317,44 @@ func (w *Web) BaseURL() string {
 // PanelURL is the debug panel's address (what /debug prints).
 func (w *Web) PanelURL() string { return w.BaseURL() + "/#debug" }
 
-// OnReady makes /healthz answer 200.
-func (w *Web) OnReady(context.Context) { w.ready.Store(true) }
+// OnReady makes /healthz answer 200 and, while no browser has signed in,
+// prints the sign-in URL as the console's last line.
+func (w *Web) OnReady(context.Context) {
+	w.ready.Store(true)
+	if w.signInDue {
+		w.printSignIn(consoleOf(w.host))
+		w.signInDue = false
+	}
+	w.token = ""
+}
+
+// printSignIn writes the sign-in address to the console, on every start
+// while no browser has a live session (not only the first): the agent's
+// other start-up lines come before it, so that it is the last line, and
+// it is highlighted on a terminal. The URL carries the token of the token
+// file; a token set in web.token is not printed (its owner knows it).
+func (w *Web) printSignIn(out io.Writer) {
+	url := w.BaseURL() + "/"
+	var head string
+	if w.token != "" {
+		head = fmt.Sprintf("Reverie is ready. No browser has signed in yet: open this address to sign in (it carries the access token, kept in %s):", w.tokenFile)
+		url += "#token=" + w.token
+	} else {
+		head = "Reverie is ready. No browser has signed in yet: open this address and sign in with the token set in web.token (REVERIE_WEB__TOKEN):"
+	}
+	line := "  ➜ " + url
+	if isTerminal(out) {
+		line = "\x1b[1;7m" + line + " \x1b[0m"
+	}
+	fmt.Fprintf(out, "\n%s\n%s\n", head, line)
+}
+
+// isTerminal reports whether w is a terminal (to highlight with ANSI
+// escapes only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
 
 // Run serves HTTP until ctx is cancelled, then shuts down: event streams end,
 // WebSocket connections are closed (1001), in-flight requests get 5 seconds.
