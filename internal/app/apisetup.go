@@ -36,12 +36,19 @@ var setupProviders = []string{modelrouter.ProviderOpenAI, modelrouter.ProviderAn
 
 // modelsForm describes the models form.
 func (s apiSetup) modelsForm() api.SetupForm {
+	desc := "Where Reverie's model runs. The settings are tested with a real call before they are saved " +
+		"(to config.yaml, the key to " + modelKeyFile + "); Reverie then restarts to use them."
+	model := ""
+	if s.a.Models.Configured() {
+		// The saved model shows after saving (and the restart).
+		desc = "Now using " + s.a.Models.Describe(modelrouter.RoleMain) + ". " + desc
+		model = s.a.Models.ModelName(modelrouter.RoleMain)
+	}
 	return api.SetupForm{
-		ID:    modelsFormID,
-		Title: "Language model",
-		Description: "Where Reverie's model runs. The settings are tested with a real call before they are saved " +
-			"(to config.yaml, the key to " + modelKeyFile + "); Reverie then restarts to use them.",
-		Configured: s.a.Models.Configured(),
+		ID:          modelsFormID,
+		Title:       "Language model",
+		Description: desc,
+		Configured:  s.a.Models.Configured(),
 		Fields: []api.SetupField{
 			{Key: "provider", Label: "Provider", Kind: string(extension.FieldSelect), Options: setupProviders,
 				Default: modelrouter.ProviderOpenAI, Required: true,
@@ -50,7 +57,7 @@ func (s apiSetup) modelsForm() api.SetupForm {
 				Help: "openai: the API root including /v1 (default https://api.openai.com/v1); ollama: the server (default http://127.0.0.1:11434); anthropic: leave empty"},
 			{Key: "api_key", Label: "API key", Kind: string(extension.FieldSecret),
 				Help: "required for OpenAI and Anthropic; local servers usually need none"},
-			{Key: "model", Label: "Model", Kind: string(extension.FieldText), Required: true,
+			{Key: "model", Label: "Model", Kind: string(extension.FieldText), Required: true, Default: model,
 				Help: "e.g. gpt-4.1-mini, claude-sonnet-4-5, llama3.1:8b"},
 		},
 	}

@@ -6,6 +6,7 @@ import * as api from './api.js';
 import * as chat from './chat.js';
 import * as debug from './debug.js';
 import * as setup from './setup.js';
+import * as drawer from './drawer.js';
 
 const VIEWS = ['loading', 'login', 'chat', 'debug', 'setup'];
 let started = false;
@@ -136,8 +137,10 @@ function start() {
   setup.init({ info, onSaved: refreshInfo });
   $('tab-setup').hidden = info.features && info.features.setup === false;
   $('conn').addEventListener('click', () => conn.retryNow());
-  window.addEventListener('hashchange', route);
-  window.addEventListener('popstate', route);
+  // Fragment navigation fires both hashchange and popstate (and back after
+  // a pushState fires popstate, with or without hashchange): route on
+  // popstate only, once per navigation.
+  window.addEventListener('popstate', () => { if (!drawer.onPopState()) route(); });
   document.addEventListener('visibilitychange', () => { if (!document.hidden) conn.retryNow(); });
   window.addEventListener('online', () => conn.retryNow());
   conn.connect();

@@ -4,6 +4,7 @@
 import { h, $, fill, fmtClock, fmtRelative, pretty, toast, uuid } from './dom.js';
 import { render, installCopy } from './markdown.js';
 import * as api from './api.js';
+import * as drawer from './drawer.js';
 
 const THREAD_KEY = 'reverie.thread';
 const MAX_SHOWN = 400; // messages kept in the DOM per thread
@@ -66,12 +67,14 @@ export function initChat({ chat, info }) {
     input.placeholder = 'Message Reverie…  Enter sends, Shift+Enter adds a line, /help lists the commands';
   }
   $('new-session').addEventListener('click', () => newSession());
-  $('menu').addEventListener('click', () => toggleSidebar());
-  $('scrim').addEventListener('click', () => toggleSidebar(false));
+  drawer.init();
   $('threads').addEventListener('click', (ev) => {
     const a = ev.target instanceof Element ? ev.target.closest('a[data-thread]') : null;
-    if (!a) return;
-    toggleSidebar(false);
+    if (!a || ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+    // Replaces the drawer's history entry (see drawer.navigate).
+    ev.preventDefault();
+    drawer.navigate(a.getAttribute('href'));
+    showThread(a.dataset.thread);
   });
   updateBanner();
 }
@@ -89,14 +92,6 @@ function updateBanner() {
   } else {
     b.hidden = true;
   }
-}
-
-function toggleSidebar(open) {
-  const app = $('app');
-  const now = open === undefined ? !app.classList.contains('sidebar-open') : open;
-  app.classList.toggle('sidebar-open', now);
-  $('scrim').hidden = !now;
-  $('menu').setAttribute('aria-expanded', String(now));
 }
 
 function autosize(el) {
@@ -165,11 +160,10 @@ export function newSession() {
   const id = 'web:' + uuid();
   st.emptyThreads.add(id);
   touchThread(id, '');
-  history.pushState(null, '', '#chat/' + encodeURIComponent(id));
+  drawer.navigate('#chat/' + encodeURIComponent(id));
   showThread(id);
   expect(id, 1);
   st.chat.send(id, '/new');
-  toggleSidebar(false);
   $('input').focus();
 }
 

@@ -90,6 +90,7 @@ function formView(f) {
       const res = await api.post(`/setup/${encodeURIComponent(f.id)}`, { values }, { timeout: 90000 });
       status.className = 'form-status ok';
       status.textContent = (res && res.message) || 'Saved.';
+      form.querySelector('h2 .pill').replaceWith(h('span', { class: 'pill ok' }, 'configured'));
       await ctx.onSaved();
       if (f.id === 'models') status.append(' ', h('a', { href: '#chat' }, 'Start chatting →'));
     } catch (err) {
@@ -97,6 +98,9 @@ function formView(f) {
       status.textContent = err.status === 422 ? 'The test failed, nothing was saved: ' + err.message : 'Could not save: ' + err.message;
     } finally {
       btn.disabled = false;
+      // The result is right under the button: keep it on screen (a
+      // phone's form is taller than the screen).
+      status.scrollIntoView({ block: 'nearest' });
     }
   });
   return form;
