@@ -37,9 +37,6 @@ func sanitize(s string) string {
 	}, s)
 }
 
-// oneLine squeezes whitespace runs (newlines included) into single spaces.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // toolCallLine is how a started tool call is shown: its name and its
 // arguments on one line, cut.
 func toolCallLine(name string, args json.RawMessage) string {

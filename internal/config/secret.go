@@ -82,10 +82,6 @@ func LiteralSecret(value string) Secret { return Secret{kind: secretLiteral, val
 // EnvSecret returns a Secret read from the process environment variable name.
 func EnvSecret(name string) Secret { return Secret{kind: secretEnv, value: name} }
 
-// FileSecret returns a Secret read from the file at path (relative paths
-// against the working directory).
-func FileSecret(path string) Secret { return Secret{kind: secretFile, value: path} }
-
 // IsSet reports whether the secret was configured at all.
 func (s Secret) IsSet() bool { return s.kind != secretUnset }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -244,13 +243,6 @@ func mustPublish(t testing.TB, b *Bus, topic string, payload any) int64 {
 		t.Fatalf("publish %s: %v", topic, err)
 	}
 	return id
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 func ids(ds []delivery) []int64 {

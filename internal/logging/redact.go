@@ -33,20 +33,6 @@ func IsSensitiveKey(key string) bool {
 	return false
 }
 
-// Secret is a string that always logs as "[redacted]", whatever the key it is
-// logged under, and also prints as "[redacted]" through fmt. Convert it back
-// with string(s) where the real value is needed.
-type Secret string
-
-// LogValue implements slog.LogValuer.
-func (Secret) LogValue() slog.Value { return slog.StringValue(Redacted) }
-
-// String implements fmt.Stringer so that %v and %s do not leak the value.
-func (Secret) String() string { return Redacted }
-
-// GoString implements fmt.GoStringer so that %#v does not leak the value.
-func (Secret) GoString() string { return Redacted }
-
 // NewRedactingHandler wraps next so that attributes whose key is sensitive
 // (see IsSensitiveKey) reach it with the value "[redacted]", and every
 // registered secret value (secrets; nil for none) is replaced by

@@ -13,7 +13,7 @@
 //   - Render, ValidateTemplate, ValidateDir: substitution-or-append
 //     templates with {name} placeholders, validated at start-up so that an
 //     unknown or missing placeholder fails naming the file and the token.
-//   - Counter, NewCounter, CountMessages: token counting with tiktoken's
+//   - Counter, NewCounter, CountMessage: token counting with tiktoken's
 //     cl100k_base and o200k_base vocabularies (embedded, compacted by
 //     internal/bpegen) for OpenAI models and a calibrated estimate for the
 //     others.

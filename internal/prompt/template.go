@@ -30,12 +30,6 @@ var ErrUnknownPlaceholder = errors.New("unknown placeholder")
 // placeholder the template lacks.
 var ErrMissingPlaceholder = errors.New("missing placeholder")
 
-// Required marks a placeholder name as required in the allowed lists of
-// ValidateTemplate and ValidateDir: Required("history") is "history!". A
-// template must contain each required placeholder; optional ones may be
-// absent (their value is then appended).
-func Required(name string) string { return name + "!" }
-
 // TemplateError is one validation problem of a template file.
 type TemplateError struct {
 	File  string // as given to ValidateTemplate, or relative to ValidateDir's dir
@@ -82,18 +76,6 @@ func scanPlaceholders(text string) []placeholder {
 		}
 	}
 	return out
-}
-
-// Placeholders returns the distinct placeholder names of text, in order of
-// first appearance.
-func Placeholders(text string) []string {
-	var names []string
-	for _, p := range scanPlaceholders(text) {
-		if !slices.Contains(names, p.name) {
-			names = append(names, p.name)
-		}
-	}
-	return names
 }
 
 // Render substitutes vars into template in one pass (a substituted value is
@@ -149,7 +131,8 @@ func renderGrow(vars map[string]string) int {
 
 // ValidateTemplate checks text (the content of file) against the
 // placeholders its user supplies: each {name} in text must be in allowed,
-// and each allowed name marked with Required must occur. It returns nil or
+// and each allowed name marked as required by a trailing "!" ("history!")
+// must occur. It returns nil or
 // the problems joined (each a *TemplateError naming file and token).
 func ValidateTemplate(file, text string, allowed []string) error {
 	names := make([]string, 0, len(allowed))

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -39,14 +38,6 @@ func TestRender(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestPlaceholders(t *testing.T) {
-	got := Placeholders(`{content} {"a": 1} {x_y} {content} {Bad} {a1} {}{z}`)
-	want := []string{"content", "x_y", "z"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v", got, want)
 	}
 }
 
@@ -167,3 +158,9 @@ func TestValidateDir(t *testing.T) {
 		}
 	})
 }
+
+// Required marks a placeholder name as required in the allowed lists of
+// ValidateTemplate and ValidateDir: Required("history") is "history!". A
+// template must contain each required placeholder; optional ones may be
+// absent (their value is then appended).
+func Required(name string) string { return name + "!" }

@@ -1,7 +1,6 @@
 package prompt
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -76,27 +75,6 @@ func NewCounter(model string) Counter {
 		return &bpeCounter{table: t}
 	}
 	return Estimator{Factor: EstimateFactor}
-}
-
-// NewEncodingCounter returns an exact counter for a named encoding
-// (EncodingO200k or EncodingCl100k), or an error for another name.
-func NewEncodingCounter(encoding string) (Counter, error) {
-	t, ok := tables[encoding]
-	if !ok {
-		return nil, fmt.Errorf("unknown token encoding %q", encoding)
-	}
-	return &bpeCounter{table: t}, nil
-}
-
-// Preload loads the tables model's counter needs now rather than on the
-// first Count, and reports whether they load (for start-up and doctor).
-func Preload(model string) error {
-	t, ok := tables[EncodingFor(model)]
-	if !ok {
-		return nil
-	}
-	_, err := t.load()
-	return err
 }
 
 type bpeCounter struct{ table *bpeTable }
@@ -291,19 +269,6 @@ func CountMessage(c Counter, m llm.Message) int {
 		case *llm.ToolResult:
 			n += ToolResultOverhead + c.Count(v.Content)
 		}
-	}
-	return n
-}
-
-// CountMessages counts a message list as a model sees it: every message
-// with its overhead plus the reply priming. An empty list counts 0.
-func CountMessages(c Counter, msgs []llm.Message) int {
-	if len(msgs) == 0 {
-		return 0
-	}
-	n := ReplyPriming
-	for _, m := range msgs {
-		n += CountMessage(c, m)
 	}
 	return n
 }

@@ -1,13 +1,11 @@
 package prompt
 
 import (
-	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/reverie-ai/reverie/llm"
 )
 
 func TestEncodingFor(t *testing.T) {
@@ -68,12 +66,6 @@ func TestCounterKnownStrings(t *testing.T) {
 	if _, err := NewEncodingCounter("p50k_base"); err == nil {
 		t.Error("unknown encoding accepted")
 	}
-	if err := Preload("gpt-4o"); err != nil {
-		t.Errorf("Preload: %v", err)
-	}
-	if err := Preload("claude-3-haiku"); err != nil {
-		t.Errorf("Preload of an estimated model: %v", err)
-	}
 }
 
 // The estimate must stay near cl100k_base on every kind of text it sees.
@@ -121,30 +113,6 @@ func TestCounterConcurrent(t *testing.T) {
 	}
 }
 
-func TestCountMessages(t *testing.T) {
-	c := NewCounter("gpt-4")
-	user := llm.UserText("hello world")
-	if got, want := CountMessage(c, user), MessageOverhead+2; got != want {
-		t.Errorf("CountMessage(user) = %d, want %d", got, want)
-	}
-	call := llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.ToolCall{ID: "c1", Name: "search", Arguments: json.RawMessage(`{"q":"x"}`)}}}
-	wantCall := MessageOverhead + ToolCallOverhead + c.Count("search") + c.Count(`{"q":"x"}`)
-	if got := CountMessage(c, call); got != wantCall {
-		t.Errorf("CountMessage(call) = %d, want %d", got, wantCall)
-	}
-	res := llm.Message{Role: llm.RoleTool, Parts: []llm.Part{&llm.ToolResult{CallID: "c1", Name: "search", Content: "hello world"}}}
-	if got, want := CountMessage(c, res), MessageOverhead+ToolResultOverhead+2; got != want {
-		t.Errorf("CountMessage(result) = %d, want %d", got, want)
-	}
-	msgs := []llm.Message{user, call, res}
-	if got, want := CountMessages(c, msgs), ReplyPriming+CountMessage(c, user)+wantCall+MessageOverhead+ToolResultOverhead+2; got != want {
-		t.Errorf("CountMessages = %d, want %d", got, want)
-	}
-	if got := CountMessages(c, nil); got != 0 {
-		t.Errorf("CountMessages(nil) = %d", got)
-	}
-}
-
 func BenchmarkCount(b *testing.B) {
 	text := strings.Repeat(calibrationSamples["english"]+"\n", 10) // ~4.5k chars
 	for _, bc := range []struct {
@@ -164,4 +132,14 @@ func BenchmarkCount(b *testing.B) {
 			}
 		})
 	}
+}
+
+// NewEncodingCounter returns an exact counter for a named encoding
+// (EncodingO200k or EncodingCl100k), or an error for another name.
+func NewEncodingCounter(encoding string) (Counter, error) {
+	t, ok := tables[encoding]
+	if !ok {
+		return nil, fmt.Errorf("unknown token encoding %q", encoding)
+	}
+	return &bpeCounter{table: t}, nil
 }

@@ -211,13 +211,6 @@ type Schedule struct {
 	cron  *cron.SpecSchedule
 }
 
-// Compile validates spec and binds it to loc (used when spec.Zone is
-// empty; nil means UTC). A Cron spec with "@every" becomes an Interval.
-// It does not check whether a Once time has passed (see Validate).
-func Compile(spec Spec, loc *time.Location) (*Schedule, error) {
-	return compile(spec, loc, MinInterval)
-}
-
 func compile(spec Spec, loc *time.Location, minEvery time.Duration) (*Schedule, error) {
 	if loc == nil {
 		loc = time.UTC

@@ -298,3 +298,10 @@ func TestNextMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// Compile validates spec and binds it to loc (used when spec.Zone is
+// empty; nil means UTC). A Cron spec with "@every" becomes an Interval.
+// It does not check whether a Once time has passed (see Validate).
+func Compile(spec Spec, loc *time.Location) (*Schedule, error) {
+	return compile(spec, loc, MinInterval)
+}

@@ -413,20 +413,3 @@ func (s *Store) rebuild() {
 		}
 	}
 }
-
-// FormatTOC renders the table of contents: "- name: summary" per skill.
-func FormatTOC(skills []Skill) string {
-	var b strings.Builder
-	for i, sk := range skills {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString("- ")
-		b.WriteString(sk.Name)
-		if sk.Summary != "" {
-			b.WriteString(": ")
-			b.WriteString(sk.Summary)
-		}
-	}
-	return b.String()
-}

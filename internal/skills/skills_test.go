@@ -387,29 +387,6 @@ func TestCacheInvalidation(t *testing.T) {
 	}
 }
 
-func TestFormatTOCGolden(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	src, err := os.ReadDir(filepath.Join("..", "datadir", "defaults", "skills"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range src {
-		b, err := os.ReadFile(filepath.Join("..", "datadir", "defaults", "skills", f.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.store.Save(ctx, f.Name(), string(b)); err != nil {
-			t.Fatalf("shipped skill %s does not pass validation: %v", f.Name(), err)
-		}
-	}
-	if _, err := e.store.Save(ctx, "with-heading", "# Heading   summary  \n\nbody"); err != nil {
-		t.Fatal(err)
-	}
-	list, _ := e.store.List(ctx)
-	golden(t, "toc.golden", FormatTOC(list))
-}
-
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)

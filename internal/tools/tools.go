@@ -190,9 +190,6 @@ func (t *Tools) All() []tool.Tool {
 	return append([]tool.Tool(nil), t.all...)
 }
 
-// Workspace is the absolute path of the workspace directory.
-func (t *Tools) Workspace() string { return t.ws.Dir() }
-
 // SandboxStatus describes the shell sandbox these tools actually use, in
 // one line: "bubblewrap (…)" or "none: <reason>".
 func (t *Tools) SandboxStatus() string { return t.shell.Status() }

@@ -197,3 +197,6 @@ func TestSandboxStatus(t *testing.T) {
 		t.Fatalf("Tools.SandboxStatus() = %q", got)
 	}
 }
+
+// Workspace is the absolute path of the workspace directory.
+func (t *Tools) Workspace() string { return t.ws.Dir() }

@@ -14,15 +14,6 @@ import (
 	"time"
 )
 
-func mustOID(t testing.TB, s string) oid {
-	t.Helper()
-	id, err := parseOID(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 // TestHashObject checks ids against the ones git gives the same content.
 func TestHashObject(t *testing.T) {
 	tests := []struct {

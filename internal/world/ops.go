@@ -1,11 +1,8 @@
 package world
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -366,25 +363,6 @@ func ParseOps(specs []OpSpec) ([]Op, error) {
 			return nil, fmt.Errorf("op %d: %w", i+1, err)
 		}
 		ops = append(ops, op)
-	}
-	return ops, nil
-}
-
-// DecodeOps decodes a JSON array of ops strictly (unknown fields, wrong
-// types and trailing data are errors) and parses them.
-func DecodeOps(data []byte) ([]Op, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var specs []OpSpec
-	if err := dec.Decode(&specs); err != nil {
-		return nil, fmt.Errorf("decode world ops: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("decode world ops: data after the JSON array")
-	}
-	ops, err := ParseOps(specs)
-	if err != nil {
-		return nil, fmt.Errorf("decode world ops: %w", err)
 	}
 	return ops, nil
 }

@@ -1,7 +1,11 @@
 package world
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -220,4 +224,23 @@ func TestBoundedHoldsADocumentToTheOpsLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// DecodeOps decodes a JSON array of ops strictly (unknown fields, wrong
+// types and trailing data are errors) and parses them.
+func DecodeOps(data []byte) ([]Op, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var specs []OpSpec
+	if err := dec.Decode(&specs); err != nil {
+		return nil, fmt.Errorf("decode world ops: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("decode world ops: data after the JSON array")
+	}
+	ops, err := ParseOps(specs)
+	if err != nil {
+		return nil, fmt.Errorf("decode world ops: %w", err)
+	}
+	return ops, nil
 }

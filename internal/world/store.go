@@ -65,7 +65,7 @@ func stampOf(path string) fileStamp {
 	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ok: true}
 }
 
-// OpenStore loads dir's world state (see Load: created, migrated or
+// OpenStore loads dir's world state (see load: created, migrated or
 // repaired as needed; a file of a newer version is an error).
 func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if opts.Now == nil {

@@ -243,15 +243,11 @@ func Check(dir string) error {
 	return nil
 }
 
-// Load reads dir's world state. A missing file is created with the
+// load reads dir's world state. A missing file is created with the
 // defaults; an older version is migrated and rewritten (the original kept as
 // world_state.json.v<N>.bak); a corrupt one is moved aside (logged at warn
 // level) and replaced by the defaults. Errors are I/O failures and a file of
 // a newer version (ErrFutureVersion), which is left untouched.
-func Load(dir string, logger *slog.Logger) (*State, error) {
-	return load(dir, logger, time.Now)
-}
-
 func load(dir string, logger *slog.Logger, now func() time.Time) (*State, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

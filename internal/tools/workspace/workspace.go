@@ -207,21 +207,6 @@ func (w *Workspace) Remove(rel string) error {
 	return r.Remove(rel)
 }
 
-// Rename moves oldRel to newRel, creating newRel's parent directories.
-func (w *Workspace) Rename(oldRel, newRel string) error {
-	r, err := w.root()
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if dir := path.Dir(newRel); dir != "." {
-		if err := r.MkdirAll(dir, w.dirMode); err != nil {
-			return fmt.Errorf("create parent directories: %w", err)
-		}
-	}
-	return r.Rename(oldRel, newRel)
-}
-
 // WriteFileAtomic replaces (or creates) rel with data: it creates the parent
 // directories, writes a temporary file next to the target, syncs it and
 // renames it over the target, so readers see either the old or the new
