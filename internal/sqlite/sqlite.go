@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -177,24 +178,11 @@ func Version(ctx context.Context, db *sql.DB, component string) (int, error) {
 // IntegrityCheck runs PRAGMA integrity_check and returns nil when SQLite
 // answers "ok", otherwise an error listing the problems it reported.
 func IntegrityCheck(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
+	answers, err := Rows(ctx, db, Scan1[string], `PRAGMA integrity_check`)
 	if err != nil {
 		return fmt.Errorf("integrity check: %w", err)
 	}
-	defer rows.Close()
-	var problems []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return fmt.Errorf("integrity check: %w", err)
-		}
-		if s != "ok" {
-			problems = append(problems, s)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("integrity check: %w", err)
-	}
+	problems := slices.DeleteFunc(answers, func(s string) bool { return s == "ok" })
 	if len(problems) > 0 {
 		return fmt.Errorf("integrity check: %s", strings.Join(problems, "; "))
 	}
