@@ -72,6 +72,11 @@ func TestJSONContract(t *testing.T) {
 		{"revision diff", RevisionDiff{Revision: rev, Patch: "diff --git a/world_state.json b/world_state.json\n", Truncated: true}},
 		{"restore", RestoreResult{Target: rev, Revision: &restored}},
 		{"restore of the current state", RestoreResult{Target: rev}},
+		{"models", ModelList{Backends: []ModelBackend{{Name: "openrouter/x", Model: "x", ContextSize: 200000, MaxTokens: 8192, Vision: true}},
+			Roles: []ModelRole{{Role: "main", Backends: []string{"openrouter/x"}}, {Role: "scout", Backends: []string{"openrouter/x"}, FallsBackTo: "main"}}}},
+		{"thread model", ThreadModel{Thread: "web:a", Backend: "openrouter/x", Effective: &ModelBackend{Name: "openrouter/x", Model: "x", ContextSize: 1, MaxTokens: 1},
+			ContextTokens: 1, InputTokens: 2, OutputTokens: 3, Calls: 4}},
+		{"thread model request", ThreadModelRequest{Backend: "openrouter/x"}},
 	}
 	got, err := json.MarshalIndent(examples, "", "  ")
 	if err != nil {

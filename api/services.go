@@ -69,6 +69,7 @@ type Services struct {
 	History      History
 	Pairing      Pairing
 	Approvals    Approvals
+	Models       Models
 	// Endpoints are the extensions' own HTTP endpoints (MCP's /mcp),
 	// served on the web listener behind the API's authentication.
 	Endpoints Endpoints

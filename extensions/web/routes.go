@@ -53,6 +53,9 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/threads", w.need("threads", w.listThreads))
 	m.HandleFunc("GET "+p+"/threads/{thread}/messages", w.need("threads", w.listMessages))
 	m.HandleFunc("POST "+p+"/threads/{thread}/messages", w.need("chat", w.postMessage))
+	m.HandleFunc("GET "+p+"/threads/{thread}/model", w.need("models", w.threadModel))
+	m.HandleFunc("PUT "+p+"/threads/{thread}/model", w.need("models", w.setThreadModel))
+	m.HandleFunc("GET "+p+"/models", w.need("models", w.listModels))
 	m.HandleFunc("GET "+p+"/ws", w.serveWS)
 	m.HandleFunc("GET "+p+"/events", w.need("events", w.serveEvents))
 	m.HandleFunc("GET "+p+"/events/recent", w.need("events", w.recentEvents))
@@ -145,6 +148,7 @@ var features = map[string]func(*api.Services) bool{
 	"history":      func(s *api.Services) bool { return s.History != nil },
 	"pairing":      func(s *api.Services) bool { return s.Pairing != nil },
 	"approvals":    func(s *api.Services) bool { return s.Approvals != nil },
+	"models":       func(s *api.Services) bool { return s.Models != nil },
 }
 
 // need serves h while the agent provides feature (checked per request: the

@@ -376,7 +376,7 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Resu
 	parts.Summary = sum.Text
 	system := prompt.Assemble(parts)
 
-	limits := a.o.Models.Limits(modelrouter.RoleMain)
+	model, limits := a.mainModel(ctx, in.Thread)
 	toolTokens := a.toolTokens(tools)
 	sysTokens := a.o.Counter.Count(system) + toolTokens
 	threshold := prompt.CompactionThreshold(limits.ContextSize, limits.MaxTokens, sysTokens)
@@ -399,7 +399,7 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Resu
 	res.SystemPrompt = system
 
 	msgs, truncated := fitMessages(a.o.Counter, history, threshold)
-	msgs = a.loadImages(msgs)
+	msgs = a.loadImages(msgs, limits.Vision)
 	res.Truncated = truncated
 	if truncated > 0 {
 		a.log.Info("messages cut for the context window", "thread", in.Thread, "messages", truncated, "budget_tokens", threshold)
@@ -439,7 +439,7 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Resu
 		}
 	}
 	callCtx := tool.WithCall(loopCtx, tool.Call{Thread: in.Thread, Agent: "main"})
-	lr, err := toolloop.Run(callCtx, a.o.Models.Model(modelrouter.RoleMain), req, tools, opts)
+	lr, err := toolloop.Run(callCtx, model, req, tools, opts)
 	res.Calls, res.Usage = lr.Calls, lr.Usage
 	if saveErr != nil {
 		return res, fmt.Errorf("answer on %s: %w", in.Thread, saveErr)

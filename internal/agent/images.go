@@ -12,7 +12,6 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/datadir"
-	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -51,8 +50,8 @@ func userMessage(text string, atts []chat.Attachment) llm.Message {
 // type models do not take, and every older one, becomes a note naming the
 // file. For a model without vision the parts stay references (the model
 // router turns them into notes). msgs itself is not changed.
-func (a *Agent) loadImages(msgs []llm.Message) []llm.Message {
-	if !a.o.Models.Limits(modelrouter.RoleMain).Vision {
+func (a *Agent) loadImages(msgs []llm.Message, vision bool) []llm.Message {
+	if !vision {
 		return msgs
 	}
 	out := msgs

@@ -15,6 +15,7 @@ func (a *App) fillAPIServices(svc *api.Services) {
 	svc.Chat = apiChat{a.Router}
 	svc.Interactions = apiInteractions{a.Interactions}
 	svc.Usage = apiUsage{a.Models}
+	svc.Models = apiModels{a.Models}
 	svc.Events = apiEvents{bus: a.Bus, db: a.DB}
 	svc.Setup = apiSetup{a}
 	svc.Pairing = apiPairing{a}

@@ -287,6 +287,10 @@ func (r *Router) ModelName(role string) string {
 type Model struct {
 	r    *Router
 	role string
+	// thread and prefer are set by ForThread: the conversation whose
+	// token use is recorded, and its chosen backend, tried first.
+	thread string
+	prefer string
 }
 
 // Role is the role this model serves.
@@ -296,7 +300,7 @@ func (m *Model) Role() string { return m.role }
 // pool role), moving on only when a backend is unavailable.
 func (m *Model) Generate(ctx context.Context, req llm.Request, stream llm.StreamFunc) (llm.Response, error) {
 	r := m.r
-	names := r.chain(m.role)
+	names := m.names()
 	if len(names) == 0 {
 		return llm.Response{}, ErrNoModel
 	}
@@ -334,6 +338,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request, stream llm.Stream
 		}
 		b.mu.Unlock()
 		r.record(ctx, m.role, b, resp.Usage, err)
+		r.recordThread(ctx, m.thread, resp.Usage)
 		if err == nil {
 			return resp, nil
 		}

@@ -7,6 +7,7 @@ import * as chat from './chat.js';
 import * as debug from './debug.js';
 import * as setup from './setup.js';
 import * as drawer from './drawer.js';
+import * as models from './models.js';
 
 const VIEWS = ['loading', 'login', 'chat', 'debug', 'setup'];
 let started = false;
@@ -132,7 +133,14 @@ function start() {
   conn = new api.Chat();
   conn.onState = setConn;
   conn.reauth = async () => { if (api.getToken()) await api.login(api.getToken()); };
+  chat.onThreadShown(models.show);
+  models.init(info);
   chat.initChat({ chat: conn, info });
+  const onFrame = conn.onFrame;
+  conn.onFrame = (f) => {
+    onFrame(f);
+    if (f.type === 'done' || f.type === 'error') models.refresh(f.thread);
+  };
   debug.init({ info });
   setup.init({ info, onSaved: refreshInfo });
   $('tab-setup').hidden = info.features && info.features.setup === false;

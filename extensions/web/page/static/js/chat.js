@@ -30,6 +30,10 @@ const isWebThread = (t) => typeof t === 'string' && t.startsWith('web:');
 
 export function currentThread() { return st.current; }
 
+const shownHooks = [];
+/** onThreadShown registers fn, called with the id of each thread shown. */
+export function onThreadShown(fn) { shownHooks.push(fn); }
+
 /** initChat wires the chat view once. */
 export function initChat({ chat, info }) {
   st.chat = chat;
@@ -179,6 +183,7 @@ export function showThread(id) {
   }
   if (id === st.current) return Promise.resolve();
   st.current = id;
+  for (const fn of shownHooks) fn(id);
   st.unread.delete(id);
   try { localStorage.setItem(THREAD_KEY, id); } catch { /* private mode */ }
   st.chat.subscribe(id);
