@@ -27,10 +27,24 @@ type fakeAPI struct {
 	turns   []chat.Inbound
 	world   json.RawMessage
 	applied []string
+	models  []string
 }
 
 func (f *fakeAPI) services() *api.Services {
-	return &api.Services{Chat: fakeChat{f}, Threads: fakeThreads{}, World: fakeWorld{f}, Setup: fakeSetup{f}}
+	return &api.Services{Chat: fakeChat{f}, Threads: fakeThreads{}, World: fakeWorld{f}, Setup: fakeSetup{f}, Models: fakeModels{f}}
+}
+
+type fakeModels struct{ f *fakeAPI }
+
+func (fakeModels) List(context.Context) (api.ModelList, error) { return api.ModelList{}, nil }
+func (fakeModels) Thread(_ context.Context, t chat.ThreadID) (api.ThreadModel, error) {
+	return api.ThreadModel{Thread: t}, nil
+}
+func (m fakeModels) SetThread(_ context.Context, t chat.ThreadID, backend string) (api.ThreadModel, error) {
+	m.f.mu.Lock()
+	defer m.f.mu.Unlock()
+	m.f.models = append(m.f.models, string(t)+"="+backend)
+	return api.ThreadModel{Thread: t, Backend: backend}, nil
 }
 
 type fakeChat struct{ f *fakeAPI }
@@ -119,6 +133,7 @@ func TestAccessRules(t *testing.T) {
 		{name: "setup", method: "POST", path: "/api/v1/setup/models", body: `{"values":{"base_url":"http://evil.example"}}`, ok: 200, setup: true},
 		{name: "ws upgrade", method: "GET", path: "/api/v1/ws", ws: true, ok: http.StatusSwitchingProtocols},
 		{name: "get threads", method: "GET", path: "/api/v1/threads", ok: 200},
+		{name: "put thread model", method: "PUT", path: "/api/v1/threads/web:t1/model", body: `{"backend":"b"}`, ok: 200},
 	}
 	creds := []string{"bearer", "cookie", "missing", "wrong"}
 	origins := []string{"same", "cross", "absent", "null"}
@@ -185,6 +200,11 @@ func TestAccessRules(t *testing.T) {
 			for _, in := range f.turns {
 				if in.Address.Thread != "web:t1" {
 					t.Errorf("a turn ran on %s", in.Address.Thread)
+				}
+			}
+			for _, m := range f.models {
+				if m != "web:t1=b" {
+					t.Errorf("a model was chosen: %s", m)
 				}
 			}
 		})
