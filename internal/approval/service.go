@@ -510,23 +510,10 @@ func (s *Service) Run(ctx context.Context) error {
 // (zero: none pending).
 func (s *Service) expireDue(ctx context.Context) (time.Time, error) {
 	now := s.o.Now()
-	rows, err := s.o.DB.QueryContext(ctx, `SELECT id FROM approvals WHERE state = ? AND deadline <= ?`,
+	due, err := sqlite.Rows(ctx, s.o.DB, sqlite.Scan1[string], `SELECT id FROM approvals WHERE state = ? AND deadline <= ?`,
 		string(chat.ApprovalPending), now.UnixMilli())
 	if err != nil {
 		return time.Time{}, fmt.Errorf("list overdue approvals: %w", err)
-	}
-	var due []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return time.Time{}, err
-		}
-		due = append(due, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return time.Time{}, err
 	}
 	for _, id := range due {
 		if _, err := s.decide(ctx, id, chat.ApprovalExpired, "timeout"); err != nil && !errors.Is(err, ErrDecided) {
@@ -575,20 +562,11 @@ func (s *Service) Pending(ctx context.Context, thread chat.ThreadID) ([]Record, 
 		q += ` AND thread = ?`
 		args = append(args, string(thread))
 	}
-	rows, err := s.o.DB.QueryContext(ctx, q+` ORDER BY created_at, id`, args...)
+	out, err := sqlite.Rows(ctx, s.o.DB, scan, q+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list pending approvals: %w", err)
 	}
-	defer rows.Close()
-	var out []Record
-	for rows.Next() {
-		rec, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list pending approvals: %w", err)
-		}
-		out = append(out, rec)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // heldFor finds the request of the same call of thread (same call id,
@@ -623,9 +601,7 @@ func (s *Service) insert(ctx context.Context, r Record) error {
 	return nil
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scan(row scanner) (Record, error) {
+func scan(row sqlite.Scanner) (Record, error) {
 	var r Record
 	var thread, state string
 	var created, deadline int64

@@ -180,9 +180,7 @@ func ensureThread(ctx context.Context, tx *sql.Tx, id chat.ThreadID, now int64) 
 
 const threadColumns = `id, channel, title, language, created_at, updated_at, last_user_message_at`
 
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanThread(r rowScanner) (Thread, error) {
+func scanThread(r sqlite.Scanner) (Thread, error) {
 	var (
 		t        Thread
 		id       string
@@ -718,20 +716,8 @@ func (s *Store) Threads(ctx context.Context, opts ListOptions) ([]Thread, error)
 		query += ` LIMIT ?`
 		args = append(args, opts.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	out, err := sqlite.Rows(ctx, s.db, scanThread, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list threads: %w", err)
-	}
-	defer rows.Close()
-	var out []Thread
-	for rows.Next() {
-		t, err := scanThread(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list threads: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list threads: %w", err)
 	}
 	return out, nil

@@ -379,26 +379,23 @@ func (d *Dreamer) Reports(ctx context.Context, limit int) ([]Report, error) {
 	if limit <= 0 {
 		limit = 20
 	}
-	rows, err := d.o.DB.QueryContext(ctx, `SELECT report, reverted_at IS NOT NULL FROM dream_runs WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list dreams: %w", err)
-	}
-	defer rows.Close()
-	var out []Report
-	for rows.Next() {
+	out, err := sqlite.Rows(ctx, d.o.DB, func(row sqlite.Scanner) (Report, error) {
 		var body string
 		var reverted bool
-		if err := rows.Scan(&body, &reverted); err != nil {
-			return nil, fmt.Errorf("list dreams: %w", err)
+		if err := row.Scan(&body, &reverted); err != nil {
+			return Report{}, err
 		}
 		var rep Report
 		if err := json.Unmarshal([]byte(body), &rep); err != nil {
-			return nil, fmt.Errorf("list dreams: decode report: %w", err)
+			return Report{}, fmt.Errorf("decode report: %w", err)
 		}
 		rep.Reverted = reverted
-		out = append(out, rep)
+		return rep, nil
+	}, `SELECT report, reverted_at IS NOT NULL FROM dream_runs WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list dreams: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Revert undoes every change a dream made, newest first: closed memories
@@ -419,25 +416,16 @@ func (d *Dreamer) Revert(ctx context.Context, id int64) (int, error) {
 	if reverted.Valid {
 		return 0, fmt.Errorf("revert dream %d: %w", id, ErrReverted)
 	}
-	rows, err := d.o.DB.QueryContext(ctx, `SELECT target, action, ref, before FROM dream_changes WHERE run_id = ? ORDER BY seq DESC`, id)
-	if err != nil {
-		return 0, fmt.Errorf("revert dream %d: %w", id, err)
-	}
 	type change struct {
 		target, action, ref string
 		before              sql.NullString
 	}
-	var changes []change
-	for rows.Next() {
+	changes, err := sqlite.Rows(ctx, d.o.DB, func(row sqlite.Scanner) (change, error) {
 		var c change
-		if err := rows.Scan(&c.target, &c.action, &c.ref, &c.before); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("revert dream %d: %w", id, err)
-		}
-		changes = append(changes, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		err := row.Scan(&c.target, &c.action, &c.ref, &c.before)
+		return c, err
+	}, `SELECT target, action, ref, before FROM dream_changes WHERE run_id = ? ORDER BY seq DESC`, id)
+	if err != nil {
 		return 0, fmt.Errorf("revert dream %d: %w", id, err)
 	}
 	vs, _ := d.o.Memory.Vectors()

@@ -41,7 +41,7 @@ type DeadLetter struct {
 // DeadLetters lists subscriber's dead letters ("" for every subscriber's),
 // oldest event first, at most limit of them.
 func (b *Bus) DeadLetters(ctx context.Context, subscriber string, limit int) ([]DeadLetter, error) {
-	rows, err := b.db.QueryContext(ctx, `
+	out, err := sqlite.Rows(ctx, b.db, scanDeadLetter, `
 		SELECT d.subscriber, d.event_id, d.error, d.attempts, d.at,
 		       COALESCE(e.topic, ''), COALESCE(e.payload, 'null'), COALESCE(e.created_at, 0)
 		FROM event_dead_letters d LEFT JOIN events e ON e.id = d.event_id
@@ -50,27 +50,23 @@ func (b *Bus) DeadLetters(ctx context.Context, subscriber string, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
-	defer rows.Close()
-	var out []DeadLetter
-	for rows.Next() {
-		var (
-			d            DeadLetter
-			at, created  int64
-			payloadBytes []byte
-		)
-		if err := rows.Scan(&d.Subscriber, &d.Event.ID, &d.Error, &d.Attempts, &at,
-			&d.Event.Topic, &payloadBytes, &created); err != nil {
-			return nil, fmt.Errorf("list dead letters: %w", err)
-		}
-		d.Event.Payload = payloadBytes
-		d.Event.Time = time.Unix(0, created)
-		d.At = time.Unix(0, at)
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list dead letters: %w", err)
-	}
 	return out, nil
+}
+
+func scanDeadLetter(row sqlite.Scanner) (DeadLetter, error) {
+	var (
+		d            DeadLetter
+		at, created  int64
+		payloadBytes []byte
+	)
+	if err := row.Scan(&d.Subscriber, &d.Event.ID, &d.Error, &d.Attempts, &at,
+		&d.Event.Topic, &payloadBytes, &created); err != nil {
+		return DeadLetter{}, err
+	}
+	d.Event.Payload = payloadBytes
+	d.Event.Time = time.Unix(0, created)
+	d.At = time.Unix(0, at)
+	return d, nil
 }
 
 // Requeue hands a dead letter back to its subscriber for another round of up
@@ -155,7 +151,7 @@ func (b *Bus) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, fmt.Errorf("event bus stats: %w", err)
 	}
 	st.WatchDropped = b.dropped.Load()
-	rows, err := b.db.QueryContext(ctx, `
+	subs, err := sqlite.Rows(ctx, b.db, scanSubscriberStats, `
 		SELECT c.subscriber, c.prefix, c.last_id, c.inflight_id, c.inflight_attempts, c.last_error, c.updated_at,
 		       (SELECT COUNT(*) FROM event_dead_letters d WHERE d.subscriber = c.subscriber),
 		       (SELECT COUNT(*) FROM event_requeues r WHERE r.subscriber = c.subscriber)
@@ -163,28 +159,7 @@ func (b *Bus) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("event bus stats: %w", err)
 	}
-	for rows.Next() {
-		var (
-			s       SubscriberStats
-			updated int64
-		)
-		if err := rows.Scan(&s.Name, &s.Prefix, &s.Cursor, &s.InFlightEvent, &s.InFlightAttempts,
-			&s.LastError, &updated, &s.DeadLetters, &s.Requeued); err != nil {
-			rows.Close()
-			return Stats{}, fmt.Errorf("event bus stats: %w", err)
-		}
-		if s.InFlightEvent <= 0 {
-			// None, or the next delivery recorded before its event
-			// was known.
-			s.InFlightEvent, s.InFlightAttempts = 0, 0
-		}
-		s.UpdatedAt = time.Unix(0, updated)
-		st.Subscribers = append(st.Subscribers, s)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return Stats{}, fmt.Errorf("event bus stats: %w", err)
-	}
+	st.Subscribers = subs
 	b.mu.RLock()
 	for i := range st.Subscribers {
 		_, st.Subscribers[i].Registered = b.byName[st.Subscribers[i].Name]
@@ -204,6 +179,23 @@ func (b *Bus) Stats(ctx context.Context) (Stats, error) {
 		}
 	}
 	return st, nil
+}
+
+func scanSubscriberStats(row sqlite.Scanner) (SubscriberStats, error) {
+	var (
+		s       SubscriberStats
+		updated int64
+	)
+	if err := row.Scan(&s.Name, &s.Prefix, &s.Cursor, &s.InFlightEvent, &s.InFlightAttempts,
+		&s.LastError, &updated, &s.DeadLetters, &s.Requeued); err != nil {
+		return SubscriberStats{}, err
+	}
+	if s.InFlightEvent <= 0 {
+		// None, or the next delivery recorded before its event was known.
+		s.InFlightEvent, s.InFlightAttempts = 0, 0
+	}
+	s.UpdatedAt = time.Unix(0, updated)
+	return s, nil
 }
 
 // Recent returns up to limit events with id > afterID whose topic starts

@@ -128,30 +128,26 @@ func (b *Bus) fetch(ctx context.Context, prefix string, pos int64, limit int) ([
 	}
 	q += ` ORDER BY id LIMIT ?) ORDER BY 1, 2`
 	args = append(args, limit)
-	rows, err := b.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, pos, fmt.Errorf("read pending events: %w", err)
-	}
-	defer rows.Close()
 	end := pos
 	evs := make([]extension.Event, 0, 16)
-	for rows.Next() {
+	err := sqlite.Each(ctx, b.db, func(rows *sql.Rows) error {
 		var (
 			kind  int
 			ev    extension.Event
 			nanos int64
 		)
 		if err := rows.Scan(&kind, &ev.ID, &ev.Topic, (*[]byte)(&ev.Payload), &nanos); err != nil {
-			return nil, pos, fmt.Errorf("read pending events: %w", err)
+			return err
 		}
 		if kind == 0 {
 			end = max(ev.ID, pos)
-			continue
+			return nil
 		}
 		ev.Time = time.Unix(0, nanos)
 		evs = append(evs, ev)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, q, args...)
+	if err != nil {
 		return nil, pos, fmt.Errorf("read pending events: %w", err)
 	}
 	if len(evs) == limit {
@@ -175,24 +171,20 @@ func (b *Bus) query(ctx context.Context, prefix string, pos, end int64, limit in
 	}
 	q += ` ORDER BY id LIMIT ?`
 	args = append(args, limit)
-	rows, err := b.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
-	}
-	defer rows.Close()
 	evs := make([]extension.Event, 0, min(limit, BatchSize))
-	for rows.Next() {
+	err := sqlite.Each(ctx, b.db, func(rows *sql.Rows) error {
 		var (
 			ev    extension.Event
 			nanos int64
 		)
 		if err := rows.Scan(&ev.ID, &ev.Topic, (*[]byte)(&ev.Payload), &nanos); err != nil {
-			return nil, fmt.Errorf("read events: %w", err)
+			return err
 		}
 		ev.Time = time.Unix(0, nanos)
 		evs = append(evs, ev)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, q, args...)
+	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
 	return evs, nil
@@ -495,31 +487,27 @@ func (b *Bus) drainRequeues(ctx context.Context, s *subscriber, log *slog.Logger
 }
 
 func (b *Bus) readRequeues(ctx context.Context, name string) ([]requeued, error) {
-	rows, err := b.db.QueryContext(ctx, `
+	out, err := sqlite.Rows(ctx, b.db, scanRequeued, `
 		SELECT r.event_id, r.attempts, e.topic, e.payload, e.created_at
 		FROM event_requeues r LEFT JOIN events e ON e.id = r.event_id
 		WHERE r.subscriber = ? ORDER BY r.event_id LIMIT ?`, name, BatchSize)
 	if err != nil {
 		return nil, fmt.Errorf("read requeued events of %q: %w", name, err)
 	}
-	defer rows.Close()
-	var out []requeued
-	for rows.Next() {
-		var (
-			r       requeued
-			topic   sql.NullString
-			payload []byte
-			nanos   sql.NullInt64
-		)
-		if err := rows.Scan(&r.ev.ID, &r.attempts, &topic, &payload, &nanos); err != nil {
-			return nil, fmt.Errorf("read requeued events of %q: %w", name, err)
-		}
-		r.missing = !topic.Valid
-		r.ev.Topic, r.ev.Payload, r.ev.Time = topic.String, payload, time.Unix(0, nanos.Int64)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read requeued events of %q: %w", name, err)
-	}
 	return out, nil
+}
+
+func scanRequeued(row sqlite.Scanner) (requeued, error) {
+	var (
+		r       requeued
+		topic   sql.NullString
+		payload []byte
+		nanos   sql.NullInt64
+	)
+	if err := row.Scan(&r.ev.ID, &r.attempts, &topic, &payload, &nanos); err != nil {
+		return requeued{}, err
+	}
+	r.missing = !topic.Valid
+	r.ev.Topic, r.ev.Payload, r.ev.Time = topic.String, payload, time.Unix(0, nanos.Int64)
+	return r, nil
 }

@@ -197,35 +197,31 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Entry, error) {
 	}
 	q += " ORDER BY id DESC LIMIT ?"
 	args = append(args, limit)
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	out, err := sqlite.Rows(ctx, s.db, scanEntry, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list interactions: %w", err)
 	}
-	defer rows.Close()
-	var out []Entry
-	for rows.Next() {
-		var (
-			e              Entry
-			at, durationMS int64
-			thread, action string
-			detail         string
-		)
-		if err := rows.Scan(&e.ID, &at, &thread, &action, &e.Summary, &detail,
-			&e.InputTokens, &e.OutputTokens, &durationMS, &e.Error); err != nil {
-			return nil, fmt.Errorf("list interactions: %w", err)
-		}
-		e.At = time.Unix(0, at)
-		e.Thread, e.Action = chat.ThreadID(thread), Action(action)
-		e.Duration = time.Duration(durationMS) * time.Millisecond
-		if detail != "" {
-			e.Detail = json.RawMessage(detail)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list interactions: %w", err)
-	}
 	return out, nil
+}
+
+func scanEntry(rows sqlite.Scanner) (Entry, error) {
+	var (
+		e              Entry
+		at, durationMS int64
+		thread, action string
+		detail         string
+	)
+	if err := rows.Scan(&e.ID, &at, &thread, &action, &e.Summary, &detail,
+		&e.InputTokens, &e.OutputTokens, &durationMS, &e.Error); err != nil {
+		return Entry{}, err
+	}
+	e.At = time.Unix(0, at)
+	e.Thread, e.Action = chat.ThreadID(thread), Action(action)
+	e.Duration = time.Duration(durationMS) * time.Millisecond
+	if detail != "" {
+		e.Detail = json.RawMessage(detail)
+	}
+	return e, nil
 }
 
 // Purge deletes entries older than now−olderThan and returns how many.

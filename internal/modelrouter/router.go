@@ -437,23 +437,18 @@ func (r *Router) Usage(ctx context.Context, from, to string) ([]UsageRow, error)
 	if to == "" {
 		to = "9999-12-31"
 	}
-	rows, err := r.opts.DB.QueryContext(ctx, `
+	out, err := sqlite.Rows(ctx, r.opts.DB, func(row sqlite.Scanner) (UsageRow, error) {
+		var u UsageRow
+		err := row.Scan(&u.Day, &u.Role, &u.Backend, &u.Model, &u.Calls, &u.Failures, &u.InputTokens, &u.OutputTokens)
+		return u, err
+	}, `
 		SELECT day, role, backend, model, calls, failures, input_tokens, output_tokens
 		FROM model_usage WHERE day >= ? AND day <= ?
 		ORDER BY day DESC, role, backend`, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("read model usage: %w", err)
 	}
-	defer rows.Close()
-	var out []UsageRow
-	for rows.Next() {
-		var u UsageRow
-		if err := rows.Scan(&u.Day, &u.Role, &u.Backend, &u.Model, &u.Calls, &u.Failures, &u.InputTokens, &u.OutputTokens); err != nil {
-			return nil, fmt.Errorf("read model usage: %w", err)
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // BackendHealth is the result of pinging one backend.

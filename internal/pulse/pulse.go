@@ -262,9 +262,7 @@ func checkPriority(p int) error {
 
 const itemColumns = `id, text, priority, status, thread, source, created_at, updated_at, completed_at`
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanItem(s scanner) (Item, error) {
+func scanItem(s sqlite.Scanner) (Item, error) {
 	var (
 		it               Item
 		status, thr, src string
@@ -503,21 +501,12 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Item, error) {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	out, err := sqlite.Rows(ctx, s.db, scanItem, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list pulse items: %w", err)
 	}
-	defer rows.Close()
-	out := []Item{}
-	for rows.Next() {
-		it, err := scanItem(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list pulse items: %w", err)
-		}
-		out = append(out, it)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list pulse items: %w", err)
+	if out == nil {
+		out = []Item{}
 	}
 	return out, nil
 }

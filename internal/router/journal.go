@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 )
 
@@ -120,27 +121,18 @@ func (jl *journal) callFinished(ctx context.Context, rec toolloop.CallRecord) {
 // turnCalls returns the calls recorded for the turn of inbox row id, in the
 // order they were recorded.
 func (r *Router) turnCalls(ctx context.Context, id int64) ([]TurnCall, error) {
-	rows, err := r.o.DB.QueryContext(ctx,
-		`SELECT call_id, round, idx, name, arguments, read_only, finished_at, result, is_error
-		   FROM router_tool_calls WHERE inbox_id = ? ORDER BY id`, id)
-	if err != nil {
-		return nil, fmt.Errorf("read the turn's tool calls: %w", err)
-	}
-	defer rows.Close()
-	var out []TurnCall
-	for rows.Next() {
+	out, err := sqlite.Rows(ctx, r.o.DB, func(row sqlite.Scanner) (TurnCall, error) {
 		var (
 			c        TurnCall
 			args     string
 			finished int64
 		)
-		if err := rows.Scan(&c.CallID, &c.Round, &c.Index, &c.Name, &args, &c.ReadOnly, &finished, &c.Result, &c.IsError); err != nil {
-			return nil, fmt.Errorf("read the turn's tool calls: %w", err)
-		}
+		err := row.Scan(&c.CallID, &c.Round, &c.Index, &c.Name, &args, &c.ReadOnly, &finished, &c.Result, &c.IsError)
 		c.Arguments, c.Finished = json.RawMessage(args), finished != 0
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+		return c, err
+	}, `SELECT call_id, round, idx, name, arguments, read_only, finished_at, result, is_error
+		   FROM router_tool_calls WHERE inbox_id = ? ORDER BY id`, id)
+	if err != nil {
 		return nil, fmt.Errorf("read the turn's tool calls: %w", err)
 	}
 	return out, nil

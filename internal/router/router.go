@@ -569,36 +569,32 @@ func (r *Router) Run(ctx context.Context) error {
 }
 
 func (r *Router) loadInbox(ctx context.Context) ([]*job, error) {
-	rows, err := r.o.DB.QueryContext(ctx,
+	out, err := sqlite.Rows(ctx, r.o.DB, r.scanJob,
 		`SELECT id, thread, kind, channel, sender_id, sender_name, text, attachments, origin, received_at, started_at, after_message_id, attempts FROM router_inbox ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read router inbox: %w", err)
 	}
-	defer rows.Close()
-	var out []*job
-	for rows.Next() {
-		var (
-			j                    job
-			thread, kind, origin string
-			atts                 string
-			receivedAt, started  int64
-		)
-		if err := rows.Scan(&j.id, &thread, &kind, &j.channel, &j.sender.ID, &j.sender.DisplayName, &j.text, &atts, &origin, &receivedAt, &started, &j.afterID, &j.attempts); err != nil {
-			return nil, fmt.Errorf("read router inbox: %w", err)
-		}
-		var err error
-		if j.attachments, err = decodeAttachments(atts); err != nil {
-			// The text still gets an answer; the files stay in the workspace.
-			r.log.Warn("inbox item's attachments unreadable; answering without them", "id", j.id, "err", err)
-		}
-		j.thread, j.kind, j.origin, j.received = chat.ThreadID(thread), jobKind(kind), agent.Origin(origin), time.Unix(0, receivedAt)
-		j.started = started != 0
-		out = append(out, &j)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read router inbox: %w", err)
-	}
 	return out, nil
+}
+
+func (r *Router) scanJob(row sqlite.Scanner) (*job, error) {
+	var (
+		j                    job
+		thread, kind, origin string
+		atts                 string
+		receivedAt, started  int64
+	)
+	if err := row.Scan(&j.id, &thread, &kind, &j.channel, &j.sender.ID, &j.sender.DisplayName, &j.text, &atts, &origin, &receivedAt, &started, &j.afterID, &j.attempts); err != nil {
+		return nil, err
+	}
+	var err error
+	if j.attachments, err = decodeAttachments(atts); err != nil {
+		// The text still gets an answer; the files stay in the workspace.
+		r.log.Warn("inbox item's attachments unreadable; answering without them", "id", j.id, "err", err)
+	}
+	j.thread, j.kind, j.origin, j.received = chat.ThreadID(thread), jobKind(kind), agent.Origin(origin), time.Unix(0, receivedAt)
+	j.started = started != 0
+	return &j, nil
 }
 
 // worker processes a thread's queue until it is empty or the router stops.

@@ -5,36 +5,23 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
 // LastReceipts returns the newest receipt of every task that has one, by
 // task id.
 func (s *Scheduler) LastReceipts(ctx context.Context) (map[string]Receipt, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT r.task_id, r.scheduled_at, r.started_at, r.outcome, r.reason, r.count,
-		r.catch_up, r.duration_ms, r.input_tokens, r.output_tokens, r.id
-		FROM scheduler_receipts r JOIN (SELECT MAX(id) AS id FROM scheduler_receipts GROUP BY task_id) last ON r.id = last.id`)
+	last, err := sqlite.Rows(ctx, s.db, scanReceipt, `SELECT `+receiptColumns+`
+		FROM scheduler_receipts WHERE id IN (SELECT MAX(id) FROM scheduler_receipts GROUP BY task_id)`)
 	if err != nil {
 		return nil, fmt.Errorf("read last receipts: %w", err)
 	}
-	defer rows.Close()
-	out := map[string]Receipt{}
-	for rows.Next() {
-		var (
-			r              Receipt
-			sched, started int64
-			outcome        string
-			catchUp        int
-			ms             int64
-		)
-		if err := rows.Scan(&r.TaskID, &sched, &started, &outcome, &r.Reason, &r.Count, &catchUp, &ms,
-			&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.ID); err != nil {
-			return nil, fmt.Errorf("read last receipts: %w", err)
-		}
-		r.ScheduledAt, r.StartedAt = fromNanos(sched), fromNanos(started)
-		r.Outcome, r.CatchUp, r.Duration = Outcome(outcome), catchUp != 0, time.Duration(ms)*time.Millisecond
+	out := make(map[string]Receipt, len(last))
+	for _, r := range last {
 		out[r.TaskID] = r
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Summary is the text of the /reminders command: active and paused tasks

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -180,9 +181,7 @@ type ListOptions struct {
 const taskColumns = `id, kind, text, ai_prompt, thread, sub_session, job, spec, status, next_run, last_run,
 	last_outcome, runs, failures, created_at, updated_at`
 
-type rowScanner interface{ Scan(dest ...any) error }
-
-func (s *Scheduler) scanTask(r rowScanner) (Task, error) {
+func (s *Scheduler) scanTask(r sqlite.Scanner) (Task, error) {
 	var (
 		t                 Task
 		thread, spec      string
@@ -384,20 +383,8 @@ func (s *Scheduler) List(ctx context.Context, opts ListOptions) ([]Task, error) 
 	}
 	q += ` ORDER BY next_run IS NULL, next_run, created_at DESC LIMIT ?`
 	args = append(args, limit)
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	out, err := sqlite.Rows(ctx, s.db, s.scanTask, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		t, err := s.scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	return out, nil
@@ -502,8 +489,7 @@ func (s *Scheduler) Receipts(ctx context.Context, taskID string, limit int) ([]R
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	q := `SELECT id, task_id, scheduled_at, started_at, outcome, reason, count, catch_up, duration_ms, input_tokens, output_tokens
-		FROM scheduler_receipts`
+	q := `SELECT ` + receiptColumns + ` FROM scheduler_receipts`
 	var args []any
 	if taskID != "" {
 		q += ` WHERE task_id = ?`
@@ -511,52 +497,53 @@ func (s *Scheduler) Receipts(ctx context.Context, taskID string, limit int) ([]R
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, limit)
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	out, err := sqlite.Rows(ctx, s.db, scanReceipt, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read receipts: %w", err)
 	}
-	defer rows.Close()
-	var out []Receipt
-	for rows.Next() {
-		var (
-			r              Receipt
-			sched, started int64
-			outcome        string
-			catchUp        int
-			ms             int64
-		)
-		if err := rows.Scan(&r.ID, &r.TaskID, &sched, &started, &outcome, &r.Reason, &r.Count, &catchUp, &ms,
-			&r.Usage.InputTokens, &r.Usage.OutputTokens); err != nil {
-			return nil, fmt.Errorf("read receipts: %w", err)
-		}
-		r.ScheduledAt, r.StartedAt = fromNanos(sched), fromNanos(started)
-		r.Outcome, r.CatchUp, r.Duration = Outcome(outcome), catchUp != 0, time.Duration(ms)*time.Millisecond
-		out = append(out, r)
+	return out, nil
+}
+
+// receiptColumns are the columns scanReceipt reads, in its order.
+const receiptColumns = `id, task_id, scheduled_at, started_at, outcome, reason, count, catch_up, duration_ms, input_tokens, output_tokens`
+
+func scanReceipt(row sqlite.Scanner) (Receipt, error) {
+	var (
+		r              Receipt
+		sched, started int64
+		outcome        string
+		catchUp        int
+		ms             int64
+	)
+	if err := row.Scan(&r.ID, &r.TaskID, &sched, &started, &outcome, &r.Reason, &r.Count, &catchUp, &ms,
+		&r.Usage.InputTokens, &r.Usage.OutputTokens); err != nil {
+		return Receipt{}, err
 	}
-	return out, rows.Err()
+	r.ScheduledAt, r.StartedAt = fromNanos(sched), fromNanos(started)
+	r.Outcome, r.CatchUp, r.Duration = Outcome(outcome), catchUp != 0, time.Duration(ms)*time.Millisecond
+	return r, nil
 }
 
 // UsageSince sums the tokens recorded on receipts started at or after
 // since, per task id (heartbeat ticks, AI tasks).
 func (s *Scheduler) UsageSince(ctx context.Context, since time.Time) (map[string]llm.Usage, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT task_id, SUM(input_tokens), SUM(output_tokens) FROM scheduler_receipts
-		WHERE started_at >= ? GROUP BY task_id`, nanos(since))
-	if err != nil {
-		return nil, fmt.Errorf("read scheduler usage: %w", err)
-	}
-	defer rows.Close()
 	out := map[string]llm.Usage{}
-	for rows.Next() {
+	err := sqlite.Each(ctx, s.db, func(rows *sql.Rows) error {
 		var (
 			id string
 			u  llm.Usage
 		)
 		if err := rows.Scan(&id, &u.InputTokens, &u.OutputTokens); err != nil {
-			return nil, fmt.Errorf("read scheduler usage: %w", err)
+			return err
 		}
 		if u.Total() > 0 {
 			out[id] = u
 		}
+		return nil
+	}, `SELECT task_id, SUM(input_tokens), SUM(output_tokens) FROM scheduler_receipts
+		WHERE started_at >= ? GROUP BY task_id`, nanos(since))
+	if err != nil {
+		return nil, fmt.Errorf("read scheduler usage: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
 // LoadMode says how a skill was in a session's context.
@@ -154,28 +155,24 @@ func (s *Store) Loads(ctx context.Context, f LoadFilter) ([]Load, error) {
 		q += " LIMIT ?"
 		args = append(args, f.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	out, err := sqlite.Rows(ctx, s.db, scanLoad, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list skill loads: %w", err)
 	}
-	defer rows.Close()
-	var out []Load
-	for rows.Next() {
-		var (
-			l            Load
-			thread, mode string
-			at           int64
-		)
-		if err := rows.Scan(&thread, &l.Skill, &mode, &at); err != nil {
-			return nil, fmt.Errorf("list skill loads: %w", err)
-		}
-		l.Thread, l.Mode, l.At = chat.ThreadID(thread), LoadMode(mode), time.Unix(0, at).UTC()
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list skill loads: %w", err)
-	}
 	return out, nil
+}
+
+func scanLoad(rows sqlite.Scanner) (Load, error) {
+	var (
+		l            Load
+		thread, mode string
+		at           int64
+	)
+	if err := rows.Scan(&thread, &l.Skill, &mode, &at); err != nil {
+		return Load{}, err
+	}
+	l.Thread, l.Mode, l.At = chat.ThreadID(thread), LoadMode(mode), time.Unix(0, at).UTC()
+	return l, nil
 }
 
 // LoadsSince returns every record at or after since, oldest first.

@@ -5,6 +5,10 @@ import (
 	"database/sql"
 )
 
+// Scanner is a row to scan: *sql.Row and *sql.Rows are one, so a scan
+// function written against it serves QueryRow and Rows alike.
+type Scanner interface{ Scan(dest ...any) error }
+
 // Querier runs a query: *sql.DB, *sql.Tx and *sql.Conn all are one.
 type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -30,7 +34,7 @@ func Each(ctx context.Context, q Querier, fn func(*sql.Rows) error, query string
 
 // Rows runs query and returns its rows, each made by scan, in order (nil
 // when there are none). Errors are as Each's.
-func Rows[T any](ctx context.Context, q Querier, scan func(*sql.Rows) (T, error), query string, args ...any) ([]T, error) {
+func Rows[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
 	var out []T
 	err := Each(ctx, q, func(rows *sql.Rows) error {
 		v, err := scan(rows)
@@ -47,7 +51,7 @@ func Rows[T any](ctx context.Context, q Querier, scan func(*sql.Rows) (T, error)
 }
 
 // Scan1 is a scan function for Rows that reads a single column.
-func Scan1[T any](rows *sql.Rows) (T, error) {
+func Scan1[T any](rows Scanner) (T, error) {
 	var v T
 	err := rows.Scan(&v)
 	return v, err

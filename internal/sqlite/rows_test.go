@@ -22,7 +22,7 @@ func TestRows(t *testing.T) {
 		id   int64
 		name string
 	}
-	scanRow := func(rows *sql.Rows) (row, error) {
+	scanRow := func(rows Scanner) (row, error) {
 		var r row
 		err := rows.Scan(&r.id, &r.name)
 		return r, err
@@ -32,7 +32,7 @@ func TestRows(t *testing.T) {
 		name    string
 		query   string
 		args    []any
-		scan    func(*sql.Rows) (row, error)
+		scan    func(Scanner) (row, error)
 		want    []row
 		wantErr string
 	}{
@@ -41,7 +41,7 @@ func TestRows(t *testing.T) {
 		{name: "no rows is nil", query: `SELECT id, name FROM t WHERE id > 9`, scan: scanRow},
 		{name: "query error", query: `SELECT id, name FROM missing`, scan: scanRow, wantErr: "no such table"},
 		{name: "scan error stops", query: `SELECT id, name FROM t ORDER BY id`, wantErr: "stop",
-			scan: func(rows *sql.Rows) (row, error) {
+			scan: func(rows Scanner) (row, error) {
 				r, err := scanRow(rows)
 				if r.id == 2 {
 					return r, errStop

@@ -160,22 +160,9 @@ func Open(ctx context.Context, opts Options) (*Manager, error) {
 	if m.feedbackStmt, err = opts.DB.PrepareContext(ctx, feedbackQuery); err != nil {
 		return nil, fmt.Errorf("prepare feedback query: %w", err)
 	}
-	var ids []string
-	rows, err := opts.DB.QueryContext(ctx, `SELECT DISTINCT workflow_id FROM workflow_nodes
+	ids, err := sqlite.Rows(ctx, opts.DB, sqlite.Scan1[string], `SELECT DISTINCT workflow_id FROM workflow_nodes
 		WHERE state IN ('pending','running') OR delivered = 0`)
 	if err != nil {
-		return nil, fmt.Errorf("load workflows: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("load workflows: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load workflows: %w", err)
 	}
 	m.mu.Lock()

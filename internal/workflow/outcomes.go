@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
 // recordOutcomeLocked adds n's run to sub_session_outcomes (sessions that
@@ -59,30 +61,29 @@ func (m *Manager) Outcomes(ctx context.Context, f OutcomeFilter) ([]Outcome, err
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY id DESC LIMIT ?"
-	rows, err := m.o.DB.QueryContext(ctx, q, append(args, limit)...)
+	out, err := sqlite.Rows(ctx, m.o.DB, scanOutcome, q, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list outcomes: %w", err)
 	}
-	defer rows.Close()
-	var out []Outcome
-	for rows.Next() {
-		var o Outcome
-		var st, skills string
-		var started, finished, durMS int64
-		if err := rows.Scan(&o.ID, &o.SessionID, &o.Workflow, &o.TaskID, &o.Objective, &o.Mode, &o.Profile, &st,
-			&started, &finished, &durMS, &o.ToolCalls, &o.ContinuationDepth, &skills, &o.SupervisorVerdict,
-			&o.Usage.InputTokens, &o.Usage.OutputTokens, &o.ResultChars, &o.Error); err != nil {
-			return nil, fmt.Errorf("list outcomes: %w", err)
-		}
-		o.Status, o.StartedAt, o.FinishedAt = State(st), fromNano(started), fromNano(finished)
-		o.Duration = time.Duration(durMS) * time.Millisecond
-		o.SkillsLoaded = decodeList(skills)
-		if o.SkillsLoaded == nil {
-			o.SkillsLoaded = []string{}
-		}
-		out = append(out, o)
+	return out, nil
+}
+
+func scanOutcome(row sqlite.Scanner) (Outcome, error) {
+	var o Outcome
+	var st, skills string
+	var started, finished, durMS int64
+	if err := row.Scan(&o.ID, &o.SessionID, &o.Workflow, &o.TaskID, &o.Objective, &o.Mode, &o.Profile, &st,
+		&started, &finished, &durMS, &o.ToolCalls, &o.ContinuationDepth, &skills, &o.SupervisorVerdict,
+		&o.Usage.InputTokens, &o.Usage.OutputTokens, &o.ResultChars, &o.Error); err != nil {
+		return Outcome{}, err
 	}
-	return out, rows.Err()
+	o.Status, o.StartedAt, o.FinishedAt = State(st), fromNano(started), fromNano(finished)
+	o.Duration = time.Duration(durMS) * time.Millisecond
+	o.SkillsLoaded = decodeList(skills)
+	if o.SkillsLoaded == nil {
+		o.SkillsLoaded = []string{}
+	}
+	return o, nil
 }
 
 // Historical feedback: before a spawn, past outcomes of similar

@@ -130,9 +130,7 @@ func firstWords(q string) string {
 	return strings.Join(f, " ")
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanNode(s scanner) (*node, error) {
+func scanNode(s sqlite.Scanner) (*node, error) {
 	var (
 		n                                   node
 		parent, root, mode, tools, deps, st string
@@ -159,20 +157,7 @@ func scanNode(s scanner) (*node, error) {
 
 // queryNodes runs a SELECT of nodeColumns with the given tail.
 func queryNodes(ctx context.Context, db *sql.DB, tail string, args ...any) ([]*node, error) {
-	rows, err := db.QueryContext(ctx, `SELECT `+nodeColumns+` FROM workflow_nodes `+tail, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*node
-	for rows.Next() {
-		n, err := scanNode(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return sqlite.Rows(ctx, db, scanNode, `SELECT `+nodeColumns+` FROM workflow_nodes `+tail, args...)
 }
 
 // wfRow is a workflows row.
@@ -185,23 +170,14 @@ type wfRow struct {
 }
 
 func queryWorkflows(ctx context.Context, db *sql.DB, tail string, args ...any) ([]wfRow, error) {
-	rows, err := db.QueryContext(ctx, `SELECT id, root_thread, merged_into, created_at, finished_at FROM workflows `+tail, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []wfRow
-	for rows.Next() {
+	return sqlite.Rows(ctx, db, func(row sqlite.Scanner) (wfRow, error) {
 		var w wfRow
 		var root string
 		var c, f int64
-		if err := rows.Scan(&w.id, &root, &w.mergedInto, &c, &f); err != nil {
-			return nil, err
-		}
+		err := row.Scan(&w.id, &root, &w.mergedInto, &c, &f)
 		w.root, w.createdAt, w.finishedAt = chat.ThreadID(root), fromNano(c), fromNano(f)
-		out = append(out, w)
-	}
-	return out, rows.Err()
+		return w, err
+	}, `SELECT id, root_thread, merged_into, created_at, finished_at FROM workflows `+tail, args...)
 }
 
 // resolveWorkflowID follows merged_into links to the surviving workflow.
@@ -233,24 +209,20 @@ func loadMessages(ctx context.Context, db *sql.DB, nodeID string) ([]llm.Message
 // right after the call it answers (inCallOrder), and the seq the next
 // message is saved at.
 func loadList(ctx context.Context, db *sql.DB, nodeID string) (msgs []llm.Message, next int, err error) {
-	rows, err := db.QueryContext(ctx, `SELECT seq, message FROM workflow_messages WHERE node_id = ? ORDER BY seq`, nodeID)
-	if err != nil {
-		return nil, 0, fmt.Errorf("load messages of %s: %w", nodeID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err = sqlite.Each(ctx, db, func(rows *sql.Rows) error {
 		var s string
 		if err := rows.Scan(&next, &s); err != nil {
-			return nil, 0, fmt.Errorf("load messages of %s: %w", nodeID, err)
+			return err
 		}
 		next++
 		m, err := decodeMessage(s)
 		if err != nil {
-			return nil, 0, fmt.Errorf("load messages of %s: %w", nodeID, err)
+			return err
 		}
 		msgs = append(msgs, m)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `SELECT seq, message FROM workflow_messages WHERE node_id = ? ORDER BY seq`, nodeID)
+	if err != nil {
 		return nil, 0, fmt.Errorf("load messages of %s: %w", nodeID, err)
 	}
 	return inCallOrder(msgs), next, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -46,22 +47,9 @@ func (m *Manager) ListWorkflows(ctx context.Context, opts ListOptions) ([]Workfl
 	if opts.Active {
 		where = append(where, "EXISTS (SELECT 1 FROM workflow_nodes n WHERE n.workflow_id = workflows.id AND n.state IN ('pending','running'))")
 	}
-	rows, err := m.o.DB.QueryContext(ctx, `SELECT id FROM workflows WHERE `+strings.Join(where, " AND ")+
+	ids, err := sqlite.Rows(ctx, m.o.DB, sqlite.Scan1[string], `SELECT id FROM workflows WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at DESC, id LIMIT ?`, append(args, limit)...)
 	if err != nil {
-		return nil, fmt.Errorf("list workflows: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("list workflows: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list workflows: %w", err)
 	}
 	return m.workflowViews(ctx, ids)
