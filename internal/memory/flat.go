@@ -1,22 +1,18 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
-	"math"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/reverie-ai/reverie/internal/embed"
 )
 
 // FlatStore is the flat backend: MEMORIES.txt, one memory per non-empty
@@ -240,7 +236,7 @@ func (f *FlatStore) List(ctx context.Context, flt Filter) ([]Memory, error) {
 }
 
 // Recall ranks lines by BM25 (k1 = 1.2, b = 0.75) over stemmed content
-// words.
+// words, with the SQLite store's text index.
 func (f *FlatStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	text := strings.TrimSpace(q.Text)
 	if text == "" {
@@ -262,63 +258,20 @@ func (f *FlatStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	return bm25Lines(lines, text, limit, func(l string) Memory { return f.memoryOf(l, mod) }), nil
 }
 
-func contentStems(text string) []string {
-	var out []string
-	for _, w := range embed.Words(text) {
-		if !embed.IsStopWord(w) {
-			out = append(out, embed.Stem(w))
-		}
-	}
-	return out
-}
-
+// bm25Lines ranks lines for query with the store's full-text index (the
+// same BM25 and stemming as the SQLite store's recall), built for the call.
 func bm25Lines(lines []string, query string, limit int, mk func(string) Memory) []Scored {
-	const k1, b = 1.2, 0.75
-	docs := make([][]string, len(lines))
-	df := map[string]int{}
-	total := 0
+	ix := newTextIndex()
 	for i, l := range lines {
-		docs[i] = contentStems(l)
-		total += len(docs[i])
-		seen := map[string]bool{}
-		for _, t := range docs[i] {
-			if !seen[t] {
-				seen[t] = true
-				df[t]++
-			}
-		}
+		ix.put(int64(i+1), l) // ids from 1: 0 marks a removed document
 	}
-	if len(lines) == 0 {
+	hits := ix.search(query, nil, defaultBM25, limit, func(int64) bool { return true })
+	if len(hits) == 0 {
 		return nil
 	}
-	avg := float64(total) / float64(len(lines))
-	qterms := slices.Compact(slices.Sorted(slices.Values(contentStems(query))))
-	n := float64(len(lines))
-	var out []Scored
-	for i, d := range docs {
-		tf := map[string]int{}
-		for _, t := range d {
-			tf[t]++
-		}
-		var s float64
-		for _, t := range qterms {
-			c := float64(tf[t])
-			if c == 0 {
-				continue
-			}
-			idf := math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
-			s += idf * c * (k1 + 1) / (c + k1*(1-b+b*float64(len(d))/max(avg, 1)))
-		}
-		if s > 0 {
-			out = append(out, Scored{Memory: mk(lines[i]), Score: s, Fused: s})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b Scored) int { return cmp.Compare(b.Score, a.Score) })
-	for i := range out {
-		out[i].TextRank = i + 1
-	}
-	if len(out) > limit {
-		out = out[:limit]
+	out := make([]Scored, len(hits))
+	for i, h := range hits {
+		out[i] = Scored{Memory: mk(lines[h.id-1]), Score: float64(h.score), Fused: float64(h.score), TextRank: i + 1}
 	}
 	return out
 }
