@@ -107,9 +107,12 @@ type MessageQuery struct {
 
 // Message is a stored message.
 type Message struct {
-	ID          int64           `json:"id"`
-	Role        string          `json:"role"`
-	Text        string          `json:"text"`
+	ID   int64  `json:"id"`
+	Role string `json:"role"`
+	Text string `json:"text"`
+	// Thinking is the reasoning the model wrote before this reply, when it
+	// streamed any (shown folded above the reply).
+	Thinking    string          `json:"thinking,omitempty"`
 	ToolCalls   []MessageCall   `json:"tool_calls,omitempty"`
 	ToolResults []MessageResult `json:"tool_results,omitempty"`
 	SystemEvent bool            `json:"system_event,omitempty"`
@@ -151,7 +154,10 @@ const (
 	// Approve.
 	FrameApproval = "approval"
 	// Server → client.
-	FrameDelta      = "delta"
+	FrameDelta = "delta"
+	// FrameThinking carries a piece of the model's reasoning (Text), shown
+	// folded above the reply; it is not part of the reply's text.
+	FrameThinking   = "thinking"
 	FrameToolCall   = "tool_call"
 	FrameToolResult = "tool_result"
 	FrameDone       = "done"

@@ -173,6 +173,9 @@ type StreamStatus struct {
 	Arguments json.RawMessage // set for ToolCallStarted
 	Result    string          // set for ToolCallFinished
 	IsError   bool
+	// Text is a piece of the model's reasoning, set for Thinking: shown
+	// apart from the reply (folded), never part of its text.
+	Text string
 }
 
 // StatusKind names a StreamStatus.
@@ -181,6 +184,9 @@ type StatusKind string
 const (
 	ToolCallStarted  StatusKind = "tool_call"
 	ToolCallFinished StatusKind = "tool_result"
+	// Thinking is reasoning the model streams before (or between) its
+	// reply's text; channels that cannot fold it away ignore it.
+	Thinking StatusKind = "thinking"
 )
 
 // AgentProvider is a specialised agent the orchestrator can hand work to.

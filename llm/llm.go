@@ -28,13 +28,30 @@ const (
 	RoleTool      Role = "tool"
 )
 
-// Part is one piece of a message. The set is sealed: Text, Image, ToolCall
-// and ToolResult.
+// Part is one piece of a message. The set is sealed: Text, Thinking, Image,
+// ToolCall and ToolResult.
 type Part interface{ isPart() }
 
 // Text is plain text.
 type Text struct {
 	Text string
+}
+
+// Thinking is the reasoning a model wrote before its reply (OpenAI-compatible
+// reasoning_content or reasoning, Anthropic thinking blocks, Ollama's
+// thinking). It is stored with the reply and shown to people, folded, but it
+// is not part of the reply's text (Message.Text leaves it out), and
+// providers do not send it back to the model, except where the provider
+// requires it: Anthropic wants the signed thinking blocks of an assistant
+// message that calls tools sent back with that message.
+type Thinking struct {
+	Text string
+	// Signature is the provider's proof that Text is what the model wrote
+	// (Anthropic); a block without one is never sent back.
+	Signature string
+	// Redacted is encrypted reasoning the provider returned instead of
+	// text (Anthropic's redacted_thinking data); only ever sent back.
+	Redacted string
 }
 
 // ToolCall is a model's request to run a tool. Arguments is the raw JSON the
@@ -77,6 +94,7 @@ func (i Image) Note(why string) Text {
 }
 
 func (Text) isPart()       {}
+func (Thinking) isPart()   {}
 func (Image) isPart()      {}
 func (ToolCall) isPart()   {}
 func (ToolResult) isPart() {}
@@ -103,6 +121,18 @@ func (m Message) Text() string {
 	var b strings.Builder
 	for _, p := range m.Parts {
 		if t, ok := p.(Text); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// Thinking concatenates the thinking parts of the message (the model's
+// reasoning, not its reply).
+func (m Message) Thinking() string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if t, ok := p.(Thinking); ok {
 			b.WriteString(t.Text)
 		}
 	}
@@ -205,13 +235,15 @@ type EventKind string
 
 const (
 	EventTextDelta     EventKind = "text_delta"
+	EventThinkingDelta EventKind = "thinking_delta"
 	EventToolCallDelta EventKind = "tool_call_delta"
 	EventUsage         EventKind = "usage"
 	EventDone          EventKind = "done"
 )
 
 // Event is one streaming event. Which fields are set depends on Kind:
-// TextDelta → Text; ToolCallDelta → ToolCall (Index always, ID and Name when
+// TextDelta → Text; ThinkingDelta → Text (reasoning, not reply);
+// ToolCallDelta → ToolCall (Index always, ID and Name when
 // first seen, ArgumentsDelta as it arrives); Usage → Usage; Done → Response.
 type Event struct {
 	Kind     EventKind

@@ -33,6 +33,9 @@ type EventKind string
 const (
 	// EventDelta is the next piece of a reply being written (Text).
 	EventDelta EventKind = "delta"
+	// EventThinking is the next piece of the model's reasoning (Text),
+	// shown folded apart from the reply.
+	EventThinking EventKind = "thinking"
 	// EventToolCall: a tool started (Tool, CallID, Arguments).
 	EventToolCall EventKind = "tool_call"
 	// EventToolResult: it finished (Tool, CallID, Result, IsError).
@@ -237,6 +240,8 @@ func (s *stream) Status(st extension.StreamStatus) error {
 		ev.Kind, ev.Arguments = EventToolCall, st.Arguments
 	case extension.ToolCallFinished:
 		ev.Kind, ev.Result, ev.IsError = EventToolResult, st.Result, st.IsError
+	case extension.Thinking:
+		ev.Kind, ev.Text = EventThinking, st.Text
 	default:
 		return nil
 	}

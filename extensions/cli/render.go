@@ -79,7 +79,10 @@ func toolResultLine(result string) string {
 
 // markdown renders replies for the terminal: headings, emphasis, inline
 // code, fenced code blocks (kept as written), lists, block quotes, links
-// (text and address) and rules, wrapped to the width. Style "notty" (or
+// (text and address), rules and tables, wrapped to the width. A line break
+// in the text is a line break on the screen (as in chat apps: command
+// answers such as /help and /status are one item a line), and a line's
+// leading indentation is kept. Style "notty" (or
 // "ascii", or any style when NO_COLOR is set) prints no escape sequences;
 // "dark" and "light" use a few ANSI attributes. It is a small renderer of
 // its own: a full Markdown engine with syntax highlighting (glamour,
@@ -119,20 +122,11 @@ func (m *markdown) render(text string, width int) string {
 	st, color := m.palette()
 	var out []string
 	lines := strings.Split(text, "\n")
-	para := []string{}
-	flush := func() {
-		if len(para) == 0 {
-			return
-		}
-		out = append(out, ansi.Wrap(inline(strings.Join(para, " "), st, color), width, ""))
-		para = para[:0]
-	}
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		t := strings.TrimSpace(l)
 		switch {
 		case strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~"):
-			flush()
 			fence := t[:3]
 			lang := strings.TrimSpace(t[3:])
 			if lang != "" {
@@ -144,29 +138,31 @@ func (m *markdown) render(text string, width int) string {
 				out = append(out, "  "+sgr(st.code, lines[i], color))
 			}
 		case t == "":
-			flush()
 			if len(out) > 0 && out[len(out)-1] != "" {
 				out = append(out, "")
 			}
 		case strings.HasPrefix(t, "#"):
-			flush()
 			h := strings.TrimLeft(t, "#")
 			if h == "" || h[0] != ' ' {
-				para = append(para, t)
+				out = append(out, plainLine(l, st, color, width))
 				continue
 			}
 			out = append(out, sgr(st.heading, ansi.Wrap(strings.TrimSpace(h), width, ""), color))
 		case t == "---" || t == "***" || t == "___":
-			flush()
 			out = append(out, sgr(st.rule, strings.Repeat("─", min(width, 40)), color))
 		case strings.HasPrefix(t, "> ") || t == ">":
-			flush()
 			q := ansi.Wrap(inline(strings.TrimSpace(strings.TrimPrefix(t, ">")), st, color), width-2, "")
 			for _, ql := range strings.Split(q, "\n") {
 				out = append(out, sgr(st.quote, "│ ", color)+ql)
 			}
+		case tableRow(t) && i+1 < len(lines) && tableRule(lines[i+1]):
+			j := i + 2
+			for j < len(lines) && tableRow(strings.TrimSpace(lines[j])) {
+				j++
+			}
+			out = append(out, table(lines[i:j], st, color, width)...)
+			i = j - 1
 		case listItem(l) != "":
-			flush()
 			indent := len(l) - len(strings.TrimLeft(l, " "))
 			marker, body := listItem(l), ""
 			body = strings.TrimSpace(strings.TrimLeft(l, " ")[len(marker):])
@@ -183,11 +179,132 @@ func (m *markdown) render(text string, width int) string {
 				}
 			}
 		default:
-			para = append(para, t)
+			out = append(out, plainLine(l, st, color, width))
 		}
 	}
-	flush()
 	return strings.Trim(strings.Join(out, "\n"), "\n")
+}
+
+// plainLine renders a line of text, keeping its indentation (up to 8
+// cells) on every wrapped row.
+func plainLine(l string, st mdStyle, color bool, width int) string {
+	t := strings.TrimLeft(l, " \t")
+	pad := strings.Repeat(" ", min(ansi.StringWidth(strings.ReplaceAll(l[:len(l)-len(t)], "\t", "    ")), 8))
+	t = strings.TrimRight(t, " \t")
+	w := ansi.Wrap(inline(t, st, color), max(width-len(pad), 10), "")
+	if pad == "" {
+		return w
+	}
+	return pad + strings.ReplaceAll(w, "\n", "\n"+pad)
+}
+
+// tableRow reports whether a trimmed line is a row of a pipe table.
+func tableRow(t string) bool { return len(t) > 1 && t[0] == '|' }
+
+// tableRule reports whether line is a table's header rule (|---|:--:|).
+func tableRule(line string) bool {
+	t := strings.TrimSpace(line)
+	if !tableRow(t) || !strings.Contains(t, "-") {
+		return false
+	}
+	return strings.Trim(t, "|-: ") == ""
+}
+
+// cells splits a table row into its trimmed cells.
+func cells(row string) []string {
+	t := strings.TrimSpace(row)
+	t = strings.TrimPrefix(t, "|")
+	t = strings.TrimSuffix(t, "|")
+	var out []string
+	for _, c := range strings.Split(t, "|") {
+		out = append(out, strings.TrimSpace(c))
+	}
+	return out
+}
+
+// table renders a pipe table (header, rule, rows) as aligned columns; one
+// too wide for the screen becomes one "header: cell" block a row.
+func table(rows []string, st mdStyle, color bool, width int) []string {
+	head := cells(rows[0])
+	var body [][]string
+	for _, r := range rows[2:] {
+		body = append(body, cells(r))
+	}
+	n := len(head)
+	for _, r := range body {
+		n = max(n, len(r))
+	}
+	render := func(r []string) []string {
+		out := make([]string, n)
+		for i := range out {
+			if i < len(r) {
+				out[i] = inline(r[i], st, color)
+			}
+		}
+		return out
+	}
+	h := render(head)
+	bs := make([][]string, len(body))
+	widths := make([]int, n)
+	for i, c := range h {
+		widths[i] = ansi.StringWidth(c)
+	}
+	for k, r := range body {
+		bs[k] = render(r)
+		for i, c := range bs[k] {
+			widths[i] = max(widths[i], ansi.StringWidth(c))
+		}
+	}
+	total := 3 * (n - 1)
+	for _, w := range widths {
+		total += w
+	}
+	if total > width {
+		var out []string
+		for k, r := range bs {
+			if k > 0 {
+				out = append(out, "")
+			}
+			for i, c := range r {
+				if c == "" {
+					continue
+				}
+				label := ansi.Strip(h[i])
+				if label == "" {
+					label = fmt.Sprintf("%d", i+1)
+				}
+				out = append(out, ansi.Wrap(sgr(st.bold, label+":", color)+" "+c, width, ""))
+			}
+		}
+		return out
+	}
+	line := func(r []string, bold bool) string {
+		var b strings.Builder
+		for i, c := range r {
+			if i > 0 {
+				b.WriteString(" │ ")
+			}
+			cell := c
+			if bold {
+				cell = sgr(st.bold, c, color)
+			}
+			b.WriteString(cell)
+			if i < n-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-ansi.StringWidth(c)))
+			}
+		}
+		return strings.TrimRight(b.String(), " ")
+	}
+	out := []string{line(h, true)}
+	var rule []string
+	for _, w := range widths {
+		rule = append(rule, strings.Repeat("─", w))
+	}
+	out = append(out, sgr(st.rule, strings.Join(rule, "─┼─"), color))
+	for _, r := range bs {
+		out = append(out, line(r, false))
+	}
+	return out
 }
 
 // closesFence reports whether line closes a code block opened by fence.

@@ -10,7 +10,12 @@ func TestMarkdownPlain(t *testing.T) {
 	cases := []struct {
 		name, in, want string
 	}{
-		{"heading and paragraph", "# Title\n\nSome text\nwrapped together.", "Title\n\nSome text wrapped together."},
+		{"heading and paragraph", "# Title\n\nSome text\non two lines.", "Title\n\nSome text\non two lines."},
+		{"command answer keeps its lines", "Commands:\n/help — list the commands\n/new — start over", "Commands:\n/help — list the commands\n/new — start over"},
+		{"indentation kept", "Models:\n  main: openai/gpt\n  cheap: ollama/qwen", "Models:\n  main: openai/gpt\n  cheap: ollama/qwen"},
+		{"table", "| Name | When |\n|---|:--:|\n| tea | 09:00 |\n| **call Anna** | daily |", "Name      │ When\n──────────┼──────\ntea       │ 09:00\ncall Anna │ daily"},
+		{"ragged table", "|a|b|\n|-|-|\n|1|\n|2|3|4|", "a │ b │\n──┼───┼──\n1 │   │\n2 │ 3 │ 4"},
+		{"pipe line without a rule is text", "| not a table", "| not a table"},
 		{"emphasis and code", "a **bold** and *it* and `x := 1`", "a bold and it and x := 1"},
 		{"link", "see [the docs](https://example.org/d)", "see the docs (https://example.org/d)"},
 		{"bare link text", "[https://a.b](https://a.b)", "https://a.b"},
@@ -28,6 +33,10 @@ func TestMarkdownPlain(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, c.want)
 			}
 		})
+	}
+	wide := md.render("| Task | Next run |\n|---|---|\n| water the plants on the balcony | tomorrow 09:00 |", 30)
+	if want := "Task: water the plants on the\nbalcony\nNext run: tomorrow 09:00"; wide != want {
+		t.Errorf("a table wider than the screen:\n%s\nwant\n%s", wide, want)
 	}
 	long := md.render(strings.Repeat("word ", 40), 30)
 	for _, l := range strings.Split(long, "\n") {

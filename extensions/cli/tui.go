@@ -18,7 +18,8 @@ import (
 
 // Keys is the key help shown when the chat starts.
 const Keys = "Enter sends · Alt+Enter, Ctrl+J or a trailing \\ adds a line · ↑/↓ history · " +
-	"Ctrl+C cancels a reply (twice at an empty prompt quits) · Ctrl+D quits · Ctrl+O shows the last tool result · /help"
+	"Ctrl+C cancels a reply (twice at an empty prompt quits) · Ctrl+D quits · Ctrl+O shows the last tool result · " +
+	"Ctrl+T the model's last thinking · /help"
 
 // sendTimeout bounds handing one message to the backend.
 const sendTimeout = 30 * time.Second
@@ -135,9 +136,11 @@ type model struct {
 	pending       int             // messages sent and not idle yet
 	queued        []string        // typed while busy, sent when idle
 	activity      string
-	deferred      []string // notifications held until the reply ends
-	lastTool      string   // the last tool result, in full (Ctrl+O)
-	armedQuit     bool     // Ctrl+C at an empty idle prompt: once more quits
+	deferred      []string        // notifications held until the reply ends
+	lastTool      string          // the last tool result, in full (Ctrl+O)
+	thinking      strings.Builder // the reasoning being streamed, folded
+	lastThinking  string          // the last finished reasoning, in full (Ctrl+T)
+	armedQuit     bool            // Ctrl+C at an empty idle prompt: once more quits
 	hint          string
 	histWarned    bool
 	err           error // why the chat ended, when it failed
@@ -298,6 +301,15 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return tea.ClearScreen
 	case "ctrl+z":
 		return tea.Suspend
+	case "ctrl+t":
+		switch {
+		case m.thinking.Len() > 0:
+			m.print(m.st.dim.Render(sanitize(m.thinking.String())))
+		case m.lastThinking == "":
+			m.hint = "no thinking yet (the model streamed none)"
+		default:
+			m.print(m.st.dim.Render(sanitize(m.lastThinking)))
+		}
 	case "ctrl+o":
 		if m.lastTool == "" {
 			m.hint = "no tool result yet"
@@ -417,7 +429,13 @@ func (m *model) historyNext() {
 
 // event shows what the backend reports.
 func (m *model) event(ev Event) {
+	if ev.Kind != EventThinking && ev.Kind != EventNotify && ev.Kind != EventApproval {
+		m.foldThinking()
+	}
 	switch ev.Kind {
+	case EventThinking:
+		m.thinking.WriteString(ev.Text)
+		m.activity = "thinking"
 	case EventDelta:
 		m.live.WriteString(ev.Text)
 		m.activity = "writing"
@@ -518,6 +536,19 @@ func (m *model) answer(approve bool) {
 	}
 }
 
+// foldThinking ends the reasoning being streamed: it is printed as one
+// folded line (Ctrl+T unfolds it) and kept.
+func (m *model) foldThinking() {
+	if m.thinking.Len() == 0 {
+		return
+	}
+	m.lastThinking = m.thinking.String()
+	m.thinking.Reset()
+	m.flushLive()
+	words := len(strings.Fields(m.lastThinking))
+	m.print(m.st.dim.Render(fmt.Sprintf("▸ thought (%d words) · Ctrl+T shows it", words)))
+}
+
 // flushLive prints the segment written so far (text before a tool call,
 // or what a cancelled reply had written) and clears it.
 func (m *model) flushLive() {
@@ -531,6 +562,16 @@ func (m *model) View() tea.View {
 	var b strings.Builder
 	inputRows, curX, curY := m.in.render(m.width, "› ", "  ")
 	lines := 0
+	if m.thinking.Len() > 0 {
+		// Folded while it streams: one line, its latest words.
+		tail := oneLine(sanitize(m.thinking.String()))
+		room := max(m.width-14, 10)
+		if ansi.StringWidth(tail) > room {
+			tail = "…" + ansi.TruncateLeft(tail, ansi.StringWidth(tail)-room+1, "")
+		}
+		b.WriteString(m.st.dim.Render("▸ thinking: "+tail) + "\n")
+		lines++
+	}
 	if m.live.Len() > 0 {
 		wrapped := strings.Split(ansi.Wrap(sanitize(m.live.String()), max(m.width-2, 10), ""), "\n")
 		keep := max(m.height-len(inputRows)-4, 3)

@@ -281,3 +281,27 @@ func TestInteractiveApproval(t *testing.T) {
 		t.Errorf("answers = %v", b.answers)
 	}
 }
+
+// TestInteractiveThinking: the model's reasoning streams folded to one
+// line, becomes one "thought" line when the reply starts, and Ctrl+T
+// unfolds it; a table in the reply renders as columns.
+func TestInteractiveThinking(t *testing.T) {
+	b := newFakeBackend(nil)
+	tm, _ := startChat(t, b, nil)
+	tm.Type("plan my day", clitest.Enter)
+	recvText(t, b.sentc)
+	b.q.Push(Event{Kind: EventThinking, Text: "First the calendar, "})
+	b.q.Push(Event{Kind: EventThinking, Text: "then the weather Ponder4."})
+	// Redrawn in place as it grows: only its start and its end are sure to
+	// be written in one piece.
+	tm.WaitFor("▸ thinking: First")
+	tm.WaitFor("Ponder4.")
+	b.q.Push(Event{Kind: EventDelta, Text: "Here is "})
+	tm.WaitFor("▸ thought (7 words) · Ctrl+T shows it")
+	b.q.Push(Event{Kind: EventDone, Text: "Here is your day:\n\n| When | What |\n|---|---|\n| 09:00 | standup |\n| 12:30 | lunch with Anna |"})
+	b.q.Push(Event{Kind: EventIdle})
+	tm.WaitFor("When  │ What")
+	tm.WaitFor("12:30 │ lunch with Anna")
+	tm.Type("\x14") // Ctrl+T
+	tm.WaitFor("First the calendar, then the weather Ponder4.")
+}

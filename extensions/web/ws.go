@@ -631,6 +631,8 @@ func (s *wsStream) Status(st extension.StreamStatus) error {
 		f.Type = api.FrameToolResult
 		result, isErr := st.Result, st.IsError
 		f.Result, f.IsError = &result, &isErr
+	case extension.Thinking:
+		f.Type, f.Text = api.FrameThinking, st.Text
 	default:
 		return nil
 	}

@@ -40,11 +40,13 @@ func (t apiThreads) Messages(ctx context.Context, thread chat.ThreadID, q api.Me
 
 func messageOf(m conversation.StoredMessage) api.Message {
 	out := api.Message{ID: m.ID, Role: string(m.Message.Role), CreatedAt: m.CreatedAt, Archived: !m.ArchivedAt.IsZero()}
-	var text strings.Builder
+	var text, thinking strings.Builder
 	for _, p := range m.Message.Parts {
 		switch p := p.(type) {
 		case llm.Text:
 			text.WriteString(p.Text)
+		case llm.Thinking:
+			thinking.WriteString(p.Text)
 		case llm.Image:
 			text.WriteString("[image saved at workspace/" + p.Path + "]")
 		case llm.ToolCall:
@@ -53,7 +55,7 @@ func messageOf(m conversation.StoredMessage) api.Message {
 			out.ToolResults = append(out.ToolResults, api.MessageResult{CallID: p.CallID, Name: p.Name, Result: p.Content, IsError: p.IsError})
 		}
 	}
-	out.Text = text.String()
+	out.Text, out.Thinking = text.String(), thinking.String()
 	out.SystemEvent = m.Source != conversation.SourceConversation
 	return out
 }

@@ -114,6 +114,10 @@ func (p *parser) object() (storedPart, bool) {
 			sp.Path, ok = p.str()
 		case "media_type":
 			sp.MediaType, ok = p.str()
+		case "signature":
+			sp.Signature, ok = p.str()
+		case "data":
+			sp.Data, ok = p.str()
 		case "b64":
 			sp.B64, ok = p.boolean()
 		case "is_error":

@@ -17,6 +17,7 @@ const (
 	partToolCall   = "tool_call"
 	partToolResult = "tool_result"
 	partImage      = "image"
+	partThinking   = "thinking"
 )
 
 // ErrCorruptMessage is returned (wrapped) when a stored message's parts
@@ -39,6 +40,10 @@ type storedPart struct {
 	CallID  string `json:"call_id,omitempty"`
 	Content string `json:"content,omitempty"`
 	IsError bool   `json:"is_error,omitempty"`
+	// thinking: Text is the reasoning; Signature and Data are the
+	// provider's signature and redacted reasoning, kept to be sent back.
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
 	// image: the workspace-relative path and the media type; the bytes
 	// stay in the file.
 	Path      string `json:"path,omitempty"`
@@ -73,6 +78,8 @@ func toStored(p llm.Part) (storedPart, error) {
 			return storedPart{}, errors.New("nil *llm.Text")
 		}
 		return textPart(*v), nil
+	case llm.Thinking:
+		return thinkingPart(v), nil
 	case llm.Image:
 		return imagePart(v)
 	case *llm.Image:
@@ -103,6 +110,14 @@ func textPart(t llm.Text) storedPart {
 	sp := storedPart{Type: partText, Text: t.Text}
 	if !utf8.ValidString(t.Text) {
 		sp.B64, sp.Text = true, b64(t.Text)
+	}
+	return sp
+}
+
+func thinkingPart(t llm.Thinking) storedPart {
+	sp := storedPart{Type: partThinking, Text: t.Text, Signature: t.Signature, Data: t.Redacted}
+	if !utf8.ValidString(t.Text) || !utf8.ValidString(t.Signature) || !utf8.ValidString(t.Redacted) {
+		sp.B64, sp.Text, sp.Signature, sp.Data = true, b64(t.Text), b64(t.Signature), b64(t.Redacted)
 	}
 	return sp
 }
@@ -174,6 +189,7 @@ func fromStored(sp storedPart) (llm.Part, error) {
 			return string(b)
 		}
 		sp.Text, sp.ID, sp.Name, sp.CallID, sp.Content = dec(sp.Text), dec(sp.ID), dec(sp.Name), dec(sp.CallID), dec(sp.Content)
+		sp.Signature, sp.Data = dec(sp.Signature), dec(sp.Data)
 		if sp.Arguments != nil {
 			a := dec(*sp.Arguments)
 			sp.Arguments = &a
@@ -185,6 +201,8 @@ func fromStored(sp storedPart) (llm.Part, error) {
 	switch sp.Type {
 	case partText:
 		return llm.Text{Text: sp.Text}, nil
+	case partThinking:
+		return llm.Thinking{Text: sp.Text, Signature: sp.Signature, Redacted: sp.Data}, nil
 	case partToolCall:
 		c := llm.ToolCall{ID: sp.ID, Name: sp.Name}
 		if sp.Arguments != nil {

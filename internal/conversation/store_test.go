@@ -133,6 +133,9 @@ func TestPartsRoundTrip(t *testing.T) {
 		llm.UserText("Hello, \"world\" — ünïcödé 🙂\n<b>html</b> \\ backslash"),
 		{Role: llm.RoleUser, Parts: []llm.Part{llm.Image{MediaType: "image/jpeg", Path: "telegram/1/photo é.jpg"}, llm.Text{Text: "what is this?"}}},
 		{Role: llm.RoleAssistant, Parts: []llm.Part{
+			llm.Thinking{Text: "The user wants the weather; search first.", Signature: "sig\"1"},
+			llm.Thinking{Redacted: "EnCrYpTeD=="},
+			llm.Thinking{Text: "bad \xff thought"},
 			llm.Text{Text: "Let me look."},
 			llm.ToolCall{ID: "call_1", Name: "search_web", Arguments: json.RawMessage(`{"query": "weather Berlin", "n": 3}`)},
 			llm.ToolCall{ID: "call_2", Name: "fetch_url", Arguments: json.RawMessage(`{"url": "http://x", broken`)},

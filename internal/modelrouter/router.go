@@ -311,7 +311,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request, stream llm.Stream
 		var wrapped llm.StreamFunc
 		if stream != nil {
 			wrapped = func(ev llm.Event) {
-				if ev.Kind == llm.EventTextDelta || ev.Kind == llm.EventToolCallDelta {
+				if ev.Kind == llm.EventTextDelta || ev.Kind == llm.EventThinkingDelta || ev.Kind == llm.EventToolCallDelta {
 					emitted = true
 				}
 				stream(ev)

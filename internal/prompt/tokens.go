@@ -264,6 +264,12 @@ func CountMessage(c Counter, m llm.Message) int {
 			n += ToolCallOverhead + c.Count(v.Name) + c.Count(string(v.Arguments))
 		case llm.Image:
 			n += ImageTokens
+		case llm.Thinking:
+			// Only signed thinking may be sent back (Anthropic, with
+			// the tool calls it led to); the rest never is.
+			if v.Signature != "" {
+				n += c.Count(v.Text)
+			}
 		case llm.ToolResult:
 			n += ToolResultOverhead + c.Count(v.Content)
 		case *llm.ToolResult:

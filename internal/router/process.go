@@ -379,10 +379,15 @@ func (s *stream) check(err error) {
 }
 
 func (s *stream) stream(ev llm.Event) {
-	if s.failed || ev.Kind != llm.EventTextDelta || ev.Text == "" {
+	if s.failed || ev.Text == "" {
 		return
 	}
-	s.check(s.s.Delta(ev.Text))
+	switch ev.Kind {
+	case llm.EventTextDelta:
+		s.check(s.s.Delta(ev.Text))
+	case llm.EventThinkingDelta:
+		s.check(s.s.Status(extension.StreamStatus{Kind: extension.Thinking, Text: ev.Text}))
+	}
 }
 
 func (s *stream) toolCall(c toolloop.Call) {

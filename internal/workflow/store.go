@@ -326,6 +326,8 @@ type wirePart struct {
 	CallID    string `json:"call_id,omitempty"`
 	Content   string `json:"content,omitempty"`
 	IsError   bool   `json:"is_error,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
 }
 
 type wireMessage struct {
@@ -339,6 +341,8 @@ func encodeMessage(m llm.Message) string {
 		switch v := p.(type) {
 		case llm.Text:
 			w.Parts = append(w.Parts, wirePart{Type: "text", Text: v.Text})
+		case llm.Thinking:
+			w.Parts = append(w.Parts, wirePart{Type: "thinking", Text: v.Text, Signature: v.Signature, Data: v.Redacted})
 		case llm.ToolCall:
 			w.Parts = append(w.Parts, wirePart{Type: "tool_call", ID: v.ID, Name: v.Name, Arguments: string(v.Arguments)})
 		case llm.ToolResult:
@@ -359,6 +363,8 @@ func decodeMessage(s string) (llm.Message, error) {
 		switch p.Type {
 		case "text":
 			m.Parts = append(m.Parts, llm.Text{Text: p.Text})
+		case "thinking":
+			m.Parts = append(m.Parts, llm.Thinking{Text: p.Text, Signature: p.Signature, Redacted: p.Data})
 		case "tool_call":
 			m.Parts = append(m.Parts, llm.ToolCall{ID: p.ID, Name: p.Name, Arguments: json.RawMessage(p.Arguments)})
 		case "tool_result":

@@ -75,6 +75,11 @@ type ContentBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// Thinking, Signature and Data are a thinking block's reasoning and
+	// signature, and a redacted_thinking block's data.
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
 	// Source is an image block's source.
 	Source *ImageSource `json:"source,omitempty"`
 }
@@ -248,6 +253,12 @@ func (s *AnthropicServer) messages(w http.ResponseWriter, r *http.Request, req M
 		return
 	}
 	var content []any
+	if reply.Thinking != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": reply.Thinking, "signature": reply.thinkingSignature()})
+	}
+	if reply.RedactedThinking != "" {
+		content = append(content, map[string]any{"type": "redacted_thinking", "data": reply.RedactedThinking})
+	}
 	if reply.Text != "" {
 		content = append(content, map[string]any{"type": "text", "text": reply.Text})
 	}
@@ -290,6 +301,36 @@ func (s *AnthropicServer) stream(w http.ResponseWriter, r *http.Request, reply S
 		return
 	}
 	index := 0
+	if reply.Thinking != "" {
+		if !ev.json("content_block_start", map[string]any{"type": "content_block_start", "index": index,
+			"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}}) {
+			return
+		}
+		for _, piece := range Split(reply.Thinking, reply.chunks()) {
+			if !ev.json("content_block_delta", map[string]any{"type": "content_block_delta", "index": index,
+				"delta": map[string]any{"type": "thinking_delta", "thinking": piece}}) {
+				return
+			}
+		}
+		if !ev.json("content_block_delta", map[string]any{"type": "content_block_delta", "index": index,
+			"delta": map[string]any{"type": "signature_delta", "signature": reply.thinkingSignature()}}) {
+			return
+		}
+		if !ev.json("content_block_stop", map[string]any{"type": "content_block_stop", "index": index}) {
+			return
+		}
+		index++
+	}
+	if reply.RedactedThinking != "" {
+		if !ev.json("content_block_start", map[string]any{"type": "content_block_start", "index": index,
+			"content_block": map[string]any{"type": "redacted_thinking", "data": reply.RedactedThinking}}) {
+			return
+		}
+		if !ev.json("content_block_stop", map[string]any{"type": "content_block_stop", "index": index}) {
+			return
+		}
+		index++
+	}
 	if reply.Text != "" {
 		if !ev.json("content_block_start", map[string]any{"type": "content_block_start", "index": index,
 			"content_block": map[string]any{"type": "text", "text": ""}}) {

@@ -353,6 +353,9 @@ func (s *OpenAIServer) chat(w http.ResponseWriter, r *http.Request, req ChatRequ
 	if reply.Text != "" || len(calls) == 0 {
 		msg["content"] = reply.Text
 	}
+	if reply.Thinking != "" {
+		msg[reply.thinkingField()] = reply.Thinking
+	}
 	if len(calls) > 0 {
 		tcs := make([]map[string]any, len(calls))
 		for i, c := range calls {
@@ -416,6 +419,11 @@ func (s *OpenAIServer) stream(w http.ResponseWriter, r *http.Request, req ChatRe
 	}
 	if !ev.json("", chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
 		return
+	}
+	for _, piece := range Split(reply.Thinking, reply.chunks()) {
+		if !ev.json("", chunk(map[string]any{reply.thinkingField(): piece, "content": nil}, nil)) {
+			return
+		}
 	}
 	for _, piece := range Split(reply.Text, reply.chunks()) {
 		if !ev.json("", chunk(map[string]any{"content": piece}, nil)) {

@@ -23,6 +23,9 @@ var ErrUnscripted = errors.New("llmtest: unscripted model call")
 type Step struct {
 	// Text is the reply text.
 	Text string
+	// Thinking is the model's reasoning, streamed before the text and kept
+	// as an llm.Thinking part.
+	Thinking string
 	// ToolCalls are the tool calls of the reply. Calls without an ID get a
 	// deterministic one ("call_<step>_<n>").
 	ToolCalls []llm.ToolCall
@@ -60,6 +63,9 @@ func (s Step) AndCallTool(name, args string) Step {
 // WithText returns s with its reply text set.
 func (s Step) WithText(text string) Step { s.Text = text; return s }
 
+// WithThinking returns s reasoning thinking before its reply.
+func (s Step) WithThinking(thinking string) Step { s.Thinking = thinking; return s }
+
 // WithUsage returns s reporting u.
 func (s Step) WithUsage(u llm.Usage) Step { s.Usage = u; return s }
 
@@ -72,6 +78,9 @@ func (s Step) WithStopReason(r llm.StopReason) Step { s.StopReason = r; return s
 // response builds the reply of step number n (from 1).
 func (s Step) response(n int) llm.Response {
 	msg := llm.Message{Role: llm.RoleAssistant}
+	if s.Thinking != "" {
+		msg.Parts = append(msg.Parts, llm.Thinking{Text: s.Thinking})
+	}
 	if s.Text != "" {
 		msg.Parts = append(msg.Parts, llm.Text{Text: s.Text})
 	}
@@ -206,8 +215,11 @@ func (f Func) Generate(ctx context.Context, req llm.Request, stream llm.StreamFu
 // Emit delivers resp as a provider would stream it: the text in several
 // deltas, each tool call as a first delta carrying its index, ID and name and
 // then its arguments in several pieces, then a usage event and a done event
-// carrying resp.
+// carrying resp. Thinking comes first, in deltas of its own.
 func Emit(resp llm.Response, stream llm.StreamFunc) {
+	for _, piece := range Split(resp.Message.Thinking(), 3) {
+		stream(llm.Event{Kind: llm.EventThinkingDelta, Text: piece})
+	}
 	for _, piece := range Split(resp.Message.Text(), 3) {
 		stream(llm.Event{Kind: llm.EventTextDelta, Text: piece})
 	}

@@ -18,6 +18,20 @@ import (
 type ServerReply struct {
 	// Text is the reply text.
 	Text string
+	// Thinking is the model's reasoning, sent before the text in the wire
+	// format's own place: an OpenAI-compatible server puts it in
+	// ThinkingField, Anthropic in a signed thinking block.
+	Thinking string
+	// ThinkingField is the OpenAI-compatible message/delta field of the
+	// reasoning: "reasoning_content" (the default; DeepSeek, vLLM,
+	// llama.cpp) or "reasoning" (Ollama's /v1, OpenRouter).
+	ThinkingField string
+	// ThinkingSignature signs the Anthropic thinking block (default
+	// "sig-llmtest").
+	ThinkingSignature string
+	// RedactedThinking adds an Anthropic redacted_thinking block holding
+	// this data after the thinking block.
+	RedactedThinking string
 	// ToolCalls are the tool calls of the reply; calls without an ID get one.
 	ToolCalls []llm.ToolCall
 	// Usage is reported in the wire format's usage object.
@@ -67,6 +81,20 @@ type ServerReply struct {
 	// Gate, when set, holds the headers until it is closed or the client
 	// goes away.
 	Gate <-chan struct{}
+}
+
+func (r ServerReply) thinkingField() string {
+	if r.ThinkingField == "" {
+		return "reasoning_content"
+	}
+	return r.ThinkingField
+}
+
+func (r ServerReply) thinkingSignature() string {
+	if r.ThinkingSignature == "" {
+		return "sig-llmtest"
+	}
+	return r.ThinkingSignature
 }
 
 func (r ServerReply) chunks() int {

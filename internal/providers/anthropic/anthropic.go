@@ -56,6 +56,14 @@ type Options struct {
 	MaxTokens int
 	// Temperature applies when a request sets none; nil is the API default.
 	Temperature *float64
+	// ThinkingBudget, when positive, turns on extended thinking with this
+	// many tokens for reasoning (the API's minimum is 1024). The reasoning
+	// streams as llm.EventThinkingDelta and is kept as llm.Thinking parts;
+	// the signed blocks of an assistant message that called tools are sent
+	// back with it, as the API requires. A request that forces a tool
+	// (structured output, ToolChoiceRequired) is sent without thinking,
+	// which the API does not allow together.
+	ThinkingBudget int
 	// Timeouts bound each call; zero fields take the defaults.
 	Timeouts providers.Timeouts
 	// MaxRetries: 0 is providers.DefaultMaxRetries, negative disables.
@@ -97,6 +105,9 @@ func New(o Options) (*Client, error) {
 		return nil, fmt.Errorf("anthropic backend %s: negative max tokens %d", o.Name, o.MaxTokens)
 	case o.MaxTokens == 0:
 		o.MaxTokens = DefaultMaxTokens
+	}
+	if o.ThinkingBudget < 0 {
+		return nil, fmt.Errorf("anthropic backend %s: negative thinking budget %d", o.Name, o.ThinkingBudget)
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = providers.NewHTTPClient(o.Timeouts)

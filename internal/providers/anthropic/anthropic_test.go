@@ -629,3 +629,134 @@ func TestImageParts(t *testing.T) {
 		})
 	}
 }
+
+// TestThinking: with a thinking budget the request turns extended thinking
+// on; thinking blocks (streamed as thinking_delta and signature_delta, or
+// whole) become signed thinking parts; the signed blocks of a reply that
+// called tools go back with it, as the API requires, and no other thinking
+// is ever sent back.
+func TestThinking(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		name := "whole"
+		if stream {
+			name = "streamed"
+		}
+		t.Run(name, func(t *testing.T) {
+			srv := llmtest.NewAnthropicServer(t)
+			c, _ := newClient(t, srv, func(o *anthropic.Options) { o.ThinkingBudget = 2048; o.MaxTokens = 1000 })
+			const thought = "Check the clock first. Plan7 stays private."
+			srv.Enqueue(
+				llmtest.ServerReply{Thinking: thought, ThinkingSignature: "sig-abc", RedactedThinking: "enc-xyz",
+					ToolCalls: []llm.ToolCall{{Name: "clock", Arguments: json.RawMessage(`{}`)}}},
+				llmtest.ServerReply{Thinking: "Now answer. Answer3 musing.", Text: "It is noon."},
+				llmtest.ServerReply{Text: "ok"},
+			)
+			var s streamed
+			var fn llm.StreamFunc
+			if stream {
+				fn = s.fn
+			}
+			req := llm.Request{Messages: []llm.Message{llm.UserText("time?")}, Tools: []llm.ToolSpec{{Name: "clock"}}, Temperature: new(0.2)}
+			resp, err := c.Generate(context.Background(), req, fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []llm.Part{
+				llm.Thinking{Text: thought, Signature: "sig-abc"},
+				llm.Thinking{Redacted: "enc-xyz"},
+				resp.Message.ToolCalls()[0],
+			}
+			if !reflect.DeepEqual(resp.Message.Parts, want) {
+				t.Errorf("parts = %#v, want %#v", resp.Message.Parts, want)
+			}
+			if stream {
+				s.check(t, resp)
+				var th strings.Builder
+				for _, ev := range s.events {
+					if ev.Kind == llm.EventThinkingDelta {
+						th.WriteString(ev.Text)
+					}
+				}
+				if th.String() != thought {
+					t.Errorf("thinking deltas = %q", th.String())
+				}
+			}
+			first := srv.Requests()[0]
+			var sent struct {
+				MaxTokens   int      `json:"max_tokens"`
+				Temperature *float64 `json:"temperature"`
+				Thinking    struct {
+					Type   string `json:"type"`
+					Budget int    `json:"budget_tokens"`
+				} `json:"thinking"`
+			}
+			if err := json.Unmarshal(first.Body, &sent); err != nil {
+				t.Fatal(err)
+			}
+			if sent.Thinking.Type != "enabled" || sent.Thinking.Budget != 2048 || sent.MaxTokens <= 2048 || sent.Temperature != nil {
+				t.Errorf("request thinking %+v, max_tokens %d, temperature %v", sent.Thinking, sent.MaxTokens, sent.Temperature)
+			}
+
+			// The tool round: the signed blocks go back with the call.
+			call := resp.Message.ToolCalls()[0]
+			req.Messages = append(req.Messages, resp.Message,
+				llm.Message{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: call.ID, Name: "clock", Content: "12:00"}}})
+			resp2, err := c.Generate(context.Background(), req, fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assistant := srv.MessageRequests()[1].Messages[1]
+			if assistant.Role != "assistant" || len(assistant.Content) != 3 ||
+				assistant.Content[0].Type != "thinking" || assistant.Content[0].Thinking != thought || assistant.Content[0].Signature != "sig-abc" ||
+				assistant.Content[1].Type != "redacted_thinking" || assistant.Content[1].Data != "enc-xyz" ||
+				assistant.Content[2].Type != "tool_use" {
+				t.Errorf("assistant message sent back = %+v", assistant)
+			}
+
+			// A later turn: the reply without tool calls keeps its
+			// thinking to itself.
+			req.Messages = append(req.Messages, resp2.Message, llm.UserText("thanks"))
+			if _, err := c.Generate(context.Background(), req, nil); err != nil {
+				t.Fatal(err)
+			}
+			if body := string(srv.Requests()[2].Body); strings.Contains(body, "Answer3") {
+				t.Errorf("the final reply's thinking was sent back: %s", body)
+			}
+		})
+	}
+}
+
+// TestThinkingOff: without a budget no thinking is asked for or sent back,
+// and a forced tool turns thinking off for that request.
+func TestThinkingOff(t *testing.T) {
+	history := []llm.Message{
+		llm.UserText("time?"),
+		{Role: llm.RoleAssistant, Parts: []llm.Part{llm.Thinking{Text: "Hidden5", Signature: "s"}, llm.ToolCall{ID: "toolu_1", Name: "clock", Arguments: json.RawMessage(`{}`)}}},
+		{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: "toolu_1", Name: "clock", Content: "12:00"}}},
+	}
+	tests := []struct {
+		name   string
+		budget int
+		req    llm.Request
+	}{
+		{"no budget", 0, llm.Request{Messages: history}},
+		{"forced tool", 2048, llm.Request{Messages: history, Tools: []llm.ToolSpec{{Name: "clock"}}, ToolChoice: llm.ToolChoiceRequired}},
+		{"structured output", 2048, llm.Request{Messages: history, ResponseFormat: &llm.ResponseFormat{Name: "answer", Schema: json.RawMessage(`{"type":"object"}`)}}},
+		{"unsigned tool call last", 2048, llm.Request{Messages: []llm.Message{history[0],
+			{Role: llm.RoleAssistant, Parts: []llm.Part{llm.Thinking{Text: "Hidden5"}, llm.ToolCall{ID: "toolu_1", Name: "clock", Arguments: json.RawMessage(`{}`)}}}, history[2]}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewAnthropicServer(t)
+			c, _ := newClient(t, srv, func(o *anthropic.Options) { o.ThinkingBudget = tc.budget })
+			srv.Enqueue(llmtest.ServerReply{Text: `{"a":1}`})
+			if _, err := c.Generate(context.Background(), tc.req, nil); err != nil {
+				t.Fatal(err)
+			}
+			body := string(srv.Requests()[0].Body)
+			if strings.Contains(body, "Hidden5") || strings.Contains(body, `"thinking"`) {
+				t.Errorf("thinking in the request: %s", body)
+			}
+		})
+	}
+}

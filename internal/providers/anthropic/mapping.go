@@ -31,6 +31,8 @@ func (c *Client) params(req llm.Request, model string) (sdk.MessageNewParams, st
 	}
 	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(maxTokens)}
 	var st structuredTool
+	thinking := c.o.ThinkingBudget > 0 && req.ResponseFormat == nil && req.ToolChoice != llm.ToolChoiceRequired &&
+		!lastCallsUnsigned(req.Messages)
 
 	system := []string{}
 	if req.System != "" {
@@ -48,7 +50,7 @@ func (c *Client) params(req llm.Request, model string) (sdk.MessageNewParams, st
 			}
 			continue
 		}
-		role, blocks, err := toBlocks(m)
+		role, blocks, err := toBlocks(m, thinking)
 		if err != nil {
 			return p, st, providers.BadRequest(err, "message %d", i)
 		}
@@ -121,10 +123,43 @@ func (c *Client) params(req llm.Request, model string) (sdk.MessageNewParams, st
 	if temp == nil {
 		temp = c.o.Temperature
 	}
+	if thinking {
+		// The budget counts within max_tokens; temperature must stay
+		// the API default with thinking on.
+		budget := int64(c.o.ThinkingBudget)
+		if p.MaxTokens <= budget {
+			p.MaxTokens += budget
+		}
+		p.Thinking = sdk.ThinkingConfigParamOfEnabled(budget)
+		temp = nil
+	}
 	if temp != nil {
 		p.Temperature = sdk.Float(*temp)
 	}
 	return p, st, nil
+}
+
+// lastCallsUnsigned reports whether the last assistant message calls tools
+// without a signed thinking block: with thinking on, the API refuses such a
+// message (written while thinking was off, or by another provider), so the
+// request goes without thinking.
+func lastCallsUnsigned(msgs []llm.Message) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role != llm.RoleAssistant {
+			continue
+		}
+		if len(m.ToolCalls()) == 0 {
+			return false
+		}
+		for _, p := range m.Parts {
+			if t, ok := p.(llm.Thinking); ok && (t.Signature != "" || t.Redacted != "") {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func boolRank(b bool) int {
@@ -135,7 +170,10 @@ func boolRank(b bool) int {
 }
 
 // toBlocks maps one non-system message onto an API role and content blocks.
-func toBlocks(m llm.Message) (sdk.MessageParamRole, []sdk.ContentBlockParamUnion, error) {
+// Thinking is sent back only when thinking is on, signed, and in an
+// assistant message that calls tools (the API requires those and ignores
+// the rest).
+func toBlocks(m llm.Message, thinking bool) (sdk.MessageParamRole, []sdk.ContentBlockParamUnion, error) {
 	var role sdk.MessageParamRole
 	switch m.Role {
 	case llm.RoleUser, llm.RoleTool:
@@ -151,6 +189,16 @@ func toBlocks(m llm.Message) (sdk.MessageParamRole, []sdk.ContentBlockParamUnion
 		case llm.Text:
 			if strings.TrimSpace(p.Text) != "" {
 				blocks = append(blocks, sdk.NewTextBlock(p.Text))
+			}
+		case llm.Thinking:
+			if !thinking || role != sdk.MessageParamRoleAssistant || len(m.ToolCalls()) == 0 {
+				continue
+			}
+			switch {
+			case p.Redacted != "":
+				blocks = append(blocks, sdk.NewRedactedThinkingBlock(p.Redacted))
+			case p.Signature != "":
+				blocks = append(blocks, sdk.NewThinkingBlock(p.Signature, p.Text))
 			}
 		case llm.Image:
 			if len(p.Data) == 0 || role != sdk.MessageParamRoleUser {
@@ -264,6 +312,10 @@ func fromMessage(m *sdk.Message, st structuredTool) (llm.Response, error) {
 	var calls []llm.Part
 	for _, b := range m.Content {
 		switch b.Type {
+		case "thinking":
+			msg.Parts = append(msg.Parts, llm.Thinking{Text: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			msg.Parts = append(msg.Parts, llm.Thinking{Redacted: b.Data})
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":

@@ -59,17 +59,25 @@ type accumulator struct {
 	model   string
 	blocks  map[int64]*block
 	text    strings.Builder
-	calls   []*call
-	stop    sdk.StopReason
-	input   int64
-	cacheR  int64
-	cacheW  int64
-	output  int64
+	// thinking are the thinking and redacted_thinking blocks, in order.
+	thinking []*thought
+	calls    []*call
+	stop     sdk.StopReason
+	input    int64
+	cacheR   int64
+	cacheW   int64
+	output   int64
 }
 
 type block struct {
-	kind string // "text", "tool", "structured" or "other"
-	call int    // index into calls for "tool"
+	kind string // "text", "thinking", "tool", "structured" or "other"
+	call int    // index into calls for "tool", into thinking for "thinking"
+}
+
+// thought is a thinking or redacted_thinking block being streamed.
+type thought struct {
+	text, signature strings.Builder
+	redacted        string
 }
 
 type call struct {
@@ -97,6 +105,15 @@ func (acc *accumulator) add(ev sdk.MessageStreamEventUnion) ([]llm.Event, error)
 				acc.text.WriteString(cb.Text)
 				return []llm.Event{{Kind: llm.EventTextDelta, Text: cb.Text}}, nil
 			}
+		case cb.Type == "thinking" || cb.Type == "redacted_thinking":
+			t := &thought{redacted: cb.Data}
+			t.text.WriteString(cb.Thinking)
+			t.signature.WriteString(cb.Signature)
+			acc.thinking = append(acc.thinking, t)
+			acc.blocks[ev.Index] = &block{kind: "thinking", call: len(acc.thinking) - 1}
+			if cb.Thinking != "" {
+				return []llm.Event{{Kind: llm.EventThinkingDelta, Text: cb.Thinking}}, nil
+			}
 		case cb.Type == "tool_use" && acc.st.is(cb.Name):
 			acc.blocks[ev.Index] = &block{kind: "structured"}
 		case cb.Type == "tool_use":
@@ -117,6 +134,13 @@ func (acc *accumulator) add(ev sdk.MessageStreamEventUnion) ([]llm.Event, error)
 		case d.Type == "text_delta" && b.kind == "text":
 			acc.text.WriteString(d.Text)
 			return []llm.Event{{Kind: llm.EventTextDelta, Text: d.Text}}, nil
+		case d.Type == "thinking_delta" && b.kind == "thinking":
+			acc.thinking[b.call].text.WriteString(d.Thinking)
+			if d.Thinking != "" {
+				return []llm.Event{{Kind: llm.EventThinkingDelta, Text: d.Thinking}}, nil
+			}
+		case d.Type == "signature_delta" && b.kind == "thinking":
+			acc.thinking[b.call].signature.WriteString(d.Signature)
 		case d.Type == "input_json_delta" && b.kind == "structured":
 			acc.text.WriteString(d.PartialJSON)
 			if d.PartialJSON != "" {
@@ -156,6 +180,9 @@ func (acc *accumulator) response() (llm.Response, error) {
 		return llm.Response{}, providers.BadResponse(nil, "stream ended before message_stop")
 	}
 	msg := llm.Message{Role: llm.RoleAssistant}
+	for _, t := range acc.thinking {
+		msg.Parts = append(msg.Parts, llm.Thinking{Text: t.text.String(), Signature: t.signature.String(), Redacted: t.redacted})
+	}
 	if acc.text.Len() > 0 {
 		msg.Parts = append(msg.Parts, llm.Text{Text: acc.text.String()})
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/reverie-ai/reverie/internal/providers"
@@ -158,6 +159,10 @@ func toMessages(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: p.Name, Arguments: args},
 				},
 			})
+		case llm.Thinking:
+			// Reasoning is shown to people, not sent back: the
+			// chat-completions API has no field for it in a request
+			// (servers ignore or reject reasoning_content there).
 		case llm.ToolResult:
 			if p.CallID == "" {
 				return nil, fmt.Errorf("tool result for %q without a call id", p.Name)
@@ -208,6 +213,31 @@ func joinText(role llm.Role, text, part string) string {
 	return text + part
 }
 
+// reasoningFields are the fields OpenAI-compatible servers put a model's
+// reasoning in, in a message or a streamed delta: reasoning_content
+// (DeepSeek, vLLM, llama.cpp, LM Studio), reasoning (Ollama's /v1,
+// OpenRouter) and thinking (some proxies). The SDK keeps them as extra
+// fields.
+var reasoningFields = []string{"reasoning_content", "reasoning", "thinking"}
+
+// reasoningOf returns the reasoning text among a message's extra fields,
+// "" when there is none (absent, null or not a string).
+func reasoningOf(extra map[string]respjson.Field) string {
+	for _, k := range reasoningFields {
+		// The SDK marks fields it has no type for as invalid but keeps
+		// their raw JSON.
+		f, ok := extra[k]
+		if !ok || f.Raw() == "" {
+			continue
+		}
+		var s string
+		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
 // stopReason maps a finish_reason.
 func stopReason(finish string, hasCalls bool) llm.StopReason {
 	switch finish {
@@ -243,6 +273,9 @@ func fromCompletion(cc *sdk.ChatCompletion) (llm.Response, error) {
 	filtered := false
 	if text == "" && ch.Message.Refusal != "" {
 		text, filtered = ch.Message.Refusal, true
+	}
+	if r := reasoningOf(ch.Message.JSON.ExtraFields); r != "" {
+		msg.Parts = append(msg.Parts, llm.Thinking{Text: r})
 	}
 	if text != "" {
 		msg.Parts = append(msg.Parts, llm.Text{Text: text})

@@ -814,3 +814,78 @@ func TestImageParts(t *testing.T) {
 		})
 	}
 }
+
+// TestThinking: reasoning in each OpenAI-compatible wire field (DeepSeek,
+// vLLM and llama.cpp's reasoning_content; Ollama's /v1 and OpenRouter's
+// reasoning) becomes a thinking part, streamed as thinking deltas apart from
+// the text, and is not sent back to the model.
+func TestThinking(t *testing.T) {
+	tests := []struct {
+		name, field string
+		stream      bool
+		calls       []llm.ToolCall
+	}{
+		{"reasoning_content streamed", "reasoning_content", true, nil},
+		{"reasoning_content", "reasoning_content", false, nil},
+		{"ollama reasoning streamed", "reasoning", true, nil},
+		{"ollama reasoning with a tool call", "reasoning", false, []llm.ToolCall{{Name: "clock", Arguments: json.RawMessage(`{}`)}}},
+		{"streamed with a tool call", "reasoning_content", true, []llm.ToolCall{{Name: "clock", Arguments: json.RawMessage(`{"tz":"UTC"}`)}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewOpenAIServer(t)
+			c, _ := newClient(t, srv, nil)
+			const thought = "The user greets me; a short, warm answer fits. Secret9 plan."
+			srv.Enqueue(llmtest.ServerReply{Text: "Hello there!", Thinking: thought, ThinkingField: tc.field, ToolCalls: tc.calls},
+				llmtest.ServerReply{Text: "ok"})
+			var s streamed
+			var fn llm.StreamFunc
+			if tc.stream {
+				fn = s.fn
+			}
+			resp, err := c.Generate(context.Background(), hello(), fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Message.Thinking(); got != thought {
+				t.Errorf("thinking = %q, want %q", got, thought)
+			}
+			if got := resp.Message.Text(); got != "Hello there!" {
+				t.Errorf("text = %q", got)
+			}
+			if _, ok := resp.Message.Parts[0].(llm.Thinking); !ok {
+				t.Errorf("first part is %T, want the thinking before the reply", resp.Message.Parts[0])
+			}
+			if tc.stream {
+				s.check(t, resp)
+				var th strings.Builder
+				for _, ev := range s.events {
+					if ev.Kind == llm.EventThinkingDelta {
+						th.WriteString(ev.Text)
+					}
+				}
+				if th.String() != thought || s.count(llm.EventThinkingDelta) < 2 {
+					t.Errorf("thinking deltas = %q in %d events", th.String(), s.count(llm.EventThinkingDelta))
+				}
+			}
+			// The history with the thinking goes back without it.
+			next := hello()
+			next.Messages = append(next.Messages, resp.Message)
+			for _, call := range resp.Message.ToolCalls() {
+				next.Messages = append(next.Messages, llm.Message{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: call.ID, Name: call.Name, Content: "12:00"}}})
+			}
+			next.Messages = append(next.Messages, llm.UserText("again"))
+			if _, err := c.Generate(context.Background(), next, nil); err != nil {
+				t.Fatal(err)
+			}
+			reqs := srv.Requests()
+			body := string(reqs[len(reqs)-1].Body)
+			if strings.Contains(body, "Secret9") || strings.Contains(body, "reasoning") {
+				t.Errorf("the reasoning was sent back: %s", body)
+			}
+			if !strings.Contains(body, "Hello there!") {
+				t.Errorf("the reply is missing from the history sent: %s", body)
+			}
+		})
+	}
+}

@@ -54,6 +54,7 @@ func (c *Client) stream(ctx context.Context, a *providers.Attempt, params sdk.Ch
 // appeared in.
 type accumulator struct {
 	text     strings.Builder
+	thinking strings.Builder
 	refusal  strings.Builder
 	calls    []*pendingCall
 	byIndex  map[int64]int // server index → position in calls
@@ -84,6 +85,10 @@ func (acc *accumulator) add(chunk sdk.ChatCompletionChunk) []llm.Event {
 			continue
 		}
 		d := ch.Delta
+		if r := reasoningOf(d.JSON.ExtraFields); r != "" {
+			acc.thinking.WriteString(r)
+			events = append(events, llm.Event{Kind: llm.EventThinkingDelta, Text: r})
+		}
 		if d.Content != "" {
 			acc.text.WriteString(d.Content)
 			events = append(events, llm.Event{Kind: llm.EventTextDelta, Text: d.Content})
@@ -140,6 +145,9 @@ func (acc *accumulator) response() (llm.Response, error) {
 	text, filtered := acc.text.String(), false
 	if text == "" && acc.refusal.Len() > 0 {
 		text, filtered = acc.refusal.String(), true
+	}
+	if acc.thinking.Len() > 0 {
+		msg.Parts = append(msg.Parts, llm.Thinking{Text: acc.thinking.String()})
 	}
 	if text != "" {
 		msg.Parts = append(msg.Parts, llm.Text{Text: text})
