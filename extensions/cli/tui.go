@@ -564,7 +564,7 @@ func (m *model) View() tea.View {
 	lines := 0
 	if m.thinking.Len() > 0 {
 		// Folded while it streams: one line, its latest words.
-		tail := oneLine(sanitize(m.thinking.String()))
+		tail := strings.Join(strings.Fields(sanitize(m.thinking.String())), " ")
 		room := max(m.width-14, 10)
 		if ansi.StringWidth(tail) > room {
 			tail = "…" + ansi.TruncateLeft(tail, ansi.StringWidth(tail)-room+1, "")

@@ -44,6 +44,11 @@ type ModelBackend struct {
 	// Default false. Put vision and text-only models on two backends with
 	// the same base_url when they share a server.
 	Vision bool `yaml:"vision"`
+	// ThinkingBudget turns on Anthropic's extended thinking with this many
+	// tokens for reasoning (0: off; at least 1024). The reasoning shows
+	// folded above the reply. OpenAI-compatible servers and Ollama stream
+	// the reasoning of thinking models without a setting.
+	ThinkingBudget int `yaml:"thinking_budget"`
 }
 
 // Model backend kinds.
@@ -111,6 +116,12 @@ func (c *Config) validateModels() error {
 		}
 		if b.Temperature != nil && (*b.Temperature < 0 || *b.Temperature > 2) {
 			return c.invalid(key+".temperature", "must be between 0 and 2")
+		}
+		switch {
+		case b.ThinkingBudget < 0 || (b.ThinkingBudget > 0 && b.ThinkingBudget < 1024):
+			return c.invalid(key+".thinking_budget", "must be 0 (off) or at least 1024 tokens")
+		case b.ThinkingBudget > 0 && b.Kind != ModelKindAnthropic:
+			return c.invalid(key+".thinking_budget", "applies to anthropic backends only (OpenAI-compatible servers and Ollama stream a thinking model's reasoning without it)")
 		}
 	}
 	roles := make([]string, 0, len(m.Roles))

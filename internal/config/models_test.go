@@ -35,6 +35,9 @@ func TestModelsSection(t *testing.T) {
 		{"no main role", strings.Replace(good, "main: [openrouter/anthropic/claude-sonnet-4, local/qwen3:8b]", "dreaming: [local/x]", 1), "main role lists none"},
 		{"max tokens over context", strings.Replace(good, "max_tokens: 8192", "max_tokens: 300000", 1), "smaller than context_size"},
 		{"unknown backend key", strings.Replace(good, "context_size: 200000", "context: 200000", 1), `unknown key "models.backends.openrouter.context"`},
+		{"thinking budget for anthropic", strings.Replace(good, "kind: ollama", "kind: anthropic\n      thinking_budget: 4096", 1), ""},
+		{"thinking budget on openai", strings.Replace(good, "max_tokens: 8192", "max_tokens: 8192\n      thinking_budget: 2048", 1), "applies to anthropic backends only"},
+		{"thinking budget too small", strings.Replace(good, "kind: ollama", "kind: anthropic\n      thinking_budget: 100", 1), "at least 1024"},
 		{"empty role", strings.Replace(good, "scout: [local/qwen3:8b]", "scout: []", 1), "lists no model"},
 	}
 	for _, tc := range tests {

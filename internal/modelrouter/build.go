@@ -42,7 +42,7 @@ func Build(spec Spec, timeout time.Duration) (Backend, error) {
 		return c, nil
 	case ProviderAnthropic:
 		c, err := anthropic.New(anthropic.Options{Name: spec.Name, BaseURL: spec.BaseURL, APIKey: spec.APIKey,
-			Model: spec.Model, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, Timeouts: t})
+			Model: spec.Model, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, ThinkingBudget: spec.ThinkingBudget, Timeouts: t})
 		if err != nil {
 			return nil, fmt.Errorf("model backend %s: %w", spec.Name, err)
 		}
@@ -129,7 +129,7 @@ func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 				}
 				lim.Vision = bc.Vision
 				b, err := Build(Spec{Name: name, Provider: bc.Kind, BaseURL: bc.BaseURL, APIKey: key, Model: ref.Model,
-					ContextSize: lim.ContextSize, MaxTokens: lim.MaxTokens, Temperature: bc.Temperature}, bc.Timeout)
+					ContextSize: lim.ContextSize, MaxTokens: lim.MaxTokens, Temperature: bc.Temperature, ThinkingBudget: bc.ThinkingBudget}, bc.Timeout)
 				if err != nil {
 					return nil, "", err
 				}

@@ -30,6 +30,8 @@ type Spec struct {
 	Temperature *float64
 	// Vision: the model accepts images.
 	Vision bool
+	// ThinkingBudget turns on Anthropic's extended thinking (0: off).
+	ThinkingBudget int
 }
 
 // Default model names when the environment names none.

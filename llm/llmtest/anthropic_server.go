@@ -320,6 +320,9 @@ func (s *AnthropicServer) stream(w http.ResponseWriter, r *http.Request, reply S
 			return
 		}
 		index++
+		if !s.f.hold(r.Context(), reply.ThinkingGate) {
+			return
+		}
 	}
 	if reply.RedactedThinking != "" {
 		if !ev.json("content_block_start", map[string]any{"type": "content_block_start", "index": index,

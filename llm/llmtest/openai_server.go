@@ -425,6 +425,9 @@ func (s *OpenAIServer) stream(w http.ResponseWriter, r *http.Request, req ChatRe
 			return
 		}
 	}
+	if !s.f.hold(r.Context(), reply.ThinkingGate) {
+		return
+	}
 	for _, piece := range Split(reply.Text, reply.chunks()) {
 		if !ev.json("", chunk(map[string]any{"content": piece}, nil)) {
 			return

@@ -81,6 +81,9 @@ type ServerReply struct {
 	// Gate, when set, holds the headers until it is closed or the client
 	// goes away.
 	Gate <-chan struct{}
+	// ThinkingGate, when set, holds a stream after its thinking until it is
+	// closed or the client goes away (to see reasoning shown live).
+	ThinkingGate <-chan struct{}
 }
 
 func (r ServerReply) thinkingField() string {
@@ -230,6 +233,21 @@ func (f *fakeServer[Req]) wait(ctx context.Context, r ServerReply) bool {
 		}
 	}
 	return true
+}
+
+// hold waits for gate (nil: not at all); false when the client went away
+// first or the server closed.
+func (f *fakeServer[Req]) hold(ctx context.Context, gate <-chan struct{}) bool {
+	if gate == nil {
+		return true
+	}
+	select {
+	case <-gate:
+		return true
+	case <-ctx.Done():
+	case <-f.done:
+	}
+	return false
 }
 
 // sse writes server-sent events, counting them for CutAfter and StallAfter.

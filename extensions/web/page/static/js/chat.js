@@ -296,27 +296,34 @@ function emptyState() {
 }
 
 // fromHistory turns stored messages into entries: tool calls and their
-// results fold under the assistant reply that follows them.
+// results, and the model's thinking, fold under the assistant reply that
+// follows them.
 function fromHistory(msgs) {
   const out = [];
   let tools = [];
+  let thinking = '';
   const flushTools = () => {
-    if (tools.length) {
+    if (tools.length || thinking) {
       const e = newEntry('assistant', '');
       e.tools = tools;
+      e.thinking = thinking;
       renderEntry(e);
       out.push(e);
       tools = [];
+      thinking = '';
     }
   };
   for (const m of msgs) {
     const at = m.created_at;
     if (m.role === 'assistant') {
       for (const c of m.tool_calls || []) tools.push({ call_id: c.id, name: c.name, arguments: c.arguments });
+      if (m.thinking) thinking += (thinking ? '\n\n' : '') + m.thinking;
       if (m.text) {
         const e = newEntry('assistant', m.text, at);
         e.tools = tools;
+        e.thinking = thinking;
         tools = [];
+        thinking = '';
         renderEntry(e);
         out.push(e);
       }
@@ -343,7 +350,7 @@ function fromHistory(msgs) {
 // ---- entries ----------------------------------------------------------------
 
 function newEntry(role, text, at) {
-  return { role, text, at: at || new Date().toISOString(), tools: [], streaming: false, error: '', deltas: 0, el: h('article', { class: 'msg ' + role }), dirty: false };
+  return { role, text, thinking: '', at: at || new Date().toISOString(), tools: [], streaming: false, error: '', deltas: 0, el: h('article', { class: 'msg ' + role }), dirty: false };
 }
 
 // renderEntry (re)builds an entry's DOM from its state.
@@ -366,6 +373,7 @@ function renderEntry(e) {
   if (e.text || e.role === 'user' || e.streaming) bubble.append(body);
   if (e.error) bubble.append(h('div', { class: 'error-text' }, e.error));
   const kids = [];
+  if (e.thinking) kids.push(thinkingView(e));
   if (e.text || e.error || e.streaming || e.role !== 'assistant') kids.push(bubble);
   if (e.tools.length) kids.push(toolsView(e));
   kids.push(h('div', { class: 'meta' }, e.streaming ? 'writing…' : fmtClock(e.at)));
@@ -379,6 +387,19 @@ function textParagraphs(text) {
 
 function typingDots() {
   return h('span', { class: 'typing', 'aria-label': 'Reverie is writing' }, h('i'), h('i'), h('i'));
+}
+
+// thinkingView is the model's reasoning, folded above its reply: open it to
+// read it (it stays open while it streams, if opened).
+function thinkingView(e) {
+  const words = e.thinking.trim().split(/\s+/).length;
+  const live = e.streaming && !e.text;
+  const d = h('details', { class: 'thinking' + (live ? ' live' : '') },
+    h('summary', null, live ? 'Thinking…' : 'Thought', h('span', { class: 'meta-inline' }, ` ${words} word${words === 1 ? '' : 's'}`)),
+    h('div', { class: 'thinking-text plain' }, e.thinking));
+  d.open = !!e.thinkingOpen;
+  d.addEventListener('toggle', () => { e.thinkingOpen = d.open; });
+  return d;
 }
 
 function toolsView(e) {
@@ -535,6 +556,12 @@ function onFrame(f) {
       const e = liveEntry();
       e.text += f.text || '';
       e.deltas++;
+      touch(e);
+      break;
+    }
+    case 'thinking': {
+      const e = liveEntry();
+      e.thinking += f.text || '';
       touch(e);
       break;
     }
