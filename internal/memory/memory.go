@@ -188,8 +188,8 @@ type Store interface {
 // one place that asks.
 type Vectors interface {
 	Store
-	// AllVectors yields every stored vector of the current embedding model
-	// (current and closed memories), in id order; for dreaming's
+	// AllVectors yields every stored vector of the embedding model recall
+	// uses (current and closed memories), in id order; for dreaming's
 	// similarity matrix.
 	AllVectors(ctx context.Context) iter.Seq2[Vector, error]
 	// Neighbours returns current memories whose cosine similarity to id is
@@ -197,12 +197,16 @@ type Vectors interface {
 	Neighbours(ctx context.Context, id int64, minCos float32) ([]Neighbour, error)
 	// Reopen makes a closed memory current again (reverting a dream).
 	Reopen(ctx context.Context, id int64) error
-	// StaleEmbeddings counts memories whose vector was made by another
-	// embedding model than the current one, or that have none.
+	// StaleEmbeddings counts memories that have no vector of the
+	// configured embedding model yet.
 	StaleEmbeddings(ctx context.Context) (int, error)
-	// Reembed embeds the stale memories with the current model, calling
-	// progress after each batch. Resumable.
+	// Reembed embeds the stale memories with the configured model, calling
+	// progress after each batch; recall keeps using the previous model's
+	// vectors until it is done. Resumable.
 	Reembed(ctx context.Context, progress func(done, total int)) error
+	// Embedding says which model recall uses, which one is configured and
+	// how far re-embedding is.
+	Embedding(ctx context.Context) (EmbeddingStatus, error)
 }
 
 // VectorsOf returns the vector part of s, if its backend keeps vectors.

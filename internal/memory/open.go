@@ -29,6 +29,11 @@ type Options struct {
 	DB       *sql.DB // required for local_vector; owned by the caller
 	DataDir  string  // holds MEMORIES.txt; required for flat
 	Embedder embed.Embedder
+	// Previous builds the embedder of the model the stored vectors were
+	// made with, when it differs from Embedder (see OpenVectorMigrating);
+	// nil: memories of another model are found by their words until
+	// re-embedded.
+	Previous Previous
 	Now      func() time.Time // time.Now when nil
 	Logger   *slog.Logger
 	Tuning   *Tuning // DefaultTuning when nil
@@ -47,7 +52,7 @@ func Open(ctx context.Context, o Options) (Store, error) {
 		if e == nil {
 			e = embed.NewOffline(embed.DefaultDimensions)
 		}
-		return OpenVector(ctx, o.DB, e, o.Now, o.Logger, tune)
+		return OpenVectorMigrating(ctx, o.DB, e, o.Previous, o.Now, o.Logger, tune)
 	case BackendFlat:
 		if o.DataDir == "" {
 			return nil, fmt.Errorf("open flat memory store: %w: data dir is required", ErrInvalid)

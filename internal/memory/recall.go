@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	vec "github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
@@ -34,10 +33,7 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		at = s.now()
 	}
 	atNS := ns(at)
-	qv, err := s.emb.Embed(ctx, []string{text})
-	if err != nil {
-		return nil, fmt.Errorf("recall: embed query: %w", err)
-	}
+	qv, gen := s.queryVector(ctx, text) // nil: recall by words only
 	nCand := max(s.tune.Candidates, limit)
 	in := detectIntent(text)
 	when := queryPeriod(text, at.Location())
@@ -51,6 +47,9 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		score float64
 	}
 	s.mu.RLock()
+	if gen != s.gen {
+		qv = nil // the index changed model since the query was embedded
+	}
 	named := namedSpeakers(text, s.idx.speakers)
 	var skip map[string]bool
 	if s.tune.SkipNames {
@@ -102,7 +101,7 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 			}
 		}
 	}
-	for i, h := range s.idx.search(qv[0], nCand, keep) {
+	for i, h := range s.idx.search(qv, nCand, keep) {
 		c := get(h.slot)
 		c.vr = i + 1
 		c.cos = h.cos
@@ -285,99 +284,6 @@ func (s *VectorStore) Flush(ctx context.Context) error { return s.access.flush(c
 
 // Shutdown stops the access writer and flushes what is pending.
 func (s *VectorStore) Shutdown(ctx context.Context) error { return s.access.stop(ctx) }
-
-// StaleEmbeddings returns how many memories were embedded with a model other
-// than the current one (or not at all).
-func (s *VectorStore) StaleEmbeddings(ctx context.Context) (int, error) {
-	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM memories WHERE embed_model <> ? OR embedding IS NULL`, s.model).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count stale embeddings: %w", err)
-	}
-	return n, nil
-}
-
-// ReembedBatch is the number of memories embedded per call during Reembed.
-const ReembedBatch = 64
-
-// Reembed re-embeds, in batches of ReembedBatch, every memory whose vector
-// was made by another model, calling progress (when non-nil) after each
-// batch. It is safe to run concurrently with reads and writes, and resumable:
-// an interrupted run continues where it stopped.
-func (s *VectorStore) Reembed(ctx context.Context, progress func(done, total int)) error {
-	total, err := s.StaleEmbeddings(ctx)
-	if err != nil {
-		return err
-	}
-	done := 0
-	var after int64
-	for {
-		rows, err := s.db.QueryContext(ctx, `SELECT id, text FROM memories WHERE (embed_model <> ? OR embedding IS NULL) AND id > ? ORDER BY id LIMIT ?`, s.model, after, ReembedBatch)
-		if err != nil {
-			return fmt.Errorf("re-embed memories: %w", err)
-		}
-		var ids []int64
-		var texts []string
-		for rows.Next() {
-			var id int64
-			var t string
-			if err := rows.Scan(&id, &t); err != nil {
-				rows.Close()
-				return fmt.Errorf("re-embed memories: %w", err)
-			}
-			ids, texts = append(ids, id), append(texts, t)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("re-embed memories: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		after = ids[len(ids)-1]
-		vecs, err := s.emb.Embed(ctx, texts)
-		if err != nil {
-			return fmt.Errorf("re-embed memories: %w", err)
-		}
-		if err := s.storeVectors(ctx, ids, texts, vecs); err != nil {
-			return err
-		}
-		done += len(ids)
-		if progress != nil {
-			progress(done, max(total, done))
-		}
-	}
-}
-
-func (s *VectorStore) storeVectors(ctx context.Context, ids []int64, texts []string, vecs [][]float32) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	var changed []int
-	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
-		changed = changed[:0]
-		for i, id := range ids {
-			// only if the text is unchanged since it was read
-			res, err := tx.ExecContext(ctx, `UPDATE memories SET embedding = ?, embed_model = ? WHERE id = ? AND text = ?`, vec.Encode(vecs[i]), s.model, id, texts[i])
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n > 0 {
-				changed = append(changed, i)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("re-embed memories: store vectors: %w", err)
-	}
-	s.mu.Lock()
-	for _, i := range changed {
-		if sl, ok := s.idx.slot[ids[i]]; ok {
-			s.idx.put(ids[i], s.idx.metas[sl], vecs[i])
-		}
-	}
-	s.mu.Unlock()
-	return nil
-}
 
 // accessDelta is pending access statistics for one memory.
 type accessDelta struct {

@@ -39,18 +39,24 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 // vector index loaded at open. See doc.go for scoring and concurrency.
 type VectorStore struct {
 	db    *sql.DB
-	emb   vec.Embedder
+	emb   vec.Embedder // the configured model: new vectors are made with it
 	now   func() time.Time
 	log   *slog.Logger
 	tune  Tuning
-	model string
+	model string // emb.ID()
 
 	writeMu sync.Mutex // serialises write transactions with their index update
 	mu      sync.RWMutex
 	idx     *index
 	text    *textIndex
+	// serve is the model whose vectors idx holds and queries are embedded
+	// with: emb, or the previous model while Reembed migrates (reembed.go).
+	serve      vec.Embedder
+	serveModel string
+	gen        uint64 // bumped when idx changes model
 
 	access *accessQueue
+	re     reembedState
 }
 
 var _ Vectors = (*VectorStore)(nil)
@@ -59,7 +65,15 @@ var _ Vectors = (*VectorStore)(nil)
 // background goroutine that writes access statistics in batches; Shutdown
 // stops it and flushes.
 func OpenVector(ctx context.Context, db *sql.DB, e vec.Embedder, now func() time.Time, log *slog.Logger, tune Tuning) (*VectorStore, error) {
-	if db == nil || e == nil {
+	return OpenVectorMigrating(ctx, db, e, nil, now, log, tune)
+}
+
+// OpenVectorMigrating is OpenVector for a store whose vectors may be of a
+// previous embedding model: when most of them are and prev builds it,
+// recall keeps using them until Reembed has re-embedded every memory with
+// e (see Reembed).
+func OpenVectorMigrating(ctx context.Context, db *sql.DB, e vec.Embedder, prev Previous, now func() time.Time, log *slog.Logger, tune Tuning) (*VectorStore, error) {
+	if db == nil || e == nil || e.Dimensions() <= 0 {
 		return nil, fmt.Errorf("open memory store: %w: database and embedder are required", ErrInvalid)
 	}
 	if now == nil {
@@ -71,58 +85,23 @@ func OpenVector(ctx context.Context, db *sql.DB, e vec.Embedder, now func() time
 	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
-	s := &VectorStore{db: db, emb: e, now: now, log: log, tune: tune, model: e.ID(), idx: newIndex(e.Dimensions()), text: newTextIndex()}
-	if err := s.load(ctx); err != nil {
+	s := &VectorStore{db: db, emb: e, now: now, log: log, tune: tune, model: e.ID()}
+	if err := s.chooseServing(ctx, prev); err != nil {
 		return nil, err
+	}
+	idx, text, stale, err := s.loadIndex(ctx, s.serveModel, s.serve.Dimensions())
+	if err != nil {
+		return nil, err
+	}
+	s.idx, s.text = idx, text
+	if stale > 0 {
+		s.log.Info("memories need re-embedding", "count", stale, "model", s.model)
 	}
 	s.access = newAccessQueue(db, log)
 	return s, nil
 }
 
 const selectCols = `id, text, kind, source, created_at, updated_at, valid_from, valid_to, access_count, last_access, event_time, thread, superseded_by`
-
-func (s *VectorStore) load(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, text, kind, created_at, valid_from, valid_to, access_count, last_access, event_time, thread, embedding, embed_model FROM memories`)
-	if err != nil {
-		return fmt.Errorf("load memory index: %w", err)
-	}
-	defer rows.Close()
-	stale := 0
-	for rows.Next() {
-		var (
-			id                     int64
-			text, kind, thr, model string
-			created, from          int64
-			to, last, event        sql.NullInt64
-			count                  int32
-			blob                   []byte
-		)
-		if err := rows.Scan(&id, &text, &kind, &created, &from, &to, &count, &last, &event, &thr, &blob, &model); err != nil {
-			return fmt.Errorf("load memory index: %w", err)
-		}
-		m := meta{kind: Kind(kind), createdAt: created, validFrom: from, validTo: to.Int64, eventTime: event.Int64,
-			lastAccess: last.Int64, accessCount: count, thread: thr}
-		m.setText(text)
-		var v []float32
-		if model == s.model && blob != nil {
-			v, err = vec.Decode(blob)
-			if err != nil {
-				return fmt.Errorf("load memory %d: %w", id, err)
-			}
-		} else {
-			stale++
-		}
-		s.idx.put(id, m, v)
-		s.text.put(id, text)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load memory index: %w", err)
-	}
-	if stale > 0 {
-		s.log.Info("memories need re-embedding", "count", stale, "model", s.model)
-	}
-	return nil
-}
 
 func ns(t time.Time) int64 { return t.UTC().UnixNano() }
 
@@ -188,12 +167,9 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 		ms[i].AccessCount, ms[i].LastAccess = 0, nil
 		texts[i] = ms[i].Text
 	}
-	vecs, err := s.emb.Embed(ctx, texts)
+	vecs, err := s.embedForWrite(ctx, texts)
 	if err != nil {
 		return nil, fmt.Errorf("add memories: embed: %w", err)
-	}
-	if len(vecs) != len(ms) {
-		return nil, fmt.Errorf("add memories: embedder returned %d vectors for %d texts", len(vecs), len(ms))
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -251,7 +227,7 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 	}
 	s.mu.Lock()
 	for _, a := range fresh {
-		s.idx.put(a.id, a.m, a.vec)
+		s.idx.put(a.id, a.m, s.indexable(a.vec))
 		s.text.put(a.id, a.text)
 	}
 	s.mu.Unlock()
@@ -349,12 +325,9 @@ func (s *VectorStore) Update(ctx context.Context, m Memory) (int64, error) {
 	if m.Text == cur.Text {
 		return m.ID, s.updateInPlace(ctx, m)
 	}
-	vs, err := s.emb.Embed(ctx, []string{m.Text})
+	vs, err := s.embedForWrite(ctx, []string{m.Text})
 	if err != nil {
 		return 0, fmt.Errorf("update memory %d: embed: %w", m.ID, err)
-	}
-	if len(vs) != 1 {
-		return 0, fmt.Errorf("update memory %d: embedder returned %d vectors for 1 text", m.ID, len(vs))
 	}
 	// The new version carries the old one's access statistics: it is the
 	// same memory, corrected.
@@ -401,7 +374,7 @@ func (s *VectorStore) Update(ctx context.Context, m Memory) (int64, error) {
 	if sl, ok := s.idx.slot[m.ID]; ok {
 		s.idx.metas[sl].validTo = ns(now)
 	}
-	s.idx.put(id, mt, vs[0])
+	s.idx.put(id, mt, s.indexable(vs[0]))
 	s.text.put(id, m.Text)
 	s.mu.Unlock()
 	return id, nil
@@ -571,12 +544,9 @@ func (s *VectorStore) EnsureCurrent(ctx context.Context, ms []Memory) ([]Ensured
 	}
 	vecs := make([][]float32, len(ms))
 	if len(texts) > 0 {
-		vs, err := s.emb.Embed(ctx, texts)
+		vs, err := s.embedForWrite(ctx, texts)
 		if err != nil {
 			return nil, fmt.Errorf("ensure memories: embed: %w", err)
-		}
-		if len(vs) != len(texts) {
-			return nil, fmt.Errorf("ensure memories: embedder returned %d vectors for %d texts", len(vs), len(texts))
 		}
 		for j, i := range need {
 			vecs[i] = vs[j]
@@ -632,7 +602,7 @@ func (s *VectorStore) EnsureCurrent(ctx context.Context, ms []Memory) ([]Ensured
 		}
 	}
 	for _, a := range fresh {
-		s.idx.put(a.id, a.m, a.vec)
+		s.idx.put(a.id, a.m, s.indexable(a.vec))
 		s.text.put(a.id, a.txt)
 	}
 	s.mu.Unlock()
@@ -782,11 +752,14 @@ func (s *VectorStore) Count(ctx context.Context, includeClosed bool) (int, error
 	return n, nil
 }
 
-// AllVectors yields every stored embedding of the current model, in id
-// order, streaming from the database.
+// AllVectors yields every stored embedding of the model recall uses (the
+// serving model), in id order, streaming from the database.
 func (s *VectorStore) AllVectors(ctx context.Context) iter.Seq2[Vector, error] {
 	return func(yield func(Vector, error) bool) {
-		rows, err := s.db.QueryContext(ctx, `SELECT id, embedding FROM memories WHERE embedding IS NOT NULL AND embed_model = ? ORDER BY id`, s.model)
+		s.mu.RLock()
+		model := s.serveModel
+		s.mu.RUnlock()
+		rows, err := s.db.QueryContext(ctx, `SELECT id, embedding FROM memories WHERE embedding IS NOT NULL AND embed_model = ? ORDER BY id`, model)
 		if err != nil {
 			yield(Vector{}, fmt.Errorf("read vectors: %w", err))
 			return
