@@ -29,6 +29,21 @@ type AgentInfo struct {
 	// Extensions are the loaded extensions with their lifecycle state and
 	// the outcome of their last health check (run by /status).
 	Extensions []ExtensionStatus `json:"extensions"`
+	// Embedding says which embedding model memory recall uses and how far
+	// a re-embedding is (absent for backends without vectors).
+	Embedding *EmbeddingInfo `json:"embedding,omitempty"`
+}
+
+// EmbeddingInfo is the memory store's embedding model in AgentInfo.
+type EmbeddingInfo struct {
+	Model       string `json:"model"`       // configured (memory.embedding.model), as stored with vectors
+	Serving     string `json:"serving"`     // the model whose vectors recall uses now
+	Dimensions  int    `json:"dimensions"`  // of the serving model's vectors
+	Pending     int    `json:"pending"`     // memories without a vector of Model yet
+	Reembedding bool   `json:"reembedding"` // a re-embedding runs; Done of Total
+	Done        int    `json:"done"`
+	Total       int    `json:"total"`
+	Error       string `json:"error,omitempty"` // the embedding model's last failure
 }
 
 // ExtensionStatus is one extension in AgentInfo.

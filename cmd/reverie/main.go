@@ -130,6 +130,6 @@ With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
 	root.RunE = runCmd.RunE
 	root.AddCommand(runCmd, newAgentCmd(g, env), newInitCmd(g, env), newDoctorCmd(g, env), newSendCmd(g, env), newVersionCmd())
 	root.AddCommand(newChatCmd(g, env), newTelegramCmd(g, env), newMCPCmd(g, env))
-	root.AddCommand(newMemoryCmd(g, env, newMemoryHistoryCmd(g, env), newMemoryRestoreCmd(g, env)), newEvalCmd(), newDreamCmd(g, env))
+	root.AddCommand(newMemoryCmd(g, env, newMemoryHistoryCmd(g, env), newMemoryRestoreCmd(g, env)), newEvalCmd(g, env), newDreamCmd(g, env))
 	return root
 }

@@ -9,7 +9,7 @@ import (
 
 type apiInfo struct{ a *App }
 
-func (i apiInfo) Info(context.Context) (api.AgentInfo, error) {
+func (i apiInfo) Info(ctx context.Context) (api.AgentInfo, error) {
 	out := api.AgentInfo{Version: buildVersion(), ModelsConfigured: i.a.Models.Configured()}
 	for _, c := range i.a.Router.Commands() {
 		out.Commands = append(out.Commands, api.Command{Name: c.Name, Help: c.Help})
@@ -20,6 +20,14 @@ func (i apiInfo) Info(context.Context) (api.AgentInfo, error) {
 			msg = st.HealthError
 		}
 		out.Extensions = append(out.Extensions, api.ExtensionStatus{ID: st.ID, State: string(st.State), Health: string(st.Health), Error: msg})
+	}
+	if i.a.Memory != nil {
+		if vs, ok := i.a.Memory.Vectors(); ok {
+			if st, err := vs.Embedding(ctx); err == nil {
+				out.Embedding = &api.EmbeddingInfo{Model: st.Model, Serving: st.Serving, Dimensions: st.Dimensions, Pending: st.Pending,
+					Reembedding: st.Running, Done: st.Done, Total: st.Total, Error: i.a.Secrets.Redact(st.Error)}
+			}
+		}
 	}
 	return out, nil
 }

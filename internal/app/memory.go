@@ -3,21 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/memory"
-	"github.com/reverie-ai/reverie/internal/modelrouter"
-	"github.com/reverie-ai/reverie/internal/providers"
-	"github.com/reverie-ai/reverie/internal/providers/openai"
 )
-
-// embedProbeTimeout bounds the one call that asks an embedding model for
-// its vector size at start.
-const embedProbeTimeout = 15 * time.Second
 
 // reconcileTimeout bounds the start-up re-sync of the memory store with
 // MEMORIES.txt (it embeds the lines the store lacks).
@@ -33,15 +25,17 @@ func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 		store = memory.NewRemote(mcpMemory{a: a, cfg: cfg.MCP}, a.opts.Now, log)
 	} else {
 		var emb embed.Embedder
+		var prev memory.Previous
 		if cfg.Backend != string(memory.BackendFlat) {
-			e, err := a.embedder(ctx, cfg.Embedding)
+			es := embedders{a: a, log: log}
+			e, err := es.forStore(ctx, cfg.Embedding)
 			if err != nil {
 				return err
 			}
-			emb = e
+			emb, prev = e, es.previous(ctx)
 		}
 		s, err := memory.Open(ctx, memory.Options{
-			Backend: memory.Backend(cfg.Backend), DB: a.DB, DataDir: a.opts.DataDir, Embedder: emb,
+			Backend: memory.Backend(cfg.Backend), DB: a.DB, DataDir: a.opts.DataDir, Embedder: emb, Previous: prev,
 			Now: a.opts.Now, Logger: log,
 		})
 		if err != nil {
@@ -92,74 +86,74 @@ func (a *App) dataChangeHook(ctx context.Context, message string, paths ...strin
 	}
 }
 
-// embedder returns the configured embedding model, cached by content hash in
-// the database, or the offline embedder.
-func (a *App) embedder(ctx context.Context, ec config.EmbeddingConfig) (embed.Embedder, error) {
-	if ec.Model == "" {
-		return embed.NewOffline(embed.DefaultDimensions), nil
-	}
-	backend, model, _ := strings.Cut(ec.Model, "/") // validated by config
-	bc := a.Config.Models.Backends[backend]
-	key, err := bc.APIKey.Resolve()
-	if err != nil {
-		return nil, fmt.Errorf("models.backends.%s.api_key: %w", backend, err)
-	}
-	base := bc.BaseURL
-	if bc.Kind == config.ModelKindOllama {
-		base = modelrouter.OllamaV1(base)
-	}
-	p, err := openai.NewEmbedder(openai.Options{
-		Name: ec.Model, BaseURL: base, APIKey: key, Model: model, Dimensions: ec.Dimensions, BatchSize: ec.BatchSize,
-		Timeouts: providers.Timeouts{Total: 2 * time.Minute},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("memory.embedding.model: %w", err)
-	}
-	dims := ec.Dimensions
-	if dims == 0 {
-		pctx, cancel := context.WithTimeout(ctx, embedProbeTimeout)
-		vecs, err := p.Embed(pctx, []string{"dimension probe"})
-		cancel()
-		if err != nil || len(vecs) != 1 || len(vecs[0]) == 0 {
-			a.Logger.Error("the embedding model did not answer; using the offline embedder until it does (set memory.embedding.dimensions to skip this probe)",
-				"model", ec.Model, "err", err)
-			return embed.NewOffline(embed.DefaultDimensions), nil
-		}
-		dims = len(vecs[0])
-	}
-	cached, err := embed.NewCached(ctx, embed.Wrap(p, dims, ec.Model+fmt.Sprintf("@%d", dims)), a.DB)
-	if err != nil {
-		return nil, fmt.Errorf("open embedding cache: %w", err)
-	}
-	return cached, nil
-}
-
-// reembed re-embeds, in the background, memories whose vectors were made by
-// another embedding model (after memory.embedding.model changed), logging
-// progress. It returns when done or when ctx ends; an interrupted run
-// resumes at the next start.
+// reembed re-embeds, in the background, the memories that have no vector
+// of the configured embedding model (after memory.embedding.model changed,
+// or after writes while the model did not answer), logging progress and
+// publishing memory.reembed.progress / .done / .failed; recall keeps using
+// the vectors it has meanwhile. A failed run is retried with backoff
+// (reembedRetryMin doubling to reembedRetryMax) while memories remain; an
+// interrupted one resumes at the next start.
 func (a *App) reembed(ctx context.Context) error {
 	vs, ok := a.Memory.Vectors()
 	if !ok {
 		return nil
 	}
-	n, err := vs.StaleEmbeddings(ctx)
-	if err != nil || n == 0 {
-		return nil
-	}
 	log := a.Logger.With("component", "memory")
-	log.Info("embedding model changed: re-embedding memories in the background", "memories", n)
-	last := time.Time{}
-	err = vs.Reembed(ctx, func(done, total int) {
-		if now := time.Now(); done == total || now.Sub(last) > 5*time.Second {
-			last = now
-			log.Info("re-embedding memories", "done", done, "total", total)
+	wait := reembedRetryMin
+	for {
+		n, err := vs.StaleEmbeddings(ctx)
+		if err != nil || n == 0 {
+			return nil
 		}
-	})
-	if err != nil && ctx.Err() == nil {
-		log.Error("re-embedding stopped; it resumes at the next start", "err", err)
+		st, _ := vs.Embedding(ctx)
+		log.Info("re-embedding memories in the background", "memories", n, "model", st.Model, "recall_uses", st.Serving)
+		a.publishReembed(ctx, "memory.reembed.started", st)
+		var last time.Time
+		err = vs.Reembed(ctx, func(done, total int) {
+			if now := time.Now(); done == total || now.Sub(last) > 5*time.Second {
+				last = now
+				log.Info("re-embedding memories", "done", done, "total", total)
+				st, _ := vs.Embedding(ctx)
+				a.publishReembed(ctx, "memory.reembed.progress", st)
+			}
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		st, _ = vs.Embedding(ctx)
+		if err == nil {
+			a.publishReembed(ctx, "memory.reembed.done", st)
+			return nil
+		}
+		log.Error("re-embedding stopped; retrying later (recall keeps the vectors it has)", "err", err, "retry_in", wait)
+		a.publishReembed(ctx, "memory.reembed.failed", st)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		wait = min(2*wait, reembedRetryMax)
 	}
-	return nil
+}
+
+// Backoff of a failed re-embedding.
+const (
+	reembedRetryMin = time.Minute
+	reembedRetryMax = 30 * time.Minute
+)
+
+// publishReembed publishes a re-embedding event (its payload is the
+// store's memory.EmbeddingStatus).
+func (a *App) publishReembed(ctx context.Context, topic string, st memory.EmbeddingStatus) {
+	if a.Bus == nil {
+		return
+	}
+	st.Error = a.Secrets.Redact(st.Error)
+	if err := a.Bus.Publish(ctx, topic, st); err != nil && ctx.Err() == nil {
+		a.Logger.Warn("could not publish a re-embedding event", "topic", topic, "err", err)
+	}
 }
 
 // contextProviders are the built-in context providers of every turn.

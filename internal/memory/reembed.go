@@ -188,6 +188,31 @@ func (s *VectorStore) applyPending(ctx context.Context) error {
 const staleWhere = `(m.embed_model <> ?1 OR m.embedding IS NULL)
 	AND NOT EXISTS (SELECT 1 FROM memory_pending_embeddings p WHERE p.id = m.id AND p.model = ?1)`
 
+// StoredModels returns the embedding models of the vectors stored in db,
+// the most used first (migrating the memory tables first).
+func StoredModels(ctx context.Context, db *sql.DB) ([]string, error) {
+	if err := Migrate(ctx, db); err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT embed_model FROM memories WHERE embedding IS NOT NULL GROUP BY embed_model ORDER BY COUNT(*) DESC, embed_model`)
+	if err != nil {
+		return nil, fmt.Errorf("list embedding models: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return nil, fmt.Errorf("list embedding models: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list embedding models: %w", err)
+	}
+	return out, nil
+}
+
 // StaleEmbeddings returns how many memories have no vector of the
 // configured model yet (made by another model, or none at all).
 func (s *VectorStore) StaleEmbeddings(ctx context.Context) (int, error) {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// `reverie eval locomo --embedding BACKEND/MODEL` embeds with that model: a
+// backend of the config file (OpenAI-compatible /v1/embeddings), or
+// ollama/MODEL at OLLAMA_HOST (/api/embed) without a config file; a model
+// that does not answer is an error that says so, not a silent offline run.
+func TestEvalLoCoMoEmbedding(t *testing.T) {
+	data := filepath.Join("..", "..", "internal", "eval", "testdata", "synthetic.json")
+	oa := llmtest.NewOpenAIServer(t)
+	oa.SetEmbeddingDimensions(16)
+	ol := llmtest.NewOllamaServer(t)
+	ol.AddModel("nomic-embed-text", 24)
+
+	dir := t.TempDir()
+	cfg := "models:\n  backends:\n    lab:\n      kind: openai\n      base_url: " + oa.BaseURL() + "\n      api_key: {env: LAB_KEY}\n  roles:\n    main: [lab/gpt-test]\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := []string{"HOME=" + t.TempDir()}
+	cases := []struct {
+		name     string
+		env      []string
+		args     []string
+		ok       bool
+		want     string // in stderr
+		requests func() int
+	}{
+		{name: "configured OpenAI-compatible backend", env: append(home, "LAB_KEY=sk-test"), args: []string{"--config", filepath.Join(dir, "config.yaml"), "--embedding", "lab/text-embedding-3-small"},
+			ok: true, want: "lab/text-embedding-3-small (16 dimensions)", requests: func() int { return len(oa.EmbeddingRequests()) }},
+		{name: "ollama from OLLAMA_HOST", env: append(home, "OLLAMA_HOST="+ol.URL()), args: []string{"--embedding", "ollama/nomic-embed-text"},
+			ok: true, want: "ollama/nomic-embed-text (24 dimensions)", requests: func() int { return len(ol.Requests()) }},
+		{name: "dimensions asked", env: append(home, "OLLAMA_HOST="+ol.URL()), args: []string{"--embedding", "ollama/nomic-embed-text", "--embedding-dimensions", "8"},
+			ok: true, want: "(8 dimensions)", requests: func() int { return len(ol.Requests()) }},
+		{name: "model not pulled", env: append(home, "OLLAMA_HOST="+ol.URL()), args: []string{"--embedding", "ollama/missing"},
+			want: `model "missing" not found`},
+		{name: "unknown backend", env: home, args: []string{"--embedding", "elsewhere/model"}, want: "not under models.backends"},
+		{name: "not backend/model", env: home, args: []string{"--embedding", "model"}, want: `not "backend/model"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := 0
+			if c.requests != nil {
+				before = c.requests()
+			}
+			args := append([]string{"eval", "locomo", "--data", data, "--json", "--k", "10"}, c.args...)
+			code, out, errs := runCLI(t, c.env, args...)
+			if !strings.Contains(errs, c.want) {
+				t.Errorf("stderr %q, want %q", errs, c.want)
+			}
+			if !c.ok {
+				if code == ExitOK {
+					t.Fatalf("succeeded: %s", out)
+				}
+				return
+			}
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var rep struct {
+				Overall   map[string]float64 `json:"overall"`
+				Questions int                `json:"questions"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Questions == 0 {
+				t.Fatalf("report %q: %v", out, err)
+			}
+			if c.requests() <= before+1 {
+				t.Errorf("%d embedding requests, want the probe and the conversation's", c.requests()-before)
+			}
+		})
+	}
+}

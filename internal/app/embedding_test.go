@@ -1,0 +1,148 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+func newEmbedApp(t *testing.T, dir string) *App {
+	t.Helper()
+	a, err := New(context.Background(), Options{DataDir: dir, Env: []string{"REVERIE_LOG__FILE=false", "HOME=" + t.TempDir(), "OLLAMA_KEY=unused"},
+		Console: io.Discard, Registry: []extension.Info{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func embedConfig(t *testing.T, dir, ollamaURL, model string) {
+	t.Helper()
+	cfg := fmt.Sprintf("models:\n  backends:\n    local:\n      kind: ollama\n      base_url: %s\n      api_key: {env: OLLAMA_KEY}\n  roles:\n    main: [local/llama3]\n", ollamaURL)
+	if model != "" {
+		cfg += "memory:\n  embedding:\n    model: " + model + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func info(t *testing.T, a *App) api.EmbeddingInfo {
+	t.Helper()
+	in, err := a.API.Info.Info(context.Background())
+	if err != nil || in.Embedding == nil {
+		t.Fatalf("info: %+v, %v", in, err)
+	}
+	return *in.Embedding
+}
+
+// waitEvent waits for an event of topic on ch (a bus watch).
+func waitEvent(t *testing.T, ch <-chan extension.Event, topic string) {
+	t.Helper()
+	deadline := time.After(time.Minute) // a guard against a hang, not a wait for timing
+	for {
+		select {
+		case ev := <-ch:
+			if ev.Topic == topic {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %s event", topic)
+		}
+	}
+}
+
+// Changing memory.embedding.model re-embeds in the background: the start
+// probes the new model for its size, recall keeps answering from the
+// offline vectors (queries are not sent to the new model) while the
+// re-embedding waits on the server, /api/v1/info and memory.reembed.*
+// events show the progress, and when it is done recall uses the new model.
+// Switching to a model that does not answer keeps the old vectors with a
+// warning and re-embeds nothing.
+func TestEmbeddingModelChangeReembeds(t *testing.T) {
+	ctx := context.Background()
+	ol := llmtest.NewOllamaServer(t)
+	ol.AddModel("nomic-embed-text", 24)
+	dir := filepath.Join(t.TempDir(), "data")
+
+	a := newEmbedApp(t, dir)
+	var ms []memory.Memory
+	for i := range 100 {
+		ms = append(ms, memory.Memory{Text: fmt.Sprintf("fact number %d about the garden shed %d", i, i%9), Kind: memory.KindFact})
+	}
+	if _, err := a.Memory.Store().AddBatch(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	offline := embed.NewOffline(embed.DefaultDimensions).ID()
+	if got := info(t, a); got.Model != offline || got.Serving != offline || got.Pending != 0 {
+		t.Fatalf("info with the offline embedder = %+v", got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A model that is not there: the offline vectors stay in use.
+	embedConfig(t, dir, ol.URL(), "local/missing-model")
+	a = newEmbedApp(t, dir)
+	if got := info(t, a); got.Model != offline || got.Serving != offline || got.Pending != 0 {
+		t.Fatalf("info with a missing model = %+v", got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	embedConfig(t, dir, ol.URL(), "local/nomic-embed-text")
+	a = newEmbedApp(t, dir)
+	model := "local/nomic-embed-text@24/24"
+	if got := info(t, a); got.Model != model || got.Serving != offline || got.Dimensions != embed.DefaultDimensions || got.Pending != 100 {
+		t.Fatalf("info after the change = %+v", got)
+	}
+	events := a.Bus.Watch(ctx, "memory.reembed.", 64)
+	release := ol.Hold()
+	defer release()
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	ol.WaitHeld() // the first batch is at the server
+	waitEvent(t, events, "memory.reembed.started")
+	if got := info(t, a); !got.Reembedding || got.Serving != offline || got.Pending != 100 {
+		t.Fatalf("info during the re-embedding = %+v", got)
+	}
+	before := len(ol.Requests())
+	got, err := a.Memory.Search(ctx, memory.Query{Text: "fact number 42 about the garden shed", Peek: true})
+	if err != nil || len(got) == 0 || got[0].VecRank == 0 {
+		t.Fatalf("recall during the re-embedding: %+v, %v", got, err)
+	}
+	if n := len(ol.Requests()); n != before {
+		t.Errorf("the query went to the new model (%d requests)", n-before)
+	}
+	release()
+	waitEvent(t, events, "memory.reembed.done")
+	if got := info(t, a); got.Reembedding || got.Serving != model || got.Dimensions != 24 || got.Pending != 0 || got.Done != 100 {
+		t.Fatalf("info after the re-embedding = %+v", got)
+	}
+	before = len(ol.Requests())
+	got, err = a.Memory.Search(ctx, memory.Query{Text: "fact number 42 about the garden shed", Peek: true})
+	if err != nil || len(got) == 0 || got[0].VecRank == 0 {
+		t.Fatalf("recall after the re-embedding: %+v, %v", got, err)
+	}
+	if n := len(ol.Requests()); n != before+1 {
+		t.Errorf("%d requests for the query, want 1 to the new model", n-before)
+	}
+}
