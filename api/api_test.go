@@ -77,6 +77,9 @@ func TestJSONContract(t *testing.T) {
 		{"thread model", ThreadModel{Thread: "web:a", Backend: "openrouter/x", Effective: &ModelBackend{Name: "openrouter/x", Model: "x", ContextSize: 1, MaxTokens: 1},
 			ContextTokens: 1, InputTokens: 2, OutputTokens: 3, Calls: 4}},
 		{"thread model request", ThreadModelRequest{Backend: "openrouter/x"}},
+		{"dreams", DreamList{Dreams: []Dream{{ID: 7, Trigger: "schedule", Started: at, Finished: at, ModelCalls: 3, Usage: Usage{InputTokens: 1, OutputTokens: 2},
+			Revision: "3f2a9c1", Components: []DreamComponent{{Name: "memories", Status: "ok", Detail: "d", Lines: []string{"l"}}}}}}},
+		{"dream revert", DreamRevert{ID: 7, Undone: 12}},
 	}
 	got, err := json.MarshalIndent(examples, "", "  ")
 	if err != nil {

@@ -70,6 +70,7 @@ type Services struct {
 	Pairing      Pairing
 	Approvals    Approvals
 	Models       Models
+	Dreams       Dreams
 	// Endpoints are the extensions' own HTTP endpoints (MCP's /mcp),
 	// served on the web listener behind the API's authentication.
 	Endpoints Endpoints
@@ -138,6 +139,10 @@ type Memories interface {
 	Update(ctx context.Context, id int64, in MemoryInput) (Memory, error)
 	// Forget deletes the memory for good (and its MEMORIES.txt line).
 	Forget(ctx context.Context, id int64) error
+	// History returns the memory's earlier versions (the closed memories
+	// whose text edits led to it), newest first. ErrNotFound for an
+	// unknown id.
+	History(ctx context.Context, id int64) ([]Memory, error)
 }
 
 // Pulse reads and edits the working memory.

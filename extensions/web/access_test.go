@@ -23,15 +23,26 @@ import (
 // fakeAPI is the chat, threads, world and setup services, recording what
 // reached them.
 type fakeAPI struct {
-	mu      sync.Mutex
-	turns   []chat.Inbound
-	world   json.RawMessage
-	applied []string
-	models  []string
+	mu       sync.Mutex
+	turns    []chat.Inbound
+	world    json.RawMessage
+	applied  []string
+	models   []string
+	reverted []int64
 }
 
 func (f *fakeAPI) services() *api.Services {
-	return &api.Services{Chat: fakeChat{f}, Threads: fakeThreads{}, World: fakeWorld{f}, Setup: fakeSetup{f}, Models: fakeModels{f}}
+	return &api.Services{Chat: fakeChat{f}, Threads: fakeThreads{}, World: fakeWorld{f}, Setup: fakeSetup{f}, Models: fakeModels{f}, Dreams: fakeDreams{f}}
+}
+
+type fakeDreams struct{ f *fakeAPI }
+
+func (fakeDreams) List(context.Context, int) ([]api.Dream, error) { return nil, nil }
+func (d fakeDreams) Revert(_ context.Context, id int64) (api.DreamRevert, error) {
+	d.f.mu.Lock()
+	defer d.f.mu.Unlock()
+	d.f.reverted = append(d.f.reverted, id)
+	return api.DreamRevert{ID: id}, nil
 }
 
 type fakeModels struct{ f *fakeAPI }
@@ -134,6 +145,7 @@ func TestAccessRules(t *testing.T) {
 		{name: "ws upgrade", method: "GET", path: "/api/v1/ws", ws: true, ok: http.StatusSwitchingProtocols},
 		{name: "get threads", method: "GET", path: "/api/v1/threads", ok: 200},
 		{name: "put thread model", method: "PUT", path: "/api/v1/threads/web:t1/model", body: `{"backend":"b"}`, ok: 200},
+		{name: "revert a dream", method: "POST", path: "/api/v1/dreams/7/revert", body: `{}`, ok: 200},
 	}
 	creds := []string{"bearer", "cookie", "missing", "wrong"}
 	origins := []string{"same", "cross", "absent", "null"}

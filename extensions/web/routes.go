@@ -69,6 +69,10 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/memories/{id}", w.need("memories", w.getMemory))
 	m.HandleFunc("PUT "+p+"/memories/{id}", w.need("memories", w.updateMemory))
 	m.HandleFunc("DELETE "+p+"/memories/{id}", w.need("memories", w.forgetMemory))
+	m.HandleFunc("GET "+p+"/memories/{id}/history", w.need("memories", w.memoryHistory))
+
+	m.HandleFunc("GET "+p+"/dreams", w.need("dreams", w.listDreams))
+	m.HandleFunc("POST "+p+"/dreams/{id}/revert", w.need("dreams", w.revertDream))
 
 	m.HandleFunc("GET "+p+"/pulse", w.need("pulse", w.listPulse))
 	m.HandleFunc("POST "+p+"/pulse", w.need("pulse", w.addPulse))
@@ -149,6 +153,7 @@ var features = map[string]func(*api.Services) bool{
 	"pairing":      func(s *api.Services) bool { return s.Pairing != nil },
 	"approvals":    func(s *api.Services) bool { return s.Approvals != nil },
 	"models":       func(s *api.Services) bool { return s.Models != nil },
+	"dreams":       func(s *api.Services) bool { return s.Dreams != nil },
 }
 
 // need serves h while the agent provides feature (checked per request: the

@@ -111,3 +111,15 @@ func (m apiMemories) Forget(ctx context.Context, id int64) error {
 	_, err := m.s.Forget(ctx, id)
 	return memoryError(err)
 }
+
+func (m apiMemories) History(ctx context.Context, id int64) ([]api.Memory, error) {
+	ms, err := m.s.History(ctx, id)
+	if err != nil {
+		return nil, memoryError(err)
+	}
+	out := make([]api.Memory, len(ms))
+	for i, x := range ms {
+		out[i] = memoryOf(x)
+	}
+	return out, nil
+}

@@ -50,6 +50,9 @@ func (a *App) fillFeatureServices(svc *api.Services) {
 	if a.Versions != nil {
 		svc.History = apiHistory{a}
 	}
+	if a.Dreamer != nil {
+		svc.Dreams = apiDreams{a.Dreamer}
+	}
 }
 
 // panelURL is the web debug panel's address for /debug, asked from the web

@@ -8,8 +8,9 @@ import * as debug from './debug.js';
 import * as setup from './setup.js';
 import * as drawer from './drawer.js';
 import * as models from './models.js';
+import * as assistant from './assistant.js';
 
-const VIEWS = ['loading', 'login', 'chat', 'debug', 'setup'];
+const VIEWS = ['loading', 'login', 'chat', 'assistant', 'debug', 'setup'];
 let started = false;
 let conn = null;
 let info = null;
@@ -17,11 +18,12 @@ let info = null;
 function showView(name) {
   for (const v of VIEWS) $('view-' + v).hidden = v !== name;
   $('app').dataset.view = name;
-  for (const t of ['chat', 'debug', 'setup']) {
+  for (const t of ['chat', 'assistant', 'debug', 'setup']) {
     const tab = $('tab-' + t);
     if (t === name) tab.setAttribute('aria-current', 'page'); else tab.removeAttribute('aria-current');
   }
   if (name !== 'debug') debug.hide();
+  if (name !== 'assistant') assistant.hide();
 }
 
 function parseHash() {
@@ -41,6 +43,10 @@ function route() {
     case 'debug':
       showView('debug');
       debug.show(arg);
+      break;
+    case 'assistant':
+      showView('assistant');
+      assistant.show(arg);
       break;
     case 'setup':
       showView('setup');
@@ -142,6 +148,7 @@ function start() {
     if (f.type === 'done' || f.type === 'error') models.refresh(f.thread);
   };
   debug.init({ info });
+  assistant.init({ info });
   setup.init({ info, onSaved: refreshInfo });
   $('tab-setup').hidden = info.features && info.features.setup === false;
   $('conn').addEventListener('click', () => conn.retryNow());

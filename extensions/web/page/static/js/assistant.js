@@ -1,0 +1,374 @@
+// "Your assistant": what Reverie keeps about you and does by itself, in
+// plain views (Debug keeps the raw ones): memories (search, add, edit,
+// forget, the earlier versions of each), the pulse (its working list),
+// reminders and tasks (create, pause, resume, delete, next run, last
+// receipts), skills (read, edit, delete) and dreams (the nightly
+// consolidation's reports, and revert).
+
+import { h, $, fill, fmtTime, fmtRelative, debounce, toast } from './dom.js';
+import * as api from './api.js';
+import { currentThread } from './chat.js';
+
+const SECTIONS = [
+  { id: 'memories', label: 'Memories', feature: 'memories', view: memoriesView },
+  { id: 'pulse', label: 'Pulse', feature: 'pulse', view: pulseView },
+  { id: 'tasks', label: 'Reminders & tasks', feature: 'tasks', view: tasksView },
+  { id: 'skills', label: 'Skills', feature: 'skills', view: skillsView },
+  { id: 'dreams', label: 'Dreams', feature: 'dreams', view: dreamsView },
+];
+
+let info = null;
+let shown = '';
+let gen = 0; // renders of older show() calls stop when it moves on
+
+const enabled = (sec) => !(info && info.features && info.features[sec.feature] === false);
+
+export function init(c) {
+  info = c.info;
+  fill($('assistant-nav'), SECTIONS.map((sec) => h('a', {
+    href: '#assistant/' + sec.id, id: 'as-' + sec.id, class: 'debug-link' + (enabled(sec) ? '' : ' off'),
+  }, sec.label)));
+}
+
+/** show displays a section (default: memories). */
+export function show(id) {
+  const sec = SECTIONS.find((x) => x.id === id) || SECTIONS[0];
+  if (shown === sec.id) return;
+  shown = sec.id;
+  const me = ++gen;
+  for (const x of SECTIONS) {
+    const link = $('as-' + x.id);
+    if (x === sec) link.setAttribute('aria-current', 'page'); else link.removeAttribute('aria-current');
+  }
+  const body = $('assistant-body');
+  body.replaceChildren();
+  body.dataset.section = sec.id;
+  if (!enabled(sec)) {
+    body.append(h('h2', null, sec.label), h('p', { class: 'muted' }, `${sec.label} is not enabled in this build or configuration.`));
+    return;
+  }
+  sec.view(body, () => me === gen);
+}
+
+/** hide forgets the shown section (it is rebuilt when shown again). */
+export function hide() { shown = ''; gen++; }
+
+// ---- small parts --------------------------------------------------------------
+
+function head(title, intro, ...tools) {
+  return [h('div', { class: 'section-head' }, h('h2', null, title), h('div', { class: 'section-tools' }, tools)),
+    intro ? h('p', { class: 'muted small intro' }, intro) : null];
+}
+
+const btn = (label, on, cls = 'btn small') => h('button', { type: 'button', class: cls, on: { click: on } }, label);
+
+// confirmBtn asks once ("Click again to …") before running fn.
+function confirmBtn(label, question, fn, cls = 'btn small danger') {
+  let armed = false;
+  let timer = 0;
+  const b = h('button', { type: 'button', class: cls }, label);
+  b.addEventListener('click', async () => {
+    if (!armed) {
+      armed = true;
+      b.textContent = question;
+      timer = setTimeout(() => { armed = false; b.textContent = label; }, 4000);
+      return;
+    }
+    clearTimeout(timer);
+    b.disabled = true;
+    try { await fn(); } finally { b.disabled = false; armed = false; b.textContent = label; }
+  });
+  return b;
+}
+
+function failedText(err, what) { return h('p', { class: 'error-text' }, `Could not ${what}: ${err.message}`); }
+
+async function run(what, fn) {
+  try { return await fn(); } catch (err) { toast(`Could not ${what}: ${err.message}`, 'error'); throw err; }
+}
+
+const pill = (text, cls = '') => h('span', { class: 'pill ' + cls }, text);
+
+// ---- memories -------------------------------------------------------------------
+
+const KINDS = ['fact', 'preference', 'episode', 'procedure', 'opinion'];
+
+function memoriesView(body, live) {
+  const search = h('input', { type: 'search', id: 'mem-search', placeholder: 'Search memories…', 'aria-label': 'Search memories' });
+  const list = h('ul', { id: 'mem-list', class: 'as-list' });
+  const text = h('textarea', { id: 'mem-new', rows: 2, placeholder: 'Something Reverie should remember about you', 'aria-label': 'New memory' });
+  const kind = h('select', { id: 'mem-new-kind', 'aria-label': 'Kind' }, KINDS.map((k) => h('option', { value: k }, k)));
+  const add = h('form', { class: 'card as-add', id: 'mem-add' }, text, h('div', { class: 'row' }, kind, h('button', { class: 'btn primary small', type: 'submit' }, 'Remember')));
+  add.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (!text.value.trim()) return;
+    await run('remember it', () => api.post('/memories', { text: text.value.trim(), kind: kind.value }));
+    text.value = '';
+    load();
+  });
+  fill(body, head('Memories', 'What Reverie remembers about you. Search, correct (the earlier text is kept as history) or forget for good.', search), add, list);
+  const load = async () => {
+    const q = search.value.trim();
+    let res;
+    try {
+      res = await api.get('/memories' + api.q(q ? { q, limit: 50 } : { limit: 100 }));
+    } catch (err) {
+      if (live()) fill(list, failedText(err, 'load the memories'));
+      return;
+    }
+    if (!live()) return;
+    const ms = (res && res.memories) || [];
+    fill(list, ms.length ? ms.map((m) => memoryItem(m, load)) : h('li', { class: 'muted' }, q ? 'Nothing found.' : 'No memories yet.'));
+  };
+  search.addEventListener('input', debounce(load, 250));
+  load();
+}
+
+function memoryItem(m, reload) {
+  const li = h('li', { class: 'card as-item', dataset: { id: m.id } });
+  const view = () => fill(li,
+    h('p', { class: 'as-text' }, m.text),
+    h('div', { class: 'as-meta' }, pill(m.kind), h('span', { class: 'muted small' }, `${m.source} · ${fmtRelative(m.created_at)}` + (m.access_count ? ` · recalled ${m.access_count}×` : ''))),
+    h('div', { class: 'row as-actions' },
+      btn('Edit', edit),
+      historyToggle(m),
+      confirmBtn('Forget', 'Click again to forget', async () => {
+        await run('forget it', () => api.del(`/memories/${m.id}`));
+        li.remove();
+        toast('Forgotten.');
+      })));
+  const edit = () => {
+    const ta = h('textarea', { rows: 3, class: 'as-edit', 'aria-label': 'Memory text' });
+    ta.value = m.text;
+    const kind = h('select', { 'aria-label': 'Kind' }, KINDS.map((k) => h('option', { value: k, selected: k === m.kind }, k)));
+    fill(li, ta, h('div', { class: 'row as-actions' }, kind,
+      btn('Save', async () => {
+        await run('save it', () => api.put(`/memories/${m.id}`, { text: ta.value.trim(), kind: kind.value }));
+        reload();
+      }, 'btn primary small'),
+      btn('Cancel', view)));
+    ta.focus();
+  };
+  view();
+  return li;
+}
+
+function historyToggle(m) {
+  const d = h('details', { class: 'as-history' }, h('summary', { class: 'btn small' }, 'History'));
+  d.addEventListener('toggle', async () => {
+    if (!d.open || d.dataset.loaded) return;
+    d.dataset.loaded = '1';
+    let res;
+    try {
+      res = await api.get(`/memories/${m.id}/history`);
+    } catch (err) {
+      d.append(failedText(err, 'load its history'));
+      return;
+    }
+    const vs = (res && res.memories) || [];
+    d.append(vs.length
+      ? h('ol', { class: 'as-versions' }, vs.map((v) => h('li', null, h('span', { class: 'as-old' }, v.text), ' ',
+        h('span', { class: 'muted small' }, `until ${fmtTime(v.valid_to, true)} · ${v.source}`))))
+      : h('p', { class: 'muted small' }, 'No earlier versions: this is the text as first remembered.'));
+  });
+  return d;
+}
+
+// ---- pulse ------------------------------------------------------------------------
+
+function pulseView(body, live) {
+  const status = h('select', { id: 'pulse-status', 'aria-label': 'Show' },
+    ['active', 'completed', 'all'].map((s) => h('option', { value: s }, s)));
+  const list = h('ul', { id: 'pulse-list', class: 'as-list' });
+  const text = h('input', { id: 'pulse-new', placeholder: 'Something to keep working on', 'aria-label': 'New pulse item' });
+  const prio = h('select', { id: 'pulse-new-prio', 'aria-label': 'Priority' }, [1, 2, 3, 4, 5].map((p) => h('option', { value: p, selected: p === 3 }, 'priority ' + p)));
+  const add = h('form', { class: 'card row as-add', id: 'pulse-add' }, text, prio, h('button', { class: 'btn primary small', type: 'submit' }, 'Add'));
+  add.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (!text.value.trim()) return;
+    await run('add it', () => api.post('/pulse', { text: text.value.trim(), priority: Number(prio.value) }));
+    text.value = '';
+    load();
+  });
+  fill(body, head('Pulse', 'Reverie\'s working list: what is in progress. It reviews it regularly and brings up what needs you.', status), add, list);
+  const load = async () => {
+    let res;
+    try { res = await api.get('/pulse' + api.q({ status: status.value })); } catch (err) {
+      if (live()) fill(list, failedText(err, 'load the pulse'));
+      return;
+    }
+    if (!live()) return;
+    const items = (res && res.items) || [];
+    fill(list, items.length ? items.map((it) => h('li', { class: 'card as-item', dataset: { id: it.id } },
+      h('p', { class: 'as-text' + (it.status !== 'active' ? ' as-done' : '') }, it.text),
+      h('div', { class: 'as-meta' }, pill('priority ' + it.priority), it.status !== 'active' ? pill(it.status, 'ok') : null,
+        h('span', { class: 'muted small' }, fmtRelative(it.updated_at))),
+      h('div', { class: 'row as-actions' },
+        it.status === 'active'
+          ? btn('Done', async () => { await run('update it', () => api.put(`/pulse/${it.id}`, { status: 'completed' })); load(); })
+          : btn('Reopen', async () => { await run('update it', () => api.put(`/pulse/${it.id}`, { status: 'active' })); load(); }),
+        confirmBtn('Delete', 'Click again to delete', async () => { await run('delete it', () => api.del(`/pulse/${it.id}`)); load(); }))))
+      : h('li', { class: 'muted' }, 'Nothing here.'));
+  };
+  status.addEventListener('change', load);
+  load();
+}
+
+// ---- reminders and tasks ------------------------------------------------------------
+
+function tasksView(body, live) {
+  const list = h('ul', { id: 'task-list', class: 'as-list' });
+  fill(body, head('Reminders & tasks', 'Reminders Reverie sends you and prompts it runs on a schedule. Each run leaves a receipt.'), taskForm(() => load()), list);
+  const load = async () => {
+    let res;
+    try { res = await api.get('/tasks'); } catch (err) {
+      if (live()) fill(list, failedText(err, 'load the tasks'));
+      return;
+    }
+    if (!live()) return;
+    const ts = (res && res.tasks) || [];
+    fill(list, ts.length ? ts.map((t) => taskItem(t, load)) : h('li', { class: 'muted' }, 'No reminders or tasks.'));
+  };
+  load();
+}
+
+function taskForm(reload) {
+  const text = h('input', { id: 'task-text', placeholder: 'Remind me to…, or a prompt to run', 'aria-label': 'Reminder text' });
+  const kind = h('select', { id: 'task-kind', 'aria-label': 'Kind' }, h('option', { value: 'reminder' }, 'Reminder'), h('option', { value: 'ai' }, 'AI task'));
+  const sched = h('select', { id: 'task-schedule', 'aria-label': 'When' },
+    h('option', { value: 'once' }, 'once at'), h('option', { value: 'daily' }, 'every day at'), h('option', { value: 'interval' }, 'every'));
+  const at = h('input', { id: 'task-at', type: 'datetime-local', 'aria-label': 'Date and time' });
+  const time = h('input', { id: 'task-time', type: 'time', value: '09:00', 'aria-label': 'Time', hidden: true });
+  const every = h('input', { id: 'task-every', placeholder: '2h, 90m', 'aria-label': 'Interval', hidden: true, size: 6 });
+  const sync = () => { at.hidden = sched.value !== 'once'; time.hidden = sched.value !== 'daily'; every.hidden = sched.value !== 'interval'; };
+  sched.addEventListener('change', sync);
+  const form = h('form', { class: 'card as-add', id: 'task-add' }, h('div', { class: 'row' }, kind, text),
+    h('div', { class: 'row' }, sched, at, time, every, h('button', { class: 'btn primary small', type: 'submit' }, 'Create')));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const t = text.value.trim();
+    if (!t) return;
+    const schedule = { kind: sched.value };
+    if (sched.value === 'once') {
+      if (!at.value) { toast('Choose the date and time.', 'error'); return; }
+      schedule.at = new Date(at.value).toISOString();
+    } else if (sched.value === 'daily') {
+      schedule.time = time.value;
+    } else {
+      schedule.every = every.value.trim();
+    }
+    const thread = currentThread() || undefined;
+    const body = kind.value === 'ai' ? { ai_prompt: t, thread, schedule } : { text: t, thread, schedule };
+    await run('create it', () => api.post('/tasks', body));
+    text.value = '';
+    toast('Created.');
+    reload();
+  });
+  return form;
+}
+
+function taskItem(t, reload) {
+  const receipts = h('details', { class: 'as-receipts' }, h('summary', { class: 'btn small' }, 'Last runs'));
+  receipts.addEventListener('toggle', async () => {
+    if (!receipts.open || receipts.dataset.loaded) return;
+    receipts.dataset.loaded = '1';
+    let res;
+    try { res = await api.get('/receipts' + api.q({ task: t.id, limit: 5 })); } catch (err) { receipts.append(failedText(err, 'load the runs')); return; }
+    const rs = (res && res.receipts) || [];
+    receipts.append(rs.length
+      ? h('ul', { class: 'as-versions' }, rs.map((r) => h('li', { dataset: { outcome: r.outcome } },
+        pill(r.outcome, r.outcome === 'fired' ? 'ok' : r.outcome === 'failed' ? 'err' : ''), ' ',
+        h('span', { class: 'small' }, fmtTime(r.started_at || r.scheduled_at, true)), r.reason ? h('span', { class: 'muted small' }, ' · ' + r.reason) : null)))
+      : h('p', { class: 'muted small' }, 'It has not run yet.'));
+  });
+  const paused = t.status === 'paused';
+  return h('li', { class: 'card as-item', dataset: { id: t.id, status: t.status } },
+    h('p', { class: 'as-text' }, t.text || t.ai_prompt || t.job || t.id),
+    h('div', { class: 'as-meta' }, pill(t.kind === 'ai_task' ? 'AI task' : t.kind), paused ? pill('paused', 'warn') : null,
+      h('span', { class: 'muted small' }, t.description)),
+    h('p', { class: 'small as-next' }, t.next_run && !paused ? `Next: ${fmtTime(t.next_run, true)}` : paused ? 'Paused: it will not run.' : 'No next run.',
+      t.last_run ? h('span', { class: 'muted' }, ` · last ${fmtRelative(t.last_run)}${t.last_outcome ? ' (' + t.last_outcome + ')' : ''}`) : null),
+    h('div', { class: 'row as-actions' },
+      paused
+        ? btn('Resume', async () => { await run('resume it', () => api.post(`/tasks/${encodeURIComponent(t.id)}/resume`, {})); reload(); })
+        : btn('Pause', async () => { await run('pause it', () => api.post(`/tasks/${encodeURIComponent(t.id)}/pause`, {})); reload(); }),
+      receipts,
+      confirmBtn('Delete', 'Click again to delete', async () => { await run('delete it', () => api.del(`/tasks/${encodeURIComponent(t.id)}`)); reload(); })));
+}
+
+// ---- skills -------------------------------------------------------------------------
+
+function skillsView(body, live) {
+  const list = h('ul', { id: 'skill-list', class: 'as-list' });
+  const name = h('input', { id: 'skill-name', placeholder: 'name (letters, digits, -)', 'aria-label': 'Skill name' });
+  const content = h('textarea', { id: 'skill-content', rows: 3, placeholder: 'How to do it, step by step', 'aria-label': 'Skill content' });
+  const add = h('form', { class: 'card as-add', id: 'skill-add' }, name, content, h('div', { class: 'row' }, h('button', { class: 'btn primary small', type: 'submit' }, 'Save skill')));
+  add.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (!name.value.trim() || !content.value.trim()) return;
+    await run('save it', () => api.put(`/skills/${encodeURIComponent(name.value.trim())}`, { content: content.value }));
+    name.value = ''; content.value = '';
+    load();
+  });
+  fill(body, head('Skills', 'Procedures Reverie learned (or you taught it); it reads the matching one before acting.'), add, list);
+  const load = async () => {
+    let res;
+    try { res = await api.get('/skills'); } catch (err) {
+      if (live()) fill(list, failedText(err, 'load the skills'));
+      return;
+    }
+    if (!live()) return;
+    const ss = (res && res.skills) || [];
+    fill(list, ss.length ? ss.map((s) => skillItem(s, load)) : h('li', { class: 'muted' }, 'No skills yet.'));
+  };
+  load();
+}
+
+function skillItem(s, reload) {
+  const li = h('li', { class: 'card as-item', dataset: { name: s.name } });
+  const view = () => fill(li,
+    h('p', { class: 'as-text' }, h('strong', null, s.name), ' — ', s.summary),
+    h('div', { class: 'as-meta' }, h('span', { class: 'muted small' }, `${s.chars} characters · ${fmtRelative(s.updated_at)}`)),
+    h('div', { class: 'row as-actions' }, btn('Open', open),
+      confirmBtn('Delete', 'Click again to delete', async () => { await run('delete it', () => api.del(`/skills/${encodeURIComponent(s.name)}`)); reload(); })));
+  const open = async () => {
+    let full;
+    try { full = await api.get(`/skills/${encodeURIComponent(s.name)}`); } catch (err) { li.append(failedText(err, 'open it')); return; }
+    const ta = h('textarea', { rows: 10, class: 'as-edit mono', 'aria-label': 'Skill content' });
+    ta.value = full.content || '';
+    fill(li, h('p', { class: 'as-text' }, h('strong', null, s.name)), ta, h('div', { class: 'row as-actions' },
+      btn('Save', async () => { await run('save it', () => api.put(`/skills/${encodeURIComponent(s.name)}`, { content: ta.value })); toast('Saved.'); reload(); }, 'btn primary small'),
+      btn('Close', view)));
+  };
+  view();
+  return li;
+}
+
+// ---- dreams --------------------------------------------------------------------------
+
+function dreamsView(body, live) {
+  const list = h('ul', { id: 'dream-list', class: 'as-list' });
+  fill(body, head('Dreams', 'Each night Reverie consolidates its memories, pulse and skills. Every dream can be reverted; /dream starts one now.'), list);
+  const load = async () => {
+    let res;
+    try { res = await api.get('/dreams' + api.q({ limit: 20 })); } catch (err) {
+      if (live()) fill(list, failedText(err, 'load the dreams'));
+      return;
+    }
+    if (!live()) return;
+    const ds = (res && res.dreams) || [];
+    fill(list, ds.length ? ds.map((d) => h('li', { class: 'card as-item', dataset: { id: d.id } },
+      h('p', { class: 'as-text' }, h('strong', null, `Dream #${d.id}`), ' ', h('span', { class: 'muted small' }, `${fmtTime(d.started, true)} · ${d.trigger} · ${d.model_calls} model call(s)`),
+        d.reverted ? pill('reverted', 'warn') : null),
+      h('ul', { class: 'as-components' }, d.components.map((c) => h('li', { dataset: { status: c.status } },
+        h('strong', null, c.name), ' ', pill(c.status, c.status === 'ok' ? 'ok' : c.status === 'failed' ? 'err' : ''), c.detail ? h('span', { class: 'muted small' }, ' ' + c.detail) : null,
+        c.lines.length ? h('ul', { class: 'as-lines' }, c.lines.map((l) => h('li', { class: 'small' }, l))) : null))),
+      d.reverted ? null : h('div', { class: 'row as-actions' }, confirmBtn('Revert', 'Click again to revert', async () => {
+        const r = await run('revert it', () => api.post(`/dreams/${d.id}/revert`, {}));
+        toast(`Reverted: ${r.undone} change(s) put back.`);
+        load();
+      }))))
+      : h('li', { class: 'muted' }, 'No dreams yet. The first runs tonight, or type /dream in the chat.'));
+  };
+  load();
+}
