@@ -85,7 +85,12 @@ func (w *Web) serviceError(rw http.ResponseWriter, r *http.Request, err error) {
 		writeError(rw, status, diskFullMessage)
 		return
 	}
-	writeError(rw, status, w.host.Redact(err.Error()))
+	msg := err.Error()
+	if status == http.StatusUnprocessableEntity {
+		// The reason is for a person: without the sentinel's words.
+		msg = strings.TrimPrefix(msg, api.ErrTestFailed.Error()+": ")
+	}
+	writeError(rw, status, w.host.Redact(msg))
 }
 
 // reply answers a service call: its result as 200 JSON, or its error.

@@ -329,7 +329,7 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 		if err != nil {
 			err = a.o.Secrets.RedactError(fmt.Errorf("save message on %s: %w: %w", in.Thread, ErrNotSaved, err))
 			a.finish(ctx, in, start, Result{}, err)
-			return Result{Reply: "Your message could not be saved (" + describe(err) + "); please send it again."}, err
+			return Result{Reply: "Your message could not be saved (" + rootCause(err) + "); please send it again."}, err
 		}
 		if in.Saved != nil {
 			in.Saved()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,12 +34,25 @@ func TestTurnProviderErrorsKeepTheMessage(t *testing.T) {
 		wantReply []string
 	}{
 		{"unavailable", &providers.Error{Provider: "openai", Model: "gpt-x", Status: 503, Err: fmt.Errorf("%w: overloaded", providers.ErrUnavailable)},
-			[]string{"unavailable right now", "openai/gpt-x, HTTP 503", "your message is saved"}},
+			[]string{"had a problem", "openai/gpt-x, HTTP 503: overloaded", "Try again in a moment", "Your message is saved"}},
 		{"unauthorised", &providers.Error{Provider: "anthropic", Model: "claude", Status: 401, Err: fmt.Errorf("%w: bad key", providers.ErrAuth)},
-			[]string{"rejected the credentials", "anthropic/claude, HTTP 401", "check the API key", "saved"}},
+			[]string{"refused the API key", "anthropic/claude, HTTP 401: bad key", "Check the key", "saved"}},
+		{"unreachable", &providers.Error{Provider: "local", Model: "qwen3", Err: fmt.Errorf("%w: %w: %w", providers.ErrUnavailable, providers.ErrUnreachable,
+			&net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 11434}, Err: errors.New("connect: connection refused")})},
+			[]string{"Could not reach the model server at 127.0.0.1:11434 (local/qwen3, connection refused)", "base URL", "saved"}},
+		{"rate limited", &providers.Error{Provider: "openai", Model: "gpt-x", Status: 429, RetryAfter: 20 * time.Second,
+			Err: fmt.Errorf("%w: rate_limit_exceeded: Rate limit reached for requests", providers.ErrUnavailable)},
+			[]string{"limiting how often", "Rate limit reached for requests", "Wait 20 seconds", "saved"}},
+		{"bad request keeps the reason", &providers.Error{Provider: "openai", Model: "gpt-x", Status: 400,
+			Err: fmt.Errorf("%w: invalid_request_error: maximum context length is 8192 tokens", providers.ErrBadRequest)},
+			[]string{"refused the request", "HTTP 400: invalid_request_error: maximum context length is 8192 tokens", "saved"}},
+		{"timed out", &providers.Error{Provider: "openai", Model: "gpt-x", Err: fmt.Errorf("%w: %w", providers.ErrUnavailable, context.DeadlineExceeded)},
+			[]string{"took too long", "openai/gpt-x", "saved"}},
+		{"not found", &providers.Error{Provider: "openai", Model: "gpt-x", Status: 404, Err: fmt.Errorf("%w: 404 page not found", providers.ErrNotFound)},
+			[]string{"not found", "base URL", "/v1"}},
 		{"no model", modelrouter.ErrNoModel, []string{modelrouter.NoModelMessage}},
 		{"garbage", &providers.Error{Provider: "openai", Model: "m", Err: fmt.Errorf("%w: no choices", providers.ErrBadResponse)},
-			[]string{"invalid response", "saved"}},
+			[]string{"could not be read", "no choices", "saved"}},
 		{"cancelled", context.Canceled, []string{"interrupted", "saved"}},
 		{"other", errors.New("boom"), []string{"Something went wrong", "boom", "saved"}},
 	}

@@ -19,56 +19,51 @@ import (
 // does not have.
 var ErrNotSaved = errors.New("could not be saved")
 
-// ErrorReply is the text a user sees when a turn fails with err. Every text
-// says that the message is saved, because it is.
+// ErrorReply is the text a user sees when a turn fails with err: what
+// happened, in words, with the provider's own reason when it gave one, and
+// what to do about it (providers.Explain). Every text says that the message
+// is saved, because it is.
 func ErrorReply(err error) string {
-	cause := describe(err)
+	const saved = " Your message is saved."
 	switch {
 	case errors.Is(err, modelrouter.ErrNoModel):
 		return modelrouter.NoModelMessage
 	case errors.Is(err, ErrNotSaved):
-		return "The answer could not be saved (" + cause + "), so it is not shown; your message is saved. Try again once the problem is fixed."
-
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "The answer was interrupted before it was finished (" + cause + "); your message is saved."
-	case errors.Is(err, providers.ErrAuth):
-		return "The model provider rejected the credentials (" + cause + "); check the API key. Your message is saved."
-	case errors.Is(err, providers.ErrNotFound):
-		return "The configured model was not found (" + cause + "); check the model name. Your message is saved."
-	case errors.Is(err, providers.ErrUnavailable):
-		return "The model is unavailable right now (" + cause + "); your message is saved. Try again in a moment."
-	case errors.Is(err, providers.ErrBadRequest):
-		return "The model rejected the request (" + cause + "); your message is saved."
-	case errors.Is(err, providers.ErrBadResponse):
-		return "The model sent an invalid response (" + cause + "); your message is saved. Try again."
-	default:
-		return "Something went wrong while answering (" + cause + "); your message is saved."
+		return "The answer could not be saved (" + rootCause(err) + "), so it is not shown. Free some disk space or fix the data directory, then send it again." + saved
+	case errors.Is(err, context.Canceled):
+		return "The answer was interrupted before it was finished." + saved
 	}
-}
-
-// describe is a short cause for ErrorReply: provider, model and HTTP status
-// when known, else the error text, cut.
-func describe(err error) string {
-	var pe *providers.Error
-	if errors.As(err, &pe) {
-		s := pe.Provider
-		if pe.Model != "" {
-			s += "/" + pe.Model
-		}
-		if pe.Status != 0 {
-			s += fmt.Sprintf(", HTTP %d", pe.Status)
-		}
-		if s != "" {
-			return s
-		}
+	if words, ok := providers.Explain(err); ok {
+		return words + saved
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
+		return "The answer took too long and was stopped. Send it again, or ask for less at once." + saved
 	}
-	if errors.Is(err, context.Canceled) {
-		return "cancelled"
+	return "Something went wrong while answering (" + rootCause(err) + ")." + saved
+}
+
+// ErrorCause is what went wrong, without the chain of what was being done:
+// the text of the innermost error, cut.
+func ErrorCause(err error) string { return rootCause(err) }
+
+// rootCause is the text of the innermost error (the last one of a join),
+// cut: what went wrong without the chain of what was being done.
+func rootCause(err error) string {
+	for {
+		var next error
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			if es := u.Unwrap(); len(es) > 0 {
+				next = es[len(es)-1]
+			}
+		case interface{ Unwrap() error }:
+			next = u.Unwrap()
+		}
+		if next == nil {
+			return prompt.MidTruncate(strings.TrimSpace(err.Error()), 200)
+		}
+		err = next
 	}
-	return prompt.MidTruncate(strings.TrimSpace(err.Error()), 200)
 }
 
 // Limits of DescribeCalls' lines.

@@ -73,7 +73,7 @@ func TestErrorAfterToolsListsThem(t *testing.T) {
 	if !errors.Is(err, providers.ErrUnavailable) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, want := range []string{"unavailable right now", "these tool calls ran", `- echo {"text":"remind me at 5"} → echo: remind me at 5`} {
+	for _, want := range []string{"had a problem", "these tool calls ran", `- echo {"text":"remind me at 5"} → echo: remind me at 5`} {
 		if !strings.Contains(res.Reply, want) {
 			t.Errorf("reply %q lacks %q", res.Reply, want)
 		}

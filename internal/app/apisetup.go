@@ -15,8 +15,10 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/internal/providers"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -124,7 +126,13 @@ func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (st
 	tctx, cancel := context.WithTimeout(ctx, setupTestTimeout)
 	defer cancel()
 	if _, err := b.Generate(tctx, llm.Request{Messages: []llm.Message{llm.UserText("Reply with the single word OK.")}}, nil); err != nil {
-		return "", fmt.Errorf("%w: the model did not answer: %s", api.ErrTestFailed, s.a.Secrets.Redact(err.Error()))
+		// Said in words (what happened, what to do), never the Go error
+		// chain: the setup screen shows it as it is.
+		words, ok := providers.Explain(err)
+		if !ok {
+			words = "The model did not answer (" + agent.ErrorCause(err) + ")."
+		}
+		return "", fmt.Errorf("%w: %s", api.ErrTestFailed, s.a.Secrets.Redact(words))
 	}
 
 	var block strings.Builder
@@ -162,8 +170,8 @@ func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (st
 	if err := datadir.WriteFile(restart, []byte("model configured on the setup screen\n"+s.a.opts.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
 		s.a.Logger.Warn("could not request a restart", "err", err)
 	}
-	return fmt.Sprintf("Saved: the main model is %s (%s). Reverie restarts to use it — within seconds under `reverie run`; "+
-		"restart a foreground `reverie agent` by hand.", model, provider), nil
+	return fmt.Sprintf("Saved: the main model is %s (%s). Reverie restarts to use it: within seconds when it was started "+
+		"with reverie run (or just reverie); an agent started with reverie agent must be restarted by hand.", model, provider), nil
 }
 
 // configPath is the configuration file in use.

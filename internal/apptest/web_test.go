@@ -775,6 +775,11 @@ func TestWebSetupTestsThenSavesTheModel(t *testing.T) {
 	if code != http.StatusUnprocessableEntity || strings.Contains(body2s(body), "sk-never-shown") {
 		t.Fatalf("unreachable model: %d %s", code, body)
 	}
+	// Said in words: what happened and what to do, no Go error chain.
+	if msg := body2s(body); !strings.Contains(msg, "Could not reach the model server at 127.0.0.1:1") || !strings.Contains(msg, "base URL") ||
+		strings.Contains(msg, "dial tcp") || strings.Contains(msg, "setup test failed") || strings.Contains(msg, "`") {
+		t.Errorf("unreachable model's message: %s", msg)
+	}
 	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(before, after) {
 		t.Fatal("config.yaml changed after a failed test")
 	}
@@ -799,7 +804,7 @@ func TestWebSetupTestsThenSavesTheModel(t *testing.T) {
 	var res api.SetupResult
 	w.JSON(t, "POST", "/setup/models", api.SetupRequest{Values: map[string]string{
 		"provider": "openai", "base_url": w.Model.BaseURL(), "api_key": "sk-setup-key-456", "model": "gpt-setup"}}, 200, &res)
-	if !res.OK || !strings.Contains(res.Message, "gpt-setup") {
+	if !res.OK || !strings.Contains(res.Message, "gpt-setup") || strings.Contains(res.Message, "`") {
 		t.Fatalf("result %+v", res)
 	}
 	cfg, _ := os.ReadFile(cfgPath)

@@ -1,8 +1,14 @@
 package providers
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -15,7 +21,134 @@ var (
 	ErrNotFound    = errors.New("model or endpoint not found")
 	ErrBadRequest  = errors.New("request rejected")
 	ErrBadResponse = errors.New("invalid response")
+	// ErrUnreachable is wrapped together with ErrUnavailable when no HTTP
+	// response arrived because the server could not be reached at all:
+	// connection refused, unknown host, no route, a TLS handshake that
+	// failed. It usually means a wrong base URL or a server that is not
+	// running, not a passing outage.
+	ErrUnreachable = errors.New("server unreachable")
 )
+
+// Explain says in words what a failed model call means for the person
+// waiting on it and what to do about it, keeping the provider's own reason
+// (a 400's message, a 429's wait). ok is false when err is not a provider's
+// *Error.
+func Explain(err error) (words string, ok bool) {
+	var pe *Error
+	if !errors.As(err, &pe) {
+		return "", false
+	}
+	who := pe.Provider
+	if pe.Model != "" {
+		who += "/" + pe.Model
+	}
+	who = strings.TrimPrefix(who, "/")
+	if pe.Status != 0 {
+		who += fmt.Sprintf(", HTTP %d", pe.Status)
+	}
+	reason := ""
+	if pe.Err != nil {
+		reason = pe.Err.Error()
+	}
+	for _, s := range []error{ErrUnavailable, ErrUnreachable, ErrAuth, ErrNotFound, ErrBadRequest, ErrBadResponse} {
+		reason = strings.TrimPrefix(reason, s.Error()+": ")
+	}
+	if r := []rune(strings.TrimSpace(reason)); len(r) > 300 {
+		reason = string(r[:300]) + "…"
+	}
+	because := who
+	if reason != "" {
+		because += ": " + strings.TrimSpace(reason)
+	}
+	switch {
+	case errors.Is(err, ErrUnreachable):
+		addr, why, _ := Unreachable(err)
+		where := "the model server"
+		if addr != "" {
+			where += " at " + addr
+		}
+		return "Could not reach " + where + " (" + who + ", " + why + "). Check that the server is running and that its base URL is right.", true
+	case pe.Status == http.StatusTooManyRequests:
+		wait := "a minute"
+		if pe.RetryAfter > 0 {
+			wait = roundWait(pe.RetryAfter)
+		}
+		return "The model provider is limiting how often it can be asked (" + because + "). Wait " + wait + " and send it again; if it keeps happening, check the plan or quota of the API key.", true
+	case errors.Is(err, errDeadline):
+		return "The model took too long to answer (" + who + "). Send it again, or use a faster model or a longer timeout (models.backends.<name>.timeout).", true
+	case errors.Is(err, ErrAuth):
+		return "The model provider refused the API key (" + because + "). Check the key.", true
+	case errors.Is(err, ErrNotFound):
+		return "The model or its API was not found (" + because + "). Check the model name, and the base URL (an OpenAI-compatible server's usually ends in /v1).", true
+	case errors.Is(err, ErrUnavailable):
+		return "The model server had a problem (" + because + "). Try again in a moment; if it lasts, the provider may be down.", true
+	case errors.Is(err, ErrBadRequest):
+		return "The model refused the request (" + because + "). A new conversation (/new) or a shorter message may help.", true
+	case errors.Is(err, ErrBadResponse):
+		return "The model sent a reply that could not be read (" + because + "). Try again.", true
+	}
+	return "The model call failed (" + because + ").", true
+}
+
+// roundWait says a wait the way a person would: "12 seconds", "2 minutes".
+func roundWait(d time.Duration) string {
+	switch {
+	case d < 2*time.Second:
+		return "a second"
+	case d < 90*time.Second:
+		return fmt.Sprintf("%d seconds", int(d.Round(time.Second)/time.Second))
+	default:
+		return fmt.Sprintf("%d minutes", int(d.Round(time.Minute)/time.Minute))
+	}
+}
+
+// Unreachable reports the address a call could not reach and why
+// ("connection refused", "no such host", …), when err is such a failure.
+func Unreachable(err error) (addr, why string, ok bool) {
+	if !errors.Is(err, ErrUnreachable) {
+		return "", "", false
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.Name, "no such host", true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		if op.Addr != nil {
+			addr = op.Addr.String()
+		}
+		why = op.Err.Error()
+		if i := strings.LastIndex(why, ": "); i >= 0 {
+			why = why[i+2:]
+		}
+		return addr, why, true
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			addr = u.Host
+		}
+		return addr, ue.Err.Error(), true
+	}
+	return "", err.Error(), true
+}
+
+// unreachable reports whether err (with no HTTP response) means the server
+// could not be reached: a failed dial, an unknown host, a failed TLS
+// handshake or plain HTTP answering an https URL.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	var rh tls.RecordHeaderError
+	var cv *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &dns), errors.As(err, &rh), errors.As(err, &cv):
+		return true
+	case errors.As(err, &op):
+		return op.Op == "dial"
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
 
 // Error is a failed call to a model provider.
 type Error struct {

@@ -375,7 +375,11 @@ func (p Policy) classify(parent, callCtx context.Context, attemptCause error, a 
 		return e, false
 	}
 	if status == 0 {
-		e.Err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		if unreachable(err) {
+			e.Err = fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrUnreachable, err)
+		} else {
+			e.Err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 		return e, true
 	}
 	e.Err = fmt.Errorf("%w: %w", ErrBadResponse, err)

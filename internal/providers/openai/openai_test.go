@@ -648,11 +648,28 @@ func TestConnectionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Generate(context.Background(), hello(), nil)
-	if !errors.Is(err, providers.ErrUnavailable) {
-		t.Fatalf("err = %v, want ErrUnavailable", err)
+	if !errors.Is(err, providers.ErrUnavailable) || !errors.Is(err, providers.ErrUnreachable) {
+		t.Fatalf("err = %v, want ErrUnavailable and ErrUnreachable", err)
+	}
+	if got, why, ok := providers.Unreachable(err); !ok || got != addr || why != "connection refused" {
+		t.Errorf("Unreachable = %q, %q, %v; want %q, connection refused", got, why, ok, addr)
 	}
 	if n := len(clock.Sleeps()); n != providers.DefaultMaxRetries {
 		t.Errorf("retries = %d, want %d", n, providers.DefaultMaxRetries)
+	}
+}
+
+// TestUnknownHost: a base URL whose host does not resolve is unreachable,
+// not an outage.
+func TestUnknownHost(t *testing.T) {
+	clock := providerstest.NewClock()
+	c, err := openai.New(openai.Options{BaseURL: "http://no-such-host.invalid/v1", Model: "m", Clock: clock, Jitter: func() float64 { return 0 }, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Generate(context.Background(), hello(), nil)
+	if got, why, ok := providers.Unreachable(err); !ok || got != "no-such-host.invalid" || why != "no such host" {
+		t.Errorf("Unreachable(%v) = %q, %q, %v", err, got, why, ok)
 	}
 }
 
