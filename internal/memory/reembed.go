@@ -194,20 +194,9 @@ func StoredModels(ctx context.Context, db *sql.DB) ([]string, error) {
 	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
-	rows, err := db.QueryContext(ctx, `SELECT embed_model FROM memories WHERE embedding IS NOT NULL GROUP BY embed_model ORDER BY COUNT(*) DESC, embed_model`)
+	out, err := sqlite.Rows(ctx, db, sqlite.Scan1[string],
+		`SELECT embed_model FROM memories WHERE embedding IS NOT NULL GROUP BY embed_model ORDER BY COUNT(*) DESC, embed_model`)
 	if err != nil {
-		return nil, fmt.Errorf("list embedding models: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var m string
-		if err := rows.Scan(&m); err != nil {
-			return nil, fmt.Errorf("list embedding models: %w", err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list embedding models: %w", err)
 	}
 	return out, nil
@@ -271,24 +260,18 @@ func (s *VectorStore) Reembed(ctx context.Context, progress func(done, total int
 	done := 0
 	var after int64
 	for {
-		rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.text FROM memories m WHERE `+staleWhere+` AND m.id > ?2 ORDER BY m.id LIMIT ?3`,
-			s.model, after, ReembedBatch)
-		if err != nil {
-			return fmt.Errorf("re-embed memories: %w", err)
-		}
 		var ids []int64
 		var texts []string
-		for rows.Next() {
+		err := sqlite.Each(ctx, s.db, func(rows *sql.Rows) error {
 			var id int64
 			var t string
 			if err := rows.Scan(&id, &t); err != nil {
-				rows.Close()
-				return fmt.Errorf("re-embed memories: %w", err)
+				return err
 			}
 			ids, texts = append(ids, id), append(texts, t)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}, `SELECT m.id, m.text FROM memories m WHERE `+staleWhere+` AND m.id > ?2 ORDER BY m.id LIMIT ?3`, s.model, after, ReembedBatch)
+		if err != nil {
 			return fmt.Errorf("re-embed memories: %w", err)
 		}
 		if len(ids) == 0 {
@@ -393,13 +376,8 @@ func (s *VectorStore) switchModel(ctx context.Context) error {
 // such a vector.
 func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*index, *textIndex, int, error) {
 	idx, text := newIndex(dims), newTextIndex()
-	rows, err := s.db.QueryContext(ctx, `SELECT id, text, kind, created_at, valid_from, valid_to, access_count, last_access, event_time, thread, embedding, embed_model FROM memories`)
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("load memory index: %w", err)
-	}
-	defer rows.Close()
 	stale, wrongDims := 0, 0
-	for rows.Next() {
+	err := sqlite.Each(ctx, s.db, func(rows *sql.Rows) error {
 		var (
 			id                     int64
 			txt, kind, thr, mmodel string
@@ -409,16 +387,16 @@ func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*i
 			blob                   []byte
 		)
 		if err := rows.Scan(&id, &txt, &kind, &created, &from, &to, &count, &last, &event, &thr, &blob, &mmodel); err != nil {
-			return nil, nil, 0, fmt.Errorf("load memory index: %w", err)
+			return err
 		}
 		m := meta{kind: Kind(kind), createdAt: created, validFrom: from, validTo: to.Int64, eventTime: event.Int64,
 			lastAccess: last.Int64, accessCount: count, thread: thr}
 		m.setText(txt)
 		var v []float32
 		if mmodel == model && blob != nil {
-			v, err = vec.Decode(blob)
-			if err != nil {
-				return nil, nil, 0, fmt.Errorf("load memory %d: %w", id, err)
+			var err error
+			if v, err = vec.Decode(blob); err != nil {
+				return fmt.Errorf("memory %d: %w", id, err)
 			}
 			if len(v) != dims {
 				wrongDims++
@@ -430,8 +408,9 @@ func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*i
 		}
 		idx.put(id, m, v)
 		text.put(id, txt)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `SELECT id, text, kind, created_at, valid_from, valid_to, access_count, last_access, event_time, thread, embedding, embed_model FROM memories`)
+	if err != nil {
 		return nil, nil, 0, fmt.Errorf("load memory index: %w", err)
 	}
 	if wrongDims > 0 {
