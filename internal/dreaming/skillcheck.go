@@ -129,7 +129,8 @@ func (c skillCheck) common(out string, names, originals []string) (string, strin
 	case errors.Is(err, skills.ErrEmpty):
 		return "", "was empty"
 	case errors.Is(err, skills.ErrTooLong):
-		return "", "is too long for a skill: " + strings.TrimPrefix(err.Error(), skills.ErrTooLong.Error()+": ")
+		_, detail, _ := strings.Cut(err.Error(), skills.ErrTooLong.Error()+": ")
+		return "", "is too long for a skill: " + detail
 	case errors.Is(err, skills.ErrSecret):
 		return "", "looks like it holds a secret"
 	case err != nil:

@@ -3,9 +3,10 @@ package memory
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"time"
+
+	"github.com/reverie-ai/reverie/internal/textcheck"
 )
 
 // Kind classifies a memory.
@@ -218,12 +219,12 @@ func VectorsOf(s Store) (Vectors, bool) {
 // Errors returned by stores.
 var (
 	// ErrEmpty: the memory text is empty or only white space.
-	ErrEmpty = errors.New("memory text is empty")
+	ErrEmpty = textcheck.ErrEmpty
 	// ErrTooLong: the memory text exceeds MaxTextLen characters.
-	ErrTooLong = fmt.Errorf("memory text longer than %d characters", MaxTextLen)
+	ErrTooLong = textcheck.ErrTooLong
 	// ErrSecret: the text looks like it contains a credential (API key,
 	// token, private key, password); such text is never stored.
-	ErrSecret = errors.New("memory text looks like it contains a secret")
+	ErrSecret = textcheck.ErrSecret
 	// ErrNotFound: no memory has that id.
 	ErrNotFound = errors.New("memory not found")
 	// ErrDuplicate: an update would make a memory identical to another

@@ -2,11 +2,10 @@ package memory
 
 import (
 	"fmt"
-	"math"
-	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/reverie-ai/reverie/internal/textcheck"
 )
 
 // normalise returns the canonical text used to detect duplicates: trimmed,
@@ -24,74 +23,19 @@ func clean(text string) (string, error) {
 	}
 	t := strings.TrimSpace(text)
 	if t == "" {
-		return "", ErrEmpty
+		return "", fmt.Errorf("memory %w", ErrEmpty)
 	}
 	if n := utf8.RuneCountInString(t); n > MaxTextLen {
-		return "", fmt.Errorf("%w (%d characters)", ErrTooLong, n)
+		return "", fmt.Errorf("memory %w: %d characters, at most %d", ErrTooLong, n, MaxTextLen)
 	}
-	if what := LooksSecret(t); what != "" {
-		return "", fmt.Errorf("%w (%s)", ErrSecret, what)
+	if what := textcheck.LooksSecret(t); what != "" {
+		return "", fmt.Errorf("memory %w (%s)", ErrSecret, what)
 	}
 	return t, nil
 }
 
-var secretPatterns = []struct {
-	name string
-	re   *regexp.Regexp
-}{
-	{"private key", regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)},
-	{"OpenAI-style key", regexp.MustCompile(`\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}`)},
-	{"AWS access key", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"GitHub token", regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}`)},
-	{"Slack token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
-	{"Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`)},
-	{"JWT", regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}`)},
-	{"password", regexp.MustCompile(`(?i)\b(?:password|passwd|pwd|passphrase|api[_ -]?key|secret[_ -]?key|access[_ -]?token|auth[_ -]?token)\s*(?:[:=]|\bis\b)\s*\S+`)},
-	{"credentials in URL", regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@`)},
-}
-
-var tokenRe = regexp.MustCompile(`[A-Za-z0-9+/=_\-]{32,}`)
-
-// LooksSecret returns a short description of the first credential-like
-// pattern found in text, or "" when none is found. Recognised: private key
-// blocks, sk-… (OpenAI/Anthropic), AKIA…/ASIA… (AWS), ghp_…/github_pat_…
-// (GitHub), xox…- (Slack), AIza… (Google), JWTs, "password: …"-style
-// assignments, credentials in URLs, and long high-entropy tokens (≥ 32
-// characters mixing letters and digits with ≥ 4 bits of entropy per
-// character).
-func LooksSecret(text string) string {
-	for _, p := range secretPatterns {
-		if p.re.MatchString(text) {
-			return p.name
-		}
-	}
-	for _, tok := range tokenRe.FindAllString(text, -1) {
-		if highEntropy(tok) {
-			return "high-entropy token"
-		}
-	}
-	return ""
-}
-
-func highEntropy(tok string) bool {
-	var letters, digits bool
-	counts := map[rune]int{}
-	for _, r := range tok {
-		counts[r]++
-		if unicode.IsLetter(r) {
-			letters = true
-		} else if unicode.IsDigit(r) {
-			digits = true
-		}
-	}
-	if !letters || !digits {
-		return false
-	}
-	var h float64
-	n := float64(len(tok))
-	for _, c := range counts {
-		p := float64(c) / n
-		h -= p * math.Log2(p)
-	}
-	return h >= 4.0
-}
+// LooksSecret is textcheck.LooksSecret, kept for the callers that still
+// name it here.
+//
+// Deprecated: use textcheck.LooksSecret.
+func LooksSecret(text string) string { return textcheck.LooksSecret(text) }

@@ -16,7 +16,7 @@
 // Item text is trimmed and its white space collapsed to single spaces (one
 // item is one prompt line); empty text is ErrEmpty, more than
 // Options.MaxTextChars characters (default MaxTextChars) ErrTooLong, and
-// text that memory.LooksSecret recognises as a credential ErrSecret. A
+// text that textcheck.LooksSecret recognises as a credential ErrSecret. A
 // priority outside 1–10 is ErrPriority, an unknown status ErrStatus, an
 // unknown id ErrNotFound. A rejected call changes nothing.
 //

@@ -13,8 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/chat"
-	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/textcheck"
 )
 
 // Component is the name under which the schema is versioned.
@@ -42,12 +42,12 @@ const (
 // Errors. Each is wrapped with the offending value; test with errors.Is.
 var (
 	// ErrEmpty: the item text is empty (after trimming).
-	ErrEmpty = errors.New("pulse item text is empty")
+	ErrEmpty = textcheck.ErrEmpty
 	// ErrTooLong: the item text exceeds the limit.
-	ErrTooLong = errors.New("pulse item text is too long")
+	ErrTooLong = textcheck.ErrTooLong
 	// ErrSecret: the text looks like it contains a credential; it is never
 	// stored.
-	ErrSecret = errors.New("pulse item text looks like it contains a secret")
+	ErrSecret = textcheck.ErrSecret
 	// ErrPriority: the priority is outside MinPriority–MaxPriority.
 	ErrPriority = errors.New("priority must be between 1 (urgent) and 10 (low)")
 	// ErrStatus: the status is not one of active, completed, cancelled.
@@ -242,13 +242,13 @@ func CleanText(text string, limit int) (string, error) {
 	}
 	t := strings.Join(strings.Fields(text), " ")
 	if t == "" {
-		return "", ErrEmpty
+		return "", fmt.Errorf("pulse item %w", ErrEmpty)
 	}
 	if n := utf8.RuneCountInString(t); n > limit {
-		return "", fmt.Errorf("%w: %d characters, at most %d", ErrTooLong, n, limit)
+		return "", fmt.Errorf("pulse item %w: %d characters, at most %d", ErrTooLong, n, limit)
 	}
-	if what := memory.LooksSecret(t); what != "" {
-		return "", fmt.Errorf("%w (%s); describe it without the secret", ErrSecret, what)
+	if what := textcheck.LooksSecret(t); what != "" {
+		return "", fmt.Errorf("pulse item %w (%s); describe it without the secret", ErrSecret, what)
 	}
 	return t, nil
 }

@@ -18,7 +18,7 @@
 // trimmed and its line endings normalised; empty is ErrEmpty, over
 // Options.MaxBodyChars characters (default DefaultMaxBodyChars) or a first
 // line over MaxSummaryChars is ErrTooLong, and a credential-like text
-// (memory.LooksSecret) is ErrSecret.
+// (textcheck.LooksSecret) is ErrSecret.
 //
 // # Cache
 //

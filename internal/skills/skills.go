@@ -19,6 +19,7 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/textcheck"
 )
 
 // Component is the name under which the skill_loads schema is versioned.
@@ -48,12 +49,12 @@ var (
 	// lower-case letters, digits, '-' and '_'.
 	ErrInvalidName = errors.New("invalid skill name")
 	// ErrEmpty: the skill text is empty.
-	ErrEmpty = errors.New("skill text is empty")
+	ErrEmpty = textcheck.ErrEmpty
 	// ErrTooLong: the skill text or its summary line is over its limit.
-	ErrTooLong = errors.New("skill text is too long")
+	ErrTooLong = textcheck.ErrTooLong
 	// ErrSecret: the text looks like it contains a credential; it is never
 	// written.
-	ErrSecret = errors.New("skill text looks like it contains a secret")
+	ErrSecret = textcheck.ErrSecret
 	// ErrNotFound: no skill has that name.
 	ErrNotFound = errors.New("no such skill")
 )

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/internal/datadir"
-	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/textcheck"
 )
 
 // Saved reports what Save did.
@@ -33,17 +33,17 @@ func CleanBody(body string, limit int) (string, error) {
 	}
 	b := normalizeBody(body)
 	if b == "" {
-		return "", ErrEmpty
+		return "", fmt.Errorf("skill %w", ErrEmpty)
 	}
 	if n := utf8.RuneCountInString(b); n > limit {
-		return "", fmt.Errorf("%w: %d characters, at most %d; condense it or split it into several skills", ErrTooLong, n, limit)
+		return "", fmt.Errorf("skill %w: %d characters, at most %d; condense it or split it into several skills", ErrTooLong, n, limit)
 	}
 	first, _, _ := strings.Cut(b, "\n")
 	if n := utf8.RuneCountInString(first); n > MaxSummaryChars {
-		return "", fmt.Errorf("%w: the first line is the summary shown in the table of contents and is %d characters; keep it to one short line (at most %d) and put the details below it", ErrTooLong, n, MaxSummaryChars)
+		return "", fmt.Errorf("skill %w: the first line is the summary shown in the table of contents and is %d characters; keep it to one short line (at most %d) and put the details below it", ErrTooLong, n, MaxSummaryChars)
 	}
-	if what := memory.LooksSecret(b); what != "" {
-		return "", fmt.Errorf("%w (%s); refer to where the secret is kept instead of writing it", ErrSecret, what)
+	if what := textcheck.LooksSecret(b); what != "" {
+		return "", fmt.Errorf("skill %w (%s); refer to where the secret is kept instead of writing it", ErrSecret, what)
 	}
 	return b, nil
 }
@@ -53,14 +53,14 @@ func CleanBody(body string, limit int) (string, error) {
 func Compose(summary, content string) (string, error) {
 	sum := strings.Join(strings.Fields(summary), " ")
 	if sum == "" {
-		return "", fmt.Errorf("%w: the summary is empty", ErrEmpty)
+		return "", fmt.Errorf("skill %w: the summary is empty", ErrEmpty)
 	}
 	if strings.ContainsAny(strings.TrimSpace(summary), "\r\n") {
 		return "", errors.New("the summary must be one line")
 	}
 	content = normalizeBody(content)
 	if content == "" {
-		return "", fmt.Errorf("%w: the content (the steps below the summary) is empty", ErrEmpty)
+		return "", fmt.Errorf("skill %w: the content (the steps below the summary) is empty", ErrEmpty)
 	}
 	if Summarize(content) == Summarize(sum) {
 		return content, nil
