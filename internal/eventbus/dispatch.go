@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"time"
 
@@ -293,13 +292,7 @@ func (b *Bus) call(ctx context.Context, s *subscriber, log *slog.Logger, ev exte
 // backoff returns the wait after failed attempt n: a random duration in
 // [d/2, d], d = BaseBackoff·2^(n-1) capped at MaxBackoff.
 func (b *Bus) backoff(n int) time.Duration {
-	d := b.opts.BaseBackoff
-	for i := 1; i < n && d < b.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, b.opts.MaxBackoff)
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return extension.Backoff{Base: b.opts.BaseBackoff, Max: b.opts.MaxBackoff}.Delay(n - 1)
 }
 
 // sleep waits d on a timer; false if ctx ended first.

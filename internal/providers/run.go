@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -76,13 +77,7 @@ func (p Policy) withDefaults() Policy {
 // retry) when the server gave no Retry-After.
 func (p Policy) Backoff(retry int) time.Duration {
 	p = p.withDefaults()
-	d := p.BaseDelay
-	for i := 0; i < retry && d < p.MaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, p.MaxDelay)
-	half := d / 2
-	return half + time.Duration(p.Jitter()*float64(d-half))
+	return extension.Backoff{Base: p.BaseDelay, Max: p.MaxDelay, Jitter: p.Jitter}.Delay(retry)
 }
 
 // Attempt is one HTTP attempt inside Run. The provider's request function
