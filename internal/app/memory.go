@@ -91,7 +91,7 @@ func (a *App) dataChangeHook(ctx context.Context, message string, paths ...strin
 // or after writes while the model did not answer), logging progress and
 // publishing memory.reembed.progress / .done / .failed; recall keeps using
 // the vectors it has meanwhile. A failed run is retried with backoff
-// (reembedRetryMin doubling to reembedRetryMax) while memories remain; an
+// (from a minute doubling to half an hour, jittered) while memories remain; an
 // interrupted one resumes at the next start.
 func (a *App) reembed(ctx context.Context) error {
 	vs, ok := a.Memory.Vectors()
@@ -99,8 +99,8 @@ func (a *App) reembed(ctx context.Context) error {
 		return nil
 	}
 	log := a.Logger.With("component", "memory")
-	wait := reembedRetryMin
-	for {
+	backoff := extension.Backoff{Base: time.Minute, Max: 30 * time.Minute}
+	for retry := 0; ; retry++ {
 		n, err := vs.StaleEmbeddings(ctx)
 		if err != nil || n == 0 {
 			return nil
@@ -125,6 +125,7 @@ func (a *App) reembed(ctx context.Context) error {
 			a.publishReembed(ctx, "memory.reembed.done", st)
 			return nil
 		}
+		wait := backoff.Delay(retry)
 		log.Error("re-embedding stopped; retrying later (recall keeps the vectors it has)", "err", err, "retry_in", wait)
 		a.publishReembed(ctx, "memory.reembed.failed", st)
 		t := time.NewTimer(wait)
@@ -134,15 +135,8 @@ func (a *App) reembed(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		wait = min(2*wait, reembedRetryMax)
 	}
 }
-
-// Backoff of a failed re-embedding.
-const (
-	reembedRetryMin = time.Minute
-	reembedRetryMax = 30 * time.Minute
-)
 
 // publishReembed publishes a re-embedding event (its payload is the
 // store's memory.EmbeddingStatus).
