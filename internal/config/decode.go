@@ -577,7 +577,10 @@ func (d *decoder) setString(v reflect.Value, s, path string) error {
 			v.Set(reflect.New(t.Elem()))
 		}
 		return d.setString(v.Elem(), s, path)
-	case reflect.PointerTo(t).Implements(textUnmarshal) && !implementsYAMLUnmarshaler(t):
+	case reflect.PointerTo(t).Implements(textUnmarshal):
+		// A value from the environment is text: a type with a text form
+		// parses it, even when it also reads YAML (a list of Matrix ids
+		// "@a:x, @b:y" is no valid YAML, and a password is no YAML at all).
 		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
 			return d.errAt(0, path, "%s: %v", path, err)
 		}

@@ -1,0 +1,234 @@
+// Package matrixtest runs a real Matrix homeserver (Dendrite v0.15.2, built
+// by extensions/matrix/testdata/build-dendrite.sh) on 127.0.0.1 for tests,
+// and gives them Matrix users: mautrix clients with their own end-to-end
+// encryption, acting as the people who talk to the assistant.
+//
+// Dendrite is AGPL and is never imported: the tests run its binaries. They
+// are looked for in $REVERIE_DENDRITE_DIR, else in
+// ${XDG_CACHE_HOME:-~/.cache}/reverie/dendrite-v0.15.2. Without them the
+// tests are skipped with a message saying how to build them — except when
+// CI=true, where they fail.
+package matrixtest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Version is the Dendrite release the tests run.
+const Version = "v0.15.2"
+
+// SharedSecret is the registration secret of the generated CI config.
+const SharedSecret = "complement"
+
+// BinDir returns the directory with the Dendrite binaries and whether
+// they are all there.
+func BinDir() (string, bool) {
+	dir := os.Getenv("REVERIE_DENDRITE_DIR")
+	if dir == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", false
+			}
+			cache = filepath.Join(home, ".cache")
+		}
+		dir = filepath.Join(cache, "reverie", "dendrite-"+Version)
+	}
+	for _, b := range []string{"dendrite", "create-account", "generate-keys", "generate-config"} {
+		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
+			return dir, false
+		}
+	}
+	return dir, true
+}
+
+// Server is a Dendrite running for a test.
+type Server struct {
+	bin, dir, addr string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *syncWriter
+}
+
+// Start starts a Dendrite with federation and registration off in a
+// temporary directory; it is stopped when the test (or the package's
+// TestMain, with tb from it) ends. Without the binaries the test is
+// skipped, or fails when CI=true.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	bin, ok := BinDir()
+	if !ok {
+		msg := fmt.Sprintf("Dendrite %s is not built in %s: run extensions/matrix/testdata/build-dendrite.sh "+
+			"(or set REVERIE_DENDRITE_DIR)", Version, bin)
+		if os.Getenv("CI") == "true" {
+			tb.Fatal(msg)
+		}
+		tb.Skip(msg)
+	}
+	dir, err := os.MkdirTemp("", "dendrite-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Server{bin: bin, dir: dir}
+	tb.Cleanup(func() {
+		s.Stop(tb)
+		_ = os.RemoveAll(dir)
+	})
+	cfg, err := exec.Command(filepath.Join(bin, "generate-config"), "-ci", "-dir", dir).Output()
+	if err != nil {
+		tb.Fatalf("generate-config: %v", err)
+	}
+	text := string(cfg)
+	for _, r := range [][2]string{
+		{"disable_federation: false", "disable_federation: true"},
+		{"registration_disabled: false", "registration_disabled: true"},
+		{"in_memory: true", "in_memory: false"}, // JetStream on disk: a restart keeps it
+		{"level: trace", "level: warn"},
+	} {
+		if !strings.Contains(text, r[0]) {
+			tb.Fatalf("generated Dendrite config lacks %q", r[0])
+		}
+		text = strings.ReplaceAll(text, r[0], r[1])
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dendrite.yaml"), []byte(text), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	keys := exec.Command(filepath.Join(bin, "generate-keys"), "-private-key", filepath.Join(dir, "matrix_key.pem"))
+	keys.Dir = dir
+	if out, err := keys.CombinedOutput(); err != nil {
+		tb.Fatalf("generate-keys: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.addr = l.Addr().String()
+	_ = l.Close()
+	s.start(tb)
+	return s
+}
+
+// URL is the homeserver's base URL.
+func (s *Server) URL() string { return "http://" + s.addr }
+
+func (s *Server) start(tb testing.TB) {
+	tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command(filepath.Join(s.bin, "dendrite"), "-config", filepath.Join(s.dir, "dendrite.yaml"),
+		"-http-bind-address", s.addr)
+	cmd.Dir = s.dir
+	if s.log == nil {
+		s.log = &syncWriter{}
+	}
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start dendrite: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	s.cmd, s.done = cmd, done
+	hc := &http.Client{Timeout: 2 * time.Second}
+	defer hc.CloseIdleConnections()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := hc.Get(s.URL() + "/_matrix/client/versions")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-done:
+			tb.Fatalf("dendrite exited at start:\n%s", s.log.String())
+		case <-time.After(50 * time.Millisecond): // polling a child process's port: no event to wait on
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("dendrite did not answer within 60s:\n%s", s.log.String())
+		}
+	}
+}
+
+// Stop stops the homeserver (idempotent) and waits for it.
+func (s *Server) Stop(tb testing.TB) {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Restart stops the homeserver and starts it again on the same address
+// with the same data.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	s.Stop(tb)
+	s.start(tb)
+}
+
+// CreateUser makes an account with create-account.
+func (s *Server) CreateUser(tb testing.TB, name, password string) string {
+	tb.Helper()
+	cmd := exec.Command(filepath.Join(s.bin, "create-account"), "-config", filepath.Join(s.dir, "dendrite.yaml"),
+		"-username", name, "-password", password, "-url", s.URL())
+	cmd.Dir = s.dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("create-account %s: %v\n%s", name, err, out)
+	}
+	return "@" + name + ":localhost"
+}
+
+// Log returns what Dendrite printed.
+func (s *Server) Log() string {
+	s.mu.Lock()
+	w := s.log
+	s.mu.Unlock()
+	if w == nil {
+		return ""
+	}
+	return w.String()
+}
+
+// syncWriter is a buffer the child process's output goroutines write to.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}

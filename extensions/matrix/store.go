@@ -1,0 +1,115 @@
+package matrix
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/reverie-ai/reverie/extension"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// component names this extension's migrations in schema_migrations.
+const component = "matrix"
+
+// dbTimeout bounds every statement.
+const dbTimeout = 10 * time.Second
+
+// handledKeep is how long handled event ids are remembered.
+const handledKeep = 30 * 24 * time.Hour
+
+// store is the channel's tables in the shared database.
+type store struct {
+	db  *sql.DB
+	now func() time.Time
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	return extension.Migrate(ctx, db, component, migrationFiles, "migrations")
+}
+
+func (s *store) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), dbTimeout)
+}
+
+// value reads a matrix_state key ("" when absent).
+func (s *store) value(ctx context.Context, key string) (string, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var v string
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM matrix_state WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read matrix %s: %w", key, err)
+	}
+	return v, nil
+}
+
+func (s *store) setValue(ctx context.Context, key, v string) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	if _, err := s.db.ExecContext(ctx,
+		`INSERT INTO matrix_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, v); err != nil {
+		return fmt.Errorf("store matrix %s: %w", key, err)
+	}
+	return nil
+}
+
+// handled reports whether the event was already handed to the router.
+func (s *store) handled(ctx context.Context, eventID string) (bool, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM matrix_handled WHERE event_id = ?`, eventID).Scan(&n); err != nil {
+		return false, fmt.Errorf("check matrix event %s: %w", eventID, err)
+	}
+	return n > 0, nil
+}
+
+// markHandled remembers an event (and forgets those older than handledKeep).
+func (s *store) markHandled(ctx context.Context, eventID, roomID string) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	now := s.now()
+	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO matrix_handled (event_id, room_id, handled_at) VALUES (?, ?, ?)`,
+		eventID, roomID, now.UnixMilli()); err != nil {
+		return fmt.Errorf("remember matrix event %s: %w", eventID, err)
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM matrix_handled WHERE handled_at < ?`, now.Add(-handledKeep).UnixMilli()); err != nil {
+		return fmt.Errorf("forget old matrix events: %w", err)
+	}
+	return nil
+}
+
+// floor returns the time (Unix ms) before which a room's messages are not
+// answered, and whether one is set.
+func (s *store) floor(ctx context.Context, roomID string) (int64, bool, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var v int64
+	err := s.db.QueryRowContext(ctx, `SELECT floor_ms FROM matrix_rooms WHERE room_id = ?`, roomID).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read matrix room %s: %w", roomID, err)
+	}
+	return v, true, nil
+}
+
+// setFloor sets a room's floor unless it has one.
+func (s *store) setFloor(ctx context.Context, roomID string, ms int64) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO matrix_rooms (room_id, floor_ms) VALUES (?, ?)`, roomID, ms); err != nil {
+		return fmt.Errorf("store matrix room %s: %w", roomID, err)
+	}
+	return nil
+}
