@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reverie-ai/reverie/extensions/mcp"
+	"github.com/reverie-ai/reverie/extensions/matrix"
 	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
@@ -119,6 +120,7 @@ func (d *doctor) run(ctx context.Context) {
 	// Telegram: the token works.
 	if d.cfg != nil {
 		d.checkTelegram(ctx)
+		d.checkMatrix(ctx)
 	}
 
 	// MCP servers: each starts and lists its tools.
@@ -211,6 +213,25 @@ func (d *doctor) checkTelegram(ctx context.Context) {
 		return
 	}
 	d.add("telegram", checkOK, "the bot token works (bot %s)", name)
+}
+
+// checkMatrix reaches the homeserver and tries the credential the channel
+// would use (without logging in, which would create a device) when the
+// channel is on.
+func (d *doctor) checkMatrix(ctx context.Context) {
+	decode := func(v any) error { return d.cfg.DecodeExtension(matrix.ID, v) }
+	if !d.cfg.ExtensionEnabled(matrix.ID, matrix.Configured(decode)) {
+		if d.cfg.HasExtensionSection(matrix.ID) && d.cfg.ExtensionEnabled(matrix.ID, true) && !matrix.Configured(decode) {
+			d.add("matrix", checkWarn, "the matrix: section lacks homeserver, user_id or a password/access_token, so the channel is off")
+		}
+		return
+	}
+	what, err := matrix.Check(ctx, decode, d.dir)
+	if err != nil {
+		d.add("matrix", checkFail, "%v", err)
+		return
+	}
+	d.add("matrix", checkOK, "%s", what)
 }
 
 func (d *doctor) checkModels(ctx context.Context) {

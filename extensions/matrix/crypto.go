@@ -54,7 +54,7 @@ func (m *Matrix) setupStores(ctx context.Context) error {
 		}
 		m.db = db
 	}
-	zl := m.cli.Log
+	zl := m.zl
 	dbu, err := dbutil.NewWithDB(m.db, "sqlite3")
 	if err != nil {
 		return fmt.Errorf("matrix store: %w", err)

@@ -114,6 +114,7 @@ type Matrix struct {
 	cli    *mautrix.Client
 	syncer *mautrix.DefaultSyncer
 	sess   session
+	zl     zerolog.Logger // for the stores and the crypto machine
 
 	// Set up by connect, before the sync loop, and read-only afterwards.
 	db         *sql.DB // <data>/matrix/crypto.db
@@ -173,7 +174,10 @@ func (m *Matrix) Init(ctx context.Context, host extension.Host) error {
 	}
 	m.cli.Client = m.hc
 	m.cli.DefaultHTTPRetries = 0 // retries are ours: they honour retry_after_ms and ctx
-	m.cli.Log = zerolog.New(slogWriter{m.log}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+	// mautrix logs every failed request; the channel reports those itself.
+	// The crypto machine's warnings go to the extension's log.
+	m.cli.Log = zerolog.Nop()
+	m.zl = zerolog.New(slogWriter{m.log}).Level(zerolog.WarnLevel)
 	m.syncer = mautrix.NewDefaultSyncer()
 	m.syncer.ParseErrorHandler = func(evt *event.Event, err error) bool {
 		m.log.Debug("unparsable matrix event ignored", "type", evt.Type.Type, "event", evt.ID, "err", err)
@@ -322,8 +326,8 @@ func (m *Matrix) Health(context.Context) error {
 	if m.lastErr != nil {
 		return m.lastErr
 	}
-	if !m.ready {
-		return errors.New("not connected to the Matrix homeserver yet")
+	if !m.loggedIn {
+		return errors.New("not logged in to the Matrix homeserver yet")
 	}
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/crypto/attachment"
 	"maunium.net/go/mautrix/event"
-	"maunium.net/go/mautrix/format"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/reverie-ai/reverie/chat"
@@ -33,15 +32,6 @@ const (
 	typingFor   = 30 * time.Second
 	typingEvery = 20 * time.Second
 )
-
-// render turns the model's markdown into a message: a plain body and
-// sanitised HTML (raw HTML in the text is escaped, not passed through).
-func render(md string) event.MessageEventContent {
-	c := format.RenderMarkdown(md, true, false)
-	c.MsgType = event.MsgText
-	c.Mentions = &event.Mentions{}
-	return c
-}
 
 // Send delivers a complete message (a command's answer, a reminder, a
 // worker's result, an error).

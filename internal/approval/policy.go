@@ -57,6 +57,7 @@ func DefaultPolicies() map[string]Policy {
 		// A channel's own delivery tools name a "thread"; one other than
 		// the asking conversation is another recipient.
 		"telegram_send_file": OtherChannels,
+		"matrix_send_file":   OtherChannels,
 	}
 }
 
@@ -134,7 +135,10 @@ func sameThread(arg, turn string) bool {
 	if turn == "" {
 		return false
 	}
-	return arg == turn || (!strings.Contains(arg, ":") && strings.HasSuffix(turn, ":"+arg))
+	// The target after the channel may itself contain colons (a Matrix
+	// room id, "!abc:example.org").
+	_, target, ok := strings.Cut(turn, ":")
+	return arg == turn || (ok && arg == target)
 }
 
 // urlHost returns the lower-case host of a call's "url" argument. A call

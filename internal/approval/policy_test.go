@@ -36,6 +36,8 @@ func TestDecide(t *testing.T) {
 		{"file to this conversation by bare id", OtherChannels, Situation{Tool: "telegram_send_file", Arguments: json.RawMessage(`{"path":"a.png","thread":"42"}`), Channel: "telegram", Thread: "telegram:42"}, false, ""},
 		{"file to another chat", OtherChannels, Situation{Tool: "telegram_send_file", Arguments: json.RawMessage(`{"path":"a.png","thread":"telegram:43"}`), Channel: "telegram", Thread: "telegram:42"}, true, "telegram:43"},
 		{"file to a chat by bare id from the web", OtherChannels, Situation{Tool: "telegram_send_file", Arguments: json.RawMessage(`{"path":"a.png","thread":"42"}`), Channel: "web", Thread: "web:a"}, true, "42"},
+		{"file to this Matrix room by bare room id", OtherChannels, Situation{Tool: "matrix_send_file", Arguments: json.RawMessage(`{"path":"a.png","thread":"!r:hs.org"}`), Channel: "matrix", Thread: "matrix:!r:hs.org"}, false, ""},
+		{"file to another Matrix room", OtherChannels, Situation{Tool: "matrix_send_file", Arguments: json.RawMessage(`{"path":"a.png","thread":"!other:hs.org"}`), Channel: "matrix", Thread: "matrix:!r:hs.org"}, true, "!other:hs.org"},
 		{"other channel from a background task", OtherChannels, Situation{Tool: "send_to_channel", Arguments: json.RawMessage(`{"channel":"telegram","text":"hi"}`)}, true, "background"},
 		{"unknown policy runs", Policy("sometimes"), Situation{Tool: "x"}, false, ""},
 	}

@@ -1,15 +1,22 @@
 package apptest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extensions/matrix"
 	"github.com/reverie-ai/reverie/extensions/matrix/matrixtest"
+	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -119,7 +126,7 @@ func TestMatrixDirectMessage(t *testing.T) {
 		!strings.Contains(reply.FormattedBody, "&lt;ok&gt;") || strings.Contains(reply.FormattedBody, "<ok>") {
 		t.Errorf("reply not rendered to sanitised HTML: %+v", reply)
 	}
-	if !strings.Contains(reply.Body, "noted") || strings.Contains(reply.Body, "<strong>") {
+	if reply.Body != "You said: hello there — noted <ok> & done." {
 		t.Errorf("plain body: %q", reply.Body)
 	}
 	if !botSaid(evs, room, w.bot, "Hello, I'm Reverie.") {
@@ -143,5 +150,245 @@ func TestMatrixDirectMessage(t *testing.T) {
 	alice.Wait(t, "the /help answer", func(evs []*event.Event) bool { return botSaid(evs, room, w.bot, "/reminders") })
 	if n := sawUser(h, "/help"); n != 0 {
 		t.Errorf("/help reached the model %d times", n)
+	}
+}
+
+// An encrypted direct chat: the user's own client (with its own keys)
+// decrypts the answer; the bot's device is cross-signed with the recovery
+// key written 0600; the conversation survives a restart of Reverie and of
+// the homeserver without answering anything twice, and a reminder arrives
+// in the room, encrypted.
+func TestMatrixEncryptedDirectMessage(t *testing.T) {
+	w := newMatrixWorld(t)
+	h := startMatrix(t, w)
+	alice := w.srv.Login(t, "alice", mxAlicePass)
+	room := alice.CreateRoom(t, true, w.bot)
+	alice.Wait(t, "the bot to join", joined(room, w.bot))
+	alice.Send(t, room, "hello, secret world")
+	evs := alice.Wait(t, "the decrypted answer", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "You said: hello, secret world")
+	})
+	for _, e := range matrixtest.Messages(evs, room, id.UserID(w.bot)) {
+		if e.Mautrix.EventSource&event.SourceDecrypted == 0 {
+			t.Errorf("the bot sent a message unencrypted in an encrypted room: %q", e.Content.AsMessage().Body)
+		}
+	}
+	key := filepath.Join(h.DataDir, "secrets", "matrix_recovery.key")
+	if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("recovery key file: %v %v", fi, err)
+	}
+	for _, p := range []string{"matrix/session.json", "matrix/crypto.db"} {
+		if fi, err := os.Stat(filepath.Join(h.DataDir, p)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v", p, fi, err)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(h.DataDir, "matrix/session.json"))
+	var sess struct {
+		DeviceID string `json:"device_id"`
+	}
+	_ = json.Unmarshal(b, &sess)
+	// The bot's device is signed by its own self-signing key: clients show
+	// it verified once they trust the bot's master key.
+	ctx := context.Background()
+	if _, err := alice.Machine().FetchKeys(ctx, []id.UserID{id.UserID(w.bot)}, true); err != nil {
+		t.Fatal(err)
+	}
+	dev, err := alice.Machine().GetOrFetchDevice(ctx, id.UserID(w.bot), id.DeviceID(sess.DeviceID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trust, err := alice.Machine().ResolveTrustContext(ctx, dev); err != nil || trust < id.TrustStateCrossSignedUntrusted {
+		t.Errorf("the bot's device is not cross-signed: %v %v", trust, err)
+	}
+
+	// Reverie restarts: same device, no second answer, and the next message
+	// is answered.
+	dir := h.DataDir
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	alice.Send(t, room, "while you were away")
+	h = startMatrix(t, w, WithDataDir(dir))
+	alice.Wait(t, "the answer to the message sent while Reverie was down", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "You said: while you were away")
+	})
+	b2, _ := os.ReadFile(filepath.Join(dir, "matrix/session.json"))
+	var sess2 struct {
+		DeviceID string `json:"device_id"`
+	}
+	_ = json.Unmarshal(b2, &sess2)
+	if sess2.DeviceID != sess.DeviceID {
+		t.Errorf("a restart made a new device: %s, then %s", sess.DeviceID, sess2.DeviceID)
+	}
+
+	// The homeserver restarts: the channel reconnects and answers.
+	w.srv.Restart(t)
+	alice.Send(t, room, "after the server restart")
+	alice.Wait(t, "the answer after the homeserver restart", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "You said: after the server restart")
+	})
+
+	// A reminder is delivered to the room, encrypted.
+	alice.Send(t, room, "remind me to stretch")
+	evs = alice.Wait(t, "the reminder", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "stretch") &&
+			botSaid(evs, room, w.bot, "Done: I'll remind you.") && countSaid(evs, room, w.bot, "stretch") >= 1
+	})
+	for _, s := range []string{"hello, secret world", "while you were away", "after the server restart"} {
+		if n := countSaid(evs, room, w.bot, "You said: "+s); n != 1 {
+			t.Errorf("%q answered %d times", s, n)
+		}
+		if n := sawUser(h, s); n > 1 {
+			t.Errorf("%q reached the model %d times after the restart", s, n)
+		}
+	}
+}
+
+func countSaid(evs []*event.Event, room id.RoomID, bot, s string) int {
+	n := 0
+	for _, e := range matrixtest.Messages(evs, room, id.UserID(bot)) {
+		if strings.Contains(e.Content.AsMessage().Body, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// In a group room the bot answers allowed users only when mentioned or
+// replied to; a stranger's messages never reach the model; a stranger's
+// invite is refused; the bot leaves a room once no allowed user is in it.
+func TestMatrixGroupAndStrangers(t *testing.T) {
+	w := newMatrixWorld(t)
+	h := startMatrix(t, w)
+	alice := w.srv.Login(t, "alice", mxAlicePass)
+	bob := w.srv.Login(t, "bob", mxBobPass)
+	eve := w.srv.Login(t, "eve", mxEvePass)
+
+	// A stranger's invite is refused.
+	private := eve.CreateRoom(t, false, w.bot)
+	eve.Wait(t, "the bot to refuse the invite", func(evs []*event.Event) bool {
+		return matrixtest.Membership(evs, private, id.UserID(w.bot)) == event.MembershipLeave
+	})
+
+	room := alice.CreateRoom(t, true, w.bot, w.bob, w.eve)
+	alice.Wait(t, "the bot to join", joined(room, w.bot))
+	for _, u := range []*matrixtest.User{bob, eve} {
+		if _, err := u.Client.JoinRoomByID(context.Background(), room); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice.Wait(t, "bob and eve to join", func(evs []*event.Event) bool {
+		return joined(room, w.bob)(evs) && joined(room, w.eve)(evs)
+	})
+	alice.Send(t, room, "just chatting among us")
+	eve.Send(t, room, "reverie: from eve")
+	alice.Send(t, room, "reverie: what's up?")
+	alice.Wait(t, "the answer to the mention", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "You said: what's up?")
+	})
+	// A reply to the bot's message counts as addressing it.
+	var botMsg *event.Event
+	for _, e := range matrixtest.Messages(bob.Events(), room, id.UserID(w.bot)) {
+		botMsg = e
+	}
+	if botMsg == nil {
+		bob.Wait(t, "bob to see the bot's answer", func(evs []*event.Event) bool {
+			return len(matrixtest.Messages(evs, room, id.UserID(w.bot))) > 0
+		})
+		botMsg = matrixtest.Messages(bob.Events(), room, id.UserID(w.bot))[0]
+	}
+	reply := &event.MessageEventContent{MsgType: event.MsgText, Body: "and a reply to you"}
+	reply.RelatesTo = (&event.RelatesTo{}).SetReplyTo(botMsg.ID)
+	bob.SendContent(t, room, reply)
+	alice.Wait(t, "the answer to the reply", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "You said: and a reply to you")
+	})
+	if sawUser(h, "among us") != 0 || sawUser(h, "from eve") != 0 {
+		t.Error("a message not meant for the bot, or from a stranger, reached the model")
+	}
+	if sawUser(h, "reverie:") != 0 {
+		t.Error("the mention was not removed from the text")
+	}
+
+	// Alice and Bob leave: only a stranger remains, and so does the bot not.
+	for _, u := range []*matrixtest.User{alice, bob} {
+		if _, err := u.Client.LeaveRoom(context.Background(), room); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eve.Wait(t, "the bot to leave the room", func(evs []*event.Event) bool {
+		return matrixtest.Membership(evs, room, id.UserID(w.bot)) == event.MembershipLeave
+	})
+}
+
+// A password the homeserver refuses is a configuration error naming the
+// setting (exit code 2) with the password in no message; an unreachable
+// homeserver is not: Reverie runs, and /status says Matrix is not
+// connected.
+func TestMatrixWrongPasswordAndUnreachable(t *testing.T) {
+	w := newMatrixWorld(t)
+	model := llmtest.NewOpenAIServer(t)
+	base := []string{"OPENAI_BASE_URL=" + model.BaseURL(), "OPENAI_API_KEY=sk-test", "REVERIE_MODEL=gpt-test", "REVERIE_LOG__FILE=false",
+		"REVERIE_MATRIX__HOMESERVER=" + w.srv.URL(), "REVERIE_MATRIX__USER_ID=" + w.bot,
+		"REVERIE_MATRIX__ALLOWED_USERS=" + w.alice}
+	_, err := app.New(t.Context(), app.Options{DataDir: filepath.Join(t.TempDir(), "data"), Console: testWriter{t},
+		Registry: []extension.Info{matrix.Info(matrix.Options{})},
+		Env:      append(base, "REVERIE_MATRIX__PASSWORD=wrong-password-42")})
+	if !errors.Is(err, extension.ErrInvalidConfig) || !strings.Contains(err.Error(), "matrix.password") {
+		t.Fatalf("err = %v, want ErrInvalidConfig naming matrix.password", err)
+	}
+	if strings.Contains(err.Error(), "wrong-password-42") {
+		t.Fatalf("the password leaked into the error: %v", err)
+	}
+
+	// A homeserver that does not answer: a closed port.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	_ = l.Close()
+	h := Start(t, WithExtensions(matrix.Info(matrix.Options{})), w.env("REVERIE_MATRIX__HOMESERVER="+dead))
+	h.Model.Handle(func(llmtest.ChatRequest) llmtest.ServerReply { return llmtest.ServerReply{Text: "still here"} })
+	h.Send(t, "desk", "/status")
+	msgs := h.Channel.WaitFor(t, "desk", 1)
+	if status := msgs[len(msgs)-1].Text; !strings.Contains(status, "matrix") || !strings.Contains(status, "connection refused") {
+		t.Fatalf("/status does not say Matrix is unreachable:\n%s", status)
+	}
+}
+
+// list_channels names Matrix and send_to_channel delivers to a Matrix room
+// from another channel's conversation (after the user's approval).
+func TestMatrixSendToChannel(t *testing.T) {
+	w := newMatrixWorld(t)
+	h := startMatrix(t, w)
+	alice := w.srv.Login(t, "alice", mxAlicePass)
+	room := alice.CreateRoom(t, true, w.bot)
+	alice.Wait(t, "the bot to join", joined(room, w.bot))
+	alice.Send(t, room, "hi")
+	alice.Wait(t, "the answer", func(evs []*event.Event) bool { return botSaid(evs, room, w.bot, "You said: hi") })
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == "tool" && strings.Contains(last.Text(), `"name":"matrix"`) && strings.Contains(last.Text(), string(room)):
+			return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "c2", Name: "send_to_channel",
+				Arguments: json.RawMessage(`{"channel":"matrix","thread":"` + string(room) + `","text":"A note from the desk: **buy milk**"}`)}}}
+		case last.Role == "tool":
+			return llmtest.ServerReply{Text: "tool: " + last.Text()}
+		case strings.Contains(lastUser(req), "tell alice"):
+			return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "list_channels", Arguments: json.RawMessage(`{}`)}}}
+		}
+		return llmtest.ServerReply{Text: "ok"}
+	})
+	h.Send(t, "desk", "tell alice to buy milk")
+	if req := waitApproval(t, h, "desk"); req.Approval.Tool != "send_to_channel" || !strings.Contains(req.Text, "matrix") {
+		t.Fatalf("approval request = %+v", req)
+	}
+	h.Send(t, "desk", "yes")
+	evs := alice.Wait(t, "the note", func(evs []*event.Event) bool { return botSaid(evs, room, w.bot, "A note from the desk: buy milk") })
+	for _, e := range matrixtest.Messages(evs, room, id.UserID(w.bot)) {
+		if c := e.Content.AsMessage(); strings.Contains(c.Body, "buy milk") && !strings.Contains(c.FormattedBody, "<strong>buy milk</strong>") {
+			t.Errorf("not formatted: %+v", c)
+		}
 	}
 }

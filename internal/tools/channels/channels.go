@@ -151,7 +151,9 @@ func resolveThread(ctx context.Context, threads Threads, channel, thread string)
 	}
 	id := chat.ThreadID(thread)
 	if !strings.HasPrefix(thread, channel+":") {
-		if id.Channel() != "" {
+		// A target may contain colons itself (a Matrix room id,
+		// "!abc:example.org"): only a channel-like prefix names a channel.
+		if c := id.Channel(); c != "" && channelLike(c) {
 			return "", fmt.Errorf("thread %q belongs to channel %q, not %q", thread, id.Channel(), channel)
 		}
 		id = chat.NewThreadID(channel, thread)
@@ -160,6 +162,20 @@ func resolveThread(ctx context.Context, threads Threads, channel, thread string)
 		return "", err
 	}
 	return id, nil
+}
+
+// channelLike reports whether s looks like a channel name (lower-case
+// letters, digits, _ and -, starting with a letter).
+func channelLike(s string) bool {
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '_' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 type restartArgs struct {

@@ -73,6 +73,7 @@ func TestSendToChannel(t *testing.T) {
 		{"most recent thread", `{"channel":"web","text":"hi"}`, "web:2", ""},
 		{"bare target", `{"channel":"telegram","thread":"123","text":"hi"}`, "telegram:123", ""},
 		{"full id", `{"channel":"web","thread":"web:1","text":"hi"}`, "web:1", ""},
+		{"bare target with colons (a Matrix room id)", `{"channel":"telegram","thread":"!abc:example.org","text":"hi"}`, "telegram:!abc:example.org", ""},
 		{"other channel's thread", `{"channel":"web","thread":"telegram:77","text":"hi"}`, "", "belongs to channel"},
 		{"unknown channel", `{"channel":"matrix","text":"hi"}`, "", "running channels: telegram, web"},
 		{"empty text", `{"channel":"web","text":" "}`, "", "text is empty"},
