@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reverie-ai/reverie/extensions/mcp"
 	"github.com/reverie-ai/reverie/extensions/matrix"
+	"github.com/reverie-ai/reverie/extensions/mcp"
 	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
