@@ -7,8 +7,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -132,19 +134,38 @@ func TestMatrixDirectMessage(t *testing.T) {
 	if !botSaid(evs, room, w.bot, "Hello, I'm Reverie.") {
 		t.Error("no greeting for the new conversation")
 	}
-	alice.Wait(t, "a read receipt and typing from the bot", func(evs []*event.Event) bool {
-		var receipt, typing bool
+	alice.Wait(t, "a read receipt from the bot", func(evs []*event.Event) bool {
 		for _, e := range evs {
-			switch e.Type {
-			case event.EphemeralEventReceipt:
-				b, _ := json.Marshal(e.Content.Raw)
-				receipt = receipt || strings.Contains(string(b), w.bot)
-			case event.EphemeralEventTyping:
-				b, _ := json.Marshal(e.Content.Raw)
-				typing = typing || strings.Contains(string(b), w.bot)
+			if b, _ := json.Marshal(e.Content.Raw); e.Type == event.EphemeralEventReceipt && strings.Contains(string(b), w.bot) {
+				return true
 			}
 		}
-		return receipt && typing
+		return false
+	})
+	// While a turn runs the room shows the bot typing (the model waits
+	// until Alice has seen it: typing is a state, not a message).
+	seen := make(chan struct{})
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		if strings.Contains(lastUser(req), "take your time") {
+			select {
+			case <-seen:
+			case <-time.After(matrixtest.WaitTimeout):
+			}
+		}
+		return matrixAssistant(req)
+	})
+	alice.Send(t, room, "take your time")
+	alice.Wait(t, "the bot typing", func(evs []*event.Event) bool {
+		for _, e := range evs {
+			if e.Type == event.EphemeralEventTyping && slices.Contains(e.Content.AsTyping().UserIDs, id.UserID(w.bot)) {
+				return true
+			}
+		}
+		return false
+	})
+	close(seen)
+	alice.Wait(t, "the answer after typing", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "You said: take your time")
 	})
 	alice.Send(t, room, "/help")
 	alice.Wait(t, "the /help answer", func(evs []*event.Event) bool { return botSaid(evs, room, w.bot, "/reminders") })

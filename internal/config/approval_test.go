@@ -18,11 +18,11 @@ func TestToolsApproval(t *testing.T) {
 		key     string
 		message string
 	}{
-		{name: "defaults", want: map[string]string{"fetch_url": "new_hosts_after_private", "send_to_channel": "other_channels", "telegram_send_file": "other_channels"},
+		{name: "defaults", want: map[string]string{"fetch_url": "new_hosts_after_private", "send_to_channel": "other_channels", "telegram_send_file": "other_channels", "matrix_send_file": "other_channels"},
 			timeout: 10 * time.Minute},
 		{name: "added to the defaults, same tool replaced",
 			yaml:    "tools:\n  approval:\n    execute_shell: network\n    fetch_url: never\n  approval_timeout: 2m\n",
-			want:    map[string]string{"fetch_url": "never", "send_to_channel": "other_channels", "telegram_send_file": "other_channels", "execute_shell": "network"},
+			want:    map[string]string{"fetch_url": "never", "send_to_channel": "other_channels", "telegram_send_file": "other_channels", "matrix_send_file": "other_channels", "execute_shell": "network"},
 			timeout: 2 * time.Minute},
 		{name: "unknown policy", yaml: "tools:\n  approval:\n    fetch_url: sometimes\n", key: "tools.approval.fetch_url", message: "new_hosts_after_private"},
 		{name: "zero timeout", yaml: "tools:\n  approval_timeout: 0s\n", key: "tools.approval_timeout", message: "positive"},
