@@ -80,6 +80,12 @@ func TestJSONContract(t *testing.T) {
 		{"dreams", DreamList{Dreams: []Dream{{ID: 7, Trigger: "schedule", Started: at, Finished: at, ModelCalls: 3, Usage: Usage{InputTokens: 1, OutputTokens: 2},
 			Revision: "3f2a9c1", Components: []DreamComponent{{Name: "memories", Status: "ok", Detail: "d", Lines: []string{"l"}}}}}}},
 		{"dream revert", DreamRevert{ID: 7, Undone: 12}},
+		{"attachment upload", AttachmentUpload{Name: "photo.png", MediaType: "image/png", Data: []byte("png")}},
+		{"attachment", AttachmentInfo{Path: "web/a/20250501-080000-3f2a-photo.png", Name: "photo.png", Kind: AttachmentImage, MediaType: "image/png", Size: 3}},
+		{"message with attachments", SendRequest{Text: "what is this?", Attachments: []AttachmentRef{{Path: "web/a/20250501-080000-3f2a-photo.png"}}}},
+		{"message frame with attachments", ClientFrame{Type: FrameMessage, Thread: "web:a", Text: "", Attachments: []AttachmentRef{{Path: "web/a/x.pdf"}}}},
+		{"stored message with attachments", Message{ID: 2, Role: "user", Text: "what is this?", CreatedAt: at,
+			Attachments: []MessageAttachment{{Kind: AttachmentImage, Path: "web/a/x.png", Name: "x.png", MediaType: "image/png"}, {Kind: AttachmentFile, Path: "web/a/y.pdf", Name: "y.pdf", MediaType: "application/pdf"}}}},
 	}
 	got, err := json.MarshalIndent(examples, "", "  ")
 	if err != nil {

@@ -63,6 +63,9 @@ type Command struct {
 // SendRequest is the body of POST /api/v1/threads/{thread}/messages.
 type SendRequest struct {
 	Text string `json:"text"`
+	// Attachments name files uploaded to the thread (POST
+	// …/attachments); Text may then be empty.
+	Attachments []AttachmentRef `json:"attachments,omitempty"`
 }
 
 // Reply is the answer to POST /api/v1/threads/{thread}/messages.
@@ -133,6 +136,8 @@ type Message struct {
 	SystemEvent bool            `json:"system_event,omitempty"`
 	Archived    bool            `json:"archived,omitempty"`
 	CreatedAt   time.Time       `json:"created_at"`
+	// Attachments are the files the user attached to the message.
+	Attachments []MessageAttachment `json:"attachments,omitempty"`
 }
 
 // MessageCall is a tool call inside an assistant message.
@@ -190,6 +195,8 @@ type ClientFrame struct {
 	// Approval and Approve answer an approval request (type "approval").
 	Approval string `json:"approval,omitempty"`
 	Approve  *bool  `json:"approve,omitempty"`
+	// Attachments of a "message" frame: files uploaded to the thread.
+	Attachments []AttachmentRef `json:"attachments,omitempty"`
 }
 
 // ServerFrame is a frame the server sends; which fields are set depends on

@@ -53,6 +53,7 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/threads", w.need("threads", w.listThreads))
 	m.HandleFunc("GET "+p+"/threads/{thread}/messages", w.need("threads", w.listMessages))
 	m.HandleFunc("POST "+p+"/threads/{thread}/messages", w.need("chat", w.postMessage))
+	m.HandleFunc("POST "+p+"/threads/{thread}/attachments", w.need("chat", w.uploadAttachment))
 	m.HandleFunc("GET "+p+"/threads/{thread}/model", w.need("models", w.threadModel))
 	m.HandleFunc("PUT "+p+"/threads/{thread}/model", w.need("models", w.setThreadModel))
 	m.HandleFunc("GET "+p+"/models", w.need("models", w.listModels))
@@ -246,12 +247,16 @@ func (w *Web) guard(next http.Handler) http.Handler {
 			writeError(rw, http.StatusUnsupportedMediaType, "a request body must be JSON sent as Content-Type: application/json")
 			return
 		}
-		if r.ContentLength > w.cfg.MaxBodyBytes {
+		limit := w.cfg.MaxBodyBytes
+		if isUpload(r) {
+			limit = max(limit, w.uploadBodyLimit()) // a base64 file (attachments.go)
+		}
+		if r.ContentLength > limit {
 			writeError(rw, http.StatusRequestEntityTooLarge,
-				fmt.Sprintf("request body too large (limit %d bytes)", w.cfg.MaxBodyBytes))
+				fmt.Sprintf("request body too large (limit %d bytes)", limit))
 			return
 		}
-		r.Body = http.MaxBytesReader(rw, r.Body, w.cfg.MaxBodyBytes)
+		r.Body = http.MaxBytesReader(rw, r.Body, limit)
 		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), authKey{}, kind)))
 	})
 }
@@ -434,7 +439,13 @@ func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
 		w.serviceError(rw, r, err)
 		return
 	}
-	if strings.TrimSpace(req.Text) == "" {
+	notes, images, err := w.inbound(t, req.Attachments)
+	if err != nil {
+		w.serviceError(rw, r, fmt.Errorf("%w: %w", api.ErrInvalid, err))
+		return
+	}
+	text := withNotes(notes, req.Text)
+	if strings.TrimSpace(text) == "" && len(images) == 0 {
 		writeError(rw, http.StatusBadRequest, "text is empty")
 		return
 	}
@@ -444,10 +455,11 @@ func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	channel := t.Channel()
 	reply, err := w.svc.Chat.Handle(ctx, chat.Inbound{
-		Address:  chat.Address{Channel: channel, Thread: t},
-		Sender:   chat.Sender{ID: "api", DisplayName: "HTTP API"},
-		Text:     req.Text,
-		Received: w.now(),
+		Address:     chat.Address{Channel: channel, Thread: t},
+		Sender:      chat.Sender{ID: "api", DisplayName: "HTTP API"},
+		Text:        text,
+		Attachments: images,
+		Received:    w.now(),
 	})
 	reply.Thread = t
 	if reply.ToolCalls == nil {

@@ -87,6 +87,10 @@ type Config struct {
 	TurnTimeout time.Duration `yaml:"turn_timeout"`
 	// MaxBodyBytes bounds request bodies and WebSocket frames.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxUploadBytes bounds one attachment uploaded from the page (the
+	// upload's JSON body may be a third larger: base64); 0 turns uploads
+	// off.
+	MaxUploadBytes int64 `yaml:"max_upload_bytes"`
 	// RatePerSecond and RateBurst limit requests per client IP (0 turns the
 	// limit off).
 	RatePerSecond float64 `yaml:"rate_per_second"`
@@ -108,6 +112,7 @@ func DefaultConfig() Config {
 		WriteTimeout:   60 * time.Second,
 		TurnTimeout:    10 * time.Minute,
 		MaxBodyBytes:   1 << 20,
+		MaxUploadBytes: 10 << 20,
 		RatePerSecond:  20,
 		RateBurst:      60,
 		MaxConnections: 4096,
@@ -237,6 +242,8 @@ func (c Config) check() error {
 		return errors.New("web: read_timeout, write_timeout and turn_timeout must be positive")
 	case c.MaxBodyBytes < 1024:
 		return fmt.Errorf("web.max_body_bytes: %d is below the minimum of 1024", c.MaxBodyBytes)
+	case c.MaxUploadBytes < 0 || c.MaxUploadBytes > 1<<30:
+		return fmt.Errorf("web.max_upload_bytes: %d is not between 0 (uploads off) and 1 GiB", c.MaxUploadBytes)
 	case c.RatePerSecond < 0 || c.RateBurst < 0 || c.AuthFailuresPerMinute < 0:
 		return errors.New("web: rate_per_second, rate_burst and auth_failures_per_minute must not be negative")
 	case c.MaxConnections < 1:

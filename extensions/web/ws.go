@@ -540,7 +540,13 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 			fail(err.Error())
 			return
 		}
-		if strings.TrimSpace(f.Text) == "" {
+		notes, images, err := w.inbound(t, f.Attachments)
+		if err != nil {
+			fail(err.Error())
+			return
+		}
+		text := withNotes(notes, f.Text)
+		if strings.TrimSpace(text) == "" && len(images) == 0 {
 			fail("text is empty")
 			return
 		}
@@ -552,10 +558,11 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 		// goes away now.
 		rctx, cancel := context.WithTimeout(context.Background(), receiveTimeout)
 		err = w.host.Receive(rctx, chat.Inbound{
-			Address:  chat.Address{Channel: ChannelName, Thread: t},
-			Sender:   chat.Sender{ID: ChannelName},
-			Text:     f.Text,
-			Received: w.now(),
+			Address:     chat.Address{Channel: ChannelName, Thread: t},
+			Sender:      chat.Sender{ID: ChannelName},
+			Text:        text,
+			Attachments: images,
+			Received:    w.now(),
 		})
 		cancel()
 		if err != nil {

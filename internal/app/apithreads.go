@@ -48,7 +48,7 @@ func messageOf(m conversation.StoredMessage) api.Message {
 		case llm.Thinking:
 			thinking.WriteString(p.Text)
 		case llm.Image:
-			text.WriteString("[image saved at workspace/" + p.Path + "]")
+			out.Attachments = append(out.Attachments, imageAttachment(p))
 		case llm.ToolCall:
 			out.ToolCalls = append(out.ToolCalls, api.MessageCall{ID: p.ID, Name: p.Name, Arguments: jsonOrString(p.Arguments)})
 		case llm.ToolResult:
@@ -56,6 +56,9 @@ func messageOf(m conversation.StoredMessage) api.Message {
 		}
 	}
 	out.Text, out.Thinking = text.String(), thinking.String()
+	if m.Message.Role == llm.RoleUser {
+		out.Text, out.Attachments = fileAttachments(out.Text, out.Attachments)
+	}
 	out.SystemEvent = m.Source != conversation.SourceConversation
 	return out
 }

@@ -240,11 +240,13 @@ export class Chat {
     return false;
   }
 
-  /** send sends a message (or slash command) on a thread; returns its client id. */
-  send(thread, text) {
+  /** send sends a message (or slash command) on a thread, with uploaded attachments ({path}); returns its client id. */
+  send(thread, text, attachments) {
     this.threads.add(thread);
     const id = 'c' + (++this.seq);
-    this.raw({ type: 'message', thread, text, id });
+    const frame = { type: 'message', thread, text, id };
+    if (attachments && attachments.length) frame.attachments = attachments.map((a) => ({ path: a.path }));
+    this.raw(frame);
     return id;
   }
 

@@ -5,6 +5,7 @@ import { h, $, fill, fmtClock, fmtRelative, pretty, toast, uuid } from './dom.js
 import { render, installCopy } from './markdown.js';
 import * as api from './api.js';
 import * as drawer from './drawer.js';
+import * as attach from './attach.js';
 
 const THREAD_KEY = 'reverie.thread';
 const MAX_SHOWN = 400; // messages kept in the DOM per thread
@@ -48,6 +49,8 @@ export function initChat({ chat, info }) {
   };
 
   installCopy($('messages'));
+  attach.init({ currentThread: () => st.current });
+  onThreadShown(attach.clear);
   $('composer').addEventListener('submit', (ev) => { ev.preventDefault(); sendInput(); });
   $('stop').addEventListener('click', () => { if (st.current) st.chat.cancel(st.current); });
   const input = $('input');
@@ -340,6 +343,7 @@ function fromHistory(msgs) {
     flushTools();
     const role = m.system_event || (m.role === 'user' && /^\[SYSTEM EVENT\]/.test(m.text || '')) ? 'system' : m.role;
     const e = newEntry(role === 'user' || role === 'system' ? role : 'system', m.text || '', at);
+    e.attachments = m.attachments || [];
     renderEntry(e);
     out.push(e);
   }
@@ -371,6 +375,7 @@ function renderEntry(e) {
   const bubble = h('div', { class: 'bubble' });
   if (e.role === 'notify') bubble.append(h('div', { class: 'badge' }, e.label || 'Notification'));
   if (e.text || e.role === 'user' || e.streaming) bubble.append(body);
+  if (e.attachments && e.attachments.length) bubble.append(attach.chips(e.attachments));
   if (e.error) bubble.append(h('div', { class: 'error-text' }, e.error));
   const kids = [];
   if (e.thinking) kids.push(thinkingView(e));
@@ -482,7 +487,9 @@ function updateTyping() {
 function sendInput() {
   const input = $('input');
   const text = input.value;
-  if (!text.trim()) return;
+  const atts = attach.take();
+  if (atts === null) return; // still uploading
+  if (!text.trim() && !atts.length) return;
   if (text.length > 1 << 20) {
     toast('That message is too long (1 MiB at most).', 'error');
     return;
@@ -492,12 +499,13 @@ function sendInput() {
   const first = st.emptyThreads.has(thread) && !isCommand;
   st.emptyThreads.delete(thread);
   const e = newEntry('user', text);
+  e.attachments = atts;
   renderEntry(e);
   append(e);
   touchThread(thread, isCommand ? '' : text.slice(0, 80));
   expect(thread, first ? 2 : 1);
   if (st.chat.state !== 'online') toast('Not connected: the message will be sent when the connection is back.');
-  st.chat.send(thread, text);
+  st.chat.send(thread, text, atts);
   input.value = '';
   autosize(input);
   suggestCommands();

@@ -15,6 +15,10 @@ const st = {
   seq: 0,
 };
 
+const changed = [];
+/** onChange registers fn, called when the shown conversation's model changes. */
+export function onChange(fn) { changed.push(fn); }
+
 const fmt = (n) => (n >= 10000 ? Math.round(n / 1000) + 'k' : n >= 1000 ? (n / 1000).toFixed(1) + 'k' : String(n || 0));
 
 /** init adds the bar when the agent offers the models feature. */
@@ -95,6 +99,7 @@ function render() {
       h('th', null, r.role),
       h('td', null, r.backends.length ? r.backends.join(' → ') : 'none', r.falls_back_to ? h('span', { class: 'muted' }, ` (as ${r.falls_back_to})`) : null))))));
 
+  for (const fn of changed) fn();
   const m = st.model;
   const eff = m && m.effective;
   const meter = $('model-meter');

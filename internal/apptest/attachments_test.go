@@ -1,0 +1,147 @@
+package apptest
+
+import (
+	"encoding/base64"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// pngPixel is a 1×1 PNG, base64.
+const pngPixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+// seen records what the fake model was sent: the newest user message's
+// text and image URLs.
+type seen struct {
+	mu     sync.Mutex
+	texts  []string
+	images [][]string
+}
+
+func (s *seen) handle(req llmtest.ChatRequest) llmtest.ServerReply {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := req.Messages[i]; m.Role == "user" {
+			s.mu.Lock()
+			s.texts = append(s.texts, m.Text())
+			s.images = append(s.images, m.Images())
+			s.mu.Unlock()
+			break
+		}
+	}
+	return llmtest.ServerReply{Text: "I see it."}
+}
+
+func (s *seen) last() (string, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.texts) == 0 {
+		return "", nil
+	}
+	return s.texts[len(s.texts)-1], s.images[len(s.images)-1]
+}
+
+// Attachments through the real app: an uploaded image reaches a model that
+// accepts images as an image part (REVERIE_MODEL_VISION), a document as a
+// line naming its workspace path; the stored message lists both as
+// attachments (its text without the line), and the file is in the
+// workspace where the model's tools find it.
+func TestWebAttachmentsReachTheModel(t *testing.T) {
+	app := startWebApp(t, "127.0.0.1:0", WithEnv("REVERIE_MODEL_VISION=true"))
+	var s seen
+	app.Model.Handle(s.handle)
+	png, _ := base64.StdEncoding.DecodeString(pngPixel)
+	var img, doc api.AttachmentInfo
+	app.JSON(t, http.MethodPost, "/threads/web:att/attachments", api.AttachmentUpload{Name: "pixel.png", Data: png}, http.StatusCreated, &img)
+	app.JSON(t, http.MethodPost, "/threads/web:att/attachments", api.AttachmentUpload{Name: "plan.txt", MediaType: "text/plain", Data: []byte("day 1: Lyon")}, http.StatusCreated, &doc)
+	if data, err := os.ReadFile(filepath.Join(app.DataDir, "workspace", filepath.FromSlash(doc.Path))); err != nil || string(data) != "day 1: Lyon" {
+		t.Fatalf("the document is not in the workspace: %v", err)
+	}
+	var reply api.Reply
+	app.JSON(t, http.MethodPost, "/threads/web:att/messages", api.SendRequest{Text: "what are these?",
+		Attachments: []api.AttachmentRef{{Path: img.Path}, {Path: doc.Path}}}, http.StatusOK, &reply)
+	text, images := s.last()
+	if len(images) != 1 || !strings.HasPrefix(images[0], "data:image/png;base64,") {
+		t.Errorf("the model got images %v", images)
+	}
+	if !strings.Contains(text, "[file plan.txt (text/plain, 11 bytes) saved in the workspace as "+doc.Path+"]") || !strings.Contains(text, "what are these?") {
+		t.Errorf("the model got the text %q", text)
+	}
+	var msgs api.MessageList
+	app.JSON(t, http.MethodGet, "/threads/web:att/messages", nil, http.StatusOK, &msgs)
+	var user *api.Message
+	for i := range msgs.Messages {
+		if msgs.Messages[i].Role == "user" && !msgs.Messages[i].SystemEvent {
+			user = &msgs.Messages[i]
+		}
+	}
+	if user == nil || user.Text != "what are these?" || len(user.Attachments) != 2 ||
+		user.Attachments[0] != (api.MessageAttachment{Kind: api.AttachmentImage, Path: img.Path, Name: "pixel.png", MediaType: "image/png"}) ||
+		user.Attachments[1] != (api.MessageAttachment{Kind: api.AttachmentFile, Path: doc.Path, Name: "plan.txt", MediaType: "text/plain"}) {
+		t.Fatalf("stored message = %+v", user)
+	}
+}
+
+// TestBrowserAttachments: an image pasted into the box and a file dropped
+// on the conversation upload at once and show as chips; the page says
+// that the default model cannot see images; after sending, the message
+// shows both chips, also after a reload; the model got the file's line
+// and the image as a note.
+func TestBrowserAttachments(t *testing.T) {
+	browserPath := chromium(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	var s seen
+	app.Model.Handle(s.handle)
+	p := newBrowser(t, browserPath, "attachments", 1280, 900)
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
+	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online' && !!document.getElementById('attach') && document.getElementById('model-select')?.options.length > 0`)
+
+	eval[bool](p, `(() => {
+		const bytes = Uint8Array.from(atob(`+js(pngPixel)+`), c => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], 'pixel.png', { type: 'image/png' }));
+		return document.getElementById('input').dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+	})()`)
+	eval[bool](p, `(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(['day 1: Lyon'], 'plan.txt', { type: 'text/plain' }));
+		const conv = document.querySelector('.conversation');
+		conv.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+		return conv.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+	})()`)
+	p.waitFor("two uploaded chips", `[...document.querySelectorAll('#attach-tray .att-chip')].filter(c => c.dataset.state === 'ready').length === 2`)
+	if !eval[bool](p, `document.querySelector('#attach-tray .att-chip[data-kind="image"] .att-name').textContent === 'pixel.png' && document.querySelector('#attach-tray .att-chip[data-kind="file"] .att-name').textContent === 'plan.txt'`) {
+		t.Error("the chips do not name the files")
+	}
+	p.waitFor("the note that the model cannot see images", `document.getElementById('attach-note')?.textContent.includes('cannot see images')`)
+	p.snapshot("attachments-tray")
+
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "what are these?"), chromedp.Click(chromedp.ID("send")))
+	p.waitFor("the reply", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes('I see it.'))`)
+	msg := `[...document.querySelectorAll('.msg.user')].find(m => m.textContent.includes('what are these?'))`
+	if n := eval[int](p, msg+`.querySelectorAll('.msg-atts .att-chip').length`); n != 2 {
+		t.Errorf("the sent message shows %d chips", n)
+	}
+	if !eval[bool](p, `document.getElementById('attach-tray').hidden`) {
+		t.Error("the tray was not emptied")
+	}
+	text, images := s.last()
+	if len(images) != 0 || !strings.Contains(text, "[image saved at workspace/web/") || !strings.Contains(text, "this model cannot see images") ||
+		!strings.Contains(text, "[file plan.txt (text/plain, 11 bytes) saved in the workspace as web/") {
+		t.Errorf("the model got %q and images %v", text, images)
+	}
+	p.do("reload", chromedp.Reload())
+	p.waitFor("the chips after the reload", msg+`?.querySelectorAll('.msg-atts .att-chip').length === 2`)
+	if got := eval[string](p, msg+`.querySelector('.md').textContent.trim()`); got != "what are these?" {
+		t.Errorf("the message text after the reload: %q", got)
+	}
+	p.snapshot("attachments-sent")
+	p.checkProblems()
+}
