@@ -414,6 +414,7 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Resu
 		Parallel:       a.o.Loop.Parallel,
 		CallTimeout:    a.o.Loop.CallTimeout,
 		MaxResultChars: a.o.Loop.MaxResultChars,
+		MaxRepeats:     a.o.Loop.MaxRepeats,
 		Approver:       a.o.Loop.Approver,
 		Stream:         in.Stream,
 		OnToolCall:     in.OnToolCall,

@@ -20,6 +20,7 @@ const (
 	DefaultParallel       = 4
 	DefaultCallTimeout    = 2 * time.Minute
 	DefaultMaxResultChars = 32 * 1024
+	DefaultMaxRepeats     = 3
 )
 
 // ErrStructuredOutput is wrapped by Run's error when the model's answer is
@@ -44,6 +45,14 @@ type Options struct {
 	// MaxResultChars caps each tool result sent back to the model, in
 	// characters. Default 32768.
 	MaxResultChars int
+	// MaxRepeats is in how many rounds of one Run one call — the same tool
+	// with the same arguments — runs (identical calls of one round count
+	// once). A further identical call is not run:
+	// its result tells the model (and, through OnToolResult, the user)
+	// that it was stopped, and a round whose calls were all stopped ends
+	// the tool rounds: the model is asked for its answer with tools off.
+	// Default 3; negative: no limit.
+	MaxRepeats int
 	// Stream is passed to the model on every call, so text deltas reach the
 	// caller as they arrive.
 	Stream llm.StreamFunc
@@ -94,6 +103,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxResultChars <= 0 {
 		o.MaxResultChars = DefaultMaxResultChars
+	}
+	if o.MaxRepeats == 0 {
+		o.MaxRepeats = DefaultMaxRepeats
 	}
 	return o
 }
@@ -181,6 +193,9 @@ type Result struct {
 	// RoundLimitReached is set when MaxRounds was reached and the answer was
 	// forced with tool use disabled.
 	RoundLimitReached bool
+	// RepeatsStopped counts the calls not run because the same call had
+	// already run Options.MaxRepeats times.
+	RepeatsStopped int
 }
 
 // Run runs the loop for req with tools. See the package documentation for
@@ -253,6 +268,9 @@ type loop struct {
 	msgs  []llm.Message
 	start int
 	res   Result
+	// runs counts the calls issued so far by name and canonical
+	// arguments, for Options.MaxRepeats.
+	runs map[string]repeat
 }
 
 func (l *loop) setTools(tools []tool.Tool) error {
@@ -315,15 +333,24 @@ func (l *loop) run(ctx context.Context) error {
 		roundStart := len(l.msgs)
 		l.msgs = append(l.msgs, msg)
 		l.report(msg)
+		stopped := l.res.RepeatsStopped
 		l.runCalls(ctx, round, calls)
 		l.roundDone(roundStart)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("toolloop: round %d: %w", round, err)
 		}
+		if l.res.RepeatsStopped-stopped == len(calls) {
+			// Nothing new was tried: more rounds would repeat again.
+			return l.forceAnswer(ctx, repeatNote)
+		}
 	}
 
 	l.res.RoundLimitReached = true
-	note := fmt.Sprintf(limitNote, l.opts.MaxRounds)
+	return l.forceAnswer(ctx, fmt.Sprintf(limitNote, l.opts.MaxRounds))
+}
+
+// forceAnswer asks for the final answer with tools off, after note.
+func (l *loop) forceAnswer(ctx context.Context, note string) error {
 	if l.format != nil {
 		return l.formatted(ctx, l.msgs, note+" "+formatNote)
 	}
@@ -337,6 +364,9 @@ func (l *loop) run(ctx context.Context) error {
 
 const (
 	limitNote  = "You have used all %d rounds of tool calls allowed for this turn, and tools are now disabled. Give your final answer now from what you have gathered, and say plainly what is left undone."
+	repeatNote = "You repeated tool calls that had already run with the same arguments, so they were stopped and tools are now disabled for this turn. Give your final answer now from the results you have, and say plainly what is left undone."
+	// repeatMessage is the result of a call stopped as a repeat.
+	repeatMessage = "not run: %s with these same arguments already ran %d times in this turn, and the result will not change. Use the results you already have, try something different, or give your answer"
 	formatNote = "Now give your final answer as a single JSON value matching the required schema. Output only the JSON."
 	retryNote  = "That reply is not valid: %s. Reply again with only a JSON value matching the required schema."
 )
@@ -486,6 +516,11 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 				l.opts.OnToolCall(call)
 			}
 			t, args, rec, ok := l.prepare(ctx, c)
+			if ok && l.repeated(round, c.Name, args) {
+				rec = l.failed(rec, fmt.Errorf(repeatMessage, c.Name, l.opts.MaxRepeats))
+				l.res.RepeatsStopped++
+				ok = false
+			}
 			if !ok {
 				rec.Round, rec.Index = round, i
 				records[i] = rec
@@ -532,6 +567,48 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 		l.msgs = append(l.msgs, resultMessage(r))
 	}
 	l.res.Calls = append(l.res.Calls, records...)
+}
+
+// repeated counts a valid call of round and reports whether the same call
+// (name and arguments, whatever their key order or spacing) was already
+// issued in Options.MaxRepeats earlier rounds of this Run. Identical calls
+// of one round count once: a model fanning out the same call in parallel
+// is not looping.
+func (l *loop) repeated(round int, name string, args json.RawMessage) bool {
+	if l.opts.MaxRepeats < 0 {
+		return false
+	}
+	key := name + "\x00" + canonicalJSON(args)
+	if l.runs == nil {
+		l.runs = map[string]repeat{}
+	}
+	r := l.runs[key]
+	if r.round == round {
+		return false
+	}
+	if r.rounds >= l.opts.MaxRepeats {
+		return true
+	}
+	l.runs[key] = repeat{rounds: r.rounds + 1, round: round}
+	return false
+}
+
+// repeat is how often one call was issued: in how many rounds, the last
+// of them round.
+type repeat struct{ rounds, round int }
+
+// canonicalJSON re-encodes a JSON value with sorted keys and no spacing;
+// raw text when it does not decode.
+func canonicalJSON(b json.RawMessage) string {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return string(b)
+	}
+	return string(out)
 }
 
 // mustWait reports whether call i runs in order and an earlier call of the

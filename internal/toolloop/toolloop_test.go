@@ -705,3 +705,55 @@ func TestErrorContentEscaping(t *testing.T) {
 	}
 	errorShape(t, got)
 }
+
+// TestRepeatedCallsAreStopped: the same call (same tool, same arguments in
+// any spacing) runs MaxRepeats times in a turn; a further one is not run and
+// its result says why, and a round of nothing but repeats ends the tool
+// rounds with an answer asked for with tools off. A different call still
+// runs.
+func TestRepeatedCallsAreStopped(t *testing.T) {
+	same := callTools(tc("", "echo", `{"text":"x"}`))
+	spaced := callTools(tc("", "echo", `{ "text" : "x" }`))
+	mixed := callTools(tc("", "echo", `{"text":"x"}`), tc("", "echo", `{"text":"new"}`))
+	m := script(same, spaced, mixed, same, say("I have what I need."))
+	var results []CallRecord
+	res := mustRun(t, m, userQ(), []tool.Tool{echoTool()}, Options{
+		MaxRepeats:   2,
+		OnToolResult: func(r CallRecord) { results = append(results, r) },
+	})
+	if res.Final.Text() != "I have what I need." || res.RoundLimitReached {
+		t.Fatalf("Final = %+v, limit %v", res.Final, res.RoundLimitReached)
+	}
+	if res.RepeatsStopped != 2 || len(res.Calls) != 5 {
+		t.Fatalf("RepeatsStopped = %d, calls = %d; want 2 of 5", res.RepeatsStopped, len(res.Calls))
+	}
+	var ran []string
+	for _, c := range res.Calls {
+		if c.IsError {
+			if !strings.Contains(c.Result, "not run: echo with these same arguments already ran 2 times") {
+				t.Errorf("stopped call's result = %s", c.Result)
+			}
+			continue
+		}
+		ran = append(ran, string(c.Arguments))
+	}
+	if want := []string{`{"text":"x"}`, `{ "text" : "x" }`, `{"text":"new"}`}; !slices.Equal(ran, want) {
+		t.Errorf("calls run = %q, want %q", ran, want)
+	}
+	if len(results) != 5 || !results[2].IsError {
+		t.Errorf("OnToolResult saw %d results (third failed: %v)", len(results), len(results) > 2 && results[2].IsError)
+	}
+	reqs := m.requests()
+	last := reqs[len(reqs)-1]
+	if len(reqs) != 5 || last.ToolChoice != llm.ToolChoiceNone || !strings.Contains(lastUserText(last.Messages), "You repeated tool calls") {
+		t.Errorf("%d model calls; the last: choice %q, %s", len(reqs), last.ToolChoice, describeMessages(last.Messages))
+	}
+
+	t.Run("no limit", func(t *testing.T) {
+		m := script(same, same, same, same, say("done"))
+		res := mustRun(t, m, userQ(), []tool.Tool{echoTool()}, Options{MaxRepeats: -1})
+		if res.RepeatsStopped != 0 || len(res.Calls) != 4 {
+			t.Errorf("RepeatsStopped = %d, calls = %d", res.RepeatsStopped, len(res.Calls))
+		}
+	})
+}
