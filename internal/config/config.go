@@ -359,7 +359,7 @@ func (c *Config) keepSection(d *decoder, id string, n ast.Node, line int) error 
 	}
 	entries, ok := mappingEntries(n)
 	if !ok {
-		return d.errf(n, id, "%s: expected a mapping of settings, got %s", id, describe(n))
+		return d.errf(n, id, "%s: expected a mapping of settings, got %s%s", id, describe(n), colonHint(n))
 	}
 	for _, e := range entries {
 		key, err := d.keyString(e)

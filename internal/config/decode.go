@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // maxDepth bounds nesting (and alias expansion) while decoding.
@@ -67,11 +69,8 @@ func (d *decoder) parse(data []byte) (ast.Node, error) {
 	if err != nil {
 		var ye yaml.Error
 		if errors.As(err, &ye) {
-			line := 0
-			if tk := ye.GetToken(); tk != nil {
-				line = tk.Position.Line
-			}
-			return nil, d.errAt(line, "", "invalid YAML: %s", ye.GetMessage())
+			line, words := plainYAMLError(ye.GetMessage(), ye.GetToken())
+			return nil, d.errAt(line, "", "%s", words)
 		}
 		return nil, d.errAt(0, "", "invalid YAML: %v", err)
 	}
@@ -91,6 +90,52 @@ func (d *decoder) parse(data []byte) (ast.Node, error) {
 	d.anchors = map[string]ast.Node{}
 	ast.Walk(anchorCollector(d.anchors), bodies[0])
 	return bodies[0], nil
+}
+
+var definedAt = regexp.MustCompile(`^mapping key "(.*)" already defined at \[(\d+):\d+\]$`)
+
+// colonHint explains a section given a string that looks like a setting
+// missing its colon ("listen 127.0.0.1:8420").
+func colonHint(n ast.Node) string {
+	s, ok := scalarText(n)
+	if !ok || !strings.Contains(s, " ") || strings.Contains(s, ": ") {
+		return ""
+	}
+	key, _, _ := strings.Cut(s, " ")
+	return fmt.Sprintf(` (a setting needs a colon and a space after its name: "%s: …")`, key)
+}
+
+// plainYAMLError says a YAML syntax error in words a person editing the
+// file understands, and finds its line: the line where the offending token
+// ends (a plain value runs on over a line indented too far, and the ':'
+// that breaks it is on that later line).
+func plainYAMLError(msg string, tk *token.Token) (int, string) {
+	line, multiLine := 0, false
+	if tk != nil && tk.Position != nil {
+		n := strings.Count(strings.TrimRight(tk.Origin, " \t\r\n"), "\n")
+		line, multiLine = tk.Position.Line+n, n > 0
+	}
+	switch {
+	case strings.Contains(msg, "found character '\t'"):
+		return line, "this line is indented with a tab; YAML needs spaces for indentation"
+	case strings.HasPrefix(msg, "mapping value is not allowed") || strings.HasPrefix(msg, "value is not allowed"):
+		if multiLine || strings.HasPrefix(msg, "value is not allowed") {
+			return line, "this line is not lined up with the keys above it: indent it exactly as far as the other keys of its section (with spaces)"
+		}
+		return line, `a value contains ": " (or a key is missing its line break): put the value in quotes, like key: "a: b"`
+	case strings.Contains(msg, "could not find end character of double-quoted text"):
+		return line, `a value starting with " has no closing "`
+	case strings.Contains(msg, "could not find end character of single-quoted text"):
+		return line, "a value starting with ' has no closing '"
+	case strings.Contains(msg, "',' or '}' must be specified"), strings.Contains(msg, "'}' not found"):
+		return line, "a { … } mapping is not closed with }, or its entries are not separated by commas"
+	case strings.Contains(msg, "',' or ']' must be specified"), strings.Contains(msg, "']' not found"):
+		return line, "a [ … ] list is not closed with ], or its items are not separated by commas"
+	}
+	if m := definedAt.FindStringSubmatch(msg); m != nil {
+		return line, fmt.Sprintf("the key %q is set twice in the same section (first on line %s); keep one", m[1], m[2])
+	}
+	return line, "this is not valid YAML: " + msg
 }
 
 type anchorCollector map[string]ast.Node
@@ -353,7 +398,7 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) error {
 	case reflect.Struct:
 		entries, ok := mappingEntries(n)
 		if !ok {
-			return d.errf(n, path, "%s: expected a mapping of settings, got %s", path, describe(n))
+			return d.errf(n, path, "%s: expected a mapping of settings, got %s%s", path, describe(n), colonHint(n))
 		}
 		return d.decodeStruct(entries, v, path, nil)
 	case reflect.Map:
