@@ -119,7 +119,10 @@ With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
+		// reverie --version prints what reverie version prints.
+		Version: versionString(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

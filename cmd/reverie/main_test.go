@@ -36,6 +36,11 @@ func TestCLI(t *testing.T) {
 	if code != ExitOK || !strings.HasPrefix(out, "reverie ") {
 		t.Fatalf("version: %d %q", code, out)
 	}
+	for _, flag := range []string{"--version", "-v"} {
+		if code, got, _ := runCLI(t, env, flag); code != ExitOK || got != out {
+			t.Errorf("%s: %d %q, want %q as reverie version prints", flag, code, got, out)
+		}
+	}
 
 	code, out, errs := runCLI(t, env, "init", "--data", dir)
 	if code != ExitOK || !strings.Contains(out, "created config.yaml") {

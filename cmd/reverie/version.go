@@ -4,16 +4,23 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time: -ldflags "-X main.version=v1.2.3".
+// version is set at build time: -ldflags "-X main.version=v1.2.3". Left
+// at "dev", the module version recorded in the build (go install
+// …@v1.2.3) is used when there is one.
 var version = "dev"
 
 func versionString() string {
 	rev, dirty := "", false
+	v := version
 	if bi, ok := debug.ReadBuildInfo(); ok {
+		if mv := bi.Main.Version; v == "dev" && mv != "" && mv != "(devel)" {
+			v = mv
+		}
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
@@ -23,8 +30,8 @@ func versionString() string {
 			}
 		}
 	}
-	v := "reverie " + version
-	if rev != "" {
+	v = "reverie " + v
+	if rev != "" && !strings.Contains(v, rev[:min(len(rev), 12)]) {
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
