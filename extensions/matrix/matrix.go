@@ -522,13 +522,10 @@ func (m *Matrix) sleepAfter(ctx context.Context, err error, attempt int) error {
 	return m.opts.Sleep(ctx, wait)
 }
 
-// backoff is the wait before attempt n (from 1): 1 s doubling to a minute.
+// backoff is the wait before attempt n (from 1): 1 s doubling to a minute,
+// jittered into the upper half.
 func backoff(n int) time.Duration {
-	d := minBackoff
-	for i := 1; i < n && d < maxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxBackoff)
+	return extension.Backoff{Base: minBackoff, Max: maxBackoff}.Delay(n - 1)
 }
 
 // retryAfter returns how long an M_LIMIT_EXCEEDED answer asks to wait
