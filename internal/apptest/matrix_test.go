@@ -2,16 +2,19 @@ package apptest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"maunium.net/go/mautrix/crypto/attachment"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -84,6 +87,9 @@ func matrixAssistant(req llmtest.ChatRequest) llmtest.ServerReply {
 	case strings.Contains(user, "remind me"):
 		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "set_reminder",
 			Arguments: json.RawMessage(`{"text":"stretch","in":"1s"}`)}}}
+	case strings.Contains(user, "send me the notes"):
+		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_2", Name: "matrix_send_file",
+			Arguments: json.RawMessage(`{"path":"notes/list.txt","caption":"your notes"}`)}}}
 	default:
 		return llmtest.ServerReply{Text: "You said: " + user + " — **noted** <ok> & done."}
 	}
@@ -410,6 +416,86 @@ func TestMatrixSendToChannel(t *testing.T) {
 	for _, e := range matrixtest.Messages(evs, room, id.UserID(w.bot)) {
 		if c := e.Content.AsMessage(); strings.Contains(c.Body, "buy milk") && !strings.Contains(c.FormattedBody, "<strong>buy milk</strong>") {
 			t.Errorf("not formatted: %+v", c)
+		}
+	}
+}
+
+// An image sent in an encrypted room is decrypted, saved in the workspace
+// and handed to a vision model as an image part with its caption; a file
+// from the workspace goes back to the room encrypted (matrix_send_file),
+// and the user's client decrypts it.
+func TestMatrixImagesAndFiles(t *testing.T) {
+	w := newMatrixWorld(t)
+	h := startMatrix(t, w, WithEnv("REVERIE_MODEL_VISION=true"))
+	alice := w.srv.Login(t, "alice", mxAlicePass)
+	room := alice.CreateRoom(t, true, w.bot)
+	alice.Wait(t, "the bot to join", joined(room, w.bot))
+
+	png := []byte("\x89PNG\r\n\x1a\n fake png bytes")
+	ef := attachment.NewEncryptedFile()
+	up, err := alice.Client.UploadBytes(context.Background(), ef.Encrypt(png), "application/octet-stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice.SendContent(t, room, &event.MessageEventContent{MsgType: event.MsgImage, Body: "what is this?", FileName: "cat.png",
+		Info: &event.FileInfo{MimeType: "image/png", Size: len(png)},
+		File: &event.EncryptedFileInfo{EncryptedFile: *ef, URL: up.ContentURI.CUString()}})
+	alice.Wait(t, "the answer to the picture", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "You said: what is this?")
+	})
+	var user llmtest.ChatMessage
+	for _, r := range h.Model.ChatRequests() {
+		for _, m := range r.Messages {
+			if m.Role == "user" && strings.Contains(m.Text(), "what is this?") {
+				user = m
+			}
+		}
+	}
+	want := []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(png)}
+	if !reflect.DeepEqual(user.Images(), want) || user.Text() != "what is this?" {
+		t.Fatalf("user message: images %q, text %q; want the picture as an image part and the caption", user.Images(), user.Text())
+	}
+	files, _ := filepath.Glob(filepath.Join(h.DataDir, "workspace", "matrix", "*", "*-cat.png"))
+	if len(files) != 1 {
+		t.Fatalf("saved pictures: %v", files)
+	}
+	if got, err := os.ReadFile(files[0]); err != nil || string(got) != string(png) {
+		t.Fatalf("saved picture: %q, %v", got, err)
+	}
+
+	if err := os.MkdirAll(filepath.Join(h.DataDir, "workspace", "notes"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.DataDir, "workspace", "notes", "list.txt"), []byte("milk\neggs\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	alice.Send(t, room, "send me the notes")
+	evs := alice.Wait(t, "the file", func(evs []*event.Event) bool {
+		for _, e := range matrixtest.Messages(evs, room, id.UserID(w.bot)) {
+			if e.Content.AsMessage().MsgType == event.MsgFile {
+				return true
+			}
+		}
+		return false
+	})
+	for _, e := range matrixtest.Messages(evs, room, id.UserID(w.bot)) {
+		c := e.Content.AsMessage()
+		if c.MsgType != event.MsgFile {
+			continue
+		}
+		if c.File == nil || c.URL != "" || c.Body != "your notes" || c.FileName != "list.txt" {
+			t.Fatalf("file message not encrypted or not captioned: %+v", c)
+		}
+		mxc, err := c.File.URL.Parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := alice.Client.DownloadBytes(context.Background(), mxc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.File.DecryptInPlace(data); err != nil || string(data) != "milk\neggs\n" {
+			t.Fatalf("decrypted file %q, %v", data, err)
 		}
 	}
 }
