@@ -134,6 +134,8 @@ type App struct {
 	tools        []tool.Tool
 	started      time.Time
 	ready        chan struct{}
+	created      []string    // default files the data dir got at this start
+	trace        *startTrace // start-up phase durations (nil: not traced)
 
 	// Secrets are every secret value of the configuration, the
 	// environment's model keys and the extensions' credentials
@@ -202,6 +204,15 @@ type classified struct{ err, kind error }
 func (c classified) Error() string   { return c.err.Error() }
 func (c classified) Unwrap() []error { return []error{c.err, c.kind} }
 
+// startPhase is one step of New, in order.
+type startPhase struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// build runs the start-up phases in the specification's order. With
+// REVERIE_DEBUG_START=1 in the environment, the time each phase took is
+// logged once the agent is ready (see Run).
 func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -213,40 +224,75 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		opts.Registry = extension.Registered()
 	}
 	a.opts, a.started, a.ready = opts, opts.Now(), make(chan struct{})
-
-	if err := datadir.CheckCreatable(opts.DataDir); err != nil {
-		return nil, err
+	a.trace = newStartTrace(opts.Env)
+	phases := []startPhase{
+		{"data dir", a.prepareDataDir},
+		{"config", a.loadConfig},
+		{"prompt files", a.validatePromptFiles},
+		{"logging", a.setUpLogging},
+		{"lock", a.lockDataDir},
+		{"database", a.openDatabase},
+		{"world state", a.openWorld},
+		{"event bus", a.openBus},
+		{"kernel", a.loadKernel},
+		{"runtime", a.buildRuntime},
+		{"dreaming", a.buildDreaming},
+		{"workflows", a.buildWorkflows},
+		{"scheduler", a.buildScheduler},
+		{"background", a.buildBackground},
+		{"extensions init", a.initExtensions},
+		{"extensions start", a.startExtensions},
+		{"tools and jobs", a.finishTools},
 	}
-	created, err := datadir.Bootstrap(opts.DataDir, slog.New(slog.DiscardHandler))
+	for _, p := range phases {
+		t := time.Now()
+		if err := p.run(ctx); err != nil {
+			return nil, err
+		}
+		a.trace.phase(p.name, time.Since(t))
+	}
+	return a, nil
+}
+
+// prepareDataDir creates the data dir's missing default files and checks
+// that it can be written.
+func (a *App) prepareDataDir(context.Context) error {
+	dir := a.opts.DataDir
+	if err := datadir.CheckCreatable(dir); err != nil {
+		return err
+	}
+	created, err := datadir.Bootstrap(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return nil, fmt.Errorf("prepare data dir: %w", err)
+		return fmt.Errorf("prepare data dir: %w", err)
 	}
-	if err := datadir.CheckWritable(opts.DataDir); err != nil {
-		return nil, err
-	}
+	a.created = created
+	return datadir.CheckWritable(dir)
+}
 
-	cfgPath := opts.ConfigPath
+// loadConfig loads and validates the configuration. Sections of every
+// extension built in are known, also those this process does not load
+// (reverie memory, dream: no extensions), so a config.yaml with a web: or
+// mcp: section still loads.
+func (a *App) loadConfig(context.Context) error {
+	cfgPath := a.opts.ConfigPath
 	if cfgPath == "" {
-		cfgPath = filepath.Join(opts.DataDir, "config.yaml")
+		cfgPath = filepath.Join(a.opts.DataDir, "config.yaml")
 	}
-	// Sections of every extension built in are known, also those this
-	// process does not load (reverie memory, dream: no extensions), so a
-	// config.yaml with a web: or mcp: section still loads.
-	ids := make([]string, 0, len(opts.Registry))
-	for _, infos := range [][]extension.Info{opts.Registry, extension.Registered()} {
+	ids := make([]string, 0, len(a.opts.Registry))
+	for _, infos := range [][]extension.Info{a.opts.Registry, extension.Registered()} {
 		for _, info := range infos {
 			if !slices.Contains(ids, info.ID) {
 				ids = append(ids, info.ID)
 			}
 		}
 	}
-	cfg, err := config.Load(cfgPath, opts.Env, ids)
+	cfg, err := config.Load(cfgPath, a.opts.Env, ids)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cfg.SetDataDir(opts.DataDir)
+	cfg.SetDataDir(a.opts.DataDir)
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	a.Config = cfg
 	// Every secret the configuration holds is known before the first log
@@ -254,85 +300,119 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	// added as they are resolved (modelrouter.FromConfig, Host).
 	a.Secrets = &redact.Secrets{}
 	a.Secrets.Add(cfg.SecretValues()...)
-	// Every template and BASE_PROMPT.txt's markers are checked now, so that
-	// a typo fails the start naming the file and the token instead of a
-	// dream or a compaction at night.
-	if err := prompt.ValidateDir(opts.DataDir, datadir.Placeholders()); err != nil {
-		err = fmt.Errorf("prompt files in %s: %w (fix the file, or delete it to get the shipped default back)", opts.DataDir, err)
-		if isTemplateError(err) {
-			return nil, classified{err, ErrPromptFiles}
-		}
-		return nil, datadir.Unusable(err)
-	}
+	return nil
+}
 
+// validatePromptFiles checks every template and BASE_PROMPT.txt's markers
+// now, so that a typo fails the start naming the file and the token instead
+// of a dream or a compaction at night.
+func (a *App) validatePromptFiles(context.Context) error {
+	dir := a.opts.DataDir
+	if err := prompt.ValidateDir(dir, datadir.Placeholders()); err != nil {
+		err = fmt.Errorf("prompt files in %s: %w (fix the file, or delete it to get the shipped default back)", dir, err)
+		if isTemplateError(err) {
+			return classified{err, ErrPromptFiles}
+		}
+		return datadir.Unusable(err)
+	}
+	return nil
+}
+
+// setUpLogging starts the logger (console, and the log file when on).
+func (a *App) setUpLogging(context.Context) error {
+	cfg := a.Config
 	logFile := ""
 	if cfg.Log.File {
-		logFile = filepath.Join(opts.DataDir, "logs", "reverie.log")
+		logFile = filepath.Join(a.opts.DataDir, "logs", "reverie.log")
 	}
 	logger, logCloser, err := logging.New(logging.Options{
 		Level: cfg.Log.Level, Format: cfg.Log.Format, File: logFile,
-		MaxSizeMB: cfg.Log.MaxSizeMB, MaxBackups: cfg.Log.MaxBackups, Console: opts.Console,
+		MaxSizeMB: cfg.Log.MaxSizeMB, MaxBackups: cfg.Log.MaxBackups, Console: a.opts.Console,
 		Secrets: a.Secrets,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("set up logging: %w", err)
+		return fmt.Errorf("set up logging: %w", err)
 	}
 	a.onClose("logging", logCloser.Close)
 	a.Logger = logger
-	for _, f := range created {
+	for _, f := range a.created {
 		logger.Debug("created default file", "path", f)
 	}
-	if len(created) > 0 {
-		logger.Info("data dir initialised", "dir", opts.DataDir, "files", len(created))
+	if len(a.created) > 0 {
+		logger.Info("data dir initialised", "dir", a.opts.DataDir, "files", len(a.created))
 	}
+	return nil
+}
 
-	release, err := datadir.Lock(opts.DataDir)
+// lockDataDir takes the data dir lock (one agent per data dir) and opens
+// the data dir's history.
+func (a *App) lockDataDir(ctx context.Context) error {
+	release, err := datadir.Lock(a.opts.DataDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.onClose("data dir lock", release)
 	a.openVersions(ctx)
+	return nil
+}
 
-	db, err := sqlite.Open(ctx, filepath.Join(opts.DataDir, DatabaseFile))
+// openDatabase opens reverie.db.
+func (a *App) openDatabase(ctx context.Context) error {
+	db, err := sqlite.Open(ctx, filepath.Join(a.opts.DataDir, DatabaseFile))
 	if err != nil {
-		return nil, datadir.Unusable(err)
+		return datadir.Unusable(err)
 	}
 	a.onClose("database", db.Close)
 	a.DB = db
+	return nil
+}
 
-	ws, err := world.OpenStore(opts.DataDir, world.StoreOptions{
-		Now: opts.Now, Logger: logger.With("component", "world"), Changed: a.dataChangeHook,
+// openWorld loads world_state.json.
+func (a *App) openWorld(context.Context) error {
+	ws, err := world.OpenStore(a.opts.DataDir, world.StoreOptions{
+		Now: a.opts.Now, Logger: a.Logger.With("component", "world"), Changed: a.dataChangeHook,
 	})
 	if err != nil {
-		return nil, datadir.Unusable(fmt.Errorf("load world state: %w", err))
+		return datadir.Unusable(fmt.Errorf("load world state: %w", err))
 	}
 	a.World = ws
+	return nil
+}
 
-	bus, err := eventbus.Open(ctx, db, eventbus.Options{
-		Logger:      logger.With("component", "eventbus"),
+// openBus opens the durable event bus.
+func (a *App) openBus(ctx context.Context) error {
+	cfg := a.Config
+	bus, err := eventbus.Open(ctx, a.DB, eventbus.Options{
+		Logger:      a.Logger.With("component", "eventbus"),
 		MaxAttempts: cfg.Bus.MaxAttempts,
 		BaseBackoff: cfg.Bus.BaseBackoff,
 		MaxBackoff:  cfg.Bus.MaxBackoff,
 		Retention:   cfg.Bus.Retention,
-		Now:         opts.Now,
+		Now:         a.opts.Now,
 		Secrets:     a.Secrets,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open event bus: %w", err)
+		return fmt.Errorf("open event bus: %w", err)
 	}
 	a.Bus = bus
+	return nil
+}
 
-	a.API = &api.Services{Instance: envValue(opts.Env, supervisor.InstanceEnv)}
+// loadKernel creates the extension kernel (extensions are initialised and
+// started once the runtime they use exists).
+func (a *App) loadKernel(context.Context) error {
+	cfg := a.Config
+	a.API = &api.Services{Instance: envValue(a.opts.Env, supervisor.InstanceEnv)}
 	k, err := kernel.New(kernel.Options{
 		Config:   cfg,
-		DataDir:  opts.DataDir,
-		DB:       db,
-		Bus:      bus,
-		Logger:   logger,
-		Console:  opts.Console,
+		DataDir:  a.opts.DataDir,
+		DB:       a.DB,
+		Bus:      a.Bus,
+		Logger:   a.Logger,
+		Console:  a.opts.Console,
 		Receive:  a.receive,
-		Now:      opts.Now,
-		Registry: opts.Registry,
+		Now:      a.opts.Now,
+		Registry: a.opts.Registry,
 		// A bad extension section stops start-up (exit code 2) instead of
 		// leaving that feature silently off.
 		Fatal: func(err error) bool {
@@ -347,7 +427,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		Secrets:     a.Secrets,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load extensions: %w", err)
+		return fmt.Errorf("load extensions: %w", err)
 	}
 	a.Kernel = k
 	a.onClose("extensions", func() error {
@@ -355,41 +435,42 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		defer cancel()
 		return k.Shutdown(sctx)
 	})
-	if err := a.buildRuntime(ctx); err != nil {
-		return nil, err
-	}
-	a.runtimeTools = append(a.runtimeTools, world.ApplyOpsTool(a.World))
-	if err := a.buildDreaming(ctx); err != nil {
-		return nil, err
-	}
-	if err := a.buildWorkflows(ctx); err != nil {
-		return nil, err
-	}
-	if err := a.buildScheduler(ctx); err != nil {
-		return nil, err
-	}
-	if err := a.buildBackground(ctx); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// initExtensions fills the API services the extensions reach and
+// initialises them.
+func (a *App) initExtensions(ctx context.Context) error {
 	a.fillAPIServices(a.API)
-	if err := k.Init(ctx); err != nil {
-		return nil, fmt.Errorf("initialise extensions: %w", err)
+	if err := a.Kernel.Init(ctx); err != nil {
+		return fmt.Errorf("initialise extensions: %w", err)
 	}
 	// Extensions decode their own sections in Init, so warnings about them
 	// (inline secrets) are known only now.
-	for _, w := range cfg.Warnings() {
-		logger.Warn(w)
+	for _, w := range a.Config.Warnings() {
+		a.Logger.Warn(w)
 	}
-	if err := k.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start extensions: %w", err)
+	return nil
+}
+
+// startExtensions starts every initialised extension.
+func (a *App) startExtensions(ctx context.Context) error {
+	if err := a.Kernel.Start(ctx); err != nil {
+		return fmt.Errorf("start extensions: %w", err)
 	}
+	return nil
+}
+
+// finishTools fixes the tool set once every extension has started and
+// registers the scheduled jobs.
+func (a *App) finishTools(ctx context.Context) error {
 	if err := a.registerApprove(); err != nil {
-		return nil, err
+		return err
 	}
 	a.collectTools()
 	a.checkProfiles()
 	a.registerJobs(ctx)
-	return a, nil
+	return nil
 }
 
 // receive is where channels hand user messages: the router persists them
@@ -413,8 +494,11 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.Workflows.Run(gctx) })
 	g.Go(func() error { return a.runBackground(gctx) })
 	g.Go(func() error { return a.Approvals.Run(gctx) })
+	t := time.Now()
 	a.Kernel.Ready(gctx)
+	a.trace.phase("run to ready", time.Since(t))
 	close(a.ready)
+	a.trace.log(a.Logger)
 	g.Go(func() error { return a.keepFootprint(gctx) })
 	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),
 		"data", a.opts.DataDir)

@@ -17,6 +17,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/tools/channels"
 	"github.com/reverie-ai/reverie/internal/tools/shell"
+	"github.com/reverie-ai/reverie/internal/world"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
 )
@@ -172,6 +173,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		channels.ListChannels(a.Kernel, conv),
 		channels.SendToChannel(rt, a.Kernel, conv),
 		channels.RequestRestart(a.opts.DataDir, a.opts.Now),
+		world.ApplyOpsTool(a.World),
 	}
 	return nil
 }

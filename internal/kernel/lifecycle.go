@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/reverie-ai/reverie/extension"
 )
@@ -74,6 +75,7 @@ func (k *Kernel) Init(ctx context.Context) error {
 		if st != StatePending {
 			continue
 		}
+		t := time.Now()
 		err := safely(func() error { return e.ext.Init(ctx, e.host) })
 		k.mu.Lock()
 		if err != nil && k.opts.Fatal != nil && k.opts.Fatal(err) {
@@ -93,7 +95,7 @@ func (k *Kernel) Init(ctx context.Context) error {
 		} else {
 			e.state = StateInitialised
 			e.inited = true
-			k.log.Debug("extension initialised", "ext", e.info.ID)
+			k.log.Debug("extension initialised", "ext", e.info.ID, "took", time.Since(t).String())
 		}
 		k.mu.Unlock()
 	}
@@ -130,6 +132,7 @@ func (k *Kernel) Start(ctx context.Context) error {
 			continue
 		}
 		var err error
+		t := time.Now()
 		if s, ok := e.ext.(extension.Starter); ok {
 			err = safely(func() error { return s.Start(ctx) })
 		}
@@ -144,7 +147,7 @@ func (k *Kernel) Start(ctx context.Context) error {
 			}
 		} else if e.state == StateInitialised {
 			e.state = StateStarted
-			k.log.Debug("extension started", "ext", e.info.ID)
+			k.log.Debug("extension started", "ext", e.info.ID, "took", time.Since(t).String())
 		}
 		k.mu.Unlock()
 	}
