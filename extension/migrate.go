@@ -25,6 +25,9 @@ var ErrBadMigration = errors.New("bad migration")
 // schema: the schema_migrations table, one row per applied file and
 // component. Applied migrations are never re-run; editing one after release
 // has no effect, so add a new file instead.
+//
+// An up-to-date component costs one read of its recorded versions (no
+// write transaction), so that every start does not pay for its history.
 func Migrate(ctx context.Context, db *sql.DB, component string, files fs.FS, dir string) error {
 	if component == "" {
 		return fmt.Errorf("%w: empty component name", ErrBadMigration)
@@ -33,6 +36,43 @@ func Migrate(ctx context.Context, db *sql.DB, component string, files fs.FS, dir
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", component, err)
 	}
+	applied, err := appliedVersions(ctx, db, component)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", component, err)
+	}
+	for _, m := range migs {
+		if applied[m.version] {
+			continue
+		}
+		if err := applyMigration(ctx, db, component, m.version, m.name, m.sql); err != nil {
+			return fmt.Errorf("migrate %s: apply %s: %w", component, m.name, err)
+		}
+	}
+	return nil
+}
+
+// appliedVersions reads the versions recorded for component, creating the
+// schema_migrations table on a new database.
+func appliedVersions(ctx context.Context, db *sql.DB, component string) (map[int]bool, error) {
+	read := func() (map[int]bool, error) {
+		rows, err := db.QueryContext(ctx, `SELECT version FROM schema_migrations WHERE component = ?`, component)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		out := map[int]bool{}
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				return nil, err
+			}
+			out[v] = true
+		}
+		return out, rows.Err()
+	}
+	if out, err := read(); err == nil {
+		return out, nil
+	}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		component  TEXT    NOT NULL,
 		version    INTEGER NOT NULL,
@@ -40,14 +80,13 @@ func Migrate(ctx context.Context, db *sql.DB, component string, files fs.FS, dir
 		applied_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
 		PRIMARY KEY (component, version)
 	)`); err != nil {
-		return fmt.Errorf("migrate %s: create schema_migrations: %w", component, err)
+		return nil, fmt.Errorf("create schema_migrations: %w", err)
 	}
-	for _, m := range migs {
-		if err := applyMigration(ctx, db, component, m.version, m.name, m.sql); err != nil {
-			return fmt.Errorf("migrate %s: apply %s: %w", component, m.name, err)
-		}
+	out, err := read()
+	if err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
 	}
-	return nil
+	return out, nil
 }
 
 type migration struct {
@@ -97,6 +136,8 @@ func applyMigration(ctx context.Context, db *sql.DB, component string, version i
 			_ = tx.Rollback()
 		}
 	}()
+	// Checked again inside the write transaction: another process (or
+	// connection) may have applied it since appliedVersions read.
 	var n int
 	if err = tx.QueryRowContext(ctx,
 		`SELECT COUNT(*) FROM schema_migrations WHERE component = ? AND version = ?`, component, version).Scan(&n); err != nil {

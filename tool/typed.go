@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -35,6 +36,7 @@ type options struct {
 	inOrder      bool
 	readsPrivate bool
 	categories   []string
+	describe     func() string
 }
 
 type enumOption struct {
@@ -81,6 +83,14 @@ func ReadsPrivateData() Option {
 // an "@category" entry; see Profiles.
 func WithCategories(categories ...string) Option {
 	return func(o *options) { o.categories = append(o.categories, categories...) }
+}
+
+// DescribedBy makes the tool's description the text describe returns, asked
+// once, when the description is first needed (New's description is then
+// ignored): for a description that depends on something found out after
+// the tool is built, such as whether execute_shell's sandbox works.
+func DescribedBy(describe func() string) Option {
+	return func(o *options) { o.describe = describe }
 }
 
 // Categorized is implemented by tools that carry categories (every tool
@@ -181,7 +191,7 @@ func New[A any](name, description string, fn func(ctx context.Context, args A) (
 	return &typed[A]{
 		meta: meta{
 			name:        name,
-			description: description,
+			description: o.describer(description),
 			schema:      raw,
 			resolved:    resolved,
 			readOnly:    o.readOnly,
@@ -193,10 +203,18 @@ func New[A any](name, description string, fn func(ctx context.Context, args A) (
 	}
 }
 
+// describer is the description: fixed, or DescribedBy's, asked once.
+func (o options) describer(description string) func() string {
+	if o.describe != nil {
+		return sync.OnceValue(o.describe)
+	}
+	return func() string { return description }
+}
+
 // meta is what every tool built in this package shares.
 type meta struct {
 	name        string
-	description string
+	description func() string
 	schema      json.RawMessage
 	resolved    *jsonschema.Resolved
 	readOnly    bool
@@ -206,7 +224,7 @@ type meta struct {
 }
 
 func (m *meta) Name() string            { return m.name }
-func (m *meta) Description() string     { return m.description }
+func (m *meta) Description() string     { return m.description() }
 func (m *meta) Schema() json.RawMessage { return m.schema }
 func (m *meta) ReadOnly() bool          { return m.readOnly }
 func (m *meta) InOrder() bool           { return m.inOrder }

@@ -115,7 +115,7 @@ func NewRaw(name, description string, schema json.RawMessage, fn RawHandler, opt
 	return &raw{
 		meta: meta{
 			name:        name,
-			description: description,
+			description: o.describer(description),
 			schema:      compact.Bytes(),
 			resolved:    resolved,
 			readOnly:    o.readOnly,

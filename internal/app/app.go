@@ -49,6 +49,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/skills"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/supervisor"
+	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/versioning"
 	"github.com/reverie-ai/reverie/internal/workflow"
 	"github.com/reverie-ai/reverie/internal/world"
@@ -128,6 +129,7 @@ type App struct {
 	// onDataChange is told about changes to the data dir's versioned files.
 	onDataChange func(ctx context.Context, message string, paths ...string)
 
+	core         *tools.Tools // the core tools; their sandbox is tested after ready
 	coreTools    []tool.Tool
 	runtimeTools []tool.Tool
 	toolsMu      sync.RWMutex
@@ -231,6 +233,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		{"prompt files", a.validatePromptFiles},
 		{"logging", a.setUpLogging},
 		{"lock", a.lockDataDir},
+		{"data dir history", a.openVersions},
 		{"database", a.openDatabase},
 		{"world state", a.openWorld},
 		{"event bus", a.openBus},
@@ -344,15 +347,13 @@ func (a *App) setUpLogging(context.Context) error {
 	return nil
 }
 
-// lockDataDir takes the data dir lock (one agent per data dir) and opens
-// the data dir's history.
-func (a *App) lockDataDir(ctx context.Context) error {
+// lockDataDir takes the data dir lock (one agent per data dir).
+func (a *App) lockDataDir(context.Context) error {
 	release, err := datadir.Lock(a.opts.DataDir)
 	if err != nil {
 		return err
 	}
 	a.onClose("data dir lock", release)
-	a.openVersions(ctx)
 	return nil
 }
 
@@ -483,6 +484,7 @@ func (a *App) receive(ctx context.Context, msg chat.Inbound) error {
 // cancelled, then shuts everything down in reverse order. It tells
 // ReadyListeners (the /healthz endpoint) once everything runs.
 func (a *App) Run(ctx context.Context) error {
+	runStart := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.Bus.Run(gctx) })
 	g.Go(func() error { return a.Router.Run(gctx) })
@@ -494,14 +496,18 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.Workflows.Run(gctx) })
 	g.Go(func() error { return a.runBackground(gctx) })
 	g.Go(func() error { return a.Approvals.Run(gctx) })
-	t := time.Now()
+	// The shell sandbox's self-test starts child processes: it runs beside
+	// the ready signal, and the first shell command waits for it. Its
+	// failure (sandbox required but not working) is logged by the shell and
+	// refuses every command; it does not stop the agent.
+	g.Go(func() error { _ = a.core.Prepare(gctx); return nil })
 	a.Kernel.Ready(gctx)
-	a.trace.phase("run to ready", time.Since(t))
 	close(a.ready)
+	startup := time.Since(a.started)
+	a.trace.phase("run to ready", time.Since(runStart))
 	a.trace.log(a.Logger)
 	g.Go(func() error { return a.keepFootprint(gctx) })
-	a.Logger.Info("agent ready", "startup", time.Since(a.started).Round(time.Millisecond).String(),
-		"data", a.opts.DataDir)
+	a.Logger.Info("agent ready", "startup", startup.Round(100*time.Microsecond).String(), "data", a.opts.DataDir)
 	<-gctx.Done()
 	a.Logger.Info("shutting down")
 	err := g.Wait()

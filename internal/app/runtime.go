@@ -83,6 +83,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("set up core tools: %w", err)
 	}
+	a.core = core
 	a.coreTools = append(core.All(), memory.Tools(a.Memory)...)
 	if err := a.buildPulseAndSkills(ctx); err != nil {
 		return err

@@ -19,12 +19,12 @@ var ErrNoHistory = errors.New("the data dir's history is not available (see the 
 // dir lock must be held) and records, as one commit, the edits made while
 // no agent was running. A failure is logged and leaves versioning off
 // (Versions nil): it never keeps the assistant from starting.
-func (a *App) openVersions(ctx context.Context) {
+func (a *App) openVersions(ctx context.Context) error {
 	log := a.Logger.With("component", "versioning")
 	v, err := versioning.Open(a.opts.DataDir, versioning.Options{Now: a.opts.Now, Logger: log})
 	if err != nil {
 		log.Error("data dir history unavailable; changes to MEMORIES.txt, skills, prompts and the world state are not versioned", "err", err)
-		return
+		return nil
 	}
 	msg := "external edits"
 	if v.Created() {
@@ -40,6 +40,7 @@ func (a *App) openVersions(ctx context.Context) {
 	a.Versions = v
 	a.onDataChange = a.dataChanged
 	a.commitFiles = a.commitData
+	return nil
 }
 
 // commitData is dataChanged for callers that report the revision (dreaming

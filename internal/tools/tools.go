@@ -98,8 +98,9 @@ type Tools struct {
 }
 
 // New validates cfg, creates the workspace and builds the tools. With
-// Shell.Sandbox "auto" or "required" it runs short bubblewrap and Landlock
-// self-tests.
+// Shell.Sandbox "auto" or "required", short bubblewrap and Landlock
+// self-tests run later, in Prepare (in "required" mode New fails when
+// neither is present at all).
 func New(cfg Config, logger *slog.Logger) (*Tools, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -149,9 +150,14 @@ func New(cfg Config, logger *slog.Logger) (*Tools, error) {
 		searcher: searcher,
 	}
 	t.all = t.build()
-	logger.Info("core tools ready", "workspace", ws.Dir(), "sandbox", sh.Status(), "search", searcher.Engine())
+	logger.Info("core tools ready", "workspace", ws.Dir(), "search", searcher.Engine())
 	return t, nil
 }
+
+// Prepare tests execute_shell's sandbox (shell.Shell.Prepare): the first
+// shell command waits for it; the agent calls it in the background once it
+// is ready. In sandbox mode required, the error says that no layer works.
+func (t *Tools) Prepare(ctx context.Context) error { return t.shell.Prepare(ctx) }
 
 func (c Config) validate() error {
 	var errs []error
@@ -227,9 +233,10 @@ func (t *Tools) build() []tool.Tool {
 		tool.New(NameApplyPatch, applyPatchDescription,
 			func(ctx context.Context, a files.PatchArgs) (any, error) { return t.files.ApplyPatch(ctx, a) },
 			tool.WithCategories("files", "execution")),
-		tool.New(NameExecuteShell, t.shellDescription(),
+		tool.New(NameExecuteShell, "",
 			func(ctx context.Context, a shell.Args) (any, error) { return t.shell.Run(ctx, a) },
-			tool.ReadsPrivateData(), tool.WithCategories("execution")),
+			// What the sandbox allows is known once Prepare has tested it.
+			tool.DescribedBy(t.shellDescription), tool.ReadsPrivateData(), tool.WithCategories("execution")),
 		tool.New(NameFetchURL, fetchURLDescription,
 			func(ctx context.Context, a web.FetchArgs) (any, error) { return t.fetcher.Fetch(ctx, a) },
 			tool.ReadOnly(), tool.WithCategories("web", "research")),

@@ -62,8 +62,10 @@ var contentTypes = map[string]string{
 type asset struct {
 	ctype string
 	body  []byte
-	gz    []byte // nil when compression does not pay
 	hash  string // first 16 hex digits of the SHA-256 of body
+	// gz is the gzipped body, compressed when first asked for (nil when
+	// compression does not pay or the type is not compressible).
+	gz func() []byte
 }
 
 // site is the immutable set of assets.
@@ -76,15 +78,20 @@ type site struct {
 var defaultSite = sync.OnceValues(func() (*site, error) { return build(staticFS) })
 
 // Handler returns the page handler. Mount it at "/" on the server's mux; the
-// API's more specific patterns take precedence.
+// API's more specific patterns take precedence. The assets are read and
+// hashed on the first request, and each is compressed the first time a
+// client asks for it gzipped, so that neither costs the agent's start-up
+// (nor its memory while nobody opens the page).
 func Handler() http.Handler {
-	s, err := defaultSite()
-	if err != nil {
-		// The assets are embedded at compile time: this is a build defect,
-		// caught by the package's tests.
-		panic(fmt.Sprintf("page: load embedded assets: %v", err))
-	}
-	return s
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, err := defaultSite()
+		if err != nil {
+			// The assets are embedded at compile time: this is a build
+			// defect, caught by the package's tests.
+			panic(fmt.Sprintf("page: load embedded assets: %v", err))
+		}
+		s.ServeHTTP(w, r)
+	})
 }
 
 // build reads every asset under static/, hashes and compresses it, and
@@ -127,15 +134,18 @@ func build(fsys fs.FS) (*site, error) {
 
 func newAsset(ctype string, body []byte) *asset {
 	sum := sha256.Sum256(body)
-	a := &asset{ctype: ctype, body: body, hash: hex.EncodeToString(sum[:8])}
+	a := &asset{ctype: ctype, body: body, hash: hex.EncodeToString(sum[:8]), gz: func() []byte { return nil }}
 	if strings.HasPrefix(ctype, "text/") || strings.Contains(ctype, "json") || strings.Contains(ctype, "svg") {
-		var b bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-		_, _ = zw.Write(body)
-		_ = zw.Close()
-		if b.Len() < len(body)*9/10 {
-			a.gz = b.Bytes()
-		}
+		a.gz = sync.OnceValue(func() []byte {
+			var b bytes.Buffer
+			zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+			_, _ = zw.Write(body)
+			_ = zw.Close()
+			if b.Len() < len(body)*9/10 {
+				return b.Bytes()
+			}
+			return nil
+		})
 	}
 	return a
 }
@@ -186,9 +196,11 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request, a *asset, versioned
 		h.Set("Cache-Control", "no-cache")
 	}
 	body, etag := a.body, `"`+a.hash+`"`
-	if a.gz != nil && acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		body, etag = a.gz, `"`+a.hash+`-gz"`
-		h.Set("Content-Encoding", "gzip")
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		if gz := a.gz(); gz != nil {
+			body, etag = gz, `"`+a.hash+`-gz"`
+			h.Set("Content-Encoding", "gzip")
+		}
 	}
 	h.Set("ETag", etag)
 	http.ServeContent(w, r, "", s.mod, bytes.NewReader(body))

@@ -12,8 +12,9 @@
 //     bubblewrap it is a second wall; without bubblewrap it is the only one.
 //
 // Every Result names the active layers ("bubblewrap+landlock", "bubblewrap",
-// "landlock" or "none") and its note says what is missing and why. New tests
-// each layer once (a command run through it) before using it.
+// "landlock" or "none") and its note says what is missing and why. Prepare
+// tests each layer once (a command run through it) before the first command
+// uses it; the agent runs it in the background once it is ready.
 //
 // Config.Limits bound each command (limits.go): processes and memory by a
 // cgroup of its own when Reverie can create one (cgroup v2 under a
@@ -41,6 +42,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -128,11 +130,23 @@ type Shell struct {
 	tmpSize int64  // size of bubblewrap's /tmp tmpfs; 0: unbounded
 	tmpNote string // why /tmp is not bounded although a memory limit is set
 	logger  *slog.Logger
+
+	// Prepare's state: the fields above (but cfg and logger) are written by
+	// the first Prepare and read only after prepared is closed.
+	prepareMu  sync.Mutex
+	started    bool
+	prepared   chan struct{}
+	prepareErr error
 }
 
-// New builds a Shell. Unless Mode is off it looks for bubblewrap and for
-// Landlock and runs a self-test command through each layer it will use; in
-// ModeRequired, no working layer is an error wrapping ErrSandboxUnavailable.
+// New builds a Shell. Unless Mode is off, the sandbox layers are tested
+// (bubblewrap and Landlock looked for, a self-test command run through each
+// layer that will be used) by Prepare: the first command waits for it, and
+// the agent runs it in the background once it is ready, so that start-up does
+// not wait for child processes. In ModeRequired, New fails at once (wrapping
+// ErrSandboxUnavailable) when neither layer is present at all (no bubblewrap
+// on the PATH, no Landlock in the kernel); a layer that is present but fails
+// its self-test makes Prepare, and so every command, fail the same way.
 func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 	if cfg.Workspace == nil {
 		return nil, errors.New("shell: no workspace")
@@ -162,7 +176,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 	if cfg.landlockABI == nil {
 		cfg.landlockABI = sandbox.ABI
 	}
-	s := &Shell{cfg: cfg, logger: logger}
+	s := &Shell{cfg: cfg, logger: logger, prepared: make(chan struct{})}
 	if cfg.Limits.Processes < 0 || cfg.Limits.Memory < 0 || cfg.Limits.FileSize < 0 || cfg.Limits.CPUSeconds < 0 {
 		return nil, fmt.Errorf("shell: limits must not be negative: %+v", cfg.Limits)
 	}
@@ -172,8 +186,69 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 		s.limits.Store(&plan)
 		s.note = s.noneWarning()
 		logger.Warn("shell sandbox disabled by configuration: commands run directly on the host")
+		s.started = true
+		close(s.prepared)
 		return s, nil
 	}
+	if cfg.Mode == ModeRequired {
+		if err := s.anyLayerPresent(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// anyLayerPresent is ModeRequired's check at New: bubblewrap on the PATH or
+// Landlock in the kernel (Prepare then tests them).
+func (s *Shell) anyLayerPresent() error {
+	abi, err := s.cfg.landlockABI()
+	if err == nil && abi >= 1 {
+		return nil
+	}
+	llReason := "not supported by this kernel"
+	if err != nil {
+		llReason = err.Error()
+	}
+	bwrap := s.cfg.Bwrap
+	if bwrap == "" {
+		bwrap = "bwrap"
+	}
+	if _, err := exec.LookPath(bwrap); err != nil {
+		return fmt.Errorf("%w: bubblewrap: %s; landlock: %s", ErrSandboxUnavailable, fmt.Errorf("bubblewrap not found: %w", err), llReason)
+	}
+	return nil
+}
+
+// Prepare tests the sandbox layers once (see New); later and concurrent
+// calls wait for that test and return its outcome: nil, or in ModeRequired
+// an error wrapping ErrSandboxUnavailable when no layer works. The test
+// itself is bounded by its own timeout and is not cut short by ctx (a
+// cancelled turn must not leave the shell marked unsandboxed); ctx only
+// ends the wait of a caller that did not start it.
+func (s *Shell) Prepare(ctx context.Context) error {
+	s.prepareMu.Lock()
+	first := !s.started
+	s.started = true
+	s.prepareMu.Unlock()
+	if first {
+		s.prepareErr = s.setup(context.WithoutCancel(ctx))
+		close(s.prepared)
+		return s.prepareErr
+	}
+	select {
+	case <-s.prepared:
+		return s.prepareErr
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// await is Prepare for the accessors, which have no context.
+func (s *Shell) await() { _ = s.Prepare(context.Background()) }
+
+// setup finds and tests the sandbox layers and plans the limits.
+func (s *Shell) setup(ctx context.Context) error {
+	cfg, logger := s.cfg, s.logger
 	// bubblewrap's /tmp is memory: bound it like the command's memory.
 	s.tmpSize = cfg.Limits.Memory
 	if !s.setupBoth(ctx) {
@@ -188,13 +263,16 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 		}
 		s.setupLandlock(ctx)
 	}
+	var failed error
 	switch {
 	case s.bwrap == "" && s.abi == 0:
 		if cfg.Mode == ModeRequired {
-			return nil, fmt.Errorf("%w: bubblewrap: %s; landlock: %s", ErrSandboxUnavailable, s.reason, s.llReason)
+			failed = fmt.Errorf("%w: bubblewrap: %s; landlock: %s", ErrSandboxUnavailable, s.reason, s.llReason)
+			logger.Error("shell sandbox required but unavailable: execute_shell refuses every command", "err", failed)
+		} else {
+			logger.Warn("shell sandbox unavailable: commands run directly on the host", "bubblewrap", s.reason, "landlock", s.llReason)
 		}
 		s.note = s.noneWarning()
-		logger.Warn("shell sandbox unavailable: commands run directly on the host", "bubblewrap", s.reason, "landlock", s.llReason)
 	case s.abi == 0:
 		s.note = "sandbox: bubblewrap only (landlock unavailable: " + s.llReason + ")"
 		logger.Warn("shell sandbox: bubblewrap only", "landlock", s.llReason)
@@ -209,8 +287,8 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 	if plan.missing != "" {
 		logger.Warn("shell resource limits incomplete", "missing", plan.missing)
 	}
-	logger.Info("shell sandbox", "layers", s.Sandbox(), "status", s.Status(), "limits", plan.desc)
-	return s, nil
+	logger.Info("shell sandbox", "layers", s.sandbox(), "status", s.status(), "limits", plan.desc)
+	return failed
 }
 
 // setupBoth is the common case in one start instead of two (it keeps
@@ -357,11 +435,19 @@ func joinNotes(notes ...string) string {
 // Limits describes the resource limits in force, e.g. "processes 256
 // (cgroup), memory 1 GiB (cgroup), file size 256 MiB, cpu 60s per
 // process", or "none".
-func (s *Shell) Limits() string { return s.limits.Load().desc }
+func (s *Shell) Limits() string {
+	s.await()
+	return s.limits.Load().desc
+}
 
 // Sandbox names the active layers: SandboxBoth, SandboxBubblewrap,
 // SandboxLandlock or SandboxNone.
 func (s *Shell) Sandbox() string {
+	s.await()
+	return s.sandbox()
+}
+
+func (s *Shell) sandbox() string {
 	switch {
 	case s.bwrap != "" && s.abi > 0:
 		return SandboxBoth
@@ -377,20 +463,30 @@ func (s *Shell) Sandbox() string {
 // with the network configured on, or without a layer that blocks it
 // (bubblewrap, or Landlock ABI 4+ which refuses TCP).
 func (s *Shell) NetworkEnabled() bool {
+	s.await()
+	return s.networkEnabled()
+}
+
+func (s *Shell) networkEnabled() bool {
 	return s.cfg.Network || (s.bwrap == "" && s.abi < 4)
 }
 
 // Status describes the sandbox in one line, for diagnostics.
 func (s *Shell) Status() string {
+	s.await()
+	return s.status()
+}
+
+func (s *Shell) status() string {
 	net := "network off"
-	if s.NetworkEnabled() {
+	if s.networkEnabled() {
 		net = "network on"
 	}
 	return s.layerStatus(net) + "; limits: " + s.limits.Load().desc
 }
 
 func (s *Shell) layerStatus(net string) string {
-	switch s.Sandbox() {
+	switch s.sandbox() {
 	case SandboxBoth:
 		return fmt.Sprintf("bubblewrap+landlock (%s, landlock ABI %d, %s)", s.bwrap, s.abi, net)
 	case SandboxBubblewrap:
@@ -407,14 +503,17 @@ func (s *Shell) layerStatus(net string) string {
 // Describe is the sentence of execute_shell's description that says what
 // the sandbox allows.
 func (s *Shell) Describe() string {
-	if s.Sandbox() == SandboxNone {
+	if err := s.Prepare(context.Background()); err != nil {
+		return "This tool is unavailable: " + err.Error() + "."
+	}
+	if s.sandbox() == SandboxNone {
 		return `WARNING: no sandbox is active; commands run directly on the host with the assistant's permissions. Never run destructive commands without the user's explicit consent.`
 	}
 	d := `Commands run in a sandbox: only the workspace and a private /tmp are writable, system directories are read-only, HOME is the workspace`
 	if s.bwrap == "" {
 		d = `Commands run in a sandbox: only the workspace and a private temporary directory ($TMPDIR, not /tmp) are writable, system directories are read-only, other files (outside the workspace) cannot be read, HOME is the workspace`
 	}
-	if s.NetworkEnabled() {
+	if s.networkEnabled() {
 		d += `, and the network is available.`
 	} else {
 		d += `, and there is no network access (use fetch_url and search_web instead).`
@@ -655,6 +754,9 @@ func (s *Shell) Run(ctx context.Context, a Args) (Result, error) {
 	if strings.TrimSpace(a.Command) == "" {
 		return Result{}, errors.New("command is empty")
 	}
+	if err := s.Prepare(ctx); err != nil {
+		return Result{}, err
+	}
 	var notes []string
 	timeout := s.cfg.DefaultTimeout
 	if a.TimeoutSeconds < 0 {
@@ -757,7 +859,7 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 		s.dropCgroups(cause)
 		return s.run(ctx, a, timeout, callerNotes)
 	}
-	res := Result{ExitCode: 0, Sandbox: s.Sandbox(), Limits: plan.desc}
+	res := Result{ExitCode: 0, Sandbox: s.sandbox(), Limits: plan.desc}
 	var exitErr *exec.ExitError
 	var signaled syscall.Signal
 	switch {

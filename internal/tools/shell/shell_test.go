@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,6 +53,9 @@ func newShell(t testing.TB, cfg Config) *Shell {
 	s, err := New(t.Context(), cfg, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	if err := s.Prepare(t.Context()); err != nil {
+		t.Fatalf("Prepare: %v", err)
 	}
 	return s
 }
@@ -285,9 +289,12 @@ func TestNewModes(t *testing.T) {
 		wantStatus  string // substring
 		wantErr     error
 		anyErr      bool
+		// wantRefused: New succeeds, but Prepare and every command fail
+		// with ErrSandboxUnavailable (a layer present but not working).
+		wantRefused bool
 	}{
 		{name: "required without any layer fails", cfg: Config{Workspace: ws, Mode: ModeRequired, Bwrap: "/nonexistent/bwrap", landlockABI: noLandlock}, wantErr: ErrSandboxUnavailable},
-		{name: "bwrap failing its self-test and no landlock", cfg: Config{Workspace: ws, Mode: ModeRequired, Bwrap: "/bin/false", landlockABI: noLandlock}, wantErr: ErrSandboxUnavailable},
+		{name: "bwrap failing its self-test and no landlock", cfg: Config{Workspace: ws, Mode: ModeRequired, Bwrap: "/bin/false", landlockABI: noLandlock}, wantRefused: true},
 		{name: "auto without any layer runs unsandboxed", cfg: Config{Workspace: ws, Mode: ModeAuto, Bwrap: "/nonexistent/bwrap", landlockABI: noLandlock},
 			wantSandbox: SandboxNone, wantStatus: "none: bubblewrap: bubblewrap not found"},
 		{name: "bwrap failing its self-test falls back to landlock", cfg: Config{Workspace: ws, Mode: ModeAuto, Bwrap: "/bin/false"},
@@ -315,6 +322,22 @@ func TestNewModes(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatalf("New: %v", err)
+			}
+			if tc.wantRefused {
+				if err := s.Prepare(t.Context()); !errors.Is(err, ErrSandboxUnavailable) {
+					t.Fatalf("Prepare error = %v; want ErrSandboxUnavailable", err)
+				}
+				marker := filepath.Join(ws.Dir(), "ran")
+				if _, err := s.Run(t.Context(), Args{Command: "touch " + marker}); !errors.Is(err, ErrSandboxUnavailable) {
+					t.Fatalf("Run error = %v; want ErrSandboxUnavailable", err)
+				}
+				if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("the refused command ran: %v", err)
+				}
+				if d := s.Describe(); !strings.Contains(d, "unavailable") {
+					t.Fatalf("Describe() = %q; want it to say the tool is unavailable", d)
+				}
+				return
 			}
 			if s.Sandbox() != tc.wantSandbox {
 				t.Fatalf("Sandbox() = %q (%s); want %q", s.Sandbox(), s.Status(), tc.wantSandbox)
@@ -598,4 +621,32 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// TestPrepareOnce: concurrent first commands share one sandbox self-test,
+// and a command waits for it rather than running before the sandbox is known.
+func TestPrepareOnce(t *testing.T) {
+	ws, err := workspace.Open(filepath.Join(t.TempDir(), "ws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(t.Context(), Config{Workspace: ws, Mode: ModeAuto}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]Result, 4)
+	errs := make([]error, 4)
+	for i := range results {
+		wg.Go(func() { results[i], errs[i] = s.Run(t.Context(), Args{Command: "echo ok"}) })
+	}
+	wg.Wait()
+	for i := range results {
+		if errs[i] != nil || strings.TrimSpace(results[i].Output) != "ok" {
+			t.Fatalf("Run %d = %+v, %v", i, results[i], errs[i])
+		}
+		if results[i].Sandbox != s.Sandbox() {
+			t.Fatalf("Run %d ran with sandbox %q; the shell reports %q", i, results[i].Sandbox, s.Sandbox())
+		}
+	}
 }
