@@ -419,13 +419,13 @@ type Info struct {
 var (
 	registryMu sync.RWMutex
 	registry   = map[string]Info{}
-	validID    = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	validID    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
 )
 
 // Register adds an extension to the registry. It is meant to be called from
 // init and panics on an invalid or duplicate id or a nil constructor.
 func Register(info Info) {
-	if !validID.MatchString(info.ID) {
+	if !validID().MatchString(info.ID) {
 		panic(fmt.Sprintf("extension.Register: invalid id %q", info.ID))
 	}
 	if info.New == nil {

@@ -7,11 +7,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/reverie-ai/reverie/llm"
 )
 
-var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // ErrInvalidName is wrapped by CheckName's errors.
 var ErrInvalidName = errors.New("invalid tool name")
@@ -19,7 +20,7 @@ var ErrInvalidName = errors.New("invalid tool name")
 // CheckName reports whether name is a valid tool name: 1 to 64 characters
 // from [a-zA-Z0-9_-], the common denominator of the provider APIs.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return fmt.Errorf("%w %q: want 1-64 characters from [a-zA-Z0-9_-]", ErrInvalidName, name)
 	}
 	return nil
@@ -207,7 +208,7 @@ func (p Profiles) Names() []string {
 func (p Profiles) Check(s *Set) error {
 	var errs []error
 	for _, name := range p.Names() {
-		if !nameRE.MatchString(name) {
+		if !nameRE().MatchString(name) {
 			errs = append(errs, fmt.Errorf("tool profile %q: invalid name: want 1-64 characters from [a-zA-Z0-9_-]", name))
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -185,14 +186,14 @@ func jsonKind(v any) string {
 
 // validatingRE matches the "validating <schema path>: " prefixes the
 // validator wraps around its errors.
-var validatingRE = regexp.MustCompile(`validating ([^:]*): `)
+var validatingRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`validating ([^:]*): `) })
 
 // describe rewrites a jsonschema validation error into a message a model can
 // act on: the deepest property path followed by the reason, e.g.
 // `property "limit": type: "ten" has type "string", want "integer"`.
 func describe(err error) string {
 	msg := err.Error()
-	matches := validatingRE.FindAllStringSubmatchIndex(msg, -1)
+	matches := validatingRE().FindAllStringSubmatchIndex(msg, -1)
 	if len(matches) == 0 {
 		return msg
 	}

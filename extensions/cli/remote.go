@@ -15,7 +15,7 @@ import (
 )
 
 // commandText matches a slash command the way the router recognises one.
-var commandText = regexp.MustCompile(`^/([A-Za-z][A-Za-z0-9_]*)(?:@\S+)?(?:\s|$)`)
+var commandText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/([A-Za-z][A-Za-z0-9_]*)(?:@\S+)?(?:\s|$)`) })
 
 // Remote is the Backend of a server reached through its WebSocket API.
 // Cancel sends a cancel frame (the server stops the turn; what was written
@@ -84,7 +84,7 @@ func (r *Remote) Send(ctx context.Context, text string) error {
 	}
 	r.seq++
 	m := &remoteMsg{id: fmt.Sprintf("c%d", r.seq), expect: 1}
-	cmd := commandText.FindStringSubmatch(strings.TrimSpace(text))
+	cmd := commandText().FindStringSubmatch(strings.TrimSpace(text))
 	if cmd == nil && !r.known {
 		m.expect = 2 // the seed's greeting, then the reply
 	}

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -61,7 +62,7 @@ const (
 )
 
 // validNamespace is what a namespace may look like.
-var validNamespace = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+var validNamespace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`) })
 
 // Config is the kv: section of config.yaml.
 type Config struct {
@@ -383,7 +384,7 @@ func namespace(ns string) (string, error) {
 	if ns == "" {
 		return DefaultNamespace, nil
 	}
-	if !validNamespace.MatchString(ns) {
+	if !validNamespace().MatchString(ns) {
 		return "", fmt.Errorf("namespace %q is not allowed: use 1-64 lower-case letters, digits, _ . or -, starting with a letter or digit", ns)
 	}
 	return ns, nil

@@ -423,12 +423,12 @@ func (s *server) listTools(ctx context.Context, cs *sdk.ClientSession) ([]tool.T
 }
 
 // unsafeChars are the characters a tool name may not have.
-var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+var unsafeChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_-]`) })
 
 // ToolName is the name the model sees for the tool called remote on server:
 // "<server>__<tool>", characters outside [a-zA-Z0-9_-] replaced by '_'.
 func ToolName(server, remote string) string {
-	return server + "__" + unsafeChars.ReplaceAllString(remote, "_")
+	return server + "__" + unsafeChars().ReplaceAllString(remote, "_")
 }
 
 // wrap turns an MCP tool into a Reverie tool that calls it on this server.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/extension"
@@ -102,7 +103,7 @@ func defaultConfig() Config {
 }
 
 // serverName is what a server may be called: it prefixes tool names.
-var serverName = regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
+var serverName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`) })
 
 // validate checks the section and fills in defaults.
 func (c *Config) validate() error {
@@ -113,7 +114,7 @@ func (c *Config) validate() error {
 		bad := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 		}
-		if !serverName.MatchString(name) || len(name) > 32 {
+		if !serverName().MatchString(name) || len(name) > 32 {
 			bad("a server name is 1-32 letters, digits, '-' and single '_' (it prefixes the tool names as <server>__<tool>)")
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/extension"
@@ -64,7 +65,7 @@ func Configured(decode func(v any) error) bool {
 }
 
 // tokenPattern is the shape of a bot token: "<bot id>:<secret>".
-var tokenPattern = regexp.MustCompile(`^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$`)
+var tokenPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$`) })
 
 // check validates the section; errors name the key.
 func (c Config) check() error {
@@ -151,7 +152,7 @@ func Check(ctx context.Context, decode func(v any) error, dataDir string) (strin
 	if err != nil {
 		return "", fmt.Errorf("telegram.token (%s): %w", cfg.Token.Source(), err)
 	}
-	if !tokenPattern.MatchString(token) {
+	if !tokenPattern().MatchString(token) {
 		return "", fmt.Errorf("telegram.token (%s) does not look like a bot token", cfg.Token.Source())
 	}
 	hc := &http.Client{Timeout: callTimeout}

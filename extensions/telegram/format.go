@@ -4,6 +4,7 @@ import (
 	"html"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -55,7 +56,7 @@ func toHTML(md string) string {
 			for ; j < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[j]), "```"); j++ {
 				code = append(code, lines[j])
 			}
-			if validLang.MatchString(lang) {
+			if validLang().MatchString(lang) {
 				b.WriteString(`<pre><code class="language-` + lang + `">`)
 			} else {
 				b.WriteString("<pre><code>")
@@ -69,12 +70,12 @@ func toHTML(md string) string {
 			continue
 		}
 		switch {
-		case heading.MatchString(line):
-			b.WriteString("<b>" + inline(heading.ReplaceAllString(line, "")) + "</b>")
-		case bullet.MatchString(line):
-			m := bullet.FindStringSubmatch(line)
+		case heading().MatchString(line):
+			b.WriteString("<b>" + inline(heading().ReplaceAllString(line, "")) + "</b>")
+		case bullet().MatchString(line):
+			m := bullet().FindStringSubmatch(line)
 			b.WriteString(m[1] + "• " + inline(line[len(m[0]):]))
-		case rule.MatchString(trimmed):
+		case rule().MatchString(trimmed):
 			b.WriteString("──────────")
 		default:
 			b.WriteString(inline(line))
@@ -88,10 +89,10 @@ func toHTML(md string) string {
 }
 
 var (
-	validLang = regexp.MustCompile(`^[A-Za-z0-9_+#.-]{1,32}$`)
-	heading   = regexp.MustCompile(`^\s{0,3}#{1,6}\s+`)
-	bullet    = regexp.MustCompile(`^(\s*)[-*+]\s+`)
-	rule      = regexp.MustCompile(`^(?:-{3,}|\*{3,}|_{3,})$`)
+	validLang = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_+#.-]{1,32}$`) })
+	heading   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s{0,3}#{1,6}\s+`) })
+	bullet    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[-*+]\s+`) })
+	rule      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:-{3,}|\*{3,}|_{3,})$`) })
 )
 
 // inline converts one line's inline markdown.

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf16"
 
@@ -80,9 +81,9 @@ func (t *Telegram) handle(ctx context.Context, u *models.Update) error {
 	})
 }
 
-var startCommand = regexp.MustCompile(`^/start(@\S+)?(\s|$)`)
+var startCommand = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/start(@\S+)?(\s|$)`) })
 
-func isStart(text string) bool { return startCommand.MatchString(strings.TrimSpace(text)) }
+func isStart(text string) bool { return startCommand().MatchString(strings.TrimSpace(text)) }
 
 // addressed reports whether a group message is meant for the bot (it
 // mentions it, replies to it, or addresses a command to it) and returns the
@@ -203,7 +204,7 @@ func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) ([]st
 	return notes, images
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // saveFile downloads a file into workspace/telegram/<chat>/ and returns its
 // path relative to the workspace.
@@ -226,7 +227,7 @@ func (t *Telegram) saveFile(ctx context.Context, m *models.Message, fileID, name
 	if err != nil {
 		return "", err
 	}
-	name = strings.Trim(unsafeName.ReplaceAllString(path.Base(name), "_"), "._")
+	name = strings.Trim(unsafeName().ReplaceAllString(path.Base(name), "_"), "._")
 	if name == "" {
 		name = "file"
 	}

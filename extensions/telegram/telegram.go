@@ -126,7 +126,7 @@ func (t *Telegram) Init(ctx context.Context, host extension.Host) error {
 	// stored record of the process (and scrubbed from the Bot API's errors
 	// by the client itself).
 	host.RegisterSecret(token)
-	if !tokenPattern.MatchString(token) {
+	if !tokenPattern().MatchString(token) {
 		return fmt.Errorf("%w: telegram.token (%s) does not look like a bot token (digits, a colon, then letters, digits, - and _)",
 			extension.ErrInvalidConfig, t.cfg.Token.Source())
 	}

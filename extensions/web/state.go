@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/api"
@@ -210,11 +211,11 @@ func (w *Web) deletePulse(rw http.ResponseWriter, r *http.Request) {
 	w.serviceError(rw, r, err)
 }
 
-var skillName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var skillName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
 
 func skillParam(r *http.Request) (string, error) {
 	name := r.PathValue("name")
-	if !skillName.MatchString(name) {
+	if !skillName().MatchString(name) {
 		return "", fmt.Errorf("%w: skill name %q: use lower-case letters, digits, - and _ (at most 64)", api.ErrInvalid, name)
 	}
 	return name, nil

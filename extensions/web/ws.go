@@ -44,7 +44,7 @@ const (
 // ChannelName is the channel this extension is: threads "web:<session>".
 const ChannelName = "web"
 
-var sessionPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var sessionPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // webThread turns a frame's thread ("web:abc" or "abc") into a web thread
 // id.
@@ -53,7 +53,7 @@ func webThread(s string) (chat.ThreadID, error) {
 	if !ok && strings.Contains(s, ":") {
 		return "", fmt.Errorf("thread %q is not a web thread (web:<session>)", s)
 	}
-	if !sessionPattern.MatchString(session) {
+	if !sessionPattern().MatchString(session) {
 		return "", fmt.Errorf("thread %q: a session is 1 to 64 letters, digits, - or _", s)
 	}
 	return chat.NewThreadID(ChannelName, session), nil

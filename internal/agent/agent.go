@@ -268,9 +268,6 @@ func New(opts Options) (*Agent, error) {
 	if opts.Limits == (prompt.Limits{}) {
 		opts.Limits = prompt.DefaultLimits()
 	}
-	if opts.ClaimRules == nil {
-		opts.ClaimRules = DefaultClaimRules
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

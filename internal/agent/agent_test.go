@@ -551,7 +551,7 @@ func TestCheckClaims(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, found := CheckClaims(DefaultClaimRules, tc.reply, tc.calls)
+			m, found := CheckClaims(DefaultClaimRules(), tc.reply, tc.calls)
 			if tc.wantRule == "" {
 				if found {
 					t.Errorf("mismatch %q (%q), want none", m.Rule.Name, m.Match)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/reverie-ai/reverie/internal/toolloop"
 )
@@ -52,62 +53,70 @@ func res(exprs ...string) []*regexp.Regexp {
 const iHave = `\b(?:i(?:'|’)ve|i have|i've just|i have just|i just|i)\s+`
 
 // DefaultClaimRules are the built-in supervisor rules (English, plus a few
-// German forms).
-var DefaultClaimRules = []ClaimRule{
-	{
-		Name:  "spawn",
-		Claim: "started a background worker",
-		Patterns: res(
-			iHave+`(?:spawned|started|launched|kicked off|dispatched|created|set up|spun up)\s+(?:a|an|the|two|three|four|several|some|\d+)?\s*(?:new\s+|separate\s+|parallel\s+)?(?:background\s+)?(?:sub-?sessions?|sub-sessions?|workers?|background (?:tasks?|jobs?|process(?:es)?)|agents?)\b`,
-			`\b(?:a|the|my)\s+(?:background\s+)?(?:worker|sub-?session)\s+(?:is|has been)\s+(?:now\s+)?(?:running|started|working on)`,
-			`\bich habe\s+(?:einen|einige|mehrere|\d+)?\s*(?:hintergrund-?)?(?:worker|sub-?sessions?|hintergrundprozess\w*)\s+gestartet`,
-		),
-		Tools: []string{"spawn_sub_session"},
-	},
-	{
-		Name:  "reminder",
-		Claim: "set a reminder",
-		Patterns: res(
-			`\bi(?:'|’)ll remind you\b`, `\bi will remind you\b`,
-			`\breminder\s+(?:is\s+|has been\s+)?(?:now\s+)?(?:set|scheduled|created|added)\b`,
-			iHave+`(?:set|scheduled|created|added)\s+(?:up\s+)?(?:a|the|your|an?\s+\w+)?\s*reminders?\b`,
-			`\bich (?:werde dich|erinnere dich)\b`, `\berinnerung\s+(?:ist\s+)?(?:gesetzt|eingerichtet|erstellt)\b`,
-		),
-		Tools: []string{"set_reminder"},
-	},
-	{
-		Name:  "memory",
-		Claim: "saved something to memory",
-		Patterns: res(
-			iHave+`(?:noted|remembered|saved|stored|recorded|added|written|memorized|memorised)\s+(?:that|this|it|your\s+\w+)?\s*(?:down\s+)?(?:to|in|into)\s+(?:my\s+)?(?:long-term\s+)?(?:memory|memories)\b`,
-			`\b(?:saved|stored|noted|added)\s+(?:that\s+|this\s+|it\s+)?(?:to|in|into)\s+(?:my\s+)?(?:long-term\s+)?(?:memory|memories)\b`,
-			`\bi(?:'|’)ll remember (?:that|this)\b`, `\bi will remember (?:that|this)\b`,
-			`\bich habe (?:mir )?(?:das|es)\s+(?:gemerkt|gespeichert|notiert)\b`,
-		),
-		Tools: []string{"append_memory", "update_memories"},
-	},
-	{
-		Name:  "skill",
-		Claim: "saved a skill",
-		Patterns: res(
-			iHave + `(?:saved|added|stored|created|written|updated)\s+(?:that|this|it|the procedure)?\s*(?:as\s+)?(?:a\s+|the\s+|new\s+)*skill\b`,
-		),
-		Tools: []string{"add_skill"},
-	},
-	{
-		Name:  "pulse",
-		Claim: "updated the pulse",
-		Patterns: res(
-			iHave+`(?:added|noted|put|updated|recorded|tracked)\s+(?:that|this|it)?\s*(?:to|in|on)\s+(?:my|the|your)\s+pulse\b`,
-			`\b(?:added|noted)\s+(?:that\s+|this\s+|it\s+)?(?:to|in)\s+(?:my|the)\s+pulse\b`,
-		),
-		Tools: []string{"pulse"},
-	},
+// German forms), compiled when first used.
+var DefaultClaimRules = sync.OnceValue(func() []ClaimRule { return defaultClaimRules() })
+
+func defaultClaimRules() []ClaimRule {
+	return []ClaimRule{
+		{
+			Name:  "spawn",
+			Claim: "started a background worker",
+			Patterns: res(
+				iHave+`(?:spawned|started|launched|kicked off|dispatched|created|set up|spun up)\s+(?:a|an|the|two|three|four|several|some|\d+)?\s*(?:new\s+|separate\s+|parallel\s+)?(?:background\s+)?(?:sub-?sessions?|sub-sessions?|workers?|background (?:tasks?|jobs?|process(?:es)?)|agents?)\b`,
+				`\b(?:a|the|my)\s+(?:background\s+)?(?:worker|sub-?session)\s+(?:is|has been)\s+(?:now\s+)?(?:running|started|working on)`,
+				`\bich habe\s+(?:einen|einige|mehrere|\d+)?\s*(?:hintergrund-?)?(?:worker|sub-?sessions?|hintergrundprozess\w*)\s+gestartet`,
+			),
+			Tools: []string{"spawn_sub_session"},
+		},
+		{
+			Name:  "reminder",
+			Claim: "set a reminder",
+			Patterns: res(
+				`\bi(?:'|’)ll remind you\b`, `\bi will remind you\b`,
+				`\breminder\s+(?:is\s+|has been\s+)?(?:now\s+)?(?:set|scheduled|created|added)\b`,
+				iHave+`(?:set|scheduled|created|added)\s+(?:up\s+)?(?:a|the|your|an?\s+\w+)?\s*reminders?\b`,
+				`\bich (?:werde dich|erinnere dich)\b`, `\berinnerung\s+(?:ist\s+)?(?:gesetzt|eingerichtet|erstellt)\b`,
+			),
+			Tools: []string{"set_reminder"},
+		},
+		{
+			Name:  "memory",
+			Claim: "saved something to memory",
+			Patterns: res(
+				iHave+`(?:noted|remembered|saved|stored|recorded|added|written|memorized|memorised)\s+(?:that|this|it|your\s+\w+)?\s*(?:down\s+)?(?:to|in|into)\s+(?:my\s+)?(?:long-term\s+)?(?:memory|memories)\b`,
+				`\b(?:saved|stored|noted|added)\s+(?:that\s+|this\s+|it\s+)?(?:to|in|into)\s+(?:my\s+)?(?:long-term\s+)?(?:memory|memories)\b`,
+				`\bi(?:'|’)ll remember (?:that|this)\b`, `\bi will remember (?:that|this)\b`,
+				`\bich habe (?:mir )?(?:das|es)\s+(?:gemerkt|gespeichert|notiert)\b`,
+			),
+			Tools: []string{"append_memory", "update_memories"},
+		},
+		{
+			Name:  "skill",
+			Claim: "saved a skill",
+			Patterns: res(
+				iHave + `(?:saved|added|stored|created|written|updated)\s+(?:that|this|it|the procedure)?\s*(?:as\s+)?(?:a\s+|the\s+|new\s+)*skill\b`,
+			),
+			Tools: []string{"add_skill"},
+		},
+		{
+			Name:  "pulse",
+			Claim: "updated the pulse",
+			Patterns: res(
+				iHave+`(?:added|noted|put|updated|recorded|tracked)\s+(?:that|this|it)?\s*(?:to|in|on)\s+(?:my|the|your)\s+pulse\b`,
+				`\b(?:added|noted)\s+(?:that\s+|this\s+|it\s+)?(?:to|in)\s+(?:my|the)\s+pulse\b`,
+			),
+			Tools: []string{"pulse"},
+		},
+	}
 }
 
 // CheckClaims returns the first rule whose claim the reply makes without
-// a successful call of one of its tools among calls, or false.
+// a successful call of one of its tools among calls, or false. Nil rules
+// are DefaultClaimRules().
 func CheckClaims(rules []ClaimRule, reply string, calls []toolloop.CallRecord) (Mismatch, bool) {
+	if rules == nil {
+		rules = DefaultClaimRules()
+	}
 	if reply == "" {
 		return Mismatch{}, false
 	}

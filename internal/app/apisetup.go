@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/api"
@@ -68,13 +69,13 @@ func (s apiSetup) modelsForm() api.SetupForm {
 // The models section as `reverie init` writes it: empty backends and roles
 // are replaced; any other models section is left to the user.
 var (
-	modelsSection = regexp.MustCompile(`(?m)^models:`)
-	emptyBackends = regexp.MustCompile(`(?m)^  backends: \{\}[ \t]*$`)
-	emptyRoles    = regexp.MustCompile(`(?m)^  roles: \{\}[ \t]*$`)
+	modelsSection = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^models:`) })
+	emptyBackends = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^  backends: \{\}[ \t]*$`) })
+	emptyRoles    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^  roles: \{\}[ \t]*$`) })
 )
 
 // safeValue matches what may go into config.yaml unescaped in quotes.
-var safeValue = regexp.MustCompile(`^[^"\\\x00-\x1f\x7f]*$`)
+var safeValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^"\\\x00-\x1f\x7f]*$`) })
 
 // applyModels tests the model settings with a real call and saves them.
 func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (string, error) {
@@ -90,7 +91,7 @@ func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (st
 		return "", fmt.Errorf("%w: the model is required", api.ErrInvalid)
 	case provider == modelrouter.ProviderAnthropic && key == "":
 		return "", fmt.Errorf("%w: Anthropic needs an API key", api.ErrInvalid)
-	case !safeValue.MatchString(base) || !safeValue.MatchString(model) || strings.ContainsAny(key, "\r\n"):
+	case !safeValue().MatchString(base) || !safeValue().MatchString(model) || strings.ContainsAny(key, "\r\n"):
 		return "", fmt.Errorf("%w: quotes, backslashes and control characters are not allowed", api.ErrInvalid)
 	}
 	if base == "" && provider == modelrouter.ProviderOpenAI {
@@ -110,8 +111,8 @@ func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (st
 	if len(s.a.Config.Models.Backends) > 0 {
 		return "", fmt.Errorf("%w: config.yaml already names model backends; change the model there", api.ErrConflict)
 	}
-	hasSection := modelsSection.Match(data)
-	if hasSection && (len(emptyBackends.FindAllIndex(data, -1)) != 1 || len(emptyRoles.FindAllIndex(data, -1)) != 1) {
+	hasSection := modelsSection().Match(data)
+	if hasSection && (len(emptyBackends().FindAllIndex(data, -1)) != 1 || len(emptyRoles().FindAllIndex(data, -1)) != 1) {
 		return "", fmt.Errorf("%w: config.yaml's models: section was edited by hand; add the backend there", api.ErrConflict)
 	}
 
@@ -154,8 +155,8 @@ func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (st
 	roles := fmt.Sprintf("  roles:\n    main: [\"%s/%s\"]\n", setupBackend, model)
 	content := string(data)
 	if hasSection {
-		content = emptyBackends.ReplaceAllLiteralString(content, strings.TrimSuffix(block.String(), "\n"))
-		content = emptyRoles.ReplaceAllLiteralString(content, strings.TrimSuffix(roles, "\n"))
+		content = emptyBackends().ReplaceAllLiteralString(content, strings.TrimSuffix(block.String(), "\n"))
+		content = emptyRoles().ReplaceAllLiteralString(content, strings.TrimSuffix(roles, "\n"))
 	} else {
 		if content != "" && !strings.HasSuffix(content, "\n") {
 			content += "\n"

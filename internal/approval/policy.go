@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Policy says when a tool's calls need the user's approval.
@@ -171,13 +172,15 @@ func named(host string, hosts []string) bool {
 
 // hostRE finds host names in text: in URLs, and bare names with a dot and
 // a letter-only top-level label ("example.org", "docs.go.dev").
-var hostRE = regexp.MustCompile(`(?i)(?:[a-z][a-z0-9+.-]*://)?((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}|\[[0-9a-f:.]+\]|\d{1,3}(?:\.\d{1,3}){3})`)
+var hostRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(?:[a-z][a-z0-9+.-]*://)?((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}|\[[0-9a-f:.]+\]|\d{1,3}(?:\.\d{1,3}){3})`)
+})
 
 // HostsIn returns the lower-case host names and IP addresses named in
 // text, without duplicates.
 func HostsIn(text string) []string {
 	var out []string
-	for _, m := range hostRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range hostRE().FindAllStringSubmatch(text, -1) {
 		h := strings.ToLower(strings.Trim(m[1], "[]"))
 		if !slices.Contains(out, h) {
 			out = append(out, h)

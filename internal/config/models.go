@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -59,8 +60,8 @@ const (
 )
 
 var (
-	backendName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-	roleName    = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	backendName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
+	roleName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
 )
 
 // ModelRef is one "backend/model" entry of a role.
@@ -92,7 +93,7 @@ func (c *Config) validateModels() error {
 	for _, name := range names {
 		b := m.Backends[name]
 		key := "models.backends." + name
-		if !backendName.MatchString(name) || strings.Contains(name, "/") {
+		if !backendName().MatchString(name) || strings.Contains(name, "/") {
 			return c.invalid(key, "backend name %q must be letters, digits, '_', '.' or '-'", name)
 		}
 		switch b.Kind {
@@ -131,7 +132,7 @@ func (c *Config) validateModels() error {
 	sort.Strings(roles)
 	for _, role := range roles {
 		key := "models.roles." + role
-		if !roleName.MatchString(role) {
+		if !roleName().MatchString(role) {
 			return c.invalid(key, "role name %q must be lower-case letters, digits and '_'", role)
 		}
 		if len(m.Roles[role]) == 0 {

@@ -3,6 +3,7 @@ package config
 import (
 	"regexp"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -38,7 +39,7 @@ func defaultWorkflow() WorkflowConfig {
 	}
 }
 
-var profileName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var profileName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 func (c *Config) validateWorkflow() error {
 	w := c.Workflow
@@ -59,7 +60,7 @@ func (c *Config) validateWorkflow() error {
 	sort.Strings(names)
 	for _, name := range names {
 		key := "workflow.profiles." + name
-		if !profileName.MatchString(name) {
+		if !profileName().MatchString(name) {
 			return c.invalid(key, "invalid profile name: want 1-64 characters from [a-zA-Z0-9_-]")
 		}
 		if len(w.Profiles[name]) == 0 {

@@ -7,13 +7,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/tool"
 )
 
 // toolName is the name rule of tool.Tool.
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var toolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // capabilities is the index of what the live extensions provide.
 type capabilities struct {
@@ -106,7 +107,7 @@ func (k *Kernel) index() {
 				continue
 			}
 			name := t.Name()
-			if !toolName.MatchString(name) {
+			if !toolName().MatchString(name) {
 				k.log.Error("tool with an invalid name dropped", "ext", id, "tool", name)
 				continue
 			}
@@ -212,7 +213,7 @@ func (k *Kernel) DynamicTools() []tool.Tool {
 			continue
 		}
 		for _, t := range ts {
-			if t == nil || !toolName.MatchString(t.Name()) || seen[t.Name()] {
+			if t == nil || !toolName().MatchString(t.Name()) || seen[t.Name()] {
 				continue
 			}
 			seen[t.Name()] = true

@@ -29,7 +29,7 @@ type meta struct {
 
 // setText sets the fields derived from the memory's text.
 func (m *meta) setText(text string) {
-	m.temporal = temporalText.MatchString(text)
+	m.temporal = temporalText().MatchString(text)
 	m.speaker = speakerOf(text)
 	m.question = strings.Contains(text, "?")
 	m.words = uint16(min(embed.CountWords(text), math.MaxUint16))

@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/internal/embed"
@@ -106,19 +107,29 @@ type intent struct {
 }
 
 var (
-	temporalQuery   = regexp.MustCompile(`(?i)\b(when|what (date|day|time|year|month|week)|which (date|day|year|month|week)|how long|how many (days|weeks|months|years)|ago|before|after|since|until|first time|last time|recently)\b`)
-	preferenceQuery = regexp.MustCompile(`(?i)\b(like|likes|liked|prefer|prefers|preferred|preference|favou?rite|enjoy|enjoys|love|loves|hate|hates|dislike|dislikes)\b`)
-	procedureQuery  = regexp.MustCompile(`(?i)\b(how (do|can|should|to|did)|steps?|procedure|instructions?|recipe)\b`)
-	opinionQuery    = regexp.MustCompile(`(?i)\b(think|thinks|opinion|feel about|feels about|believe|believes|view on|views on)\b`)
-	temporalText    = regexp.MustCompile(`(?i)\b(yesterday|today|tonight|tomorrow|ago|last (night|week|weekend|month|year|summer|winter|spring|fall|friday|saturday|sunday|monday|tuesday|wednesday|thursday)|next (week|weekend|month|year)|this (morning|week|weekend|month|year|summer)|(mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|19\d\d|20\d\d|\d{1,2}/\d{1,2})\b`)
+	temporalQuery = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(when|what (date|day|time|year|month|week)|which (date|day|year|month|week)|how long|how many (days|weeks|months|years)|ago|before|after|since|until|first time|last time|recently)\b`)
+	})
+	preferenceQuery = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(like|likes|liked|prefer|prefers|preferred|preference|favou?rite|enjoy|enjoys|love|loves|hate|hates|dislike|dislikes)\b`)
+	})
+	procedureQuery = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(how (do|can|should|to|did)|steps?|procedure|instructions?|recipe)\b`)
+	})
+	opinionQuery = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(think|thinks|opinion|feel about|feels about|believe|believes|view on|views on)\b`)
+	})
+	temporalText = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(yesterday|today|tonight|tomorrow|ago|last (night|week|weekend|month|year|summer|winter|spring|fall|friday|saturday|sunday|monday|tuesday|wednesday|thursday)|next (week|weekend|month|year)|this (morning|week|weekend|month|year|summer)|(mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|19\d\d|20\d\d|\d{1,2}/\d{1,2})\b`)
+	})
 )
 
 func detectIntent(q string) intent {
 	return intent{
-		temporal:   temporalQuery.MatchString(q),
-		preference: preferenceQuery.MatchString(q),
-		procedure:  procedureQuery.MatchString(q),
-		opinion:    opinionQuery.MatchString(q),
+		temporal:   temporalQuery().MatchString(q),
+		preference: preferenceQuery().MatchString(q),
+		procedure:  procedureQuery().MatchString(q),
+		opinion:    opinionQuery().MatchString(q),
 	}
 }
 
@@ -170,12 +181,12 @@ func recency(m *meta, at int64, days float64) float64 {
 	return math.Exp(-age / days)
 }
 
-var speakerPrefix = regexp.MustCompile(`^([\p{Lu}][\p{L}\p{N}'’.\- ]{0,40}?):\s`)
+var speakerPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([\p{Lu}][\p{L}\p{N}'’.\- ]{0,40}?):\s`) })
 
 // speakerOf returns the normalised speaker of a "Name: text" memory (one to
 // four words, capitalised), or "".
 func speakerOf(text string) string {
-	m := speakerPrefix.FindStringSubmatch(text)
+	m := speakerPrefix().FindStringSubmatch(text)
 	if m == nil {
 		return ""
 	}

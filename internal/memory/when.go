@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,11 +23,15 @@ func (p period) contains(t int64, before, after time.Duration) bool {
 const monthRe = `(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?`
 
 var (
-	dayMonthYear = regexp.MustCompile(`(?i)\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthRe + `,?\s*(\d{4})\b`)
-	monthDayYear = regexp.MustCompile(`(?i)\b` + monthRe + `\s+(\d{1,2})(?:st|nd|rd|th)?,?\s*(\d{4})\b`)
-	monthYear    = regexp.MustCompile(`(?i)\b` + monthRe + `,?\s+(?:of\s+)?(\d{4})\b`)
-	isoDate      = regexp.MustCompile(`\b(\d{4})-(\d{2})-(\d{2})\b`)
-	yearOnly     = regexp.MustCompile(`\b(19\d\d|20\d\d)\b`)
+	dayMonthYear = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthRe + `,?\s*(\d{4})\b`)
+	})
+	monthDayYear = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b` + monthRe + `\s+(\d{1,2})(?:st|nd|rd|th)?,?\s*(\d{4})\b`)
+	})
+	monthYear = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b` + monthRe + `,?\s+(?:of\s+)?(\d{4})\b`) })
+	isoDate   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(\d{4})-(\d{2})-(\d{2})\b`) })
+	yearOnly  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(19\d\d|20\d\d)\b`) })
 )
 
 func monthOf(s string) time.Month {
@@ -73,13 +78,13 @@ func queryPeriod(q string, loc *time.Location) period {
 			covered[i] = true
 		}
 	}
-	for _, m := range dayMonthYear.FindAllStringSubmatchIndex(q, -1) {
+	for _, m := range dayMonthYear().FindAllStringSubmatchIndex(q, -1) {
 		d, _ := strconv.Atoi(q[m[2]:m[3]])
 		y, _ := strconv.Atoi(q[m[6]:m[7]])
 		day(y, int(monthOf(q[m[4]:m[5]])), d)
 		mark(m)
 	}
-	for _, m := range monthDayYear.FindAllStringSubmatchIndex(q, -1) {
+	for _, m := range monthDayYear().FindAllStringSubmatchIndex(q, -1) {
 		if covered[m[0]] {
 			continue
 		}
@@ -88,14 +93,14 @@ func queryPeriod(q string, loc *time.Location) period {
 		day(y, int(monthOf(q[m[2]:m[3]])), d)
 		mark(m)
 	}
-	for _, m := range isoDate.FindAllStringSubmatchIndex(q, -1) {
+	for _, m := range isoDate().FindAllStringSubmatchIndex(q, -1) {
 		y, _ := strconv.Atoi(q[m[2]:m[3]])
 		mo, _ := strconv.Atoi(q[m[4]:m[5]])
 		d, _ := strconv.Atoi(q[m[6]:m[7]])
 		day(y, mo, d)
 		mark(m)
 	}
-	for _, m := range monthYear.FindAllStringSubmatchIndex(q, -1) {
+	for _, m := range monthYear().FindAllStringSubmatchIndex(q, -1) {
 		if covered[m[0]] || covered[m[1]-1] {
 			continue
 		}
@@ -107,7 +112,7 @@ func queryPeriod(q string, loc *time.Location) period {
 	if p.named() {
 		return p
 	}
-	for _, m := range yearOnly.FindAllStringSubmatchIndex(q, -1) {
+	for _, m := range yearOnly().FindAllStringSubmatchIndex(q, -1) {
 		y, _ := strconv.Atoi(q[m[2]:m[3]])
 		from := time.Date(y, time.January, 1, 0, 0, 0, 0, loc)
 		add(from, from.AddDate(1, 0, 0))

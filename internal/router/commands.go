@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
@@ -41,12 +42,12 @@ type CommandContext struct {
 // another real command (placeholders are replaced).
 var ErrDuplicateCommand = errors.New("command already registered")
 
-var commandName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+var commandName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`) })
 
 // Register adds a command. A placeholder built-in (/dream, /pulse,
 // /reminders say "not enabled in this build") is replaced by the real one.
 func (r *Router) Register(c Command) error {
-	if !commandName.MatchString(c.Name) {
+	if !commandName().MatchString(c.Name) {
 		return fmt.Errorf("register command %q: invalid name", c.Name)
 	}
 	if c.Run == nil {
@@ -75,10 +76,12 @@ func (r *Router) Commands() []Command {
 
 // commandPattern: "/name", "/name args", "/name@bot args" (Telegram). A slash
 // followed by anything else ("/usr/bin is …") is an ordinary message.
-var commandPattern = regexp.MustCompile(`^/([A-Za-z][A-Za-z0-9_]*)(?:@\S+)?(?:\s+([\s\S]*))?$`)
+var commandPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^/([A-Za-z][A-Za-z0-9_]*)(?:@\S+)?(?:\s+([\s\S]*))?$`)
+})
 
 func parseCommand(text string) (name, args string, ok bool) {
-	m := commandPattern.FindStringSubmatch(strings.TrimSpace(text))
+	m := commandPattern().FindStringSubmatch(strings.TrimSpace(text))
 	if m == nil {
 		return "", "", false
 	}

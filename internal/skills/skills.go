@@ -177,7 +177,7 @@ func (s *Store) Dir() string { return s.dir }
 // MaxBodyChars is the configured limit on one skill's text.
 func (s *Store) MaxBodyChars() int { return s.maxBody }
 
-var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
 
 // CleanName trims name, drops a trailing ".md" and checks it: 1–64
 // lower-case letters, digits, '-' and '_', starting with a letter or digit.
@@ -189,17 +189,17 @@ func CleanName(name string) (string, error) {
 		return "", fmt.Errorf("%w: the name is empty", ErrInvalidName)
 	case strings.ContainsAny(n, `/\`) || strings.Contains(n, ".."):
 		return "", fmt.Errorf("%w %q: a name cannot contain path characters (/, \\, ..); use a plain name like %q", ErrInvalidName, name, suggest(n))
-	case !nameRe.MatchString(n):
+	case !nameRe().MatchString(n):
 		return "", fmt.Errorf("%w %q: use 1-%d lower-case letters, digits, '-' and '_', starting with a letter or digit, e.g. %q", ErrInvalidName, name, MaxNameLen, suggest(n))
 	}
 	return n, nil
 }
 
-var nonName = regexp.MustCompile(`[^a-z0-9_-]+`)
+var nonName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9_-]+`) })
 
 // suggest turns s into a valid name.
 func suggest(s string) string {
-	s = nonName.ReplaceAllString(strings.ToLower(s), "-")
+	s = nonName().ReplaceAllString(strings.ToLower(s), "-")
 	s = strings.Trim(s, "-_")
 	if len(s) > MaxNameLen {
 		s = strings.Trim(s[:MaxNameLen], "-_")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -48,22 +49,22 @@ func (f *format) check(reply string) (string, error) {
 	return text, nil
 }
 
-var fenceRE = regexp.MustCompile("(?s)^```[a-zA-Z]*\\s*\\n(.*?)\\n?```$")
+var fenceRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)^```[a-zA-Z]*\\s*\\n(.*?)\\n?```$") })
 
 func stripFence(s string) string {
-	if m := fenceRE.FindStringSubmatch(s); m != nil {
+	if m := fenceRE().FindStringSubmatch(s); m != nil {
 		return strings.TrimSpace(m[1])
 	}
 	return s
 }
 
-var validatingPrefixRE = regexp.MustCompile(`validating [^:]*: `)
+var validatingPrefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`validating [^:]*: `) })
 
 // cleanValidation keeps the deepest schema location and the reason of a
 // jsonschema validation error, e.g. "at /properties/route: enum: …".
 func cleanValidation(err error) string {
 	msg := err.Error()
-	locs := validatingPrefixRE.FindAllStringIndex(msg, -1)
+	locs := validatingPrefixRE().FindAllStringIndex(msg, -1)
 	if len(locs) == 0 {
 		return msg
 	}

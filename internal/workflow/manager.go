@@ -136,9 +136,6 @@ func Open(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.MaxDepth <= 0 {
 		opts.MaxDepth = DefaultMaxDepth
 	}
-	if opts.ClaimRules == nil {
-		opts.ClaimRules = agent.DefaultClaimRules
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

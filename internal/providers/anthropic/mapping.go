@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
@@ -20,7 +21,7 @@ type structuredTool struct{ name string }
 
 func (s structuredTool) is(name string) bool { return s.name != "" && s.name == name }
 
-var validToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var validToolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // params maps a provider-neutral request onto messages parameters. Errors
 // wrap providers.ErrBadRequest.
@@ -101,7 +102,7 @@ func (c *Client) params(req llm.Request, model string) (sdk.MessageNewParams, st
 	}
 	if rf := req.ResponseFormat; rf != nil {
 		st.name = rf.Name
-		if !validToolName.MatchString(st.name) || names[st.name] {
+		if !validToolName().MatchString(st.name) || names[st.name] {
 			st.name = "structured_output"
 		}
 		for names[st.name] {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sync"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
@@ -85,11 +86,11 @@ func (c *Client) params(req llm.Request, model string) (sdk.ChatCompletionNewPar
 	return p, nil
 }
 
-var validSchemaName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var validSchemaName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // schemaName returns name when the API accepts it, "response" otherwise.
 func schemaName(name string) string {
-	if validSchemaName.MatchString(name) {
+	if validSchemaName().MatchString(name) {
 		return name
 	}
 	return "response"
