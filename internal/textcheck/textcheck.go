@@ -9,6 +9,7 @@ import (
 	"errors"
 	"math"
 	"regexp"
+	"sync"
 	"unicode"
 )
 
@@ -24,22 +25,28 @@ var (
 	ErrSecret = errors.New("text looks like it contains a secret")
 )
 
-var secretPatterns = []struct {
+type secretPattern struct {
 	name string
 	re   *regexp.Regexp
-}{
-	{"private key", regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)},
-	{"OpenAI-style key", regexp.MustCompile(`\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}`)},
-	{"AWS access key", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"GitHub token", regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}`)},
-	{"Slack token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
-	{"Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`)},
-	{"JWT", regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}`)},
-	{"password", regexp.MustCompile(`(?i)\b(?:password|passwd|pwd|passphrase|api[_ -]?key|secret[_ -]?key|access[_ -]?token|auth[_ -]?token)\s*(?:[:=]|\bis\b)\s*\S+`)},
-	{"credentials in URL", regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@`)},
 }
 
-var tokenRe = regexp.MustCompile(`[A-Za-z0-9+/=_\-]{32,}`)
+// secretPatterns are compiled when first used (not in every process's
+// start-up).
+var secretPatterns = sync.OnceValue(func() []secretPattern {
+	return []secretPattern{
+		{"private key", regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)},
+		{"OpenAI-style key", regexp.MustCompile(`\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}`)},
+		{"AWS access key", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
+		{"GitHub token", regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}`)},
+		{"Slack token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
+		{"Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`)},
+		{"JWT", regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}`)},
+		{"password", regexp.MustCompile(`(?i)\b(?:password|passwd|pwd|passphrase|api[_ -]?key|secret[_ -]?key|access[_ -]?token|auth[_ -]?token)\s*(?:[:=]|\bis\b)\s*\S+`)},
+		{"credentials in URL", regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@`)},
+	}
+})
+
+var tokenRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9+/=_\-]{32,}`) })
 
 // LooksSecret returns a short description of the first credential-like
 // pattern found in text, or "" when none is found. Recognised: private key
@@ -49,12 +56,12 @@ var tokenRe = regexp.MustCompile(`[A-Za-z0-9+/=_\-]{32,}`)
 // characters mixing letters and digits with ≥ 4 bits of entropy per
 // character).
 func LooksSecret(text string) string {
-	for _, p := range secretPatterns {
+	for _, p := range secretPatterns() {
 		if p.re.MatchString(text) {
 			return p.name
 		}
 	}
-	for _, tok := range tokenRe.FindAllString(text, -1) {
+	for _, tok := range tokenRe().FindAllString(text, -1) {
 		if highEntropy(tok) {
 			return "high-entropy token"
 		}
