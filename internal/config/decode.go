@@ -353,47 +353,10 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) error {
 	if isNull(n) {
 		return nil
 	}
-	t := v.Type()
-	switch {
-	case t == secretType:
-		return d.decodeSecret(n, v, path)
-	case t == durationType:
-		s, ok := scalarText(n)
-		if !ok {
-			return d.errf(n, path, "%s: expected a duration such as \"90s\" or \"5m\", got %s", path, describe(n))
-		}
-		dur, err := time.ParseDuration(s)
-		if err != nil {
-			return d.errf(n, path, "%s: %q is not a duration (write it like \"90s\", \"5m\" or \"1h30m\")", path, s)
-		}
-		v.SetInt(int64(dur))
-		return nil
-	case t.Kind() == reflect.Pointer:
-		if v.IsNil() {
-			v.Set(reflect.New(t.Elem()))
-		}
-		return d.decode(n, v.Elem(), path)
-	case implementsYAMLUnmarshaler(t) || t.Kind() == reflect.Interface:
-		if err := yaml.NodeToValue(n, v.Addr().Interface(), yaml.Strict()); err != nil {
-			msg := err.Error()
-			var ye yaml.Error
-			if errors.As(err, &ye) {
-				msg = ye.GetMessage()
-			}
-			return d.errf(n, path, "%s: %s", path, msg)
-		}
-		return nil
-	case reflect.PointerTo(t).Implements(textUnmarshal):
-		s, ok := scalarText(n)
-		if !ok {
-			return d.errf(n, path, "%s: expected a single value, got %s", path, describe(n))
-		}
-		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			return d.errf(n, path, "%s: %v", path, err)
-		}
-		return nil
+	if done, err := d.decodeSpecial(n, v, path); done {
+		return err
 	}
-
+	t := v.Type()
 	switch t.Kind() {
 	case reflect.Struct:
 		entries, ok := mappingEntries(n)
@@ -404,24 +367,7 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) error {
 	case reflect.Map:
 		return d.decodeMap(n, v, path)
 	case reflect.Slice, reflect.Array:
-		seq, ok := n.(*ast.SequenceNode)
-		if !ok {
-			return d.errf(n, path, "%s: expected a list, got %s", path, describe(n))
-		}
-		if t.Kind() == reflect.Array && len(seq.Values) != t.Len() {
-			return d.errf(n, path, "%s: expected a list of %d items, got %d", path, t.Len(), len(seq.Values))
-		}
-		out := v
-		if t.Kind() == reflect.Slice {
-			out = reflect.MakeSlice(t, len(seq.Values), len(seq.Values))
-		}
-		for i, item := range seq.Values {
-			if err := d.decode(item, out.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		v.Set(out)
-		return nil
+		return d.decodeList(n, v, path)
 	case reflect.String:
 		s, ok := scalarText(n)
 		if !ok {
@@ -437,67 +383,153 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) error {
 		v.SetBool(b.Value)
 		return nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		in, ok := n.(*ast.IntegerNode)
-		if !ok {
-			return d.errf(n, path, "%s: expected a whole number, got %s", path, describe(n))
-		}
-		var i int64
-		switch x := in.Value.(type) {
-		case int64:
-			i = x
-		case uint64:
-			if x > math.MaxInt64 {
-				return d.errf(n, path, "%s: %d is too large", path, x)
-			}
-			i = int64(x)
-		}
-		if v.OverflowInt(i) {
-			return d.errf(n, path, "%s: %d is out of range", path, i)
-		}
-		v.SetInt(i)
-		return nil
+		return d.decodeInt(n, v, path)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		in, ok := n.(*ast.IntegerNode)
-		if !ok {
-			return d.errf(n, path, "%s: expected a whole number, got %s", path, describe(n))
-		}
-		var u uint64
-		switch x := in.Value.(type) {
-		case int64:
-			if x < 0 {
-				return d.errf(n, path, "%s: must not be negative, got %d", path, x)
-			}
-			u = uint64(x)
-		case uint64:
-			u = x
-		}
-		if v.OverflowUint(u) {
-			return d.errf(n, path, "%s: %d is out of range", path, u)
-		}
-		v.SetUint(u)
-		return nil
+		return d.decodeUint(n, v, path)
 	case reflect.Float32, reflect.Float64:
-		var f float64
-		switch x := n.(type) {
-		case *ast.FloatNode:
-			f = x.Value
-		case *ast.IntegerNode:
-			switch i := x.Value.(type) {
-			case int64:
-				f = float64(i)
-			case uint64:
-				f = float64(i)
-			}
-		default:
-			return d.errf(n, path, "%s: expected a number, got %s", path, describe(n))
-		}
-		if v.OverflowFloat(f) {
-			return d.errf(n, path, "%s: %v is out of range", path, f)
-		}
-		v.SetFloat(f)
-		return nil
+		return d.decodeFloat(n, v, path)
 	}
 	return d.errf(n, path, "%s: settings of Go type %s are not supported", path, t)
+}
+
+// decodeSpecial decodes the types decoded by what they are rather than by
+// their kind: secrets, durations, pointers, YAML and text unmarshalers. It
+// reports whether v was one of them.
+func (d *decoder) decodeSpecial(n ast.Node, v reflect.Value, path string) (bool, error) {
+	t := v.Type()
+	switch {
+	case t == secretType:
+		return true, d.decodeSecret(n, v, path)
+	case t == durationType:
+		s, ok := scalarText(n)
+		if !ok {
+			return true, d.errf(n, path, "%s: expected a duration such as \"90s\" or \"5m\", got %s", path, describe(n))
+		}
+		dur, err := time.ParseDuration(s)
+		if err != nil {
+			return true, d.errf(n, path, "%s: %q is not a duration (write it like \"90s\", \"5m\" or \"1h30m\")", path, s)
+		}
+		v.SetInt(int64(dur))
+		return true, nil
+	case t.Kind() == reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(t.Elem()))
+		}
+		return true, d.decode(n, v.Elem(), path)
+	case implementsYAMLUnmarshaler(t) || t.Kind() == reflect.Interface:
+		if err := yaml.NodeToValue(n, v.Addr().Interface(), yaml.Strict()); err != nil {
+			msg := err.Error()
+			var ye yaml.Error
+			if errors.As(err, &ye) {
+				msg = ye.GetMessage()
+			}
+			return true, d.errf(n, path, "%s: %s", path, msg)
+		}
+		return true, nil
+	case reflect.PointerTo(t).Implements(textUnmarshal):
+		s, ok := scalarText(n)
+		if !ok {
+			return true, d.errf(n, path, "%s: expected a single value, got %s", path, describe(n))
+		}
+		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+			return true, d.errf(n, path, "%s: %v", path, err)
+		}
+		return true, nil
+	}
+
+	return false, nil
+}
+
+// decodeList decodes a sequence into slice or array v.
+func (d *decoder) decodeList(n ast.Node, v reflect.Value, path string) error {
+	t := v.Type()
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		return d.errf(n, path, "%s: expected a list, got %s", path, describe(n))
+	}
+	if t.Kind() == reflect.Array && len(seq.Values) != t.Len() {
+		return d.errf(n, path, "%s: expected a list of %d items, got %d", path, t.Len(), len(seq.Values))
+	}
+	out := v
+	if t.Kind() == reflect.Slice {
+		out = reflect.MakeSlice(t, len(seq.Values), len(seq.Values))
+	}
+	for i, item := range seq.Values {
+		if err := d.decode(item, out.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
+		}
+	}
+	v.Set(out)
+	return nil
+}
+
+// decodeInt decodes a whole number into signed v, checking its range.
+func (d *decoder) decodeInt(n ast.Node, v reflect.Value, path string) error {
+	in, ok := n.(*ast.IntegerNode)
+	if !ok {
+		return d.errf(n, path, "%s: expected a whole number, got %s", path, describe(n))
+	}
+	var i int64
+	switch x := in.Value.(type) {
+	case int64:
+		i = x
+	case uint64:
+		if x > math.MaxInt64 {
+			return d.errf(n, path, "%s: %d is too large", path, x)
+		}
+		i = int64(x)
+	}
+	if v.OverflowInt(i) {
+		return d.errf(n, path, "%s: %d is out of range", path, i)
+	}
+	v.SetInt(i)
+	return nil
+}
+
+// decodeUint decodes a non-negative whole number into unsigned v.
+func (d *decoder) decodeUint(n ast.Node, v reflect.Value, path string) error {
+	in, ok := n.(*ast.IntegerNode)
+	if !ok {
+		return d.errf(n, path, "%s: expected a whole number, got %s", path, describe(n))
+	}
+	var u uint64
+	switch x := in.Value.(type) {
+	case int64:
+		if x < 0 {
+			return d.errf(n, path, "%s: must not be negative, got %d", path, x)
+		}
+		u = uint64(x)
+	case uint64:
+		u = x
+	}
+	if v.OverflowUint(u) {
+		return d.errf(n, path, "%s: %d is out of range", path, u)
+	}
+	v.SetUint(u)
+	return nil
+}
+
+// decodeFloat decodes a number into v.
+func (d *decoder) decodeFloat(n ast.Node, v reflect.Value, path string) error {
+	var f float64
+	switch x := n.(type) {
+	case *ast.FloatNode:
+		f = x.Value
+	case *ast.IntegerNode:
+		switch i := x.Value.(type) {
+		case int64:
+			f = float64(i)
+		case uint64:
+			f = float64(i)
+		}
+	default:
+		return d.errf(n, path, "%s: expected a number, got %s", path, describe(n))
+	}
+	if v.OverflowFloat(f) {
+		return d.errf(n, path, "%s: %v is out of range", path, f)
+	}
+	v.SetFloat(f)
+	return nil
 }
 
 // decodeStruct decodes mapping entries into struct v; keys in skip are
