@@ -13,29 +13,12 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension/extensiontest"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 )
-
-// clock is a manually advanced test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func openDB(t testing.TB) *sql.DB {
 	t.Helper()
@@ -47,10 +30,10 @@ func openDB(t testing.TB) *sql.DB {
 	return db
 }
 
-func newStore(t testing.TB) (*Store, *clock, *sql.DB) {
+func newStore(t testing.TB) (*Store, *extensiontest.Clock, *sql.DB) {
 	t.Helper()
 	db := openDB(t)
-	clk := &clock{t: time.Date(2025, 1, 15, 12, 0, 0, 0, time.UTC)}
+	clk := extensiontest.NewClock(time.Date(2025, 1, 15, 12, 0, 0, 0, time.UTC))
 	s, err := Open(context.Background(), db, Options{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension/extensiontest"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
@@ -23,30 +24,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 var t0 = time.Date(2025, time.January, 6, 9, 0, 0, 0, time.UTC)
 
 type env struct {
 	db      *sql.DB
 	store   *Store
-	clock   *clock
+	clock   *extensiontest.Clock
 	mu      sync.Mutex
 	changes []Change
 }
@@ -65,7 +48,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	e := &env{db: db, clock: &clock{t: t0}}
+	e := &env{db: db, clock: extensiontest.NewClock(t0)}
 	e.store, err = Open(ctx, db, Options{Now: e.clock.Now, Changed: func(_ context.Context, c Change) {
 		e.mu.Lock()
 		defer e.mu.Unlock()

@@ -16,29 +16,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/reverie-ai/reverie/extension/extensiontest"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 type change struct {
 	message string
@@ -49,7 +33,7 @@ type env struct {
 	dataDir string
 	db      *sql.DB
 	store   *Store
-	clock   *clock
+	clock   *extensiontest.Clock
 	mu      sync.Mutex
 	changes []change
 }
@@ -68,7 +52,7 @@ func newEnv(t testing.TB, tweak ...func(*Options)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	e := &env{dataDir: filepath.Join(dir, "data"), db: db, clock: &clock{t: time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC)}}
+	e := &env{dataDir: filepath.Join(dir, "data"), db: db, clock: extensiontest.NewClock(time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC))}
 	o := Options{DataDir: e.dataDir, DB: db, Now: e.clock.Now, Changed: func(_ context.Context, msg string, paths ...string) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
