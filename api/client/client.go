@@ -186,6 +186,16 @@ func (c *Client) Send(ctx context.Context, thread chat.ThreadID, text string) (a
 	return out, err
 }
 
+// Upload is POST /api/v1/threads/{thread}/attachments: it saves a file in
+// the server's workspace for a later message of the thread (a web thread)
+// to name.
+func (c *Client) Upload(ctx context.Context, thread chat.ThreadID, up api.AttachmentUpload) (api.AttachmentInfo, error) {
+	var out api.AttachmentInfo
+	p, raw := threadPath(thread, "/attachments")
+	err := c.do(ctx, http.MethodPost, c.endpoint(p, raw, nil), up, &out, DefaultTimeout)
+	return out, err
+}
+
 // do sends a JSON request and decodes a JSON answer into out. An error
 // status returns an *Error; for 502 out is decoded too (a failed turn's
 // reply).

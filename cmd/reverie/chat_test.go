@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,8 +21,8 @@ import (
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
-// chatModel is the fake model of the chat tests: the seed gets a
-// greeting, "slow" a reply that stalls after its first words until the
+// chatModel is the fake model of the chat tests: a message with an image
+// gets "Saw9 N image(s)", the seed gets a greeting, "slow" a reply that stalls after its first words until the
 // request is cancelled, "gated" a reply held until openGate is called,
 // "fail" an error, anything else an echo.
 func chatModel(t *testing.T) (model *llmtest.OpenAIServer, openGate func()) {
@@ -29,14 +32,16 @@ func chatModel(t *testing.T) (model *llmtest.OpenAIServer, openGate func()) {
 	openGate = func() { once.Do(func() { close(gate) }) }
 	t.Cleanup(openGate)
 	model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
-		last := ""
+		last, images := "", 0
 		for i := len(req.Messages) - 1; i >= 0; i-- {
 			if req.Messages[i].Role == "user" {
-				last = req.Messages[i].Text()
+				last, images = req.Messages[i].Text(), len(req.Messages[i].Images())
 				break
 			}
 		}
 		switch {
+		case images > 0:
+			return llmtest.ServerReply{Text: fmt.Sprintf("Saw9 %d image(s)", images)}
 		case strings.HasPrefix(last, "[SYSTEM EVENT]"):
 			return llmtest.ServerReply{Text: "Hello9, I'm Reverie. What are you working on?"}
 		case last == "slow":
@@ -51,6 +56,25 @@ func chatModel(t *testing.T) (model *llmtest.OpenAIServer, openGate func()) {
 		}
 	})
 	return model, openGate
+}
+
+// testFiles writes a small PNG and a text file to attach.
+func testFiles(t *testing.T) (pngPath, txtPath string) {
+	t.Helper()
+	d := t.TempDir()
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	pngPath, txtPath = filepath.Join(d, "dot.png"), filepath.Join(d, "notes.txt")
+	if err := os.WriteFile(pngPath, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(txtPath, []byte("buy milk\ncall Ann"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return pngPath, txtPath
 }
 
 func chatEnv(t *testing.T, model *llmtest.OpenAIServer, extra ...string) []string {
@@ -112,7 +136,7 @@ func TestChatPlainInProcess(t *testing.T) {
 func TestChatInteractiveInProcess(t *testing.T) {
 	model, _ := chatModel(t)
 	dir := filepath.Join(t.TempDir(), "data")
-	env := chatEnv(t, model)
+	env := chatEnv(t, model, "REVERIE_MODEL_VISION=true")
 	tm := clitest.New(t, 100, 30)
 	var errb syncBuffer
 	code := make(chan int, 1)
@@ -144,6 +168,32 @@ func TestChatInteractiveInProcess(t *testing.T) {
 	tm.Type("after", clitest.Enter)
 	tm.WaitFor("Echo9:")
 	tm.WaitFor("after")
+
+	// /attach: an image and a document go with the next message; the
+	// vision model sees the picture, and is told where the document is.
+	png, txt := testFiles(t)
+	tm.Type("/attach "+png, clitest.Enter)
+	tm.WaitFor("📎 dot.png (image, ")
+	tm.WaitFor("goes with your next message")
+	tm.Type("/attach "+txt, clitest.Enter)
+	tm.WaitFor("📎 notes.txt (text/plain, 17 bytes) goes with your next message")
+	tm.Type("/attach /no/such/file", clitest.Enter)
+	tm.WaitFor("✗ not attached: there is no file /no/such/file")
+	tm.Type("what are these", clitest.Enter)
+	tm.WaitFor("Saw9 1 image(s)")
+	reqs := model.ChatRequests()
+	sent := reqs[len(reqs)-1].Messages[len(reqs[len(reqs)-1].Messages)-1]
+	if !strings.Contains(sent.Text(), "[file notes.txt (text/plain, 17 bytes) saved in the workspace as cli/tester/") ||
+		!strings.Contains(sent.Text(), "what are these") || len(sent.Images()) != 1 {
+		t.Errorf("the model got %q with %d image(s)", sent.Text(), len(sent.Images()))
+	}
+	saved, _ := filepath.Glob(filepath.Join(dir, "workspace", "cli", "tester", "*-notes.txt"))
+	if len(saved) != 1 {
+		t.Errorf("notes.txt saved as %v", saved)
+	}
+	// The next message goes without them.
+	tm.Type("and now", clitest.Enter)
+	tm.WaitFor("Echo9: and now")
 
 	tm.Type(clitest.CtrlD)
 	if c := waitCode(); c != ExitOK {
@@ -209,7 +259,7 @@ func startServer(t *testing.T, env []string) string {
 func TestChatRemote(t *testing.T) {
 	model, openGate := chatModel(t)
 	const token = "test-token-0123456789abcdef"
-	serverEnv := chatEnv(t, model, "REVERIE_WEB__LISTEN=127.0.0.1:0", "REVERIE_WEB__TOKEN="+token)
+	serverEnv := chatEnv(t, model, "REVERIE_WEB__LISTEN=127.0.0.1:0", "REVERIE_WEB__TOKEN="+token, "REVERIE_MODEL_VISION=true")
 	url := startServer(t, serverEnv)
 	clientDir := filepath.Join(t.TempDir(), "client")
 
@@ -263,6 +313,20 @@ func TestChatRemote(t *testing.T) {
 		seen := tm.WaitFor("after") + tm.WaitFor("Echo9:")
 		if strings.Contains(seen, "Muted9Reply") || strings.Contains(tm.Output(), "Muted9Reply") {
 			t.Errorf("the reply the user stopped waiting for was shown:\n%s", seen)
+		}
+		// /attach uploads the file to the server (POST …/attachments) and
+		// the next message names it.
+		png, txt := testFiles(t)
+		tm.Type("/attach "+png, clitest.Enter)
+		tm.WaitFor("📎 dot.png (image, ")
+		tm.Type("/attach "+txt, clitest.Enter)
+		tm.WaitFor("📎 notes.txt (text/plain")
+		tm.Type("look at these", clitest.Enter)
+		tm.WaitFor("Saw9 1 image(s)")
+		reqs := model.ChatRequests()
+		sent := reqs[len(reqs)-1].Messages[len(reqs[len(reqs)-1].Messages)-1]
+		if !strings.Contains(sent.Text(), "saved in the workspace as web/cli-remote_user/") || len(sent.Images()) != 1 {
+			t.Errorf("the model got %q with %d image(s)", sent.Text(), len(sent.Images()))
 		}
 		tm.Type(clitest.CtrlD)
 		select {

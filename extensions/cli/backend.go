@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +24,9 @@ type Backend interface {
 	// message is accepted; what it causes arrives through Next and ends
 	// with an EventIdle.
 	Send(ctx context.Context, text string) error
+	// Attach saves the local file at path where the assistant sees it and
+	// stages it for the next message Send submits.
+	Attach(ctx context.Context, path string) (Attached, error)
 	// Cancel stops the turn in progress, if any. It reports what happened
 	// in words for the user.
 	Cancel(ctx context.Context) string
@@ -54,6 +59,9 @@ type Local struct {
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	staged []Attached // files for the next message
 }
 
 // NewLocal returns a backend on thread for the channel c (the enabled cli
@@ -78,17 +86,47 @@ func (l *Local) Thread() chat.ThreadID { return l.thread }
 // Where implements Backend.
 func (l *Local) Where() string { return "in process" }
 
-// Send implements Backend.
+// Attach implements Backend: the file is copied into the workspace under
+// cli/<user>/.
+func (l *Local) Attach(_ context.Context, p string) (Attached, error) {
+	name, data, media, image, err := readAttachment(p)
+	if err != nil {
+		return Attached{}, err
+	}
+	dir := path.Join("cli", strings.Trim(unsafeName().ReplaceAllString(strings.TrimPrefix(string(l.thread), ChannelName+":"), "_"), "._"))
+	rel, err := saveInWorkspace(l.c.host.DataDir(), dir, name, data, l.now())
+	if err != nil {
+		return Attached{}, fmt.Errorf("save %s in the workspace: %w", name, err)
+	}
+	a := Attached{Name: name, Path: rel, Image: image, MediaType: media, Size: int64(len(data))}
+	l.mu.Lock()
+	l.staged = append(l.staged, a)
+	l.mu.Unlock()
+	return a, nil
+}
+
+// Send implements Backend; the staged files go with the message.
 func (l *Local) Send(ctx context.Context, text string) error {
+	l.mu.Lock()
+	staged := l.staged
+	l.mu.Unlock()
+	if commandText().MatchString(strings.TrimSpace(text)) {
+		staged = nil // a command does not take the staged files
+	}
+	text, images := inboundParts(staged, text)
 	done, err := l.router.Submit(ctx, chat.Inbound{
-		Address:  chat.Address{Channel: ChannelName, Thread: l.thread},
-		Sender:   l.sender,
-		Text:     text,
-		Received: l.now(),
+		Address:     chat.Address{Channel: ChannelName, Thread: l.thread},
+		Sender:      l.sender,
+		Text:        text,
+		Attachments: images,
+		Received:    l.now(),
 	})
 	if err != nil {
 		return err
 	}
+	l.mu.Lock()
+	l.staged = l.staged[len(staged):]
+	l.mu.Unlock()
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()

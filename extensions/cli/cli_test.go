@@ -294,6 +294,7 @@ type fakeBackend struct {
 
 	answers  []string // "id=true"
 	answered chan string
+	attached []Attached
 }
 
 func newFakeBackend(script func(string) []Event) *fakeBackend {
@@ -316,6 +317,17 @@ func (b *fakeBackend) Send(_ context.Context, text string) error {
 		}
 	}
 	return nil
+}
+func (b *fakeBackend) Attach(_ context.Context, p string) (Attached, error) {
+	name, data, media, image, err := readAttachment(p)
+	if err != nil {
+		return Attached{}, err
+	}
+	a := Attached{Name: name, Path: "cli/tester/" + name, Image: image, MediaType: media, Size: int64(len(data))}
+	b.mu.Lock()
+	b.attached = append(b.attached, a)
+	b.mu.Unlock()
+	return a, nil
 }
 func (b *fakeBackend) Cancel(context.Context) string {
 	b.cancel <- struct{}{}

@@ -27,6 +27,7 @@ type Remote struct {
 	q      *Queue
 
 	mu      sync.Mutex
+	staged  []Attached   // uploaded for the next message
 	pending []*remoteMsg // sent, oldest first, until their last done/error
 	known   bool         // the thread has messages: no seed before a reply
 	seq     int
@@ -74,7 +75,25 @@ func (r *Remote) Thread() chat.ThreadID { return r.thread }
 // Where implements Backend.
 func (r *Remote) Where() string { return r.c.URL() }
 
-// Send implements Backend.
+// Attach implements Backend: the file is uploaded to the server's
+// workspace (POST …/attachments) and named by the next message.
+func (r *Remote) Attach(ctx context.Context, p string) (Attached, error) {
+	name, data, media, _, err := readAttachment(p)
+	if err != nil {
+		return Attached{}, err
+	}
+	info, err := r.c.Upload(ctx, r.thread, api.AttachmentUpload{Name: name, MediaType: media, Data: data})
+	if err != nil {
+		return Attached{}, fmt.Errorf("upload %s: %w", name, err)
+	}
+	a := Attached{Name: info.Name, Path: info.Path, Image: info.Kind == api.AttachmentImage, MediaType: info.MediaType, Size: info.Size}
+	r.mu.Lock()
+	r.staged = append(r.staged, a)
+	r.mu.Unlock()
+	return a, nil
+}
+
+// Send implements Backend; the uploaded files go with the message.
 func (r *Remote) Send(ctx context.Context, text string) error {
 	r.mu.Lock()
 	if r.readErr != nil {
@@ -82,9 +101,17 @@ func (r *Remote) Send(ctx context.Context, text string) error {
 		r.mu.Unlock()
 		return err
 	}
+	cmd := commandText().FindStringSubmatch(strings.TrimSpace(text))
+	var refs []api.AttachmentRef
+	staged := 0
+	if cmd == nil { // a command does not take the staged files
+		for _, a := range r.staged {
+			refs = append(refs, api.AttachmentRef{Path: a.Path})
+		}
+		staged = len(r.staged)
+	}
 	r.seq++
 	m := &remoteMsg{id: fmt.Sprintf("c%d", r.seq), expect: 1}
-	cmd := commandText().FindStringSubmatch(strings.TrimSpace(text))
 	if cmd == nil && !r.known {
 		m.expect = 2 // the seed's greeting, then the reply
 	}
@@ -93,7 +120,12 @@ func (r *Remote) Send(ctx context.Context, text string) error {
 	}
 	r.pending = append(r.pending, m)
 	r.mu.Unlock()
-	err := r.conn.Write(ctx, api.ClientFrame{Type: api.FrameMessage, Thread: string(r.thread), Text: text, ID: m.id})
+	err := r.conn.Write(ctx, api.ClientFrame{Type: api.FrameMessage, Thread: string(r.thread), Text: text, ID: m.id, Attachments: refs})
+	if err == nil {
+		r.mu.Lock()
+		r.staged = r.staged[staged:]
+		r.mu.Unlock()
+	}
 	if err != nil {
 		r.mu.Lock()
 		r.remove(m)

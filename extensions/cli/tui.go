@@ -19,7 +19,7 @@ import (
 // Keys is the key help shown when the chat starts.
 const Keys = "Enter sends · Alt+Enter, Ctrl+J or a trailing \\ adds a line · ↑/↓ history · " +
 	"Ctrl+C cancels a reply (twice at an empty prompt quits) · Ctrl+D quits · Ctrl+O shows the last tool result · " +
-	"Ctrl+T the model's last thinking · /help"
+	"Ctrl+T the model's last thinking · /attach FILE · /help"
 
 // sendTimeout bounds handing one message to the backend.
 const sendTimeout = 30 * time.Second
@@ -146,6 +146,8 @@ type model struct {
 	err           error // why the chat ended, when it failed
 	bannerShown   bool
 	quitting      bool // quit once everything is printed
+	// attached are the files staged with /attach for the next message.
+	attached []Attached
 	// asking are the approval requests waiting for a y/n key, oldest
 	// first; the first is the one a key answers.
 	asking []Event
@@ -372,6 +374,10 @@ func (m *model) submit() {
 	}
 	m.histIdx, m.draft = m.hist.Len(), ""
 	m.in.set("")
+	if p, ok := attachCommand(text); ok {
+		m.attach(p)
+		return
+	}
 	if m.pending > 0 {
 		m.queued = append(m.queued, text)
 		return
@@ -379,14 +385,50 @@ func (m *model) submit() {
 	m.send(text)
 }
 
+// attachCommand reports whether text is /attach and returns its path.
+func attachCommand(text string) (string, bool) {
+	t := strings.TrimSpace(text)
+	if t != "/attach" && !strings.HasPrefix(t, "/attach ") {
+		return "", false
+	}
+	return strings.TrimSpace(strings.TrimPrefix(t, "/attach")), true
+}
+
+// attach is /attach PATH: the file is saved for the assistant and goes
+// with the next message.
+func (m *model) attach(p string) {
+	if p == "" {
+		m.print(m.st.dim.Render("/attach PATH adds a file (an image, a document) to your next message; the assistant gets it in its workspace."))
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
+	a, err := m.b.Attach(ctx, p)
+	cancel()
+	if err != nil {
+		m.print(m.st.fail.Render("✗ not attached: " + sanitize(err.Error())))
+		return
+	}
+	m.attached = append(m.attached, a)
+	m.print(m.st.dim.Render("📎 " + sanitize(a.Describe()) + " goes with your next message"))
+}
+
 func (m *model) send(text string) {
+	isCmd := commandText().MatchString(strings.TrimSpace(text))
 	m.print(m.echo(text))
+	if !isCmd {
+		for _, a := range m.attached {
+			m.print(m.st.user.Render("  📎 " + sanitize(a.Describe())))
+		}
+	}
 	ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
 	err := m.b.Send(ctx, text)
 	cancel()
 	if err != nil {
 		m.print(m.st.fail.Render("✗ not sent: " + sanitize(err.Error())))
 		return
+	}
+	if !isCmd {
+		m.attached = nil
 	}
 	m.pending++
 	m.activity = "thinking"
@@ -589,6 +631,10 @@ func (m *model) View() tea.View {
 			status += fmt.Sprintf(" · %d queued", n)
 		}
 		b.WriteString(m.st.status.Render(status) + "\n")
+		lines++
+	}
+	if n := len(m.attached); n > 0 {
+		b.WriteString(m.st.dim.Render(fmt.Sprintf("📎 %d file(s) attached to your next message", n)) + "\n")
 		lines++
 	}
 	if m.hint != "" {
