@@ -317,7 +317,7 @@ type UsageList struct {
 // Memory kinds and sources (docs/api.md).
 var (
 	MemoryKinds   = []string{"fact", "preference", "episode", "procedure", "opinion"}
-	MemorySources = []string{"user_explicit", "agent", "harvest", "dream", "import"}
+	MemorySources = []string{"user_explicit", "agent", "harvest", "dream", "import", "conversation"}
 )
 
 // MemorySearch is a recall query.

@@ -9,6 +9,7 @@ package eval
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -200,14 +201,44 @@ func goldIDs(evidence []string) []string {
 	return out
 }
 
-// TurnText is the memory text stored for a turn: "Speaker: text", plus the
-// caption of a shared image when present.
+// TurnText is the episode text stored for a turn: what was said, plus the
+// caption of a shared image when present. Who said it is stored as the
+// episode's speaker, not in the text.
 func TurnText(t Turn) string {
-	s := strings.TrimSpace(t.Speaker) + ": " + strings.TrimSpace(t.Text)
+	s := strings.TrimSpace(t.Text)
 	if c := strings.TrimSpace(t.BlipCaption); c != "" {
 		s += " [shared image: " + c + "]"
 	}
 	return s
+}
+
+// Exchanges turns a session into the exchanges the assistant would have
+// recorded: each starts at a turn of the conversation's first speaker (the
+// "user"), and the other speaker's turns are the replies.
+func Exchanges(c Conversation, s Session) ([]memory.Exchange, [][]string) {
+	first := ""
+	for _, ss := range c.Sessions {
+		if len(ss.Turns) > 0 {
+			first = ss.Turns[0].Speaker
+			break
+		}
+	}
+	var out []memory.Exchange
+	var dias [][]string
+	for _, t := range s.Turns {
+		role := memory.RoleAssistant
+		if t.Speaker == first {
+			role = memory.RoleUser
+		}
+		if role == memory.RoleUser || len(out) == 0 {
+			out = append(out, memory.Exchange{Thread: "locomo:" + c.ID, Session: strconv.Itoa(s.Number), At: s.Date})
+			dias = append(dias, nil)
+		}
+		e := &out[len(out)-1]
+		e.Said = append(e.Said, memory.Utterance{Speaker: t.Speaker, Role: role, Text: TurnText(t)})
+		dias[len(dias)-1] = append(dias[len(dias)-1], t.DiaID)
+	}
+	return out, dias
 }
 
 // LoCoMo runs the retrieval evaluation over the LoCoMo file read from r.
@@ -219,8 +250,8 @@ func LoCoMo(ctx context.Context, r io.Reader, opts Options) (Report, error) {
 	return Run(ctx, convs, opts)
 }
 
-// Run evaluates already parsed conversations.
-func Run(ctx context.Context, convs []Conversation, opts Options) (Report, error) {
+// cutoffs returns the sorted, distinct, positive k of opts.
+func cutoffs(opts Options) ([]int, error) {
 	ks := slices.Clone(opts.K)
 	if len(ks) == 0 {
 		ks = slices.Clone(DefaultK)
@@ -228,37 +259,74 @@ func Run(ctx context.Context, convs []Conversation, opts Options) (Report, error
 	slices.Sort(ks)
 	ks = slices.Compact(ks)
 	if ks[0] <= 0 {
-		return Report{}, fmt.Errorf("locomo: k must be positive, got %d", ks[0])
+		return nil, fmt.Errorf("locomo: k must be positive, got %d", ks[0])
 	}
-	emb := opts.Embedder
-	if emb == nil {
-		emb = embed.NewOffline(embed.DefaultDimensions)
+	return ks, nil
+}
+
+// Run evaluates already parsed conversations.
+func Run(ctx context.Context, convs []Conversation, opts Options) (Report, error) {
+	ks, err := cutoffs(opts)
+	if err != nil {
+		return Report{}, err
 	}
 	tune := memory.DefaultTuning
 	if opts.Tuning != nil {
 		tune = *opts.Tuning
 	}
-	sums := map[Category]map[int]float64{}
-	counts := map[Category]int{}
-	rep := Report{K: ks}
+	t := newTally(ks)
 	for ci, c := range convs {
-		if err := evalConversation(ctx, c, emb, tune, opts, ks, sums, counts, &rep); err != nil {
+		g, err := ingest(ctx, c, opts)
+		if err != nil {
+			return Report{}, fmt.Errorf("locomo %s: %w", c.ID, err)
+		}
+		err = g.score(ctx, tune, t, opts.Trace)
+		g.close(ctx)
+		if err != nil {
 			return Report{}, fmt.Errorf("locomo %s: %w", c.ID, err)
 		}
 		if opts.Progress != nil {
 			opts.Progress(ci+1, len(convs))
 		}
 	}
-	rep.Counts = counts
-	rep.ByCategory = map[Category]map[int]float64{}
-	rep.Overall = map[int]float64{}
+	return t.report(), nil
+}
+
+// tally accumulates recall@k per category.
+type tally struct {
+	ks      []int
+	sums    map[Category]map[int]float64
+	counts  map[Category]int
+	skipped int
+}
+
+func newTally(ks []int) *tally {
+	return &tally{ks: ks, sums: map[Category]map[int]float64{}, counts: map[Category]int{}}
+}
+
+func (t *tally) add(o *tally) {
+	for c, m := range o.sums {
+		if t.sums[c] == nil {
+			t.sums[c] = map[int]float64{}
+		}
+		for k, v := range m {
+			t.sums[c][k] += v
+		}
+		t.counts[c] += o.counts[c]
+	}
+	t.skipped += o.skipped
+}
+
+func (t *tally) report() Report {
+	rep := Report{K: t.ks, Counts: t.counts, Skipped: t.skipped, ByCategory: map[Category]map[int]float64{}, Overall: map[int]float64{}}
 	overallCats := 0
-	for cat, n := range counts {
+	for cat, n := range t.counts {
 		m := map[int]float64{}
-		for _, k := range ks {
-			m[k] = 100 * sums[cat][k] / float64(n)
+		for _, k := range t.ks {
+			m[k] = 100 * t.sums[cat][k] / float64(n)
 		}
 		rep.ByCategory[cat] = m
+		rep.Questions += n
 		if cat.inOverall() && n > 0 {
 			overallCats++
 		}
@@ -266,87 +334,107 @@ func Run(ctx context.Context, convs []Conversation, opts Options) (Report, error
 	// The overall figure is the mean of the per-category figures of
 	// categories 1–4 (each category weighs the same, however many questions
 	// it has), as the baseline (plain BM25 ≈ 53) is stated.
-	for _, k := range ks {
+	for _, k := range t.ks {
 		for cat, m := range rep.ByCategory {
 			if cat.inOverall() && overallCats > 0 {
 				rep.Overall[k] += m[k] / float64(overallCats)
 			}
 		}
 	}
-	return rep, nil
+	return rep
 }
 
-func evalConversation(ctx context.Context, c Conversation, emb embed.Embedder, tune memory.Tuning, opts Options,
-	ks []int, sums map[Category]map[int]float64, counts map[Category]int, rep *Report) error {
+// ingested is one conversation stored as episodes in a fresh store.
+type ingested struct {
+	conv  Conversation
+	db    *sql.DB
+	store *memory.VectorStore
+	byID  map[int64][]string // memory id → dialogue ids
+}
+
+// ingest stores c's turns through memory.RecordExchange, the path the
+// assistant's own conversations take, into a fresh in-memory store.
+func ingest(ctx context.Context, c Conversation, opts Options) (*ingested, error) {
+	emb := opts.Embedder
+	if emb == nil {
+		emb = embed.NewOffline(embed.DefaultDimensions)
+	}
 	db, err := sqlite.Open(ctx, ":memory:")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer db.Close()
-	store, err := memory.OpenVector(ctx, db, emb, nil, opts.Logger, tune)
+	store, err := memory.OpenVector(ctx, db, emb, nil, opts.Logger, memory.DefaultTuning)
 	if err != nil {
-		return err
+		db.Close()
+		return nil, err
 	}
-	defer store.Shutdown(context.WithoutCancel(ctx))
-	var ms []memory.Memory
-	var dias []string
+	g := &ingested{conv: c, db: db, store: store, byID: map[int64][]string{}}
 	for _, s := range c.Sessions {
-		for _, t := range s.Turns {
-			m := memory.Memory{Text: TurnText(t), Kind: memory.KindEpisode, Source: memory.SourceImport, Thread: "locomo:" + c.ID}
-			if !s.Date.IsZero() {
-				d := s.Date
-				m.EventTime = &d
+		exs, dias := Exchanges(c, s)
+		for i, e := range exs {
+			ids, err := memory.RecordExchange(ctx, store, e)
+			if err != nil {
+				g.close(ctx)
+				return nil, fmt.Errorf("ingest %s: %w", dias[i][0], err)
 			}
-			ms = append(ms, m)
-			dias = append(dias, t.DiaID)
+			if len(ids) != len(dias[i]) {
+				g.close(ctx)
+				return nil, fmt.Errorf("ingest %s: %d episodes stored for %d turns", dias[i][0], len(ids), len(dias[i]))
+			}
+			for j, id := range ids {
+				g.byID[id] = append(g.byID[id], dias[i][j])
+			}
 		}
 	}
-	byID := map[int64][]string{}
-	// Add one turn at a time, exactly as the assistant's memory tool does.
-	for i, m := range ms {
-		id, err := store.Add(ctx, m)
-		if err != nil {
-			return fmt.Errorf("ingest %s: %w", dias[i], err)
-		}
-		byID[id] = append(byID[id], dias[i])
-	}
+	return g, nil
+}
+
+func (g *ingested) close(ctx context.Context) {
+	g.store.Shutdown(context.WithoutCancel(ctx))
+	g.db.Close()
+}
+
+// score asks every question of the conversation with tuning tune and adds
+// the outcome to t.
+func (g *ingested) score(ctx context.Context, tune memory.Tuning, t *tally, trace func(QuestionResult)) error {
+	g.store.SetTuning(tune)
+	ks := t.ks
 	maxK := ks[len(ks)-1]
-	for _, qa := range c.QA {
+	for _, qa := range g.conv.QA {
 		gold := goldIDs(qa.Evidence)
 		if len(gold) == 0 || strings.TrimSpace(qa.Question) == "" {
-			rep.Skipped++
+			t.skipped++
 			continue
 		}
-		res, err := store.Recall(ctx, memory.Query{Text: qa.Question, Limit: maxK, Peek: true})
+		res, err := g.store.Recall(ctx, memory.Query{Text: qa.Question, Limit: maxK, Peek: true})
 		if err != nil {
 			return fmt.Errorf("recall %q: %w", qa.Question, err)
 		}
-		if sums[qa.Category] == nil {
-			sums[qa.Category] = map[int]float64{}
+		if t.sums[qa.Category] == nil {
+			t.sums[qa.Category] = map[int]float64{}
 		}
 		for _, k := range ks {
 			hit := map[string]bool{}
 			for _, r := range res[:min(k, len(res))] {
-				for _, d := range byID[r.ID] {
+				for _, d := range g.byID[r.ID] {
 					hit[d] = true
 				}
 			}
 			n := 0
-			for _, g := range gold {
-				if hit[g] {
+			for _, gd := range gold {
+				if hit[gd] {
 					n++
 				}
 			}
-			sums[qa.Category][k] += float64(n) / float64(len(gold))
+			t.sums[qa.Category][k] += float64(n) / float64(len(gold))
 		}
-		counts[qa.Category]++
-		rep.Questions++
-		if opts.Trace != nil {
+		t.counts[qa.Category]++
+		if trace != nil {
 			var got []string
 			for _, r := range res {
-				got = append(got, byID[r.ID]...)
+				got = append(got, g.byID[r.ID]...)
 			}
-			opts.Trace(QuestionResult{Conversation: c.ID, QA: qa, Gold: gold, Retrieved: got})
+			trace(QuestionResult{Conversation: g.conv.ID, QA: qa, Gold: gold, Retrieved: got})
 		}
 	}
 	return nil

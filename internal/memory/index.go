@@ -22,18 +22,31 @@ type meta struct {
 	temporal    bool // text mentions a date or relative time
 	hasVector   bool
 	thread      string
-	speaker     string // normalised "Name" of a "Name: text" memory, "" otherwise
-	question    bool   // text asks something (holds a question mark)
+	session     string
+	speaker     string // normalised Memory.Speaker (normSpeaker), "" when none
+	role        Role
 	words       uint16 // word count of the text (as the text index counts)
+	// prev and next link an episode to the episodes told just before and
+	// after it in the same thread and session (ids, 0 = none); written at
+	// ingest, followed by recall's spreading.
+	prev, next int64
 }
 
 // setText sets the fields derived from the memory's text.
 func (m *meta) setText(text string) {
 	m.temporal = temporalText().MatchString(text)
-	m.speaker = speakerOf(text)
-	m.question = strings.Contains(text, "?")
 	m.words = uint16(min(embed.CountWords(text), math.MaxUint16))
 }
+
+// chained reports whether m takes part in its thread's episode chain.
+func (m *meta) chained() bool { return m.kind == KindEpisode && m.thread != "" }
+
+// chainKey identifies the chain of a thread's session.
+func (m *meta) chainKey() string { return m.thread + "\x00" + m.session }
+
+// normSpeaker is the form speakers are compared in: the words of the name,
+// lower-cased (embed.Words), joined by single spaces.
+func normSpeaker(s string) string { return strings.Join(embed.Words(s), " ") }
 
 // index holds every memory's metadata and, for memories embedded with the
 // current model, an int8-quantised copy of its unit vector plus a sign-bit
@@ -52,10 +65,12 @@ type index struct {
 	slot  map[int64]int
 
 	speakers map[string]int // speaker → number of memories with that speaker
+	// last is the id of the latest episode of each chain (chainKey).
+	last map[string]int64
 }
 
 func newIndex(dims int) *index {
-	return &index{dims: dims, words: (dims + 63) / 64, slot: map[int64]int{}, speakers: map[string]int{}}
+	return &index{dims: dims, words: (dims + 63) / 64, slot: map[int64]int{}, speakers: map[string]int{}, last: map[string]int64{}}
 }
 
 func (x *index) len() int { return len(x.ids) }
@@ -71,14 +86,14 @@ func (x *index) put(id int64, m meta, vec []float32) {
 		x.q = append(x.q, make([]int8, x.dims)...)
 		x.scale = append(x.scale, 0)
 		x.sign = append(x.sign, make([]uint64, x.words)...)
-	} else {
-		x.dropSpeaker(x.metas[s].speaker)
-	}
-	if m.speaker != "" {
-		x.speakers[m.speaker]++
 	}
 	m.hasVector = len(vec) == x.dims
-	x.metas[s] = m
+	if ok {
+		x.setMeta(s, m)
+	} else {
+		x.setMeta(s, m)
+		x.link(id, s)
+	}
 	q := x.q[s*x.dims : (s+1)*x.dims]
 	sg := x.sign[s*x.words : (s+1)*x.words]
 	clear(sg)
@@ -95,6 +110,53 @@ func (x *index) put(id int64, m meta, vec []float32) {
 	}
 }
 
+// setMeta replaces slot s's metadata, keeping its chain links and the
+// speaker counts; a change of thread or session leaves the links as they
+// were (the episode stays where it was told).
+func (x *index) setMeta(s int, m meta) {
+	old := &x.metas[s]
+	x.dropSpeaker(old.speaker)
+	m.prev, m.next = old.prev, old.next
+	if m.speaker != "" {
+		x.speakers[m.speaker]++
+	}
+	x.metas[s] = m
+}
+
+// link appends a new episode (id at slot s) to its chain.
+func (x *index) link(id int64, s int) {
+	m := &x.metas[s]
+	if !m.chained() {
+		return
+	}
+	k := m.chainKey()
+	if p, ok := x.last[k]; ok {
+		if ps, ok := x.slot[p]; ok {
+			m.prev = p
+			x.metas[ps].next = id
+		}
+	}
+	x.last[k] = id
+}
+
+// unlink takes slot s out of its chain, joining its neighbours.
+func (x *index) unlink(id int64, s int) {
+	m := &x.metas[s]
+	if ps, ok := x.slot[m.prev]; ok && m.prev != 0 {
+		x.metas[ps].next = m.next
+	}
+	if ns, ok := x.slot[m.next]; ok && m.next != 0 {
+		x.metas[ns].prev = m.prev
+	}
+	if m.chained() && x.last[m.chainKey()] == id {
+		if m.prev != 0 {
+			x.last[m.chainKey()] = m.prev
+		} else {
+			delete(x.last, m.chainKey())
+		}
+	}
+}
+
 // remove deletes id by moving the last slot into its place.
 func (x *index) remove(id int64) {
 	s, ok := x.slot[id]
@@ -102,6 +164,7 @@ func (x *index) remove(id int64) {
 		return
 	}
 	x.dropSpeaker(x.metas[s].speaker)
+	x.unlink(id, s)
 	last := len(x.ids) - 1
 	if s != last {
 		x.ids[s] = x.ids[last]
@@ -272,14 +335,17 @@ func (x *index) cosine(a, b int) float32 {
 	return float32(dot8(x.q[a*d:(a+1)*d], x.q[b*d:(b+1)*d])) * x.scale[a] * x.scale[b]
 }
 
-// threadNeighbour returns the slot of the memory d places after (d < 0:
-// before) slot's memory in the same non-empty thread, or -1.
-func (x *index) threadNeighbour(slot, d int) int {
-	th := x.metas[slot].thread
-	if th == "" {
+// neighbour returns the slot of the episode told just after (forward) or
+// before slot's episode in the same thread and session, or -1.
+func (x *index) neighbour(slot int, forward bool) int {
+	id := x.metas[slot].prev
+	if forward {
+		id = x.metas[slot].next
+	}
+	if id == 0 {
 		return -1
 	}
-	if s, ok := x.slot[x.ids[slot]+int64(d)]; ok && x.metas[s].thread == th {
+	if s, ok := x.slot[id]; ok {
 		return s
 	}
 	return -1

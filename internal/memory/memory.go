@@ -45,10 +45,13 @@ const (
 	SourceHarvest      Source = "harvest"
 	SourceDream        Source = "dream"
 	SourceImport       Source = "import"
+	// SourceConversation marks the episodes written automatically for
+	// every exchange of a conversation (Service.RecordExchange).
+	SourceConversation Source = "conversation"
 )
 
 // Sources lists every valid Source.
-var Sources = []Source{SourceUserExplicit, SourceAgent, SourceHarvest, SourceDream, SourceImport}
+var Sources = []Source{SourceUserExplicit, SourceAgent, SourceHarvest, SourceDream, SourceImport, SourceConversation}
 
 // Valid reports whether s is one of Sources.
 func (s Source) Valid() bool {
@@ -59,6 +62,22 @@ func (s Source) Valid() bool {
 	}
 	return false
 }
+
+// Role says who said an episode's text in its conversation.
+type Role string
+
+// The roles of an episode.
+const (
+	// RoleUser: the person the assistant talks to (the message of an
+	// exchange).
+	RoleUser Role = "user"
+	// RoleAssistant: the one who replied (the assistant, or in an imported
+	// conversation between two people, the other person).
+	RoleAssistant Role = "assistant"
+)
+
+// Valid reports whether r is empty (not an utterance) or a known role.
+func (r Role) Valid() bool { return r == "" || r == RoleUser || r == RoleAssistant }
 
 // Memory is one long-term memory entry.
 type Memory struct {
@@ -75,7 +94,17 @@ type Memory struct {
 	LastAccess   *time.Time // nil when never recalled
 	EventTime    *time.Time // when the remembered thing happened, if known
 	Thread       string     // conversation thread it came from, if any
-	Embedding    []float32  // unit vector; nil for backends without vectors
+	// Session groups the episodes of one sitting of a thread (a day, a
+	// chat session); "" when unknown. Recall spreads relevance between
+	// neighbouring episodes of the same thread and session only.
+	Session string
+	// Speaker is who said an episode's text (a name as the channel gives
+	// it, or "assistant"); Role is their part in the exchange. Both are
+	// "" for memories that are not utterances. Recall boosts a memory
+	// whose speaker the query names.
+	Speaker   string
+	Role      Role
+	Embedding []float32 // unit vector; nil for backends without vectors
 }
 
 // Current reports whether m is valid at time at.
@@ -241,3 +270,6 @@ var (
 
 // MaxTextLen is the longest memory text accepted, in characters (runes).
 const MaxTextLen = 4000
+
+// MaxLabelLen is the longest Session or Speaker accepted, in characters.
+const MaxLabelLen = 200

@@ -15,8 +15,60 @@ import (
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
-// Recall runs hybrid retrieval; see doc.go for the scoring.
+// Recall runs hybrid retrieval; see doc.go for the scoring. Each numbered
+// phase of doc.go is one method of recallRun.
 func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
+	r, err := s.newRecallRun(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	r.textCandidates()
+	r.feedback()
+	r.vectorCandidates()
+	r.spread()
+	r.rescore()
+	out := r.top()
+	s.mu.RUnlock()
+	return s.materialise(ctx, out, q.Peek)
+}
+
+// cand is one candidate of a recall, kept by value and found by slot.
+type cand struct {
+	slot  int
+	fused float64
+	tr    int
+	vr    int
+	cos   float32
+	score float64
+}
+
+// recallRun is the state of one Recall while it holds the read lock.
+type recallRun struct {
+	s     *VectorStore
+	q     Query
+	tune  Tuning
+	text  string
+	limit int
+	nCand int
+	atNS  int64
+	qv    []float32 // nil: recall by words only
+	gen   uint64    // the index generation qv was embedded for
+	in    intent
+	when  period
+	bp    bm25
+
+	named map[string]bool // speakers the query names
+	skip  map[string]bool // their words, left out of the full-text query
+	hits  []textHit       // full-text candidates
+
+	byslot map[int]int // slot → index in cs
+	cs     []cand
+}
+
+// newRecallRun validates the query, embeds it (before any lock is taken)
+// and reads what the query asks for: intent and time span.
+func (s *VectorStore) newRecallRun(ctx context.Context, q Query) (*recallRun, error) {
 	text := strings.TrimSpace(q.Text)
 	if text == "" {
 		return nil, fmt.Errorf("recall: %w", ErrEmpty)
@@ -32,136 +84,178 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	if at.IsZero() {
 		at = s.now()
 	}
-	atNS := ns(at)
 	qv, gen := s.queryVector(ctx, text) // nil: recall by words only
-	nCand := max(s.tune.Candidates, limit)
-	in := detectIntent(text)
-	when := queryPeriod(text, at.Location())
+	tune := s.tuning()
+	nCand := max(tune.Candidates, limit)
+	return &recallRun{s: s, q: q, tune: tune, text: text, limit: limit, nCand: nCand, atNS: ns(at), qv: qv, gen: gen,
+		in: detectIntent(text), when: queryPeriod(text, at.Location()), bp: tune.bm25(),
+		byslot: make(map[int]int, 3*nCand), cs: make([]cand, 0, 3*nCand)}, nil
+}
 
-	type cand struct {
-		slot  int
-		fused float64
-		tr    int
-		vr    int
-		cos   float32
-		score float64
+// keep reports whether the memory at slot sl may be recalled by this query
+// (valid at its time, in its thread and kinds).
+func (r *recallRun) keep(sl int) bool {
+	m := &r.s.idx.metas[sl]
+	if !r.q.IncludeClosed && (m.validFrom > r.atNS || (m.validTo != 0 && m.validTo <= r.atNS)) {
+		return false
 	}
-	s.mu.RLock()
-	if gen != s.gen {
-		qv = nil // the index changed model since the query was embedded
+	if r.q.Thread != "" && m.thread != r.q.Thread {
+		return false
 	}
-	named := namedSpeakers(text, s.idx.speakers)
-	var skip map[string]bool
-	if s.tune.SkipNames {
-		skip = map[string]bool{}
-		for sp := range named {
+	return len(r.q.Kinds) == 0 || slices.Contains(r.q.Kinds, m.kind)
+}
+
+func (r *recallRun) keepID(id int64) bool {
+	sl, ok := r.s.idx.slot[id]
+	return ok && r.keep(sl)
+}
+
+// get returns the candidate for slot sl, adding it when new; the pointer is
+// valid until the next get.
+func (r *recallRun) get(sl int) *cand {
+	i, ok := r.byslot[sl]
+	if !ok {
+		i = len(r.cs)
+		r.byslot[sl] = i
+		r.cs = append(r.cs, cand{slot: sl})
+	}
+	return &r.cs[i]
+}
+
+// textCandidates is phase 1's full-text half: BM25 over the query's content
+// words, without the names of speakers it mentions when SkipNames is set.
+func (r *recallRun) textCandidates() {
+	r.named = namedSpeakers(r.text, r.s.idx.speakers)
+	if r.tune.SkipNames && len(r.named) > 0 {
+		r.skip = map[string]bool{}
+		for sp := range r.named {
 			for _, w := range strings.Fields(sp) {
-				skip[w] = true
+				r.skip[w] = true
 			}
 		}
 	}
-	keep := func(sl int) bool {
-		m := &s.idx.metas[sl]
-		if !q.IncludeClosed && (m.validFrom > atNS || (m.validTo != 0 && m.validTo <= atNS)) {
-			return false
-		}
-		if q.Thread != "" && m.thread != q.Thread {
-			return false
-		}
-		return len(q.Kinds) == 0 || slices.Contains(q.Kinds, m.kind)
-	}
-	// candidates by value, found by slot; a *cand from get is valid until
-	// the next get
-	byslot := make(map[int]int, 3*nCand)
-	cs := make([]cand, 0, 3*nCand)
-	get := func(sl int) *cand {
-		i, ok := byslot[sl]
-		if !ok {
-			i = len(cs)
-			byslot[sl] = i
-			cs = append(cs, cand{slot: sl})
-		}
-		return &cs[i]
-	}
-	keepID := func(id int64) bool {
-		sl, ok := s.idx.slot[id]
-		return ok && keep(sl)
-	}
-	bp := s.tune.bm25()
-	hits := s.text.search(text, skip, bp, nCand, keepID)
-	for i, h := range hits {
-		c := get(s.idx.slot[h.id])
+	r.hits = r.s.text.search(r.text, r.skip, r.bp, r.nCand, r.keepID)
+	for i, h := range r.hits {
+		c := r.get(r.s.idx.slot[h.id])
 		c.tr = i + 1
-		c.fused += s.tune.TextWeight / (s.tune.RRFK + float64(i+1))
+		c.fused += r.tune.TextWeight / (r.tune.RRFK + float64(i+1))
 	}
-	if s.tune.FeedbackWeight > 0 && len(hits) > 0 {
-		if qt := s.text.expand(text, skip, hits[:min(len(hits), s.tune.FeedbackDocs)], s.tune.FeedbackTerms); len(qt) > 0 {
-			for i, h := range s.text.scoreTerms(qt, bp, nCand, keepID) {
-				get(s.idx.slot[h.id]).fused += s.tune.FeedbackWeight / (s.tune.RRFK + float64(i+1))
-			}
-		}
+}
+
+// feedback is phase 2: a second full-text ranking whose query adds the
+// terms common in the best full-text matches.
+func (r *recallRun) feedback() {
+	if r.tune.FeedbackWeight <= 0 || len(r.hits) == 0 {
+		return
 	}
-	for i, h := range s.idx.search(qv, nCand, keep) {
-		c := get(h.slot)
+	qt := r.s.text.expand(r.text, r.skip, r.hits[:min(len(r.hits), r.tune.FeedbackDocs)], r.tune.FeedbackTerms)
+	if len(qt) == 0 {
+		return
+	}
+	for i, h := range r.s.text.scoreTerms(qt, r.bp, r.nCand, r.keepID) {
+		r.get(r.s.idx.slot[h.id]).fused += r.tune.FeedbackWeight / (r.tune.RRFK + float64(i+1))
+	}
+}
+
+// vectorCandidates is phase 1's vector half, fused as phase 3 describes.
+func (r *recallRun) vectorCandidates() {
+	for i, h := range r.s.idx.search(r.qv, r.nCand, r.keep) {
+		c := r.get(h.slot)
 		c.vr = i + 1
 		c.cos = h.cos
-		c.fused += s.tune.VectorWeight / (s.tune.RRFK + float64(i+1))
+		c.fused += r.tune.VectorWeight / (r.tune.RRFK + float64(i+1))
 	}
-	if s.tune.Spread > 0 {
-		n := len(cs)
-		own := make([]float64, n)
-		for i := range own {
-			own[i] = cs[i].fused
+}
+
+// spread is phase 4: relevance passed along the episode chains to the
+// episodes told just before and after each candidate.
+func (r *recallRun) spread() {
+	t := r.tune
+	if t.Spread <= 0 && t.AnswerSpread <= 0 {
+		return
+	}
+	n := len(r.cs)
+	own := make([]float64, n)
+	for i := range own {
+		own[i] = r.cs[i].fused
+	}
+	pass := func(nb int, w float64) {
+		if nb < 0 || !r.keep(nb) {
+			return
 		}
-		pass := func(nb int, w float64) {
-			if nb < 0 || !keep(nb) {
-				return
-			}
-			var o float64
-			if i, ok := byslot[nb]; ok && i < n {
-				o = own[i]
-			}
-			c := get(nb)
-			c.fused = max(c.fused, o+w)
+		var o float64
+		if i, ok := r.byslot[nb]; ok && i < n {
+			o = own[i]
 		}
-		for i, f := range own {
-			sl := cs[i].slot
-			fwd, back := s.tune.Spread, s.tune.Spread
-			if s.tune.AnswerSpread > 0 && s.idx.metas[sl].question {
-				fwd = s.tune.AnswerSpread
+		c := r.get(nb)
+		c.fused = max(c.fused, o+w)
+	}
+	idx := r.s.idx
+	for i, f := range own {
+		sl := r.cs[i].slot
+		fwd, back := t.Spread, t.Spread
+		if t.AnswerSpread > 0 {
+			fwd = t.AnswerSpread
+		}
+		prev, next := sl, sl
+		for range max(t.SpreadReach, 1) {
+			if next >= 0 {
+				nx := idx.neighbour(next, true)
+				// the reply by someone else inherits AnswerSpread
+				w := t.Spread
+				if nx >= 0 && idx.metas[nx].speaker != idx.metas[next].speaker {
+					w = fwd
+				}
+				pass(nx, w*f)
+				next = nx
 			}
-			for d := 1; d <= max(s.tune.SpreadReach, 1); d++ {
-				pass(s.idx.threadNeighbour(sl, d), fwd*f)
-				pass(s.idx.threadNeighbour(sl, -d), back*f)
-				fwd *= s.tune.Spread
-				back *= s.tune.Spread
+			if prev >= 0 {
+				prev = idx.neighbour(prev, false)
+				pass(prev, back*f)
 			}
+			f *= t.Spread
 		}
 	}
-	avgLen := s.text.avgLen()
-	for i := range cs {
-		c := &cs[i]
-		m := &s.idx.metas[c.slot]
-		c.score = s.tune.finalScore(c.fused, m, in, named, when, float64(max(m.words, 1))/avgLen, atNS)
+}
+
+// rescore is phase 5: the fused score times the boosts of doc.go.
+func (r *recallRun) rescore() {
+	avgLen := r.s.text.avgLen()
+	for i := range r.cs {
+		c := &r.cs[i]
+		m := &r.s.idx.metas[c.slot]
+		c.score = r.tune.finalScore(c.fused, m, r.in, r.named, r.when, float64(max(m.words, 1))/avgLen, r.atNS)
 	}
-	cands := cs
+}
+
+// top is phase 6's ranking: the best Limit candidates, ties by id, as
+// Scored values holding only the id (materialise reads the rest).
+func (r *recallRun) top() []Scored {
+	idx := r.s.idx
+	cands := r.cs
 	slices.SortFunc(cands, func(a, b cand) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
-		return cmp.Compare(s.idx.ids[a.slot], s.idx.ids[b.slot])
+		return cmp.Compare(idx.ids[a.slot], idx.ids[b.slot])
 	})
-	if len(cands) > limit {
-		cands = cands[:limit]
+	if len(cands) > r.limit {
+		cands = cands[:r.limit]
 	}
 	out := make([]Scored, len(cands))
-	ids := make([]int64, len(cands))
 	for i, c := range cands {
-		ids[i] = s.idx.ids[c.slot]
-		out[i] = Scored{Memory: Memory{ID: ids[i]}, Score: c.score, Fused: c.fused, TextRank: c.tr, VecRank: c.vr, Cosine: c.cos}
+		out[i] = Scored{Memory: Memory{ID: idx.ids[c.slot]}, Score: c.score, Fused: c.fused, TextRank: c.tr, VecRank: c.vr, Cosine: c.cos}
 	}
-	s.mu.RUnlock()
+	return out
+}
 
+// materialise reads the ranked memories from the database (dropping any
+// deleted meanwhile) and, unless peek, records an access to each.
+func (s *VectorStore) materialise(ctx context.Context, out []Scored, peek bool) ([]Scored, error) {
+	ids := make([]int64, len(out))
+	for i, sc := range out {
+		ids[i] = sc.ID
+	}
 	rows, err := s.fetch(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("recall: %w", err)
@@ -176,7 +270,7 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 		sc.Memory = m
 		res = append(res, sc)
 	}
-	if !q.Peek && len(res) > 0 {
+	if !peek && len(res) > 0 {
 		got := make([]int64, len(res))
 		for i, r := range res {
 			got[i] = r.ID

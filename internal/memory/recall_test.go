@@ -2,8 +2,12 @@ package memory
 
 import (
 	"context"
+	"errors"
+	"math"
 	"testing"
 	"time"
+
+	"github.com/reverie-ai/reverie/internal/embed"
 )
 
 func TestQueryPeriod(t *testing.T) {
@@ -69,15 +73,18 @@ func TestRecallPrefersNamedDate(t *testing.T) {
 func TestRecallReplyToMatchingQuestion(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newStore(t)
-	const th = "chat"
-	ids := seed(t, s,
-		Memory{Text: "Ana: I cooked all weekend, the kitchen is a mess", Thread: th},
-		Memory{Text: "Ben: Nice! Which dish turned out best in the end?", Thread: th},
-		Memory{Text: "Ana: A lemon risotto, creamy and bright", Thread: th},
-		Memory{Text: "Ana: Thanks, talk soon", Thread: th},
-		Memory{Text: "Ana: I picked up a new cookbook at the market", Thread: th},
-		Memory{Text: "Ben: The market was crowded today", Thread: th},
-	)
+	say := func(who string, role Role, text string) Utterance { return Utterance{Speaker: who, Role: role, Text: text} }
+	ids, err := RecordExchange(ctx, s, Exchange{Thread: "chat", Session: "1", Said: []Utterance{
+		say("Ana", RoleUser, "I cooked all weekend, the kitchen is a mess"),
+		say("Ben", RoleAssistant, "Nice! Which dish turned out best in the end?"),
+		say("Ana", RoleUser, "A lemon risotto, creamy and bright"),
+		say("Ana", RoleUser, "Thanks, talk soon"),
+		say("Ana", RoleUser, "I picked up a new cookbook at the market"),
+		say("Ben", RoleAssistant, "The market was crowded today"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, err := s.Recall(ctx, Query{Text: "which dish turned out best for Ana?", Peek: true, Limit: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -90,5 +97,106 @@ func TestRecallReplyToMatchingQuestion(t *testing.T) {
 	// matches, and ranks above what merely precedes the question
 	if pos[ids[2]] == 0 || (pos[ids[0]] != 0 && pos[ids[0]] < pos[ids[2]]) {
 		t.Fatalf("Recall = %q: the answer to the matching question should rank above the memory before it", texts(got))
+	}
+}
+
+// Ranking features key on stored fields: a fact written "Note: …" has no
+// speaker, an episode's speaker is its column, and spreading follows the
+// episodes of one session only.
+func TestRecallKeysOnStoredFields(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	fact := seed(t, s, Memory{Text: "Ana: the garden needs watering twice a week"})[0]
+	ep, err := RecordExchange(ctx, s, Exchange{Thread: "chat", Session: "2", Said: []Utterance{
+		{Speaker: "Ana", Role: RoleUser, Text: "The garden needs watering every evening now"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Recall(ctx, Query{Text: "what did Ana say about watering the garden", Peek: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 2 || got[0].ID != ep[0] {
+		t.Fatalf("Recall = %q: the episode Ana said should come before the fact written %q", texts(got), "Ana: …")
+	}
+	if got[0].Speaker != "Ana" || got[0].Role != RoleUser || got[0].Session != "2" || got[0].Kind != KindEpisode || got[0].Source != SourceConversation {
+		t.Errorf("episode read back as %+v", got[0].Memory)
+	}
+	m, err := s.Get(ctx, fact)
+	if err != nil || m.Speaker != "" {
+		t.Errorf("fact %+v (%v): no speaker is read from its text", m, err)
+	}
+
+	// sessions: relevance does not spread across them
+	a, err := RecordExchange(ctx, s, Exchange{Thread: "t2", Session: "a", Said: []Utterance{{Role: RoleUser, Text: "which kayak should I rent on the lake"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := RecordExchange(ctx, s, Exchange{Thread: "t2", Session: "b", Said: []Utterance{{Role: RoleAssistant, Text: "Bring sunscreen tomorrow"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Recall(ctx, Query{Text: "kayak lake", Peek: true, Kinds: []Kind{KindEpisode}, Thread: "t2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got {
+		if r.ID != b[0] {
+			continue
+		}
+		own := 0.0
+		if r.VecRank > 0 {
+			own = DefaultTuning.VectorWeight / (DefaultTuning.RRFK + float64(r.VecRank))
+		}
+		if math.Abs(r.Fused-own) > 1e-9 {
+			t.Fatalf("the next session's episode has fused %v, own %v: it was reached by spreading", r.Fused, own)
+		}
+	}
+	if len(got) == 0 || got[0].ID != a[0] {
+		t.Fatalf("Recall = %q", texts(got))
+	}
+}
+
+func TestRecordExchange(t *testing.T) {
+	ctx := context.Background()
+	s, clk, path := newStore(t)
+	at := time.Date(2026, 2, 3, 9, 30, 0, 0, time.UTC)
+	for i := range 2 {
+		ids, err := RecordExchange(ctx, s, Exchange{Thread: "web:x", Session: SessionOf(at, nil), At: at, Said: []Utterance{
+			{Role: RoleUser, Text: "Thanks!"},
+			{Role: RoleAssistant, Text: "  "},
+			{Role: RoleAssistant, Text: "You are welcome."},
+		}})
+		if err != nil || len(ids) != 2 {
+			t.Fatalf("round %d: ids %v, %v", i, ids, err)
+		}
+	}
+	// the same words said twice are two episodes; a fact with them is still one
+	n, _ := s.Count(ctx, false)
+	if n != 4 {
+		t.Errorf("%d memories, want 4 episodes", n)
+	}
+	f1 := seed(t, s, Memory{Text: "Thanks!"})[0]
+	f2 := seed(t, s, Memory{Text: "thanks"})[0]
+	if f1 != f2 {
+		t.Errorf("facts with equal text stored twice (%d, %d)", f1, f2)
+	}
+	ids, err := RecordExchange(ctx, s, Exchange{Thread: "web:x", Said: []Utterance{
+		{Role: RoleUser, Text: "my key is sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"},
+		{Role: RoleAssistant, Text: "Please do not paste keys here."},
+	}})
+	if !errors.Is(err, ErrSecret) || len(ids) != 1 {
+		t.Errorf("secret: ids %v, err %v; want the reply stored and ErrSecret", ids, err)
+	}
+	if _, err := RecordExchange(ctx, s, Exchange{Said: []Utterance{{Role: "narrator", Text: "x"}}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown role: %v", err)
+	}
+	// links survive a reopen of the store
+	s.Shutdown(ctx)
+	s2 := openStore(t, path, embed.NewOffline(0), clk)
+	got, err := s2.Recall(ctx, Query{Text: "welcome", Peek: true, Kinds: []Kind{KindEpisode}})
+	if err != nil || len(got) == 0 || got[0].Session != "2026-02-03" || got[0].EventTime == nil || !got[0].EventTime.Equal(at) {
+		t.Fatalf("after reopen: %+v %v", got, err)
 	}
 }

@@ -376,21 +376,23 @@ func (s *VectorStore) switchModel(ctx context.Context) error {
 // such a vector.
 func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*index, *textIndex, int, error) {
 	idx, text := newIndex(dims), newTextIndex()
+	// in id order, so each thread's episodes are linked in the order told
 	stale, wrongDims := 0, 0
 	err := sqlite.Each(ctx, s.db, func(rows *sql.Rows) error {
 		var (
 			id                     int64
 			txt, kind, thr, mmodel string
+			session, speaker, role string
 			created, from          int64
 			to, last, event        sql.NullInt64
 			count                  int32
 			blob                   []byte
 		)
-		if err := rows.Scan(&id, &txt, &kind, &created, &from, &to, &count, &last, &event, &thr, &blob, &mmodel); err != nil {
+		if err := rows.Scan(&id, &txt, &kind, &created, &from, &to, &count, &last, &event, &thr, &session, &speaker, &role, &blob, &mmodel); err != nil {
 			return err
 		}
 		m := meta{kind: Kind(kind), createdAt: created, validFrom: from, validTo: to.Int64, eventTime: event.Int64,
-			lastAccess: last.Int64, accessCount: count, thread: thr}
+			lastAccess: last.Int64, accessCount: count, thread: thr, session: session, speaker: normSpeaker(speaker), role: Role(role)}
 		m.setText(txt)
 		var v []float32
 		if mmodel == model && blob != nil {
@@ -409,7 +411,7 @@ func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*i
 		idx.put(id, m, v)
 		text.put(id, txt)
 		return nil
-	}, `SELECT id, text, kind, created_at, valid_from, valid_to, access_count, last_access, event_time, thread, embedding, embed_model FROM memories`)
+	}, `SELECT id, text, kind, created_at, valid_from, valid_to, access_count, last_access, event_time, thread, session, speaker, role, embedding, embed_model FROM memories ORDER BY id`)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("load memory index: %w", err)
 	}

@@ -22,12 +22,15 @@ type Tuning struct {
 	StrengthBoost float64 // max relative boost for a strongly retained memory
 	StrengthDays  float64 // base stability S0 of the Ebbinghaus curve, days
 	IntentBoost   float64 // relative boost for a memory matching the query intent
-	// SpeakerBoost multiplies the score of a "Name: …" memory whose speaker
+	// EpisodeStrengthDays replaces StrengthDays for episodes: what was
+	// said in passing fades faster than a fact (0: StrengthDays).
+	EpisodeStrengthDays float64
+	// SpeakerBoost multiplies the score of a memory whose stored speaker
 	// the query names (1 + SpeakerBoost).
 	SpeakerBoost float64
-	// Spread is the share of a memory's score passed to its neighbours in the
-	// same thread (the memories added just before and after it), so an answer
-	// is found through the question that preceded it.
+	// Spread is the share of an episode's score passed to its neighbours in
+	// its thread's session (the episodes told just before and after it), so
+	// an answer is found through the question that preceded it.
 	Spread float64
 	// FeedbackWeight is the weight of a second full-text ranking whose query
 	// adds FeedbackTerms terms common in the FeedbackDocs best matches
@@ -45,9 +48,9 @@ type Tuning struct {
 	// and length normalisation; zero means the textbook 1.2 and 0.75.
 	BM25K1 float64
 	BM25B  float64
-	// AnswerSpread, when set, replaces Spread for the memories that follow
-	// one asking a question (a text with "?"): the reply is likely the
-	// answer, so it inherits more of the question's relevance.
+	// AnswerSpread, when set, replaces Spread for the episode that follows
+	// another by a different speaker: a reply inherits more of the
+	// relevance of what it answers.
 	AnswerSpread float64
 	// DateBoost multiplies the score of a memory dated (event time, else
 	// creation time) within the time the query names ("in July 2023", "on
@@ -60,6 +63,14 @@ type Tuning struct {
 	// word count relative to the average: short memories ("Thanks, see you
 	// soon!") rarely hold what is asked for.
 	LengthPrior float64
+}
+
+// strengthDays is the base stability of memories of kind k.
+func (t Tuning) strengthDays(k Kind) float64 {
+	if k == KindEpisode && t.EpisodeStrengthDays > 0 {
+		return t.EpisodeStrengthDays
+	}
+	return t.StrengthDays
 }
 
 func (t Tuning) bm25() bm25 {
@@ -75,27 +86,28 @@ func (t Tuning) bm25() bm25 {
 
 // DefaultTuning is tuned on LoCoMo retrieval with the offline embedder.
 var DefaultTuning = Tuning{
-	RRFK:           20,
-	TextWeight:     1,
-	VectorWeight:   0.15,
-	Candidates:     100,
-	RecencyBoost:   0.1,
-	RecencyDays:    30,
-	StrengthBoost:  0.1,
-	StrengthDays:   7,
-	IntentBoost:    0.15,
-	SpeakerBoost:   1.5,
-	Spread:         0.5,
-	SpreadReach:    2,
-	FeedbackWeight: 0.3,
-	FeedbackDocs:   8,
-	FeedbackTerms:  5,
-	SkipNames:      true,
-	BM25B:          0.5,
-	AnswerSpread:   0.85,
-	DateBoost:      3,
-	DateSlackDays:  3,
-	LengthPrior:    0.2,
+	RRFK:                20,
+	TextWeight:          1,
+	VectorWeight:        0.15,
+	Candidates:          100,
+	RecencyBoost:        0.1,
+	RecencyDays:         30,
+	StrengthBoost:       0.1,
+	StrengthDays:        7,
+	EpisodeStrengthDays: 2,
+	IntentBoost:         0.15,
+	SpeakerBoost:        1.5,
+	Spread:              0.5,
+	SpreadReach:         2,
+	FeedbackWeight:      0.3,
+	FeedbackDocs:        8,
+	FeedbackTerms:       5,
+	SkipNames:           true,
+	BM25B:               0.5,
+	AnswerSpread:        0.85,
+	DateBoost:           3,
+	DateSlackDays:       3,
+	LengthPrior:         0.2,
 }
 
 // intent is what kind of memory a query asks for.
@@ -181,22 +193,6 @@ func recency(m *meta, at int64, days float64) float64 {
 	return math.Exp(-age / days)
 }
 
-var speakerPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([\p{Lu}][\p{L}\p{N}'’.\- ]{0,40}?):\s`) })
-
-// speakerOf returns the normalised speaker of a "Name: text" memory (one to
-// four words, capitalised), or "".
-func speakerOf(text string) string {
-	m := speakerPrefix().FindStringSubmatch(text)
-	if m == nil {
-		return ""
-	}
-	w := embed.Words(m[1])
-	if len(w) == 0 || len(w) > 4 {
-		return ""
-	}
-	return strings.Join(w, " ")
-}
-
 // namedSpeakers returns which of the known speakers the query mentions.
 // Speakers are one to four words, so the query's word n-grams (n ≤ 4) are
 // looked up: the cost follows the query's length, not the number of
@@ -228,7 +224,7 @@ func (t Tuning) finalScore(fused float64, m *meta, in intent, named map[string]b
 	maxFused := (t.TextWeight + t.VectorWeight) / (t.RRFK + 1)
 	rel := fused / maxFused
 	boost := 1 + t.RecencyBoost*recency(m, at, t.RecencyDays) +
-		t.StrengthBoost*retention(m, at, t.StrengthDays) +
+		t.StrengthBoost*retention(m, at, t.strengthDays(m.kind)) +
 		t.IntentBoost*intentMatch(in, m)
 	if m.speaker != "" && named[m.speaker] {
 		boost *= 1 + t.SpeakerBoost

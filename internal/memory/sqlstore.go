@@ -13,7 +13,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	vec "github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/sqlite"
@@ -42,7 +44,7 @@ type VectorStore struct {
 	emb   vec.Embedder // the configured model: new vectors are made with it
 	now   func() time.Time
 	log   *slog.Logger
-	tune  Tuning
+	tune  atomic.Pointer[Tuning]
 	model string // emb.ID()
 
 	writeMu sync.Mutex // serialises write transactions with their index update
@@ -85,7 +87,8 @@ func OpenVectorMigrating(ctx context.Context, db *sql.DB, e vec.Embedder, prev P
 	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
-	s := &VectorStore{db: db, emb: e, now: now, log: log, tune: tune, model: e.ID()}
+	s := &VectorStore{db: db, emb: e, now: now, log: log, model: e.ID()}
+	s.SetTuning(tune)
 	if err := s.chooseServing(ctx, prev); err != nil {
 		return nil, err
 	}
@@ -101,7 +104,13 @@ func OpenVectorMigrating(ctx context.Context, db *sql.DB, e vec.Embedder, prev P
 	return s, nil
 }
 
-const selectCols = `id, text, kind, source, created_at, updated_at, valid_from, valid_to, access_count, last_access, event_time, thread, superseded_by`
+// SetTuning replaces the retrieval parameters for the recalls that start
+// after it (the evaluation tries several on one ingested store).
+func (s *VectorStore) SetTuning(t Tuning) { s.tune.Store(&t) }
+
+func (s *VectorStore) tuning() Tuning { return *s.tune.Load() }
+
+const selectCols = `id, text, kind, source, created_at, updated_at, valid_from, valid_to, access_count, last_access, event_time, thread, superseded_by, session, speaker, role`
 
 func ns(t time.Time) int64 { return t.UTC().UnixNano() }
 
@@ -140,6 +149,14 @@ func prepare(m *Memory) error {
 	}
 	if !m.Source.Valid() {
 		return fmt.Errorf("%w: unknown source %q", ErrInvalid, m.Source)
+	}
+	if !m.Role.Valid() {
+		return fmt.Errorf("%w: unknown role %q", ErrInvalid, m.Role)
+	}
+	m.Speaker = strings.Join(strings.Fields(m.Speaker), " ")
+	m.Session = strings.TrimSpace(m.Session)
+	if utf8.RuneCountInString(m.Speaker) > MaxLabelLen || utf8.RuneCountInString(m.Session) > MaxLabelLen {
+		return fmt.Errorf("%w: session or speaker longer than %d characters", ErrInvalid, MaxLabelLen)
 	}
 	return nil
 }
@@ -184,7 +201,7 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 	var fresh []added
 	err = sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
 		fresh = fresh[:0]
-		find, err := tx.PrepareContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL`)
+		find, err := tx.PrepareContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND kind <> 'episode'`)
 		if err != nil {
 			return err
 		}
@@ -200,9 +217,11 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 		}
 		defer bump.Close()
 		for i, m := range ms {
-			norm := normalise(m.Text)
 			var id int64
-			err := find.QueryRowContext(ctx, norm).Scan(&id)
+			err := sql.ErrNoRows // every utterance is its own episode
+			if m.Kind != KindEpisode {
+				err = find.QueryRowContext(ctx, normalise(m.Text)).Scan(&id)
+			}
 			switch {
 			case err == nil:
 				if _, err := bump.ExecContext(ctx, ns(now), id); err != nil {
@@ -235,7 +254,7 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 }
 
 const insertSQL = `INSERT INTO memories (text, norm, kind, source, created_at, updated_at, valid_from, event_time, thread,
-	access_count, last_access, embedding, embed_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	session, speaker, role, access_count, last_access, embedding, embed_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insert adds m (prepared) as a new row through ins (a prepared insertSQL)
 // created at now, valid from m.ValidFrom (now when zero), with m's access
@@ -251,7 +270,7 @@ func (s *VectorStore) insert(ctx context.Context, ins *sql.Stmt, m Memory, v []f
 		blob = vec.Encode(v)
 	}
 	res, err := ins.ExecContext(ctx, m.Text, normalise(m.Text), string(m.Kind), string(m.Source), ns(now), ns(now), ns(from),
-		nullNS(m.EventTime), m.Thread, m.AccessCount, nullNS(m.LastAccess), blob, s.model)
+		nullNS(m.EventTime), m.Thread, m.Session, m.Speaker, string(m.Role), m.AccessCount, nullNS(m.LastAccess), blob, s.model)
 	if err != nil {
 		return 0, meta{}, err
 	}
@@ -260,7 +279,8 @@ func (s *VectorStore) insert(ctx context.Context, ins *sql.Stmt, m Memory, v []f
 		return 0, meta{}, err
 	}
 	mt := meta{kind: m.Kind, createdAt: ns(now), validFrom: ns(from), eventTime: nullNS(m.EventTime).Int64,
-		lastAccess: nullNS(m.LastAccess).Int64, accessCount: int32(m.AccessCount), thread: m.Thread}
+		lastAccess: nullNS(m.LastAccess).Int64, accessCount: int32(m.AccessCount), thread: m.Thread,
+		session: m.Session, speaker: normSpeaker(m.Speaker), role: m.Role}
 	mt.setText(m.Text)
 	return id, mt, nil
 }
@@ -269,15 +289,15 @@ func (s *VectorStore) insert(ctx context.Context, ins *sql.Stmt, m Memory, v []f
 func scanMemory(sc interface{ Scan(...any) error }, extra ...any) (Memory, error) {
 	var (
 		m                      Memory
-		kind, source           string
+		kind, source, role     string
 		created, updated, from int64
 		to, last, event, succ  sql.NullInt64
 	)
-	dest := append([]any{&m.ID, &m.Text, &kind, &source, &created, &updated, &from, &to, &m.AccessCount, &last, &event, &m.Thread, &succ}, extra...)
+	dest := append([]any{&m.ID, &m.Text, &kind, &source, &created, &updated, &from, &to, &m.AccessCount, &last, &event, &m.Thread, &succ, &m.Session, &m.Speaker, &role}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return Memory{}, err
 	}
-	m.Kind, m.Source, m.SupersededBy = Kind(kind), Source(source), succ.Int64
+	m.Kind, m.Source, m.SupersededBy, m.Role = Kind(kind), Source(source), succ.Int64, Role(role)
 	m.CreatedAt, m.UpdatedAt, m.ValidFrom = fromNS(created), fromNS(updated), fromNS(from)
 	m.ValidTo, m.LastAccess, m.EventTime = fromNull(to), fromNull(last), fromNull(event)
 	return m, nil
@@ -344,8 +364,8 @@ func (s *VectorStore) Update(ctx context.Context, m Memory) (int64, error) {
 			return err
 		}
 		var other int64
-		err := tx.QueryRowContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND id <> ?`, normalise(m.Text), m.ID).Scan(&other)
-		if err == nil {
+		err := tx.QueryRowContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND id <> ? AND kind <> 'episode'`, normalise(m.Text), m.ID).Scan(&other)
+		if err == nil && m.Kind != KindEpisode {
 			return fmt.Errorf("%w (memory %d)", ErrDuplicate, other)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -389,8 +409,8 @@ func (s *VectorStore) updateInPlace(ctx context.Context, m Memory) error {
 		if err := currentIn(ctx, tx, m.ID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE memories SET kind = ?, source = ?, event_time = ?, thread = ?, updated_at = ? WHERE id = ?`,
-			string(m.Kind), string(m.Source), nullNS(m.EventTime), m.Thread, ns(s.now()), m.ID)
+		_, err := tx.ExecContext(ctx, `UPDATE memories SET kind = ?, source = ?, event_time = ?, thread = ?, session = ?, speaker = ?, role = ?, updated_at = ? WHERE id = ?`,
+			string(m.Kind), string(m.Source), nullNS(m.EventTime), m.Thread, m.Session, m.Speaker, string(m.Role), ns(s.now()), m.ID)
 		return err
 	})
 	if err != nil {
@@ -398,8 +418,9 @@ func (s *VectorStore) updateInPlace(ctx context.Context, m Memory) error {
 	}
 	s.mu.Lock()
 	if sl, ok := s.idx.slot[m.ID]; ok {
-		mt := &s.idx.metas[sl]
-		mt.kind, mt.eventTime, mt.thread = m.Kind, nullNS(m.EventTime).Int64, m.Thread
+		mt := s.idx.metas[sl]
+		mt.kind, mt.eventTime, mt.thread, mt.session, mt.speaker, mt.role = m.Kind, nullNS(m.EventTime).Int64, m.Thread, m.Session, normSpeaker(m.Speaker), m.Role
+		s.idx.setMeta(sl, mt)
 	}
 	s.mu.Unlock()
 	return nil
@@ -622,14 +643,14 @@ type queryer interface {
 func lookupText(ctx context.Context, q queryer, text string) (int64, EnsureOutcome, error) {
 	norm := normalise(text)
 	var id int64
-	err := q.QueryRowContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL`, norm).Scan(&id)
+	err := q.QueryRowContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND kind <> 'episode'`, norm).Scan(&id)
 	if err == nil {
 		return id, EnsurePresent, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return 0, "", err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT id, text FROM memories WHERE norm = ? AND valid_to IS NOT NULL ORDER BY valid_to DESC, id DESC`, norm)
+	rows, err := q.QueryContext(ctx, `SELECT id, text FROM memories WHERE norm = ? AND valid_to IS NOT NULL AND kind <> 'episode' ORDER BY valid_to DESC, id DESC`, norm)
 	if err != nil {
 		return 0, "", err
 	}
