@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,7 +30,7 @@ func newEvalCmd(g *globalFlags, env []string) *cobra.Command {
 func newEvalLoCoMoCmd(g *globalFlags, env []string) *cobra.Command {
 	var data, ks, embedding string
 	var dims int
-	var asJSON bool
+	var asJSON, cv, fit bool
 	cmd := &cobra.Command{
 		Use:   "locomo --data FILE",
 		Short: "Memory recall@k on a LoCoMo-format file",
@@ -40,7 +41,11 @@ ask every question and report recall@k = |gold ∩ top-k| / |gold|, averaged per
 categories 1–4. Uses the offline embedder (no network, no data dir) unless --embedding names a model:
 BACKEND/MODEL of models.backends in the config file (an openai or ollama backend, as for
 memory.embedding.model), or ollama/MODEL (OLLAMA_HOST, else 127.0.0.1:11434) or openai/MODEL
-(OPENAI_BASE_URL, OPENAI_API_KEY) when no backend has that name.`,
+(OPENAI_BASE_URL, OPENAI_API_KEY) when no backend has that name.
+
+With --cv, leave-one-conversation-out: for each conversation every retrieval weight is
+chosen (coordinate search from a neutral start) on the other conversations and the held-out
+one is scored with them; the figures pool the held-out questions of every fold.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if data == "" {
@@ -75,7 +80,41 @@ memory.embedding.model), or ollama/MODEL (OLLAMA_HOST, else 127.0.0.1:11434) or 
 					}
 				}
 			}
-			rep, err := eval.LoCoMo(cmd.Context(), f, opts)
+			convs, err := eval.ParseLoCoMo(f)
+			if err != nil {
+				return err
+			}
+			if fit {
+				t, score, err := eval.FitAll(cmd.Context(), convs, opts)
+				if err != nil {
+					return err
+				}
+				b, err := json.Marshal(struct {
+					Recall10 float64            `json:"recall@10"`
+					Tuning   map[string]float64 `json:"tuning"`
+				}{score, eval.Knobs(t)})
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return err
+			}
+			if cv {
+				rep, err := eval.CrossValidate(cmd.Context(), convs, opts)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					b, err := rep.MarshalJSON()
+					if err != nil {
+						return err
+					}
+					_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+					return err
+				}
+				return rep.WriteTable(cmd.OutOrStdout())
+			}
+			rep, err := eval.Run(cmd.Context(), convs, opts)
 			if err != nil {
 				return err
 			}
@@ -94,6 +133,8 @@ memory.embedding.model), or ollama/MODEL (OLLAMA_HOST, else 127.0.0.1:11434) or 
 	cmd.Flags().StringVar(&ks, "k", "1,5,10,25", "recall cut-offs, comma-separated")
 	cmd.Flags().StringVar(&embedding, "embedding", "", "embedding model BACKEND/MODEL instead of the offline embedder")
 	cmd.Flags().IntVar(&dims, "embedding-dimensions", 0, "vector size to ask the --embedding model for (0: its own, asked with one call)")
+	cmd.Flags().BoolVar(&cv, "cv", false, "cross-validate: choose the weights on the other conversations, score each held-out one")
+	cmd.Flags().BoolVar(&fit, "fit", false, "choose the weights on all the conversations and print them as JSON (for memory.DefaultTuning)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"overall":{"recall@1":…},"by_category":{…},"questions":N}`)
 	return cmd
 }

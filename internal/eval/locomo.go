@@ -350,6 +350,7 @@ type ingested struct {
 	db    *sql.DB
 	store *memory.VectorStore
 	byID  map[int64][]string // memory id → dialogue ids
+	memo  map[string]*tally  // recall@10 per tuning (cross-validation)
 }
 
 // ingest stores c's turns through memory.RecordExchange, the path the
@@ -406,7 +407,8 @@ func (g *ingested) score(ctx context.Context, tune memory.Tuning, t *tally, trac
 			t.skipped++
 			continue
 		}
-		res, err := g.store.Recall(ctx, memory.Query{Text: qa.Question, Limit: maxK, Peek: true})
+		// Rank is Recall's ranking without reading the rows back
+		res, err := g.store.Rank(ctx, memory.Query{Text: qa.Question, Limit: maxK, Peek: true})
 		if err != nil {
 			return fmt.Errorf("recall %q: %w", qa.Question, err)
 		}

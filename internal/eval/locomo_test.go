@@ -169,3 +169,12 @@ func TestLoCoMoDevSplit(t *testing.T) {
 		t.Errorf("recall@10 over categories 1-4 = %.2f, want ≥ 66", rep.Overall[10])
 	}
 }
+
+func openDevSplitB(b *testing.B) *os.File {
+	f, err := os.Open("/work/shared/data/locomo/locomo-dev.json")
+	if err != nil {
+		b.Skip(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
+}

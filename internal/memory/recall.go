@@ -22,15 +22,31 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
+	out := r.rank()
+	return s.materialise(ctx, out, q.Peek)
+}
+
+// Rank is Recall without reading the memories: the ranked ids with their
+// scores (Scored.Memory holds only the ID), no access recorded. The
+// evaluation and the debug panel use it.
+func (s *VectorStore) Rank(ctx context.Context, q Query) ([]Scored, error) {
+	r, err := s.newRecallRun(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return r.rank(), nil
+}
+
+// rank runs the phases under the index read lock.
+func (r *recallRun) rank() []Scored {
+	r.s.mu.RLock()
+	defer r.s.mu.RUnlock()
 	r.textCandidates()
 	r.feedback()
 	r.vectorCandidates()
 	r.spread()
 	r.rescore()
-	out := r.top()
-	s.mu.RUnlock()
-	return s.materialise(ctx, out, q.Peek)
+	return r.top()
 }
 
 // cand is one candidate of a recall, kept by value and found by slot.

@@ -73,7 +73,9 @@ func TestRecallPrefersNamedDate(t *testing.T) {
 func TestRecallReplyToMatchingQuestion(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newStore(t)
-	say := func(who string, role Role, text string) Utterance { return Utterance{Speaker: who, Role: role, Text: text} }
+	say := func(who string, role Role, text string) Utterance {
+		return Utterance{Speaker: who, Role: role, Text: text}
+	}
 	ids, err := RecordExchange(ctx, s, Exchange{Thread: "chat", Session: "1", Said: []Utterance{
 		say("Ana", RoleUser, "I cooked all weekend, the kitchen is a mess"),
 		say("Ben", RoleAssistant, "Nice! Which dish turned out best in the end?"),

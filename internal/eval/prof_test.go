@@ -1,0 +1,26 @@
+package eval
+
+import (
+	"context"
+	"testing"
+)
+
+func BenchmarkScoreConversation(b *testing.B) {
+	f := openDevSplitB(b)
+	convs, err := ParseLoCoMo(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	g, err := ingest(ctx, convs[0], Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.close(ctx)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := objective(ctx, []*ingested{g}, NeutralTuning()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
