@@ -100,6 +100,13 @@ type Publisher interface {
 	Publish(ctx context.Context, topic string, payload any) error
 }
 
+// Episodes stores a finished exchange — the user's message and the reply —
+// as episode memories, with no model call (the app's adapter over
+// memory.Service.RecordExchange).
+type Episodes interface {
+	RecordEpisodes(ctx context.Context, thread chat.ThreadID, message, reply string, at time.Time) error
+}
+
 // Options configure an Agent.
 type Options struct {
 	// Conversations stores threads (required).
@@ -146,6 +153,10 @@ type Options struct {
 	Interactions InteractionLog
 	// Events receives turn.completed / turn.failed (nil: not published).
 	Events Publisher
+	// Episodes, when set, stores every answered user turn of a
+	// user-facing thread (never a sub-session's, a system event's or a
+	// seed's) as episode memories.
+	Episodes Episodes
 	// Secrets are redacted from a failed turn's error and error reply
 	// before anything records, stores or delivers them (nil: none).
 	Secrets *redact.Secrets
@@ -665,6 +676,9 @@ func (a *Agent) finish(ctx context.Context, in Input, start time.Time, res Resul
 		entries = append(entries, e)
 	}
 	a.logInteractions(ctx, entries...)
+	if err == nil {
+		a.recordEpisodes(ctx, in, start, res)
+	}
 
 	if a.o.Events == nil {
 		return
@@ -689,6 +703,19 @@ func (a *Agent) finish(ctx context.Context, in Input, start time.Time, res Resul
 	}
 	if err != nil {
 		a.log.Warn("could not publish the turn event", "thread", in.Thread, "err", err)
+	}
+}
+
+// recordEpisodes stores an answered user turn as episodes; a failure is
+// logged and never fails the turn.
+func (a *Agent) recordEpisodes(ctx context.Context, in Input, start time.Time, res Result) {
+	if a.o.Episodes == nil || in.Kind != KindUser || in.Thread.IsSubSession() || strings.TrimSpace(in.Text) == "" {
+		return
+	}
+	ectx, cancel := a.saveContext(ctx)
+	defer cancel()
+	if err := a.o.Episodes.RecordEpisodes(ectx, in.Thread, in.Text, res.Reply, start); err != nil {
+		a.log.Warn("could not store the turn as episodes", "thread", in.Thread, "err", err)
 	}
 }
 

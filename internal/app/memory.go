@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/memory"
@@ -160,4 +162,25 @@ func (a *App) contextProviders() []extension.ContextProvider {
 		out = append(out, a.memoryContext)
 	}
 	return out
+}
+
+// episodes is the agent's episode writer, nil when memory.episodes is off.
+func (a *App) episodes(loc *time.Location) agent.Episodes {
+	if !a.Config.Memory.Episodes || a.Memory == nil || a.Memory.Flat() {
+		return nil
+	}
+	return episodeWriter{mem: a.Memory, loc: loc}
+}
+
+// episodeWriter stores an answered turn as two episodes of the thread's
+// session of that day.
+type episodeWriter struct {
+	mem *memory.Service
+	loc *time.Location
+}
+
+func (w episodeWriter) RecordEpisodes(ctx context.Context, thread chat.ThreadID, message, reply string, at time.Time) error {
+	_, err := w.mem.RecordExchange(ctx, memory.Exchange{Thread: string(thread), Session: memory.SessionOf(at, w.loc), At: at,
+		Said: []memory.Utterance{{Role: memory.RoleUser, Text: message}, {Speaker: "assistant", Role: memory.RoleAssistant, Text: reply}}})
+	return err
 }

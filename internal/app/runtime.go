@@ -110,6 +110,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		ContextProviders: a.contextProviders(),
 		MoreContext:      a.Kernel.ContextProviders,
 		Events:           a.Bus,
+		Episodes:         a.episodes(loc),
 		Loop:             a.loopOptions(),
 		Now:              a.opts.Now,
 		Logger:           a.Logger.With("component", "agent"),

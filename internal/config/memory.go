@@ -16,6 +16,10 @@ type MemoryConfig struct {
 	// ContextBudget is how many tokens of recalled memories are added to each
 	// turn's prompt, besides MEMORIES.txt (0 turns recall into the prompt off).
 	ContextBudget int `yaml:"context_budget"`
+	// Episodes stores every answered user turn (the message and the reply)
+	// as episode memories, with no model call; dreaming condenses old ones
+	// into facts. Not with the flat backend.
+	Episodes bool `yaml:"episodes"`
 	// Embedding selects the embedding model.
 	Embedding EmbeddingConfig `yaml:"embedding"`
 }
@@ -64,6 +68,7 @@ func defaultMemory() MemoryConfig {
 		},
 		Backend:       "local_vector",
 		ContextBudget: 4000,
+		Episodes:      true,
 		Embedding:     EmbeddingConfig{BatchSize: 64},
 	}
 }

@@ -136,7 +136,7 @@ const devSplit = "../shared/data/locomo/locomo-dev.json"
 
 // openDevSplit opens the dev split ($REVERIE_LOCOMO when set). It skips the
 // test when the file is absent, except under CI (CI=true), where it fails.
-func openDevSplit(t *testing.T) *os.File {
+func openDevSplit(t testing.TB) *os.File {
 	t.Helper()
 	path := os.Getenv("REVERIE_LOCOMO")
 	if path == "" {
@@ -168,13 +168,4 @@ func TestLoCoMoDevSplit(t *testing.T) {
 	if rep.Overall[10] < 66 {
 		t.Errorf("recall@10 over categories 1-4 = %.2f, want ≥ 66", rep.Overall[10])
 	}
-}
-
-func openDevSplitB(b *testing.B) *os.File {
-	f, err := os.Open("/work/shared/data/locomo/locomo-dev.json")
-	if err != nil {
-		b.Skip(err)
-	}
-	b.Cleanup(func() { f.Close() })
-	return f
 }

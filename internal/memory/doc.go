@@ -35,13 +35,14 @@
 //  3. Fuses the rankings by reciprocal rank fusion:
 //     fused(m) = Wt/(k + rank_text(m)) + Wv/(k + rank_vec(m)), a missing
 //     rank contributing 0 (k = RRFK).
-//  4. Spreads relevance to conversational context: each candidate's
-//     neighbours (the memories up to SpreadReach ids away in the same
-//     non-empty thread) get fused(n) = max(fused(n), own(n) + Spread^d·own(m))
-//     at distance d, so an answer is found through the question that
-//     preceded it. When m asks a question (its text holds "?"), the memories
-//     after it get AnswerSpread·Spread^(d−1)·own(m) instead: the reply to a
-//     question that matches the query is the likely answer.
+//  4. Spreads relevance to conversational context along the episode chains
+//     linked at ingest (each episode to the one told just before and after
+//     it in the same thread and session, by the stored Thread and Session):
+//     the episodes up to SpreadReach links away get
+//     fused(n) = max(fused(n), own(n) + w·Spread^(d−1)·own(m)) at distance d,
+//     w = Spread backwards and forwards, or AnswerSpread forwards when the
+//     next episode's stored speaker differs (a reply), so an answer is found
+//     through the question that preceded it.
 //  5. Re-scores: score(m) = fused(m)/((Wt+Wv)/(k+1)) ·
 //     (1 + Br·e^(−age/τr) + Bs·R + Bi·intent) · (1 + Bsp if the query names
 //     m's speaker) · (1 + Bd if m is dated within the time the query names)
@@ -54,8 +55,9 @@
 //     (when, what date, how long ago, before/after, …) scores ½ for a dated
 //     memory or an episode and ½ for text mentioning a date or relative
 //     time; "what do I like/prefer/favourite" favours preferences, "how do
-//     I" procedures, "what do I think" opinions. A speaker is the "Name" of
-//     a memory written "Name: text". The time a query names is the span of
+//     I" procedures, "what do I think" opinions. A memory's speaker is its
+//     stored Speaker field (never read from the text: "Note: …" has none),
+//     and the query names it when the speaker's words appear in it. The time a query names is the span of
 //     the calendar days ("on 13 October, 2023", "October 13, 2023",
 //     "2023-10-13") and months ("in July 2023") it mentions, else of its
 //     years ("in 2022"); a memory's date is its EventTime, else its
@@ -64,8 +66,22 @@
 //  6. Returns the top Limit by score, ties broken by id, and — unless
 //     Query.Peek — records an access to each.
 //
-// Tuning holds every constant; DefaultTuning was tuned on the LoCoMo dev
-// split with the offline embedder (see internal/eval).
+// Recall's phases are one method each of recallRun (recall.go); Rank runs
+// them without reading the rows back. Tuning holds every constant;
+// DefaultTuning was chosen on the LoCoMo dev split with the offline
+// embedder by the same search that `reverie eval locomo --cv` validates
+// (see internal/eval).
+//
+// # Episodes
+//
+// RecordExchange (and Service.RecordExchange, which the agent calls after
+// every answered user turn when memory.episodes is on) stores each
+// utterance of an exchange as an episode memory: kind episode, source
+// conversation, the thread, the session (by default the day, SessionOf),
+// the speaker and role as columns, the time as EventTime. No model is
+// called. Episodes are never merged with equal text (two "Thanks!" are two
+// episodes); they fade faster than facts (EpisodeStrengthDays), and
+// dreaming condenses old ones into facts.
 //
 // # Writes and validation
 //

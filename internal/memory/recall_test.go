@@ -73,6 +73,11 @@ func TestRecallPrefersNamedDate(t *testing.T) {
 func TestRecallReplyToMatchingQuestion(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newStore(t)
+	// the mechanism: a reply inherits more (AnswerSpread) than what came
+	// before (Spread)
+	tune := DefaultTuning
+	tune.Spread, tune.AnswerSpread, tune.LengthPrior = 0.5, 0.85, 0
+	s.SetTuning(tune)
 	say := func(who string, role Role, text string) Utterance {
 		return Utterance{Speaker: who, Role: role, Text: text}
 	}

@@ -84,30 +84,33 @@ func (t Tuning) bm25() bm25 {
 	return p
 }
 
-// DefaultTuning is tuned on LoCoMo retrieval with the offline embedder.
+// DefaultTuning is chosen on the LoCoMo dev split with the offline
+// embedder by `reverie eval locomo --fit` (coordinate search over every
+// weight, the same search `--cv` runs on four conversations at a time).
 var DefaultTuning = Tuning{
-	RRFK:                20,
+	RRFK:                5,
 	TextWeight:          1,
-	VectorWeight:        0.15,
+	VectorWeight:        0.4,
 	Candidates:          100,
 	RecencyBoost:        0.1,
 	RecencyDays:         30,
 	StrengthBoost:       0.1,
 	StrengthDays:        7,
 	EpisodeStrengthDays: 2,
-	IntentBoost:         0.15,
-	SpeakerBoost:        1.5,
-	Spread:              0.5,
-	SpreadReach:         2,
-	FeedbackWeight:      0.3,
+	IntentBoost:         0,
+	SpeakerBoost:        3,
+	Spread:              0.7,
+	SpreadReach:         3,
+	FeedbackWeight:      0.8,
 	FeedbackDocs:        8,
 	FeedbackTerms:       5,
 	SkipNames:           true,
-	BM25B:               0.5,
-	AnswerSpread:        0.85,
-	DateBoost:           3,
+	BM25K1:              1.2,
+	BM25B:               0.3,
+	AnswerSpread:        0.7,
+	DateBoost:           6,
 	DateSlackDays:       3,
-	LengthPrior:         0.2,
+	LengthPrior:         0.4,
 }
 
 // intent is what kind of memory a query asks for.

@@ -5,8 +5,10 @@ import (
 	"testing"
 )
 
+// BenchmarkScoreConversation measures one conversation's questions (the unit
+// the cross-validation repeats).
 func BenchmarkScoreConversation(b *testing.B) {
-	f := openDevSplitB(b)
+	f := openDevSplit(b)
 	convs, err := ParseLoCoMo(f)
 	if err != nil {
 		b.Fatal(err)

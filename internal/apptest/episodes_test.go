@@ -1,0 +1,68 @@
+package apptest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/reverie-ai/reverie/internal/agent"
+	"testing"
+
+	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// Every answered message becomes two episode memories (the message and the
+// reply) with no model call of their own, stored with thread, session,
+// role and time as fields, and recallable in the next turns.
+func TestEpisodesEndToEnd(t *testing.T) {
+	h := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// turn.completed is published after the episodes are stored
+	done := h.App.Bus.Watch(ctx, agent.TopicTurnCompleted, 4)
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		return llmtest.ServerReply{Text: "What a lovely name for a cat!"}
+	})
+	h.Send(t, "bob", "I adopted a kitten called Miso today")
+	for user := false; !user; {
+		select {
+		case ev := <-done:
+			var p struct {
+				Kind agent.Kind `json:"kind"`
+			}
+			user = json.Unmarshal(ev.Payload, &p) == nil && p.Kind == agent.KindUser
+		case <-ctx.Done():
+			t.Fatal("the turn did not complete")
+		}
+	}
+	eps, err := h.App.Memory.List(ctx, memory.Filter{Kinds: []memory.Kind{memory.KindEpisode}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eps) != 2 {
+		t.Fatalf("episodes %+v, want the message and the reply", eps)
+	}
+	byRole := map[memory.Role]memory.Memory{}
+	for _, e := range eps {
+		byRole[e.Role] = e
+	}
+	u, a := byRole[memory.RoleUser], byRole[memory.RoleAssistant]
+	if u.Text != "I adopted a kitten called Miso today" || a.Text != "What a lovely name for a cat!" {
+		t.Errorf("episode texts %q / %q", u.Text, a.Text)
+	}
+	for _, e := range eps {
+		if e.Thread != "test:bob" || e.Session == "" || e.EventTime == nil || e.Source != memory.SourceConversation {
+			t.Errorf("episode fields %+v", e)
+		}
+	}
+	res, err := h.App.Memory.Search(ctx, memory.Query{Text: "what is the kitten's name", Peek: true})
+	found := false
+	for _, r := range res[:min(2, len(res))] {
+		found = found || strings.Contains(r.Text, "Miso")
+	}
+	if err != nil || !found {
+		t.Fatalf("recall after the turn: %+v, %v", res, err)
+	}
+}
