@@ -20,6 +20,7 @@ func (a *App) buildDreaming(ctx context.Context) error {
 	set := dreaming.DefaultSettings()
 	set.DedupThreshold, set.ContradictionFloor, set.MaxContradictions = cfg.DedupThreshold, cfg.ContradictionFloor, cfg.MaxContradictions
 	set.StaleDays, set.StaleMinAccess, set.ExportTop, set.MaxDropShare = cfg.StaleDays, cfg.StaleMinAccess, cfg.ExportTop, cfg.MaxDropShare
+	set.EpisodeDays = cfg.EpisodeDays
 	set.SkillMaxChars = a.Config.Limits.SkillsChars // the skill store's own limit
 	o := dreaming.Options{
 		DB: a.DB, DataDir: a.opts.DataDir, Memory: a.Memory, Model: a.Models.Model(modelrouter.RoleDreaming),

@@ -24,6 +24,9 @@ type DreamingConfig struct {
 	StaleMinAccess int `yaml:"stale_min_access"`
 	// ExportTop is how many memories (most recalled first) MEMORIES.txt gets.
 	ExportTop int `yaml:"export_top"`
+	// EpisodeDays: conversation sessions whose last message is older than
+	// this are condensed into facts (their episodes closed, reversibly).
+	EpisodeDays int `yaml:"episode_days"`
 	// MaxDropShare refuses a consolidation that would remove more than this
 	// share of a component's entries.
 	MaxDropShare float64 `yaml:"max_drop_share"`
@@ -31,7 +34,7 @@ type DreamingConfig struct {
 
 func defaultDreaming() DreamingConfig {
 	return DreamingConfig{Enabled: true, At: "01:00", DedupThreshold: 0.85, ContradictionFloor: 0.5, MaxContradictions: 20,
-		StaleDays: 90, StaleMinAccess: 3, ExportTop: 50, MaxDropShare: 0.25}
+		StaleDays: 90, StaleMinAccess: 3, ExportTop: 50, EpisodeDays: 7, MaxDropShare: 0.25}
 }
 
 // DreamTime parses dreaming.at.
@@ -57,6 +60,8 @@ func (c *Config) validateDreaming() error {
 		return c.invalid("dreaming.max_contradictions", "must not be negative")
 	case d.StaleDays < 1:
 		return c.invalid("dreaming.stale_days", "must be at least 1")
+	case d.EpisodeDays < 1:
+		return c.invalid("dreaming.episode_days", "must be at least 1")
 	case d.StaleMinAccess < 0:
 		return c.invalid("dreaming.stale_min_access", "must not be negative")
 	case d.ExportTop < 1:

@@ -46,6 +46,7 @@ const (
 	DreamDedupPrompt         = "prompts/DREAM_DEDUP_PROMPT.txt"
 	DreamContradictionPrompt = "prompts/DREAM_CONTRADICTION_PROMPT.txt"
 	DreamSkillsPrompt        = "prompts/DREAM_SKILLS_PROMPT.txt"
+	DreamEpisodesPrompt      = "prompts/DREAM_EPISODES_PROMPT.txt"
 	ReflectionPrompt         = "prompts/REFLECTION_PROMPT.txt"
 	CompactionPrompt         = "prompts/COMPACTION_PROMPT.txt"
 )
@@ -73,6 +74,7 @@ func Placeholders() map[string][]string {
 		DreamDedupPrompt:         {"content"},
 		DreamContradictionPrompt: {"content"},
 		DreamSkillsPrompt:        {"content"},
+		DreamEpisodesPrompt:      {"content"},
 		ReflectionPrompt:         {"content"},
 		CompactionPrompt:         {"history"},
 		"prompts/SEED_*.txt":     {},

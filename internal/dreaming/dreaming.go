@@ -74,6 +74,11 @@ type Settings struct {
 	StaleMinAccess int
 	// ExportTop memories (by access) form MEMORIES.txt (50).
 	ExportTop int
+	// EpisodeDays: the episodes of a thread's session whose newest is older
+	// than this are condensed into facts and closed (7); at most
+	// MaxEpisodeSessions sessions per dream (20), oldest first.
+	EpisodeDays        int
+	MaxEpisodeSessions int
 	// MaxDropShare refuses a consolidation that would remove more than this
 	// share of the entries (0.25).
 	MaxDropShare float64
@@ -94,7 +99,7 @@ type Settings struct {
 // DefaultSettings are the seeds' numbers.
 func DefaultSettings() Settings {
 	return Settings{DedupThreshold: 0.85, ContradictionFloor: 0.5, MaxContradictions: 20, StaleDays: 90,
-		StaleMinAccess: 3, ExportTop: 50, MaxDropShare: 0.25, PulsePurgeAge: 30 * 24 * time.Hour,
+		StaleMinAccess: 3, ExportTop: 50, EpisodeDays: 7, MaxEpisodeSessions: 20, MaxDropShare: 0.25, PulsePurgeAge: 30 * 24 * time.Hour,
 		SkillCondenseTokens: 200, SkillMergeThreshold: 0.8, CallTimeout: 2 * time.Minute}
 }
 

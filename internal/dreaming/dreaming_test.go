@@ -610,3 +610,80 @@ func TestNextAtAcrossDST(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Old conversation sessions are condensed into facts and their episodes
+// closed; recent ones stay; episodes never reach MEMORIES.txt; Revert
+// restores the episodes and removes the facts.
+func TestVectorDreamCondensesEpisodes(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false)
+	var asked string
+	f.reply = func(p string) string {
+		if strings.Contains(p, "worth remembering about the user") {
+			asked = p
+			return "- The user adopted a kitten called Miso.\n- password: hunter2hunter2\n"
+		}
+		return vectorReply("keep_first")(p)
+	}
+	for _, s := range fillers {
+		f.remember(t, s, memory.SourceAgent, false)
+	}
+	now := f.clk.now()
+	record := func(at time.Time, texts ...string) []int64 {
+		var said []memory.Utterance
+		for i, tx := range texts {
+			role := memory.RoleUser
+			if i%2 == 1 {
+				role = memory.RoleAssistant
+			}
+			said = append(said, memory.Utterance{Role: role, Text: tx})
+		}
+		ids, err := memory.RecordExchange(ctx, f.svc.Store(), memory.Exchange{Thread: "web:1", Session: memory.SessionOf(at, nil), At: at, Said: said})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	old := record(now.Add(-10*24*time.Hour), "I adopted a kitten called Miso", "Congratulations!")
+	recent := record(now.Add(-time.Hour), "Miso broke a vase today", "Oh no!")
+	rep, err := f.d.Dream(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := component(rep, "memories")
+	if mc.Status != StatusOK || !strings.Contains(mc.Detail, "2 episode(s) condensed into 1 fact(s)") {
+		t.Fatalf("memories: %+v", mc)
+	}
+	if !strings.Contains(asked, "user: I adopted a kitten called Miso") || strings.Contains(asked, "vase") {
+		t.Errorf("condensation prompt:\n%s", asked)
+	}
+	for _, id := range old {
+		if f.isCurrent(t, id) {
+			t.Errorf("old episode #%d still current", id)
+		}
+	}
+	for _, id := range recent {
+		if !f.isCurrent(t, id) {
+			t.Errorf("recent episode #%d closed", id)
+		}
+	}
+	facts, err := f.svc.List(ctx, memory.Filter{Sources: []memory.Source{memory.SourceDream}})
+	if err != nil || len(facts) != 1 || facts[0].Text != "The user adopted a kitten called Miso." || facts[0].Kind != memory.KindFact {
+		t.Fatalf("condensed facts %+v, %v", facts, err)
+	}
+	ms, _ := os.ReadFile(filepath.Join(f.dir, "MEMORIES.txt"))
+	if strings.Contains(string(ms), "vase") || strings.Contains(string(ms), "Congratulations") {
+		t.Errorf("episodes exported to MEMORIES.txt:\n%s", ms)
+	}
+	if _, err := f.d.Revert(ctx, rep.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range old {
+		if !f.isCurrent(t, id) {
+			t.Errorf("episode #%d not restored by revert", id)
+		}
+	}
+	if facts, _ := f.svc.List(ctx, memory.Filter{Sources: []memory.Source{memory.SourceDream}}); len(facts) != 0 {
+		t.Errorf("facts after revert: %+v", facts)
+	}
+}

@@ -182,7 +182,8 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 	if err != nil {
 		return ComponentReport{Status: StatusFailed, Detail: err.Error()}
 	}
-	if len(current) == 0 {
+	current, episodes := splitEpisodes(current)
+	if len(current) == 0 && len(episodes) == 0 {
 		return ComponentReport{Status: StatusSkipped, Detail: "no memories"}
 	}
 	byID := make(map[int64]memory.Memory, len(current))
@@ -336,6 +337,12 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 			len(stale), r.d.set.StaleDays, r.d.set.StaleMinAccess))
 	}
 
+	// Episodes: old sessions condensed into facts.
+	condensed, facts, err := r.condenseEpisodes(ctx, vs, episodes, now, &rep)
+	if err != nil {
+		return r.partial(rep, err)
+	}
+
 	// Phase 4: the working set.
 	n, left, err := r.export(ctx, svc)
 	if err != nil {
@@ -344,6 +351,9 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 	rep.Lines = append(rep.Lines, fmt.Sprintf("exported the top %d memories to MEMORIES.txt (%d line(s) left the working set, still recallable)", n, left))
 	rep.Status = StatusOK
 	rep.Detail = fmt.Sprintf("%d merged cluster(s), %d contradiction(s) resolved, %d pruned", len(merges), len(resolutions), len(stale))
+	if condensed > 0 {
+		rep.Detail += fmt.Sprintf(", %d episode(s) condensed into %d fact(s)", condensed, facts)
+	}
 	return rep
 }
 
@@ -358,16 +368,9 @@ func (r *run) partial(rep ComponentReport, err error) ComponentReport {
 // replace adds the consolidated memory and closes the originals. When the
 // consolidated text equals one of them, that one stays.
 func (r *run) replace(ctx context.Context, vs memory.Vectors, originals []memory.Memory, m memory.Memory) error {
-	before, _ := vs.Count(ctx, true)
-	id, err := vs.Add(ctx, m)
+	id, err := r.add(ctx, vs, m)
 	if err != nil {
-		return fmt.Errorf("store consolidated memory: %w", err)
-	}
-	after, _ := vs.Count(ctx, true)
-	if after > before {
-		if err := r.journal(ctx, "memory", "created", strconv.FormatInt(id, 10), nil); err != nil {
-			return err
-		}
+		return err
 	}
 	for _, o := range originals {
 		if o.ID == id {
@@ -378,6 +381,23 @@ func (r *run) replace(ctx context.Context, vs memory.Vectors, originals []memory
 		}
 	}
 	return nil
+}
+
+// add stores a consolidated memory, journalling it when it is new (an
+// equal current memory is reused and stays on revert).
+func (r *run) add(ctx context.Context, vs memory.Vectors, m memory.Memory) (int64, error) {
+	before, _ := vs.Count(ctx, true)
+	id, err := vs.Add(ctx, m)
+	if err != nil {
+		return 0, fmt.Errorf("store consolidated memory: %w", err)
+	}
+	after, _ := vs.Count(ctx, true)
+	if after > before {
+		if err := r.journal(ctx, "memory", "created", strconv.FormatInt(id, 10), nil); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
 }
 
 func (r *run) closeMemory(ctx context.Context, vs memory.Vectors, id int64, at time.Time) error {
@@ -399,6 +419,7 @@ func (r *run) export(ctx context.Context, svc *memory.Service) (int, int, error)
 	if err != nil {
 		return 0, 0, err
 	}
+	all, _ = splitEpisodes(all) // a transcript line is not a working-set entry
 	slices.SortStableFunc(all, func(a, b memory.Memory) int {
 		if c := cmp.Compare(b.AccessCount, a.AccessCount); c != 0 {
 			return c
@@ -533,4 +554,136 @@ func decodeJSON(s string, v any) error {
 		return errors.New("no JSON object in the answer")
 	}
 	return json.Unmarshal([]byte(s[start:end+1]), v)
+}
+
+// splitEpisodes separates the episodes from the other memories: the four
+// phases (dedup, contradictions, stale pruning, export) work on the others;
+// episodes are condensed instead.
+func splitEpisodes(ms []memory.Memory) (others, episodes []memory.Memory) {
+	for _, m := range ms {
+		if m.Kind == memory.KindEpisode {
+			episodes = append(episodes, m)
+		} else {
+			others = append(others, m)
+		}
+	}
+	return others, episodes
+}
+
+// maxEpisodeTranscript bounds the conversation text of one condensation
+// call, in characters (the most recent messages are kept).
+const maxEpisodeTranscript = 20_000
+
+// condenseEpisodes condenses the old sessions' episodes: for each thread's
+// session whose newest episode is older than EpisodeDays (oldest first, at
+// most MaxEpisodeSessions), the model writes the durable facts of the
+// conversation (DREAM_EPISODES_PROMPT.txt), which are stored as dream facts,
+// and the episodes are closed — all journalled, so Revert restores them.
+// It returns how many episodes were condensed and facts stored.
+func (r *run) condenseEpisodes(ctx context.Context, vs memory.Vectors, eps []memory.Memory, now time.Time, rep *ComponentReport) (int, int, error) {
+	cutoff := now.Add(-time.Duration(r.d.set.EpisodeDays) * 24 * time.Hour)
+	type session struct {
+		ms     []memory.Memory
+		newest time.Time
+	}
+	byKey := map[string]*session{}
+	var keys []string
+	for _, m := range eps {
+		k := m.Thread + "\x00" + m.Session
+		s, ok := byKey[k]
+		if !ok {
+			s = &session{}
+			byKey[k] = s
+			keys = append(keys, k)
+		}
+		s.ms = append(s.ms, m)
+		s.newest = maxTime(s.newest, episodeTime(m))
+	}
+	var old []*session
+	for _, k := range keys {
+		if s := byKey[k]; s.newest.Before(cutoff) {
+			slices.SortFunc(s.ms, func(a, b memory.Memory) int { return cmp.Compare(a.ID, b.ID) })
+			old = append(old, s)
+		}
+	}
+	slices.SortFunc(old, func(a, b *session) int { return a.newest.Compare(b.newest) })
+	if n := r.d.set.MaxEpisodeSessions; len(old) > n {
+		rep.Lines = append(rep.Lines, fmt.Sprintf("%d more old conversation session(s) left for the next dream", len(old)-n))
+		old = old[:n]
+	}
+	condensed, stored := 0, 0
+	for _, s := range old {
+		out, err := r.ask(ctx, datadir.DreamEpisodesPrompt, episodeTranscript(s.ms), nil)
+		if err != nil {
+			return condensed, stored, err
+		}
+		var facts []string
+		if t := strings.TrimSpace(stripFences(out)); t != "NONE" {
+			for _, l := range lines(t) {
+				l = oneLine(strings.TrimLeft(strings.TrimSpace(l), "-*•0123456789.) "))
+				if l == "" || l == "NONE" {
+					continue
+				}
+				if bad := badMemoryText(l); bad != "" {
+					rep.Lines = append(rep.Lines, "left out a fact from old episodes: it "+bad)
+					continue
+				}
+				facts = append(facts, l)
+			}
+		}
+		first := s.ms[0]
+		when := s.newest
+		for _, f := range facts {
+			if _, err := r.add(ctx, vs, memory.Memory{Text: f, Kind: memory.KindFact, Source: memory.SourceDream, Thread: first.Thread, EventTime: &when}); err != nil {
+				return condensed, stored, err
+			}
+			stored++
+		}
+		for _, m := range s.ms {
+			if err := r.closeMemory(ctx, vs, m.ID, now); err != nil {
+				return condensed, stored, err
+			}
+			condensed++
+		}
+		rep.Lines = append(rep.Lines, fmt.Sprintf("condensed %d episode(s) of %s (session %s) into %d fact(s)", len(s.ms), first.Thread, first.Session, len(facts)))
+	}
+	return condensed, stored, nil
+}
+
+// episodeTime is when an episode was said (its event time, else creation).
+func episodeTime(m memory.Memory) time.Time {
+	if m.EventTime != nil {
+		return *m.EventTime
+	}
+	return m.CreatedAt
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// episodeTranscript renders a session's episodes, one line each, headed by
+// who said it (the stored speaker, else the role) and the day, keeping the
+// most recent ones within maxEpisodeTranscript characters.
+func episodeTranscript(ms []memory.Memory) string {
+	var out []string
+	total := 0
+	for i := len(ms) - 1; i >= 0; i-- {
+		m := ms[i]
+		who := m.Speaker
+		if who == "" {
+			who = cmp.Or(string(m.Role), "someone")
+		}
+		line := "[" + episodeTime(m).Format(time.DateOnly) + "] " + who + ": " + oneLine(m.Text)
+		if total+len(line)+1 > maxEpisodeTranscript {
+			break
+		}
+		total += len(line) + 1
+		out = append(out, line)
+	}
+	slices.Reverse(out)
+	return strings.Join(out, "\n")
 }
