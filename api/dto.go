@@ -359,7 +359,12 @@ type Memory struct {
 	LastAccess  *time.Time `json:"last_access"`
 	EventTime   *time.Time `json:"event_time"`
 	Thread      string     `json:"thread,omitempty"`
-	Score       *float64   `json:"score,omitempty"`
+	// Session, Speaker and Role are an episode's sitting, who said it and
+	// their part ("user" or "assistant"); absent for other memories.
+	Session string   `json:"session,omitempty"`
+	Speaker string   `json:"speaker,omitempty"`
+	Role    string   `json:"role,omitempty"`
+	Score   *float64 `json:"score,omitempty"`
 
 	// SupersededBy is the id of the memory that replaced this one when an
 	// edit of its text closed it; absent otherwise.

@@ -29,7 +29,8 @@ func memoryError(err error) error {
 func memoryOf(m memory.Memory) api.Memory {
 	return api.Memory{ID: m.ID, Text: m.Text, Kind: string(m.Kind), Source: string(m.Source), CreatedAt: m.CreatedAt,
 		UpdatedAt: m.UpdatedAt, ValidFrom: m.ValidFrom, ValidTo: m.ValidTo, AccessCount: m.AccessCount,
-		LastAccess: m.LastAccess, EventTime: m.EventTime, Thread: m.Thread, SupersededBy: m.SupersededBy}
+		LastAccess: m.LastAccess, EventTime: m.EventTime, Thread: m.Thread, SupersededBy: m.SupersededBy,
+		Session: m.Session, Speaker: m.Speaker, Role: string(m.Role)}
 }
 
 func kindsOf(ks []string) []memory.Kind {
