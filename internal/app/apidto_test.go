@@ -42,7 +42,7 @@ func TestAPIDTOsInStep(t *testing.T) {
 			name: "memory", internal: memory.Memory{},
 			convert: func(in any) any { return memoryOf(in.(memory.Memory)) },
 			copied: same("ID", "Text", "Kind", "Source", "CreatedAt", "UpdatedAt", "ValidFrom", "ValidTo",
-				"SupersededBy", "AccessCount", "LastAccess", "EventTime", "Thread"),
+				"SupersededBy", "AccessCount", "LastAccess", "EventTime", "Thread", "Session", "Speaker", "Role"),
 			hidden:   map[string]string{"Embedding": "a vector of the store's embedder, meaningless to a client"},
 			unfilled: map[string]string{"Score": "set by apiMemories.Search from the search hit"},
 		},
