@@ -123,6 +123,9 @@ type App struct {
 	Approvals *approval.Service
 
 	memoryContext *memory.RecallContext
+	// embedFallback is set when the configured embedding model could not
+	// be used at start: nothing is re-embedded until a start where it can.
+	embedFallback bool
 	// commitFiles records changed data-dir files in its history and returns
 	// the short revision (nil while versioning is off).
 	commitFiles func(ctx context.Context, message string, paths ...string) (string, error)

@@ -238,23 +238,24 @@ func (e embedders) previous(ctx context.Context) memory.Previous {
 // it can be built, else the offline embedder. In the fallback nothing is
 // re-embedded (the vectors stay those of the model in use) until a start
 // finds the configured model answering.
-func (e embedders) forStore(ctx context.Context, ec config.EmbeddingConfig) (embed.Embedder, error) {
+// fallback is true when the configured model is not the one returned.
+func (e embedders) forStore(ctx context.Context, ec config.EmbeddingConfig) (m embed.Embedder, fallback bool, err error) {
 	stored, err := memory.StoredModels(ctx, e.a.DB)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	m, err := e.configured(ctx, ec, stored)
+	m, err = e.configured(ctx, ec, stored)
 	if err == nil {
-		return m, nil
+		return m, false, nil
 	}
 	if len(stored) > 0 {
 		if p, ok := e.previous(ctx)(stored[0]); ok {
 			e.log.Warn("the embedding model cannot be used; the model of the stored vectors is used until it can (next start)",
 				"model", ec.Model, "using", p.ID(), "err", err)
-			return p, nil
+			return p, true, nil
 		}
 	}
-	e.log.Warn("the embedding model cannot be used; the offline embedder is used until it can (next start)",
+	e.log.Warn("the embedding model cannot be used; the offline embedder is used until it can (next start), and nothing is re-embedded meanwhile",
 		"model", ec.Model, "err", err)
-	return embed.NewOffline(embed.DefaultDimensions), nil
+	return embed.NewOffline(embed.DefaultDimensions), true, nil
 }

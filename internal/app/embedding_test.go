@@ -113,10 +113,16 @@ func TestEmbeddingModelChangeReembeds(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(rctx) }()
-	defer func() {
+	stop := func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
+		}
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
 		}
 	}()
 	ol.WaitHeld() // the first batch is at the server
@@ -144,5 +150,19 @@ func TestEmbeddingModelChangeReembeds(t *testing.T) {
 	}
 	if n := len(ol.Requests()); n != before+1 {
 		t.Errorf("%d requests for the query, want 1 to the new model", n-before)
+	}
+	stopped = true
+	stop()
+
+	// Now a model that is not there: the stored vectors' model stays in
+	// use (not the offline embedder), and nothing is re-embedded.
+	embedConfig(t, dir, ol.URL(), "local/missing-model")
+	a = newEmbedApp(t, dir)
+	defer a.Close()
+	if got := info(t, a); got.Model != model || got.Serving != model || got.Pending != 0 {
+		t.Fatalf("info with a missing model after the switch = %+v", got)
+	}
+	if !a.embedFallback {
+		t.Error("the fallback is not marked: it would be re-embedded")
 	}
 }

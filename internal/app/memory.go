@@ -30,11 +30,11 @@ func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 		var prev memory.Previous
 		if cfg.Backend != string(memory.BackendFlat) {
 			es := embedders{a: a, log: log}
-			e, err := es.forStore(ctx, cfg.Embedding)
+			e, fallback, err := es.forStore(ctx, cfg.Embedding)
 			if err != nil {
 				return err
 			}
-			emb, prev = e, es.previous(ctx)
+			emb, prev, a.embedFallback = e, es.previous(ctx), fallback
 		}
 		s, err := memory.Open(ctx, memory.Options{
 			Backend: memory.Backend(cfg.Backend), DB: a.DB, DataDir: a.opts.DataDir, Embedder: emb, Previous: prev,
@@ -97,8 +97,8 @@ func (a *App) dataChangeHook(ctx context.Context, message string, paths ...strin
 // interrupted one resumes at the next start.
 func (a *App) reembed(ctx context.Context) error {
 	vs, ok := a.Memory.Vectors()
-	if !ok {
-		return nil
+	if !ok || a.embedFallback {
+		return nil // with the fallback model nothing is re-embedded (the vectors would be thrown away later)
 	}
 	log := a.Logger.With("component", "memory")
 	backoff := extension.Backoff{Base: time.Minute, Max: 30 * time.Minute}
