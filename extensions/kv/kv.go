@@ -305,25 +305,18 @@ func (k *KV) list(ctx context.Context, a listArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := k.db.QueryContext(ctx, `
+	keys, err := extension.Rows(ctx, k.db, func(row extension.Scanner) (listEntry, error) {
+		var e listEntry
+		err := row.Scan(&e.Key, &e.Bytes, &e.JSON, &e.UpdatedAt)
+		return e, err
+	}, `
 		SELECT key, length(CAST(value AS BLOB)), is_json, updated_at FROM kv_entries
 		WHERE namespace = ?1 AND substr(key, 1, length(?2)) = ?2
 		ORDER BY key LIMIT ?3`, ns, a.Prefix, limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", ns, err)
 	}
-	defer rows.Close()
-	out := keysResult{Namespace: ns, Keys: []listEntry{}}
-	for rows.Next() {
-		var e listEntry
-		if err := rows.Scan(&e.Key, &e.Bytes, &e.JSON, &e.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("list %s: %w", ns, err)
-		}
-		out.Keys = append(out.Keys, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list %s: %w", ns, err)
-	}
+	out := keysResult{Namespace: ns, Keys: append([]listEntry{}, keys...)}
 	if len(out.Keys) > limit {
 		out.Keys, out.More = out.Keys[:limit], true
 	}
@@ -331,23 +324,15 @@ func (k *KV) list(ctx context.Context, a listArgs) (any, error) {
 }
 
 func (k *KV) namespaces(ctx context.Context, limit int) (any, error) {
-	rows, err := k.db.QueryContext(ctx,
-		`SELECT namespace, COUNT(*) FROM kv_entries GROUP BY namespace ORDER BY namespace LIMIT ?`, limit+1)
+	nss, err := extension.Rows(ctx, k.db, func(row extension.Scanner) (namespaceEntry, error) {
+		var e namespaceEntry
+		err := row.Scan(&e.Namespace, &e.Keys)
+		return e, err
+	}, `SELECT namespace, COUNT(*) FROM kv_entries GROUP BY namespace ORDER BY namespace LIMIT ?`, limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("list namespaces: %w", err)
 	}
-	defer rows.Close()
-	out := namespacesResult{Namespaces: []namespaceEntry{}}
-	for rows.Next() {
-		var e namespaceEntry
-		if err := rows.Scan(&e.Namespace, &e.Keys); err != nil {
-			return nil, fmt.Errorf("list namespaces: %w", err)
-		}
-		out.Namespaces = append(out.Namespaces, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list namespaces: %w", err)
-	}
+	out := namespacesResult{Namespaces: append([]namespaceEntry{}, nss...)}
 	if len(out.Namespaces) > limit {
 		out.Namespaces, out.More = out.Namespaces[:limit], true
 	}

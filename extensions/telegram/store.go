@@ -249,20 +249,19 @@ func (s *store) approve(ctx context.Context, code string) (extension.Paired, err
 func (s *store) unnotified(ctx context.Context) (map[int64]int64, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, `SELECT user_id, chat_id FROM telegram_users WHERE notified = 0`)
+	out := map[int64]int64{}
+	err := extension.Each(ctx, s.db, func(rows *sql.Rows) error {
+		var u, c int64
+		if err := rows.Scan(&u, &c); err != nil {
+			return err
+		}
+		out[u] = c
+		return nil
+	}, `SELECT user_id, chat_id FROM telegram_users WHERE notified = 0`)
 	if err != nil {
 		return nil, fmt.Errorf("read approvals: %w", err)
 	}
-	defer rows.Close()
-	out := map[int64]int64{}
-	for rows.Next() {
-		var u, c int64
-		if err := rows.Scan(&u, &c); err != nil {
-			return nil, fmt.Errorf("read approvals: %w", err)
-		}
-		out[u] = c
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (s *store) markNotified(ctx context.Context, user int64) error {
@@ -275,23 +274,17 @@ func (s *store) markNotified(ctx context.Context, user int64) error {
 func (s *store) pending(ctx context.Context) ([]PairingRequest, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT user_id, name, created_at, expires_at FROM telegram_pairing WHERE expires_at > ? ORDER BY created_at`, s.now().UnixNano())
+	out, err := extension.Rows(ctx, s.db, func(row extension.Scanner) (PairingRequest, error) {
+		var r PairingRequest
+		var c, e int64
+		err := row.Scan(&r.UserID, &r.Name, &c, &e)
+		r.Created, r.Expires = time.Unix(0, c), time.Unix(0, e)
+		return r, err
+	}, `SELECT user_id, name, created_at, expires_at FROM telegram_pairing WHERE expires_at > ? ORDER BY created_at`, s.now().UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("read pairing requests: %w", err)
 	}
-	defer rows.Close()
-	var out []PairingRequest
-	for rows.Next() {
-		var r PairingRequest
-		var c, e int64
-		if err := rows.Scan(&r.UserID, &r.Name, &c, &e); err != nil {
-			return nil, fmt.Errorf("read pairing requests: %w", err)
-		}
-		r.Created, r.Expires = time.Unix(0, c), time.Unix(0, e)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // migrate applies the embedded migrations (extension.Migrate).

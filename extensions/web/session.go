@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // maxSessions bounds the signed-in browsers; signing in beyond it ends the
@@ -61,25 +63,21 @@ func openSessions(ctx context.Context, db *sql.DB, token string, now func() time
 		s.tag, now().Unix()); err != nil {
 		return nil, fmt.Errorf("drop ended web sessions: %w", err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT id_sum, expires_at FROM web_sessions`)
-	if err != nil {
-		return nil, fmt.Errorf("load web sessions: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := extension.Each(ctx, db, func(rows *sql.Rows) error {
 		var (
 			sum []byte
 			exp int64
 		)
 		if err := rows.Scan(&sum, &exp); err != nil {
-			return nil, fmt.Errorf("load web sessions: %w", err)
+			return err
 		}
 		if len(sum) == 32 {
 			s.seq++
 			s.expires[[32]byte(sum)] = session{time.Unix(exp, 0), s.seq, make(chan struct{})}
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `SELECT id_sum, expires_at FROM web_sessions`)
+	if err != nil {
 		return nil, fmt.Errorf("load web sessions: %w", err)
 	}
 	return s, nil

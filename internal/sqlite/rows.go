@@ -3,56 +3,29 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+
+	"github.com/reverie-ai/reverie/extension"
 )
 
-// Scanner is a row to scan: *sql.Row and *sql.Rows are one, so a scan
-// function written against it serves QueryRow and Rows alike.
-type Scanner interface{ Scan(dest ...any) error }
+// The row helpers live in the extension package, so that extensions (which
+// may not import internal packages) loop over rows the same way; these are
+// their names here.
+type (
+	// Scanner is extension.Scanner.
+	Scanner = extension.Scanner
+	// Querier is extension.Querier.
+	Querier = extension.Querier
+)
 
-// Querier runs a query: *sql.DB, *sql.Tx and *sql.Conn all are one.
-type Querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// Each runs query and calls fn for every row, in order. It closes the rows
-// whatever happens and returns the first error of the query, of fn (which
-// stops the loop) or of the iteration (rows.Err), unwrapped: the caller
-// says what it was doing.
+// Each is extension.Each.
 func Each(ctx context.Context, q Querier, fn func(*sql.Rows) error, query string, args ...any) error {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return extension.Each(ctx, q, fn, query, args...)
 }
 
-// Rows runs query and returns its rows, each made by scan, in order (nil
-// when there are none). Errors are as Each's.
+// Rows is extension.Rows.
 func Rows[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
-	var out []T
-	err := Each(ctx, q, func(rows *sql.Rows) error {
-		v, err := scan(rows)
-		if err != nil {
-			return err
-		}
-		out = append(out, v)
-		return nil
-	}, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return extension.Rows(ctx, q, scan, query, args...)
 }
 
-// Scan1 is a scan function for Rows that reads a single column.
-func Scan1[T any](rows Scanner) (T, error) {
-	var v T
-	err := rows.Scan(&v)
-	return v, err
-}
+// Scan1 is extension.Scan1.
+func Scan1[T any](row Scanner) (T, error) { return extension.Scan1[T](row) }
