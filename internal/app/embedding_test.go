@@ -130,6 +130,9 @@ func TestEmbeddingModelChangeReembeds(t *testing.T) {
 	if got := info(t, a); !got.Reembedding || got.Serving != offline || got.Pending != 100 {
 		t.Fatalf("info during the re-embedding = %+v", got)
 	}
+	if got, want := a.memoryStatus(ctx), "embedding model "+offline+"; re-embedding with "+model+": 0 of 100"; got != want {
+		t.Errorf("/status memory line %q, want %q", got, want)
+	}
 	before := len(ol.Requests())
 	got, err := a.Memory.Search(ctx, memory.Query{Text: "fact number 42 about the garden shed", Peek: true})
 	if err != nil || len(got) == 0 || got[0].VecRank == 0 {

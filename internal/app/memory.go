@@ -140,6 +140,35 @@ func (a *App) reembed(ctx context.Context) error {
 	}
 }
 
+// memoryStatus is the /status line of the memory store: the embedding model
+// recall uses and, while memories are re-embedded, the progress.
+func (a *App) memoryStatus(ctx context.Context) string {
+	if a.Memory == nil {
+		return ""
+	}
+	vs, ok := a.Memory.Vectors()
+	if !ok {
+		return ""
+	}
+	st, err := vs.Embedding(ctx)
+	if err != nil {
+		return "embedding status unknown (" + err.Error() + ")"
+	}
+	s := "embedding model " + st.Serving
+	switch {
+	case st.Running:
+		s += fmt.Sprintf("; re-embedding with %s: %d of %d", st.Model, st.Done, st.Total)
+	case st.Pending > 0 && st.Model != st.Serving:
+		s += fmt.Sprintf("; %d memories to re-embed with %s", st.Pending, st.Model)
+	case st.Pending > 0:
+		s += fmt.Sprintf("; %d memories without a vector yet", st.Pending)
+	}
+	if st.Error != "" {
+		s += "; last failure: " + a.Secrets.Redact(st.Error)
+	}
+	return s
+}
+
 // publishReembed publishes a re-embedding event (its payload is the
 // store's memory.EmbeddingStatus).
 func (a *App) publishReembed(ctx context.Context, topic string, st memory.EmbeddingStatus) {

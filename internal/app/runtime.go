@@ -139,6 +139,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 			return u, err
 		},
 		Extensions: a.extensionHealth,
+		Memory:     a.memoryStatus,
 		UsageByRole: func(ctx context.Context) ([]router.RoleUsage, error) {
 			day := a.opts.Now().UTC().Format(time.DateOnly)
 			rows, err := models.Usage(ctx, day, day)

@@ -231,6 +231,11 @@ func (r *Router) cmdStatus(ctx context.Context, cc CommandContext) (string, erro
 			}
 		}
 	}
+	if r.o.Memory != nil {
+		if m := r.o.Memory(ctx); m != "" {
+			fmt.Fprintf(&b, "\nMemory: %s", m)
+		}
+	}
 	if r.o.Extensions != nil {
 		if exts := r.o.Extensions(ctx); len(exts) > 0 {
 			b.WriteString("\nExtensions:")

@@ -105,6 +105,9 @@ type Options struct {
 	Describe func(role string) string
 	// UsageToday reports today's token usage for /status.
 	UsageToday func(ctx context.Context) (llm.Usage, error)
+	// Memory, when set, describes the memory store for /status (its
+	// embedding model and a re-embedding's progress); "" says nothing.
+	Memory func(ctx context.Context) string
 	// UsageByRole, when set, breaks today's usage down by model role for
 	// /status (the heartbeat's scout, dreaming, sub-sessions…).
 	UsageByRole func(ctx context.Context) ([]RoleUsage, error)
