@@ -132,10 +132,10 @@ type Shell struct {
 	logger  *slog.Logger
 
 	// Prepare's state: the fields above (but cfg and logger) are written by
-	// the first Prepare and read only after prepared is closed.
+	// setup, one at a time, and read only once prepared is true.
 	prepareMu  sync.Mutex
-	started    bool
-	prepared   chan struct{}
+	preparing  chan struct{} // closed when the running setup ends
+	prepared   bool
 	prepareErr error
 }
 
@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 	if cfg.landlockABI == nil {
 		cfg.landlockABI = sandbox.ABI
 	}
-	s := &Shell{cfg: cfg, logger: logger, prepared: make(chan struct{})}
+	s := &Shell{cfg: cfg, logger: logger}
 	if cfg.Limits.Processes < 0 || cfg.Limits.Memory < 0 || cfg.Limits.FileSize < 0 || cfg.Limits.CPUSeconds < 0 {
 		return nil, fmt.Errorf("shell: limits must not be negative: %+v", cfg.Limits)
 	}
@@ -186,8 +186,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 		s.limits.Store(&plan)
 		s.note = s.noneWarning()
 		logger.Warn("shell sandbox disabled by configuration: commands run directly on the host")
-		s.started = true
-		close(s.prepared)
+		s.prepared = true
 		return s, nil
 	}
 	if cfg.Mode == ModeRequired {
@@ -221,25 +220,42 @@ func (s *Shell) anyLayerPresent() error {
 
 // Prepare tests the sandbox layers once (see New); later and concurrent
 // calls wait for that test and return its outcome: nil, or in ModeRequired
-// an error wrapping ErrSandboxUnavailable when no layer works. The test
-// itself is bounded by its own timeout and is not cut short by ctx (a
-// cancelled turn must not leave the shell marked unsandboxed); ctx only
-// ends the wait of a caller that did not start it.
+// an error wrapping ErrSandboxUnavailable when no layer works. A test that
+// ctx cuts short is not kept (a cancelled turn or a stopping agent must not
+// leave the shell marked unsandboxed): Prepare then returns ctx's error and
+// the next call tests again.
 func (s *Shell) Prepare(ctx context.Context) error {
-	s.prepareMu.Lock()
-	first := !s.started
-	s.started = true
-	s.prepareMu.Unlock()
-	if first {
-		s.prepareErr = s.setup(context.WithoutCancel(ctx))
-		close(s.prepared)
-		return s.prepareErr
-	}
-	select {
-	case <-s.prepared:
-		return s.prepareErr
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	for {
+		s.prepareMu.Lock()
+		if s.prepared {
+			s.prepareMu.Unlock()
+			return s.prepareErr
+		}
+		if wait := s.preparing; wait != nil {
+			s.prepareMu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+		running := make(chan struct{})
+		s.preparing = running
+		s.prepareMu.Unlock()
+
+		err := s.setup(ctx)
+		s.prepareMu.Lock()
+		s.preparing = nil
+		if ctx.Err() == nil {
+			s.prepared, s.prepareErr = true, err
+		}
+		s.prepareMu.Unlock()
+		close(running)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return err
 	}
 }
 
@@ -249,6 +265,8 @@ func (s *Shell) await() { _ = s.Prepare(context.Background()) }
 // setup finds and tests the sandbox layers and plans the limits.
 func (s *Shell) setup(ctx context.Context) error {
 	cfg, logger := s.cfg, s.logger
+	// A setup cut short before may have left findings behind.
+	s.bwrap, s.launcher, s.abi, s.reason, s.llReason, s.note, s.tmpNote = "", "", 0, "", "", "", ""
 	// bubblewrap's /tmp is memory: bound it like the command's memory.
 	s.tmpSize = cfg.Limits.Memory
 	if !s.setupBoth(ctx) {
@@ -262,6 +280,9 @@ func (s *Shell) setup(ctx context.Context) error {
 			}
 		}
 		s.setupLandlock(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return err // cut short: the findings are not kept, nor logged
 	}
 	var failed error
 	switch {

@@ -650,3 +650,29 @@ func TestPrepareOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareCancelledIsNotKept: a self-test cut short by its context (a
+// cancelled turn, an agent stopping) leaves no verdict behind; the next
+// Prepare tests again and finds the same layers as an uninterrupted one.
+func TestPrepareCancelledIsNotKept(t *testing.T) {
+	ws, err := workspace.Open(filepath.Join(t.TempDir(), "ws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := newShell(t, Config{Workspace: ws, Mode: ModeAuto}).Sandbox()
+	s, err := New(t.Context(), Config{Workspace: ws, Mode: ModeAuto}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Prepare(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Prepare(cancelled) = %v; want context.Canceled", err)
+	}
+	if err := s.Prepare(t.Context()); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	if got := s.Sandbox(); got != want {
+		t.Fatalf("Sandbox() after a cancelled Prepare = %q (%s); want %q", got, s.Status(), want)
+	}
+}
