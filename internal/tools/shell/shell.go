@@ -410,6 +410,10 @@ func (s *Shell) selfTest(ctx context.Context, exe string, landlock bool) error {
 	ctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
 	defer cancel()
 	cmd := s.command(ctx, launch{ws: rw, workdir: rw, tmp: rw, launcher: exe, landlock: landlock, selfTest: true}, script)
+	// Cancelled (the agent stopping): the whole process group goes, and
+	// output a straggler keeps open does not hold Wait.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = killGrace
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	failure, err := runLaunched(cmd)
@@ -603,7 +607,9 @@ func probe(ctx context.Context, bwrap string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
 	defer cancel()
 	args := append(bwrapArgs(dir, dir, false, "", 0), "/bin/sh", "-c", "echo sandbox-ok")
-	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.WaitDelay = killGrace
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("bubblewrap self-test failed (are unprivileged user namespaces disabled?): %v: %s", err, strings.TrimSpace(string(out)))
 	}
@@ -618,7 +624,9 @@ func probe(ctx context.Context, bwrap string) (string, error) {
 func tmpfsSizeWorks(ctx context.Context, path string, size int64) bool {
 	ctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--ro-bind", "/", "/", "--size", strconv.FormatInt(size, 10), "--tmpfs", "/tmp", "--", "/bin/sh", "-c", "echo size-ok").Output()
+	cmd := exec.CommandContext(ctx, path, "--ro-bind", "/", "/", "--size", strconv.FormatInt(size, 10), "--tmpfs", "/tmp", "--", "/bin/sh", "-c", "echo size-ok")
+	cmd.WaitDelay = killGrace
+	out, err := cmd.Output()
 	return err == nil && strings.TrimSpace(string(out)) == "size-ok"
 }
 
