@@ -55,7 +55,7 @@ func WithExtensions(infos ...extension.Info) Option {
 }
 
 // Start builds and runs the app; it is stopped when the test ends.
-func Start(t *testing.T, opts ...Option) *Harness {
+func Start(t testing.TB, opts ...Option) *Harness {
 	t.Helper()
 	model := llmtest.NewOpenAIServer(t)
 	s := &settings{}
@@ -189,7 +189,7 @@ var (
 	_ extension.ChannelProvider = (*Channel)(nil)
 )
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()

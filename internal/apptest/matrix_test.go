@@ -65,7 +65,9 @@ func (w *mxWorld) env(extra ...string) Option {
 }
 
 // startMatrix runs the whole app with the Matrix channel.
-func startMatrix(t *testing.T, w *mxWorld, opts ...Option) *Harness {
+func startMatrix(t *testing.T, w *mxWorld, opts ...Option) *Harness { return startMatrixTB(t, w, opts...) }
+
+func startMatrixTB(t testing.TB, w *mxWorld, opts ...Option) *Harness {
 	t.Helper()
 	h := Start(t, append([]Option{WithExtensions(matrix.Info(matrix.Options{})), w.env()}, opts...)...)
 	h.Model.Handle(matrixAssistant)
