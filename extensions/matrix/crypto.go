@@ -113,6 +113,9 @@ func (m *Matrix) setupCrypto(ctx context.Context, dbu *dbutil.Database, zl zerol
 	m.syncer.OnEventType(event.StateMember, mach.HandleMemberEvent)
 	m.syncer.OnEventType(event.StateHistoryVisibility, mach.HandleHistoryVisibility)
 	m.syncer.OnEventType(event.EventEncrypted, m.handleEncrypted)
+	if err := m.setupVerification(ctx); err != nil {
+		return err
+	}
 	if err := m.bootstrapCrossSigning(ctx); err != nil {
 		// Encryption works without it; clients show the device unverified.
 		m.log.Warn("matrix cross-signing is not set up; the bot's device shows as unverified", "err", err)

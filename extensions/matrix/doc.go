@@ -34,7 +34,10 @@
 // channel creates cross-signing keys, keeps them in the account's secret
 // storage under a new recovery key written to recovery_key_file (mode
 // 0600), and signs its own device, so clients show it as verified. Later
-// starts unlock the keys with that file.
+// starts unlock the keys with that file. SAS (emoji) verification requests
+// from allowed users are accepted, the emojis are posted in the direct chat
+// for the user to compare, and the bot confirms its side; other users'
+// requests are cancelled.
 //
 // # Who gets through
 //

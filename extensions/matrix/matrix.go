@@ -120,6 +120,7 @@ type Matrix struct {
 	db         *sql.DB // <data>/matrix/crypto.db
 	stateStore *sqlstatestore.SQLStateStore
 	mach       *crypto.OlmMachine // nil with encryption off
+	verify     *verifier          // nil with encryption off
 
 	mu        sync.Mutex
 	loggedIn  bool
@@ -180,6 +181,11 @@ func (m *Matrix) Init(ctx context.Context, host extension.Host) error {
 	m.zl = zerolog.New(slogWriter{m.log}).Level(zerolog.WarnLevel)
 	m.syncer = mautrix.NewDefaultSyncer()
 	m.syncer.ParseErrorHandler = func(evt *event.Event, err error) bool {
+		// Unknown types pass, as do events the crypto machine parsed
+		// already; known events that do not parse are dropped.
+		if errors.Is(err, event.ErrUnsupportedContentType) || errors.Is(err, event.ErrContentAlreadyParsed) {
+			return true
+		}
 		m.log.Debug("unparsable matrix event ignored", "type", evt.Type.Type, "event", evt.ID, "err", err)
 		return false
 	}
@@ -467,6 +473,7 @@ func (m *Matrix) syncLoop(ctx context.Context) error {
 // store and the handlers; an error means a message was not accepted.
 func (m *Matrix) processSync(ctx context.Context, resp *mautrix.RespSync, since string) error {
 	m.batchErr = nil
+	ctx = m.zl.WithContext(ctx) // mautrix's handlers log through the context
 	if m.first {
 		// The first sync of a login: what is in the rooms already is
 		// history, not questions.
@@ -481,6 +488,7 @@ func (m *Matrix) processSync(ctx context.Context, resp *mautrix.RespSync, since 
 		return err
 	}
 	m.retryPending(ctx)
+	m.runVerifications(ctx)
 	return m.batchErr
 }
 

@@ -33,7 +33,9 @@ func benchTurns(b *testing.B, encrypted bool) {
 	w := &mxWorld{srv: srv, bot: srv.CreateUser(b, "reverie", mxBotPass), alice: srv.CreateUser(b, "alice", mxAlicePass),
 		bob: "@bob:localhost", eve: "@eve:localhost"}
 	h := startMatrixTB(b, w, WithEnv("REVERIE_MATRIX__EDITS=false", fmt.Sprintf("REVERIE_MATRIX__ENCRYPTION=%v", encrypted)))
-	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply { return llmtest.ServerReply{Text: "ok " + lastUser(req)} })
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		return llmtest.ServerReply{Text: "ok " + lastUser(req)}
+	})
 	alice := srv.Login(b, "alice", mxAlicePass)
 	room := alice.CreateRoom(b, encrypted, w.bot)
 	alice.Wait(b, "the bot to join", joined(room, w.bot))

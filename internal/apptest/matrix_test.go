@@ -65,7 +65,9 @@ func (w *mxWorld) env(extra ...string) Option {
 }
 
 // startMatrix runs the whole app with the Matrix channel.
-func startMatrix(t *testing.T, w *mxWorld, opts ...Option) *Harness { return startMatrixTB(t, w, opts...) }
+func startMatrix(t *testing.T, w *mxWorld, opts ...Option) *Harness {
+	return startMatrixTB(t, w, opts...)
+}
 
 func startMatrixTB(t testing.TB, w *mxWorld, opts ...Option) *Harness {
 	t.Helper()
@@ -500,4 +502,93 @@ func TestMatrixImagesAndFiles(t *testing.T) {
 			t.Fatalf("decrypted file %q, %v", data, err)
 		}
 	}
+}
+
+// SAS emoji verification from an allowed user is answered: the bot accepts,
+// posts its emojis in the direct chat, confirms, and both sides end
+// verified; a stranger's request is cancelled.
+func TestMatrixVerification(t *testing.T) {
+	w := newMatrixWorld(t)
+	h := startMatrix(t, w)
+	alice := w.srv.Login(t, "alice", mxAlicePass, matrixtest.WithVerifier(), matrixtest.WithCrossSigning())
+	room := alice.CreateRoom(t, true, w.bot)
+	alice.Wait(t, "the bot to join", joined(room, w.bot))
+	alice.Send(t, room, "hi")
+	alice.Wait(t, "the answer", func(evs []*event.Event) bool { return botSaid(evs, room, w.bot, "You said: hi") })
+
+	v := alice.Verifier()
+	ctx := context.Background()
+	txn, err := v.VH.StartVerification(ctx, id.UserID(w.bot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitChan(t, "the bot to accept", v.Ready, v.Cancelled)
+	if err := v.VH.StartSAS(ctx, txn); err != nil {
+		t.Fatal(err)
+	}
+	emojis := waitChan(t, "the emojis", v.SAS, v.Cancelled)
+	var want []string
+	for _, e := range emojis {
+		want = append(want, string(e))
+	}
+	alice.Wait(t, "the bot's emojis in the direct chat", func(evs []*event.Event) bool {
+		for _, e := range matrixtest.Messages(evs, room, id.UserID(w.bot)) {
+			if b := e.Content.AsMessage().Body; strings.HasPrefix(b, "Verification:") {
+				for _, s := range want {
+					if !strings.Contains(b, s) {
+						return false
+					}
+				}
+				return true
+			}
+		}
+		return false
+	})
+	if err := v.VH.ConfirmSAS(ctx, txn); err != nil {
+		t.Fatal(err)
+	}
+	waitChan(t, "the verification to finish", v.Done, v.Cancelled)
+	b, _ := os.ReadFile(filepath.Join(h.DataDir, "matrix/session.json"))
+	var sess struct {
+		DeviceID string `json:"device_id"`
+	}
+	_ = json.Unmarshal(b, &sess)
+	dev, err := alice.Machine().GetOrFetchDevice(ctx, id.UserID(w.bot), id.DeviceID(sess.DeviceID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trust := alice.Machine().ResolveTrust(dev); trust < id.TrustStateCrossSignedVerified {
+		t.Errorf("after SAS alice does not trust the bot's device: %v", trust)
+	}
+
+	// A stranger's request is cancelled.
+	eve := w.srv.Login(t, "eve", mxEvePass, matrixtest.WithVerifier())
+	if _, err := eve.Verifier().VH.StartVerification(ctx, id.UserID(w.bot)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case reason := <-eve.Verifier().Cancelled:
+		if !strings.Contains(reason, "not an allowed user") {
+			t.Errorf("cancelled with %q", reason)
+		}
+	case <-eve.Verifier().Ready:
+		t.Fatal("the bot accepted a stranger's verification request")
+	case <-time.After(matrixtest.WaitTimeout):
+		t.Fatal("no answer to the stranger's request")
+	}
+}
+
+// waitChan waits for a value on ch, failing on a cancellation.
+func waitChan[T any](t *testing.T, what string, ch <-chan T, cancelled <-chan string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case reason := <-cancelled:
+		t.Fatalf("%s: the verification was cancelled: %s", what, reason)
+	case <-time.After(matrixtest.WaitTimeout):
+		t.Fatalf("%s: nothing after %s", what, matrixtest.WaitTimeout)
+	}
+	var zero T
+	return zero
 }

@@ -14,6 +14,7 @@ import (
 	"go.mau.fi/util/dbutil"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/crypto"
+	"maunium.net/go/mautrix/crypto/verificationhelper"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 	"maunium.net/go/mautrix/sqlstatestore"
@@ -41,14 +42,69 @@ type User struct {
 	events  []*event.Event
 	pending []*event.Event // encrypted events without their key yet
 
+	verifier *Verifier
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
+// LoginOption adjusts a test user.
+type LoginOption func(*loginOptions)
+
+type loginOptions struct{ verifier, crossSigning bool }
+
+// WithCrossSigning sets up the user's cross-signing keys (as Element does)
+// before the user's sync starts.
+func WithCrossSigning() LoginOption { return func(o *loginOptions) { o.crossSigning = true } }
+
+// WithVerifier gives the user an interactive verification helper (SAS).
+func WithVerifier() LoginOption { return func(o *loginOptions) { o.verifier = true } }
+
+// Verifier is the user's verification helper (WithVerifier), nil without.
+func (u *User) Verifier() *Verifier { return u.verifier }
+
+// Verifier is a test user's side of SAS verification; its callbacks report
+// on channels, and the test drives the helper (VH) from its goroutine.
+type Verifier struct {
+	VH        *verificationhelper.VerificationHelper
+	Ready     chan id.VerificationTransactionID
+	SAS       chan []rune
+	Done      chan id.VerificationTransactionID
+	Cancelled chan string
+}
+
+func newVerifier() *Verifier {
+	return &Verifier{Ready: make(chan id.VerificationTransactionID, 4), SAS: make(chan []rune, 4),
+		Done: make(chan id.VerificationTransactionID, 4), Cancelled: make(chan string, 4)}
+}
+
+func (v *Verifier) VerificationRequested(context.Context, id.VerificationTransactionID, id.UserID, id.DeviceID) {
+}
+
+func (v *Verifier) VerificationReady(_ context.Context, txn id.VerificationTransactionID, _ id.DeviceID, _, _ bool, _ *verificationhelper.QRCode) {
+	v.Ready <- txn
+}
+
+func (v *Verifier) VerificationCancelled(_ context.Context, _ id.VerificationTransactionID, code event.VerificationCancelCode, reason string) {
+	v.Cancelled <- string(code) + ": " + reason
+}
+
+func (v *Verifier) VerificationDone(_ context.Context, txn id.VerificationTransactionID, _ event.VerificationMethod) {
+	v.Done <- txn
+}
+
+func (v *Verifier) ShowSAS(_ context.Context, _ id.VerificationTransactionID, emojis []rune, _ []string, _ []int) {
+	v.SAS <- emojis
+}
+
 // Login logs name in as a new device with encryption and starts its sync;
 // it stops when the test ends.
-func (s *Server) Login(t testing.TB, name, password string) *User {
+func (s *Server) Login(t testing.TB, name, password string, opts ...LoginOption) *User {
 	t.Helper()
+	var o loginOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	ctx := context.Background()
 	cli, err := mautrix.NewClient(s.URL(), "", "")
 	if err != nil {
@@ -89,13 +145,30 @@ func (s *Server) Login(t testing.TB, name, password string) *User {
 	}
 	cli.Crypto = helper{u}
 	u.syncer = mautrix.NewDefaultSyncer()
-	u.syncer.ParseErrorHandler = func(*event.Event, error) bool { return false }
 	cli.Syncer = u.syncer
 	u.syncer.OnSync(u.mach.ProcessSyncResponse)
 	u.syncer.OnEvent(cli.StateStoreSyncHandler)
 	u.syncer.OnEventType(event.StateMember, u.mach.HandleMemberEvent)
 	u.syncer.OnEventType(event.EventEncrypted, u.onEncrypted)
 	u.syncer.OnEvent(u.record)
+	if o.verifier {
+		u.verifier = newVerifier()
+		u.verifier.VH = verificationhelper.NewVerificationHelper(cli, u.mach, nil, u.verifier, false, false, true)
+		if err := u.verifier.VH.Init(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.crossSigning {
+		if _, _, err := u.mach.GenerateAndUploadCrossSigningKeysWithPassword(ctx, password, ""); err != nil {
+			t.Fatalf("cross-signing of %s: %v", name, err)
+		}
+		if err := u.mach.SignOwnDevice(ctx, u.mach.OwnIdentity()); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.mach.SignOwnMasterKey(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	sctx, cancel := context.WithCancel(context.Background())
 	u.cancel = cancel
 	go u.run(sctx)
