@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -92,7 +93,11 @@ func (d *decoder) parse(data []byte) (ast.Node, error) {
 	return bodies[0], nil
 }
 
-var definedAt = regexp.MustCompile(`^mapping key "(.*)" already defined at \[(\d+):\d+\]$`)
+// definedAt matches goccy/go-yaml's duplicate-key message (compiled when
+// first used).
+var definedAt = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^mapping key "(.*)" already defined at \[(\d+):\d+\]$`)
+})
 
 // colonHint explains a section given a string that looks like a setting
 // missing its colon ("listen 127.0.0.1:8420").
@@ -132,7 +137,7 @@ func plainYAMLError(msg string, tk *token.Token) (int, string) {
 	case strings.Contains(msg, "',' or ']' must be specified"), strings.Contains(msg, "']' not found"):
 		return line, "a [ … ] list is not closed with ], or its items are not separated by commas"
 	}
-	if m := definedAt.FindStringSubmatch(msg); m != nil {
+	if m := definedAt().FindStringSubmatch(msg); m != nil {
 		return line, fmt.Sprintf("the key %q is set twice in the same section (first on line %s); keep one", m[1], m[2])
 	}
 	return line, "this is not valid YAML: " + msg
