@@ -186,6 +186,13 @@ func (c *Client) Send(ctx context.Context, thread chat.ThreadID, text string) (a
 	return out, err
 }
 
+// Threads is GET /api/v1/threads: the conversations, most recent first.
+func (c *Client) Threads(ctx context.Context) ([]api.Thread, error) {
+	var out api.ThreadList
+	err := c.do(ctx, http.MethodGet, c.endpoint("/threads", "/threads", nil), nil, &out, DefaultTimeout)
+	return out.Threads, err
+}
+
 // Upload is POST /api/v1/threads/{thread}/attachments: it saves a file in
 // the server's workspace for a later message of the thread (a web thread)
 // to name.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 )
 
@@ -27,6 +28,11 @@ type Backend interface {
 	// Attach saves the local file at path where the assistant sees it and
 	// stages it for the next message Send submits.
 	Attach(ctx context.Context, path string) (Attached, error)
+	// Threads lists the conversations the chat can switch to (this
+	// channel's), most recent first.
+	Threads(ctx context.Context) ([]api.Thread, error)
+	// Switch makes thread the conversation the chat sends to and shows.
+	Switch(ctx context.Context, thread chat.ThreadID) error
 	// Cancel stops the turn in progress, if any. It reports what happened
 	// in words for the user.
 	Cancel(ctx context.Context) string
@@ -52,7 +58,7 @@ type Router interface {
 type Local struct {
 	c      *CLI
 	router Router
-	thread chat.ThreadID
+	thread chat.ThreadID // guarded by mu
 	sender chat.Sender
 	now    func() time.Time
 
@@ -81,7 +87,44 @@ func NewLocal(c *CLI, r Router, thread chat.ThreadID, sender chat.Sender) (*Loca
 }
 
 // Thread implements Backend.
-func (l *Local) Thread() chat.ThreadID { return l.thread }
+func (l *Local) Thread() chat.ThreadID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.thread
+}
+
+// Threads implements Backend: the cli conversations.
+func (l *Local) Threads(ctx context.Context) ([]api.Thread, error) {
+	ts := api.ServicesFrom(l.c.host).Threads
+	if ts == nil {
+		return nil, errors.New("the conversation list is not available in this process")
+	}
+	all, err := ts.List(ctx, api.ThreadQuery{})
+	if err != nil {
+		return nil, err
+	}
+	var out []api.Thread
+	for _, t := range all {
+		if t.ID.Channel() == ChannelName {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// Switch implements Backend: thread must be a cli thread.
+func (l *Local) Switch(_ context.Context, thread chat.ThreadID) error {
+	if err := thread.Validate(); err != nil {
+		return err
+	}
+	if thread.Channel() != ChannelName {
+		return fmt.Errorf("%s is not a conversation of the terminal (cli:…)", thread)
+	}
+	l.mu.Lock()
+	l.thread, l.staged = thread, nil
+	l.mu.Unlock()
+	return nil
+}
 
 // Where implements Backend.
 func (l *Local) Where() string { return "in process" }
@@ -93,7 +136,7 @@ func (l *Local) Attach(_ context.Context, p string) (Attached, error) {
 	if err != nil {
 		return Attached{}, err
 	}
-	dir := path.Join("cli", strings.Trim(unsafeName().ReplaceAllString(strings.TrimPrefix(string(l.thread), ChannelName+":"), "_"), "._"))
+	dir := path.Join("cli", strings.Trim(unsafeName().ReplaceAllString(strings.TrimPrefix(string(l.Thread()), ChannelName+":"), "_"), "._"))
 	rel, err := saveInWorkspace(l.c.host.DataDir(), dir, name, data, l.now())
 	if err != nil {
 		return Attached{}, fmt.Errorf("save %s in the workspace: %w", name, err)
@@ -108,14 +151,14 @@ func (l *Local) Attach(_ context.Context, p string) (Attached, error) {
 // Send implements Backend; the staged files go with the message.
 func (l *Local) Send(ctx context.Context, text string) error {
 	l.mu.Lock()
-	staged := l.staged
+	staged, thread := l.staged, l.thread
 	l.mu.Unlock()
 	if commandText().MatchString(strings.TrimSpace(text)) {
 		staged = nil // a command does not take the staged files
 	}
 	text, images := inboundParts(staged, text)
 	done, err := l.router.Submit(ctx, chat.Inbound{
-		Address:     chat.Address{Channel: ChannelName, Thread: l.thread},
+		Address:     chat.Address{Channel: ChannelName, Thread: thread},
 		Sender:      l.sender,
 		Text:        text,
 		Attachments: images,
@@ -132,7 +175,7 @@ func (l *Local) Send(ctx context.Context, text string) error {
 		defer l.wg.Done()
 		select {
 		case err := <-done:
-			ev := Event{Kind: EventIdle, Thread: l.thread}
+			ev := Event{Kind: EventIdle, Thread: thread}
 			if err != nil {
 				ev.Err = err.Error()
 			}
@@ -145,7 +188,7 @@ func (l *Local) Send(ctx context.Context, text string) error {
 
 // Cancel implements Backend.
 func (l *Local) Cancel(context.Context) string {
-	if l.router.CancelTurn(l.thread) {
+	if l.router.CancelTurn(l.Thread()) {
 		return "cancelled"
 	}
 	return "nothing to cancel"
@@ -168,7 +211,7 @@ func (l *Local) Next(ctx context.Context) (Event, error) {
 		if err != nil {
 			return ev, err
 		}
-		if ev.Thread == "" || ev.Thread == l.thread || ev.Kind == EventNotify {
+		if ev.Thread == "" || ev.Thread == l.Thread() || ev.Kind == EventNotify {
 			return ev, nil
 		}
 		switch ev.Kind {

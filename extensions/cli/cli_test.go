@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extension/extensiontest"
@@ -295,6 +296,7 @@ type fakeBackend struct {
 	answers  []string // "id=true"
 	answered chan string
 	attached []Attached
+	switched []chat.ThreadID
 }
 
 func newFakeBackend(script func(string) []Event) *fakeBackend {
@@ -328,6 +330,15 @@ func (b *fakeBackend) Attach(_ context.Context, p string) (Attached, error) {
 	b.attached = append(b.attached, a)
 	b.mu.Unlock()
 	return a, nil
+}
+func (b *fakeBackend) Threads(context.Context) ([]api.Thread, error) {
+	return []api.Thread{{ID: "cli:tester", Title: "Groceries"}, {ID: "cli:work", Title: "Quarterly report"}}, nil
+}
+func (b *fakeBackend) Switch(_ context.Context, t chat.ThreadID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.switched = append(b.switched, t)
+	return nil
 }
 func (b *fakeBackend) Cancel(context.Context) string {
 	b.cancel <- struct{}{}
@@ -467,5 +478,18 @@ func TestLocal(t *testing.T) {
 	}
 	if got := l.Cancel(ctx); got != "cancelled" || <-r.canceled != "cli:ann" {
 		t.Errorf("cancel: %q", got)
+	}
+	// /switch: another cli conversation, never another channel's.
+	if err := l.Switch(ctx, "web:x"); err == nil {
+		t.Error("switched to a web thread")
+	}
+	if err := l.Switch(ctx, "cli:bob"); err != nil || l.Thread() != "cli:bob" {
+		t.Fatalf("switch: %v, thread %s", err, l.Thread())
+	}
+	if err := l.Send(ctx, "hi bob"); err != nil {
+		t.Fatal(err)
+	}
+	if in := <-r.got; in.Address.Thread != "cli:bob" || in.Text != "hi bob" {
+		t.Errorf("after the switch, submitted %+v", in)
 	}
 }

@@ -70,7 +70,52 @@ func DialRemote(ctx context.Context, c *client.Client, thread chat.ThreadID) (*R
 }
 
 // Thread implements Backend.
-func (r *Remote) Thread() chat.ThreadID { return r.thread }
+func (r *Remote) Thread() chat.ThreadID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.thread
+}
+
+// Threads implements Backend: the server's web conversations.
+func (r *Remote) Threads(ctx context.Context) ([]api.Thread, error) {
+	all, err := r.c.Threads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.Thread
+	for _, t := range all {
+		if t.ID.Channel() == "web" {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// Switch implements Backend: the connection follows thread (a web
+// thread) instead; not while a reply is awaited.
+func (r *Remote) Switch(ctx context.Context, thread chat.ThreadID) error {
+	if err := thread.Validate(); err != nil {
+		return err
+	}
+	if thread.Channel() != "web" {
+		return fmt.Errorf("%s is not a conversation of the web channel (web:…)", thread)
+	}
+	msgs, err := r.c.Messages(ctx, thread, api.MessageQuery{Limit: 1})
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pending) > 0 {
+		return errors.New("a reply is still being written; wait for it (or Ctrl+C) first")
+	}
+	if err := r.conn.Write(ctx, api.ClientFrame{Type: api.FrameSubscribe, Thread: string(thread)}); err != nil {
+		return err
+	}
+	_ = r.conn.Write(ctx, api.ClientFrame{Type: api.FrameUnsubscribe, Thread: string(r.thread)})
+	r.thread, r.known, r.staged = thread, len(msgs) > 0, nil
+	return nil
+}
 
 // Where implements Backend.
 func (r *Remote) Where() string { return r.c.URL() }
@@ -82,7 +127,7 @@ func (r *Remote) Attach(ctx context.Context, p string) (Attached, error) {
 	if err != nil {
 		return Attached{}, err
 	}
-	info, err := r.c.Upload(ctx, r.thread, api.AttachmentUpload{Name: name, MediaType: media, Data: data})
+	info, err := r.c.Upload(ctx, r.Thread(), api.AttachmentUpload{Name: name, MediaType: media, Data: data})
 	if err != nil {
 		return Attached{}, fmt.Errorf("upload %s: %w", name, err)
 	}
@@ -119,8 +164,9 @@ func (r *Remote) Send(ctx context.Context, text string) error {
 		r.known = true
 	}
 	r.pending = append(r.pending, m)
+	thread := r.thread
 	r.mu.Unlock()
-	err := r.conn.Write(ctx, api.ClientFrame{Type: api.FrameMessage, Thread: string(r.thread), Text: text, ID: m.id, Attachments: refs})
+	err := r.conn.Write(ctx, api.ClientFrame{Type: api.FrameMessage, Thread: string(thread), Text: text, ID: m.id, Attachments: refs})
 	if err == nil {
 		r.mu.Lock()
 		r.staged = r.staged[staged:]

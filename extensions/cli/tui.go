@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,13 +14,14 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 )
 
 // Keys is the key help shown when the chat starts.
 const Keys = "Enter sends · Alt+Enter, Ctrl+J or a trailing \\ adds a line · ↑/↓ history · " +
 	"Ctrl+C cancels a reply (twice at an empty prompt quits) · Ctrl+D quits · Ctrl+O shows the last tool result · " +
-	"Ctrl+T the model's last thinking · /attach FILE · /help"
+	"Ctrl+T the model's last thinking · /attach FILE · /threads, /switch N · /help"
 
 // sendTimeout bounds handing one message to the backend.
 const sendTimeout = 30 * time.Second
@@ -146,6 +148,8 @@ type model struct {
 	err           error // why the chat ended, when it failed
 	bannerShown   bool
 	quitting      bool // quit once everything is printed
+	// threads is the list /threads showed last (/switch N picks from it).
+	threads []api.Thread
 	// attached are the files staged with /attach for the next message.
 	attached []Attached
 	// asking are the approval requests waiting for a y/n key, oldest
@@ -374,8 +378,16 @@ func (m *model) submit() {
 	}
 	m.histIdx, m.draft = m.hist.Len(), ""
 	m.in.set("")
-	if p, ok := attachCommand(text); ok {
+	if p, ok := localCommand(text, "attach"); ok {
 		m.attach(p)
+		return
+	}
+	if _, ok := localCommand(text, "threads"); ok {
+		m.listThreads()
+		return
+	}
+	if p, ok := localCommand(text, "switch"); ok {
+		m.switchTo(p)
 		return
 	}
 	if m.pending > 0 {
@@ -385,13 +397,77 @@ func (m *model) submit() {
 	m.send(text)
 }
 
-// attachCommand reports whether text is /attach and returns its path.
-func attachCommand(text string) (string, bool) {
+// localCommand reports whether text is the chat's own command /name
+// (handled here, not sent) and returns its argument.
+func localCommand(text, name string) (string, bool) {
 	t := strings.TrimSpace(text)
-	if t != "/attach" && !strings.HasPrefix(t, "/attach ") {
+	if t != "/"+name && !strings.HasPrefix(t, "/"+name+" ") {
 		return "", false
 	}
-	return strings.TrimSpace(strings.TrimPrefix(t, "/attach")), true
+	return strings.TrimSpace(strings.TrimPrefix(t, "/"+name)), true
+}
+
+// listThreads is /threads: the conversations, numbered for /switch.
+func (m *model) listThreads() {
+	ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
+	ts, err := m.b.Threads(ctx)
+	cancel()
+	if err != nil {
+		m.print(m.st.fail.Render("✗ no conversation list: " + sanitize(err.Error())))
+		return
+	}
+	m.threads = ts
+	if len(ts) == 0 {
+		m.print(m.st.dim.Render("No conversations yet."))
+		return
+	}
+	cur := m.b.Thread()
+	var b strings.Builder
+	b.WriteString("Conversations (/switch N or /switch NAME):")
+	for i, t := range ts {
+		title := t.Title
+		if title == "" {
+			title = "(untitled)"
+		}
+		mark := ""
+		if t.ID == cur {
+			mark = "  ← this one"
+		}
+		fmt.Fprintf(&b, "\n%3d. %s · %s · %s%s", i+1, sanitize(title), sanitize(string(t.ID)), t.UpdatedAt.Local().Format("Jan 2 15:04"), mark)
+	}
+	m.print(m.st.dim.Render(b.String()))
+}
+
+// switchTo is /switch N|THREAD|NAME: the chat goes on in another
+// conversation (NAME is a thread of this chat's channel: cli:NAME).
+func (m *model) switchTo(arg string) {
+	if arg == "" {
+		m.print(m.st.dim.Render("/switch N (from /threads), /switch THREAD (cli:ann) or /switch NAME (a new or existing conversation)"))
+		return
+	}
+	if m.pending > 0 {
+		m.print(m.st.fail.Render("✗ a reply is still being written; switch when it is done (or Ctrl+C it)"))
+		return
+	}
+	target := chat.ThreadID(arg)
+	if n, err := strconv.Atoi(arg); err == nil {
+		if n < 1 || n > len(m.threads) {
+			m.print(m.st.fail.Render(fmt.Sprintf("✗ no conversation %d; /threads lists them", n)))
+			return
+		}
+		target = m.threads[n-1].ID
+	} else if !strings.Contains(arg, ":") {
+		target = chat.ThreadID(m.b.Thread().Channel() + ":" + arg)
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
+	err := m.b.Switch(ctx, target)
+	cancel()
+	if err != nil {
+		m.print(m.st.fail.Render("✗ not switched: " + sanitize(err.Error())))
+		return
+	}
+	m.attached = nil
+	m.print("\n" + m.st.user.Render("Now in "+sanitize(string(target))) + m.st.dim.Render(" · what you send goes to this conversation"))
 }
 
 // attach is /attach PATH: the file is saved for the assistant and goes

@@ -305,3 +305,30 @@ func TestInteractiveThinking(t *testing.T) {
 	tm.Type("\x14") // Ctrl+T
 	tm.WaitFor("First the calendar, then the weather Ponder4.")
 }
+
+// TestInteractiveThreads: /threads lists the conversations numbered,
+// /switch N and /switch NAME move the chat to another one; neither is sent
+// to the assistant.
+func TestInteractiveThreads(t *testing.T) {
+	b := newFakeBackend(nil)
+	tm, _ := startChat(t, b, nil)
+	tm.Type("/threads", clitest.Enter)
+	tm.WaitFor("1. Groceries · cli:tester")
+	tm.WaitFor("← this one")
+	tm.WaitFor("2. Quarterly report · cli:work")
+	tm.Type("/switch 2", clitest.Enter)
+	tm.WaitFor("Now in cli:work")
+	tm.Type("/switch holiday", clitest.Enter)
+	tm.WaitFor("Now in cli:holiday")
+	tm.Type("/switch 9", clitest.Enter)
+	tm.WaitFor("✗ no conversation 9")
+	tm.Type("hello", clitest.Enter)
+	if got := recvText(t, b.sentc); got != "hello" {
+		t.Fatalf("sent %q (the chat's own commands must not be sent)", got)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !slices.Equal(b.switched, []chat.ThreadID{"cli:work", "cli:holiday"}) {
+		t.Errorf("switched to %v", b.switched)
+	}
+}
