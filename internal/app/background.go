@@ -11,6 +11,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/harvest"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/reflection"
+	"github.com/reverie-ai/reverie/internal/world"
 )
 
 // buildBackground creates the memory harvest and the reflection cycle; both
@@ -22,7 +23,8 @@ func (a *App) buildBackground(ctx context.Context) error {
 	if hc := a.Config.Harvest; hc.Enabled {
 		h, err := harvest.New(ctx, harvest.Options{
 			DB: a.DB, Threads: a.Conversations, Spawner: a.Workflows, Log: a.Interactions, Watch: a.Bus.Watch,
-			Memories:         a.Memory.WorkingSet,
+			Memories: a.Memory.WorkingSet,
+			World:    a.worldSummary(), WorldTool: world.ToolName,
 			MessageThreshold: hc.MessageThreshold, IdleTimeout: hc.IdleTimeout, IdleMinMessages: hc.IdleMinMessages,
 			MaxMessageChars: hc.MaxMessageChars, MaxTranscriptChars: hc.MaxTranscriptChars,
 			Now: a.opts.Now, Logger: a.Logger.With("component", "harvest"),
@@ -70,4 +72,12 @@ func (a *App) runBackground(ctx context.Context) error {
 		g.Go(func() error { return a.Reflector.Run(gctx) })
 	}
 	return g.Wait()
+}
+
+// worldSummary is the harvest's view of the world state (nil without one).
+func (a *App) worldSummary() func(context.Context) string {
+	if a.World == nil {
+		return nil
+	}
+	return func(context.Context) string { return a.World.Get().Summary() }
 }

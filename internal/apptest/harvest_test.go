@@ -3,6 +3,7 @@ package apptest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/workflow"
+	"github.com/reverie-ai/reverie/internal/world"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -27,8 +29,18 @@ func TestMemoryHarvestEndToEnd(t *testing.T) {
 		sys := systemText(req)
 		if strings.Contains(sys, "store every durable personal fact") {
 			worker = sys
-			if req.Messages[len(req.Messages)-1].Role == "tool" {
-				return llmtest.ServerReply{Text: "Stored 1 fact."}
+			tools := 0
+			for _, m := range req.Messages {
+				if m.Role == "tool" {
+					tools++
+				}
+			}
+			switch tools {
+			case 1: // the same call keeps the world state's topics
+				args, _ := json.Marshal(map[string]any{"ops": []map[string]string{{"op": "add_topic", "value": "Ana's move to Porto"}}})
+				return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "c2", Name: world.ToolName, Arguments: args}}}
+			case 2:
+				return llmtest.ServerReply{Text: "Stored 1 fact and updated the topics."}
 			}
 			args, _ := json.Marshal(map[string]any{"text": "The user's sister Ana lives in Porto.", "keep_in_view": false})
 			return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "append_memory", Arguments: args}}}
@@ -43,12 +55,16 @@ func TestMemoryHarvestEndToEnd(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no harvest worker completed")
 	}
-	if !strings.Contains(worker, "User: my sister Ana moved to Porto last year") || strings.Contains(worker, "SYSTEM EVENT") {
+	if !strings.Contains(worker, "User: my sister Ana moved to Porto last year") || strings.Contains(worker, "SYSTEM EVENT") ||
+		!strings.Contains(worker, "World state now:") || !strings.Contains(worker, "bring the world state's topics up to date") {
 		t.Errorf("worker prompt:\n%s", worker)
 	}
 	res, err := h.App.Memory.Search(ctx, memory.Query{Text: "where does Ana live", Peek: true})
 	if err != nil || len(res) == 0 || !strings.Contains(res[0].Memory.Text, "Porto") {
 		t.Fatalf("memory after harvest: %+v, %v", res, err)
+	}
+	if topics := h.App.World.Get().Topics; !slices.Contains(topics, "Ana's move to Porto") {
+		t.Errorf("world state topics after the harvest: %q", topics)
 	}
 	entries, err := h.App.Interactions.List(ctx, interactions.Filter{Action: interactions.ActionMemoryHarvest})
 	if err != nil || len(entries) != 1 || entries[0].Thread != "test:bob" {

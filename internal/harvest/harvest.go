@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -88,7 +89,12 @@ type Options struct {
 	Spawner Spawner
 	// Memories returns the current MEMORIES.txt for the worker's context.
 	Memories func(ctx context.Context) (string, error)
-	Log      Log
+	// World, when set, returns the world state as the prompt shows it; the
+	// same worker then also brings the world state's topics up to date
+	// with WorldTool (world_apply_ops), instead of a call every turn.
+	World     func(ctx context.Context) string
+	WorldTool string
+	Log       Log
 	// Watch subscribes to live bus events (eventbus.Bus.Watch).
 	Watch func(ctx context.Context, prefix string, buffer int) <-chan extension.Event
 
@@ -236,11 +242,17 @@ func (h *Harvester) Harvest(ctx context.Context, t chat.ThreadID, reason string)
 			return "", fmt.Errorf("harvest %s: read memories: %w", t, err)
 		}
 	}
+	obj, tools, wctx := objective, h.o.ToolNames, ""
+	if h.o.World != nil && h.o.WorldTool != "" {
+		obj += " " + fmt.Sprintf(topicsObjective, h.o.WorldTool)
+		tools = append(slices.Clone(tools), h.o.WorldTool)
+		wctx = "World state now:\n" + orNone(h.o.World(ctx)) + "\n\n"
+	}
 	res, err := h.o.Spawner.Spawn(ctx, workflow.SpawnRequest{
-		Objective: objective,
-		Context:   "Memories already stored (MEMORIES.txt):\n" + orNone(memories) + "\n\nConversation to mine (" + string(t) + "):\n" + transcript,
+		Objective: obj,
+		Context:   wctx + "Memories already stored (MEMORIES.txt):\n" + orNone(memories) + "\n\nConversation to mine (" + string(t) + "):\n" + transcript,
 		Mode:      prompt.ModeMinimal,
-		ToolNames: h.o.ToolNames,
+		ToolNames: tools,
 	})
 	entry := interactions.Entry{Thread: t, Action: interactions.ActionMemoryHarvest, Duration: h.o.Now().Sub(start)}
 	detail, _ := json.Marshal(struct {
@@ -281,6 +293,10 @@ func (h *Harvester) logEntry(ctx context.Context, e interactions.Entry) {
 }
 
 const objective = `Read the conversation below and store every durable personal fact or preference about the user (people, places, work, health, habits, likes and dislikes, plans with dates, standing decisions) that is not already among the stored memories: call append_memory once per fact, with one self-contained sentence each (use search_memory when unsure whether something is already known). Skip small talk, one-off requests, things the assistant said about itself, and anything that looks like a password, key or token. When there is nothing new, store nothing. Finish with one line saying how many facts you stored.`
+
+// topicsObjective is added to the objective when the worker keeps the
+// world state's topics (%s: the tool's name).
+const topicsObjective = `Then bring the world state's topics up to date: if the topics in play in this conversation differ from the world state's, call %s once with add_topic and remove_topic ops (short topics, the current ones only); otherwise leave it.`
 
 func orNone(s string) string {
 	if strings.TrimSpace(s) == "" {
