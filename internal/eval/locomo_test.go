@@ -169,3 +169,81 @@ func TestLoCoMoDevSplit(t *testing.T) {
 		t.Errorf("recall@10 over categories 1-4 = %.2f, want ≥ 66", rep.Overall[10])
 	}
 }
+
+// The figure that counts: leave-one-conversation-out over the dev split,
+// every weight chosen on the other conversations.
+func TestLoCoMoCrossValidated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("LoCoMo cross-validation skipped in -short mode")
+	}
+	if raceEnabled {
+		t.Skip("the cross-validation runs without -race (.ci/run: go test -run TestLoCoMoCrossValidated ./internal/eval)")
+	}
+	f := openDevSplit(t)
+	convs, err := ParseLoCoMo(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := CrossValidate(context.Background(), convs, Options{K: []int{1, 5, 10, 25}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	rep.WriteTable(&table)
+	t.Logf("LoCoMo %s, cross-validated:\n%s", f.Name(), table.String())
+	if len(rep.Folds) != len(convs) {
+		t.Fatalf("%d folds for %d conversations", len(rep.Folds), len(convs))
+	}
+	js, err := json.Marshal(rep)
+	if err != nil || !strings.Contains(string(js), `"cross_validated":true`) || !json.Valid(js) {
+		t.Errorf("json %s (%v)", js, err)
+	}
+	if rep.Overall[10] < 66 {
+		t.Errorf("cross-validated recall@10 over categories 1-4 = %.2f, want ≥ 66", rep.Overall[10])
+	}
+}
+
+func TestCrossValidateSynthetic(t *testing.T) {
+	f, err := os.Open("testdata/synthetic.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	convs, err := ParseLoCoMo(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := convs[0]
+	second.ID = "copy"
+	convs = append(convs, second)
+	if _, err := CrossValidate(context.Background(), convs[:1], Options{}); err == nil {
+		t.Error("cross-validation of one conversation accepted")
+	}
+	rep, err := CrossValidate(context.Background(), convs, Options{K: []int{1, 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Folds) != 2 || rep.Folds[0].HeldOut != convs[0].ID || rep.Folds[1].HeldOut != "copy" || rep.Questions != 10 {
+		t.Fatalf("folds %+v, questions %d", rep.Folds, rep.Questions)
+	}
+	if rep.Overall[10] != 100 {
+		t.Errorf("held-out recall@10 = %v (eight turns: every piece of evidence is in the top 10)", rep.Overall[10])
+	}
+	var shape struct {
+		Overall        map[string]float64 `json:"overall"`
+		CrossValidated bool               `json:"cross_validated"`
+		Folds          []struct {
+			HeldOut string             `json:"held_out"`
+			Train   float64            `json:"train_recall@10"`
+			Tuning  map[string]float64 `json:"tuning"`
+			Test    json.RawMessage    `json:"test"`
+		} `json:"folds"`
+	}
+	js, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &shape); err != nil || !shape.CrossValidated || len(shape.Folds) != 2 || len(shape.Folds[0].Tuning) != len(knobs) {
+		t.Errorf("json %s (%v)", js, err)
+	}
+}
