@@ -108,7 +108,12 @@ func benchDB(b *testing.B, n int) string {
 	for i := 0; i < n; i += batch {
 		ms := make([]Memory, 0, batch)
 		for j := i; j < min(i+batch, n); j++ {
-			ms = append(ms, Memory{Text: benchText(r, j), Kind: Kinds[j%len(Kinds)]})
+			m := Memory{Text: benchText(r, j), Kind: Kinds[j%len(Kinds)]}
+			if m.Kind == KindEpisode {
+				// episodes of 50 threads, 40 per session: chains to spread along
+				m.Source, m.Thread, m.Session, m.Role = SourceConversation, "web:"+strconv.Itoa(j%50), strconv.Itoa(j/2000), RoleUser
+			}
+			ms = append(ms, m)
 		}
 		if _, err := s.AddBatch(ctx, ms); err != nil {
 			b.Fatal(err)
@@ -213,6 +218,25 @@ func BenchmarkIngest(b *testing.B) {
 			}
 			b.ReportMetric(float64(added)/time.Since(t0).Seconds(), "memories/s")
 		})
+	}
+}
+
+// BenchmarkIngestEpisodes measures what every answered message costs the
+// memory: RecordExchange of the message and the reply (two episodes, one
+// embedding call, one transaction) into a store holding 10k memories.
+func BenchmarkIngestEpisodes(b *testing.B) {
+	s := openBench(b, 10_000)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(7, 8))
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	i := 0
+	for b.Loop() {
+		e := Exchange{Thread: "web:bench", Session: SessionOf(at, nil), At: at, Said: []Utterance{
+			{Role: RoleUser, Text: benchText(r, i)}, {Speaker: "assistant", Role: RoleAssistant, Text: benchText(r, i+1)}}}
+		if _, err := RecordExchange(ctx, s, e); err != nil {
+			b.Fatal(err)
+		}
+		i += 2
 	}
 }
 
