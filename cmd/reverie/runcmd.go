@@ -14,6 +14,7 @@ import (
 	"github.com/reverie-ai/reverie/extensions/web"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/footprint"
 	"github.com/reverie-ai/reverie/internal/logging"
 	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/supervisor"
@@ -71,6 +72,10 @@ SIGINT/SIGTERM with a grace period.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			// The supervisor keeps almost nothing of what package
+			// initialisation and the configuration allocated: hand the freed
+			// heap back before it settles into watching the agent.
+			footprint.Release()
 			return supervisor.Run(ctx, supervisor.Options{
 				Command:         argv,
 				Env:             env,

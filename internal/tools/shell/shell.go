@@ -220,10 +220,13 @@ func (s *Shell) anyLayerPresent() error {
 
 // Prepare tests the sandbox layers once (see New); later and concurrent
 // calls wait for that test and return its outcome: nil, or in ModeRequired
-// an error wrapping ErrSandboxUnavailable when no layer works. A test that
-// ctx cuts short is not kept (a cancelled turn or a stopping agent must not
-// leave the shell marked unsandboxed): Prepare then returns ctx's error and
-// the next call tests again.
+// an error wrapping ErrSandboxUnavailable when no layer works. The test is
+// bounded by its own timeout and, once started, not cut short by ctx: a
+// sandbox killed half way can leave processes behind (bubblewrap's inner
+// process is in a session of its own), and a cancelled turn must not leave
+// the shell marked unsandboxed. A ctx already done when Prepare would start
+// the test returns its error and starts nothing; ctx also ends the wait of a
+// caller that did not start the test.
 func (s *Shell) Prepare(ctx context.Context) error {
 	for {
 		s.prepareMu.Lock()
@@ -240,21 +243,19 @@ func (s *Shell) Prepare(ctx context.Context) error {
 				return context.Cause(ctx)
 			}
 		}
+		if ctx.Err() != nil {
+			s.prepareMu.Unlock()
+			return context.Cause(ctx)
+		}
 		running := make(chan struct{})
 		s.preparing = running
 		s.prepareMu.Unlock()
 
-		err := s.setup(ctx)
+		err := s.setup(context.WithoutCancel(ctx))
 		s.prepareMu.Lock()
-		s.preparing = nil
-		if ctx.Err() == nil {
-			s.prepared, s.prepareErr = true, err
-		}
+		s.preparing, s.prepared, s.prepareErr = nil, true, err
 		s.prepareMu.Unlock()
 		close(running)
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
 		return err
 	}
 }
@@ -265,8 +266,6 @@ func (s *Shell) await() { _ = s.Prepare(context.Background()) }
 // setup finds and tests the sandbox layers and plans the limits.
 func (s *Shell) setup(ctx context.Context) error {
 	cfg, logger := s.cfg, s.logger
-	// A setup cut short before may have left findings behind.
-	s.bwrap, s.launcher, s.abi, s.reason, s.llReason, s.note, s.tmpNote = "", "", 0, "", "", "", ""
 	// bubblewrap's /tmp is memory: bound it like the command's memory.
 	s.tmpSize = cfg.Limits.Memory
 	if !s.setupBoth(ctx) {
@@ -280,9 +279,6 @@ func (s *Shell) setup(ctx context.Context) error {
 			}
 		}
 		s.setupLandlock(ctx)
-	}
-	if err := ctx.Err(); err != nil {
-		return err // cut short: the findings are not kept, nor logged
 	}
 	var failed error
 	switch {
@@ -410,8 +406,8 @@ func (s *Shell) selfTest(ctx context.Context, exe string, landlock bool) error {
 	ctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
 	defer cancel()
 	cmd := s.command(ctx, launch{ws: rw, workdir: rw, tmp: rw, launcher: exe, landlock: landlock, selfTest: true}, script)
-	// Cancelled (the agent stopping): the whole process group goes, and
-	// output a straggler keeps open does not hold Wait.
+	// At the timeout, the whole process group goes, and output a straggler
+	// keeps open does not hold Wait.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = killGrace
 	var out bytes.Buffer

@@ -651,9 +651,10 @@ func TestPrepareOnce(t *testing.T) {
 	}
 }
 
-// TestPrepareCancelledIsNotKept: a self-test cut short by its context (a
-// cancelled turn, an agent stopping) leaves no verdict behind; the next
-// Prepare tests again and finds the same layers as an uninterrupted one.
+// TestPrepareCancelledIsNotKept: a Prepare whose context is done before the
+// self-test starts (an agent stopping at once) starts nothing and leaves no
+// verdict behind; the next Prepare tests and finds the same layers as an
+// uninterrupted one.
 func TestPrepareCancelledIsNotKept(t *testing.T) {
 	ws, err := workspace.Open(filepath.Join(t.TempDir(), "ws"))
 	if err != nil {
