@@ -1,9 +1,12 @@
 // Package eval measures Reverie's memory retrieval on public benchmarks.
 //
 // LoCoMo ingests each conversation of a LoCoMo-format file into a fresh
-// memory store through the store's normal Add path (one memory per dialogue
-// turn, dated with its session's date), asks every question, and reports
+// memory store the way the assistant stores its own conversations
+// (memory.RecordExchange: one episode per dialogue turn, with its speaker,
+// session and date as stored fields), asks every question, and reports
 // recall@k of the gold evidence turns per question category.
+// CrossValidate does it leave-one-conversation-out, choosing every
+// retrieval weight on the other conversations.
 package eval
 
 import (
