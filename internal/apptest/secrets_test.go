@@ -68,7 +68,7 @@ func TestProviderErrorEchoingTheKeyLeaksNowhere(t *testing.T) {
 	writeFrame(t, ws, map[string]string{"type": "message", "thread": "web:leak-ws", "text": "hello"})
 	frames := readReply(t, ws)
 	last := frames[len(frames)-1]
-	if last.Type != api.FrameError || !strings.Contains(last.Error, "credentials") {
+	if last.Type != api.FrameError || !strings.Contains(last.Error, "refused the API key") {
 		t.Fatalf("WebSocket frames %s, last %+v: want an error frame", frameTypes(frames), last)
 	}
 	for _, f := range frames {
