@@ -85,6 +85,7 @@ var ErrEmptyMessage = errors.New("empty message")
 type Conversations interface {
 	Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Message) ([]int64, error)
 	AppendFrom(ctx context.Context, id chat.ThreadID, src conversation.Source, msgs ...llm.Message) ([]int64, error)
+	AppendMarked(ctx context.Context, id chat.ThreadID, status conversation.Status, note string, msg llm.Message) (int64, error)
 	History(ctx context.Context, id chat.ThreadID) ([]conversation.StoredMessage, error)
 	Summary(ctx context.Context, id chat.ThreadID) (conversation.Summary, bool, error)
 	Compact(ctx context.Context, id chat.ThreadID, sum conversation.Summary) (int, error)
@@ -194,8 +195,14 @@ type Input struct {
 	// Resume continues a turn a restart interrupted: the message is already
 	// stored (it is not stored again, and Saved is not called) and the turn
 	// answers from the stored history, which ends with the message or with
-	// the rounds the interrupted turn had stored.
+	// the rounds the interrupted turn had stored. A regeneration runs the
+	// same way, after the replies it replaces were taken out of the history.
 	Resume bool
+	// Greet opens a new conversation in the same call that answers the
+	// user's first message: the conversation seed is stored before the
+	// message (as with Seed) with a note to greet briefly and answer, and
+	// one model call does both (KindUser only).
+	Greet bool
 }
 
 // FollowUp is a system event the turn asks its caller to queue after it.
@@ -222,6 +229,11 @@ type Result struct {
 	// SeedReply is the conversation seed's reply when the router opened the
 	// thread with a seed before this turn (set by the router).
 	SeedReply string
+	// Stopped reports that the turn was cancelled (the user's stop, a
+	// restart): the error wraps context.Canceled and Partial is what the
+	// model had written of the reply being streamed.
+	Stopped bool
+	Partial string
 	// Compacted reports that the history was compacted first.
 	Compacted bool
 	// Truncated counts messages cut for the model's context window.
@@ -332,7 +344,21 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 	defer blocks()
 	if !in.Resume {
 		sctx, cancel := a.saveContext(ctx)
-		_, err := a.o.Conversations.AppendFrom(sctx, in.Thread, src, userMessage(text, in.Attachments))
+		var err error
+		if in.Greet && in.Kind == KindUser {
+			// The seed comes first in the history, as it would have with
+			// a seed turn of its own; a seed that cannot be read only
+			// loses the greeting.
+			if seed, serr := seedText(a.o.DataDir, a.o.Language); serr != nil {
+				a.log.Warn("no conversation seed for the greeting", "err", serr)
+			} else {
+				_, err = a.o.Conversations.AppendFrom(sctx, in.Thread, conversation.SourceSeed,
+					llm.UserText(SystemEventPrefix+strings.TrimSpace(seed)+"\n\n"+GreetNote))
+			}
+		}
+		if err == nil {
+			_, err = a.o.Conversations.AppendFrom(sctx, in.Thread, src, userMessage(text, in.Attachments))
+		}
 		cancel()
 		if err != nil {
 			err = a.o.Secrets.RedactError(fmt.Errorf("save message on %s: %w: %w", in.Thread, ErrNotSaved, err))
@@ -343,8 +369,27 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 			in.Saved()
 		}
 	}
-	res, err := a.run(ctx, in, blocks)
+	var partial partialText
+	if in.Stream != nil {
+		in.Stream = partial.wrap(in.Stream)
+	}
+	res, err := a.run(ctx, in, blocks, &partial)
 	res.Duration = a.o.Now().Sub(start)
+	if err != nil && !errors.Is(err, ErrNotSaved) && !errors.Is(context.Cause(ctx), ErrRestarting) {
+		// The reply that did not finish stays in the history with its
+		// mark and what was written of it (never sent to the model).
+		status := conversation.StatusFailed
+		if errors.Is(err, context.Canceled) {
+			status, res.Stopped = conversation.StatusStopped, true
+		}
+		res.Partial = a.o.Secrets.Redact(partial.String())
+		note := ErrorReply(a.o.Secrets.RedactError(err))
+		sctx, cancel := a.saveContext(ctx)
+		if _, serr := a.o.Conversations.AppendMarked(sctx, in.Thread, status, note, llm.AssistantText(res.Partial)); serr != nil {
+			a.log.Warn("could not store the unfinished reply", "thread", in.Thread, "err", serr)
+		}
+		cancel()
+	}
 	if err != nil {
 		// A provider error may echo the API key: what the turn returns,
 		// logs, stores and replies never holds a registered secret.
@@ -361,7 +406,7 @@ func (a *Agent) Turn(ctx context.Context, in Input) (Result, error) {
 
 // run is Turn after the message is saved; blocks waits for the context
 // providers started by Turn.
-func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Result, error) {
+func (a *Agent) run(ctx context.Context, in Input, blocks func() []string, partial *partialText) (Result, error) {
 	var res Result
 	tools := a.toolsFor(in.Thread)
 	names := make([]string, len(tools))
@@ -372,6 +417,10 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Resu
 	history, err := a.o.Conversations.History(ctx, in.Thread)
 	if err != nil {
 		return res, fmt.Errorf("read history: %w", err)
+	}
+	// Replies that failed or were stopped are shown, never sent.
+	if slices.ContainsFunc(history, conversation.StoredMessage.Marked) {
+		history = slices.DeleteFunc(slices.Clone(history), conversation.StoredMessage.Marked)
 	}
 	sum, _, err := a.o.Conversations.Summary(ctx, in.Thread)
 	if err != nil {
@@ -436,6 +485,7 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string) (Resu
 	defer stop(nil)
 	var saveErr error
 	opts.OnRound = func(appended []llm.Message) {
+		partial.reset()
 		if saveErr != nil {
 			return
 		}
@@ -790,3 +840,40 @@ func oneLine(s string) string {
 }
 
 func runeLen(s string) int { return utf8.RuneCountInString(s) }
+
+// GreetNote follows the seed prompt when the greeting and the answer to the
+// user's first message are one reply (Input.Greet).
+const GreetNote = "The user has already written their first message (it follows). Open with one short sentence of greeting, then answer that message fully, using tools if it needs them; do not ask what you can help with."
+
+// partialText collects the text deltas of the round being streamed, so that
+// a stopped or failed reply keeps what was written of it. The tool loop
+// calls the stream and OnRound from the turn's goroutine.
+type partialText struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (p *partialText) wrap(next llm.StreamFunc) llm.StreamFunc {
+	return func(ev llm.Event) {
+		if ev.Kind == llm.EventTextDelta {
+			p.mu.Lock()
+			p.b.WriteString(ev.Text)
+			p.mu.Unlock()
+		}
+		if next != nil {
+			next(ev)
+		}
+	}
+}
+
+func (p *partialText) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.b.Reset()
+}
+
+func (p *partialText) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.TrimSpace(p.b.String())
+}

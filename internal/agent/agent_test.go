@@ -53,7 +53,7 @@ func TestTurnProviderErrorsKeepTheMessage(t *testing.T) {
 		{"no model", modelrouter.ErrNoModel, []string{modelrouter.NoModelMessage}},
 		{"garbage", &providers.Error{Provider: "openai", Model: "m", Err: fmt.Errorf("%w: no choices", providers.ErrBadResponse)},
 			[]string{"could not be read", "no choices", "saved"}},
-		{"cancelled", context.Canceled, []string{"interrupted", "saved"}},
+		{"cancelled", context.Canceled, []string{"Stopped", "saved"}},
 		{"other", errors.New("boom"), []string{"Something went wrong", "boom", "saved"}},
 	}
 	for _, tc := range tests {
@@ -69,8 +69,19 @@ func TestTurnProviderErrorsKeepTheMessage(t *testing.T) {
 					t.Errorf("reply %q lacks %q", res.Reply, w)
 				}
 			}
-			if got := roles(e.history("web:a")); !slices.Equal(got, []string{"user:hello there"}) {
-				t.Errorf("history = %q, want the user message only", got)
+			// The message is kept, and so is the reply that did not
+			// finish, with its mark and what happened (shown after a
+			// reload, never sent to the model).
+			h := e.history("web:a")
+			if got := roles(h); !slices.Equal(got, []string{"user:hello there", "assistant:"}) {
+				t.Fatalf("history = %q, want the user message and the marked reply", got)
+			}
+			wantStatus := conversation.StatusFailed
+			if tc.name == "cancelled" {
+				wantStatus = conversation.StatusStopped
+			}
+			if m := h[1]; m.Status != wantStatus || m.Note != res.Reply || res.Stopped != (wantStatus == conversation.StatusStopped) {
+				t.Errorf("marked reply = %+v (stopped %v), want status %q and the reply as note", m, res.Stopped, wantStatus)
 			}
 			if got := e.bus.topics(); !slices.Equal(got, []string{TopicTurnFailed}) {
 				t.Errorf("events = %v", got)

@@ -19,6 +19,15 @@ import (
 // does not have.
 var ErrNotSaved = errors.New("could not be saved")
 
+// ErrRestarting is the cancellation cause (context.Cause) of a turn the
+// process's shutdown cut off: its caller resumes or reports it at the next
+// start, so the turn does not store its unfinished reply as stopped.
+var ErrRestarting = errors.New("the assistant is restarting")
+
+// StoppedNote is the reply (and the stored note) of a turn that was stopped:
+// a stop is not a failure (no provider or model name, nothing to fix).
+const StoppedNote = "Stopped before the answer was finished; your message is saved."
+
 // ErrorReply is the text a user sees when a turn fails with err: what
 // happened, in words, with the provider's own reason when it gave one, and
 // what to do about it (providers.Explain). Every text says that the message
@@ -31,7 +40,7 @@ func ErrorReply(err error) string {
 	case errors.Is(err, ErrNotSaved):
 		return "The answer could not be saved (" + rootCause(err) + "), so it is not shown. Free some disk space or fix the data directory, then send it again." + saved
 	case errors.Is(err, context.Canceled):
-		return "The answer was interrupted before it was finished." + saved
+		return StoppedNote
 	}
 	if words, ok := providers.Explain(err); ok {
 		return words + saved

@@ -196,7 +196,7 @@ const segmentSelect = `SELECT s.id, s.thread_id, s.kind, s.title, s.after_messag
        (SELECT count(*) FROM messages m WHERE m.segment = s.id)
   FROM segments s`
 
-func scanSegment(r rowScanner) (Segment, error) {
+func scanSegment(r sqlite.Scanner) (Segment, error) {
 	var (
 		sg      Segment
 		thread  string

@@ -80,7 +80,7 @@ func TestCancelTurnEndsOnlyTheRunningTurn(t *testing.T) {
 	if err := recv(t, slow); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled turn ended with %v", err)
 	}
-	if got := recv(t, h.web.out); got.Kind != chat.Error || !strings.Contains(got.Text, "interrupted") {
+	if got := recv(t, h.web.out); got.Kind != chat.Error || !strings.Contains(got.Text, "Stopped") || strings.Contains(got.Text, "fake") {
 		t.Errorf("cancelled turn sent %+v", got)
 	}
 	// The queued message still runs.

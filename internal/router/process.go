@@ -26,6 +26,8 @@ func (r *Router) process(ctx context.Context, j *job) outcome {
 			return r.processInterrupted(ctx, j)
 		}
 		return r.processEvent(ctx, j)
+	case jobRegenerate, jobRetry, jobEdit:
+		return r.processRedo(ctx, j)
 	case jobMessage:
 		switch {
 		case j.started:
@@ -47,15 +49,16 @@ func (r *Router) process(ctx context.Context, j *job) outcome {
 func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	start := r.o.Now()
 	deliver := j.done == nil
-	var seedReply string
-	if r.needsSeed(ctx, j.thread) {
-		res, err := r.seed(ctx, j.thread, j.channel, deliver)
-		if err == nil {
-			seedReply = res.Reply
-		}
-	}
-	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Text: j.text, Attachments: j.attachments, Kind: agent.KindUser}, deliver, chat.Reply)
-	res.SeedReply = seedReply
+	// A new conversation is greeted in the same model call that answers
+	// its first message (the seed is stored before the message): one wait,
+	// and the stored order is the order shown.
+	greet := r.needsSeed(ctx, j.thread)
+	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}, deliver, chat.Reply)
+	r.publishReplied(ctx, j, start, res, err)
+	return outcome{res, err}
+}
+
+func (r *Router) publishReplied(ctx context.Context, j *job, start time.Time, res agent.Result, err error) {
 	r.publish(ctx, TopicMessageReplied, struct {
 		Thread     chat.ThreadID `json:"thread"`
 		Chars      int           `json:"chars"`
@@ -63,11 +66,16 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 		DurationMS int64         `json:"duration_ms"`
 		Failed     bool          `json:"failed,omitempty"`
 	}{j.thread, len([]rune(res.Reply)), len(res.Calls), r.o.Now().Sub(start).Milliseconds(), err != nil})
-	return outcome{res, err}
 }
 
 func (r *Router) processEvent(ctx context.Context, j *job) outcome {
-	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Text: j.text, Kind: agent.KindSystemEvent, Origin: j.origin}, true, chat.Notify)
+	// The supervisor's correction is the assistant correcting its own
+	// reply: it is delivered (streamed) as a reply, not as a notification.
+	kind := chat.Notify
+	if j.origin == agent.OriginSupervisor {
+		kind = chat.Reply
+	}
+	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Text: j.text, Kind: agent.KindSystemEvent, Origin: j.origin}, true, kind)
 	return outcome{res, err}
 }
 
@@ -132,36 +140,6 @@ func (r *Router) needsSeed(ctx context.Context, t chat.ThreadID) bool {
 	return need
 }
 
-// seed runs the conversation seed and delivers its reply (streamed when the
-// channel streams) when deliver is set. A failed seed is logged, not
-// delivered: the user's own message comes next and reports the problem.
-func (r *Router) seed(ctx context.Context, t chat.ThreadID, channel string, deliver bool) (agent.Result, error) {
-	var ch extension.ChannelProvider
-	if deliver {
-		ch = r.channel(channel)
-	}
-	if sc, ok := ch.(extension.StreamingChannelProvider); ok {
-		if s := r.openStream(ctx, sc, chat.Address{Channel: channel, Thread: t}); s != nil {
-			res, err := r.o.Agent.Seed(ctx, t, s.stream)
-			s.close(res.Reply, err)
-			if err != nil {
-				r.log.Warn("conversation seed failed", "thread", t, "err", err)
-			}
-			return res, err
-		}
-	}
-	res, err := r.o.Agent.Seed(ctx, t, nil)
-	if err != nil {
-		r.log.Warn("conversation seed failed", "thread", t, "err", err)
-		return res, err
-	}
-	r.handleFollowUps(ctx, res.FollowUps)
-	if ch != nil && res.Reply != "" {
-		r.send(ctx, channel, chat.Outbound{Address: chat.Address{Channel: channel, Thread: t}, Kind: chat.Notify, Text: res.Reply})
-	}
-	return res, nil
-}
-
 // turn runs in as a turn of j and delivers the reply when deliver is set:
 // streamed to a streaming channel (for user messages), else sent with kind.
 // The turn is journaled under j's inbox row (see journal.go): the row is
@@ -203,7 +181,12 @@ func (r *Router) turn(ctx context.Context, j *job, in agent.Input, deliver bool,
 	res, err := r.o.Agent.Turn(ctx, in)
 	kept := r.endTurn(ctx, j, err)
 	if s != nil {
-		s.close(res.Reply, err)
+		if res.Stopped {
+			// A stop ends the stream with what was written.
+			s.close(res.Partial, err)
+		} else {
+			s.close(res.Reply, err)
+		}
 	}
 	r.handleFollowUps(ctx, res.FollowUps)
 	if s == nil && !kept && ch != nil && strings.TrimSpace(res.Reply) != "" {
@@ -242,6 +225,11 @@ func (r *Router) processInterrupted(ctx context.Context, j *job) outcome {
 		r.log.Error("could not check an interrupted turn; it stays for the next start", "thread", j.thread, "err", err)
 		return outcome{err: fmt.Errorf("check the interrupted turn on %s: %w", j.thread, err)}
 	}
+	// The item is the first user-role message after afterID (a greeting's
+	// seed comes before it); replies that failed or stopped do not count.
+	msgs = slices.DeleteFunc(msgs, func(m conversation.StoredMessage) bool {
+		return m.Marked() || m.Source == conversation.SourceSeed
+	})
 	stored := slices.IndexFunc(msgs, func(m conversation.StoredMessage) bool { return m.Message.Role == llm.RoleUser })
 	j.started = false
 	if stored < 0 {

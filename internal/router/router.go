@@ -65,6 +65,7 @@ type Threads interface {
 	LastMessageID(ctx context.Context, id chat.ThreadID) (int64, error)
 	Reset(ctx context.Context, id chat.ThreadID) error
 	Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Message) ([]int64, error)
+	Branch(ctx context.Context, id chat.ThreadID, fromID int64) (conversation.Segment, error)
 	Threads(ctx context.Context, opts conversation.ListOptions) ([]conversation.Thread, error)
 	Messages(ctx context.Context, id chat.ThreadID, q conversation.MessageQuery) ([]conversation.StoredMessage, error)
 }
@@ -137,6 +138,10 @@ const (
 	jobMessage     jobKind = "message"
 	jobSystemEvent jobKind = "system_event"
 	jobNotify      jobKind = "notify"
+	// Redo kinds (redo.go): they run a thread's last turn again.
+	jobRegenerate jobKind = jobKind(ActionRegenerate)
+	jobRetry      jobKind = jobKind(ActionRetry)
+	jobEdit       jobKind = jobKind(ActionEdit)
 )
 
 // RoleUsage is one model role's usage today.
@@ -167,6 +172,8 @@ type job struct {
 	attachments []chat.Attachment
 	origin      agent.Origin
 	received    time.Time
+	// target is the user message an edit replaces.
+	target int64
 	// started: a turn for this item began before the last stop (the row
 	// was found marked at start-up); afterID is the thread's last message
 	// id before the turn stored the item; attempts counts turn starts.
@@ -439,8 +446,8 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 	r.replayMu.RLock()
 	defer r.replayMu.RUnlock()
 	res, err := r.o.DB.ExecContext(ctx,
-		`INSERT INTO router_inbox (thread, kind, channel, sender_id, sender_name, text, attachments, origin, received_at) VALUES (?,?,?,?,?,?,?,?,?)`,
-		string(j.thread), string(j.kind), j.channel, j.sender.ID, j.sender.DisplayName, j.text, encodeAttachments(j.attachments), string(j.origin), j.received.UnixNano())
+		`INSERT INTO router_inbox (thread, kind, channel, sender_id, sender_name, text, attachments, origin, received_at, target_message_id) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+		string(j.thread), string(j.kind), j.channel, j.sender.ID, j.sender.DisplayName, j.text, encodeAttachments(j.attachments), string(j.origin), j.received.UnixNano(), j.target)
 	if err != nil {
 		return fmt.Errorf("store inbound %s for %s: %w", j.kind, j.thread, err)
 	}
@@ -488,7 +495,11 @@ func (r *Router) enqueueLocked(j *job) {
 // Run processes queued items until ctx ends, replaying what the inbox holds
 // from before, then shuts down as the package documentation says.
 func (r *Router) Run(ctx context.Context) error {
-	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
+	// Turns cut off by the shutdown are cancelled with agent.ErrRestarting
+	// as the cause: they are resumed or reported at the next start, not
+	// stored as stopped by the user.
+	turnCtx, cancelCause := context.WithCancelCause(context.WithoutCancel(ctx))
+	cancelTurns := func() { cancelCause(agent.ErrRestarting) }
 	defer cancelTurns()
 	r.replayMu.Lock()
 	pending, err := r.loadInbox(ctx)
@@ -573,7 +584,7 @@ func (r *Router) Run(ctx context.Context) error {
 
 func (r *Router) loadInbox(ctx context.Context) ([]*job, error) {
 	out, err := sqlite.Rows(ctx, r.o.DB, r.scanJob,
-		`SELECT id, thread, kind, channel, sender_id, sender_name, text, attachments, origin, received_at, started_at, after_message_id, attempts FROM router_inbox ORDER BY id`)
+		`SELECT id, thread, kind, channel, sender_id, sender_name, text, attachments, origin, received_at, started_at, after_message_id, attempts, target_message_id FROM router_inbox ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read router inbox: %w", err)
 	}
@@ -587,7 +598,7 @@ func (r *Router) scanJob(row sqlite.Scanner) (*job, error) {
 		atts                 string
 		receivedAt, started  int64
 	)
-	if err := row.Scan(&j.id, &thread, &kind, &j.channel, &j.sender.ID, &j.sender.DisplayName, &j.text, &atts, &origin, &receivedAt, &started, &j.afterID, &j.attempts); err != nil {
+	if err := row.Scan(&j.id, &thread, &kind, &j.channel, &j.sender.ID, &j.sender.DisplayName, &j.text, &atts, &origin, &receivedAt, &started, &j.afterID, &j.attempts, &j.target); err != nil {
 		return nil, err
 	}
 	var err error

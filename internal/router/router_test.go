@@ -297,28 +297,58 @@ func TestThreadsRunInParallelButEachThreadIsSerial(t *testing.T) {
 	}
 }
 
-func TestSeedOnANewThreadComesFirst(t *testing.T) {
-	h := newHarness(t, echo("reply"), nil, nil)
+// TestGreetingInTheFirstReply: a new conversation is greeted in the same
+// model call that answers its first message — one delivery, one wait — and
+// the seed is stored before the message, so the stored order is the order
+// shown (the seed itself is never shown).
+func TestGreetingInTheFirstReply(t *testing.T) {
+	var mu sync.Mutex
+	var calls [][]string
+	m := llmtest.Func(func(ctx context.Context, r llm.Request) (llm.Response, error) {
+		var users []string
+		for _, msg := range r.Messages {
+			if msg.Role == llm.RoleUser {
+				users = append(users, msg.Text())
+			}
+		}
+		mu.Lock()
+		calls = append(calls, users)
+		mu.Unlock()
+		return llm.Response{Message: llm.AssistantText("Hello! reply: " + lastUser(r))}, nil
+	})
+	h := newHarness(t, m, nil, nil)
 	h.run()
 	if err := h.router.Receive(context.Background(), chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:new"}, Text: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	seed, reply := recv(t, h.web.out), recv(t, h.web.out)
-	if seed != (sent{chat.Notify, "web:new", "reply (event)"}) || reply != (sent{chat.Reply, "web:new", "reply: first"}) {
-		t.Errorf("deliveries %+v then %+v", seed, reply)
+	if got := recv(t, h.web.out); got != (sent{chat.Reply, "web:new", "Hello! reply: first"}) {
+		t.Errorf("delivered %+v", got)
 	}
+	select {
+	case got := <-h.web.out:
+		t.Errorf("a second delivery: %+v", got)
+	default:
+	}
+	mu.Lock()
+	if len(calls) != 1 || len(calls[0]) != 2 || !strings.HasPrefix(calls[0][0], agent.SystemEventPrefix) ||
+		!strings.Contains(calls[0][0], agent.GreetNote) || calls[0][1] != "first" {
+		t.Errorf("model calls %q, want one with the seed then the message", calls)
+	}
+	mu.Unlock()
 	got := roles(t, h.store, "web:new")
-	if len(got) != 4 || !strings.HasPrefix(got[0], "user:"+agent.SystemEventPrefix) || got[2] != "user:first" {
+	if len(got) != 3 || !strings.HasPrefix(got[0], "user:"+agent.SystemEventPrefix) || got[1] != "user:first" || got[2] != "assistant:Hello! reply: first" {
 		t.Errorf("stored %q", got)
 	}
-	// Handle returns the seed reply with the answer.
-	res, err := h.router.Handle(context.Background(), chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:other"}, Text: "hi"})
-	if err != nil {
-		t.Fatal(err)
+	// The next message is not greeted again.
+	res, err := h.router.Handle(context.Background(), chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:new"}, Text: "second"})
+	if err != nil || res.Reply != "Hello! reply: second" || res.SeedReply != "" {
+		t.Errorf("Handle = %+v, %v", res, err)
 	}
-	if res.SeedReply != "reply (event)" || res.Reply != "reply: hi" {
-		t.Errorf("Handle = %+v", res)
+	mu.Lock()
+	if n := len(calls); n != 2 || len(calls[1]) != 3 {
+		t.Errorf("second call's user messages %q", calls[n-1])
 	}
+	mu.Unlock()
 }
 
 func TestCommands(t *testing.T) {
@@ -451,9 +481,10 @@ func TestSupervisorCorrectionNeverLoops(t *testing.T) {
 	if len(res.FollowUps) != 1 {
 		t.Fatalf("follow-ups = %+v", res.FollowUps)
 	}
-	// The correction runs as a system event, delivered as a notification;
-	// its own (still false) claim raises nothing further.
-	if got := recv(t, h.web.out); got.Kind != chat.Notify {
+	// The correction runs as a system event, delivered as the assistant's
+	// own reply (it corrects itself; not a notification); its own (still
+	// false) claim raises nothing further.
+	if got := recv(t, h.web.out); got.Kind != chat.Reply {
 		t.Errorf("correction reply delivered as %+v", got)
 	}
 	if d := h.router.QueueDepth(); d != 0 {
