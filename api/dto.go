@@ -98,6 +98,8 @@ type ToolCall struct {
 type ThreadQuery struct {
 	IncludeSubSessions bool
 	Limit              int
+	// Archived lists the deleted (archived) threads instead.
+	Archived bool
 }
 
 // Thread is a conversation.
@@ -109,6 +111,89 @@ type Thread struct {
 	CreatedAt         time.Time     `json:"created_at"`
 	UpdatedAt         time.Time     `json:"updated_at"`
 	LastUserMessageAt *time.Time    `json:"last_user_message_at"`
+	// ArchivedAt is set when the thread was deleted (restorable).
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
+	// TitleSource is "" (the first message), "model" or "user".
+	TitleSource string `json:"title_source,omitempty"`
+}
+
+// RenameRequest is the body of PUT /api/v1/threads/{thread}.
+type RenameRequest struct {
+	Title string `json:"title"`
+}
+
+// EditRequest is the body of POST /api/v1/threads/{thread}/messages/{id}/edit.
+type EditRequest struct {
+	Text string `json:"text"`
+}
+
+// Redo actions (Conversations.Redo, the WebSocket frames of the same names).
+const (
+	RedoRegenerate = "regenerate"
+	RedoRetry      = "retry"
+	RedoEdit       = "edit"
+)
+
+// RedoRequest runs a thread's last turn again: Action is RedoRegenerate,
+// RedoRetry or RedoEdit (MessageID and Text: the user message replaced and
+// its new text). What is replaced is kept as a branch (a Segment).
+type RedoRequest struct {
+	Action    string
+	Thread    chat.ThreadID
+	MessageID int64
+	Text      string
+}
+
+// Segment is an archived part of a thread, kept readable: a conversation
+// /new closed (kind "conversation", with the title it had) or the turns an
+// edit or a regeneration replaced (kind "branch"; after_message_id is the
+// message it followed).
+type Segment struct {
+	ID             int64         `json:"id"`
+	Thread         chat.ThreadID `json:"thread"`
+	Kind           string        `json:"kind"`
+	Title          string        `json:"title"`
+	AfterMessageID int64         `json:"after_message_id,omitempty"`
+	CreatedAt      time.Time     `json:"created_at"`
+	Messages       int           `json:"messages"`
+}
+
+// SegmentQuery selects segments: of one thread ("" for all), of one kind
+// ("" for both).
+type SegmentQuery struct {
+	Thread chat.ThreadID
+	Kind   string
+	Limit  int
+}
+
+// SegmentList is GET /api/v1/segments.
+type SegmentList struct {
+	Segments []Segment `json:"segments"`
+}
+
+// SegmentMessages is GET /api/v1/segments/{id}.
+type SegmentMessages struct {
+	Segment  Segment   `json:"segment"`
+	Messages []Message `json:"messages"`
+}
+
+// SearchHit is a search result: a thread whose title matches (message_id
+// 0) or a message; segment is the archived part holding it (0: the
+// thread's current conversation). The snippet marks matches with « ».
+type SearchHit struct {
+	Thread         chat.ThreadID `json:"thread"`
+	Title          string        `json:"title"`
+	ThreadArchived bool          `json:"thread_archived,omitempty"`
+	MessageID      int64         `json:"message_id,omitempty"`
+	Role           string        `json:"role,omitempty"`
+	Segment        int64         `json:"segment,omitempty"`
+	Snippet        string        `json:"snippet"`
+	At             time.Time     `json:"at"`
+}
+
+// SearchResults is GET /api/v1/search.
+type SearchResults struct {
+	Hits []SearchHit `json:"hits"`
 }
 
 // ThreadList is GET /api/v1/threads.
@@ -134,8 +219,18 @@ type Message struct {
 	ToolCalls   []MessageCall   `json:"tool_calls,omitempty"`
 	ToolResults []MessageResult `json:"tool_results,omitempty"`
 	SystemEvent bool            `json:"system_event,omitempty"`
-	Archived    bool            `json:"archived,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
+	// Source says who wrote a system_event message: "seed" (the opening
+	// of a conversation: never shown), "supervisor" (the check asking the
+	// assistant to correct itself: never shown) or "system_event".
+	Source   string `json:"source,omitempty"`
+	Archived bool   `json:"archived,omitempty"`
+	// Segment is the archived part holding the message (0: none).
+	Segment int64 `json:"segment,omitempty"`
+	// Status is "failed" or "stopped" for a reply that did not finish
+	// (Text is what was written of it); Note says what happened.
+	Status    string    `json:"status,omitempty"`
+	Note      string    `json:"note,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 	// Attachments are the files the user attached to the message.
 	Attachments []MessageAttachment `json:"attachments,omitempty"`
 }
@@ -169,6 +264,11 @@ const (
 	FramePing        = "ping"
 	// FrameCancel stops the turn the thread is processing.
 	FrameCancel = "cancel"
+	// FrameRegenerate, FrameRetry and FrameEdit run the thread's last turn
+	// again (RedoRequest); FrameEdit carries Message and Text.
+	FrameRegenerate = RedoRegenerate
+	FrameRetry      = RedoRetry
+	FrameEdit       = RedoEdit
 	// FrameApproval (both ways): the server asks to approve a tool call, or
 	// tells its outcome (State); the client answers with Approval and
 	// Approve.
@@ -197,6 +297,8 @@ type ClientFrame struct {
 	Approve  *bool  `json:"approve,omitempty"`
 	// Attachments of a "message" frame: files uploaded to the thread.
 	Attachments []AttachmentRef `json:"attachments,omitempty"`
+	// Message is the user message an edit replaces (type "edit").
+	Message int64 `json:"message,omitempty"`
 }
 
 // ServerFrame is a frame the server sends; which fields are set depends on
@@ -212,6 +314,9 @@ type ServerFrame struct {
 	IsError   *bool           `json:"is_error,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	ID        string          `json:"id,omitempty"`
+	// Status is "stopped" on the "done" frame of a reply the user stopped
+	// (Text is what was written of it): a stop is not an error.
+	Status string `json:"status,omitempty"`
 	// Approval is the request's id, State where it stands (pending,
 	// approved, denied, expired) and Deadline when an unanswered request
 	// counts as denied (type "approval"; Name, Arguments and Text — the

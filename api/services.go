@@ -52,25 +52,28 @@ var (
 // Services are what the agent offers the HTTP API. Any field may be nil: the
 // feature is not part of this build or is switched off.
 type Services struct {
-	Info         Info
-	Threads      Threads
-	Chat         Chat
-	Memories     Memories
-	Pulse        Pulse
-	Skills       Skills
-	World        World
-	Tasks        Tasks
-	Workflows    Workflows
-	Interactions Interactions
-	Usage        TokenUsage
-	Events       Events
-	Prompt       Prompt
-	Setup        Setup
-	History      History
-	Pairing      Pairing
-	Approvals    Approvals
-	Models       Models
-	Dreams       Dreams
+	Info    Info
+	Threads Threads
+	Chat    Chat
+	// Conversations manages threads (rename, delete, restore, archived
+	// parts, search) and runs regenerations, retries and edits.
+	Conversations Conversations
+	Memories      Memories
+	Pulse         Pulse
+	Skills        Skills
+	World         World
+	Tasks         Tasks
+	Workflows     Workflows
+	Interactions  Interactions
+	Usage         TokenUsage
+	Events        Events
+	Prompt        Prompt
+	Setup         Setup
+	History       History
+	Pairing       Pairing
+	Approvals     Approvals
+	Models        Models
+	Dreams        Dreams
 	// Endpoints are the extensions' own HTTP endpoints (MCP's /mcp),
 	// served on the web listener behind the API's authentication.
 	Endpoints Endpoints
@@ -126,6 +129,28 @@ type Chat interface {
 	// an error frame; what was written so far is kept). It reports whether
 	// something was running.
 	Cancel(ctx context.Context, thread chat.ThreadID) bool
+}
+
+// Conversations manages threads and their history beyond Threads.
+// Errors: ErrNotFound (no such thread, message or segment), ErrInvalid (an
+// empty title or query, a message that cannot be edited), ErrConflict
+// (nothing to regenerate; a retry of a reply that did not fail), and
+// Chat.Handle's errors for Redo.
+type Conversations interface {
+	Rename(ctx context.Context, thread chat.ThreadID, title string) (Thread, error)
+	// Archive deletes the thread from the list (restorable); Restore
+	// brings it back.
+	Archive(ctx context.Context, thread chat.ThreadID) (Thread, error)
+	Restore(ctx context.Context, thread chat.ThreadID) (Thread, error)
+	Segments(ctx context.Context, q SegmentQuery) ([]Segment, error)
+	Segment(ctx context.Context, id int64) (SegmentMessages, error)
+	Search(ctx context.Context, q string, limit int) ([]SearchHit, error)
+	// Redo runs the request synchronously and returns the new reply
+	// (nothing is delivered to a channel).
+	Redo(ctx context.Context, r RedoRequest) (Reply, error)
+	// Submit queues the request in the thread's order; the reply is
+	// delivered through the thread's channel (streamed on the web).
+	Submit(ctx context.Context, r RedoRequest) error
 }
 
 // Memories reads and edits long-term memories.

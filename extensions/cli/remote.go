@@ -28,8 +28,7 @@ type Remote struct {
 
 	mu      sync.Mutex
 	staged  []Attached   // uploaded for the next message
-	pending []*remoteMsg // sent, oldest first, until their last done/error
-	known   bool         // the thread has messages: no seed before a reply
+	pending []*remoteMsg // sent, oldest first, until their done/error
 	seq     int
 	readErr error
 
@@ -39,19 +38,19 @@ type Remote struct {
 
 type remoteMsg struct {
 	id     string
-	expect int  // done/error frames still to come (2 when a seed comes first)
+	expect int  // done/error frames still to come
 	muted  bool // cancelled locally: its frames are dropped
 }
 
 // DialRemote connects to the server of c and prepares a chat on thread:
-// it checks the token with a history read (a new thread's first message
-// is answered by the seed's greeting, then the reply) and opens the
-// WebSocket subscribed to the thread.
+// it checks the token with a history read and opens the WebSocket
+// subscribed to the thread. Every message is answered by one reply (a new
+// thread's first reply opens with its greeting).
 func DialRemote(ctx context.Context, c *client.Client, thread chat.ThreadID) (*Remote, error) {
 	if err := thread.Validate(); err != nil {
 		return nil, err
 	}
-	msgs, err := c.Messages(ctx, thread, api.MessageQuery{Limit: 1})
+	_, err := c.Messages(ctx, thread, api.MessageQuery{Limit: 1})
 	if err != nil {
 		if errors.Is(err, client.ErrUnauthorized) {
 			return nil, fmt.Errorf("%s refused the access token (give it with --token or $REVERIE_TOKEN): %w", c.URL(), err)
@@ -63,7 +62,7 @@ func DialRemote(ctx context.Context, c *client.Client, thread chat.ThreadID) (*R
 		return nil, fmt.Errorf("open the chat connection to %s: %w", c.URL(), err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	r := &Remote{c: c, conn: conn, thread: thread, q: NewQueue(), known: len(msgs) > 0, cancel: cancel}
+	r := &Remote{c: c, conn: conn, thread: thread, q: NewQueue(), cancel: cancel}
 	r.wg.Add(1)
 	go r.read(rctx)
 	return r, nil
@@ -157,12 +156,6 @@ func (r *Remote) Send(ctx context.Context, text string) error {
 	}
 	r.seq++
 	m := &remoteMsg{id: fmt.Sprintf("c%d", r.seq), expect: 1}
-	if cmd == nil && !r.known {
-		m.expect = 2 // the seed's greeting, then the reply
-	}
-	if cmd == nil || strings.EqualFold(cmd[1], "new") {
-		r.known = true
-	}
 	r.pending = append(r.pending, m)
 	thread := r.thread
 	r.mu.Unlock()

@@ -136,7 +136,9 @@ func TestRemote(t *testing.T) {
 	}
 }
 
-func TestRemoteNewThreadWaitsForTheSeed(t *testing.T) {
+// TestRemoteNewThreadOneReply: a new thread's first message is answered by
+// one reply that opens with the greeting (no separate seed reply).
+func TestRemoteNewThreadOneReply(t *testing.T) {
 	const th = chat.ThreadID("web:new")
 	answer := func(f api.ClientFrame) []api.ServerFrame {
 		if strings.HasPrefix(f.Text, "/") {
@@ -144,8 +146,7 @@ func TestRemoteNewThreadWaitsForTheSeed(t *testing.T) {
 		}
 		return []api.ServerFrame{
 			{Type: api.FrameDelta, Thread: th, Text: "Hi"},
-			{Type: api.FrameDone, Thread: th, Text: "Hi, I'm Reverie."},
-			{Type: api.FrameDone, Thread: th, Text: "echo " + f.Text},
+			{Type: api.FrameDone, Thread: th, Text: "Hi, I'm Reverie. echo " + f.Text},
 		}
 	}
 	c, _ := fakeServer(t, 0, answer)
@@ -175,7 +176,7 @@ func TestRemoteNewThreadWaitsForTheSeed(t *testing.T) {
 			break
 		}
 	}
-	want := "delta:Hi done:Hi, I'm Reverie. done:echo hello idle:"
+	want := "delta:Hi done:Hi, I'm Reverie. echo hello idle:"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("events %q, want %q", got, want)
 	}

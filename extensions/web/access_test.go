@@ -32,7 +32,7 @@ type fakeAPI struct {
 }
 
 func (f *fakeAPI) services() *api.Services {
-	return &api.Services{Chat: fakeChat{f}, Threads: fakeThreads{}, World: fakeWorld{f}, Setup: fakeSetup{f}, Models: fakeModels{f}, Dreams: fakeDreams{f}}
+	return &api.Services{Chat: fakeChat{f}, Threads: fakeThreads{}, World: fakeWorld{f}, Setup: fakeSetup{f}, Models: fakeModels{f}, Dreams: fakeDreams{f}, Conversations: fakeConversations{f}}
 }
 
 type fakeDreams struct{ f *fakeAPI }
@@ -56,6 +56,52 @@ func (m fakeModels) SetThread(_ context.Context, t chat.ThreadID, backend string
 	defer m.f.mu.Unlock()
 	m.f.models = append(m.f.models, string(t)+"="+backend)
 	return api.ThreadModel{Thread: t, Backend: backend}, nil
+}
+
+// fakeConversations records the threads its changes reached as turns.
+type fakeConversations struct{ f *fakeAPI }
+
+func (c fakeConversations) record(t chat.ThreadID) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	c.f.turns = append(c.f.turns, chat.Inbound{Address: chat.Address{Thread: t}})
+}
+
+func (c fakeConversations) Rename(_ context.Context, t chat.ThreadID, title string) (api.Thread, error) {
+	c.record(t)
+	return api.Thread{ID: t, Title: title}, nil
+}
+
+func (c fakeConversations) Archive(_ context.Context, t chat.ThreadID) (api.Thread, error) {
+	c.record(t)
+	return api.Thread{ID: t}, nil
+}
+
+func (c fakeConversations) Restore(_ context.Context, t chat.ThreadID) (api.Thread, error) {
+	c.record(t)
+	return api.Thread{ID: t}, nil
+}
+
+func (fakeConversations) Segments(context.Context, api.SegmentQuery) ([]api.Segment, error) {
+	return nil, nil
+}
+
+func (fakeConversations) Segment(_ context.Context, id int64) (api.SegmentMessages, error) {
+	return api.SegmentMessages{Segment: api.Segment{ID: id}}, nil
+}
+
+func (fakeConversations) Search(context.Context, string, int) ([]api.SearchHit, error) {
+	return nil, nil
+}
+
+func (c fakeConversations) Redo(_ context.Context, r api.RedoRequest) (api.Reply, error) {
+	c.record(r.Thread)
+	return api.Reply{Reply: "again"}, nil
+}
+
+func (c fakeConversations) Submit(_ context.Context, r api.RedoRequest) error {
+	c.record(r.Thread)
+	return nil
 }
 
 type fakeChat struct{ f *fakeAPI }
@@ -148,6 +194,15 @@ func TestAccessRules(t *testing.T) {
 		{name: "revert a dream", method: "POST", path: "/api/v1/dreams/7/revert", body: `{}`, ok: 200},
 		// Uploads are JSON (base64) too: the same rules, no multipart exception.
 		{name: "upload an attachment", method: "POST", path: "/api/v1/threads/web:t1/attachments", body: uploadBody("a.png", "image/png", onePixelPNG), ok: 201},
+		{name: "rename thread", method: "PUT", path: "/api/v1/threads/web:t1", body: `{"title":"x"}`, ok: 200},
+		{name: "delete thread", method: "DELETE", path: "/api/v1/threads/web:t1", ok: 200},
+		{name: "restore thread", method: "POST", path: "/api/v1/threads/web:t1/restore", body: `{}`, ok: 200},
+		{name: "regenerate", method: "POST", path: "/api/v1/threads/web:t1/regenerate", body: `{}`, ok: 200},
+		{name: "retry", method: "POST", path: "/api/v1/threads/web:t1/retry", body: `{}`, ok: 200},
+		{name: "edit", method: "POST", path: "/api/v1/threads/web:t1/messages/3/edit", body: `{"text":"x"}`, ok: 200},
+		{name: "segments", method: "GET", path: "/api/v1/segments?thread=web:t1", ok: 200},
+		{name: "segment", method: "GET", path: "/api/v1/segments/3", ok: 200},
+		{name: "search", method: "GET", path: "/api/v1/search?q=lyon", ok: 200},
 	}
 	creds := []string{"bearer", "cookie", "missing", "wrong"}
 	origins := []string{"same", "cross", "absent", "null"}
@@ -190,7 +245,8 @@ func TestAccessRules(t *testing.T) {
 										want = http.StatusForbidden
 									case (unsafe || rt.ws) && cred == "cookie" && !vouched:
 										want = http.StatusForbidden
-									case unsafe && ct != "json":
+									case unsafe && ct != "json" && (rt.body != "" || ct != "missing"):
+										// A write without a body (DELETE) needs no Content-Type.
 										want = http.StatusUnsupportedMediaType
 									case rt.setup && cred != "bearer" && cred != "cookie":
 										want = http.StatusUnauthorized

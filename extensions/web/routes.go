@@ -57,6 +57,15 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/threads/{thread}/model", w.need("models", w.threadModel))
 	m.HandleFunc("PUT "+p+"/threads/{thread}/model", w.need("models", w.setThreadModel))
 	m.HandleFunc("GET "+p+"/models", w.need("models", w.listModels))
+	m.HandleFunc("PUT "+p+"/threads/{thread}", w.need("conversations", w.renameThread))
+	m.HandleFunc("DELETE "+p+"/threads/{thread}", w.need("conversations", w.archiveThread))
+	m.HandleFunc("POST "+p+"/threads/{thread}/restore", w.need("conversations", w.restoreThread))
+	m.HandleFunc("POST "+p+"/threads/{thread}/regenerate", w.need("conversations", w.redo(api.RedoRegenerate)))
+	m.HandleFunc("POST "+p+"/threads/{thread}/retry", w.need("conversations", w.redo(api.RedoRetry)))
+	m.HandleFunc("POST "+p+"/threads/{thread}/messages/{id}/edit", w.need("conversations", w.redo(api.RedoEdit)))
+	m.HandleFunc("GET "+p+"/segments", w.need("conversations", w.listSegments))
+	m.HandleFunc("GET "+p+"/segments/{id}", w.need("conversations", w.getSegment))
+	m.HandleFunc("GET "+p+"/search", w.need("conversations", w.search))
 	m.HandleFunc("GET "+p+"/ws", w.serveWS)
 	m.HandleFunc("GET "+p+"/events", w.need("events", w.serveEvents))
 	m.HandleFunc("GET "+p+"/events/recent", w.need("events", w.recentEvents))
@@ -137,24 +146,25 @@ func (w *Web) apiMux() *http.ServeMux {
 // features are the optional services an agent may provide, by the name
 // GET /info reports them under. Their routes are registered through need.
 var features = map[string]func(*api.Services) bool{
-	"chat":         func(s *api.Services) bool { return s.Chat != nil },
-	"threads":      func(s *api.Services) bool { return s.Threads != nil },
-	"memories":     func(s *api.Services) bool { return s.Memories != nil },
-	"pulse":        func(s *api.Services) bool { return s.Pulse != nil },
-	"skills":       func(s *api.Services) bool { return s.Skills != nil },
-	"tasks":        func(s *api.Services) bool { return s.Tasks != nil },
-	"workflows":    func(s *api.Services) bool { return s.Workflows != nil },
-	"interactions": func(s *api.Services) bool { return s.Interactions != nil },
-	"usage":        func(s *api.Services) bool { return s.Usage != nil },
-	"events":       func(s *api.Services) bool { return s.Events != nil },
-	"prompt":       func(s *api.Services) bool { return s.Prompt != nil },
-	"world":        func(s *api.Services) bool { return s.World != nil },
-	"setup":        func(s *api.Services) bool { return s.Setup != nil },
-	"history":      func(s *api.Services) bool { return s.History != nil },
-	"pairing":      func(s *api.Services) bool { return s.Pairing != nil },
-	"approvals":    func(s *api.Services) bool { return s.Approvals != nil },
-	"models":       func(s *api.Services) bool { return s.Models != nil },
-	"dreams":       func(s *api.Services) bool { return s.Dreams != nil },
+	"chat":          func(s *api.Services) bool { return s.Chat != nil },
+	"threads":       func(s *api.Services) bool { return s.Threads != nil },
+	"conversations": func(s *api.Services) bool { return s.Conversations != nil },
+	"memories":      func(s *api.Services) bool { return s.Memories != nil },
+	"pulse":         func(s *api.Services) bool { return s.Pulse != nil },
+	"skills":        func(s *api.Services) bool { return s.Skills != nil },
+	"tasks":         func(s *api.Services) bool { return s.Tasks != nil },
+	"workflows":     func(s *api.Services) bool { return s.Workflows != nil },
+	"interactions":  func(s *api.Services) bool { return s.Interactions != nil },
+	"usage":         func(s *api.Services) bool { return s.Usage != nil },
+	"events":        func(s *api.Services) bool { return s.Events != nil },
+	"prompt":        func(s *api.Services) bool { return s.Prompt != nil },
+	"world":         func(s *api.Services) bool { return s.World != nil },
+	"setup":         func(s *api.Services) bool { return s.Setup != nil },
+	"history":       func(s *api.Services) bool { return s.History != nil },
+	"pairing":       func(s *api.Services) bool { return s.Pairing != nil },
+	"approvals":     func(s *api.Services) bool { return s.Approvals != nil },
+	"models":        func(s *api.Services) bool { return s.Models != nil },
+	"dreams":        func(s *api.Services) bool { return s.Dreams != nil },
 }
 
 // need serves h while the agent provides feature (checked per request: the
@@ -390,7 +400,7 @@ func threadParam(r *http.Request) (chat.ThreadID, error) {
 
 func (w *Web) listThreads(rw http.ResponseWriter, r *http.Request) {
 	q := query{r: r}
-	tq := api.ThreadQuery{IncludeSubSessions: q.bool("include_sub_sessions"), Limit: int(q.int("limit", 100, 1, 1000))}
+	tq := api.ThreadQuery{IncludeSubSessions: q.bool("include_sub_sessions"), Limit: int(q.int("limit", 100, 1, 1000)), Archived: q.bool("archived")}
 	if q.err != nil {
 		w.serviceError(rw, r, q.err)
 		return
@@ -449,18 +459,27 @@ func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusBadRequest, "text is empty")
 		return
 	}
+	channel := t.Channel()
+	w.runTurn(rw, r, t, func(ctx context.Context) (api.Reply, error) {
+		return w.svc.Chat.Handle(ctx, chat.Inbound{
+			Address:     chat.Address{Channel: channel, Thread: t},
+			Sender:      chat.Sender{ID: "api", DisplayName: "HTTP API"},
+			Text:        text,
+			Attachments: images,
+			Received:    w.now(),
+		})
+	})
+}
+
+// runTurn runs a synchronous turn (a message, a regeneration, a retry, an
+// edit) and answers its Reply: 200, or 502 with the Reply and the error
+// when the turn failed, 504 when it takes longer than web.turn_timeout.
+func (w *Web) runTurn(rw http.ResponseWriter, r *http.Request, t chat.ThreadID, run func(ctx context.Context) (api.Reply, error)) {
 	// The turn may take longer than an ordinary request may.
 	_ = http.NewResponseController(rw).SetWriteDeadline(time.Now().Add(w.cfg.TurnTimeout + 10*time.Second))
 	ctx, cancel := context.WithTimeout(r.Context(), w.cfg.TurnTimeout)
 	defer cancel()
-	channel := t.Channel()
-	reply, err := w.svc.Chat.Handle(ctx, chat.Inbound{
-		Address:     chat.Address{Channel: channel, Thread: t},
-		Sender:      chat.Sender{ID: "api", DisplayName: "HTTP API"},
-		Text:        text,
-		Attachments: images,
-		Received:    w.now(),
-	})
+	reply, err := run(ctx)
 	reply.Thread = t
 	if reply.ToolCalls == nil {
 		reply.ToolCalls = []api.ToolCall{}

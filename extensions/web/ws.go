@@ -530,6 +530,32 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 			// Nothing running is not an error: the turn may just have ended.
 			w.svc.Chat.Cancel(context.Background(), t)
 		}
+	case api.FrameRegenerate, api.FrameRetry, api.FrameEdit:
+		if ok, _ := c.bucket.take(w.now(), wsMessageRate, wsMessageBurst); !ok {
+			fail("too many messages; slow down")
+			return
+		}
+		t, err := webThread(f.Thread)
+		if err != nil {
+			fail(err.Error())
+			return
+		}
+		if w.svc.Conversations == nil {
+			fail("conversations is not enabled")
+			return
+		}
+		if err := w.hub.subscribe(c, t); err != nil {
+			fail(err.Error())
+			return
+		}
+		// The new reply is streamed to the thread's connections like a
+		// message's.
+		rctx, cancel := context.WithTimeout(context.Background(), receiveTimeout)
+		err = w.svc.Conversations.Submit(rctx, api.RedoRequest{Action: f.Type, Thread: t, MessageID: f.Message, Text: f.Text})
+		cancel()
+		if err != nil {
+			fail("could not " + f.Type + ": " + err.Error())
+		}
 	case api.FrameMessage:
 		if ok, _ := c.bucket.take(w.now(), wsMessageRate, wsMessageBurst); !ok {
 			fail("too many messages; slow down")
@@ -621,9 +647,12 @@ type wsStream struct {
 	hub    *hub
 	thread chat.ThreadID
 	redact func(string) string // Host.Redact, for error frames
+	// written is the text streamed so far: what a stopped reply keeps.
+	written strings.Builder
 }
 
 func (s *wsStream) Delta(text string) error {
+	s.written.WriteString(text)
 	s.hub.toThread(s.thread, &api.ServerFrame{Type: api.FrameDelta, Thread: s.thread, Text: text})
 	return nil
 }
@@ -649,7 +678,12 @@ func (s *wsStream) Status(st extension.StreamStatus) error {
 
 func (s *wsStream) Close(final string, err error) error {
 	f := &api.ServerFrame{Type: api.FrameDone, Thread: s.thread, Text: final}
-	if err != nil {
+	switch {
+	case err != nil && errors.Is(err, context.Canceled):
+		// Stopped (by the user, or a restart): not an error; the text is
+		// what was written.
+		f.Status, f.Text = "stopped", s.written.String()
+	case err != nil:
 		f.Type, f.Text, f.Error = api.FrameError, "", s.redact(final)
 		if f.Error == "" {
 			f.Error = "the reply failed"

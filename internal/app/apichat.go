@@ -7,6 +7,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 )
@@ -17,7 +18,12 @@ func (c apiChat) Cancel(_ context.Context, thread chat.ThreadID) bool { return c
 
 func (c apiChat) Handle(ctx context.Context, msg chat.Inbound) (api.Reply, error) {
 	res, err := c.r.Handle(ctx, msg)
-	out := api.Reply{Thread: msg.Address.Thread, Reply: res.Reply, SeedReply: res.SeedReply,
+	return replyOf(ctx, msg.Address.Thread, res, err)
+}
+
+// replyOf makes the API reply of a turn, and its error one of the API's.
+func replyOf(ctx context.Context, thread chat.ThreadID, res agent.Result, err error) (api.Reply, error) {
+	out := api.Reply{Thread: thread, Reply: res.Reply, SeedReply: res.SeedReply,
 		Usage:     api.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens},
 		ToolCalls: make([]api.ToolCall, len(res.Calls))}
 	for i, call := range res.Calls {
@@ -27,6 +33,10 @@ func (c apiChat) Handle(ctx context.Context, msg chat.Inbound) (api.Reply, error
 		return out, nil
 	}
 	switch {
+	case errors.Is(err, router.ErrNotEditable), errors.Is(err, router.ErrUnknownAction):
+		err = fmt.Errorf("%w: %w", api.ErrInvalid, err)
+	case errors.Is(err, router.ErrNothingToRedo), errors.Is(err, router.ErrNotRetryable):
+		err = fmt.Errorf("%w: %w", api.ErrConflict, err)
 	case errors.Is(err, chat.ErrInvalidThreadID), errors.Is(err, router.ErrEmptyText):
 		err = fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	case errors.Is(err, router.ErrTooLarge):

@@ -13,6 +13,7 @@ func (a *App) fillAPIServices(svc *api.Services) {
 	svc.Info = apiInfo{a}
 	svc.Threads = apiThreads{a.Conversations}
 	svc.Chat = apiChat{a.Router}
+	svc.Conversations = apiConversations{c: a.Conversations, r: a.Router}
 	svc.Interactions = apiInteractions{a.Interactions}
 	svc.Usage = apiUsage{a.Models}
 	svc.Models = apiModels{a.Models}

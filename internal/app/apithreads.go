@@ -7,6 +7,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/llm"
 )
@@ -14,16 +15,21 @@ import (
 type apiThreads struct{ c *conversation.Store }
 
 func (t apiThreads) List(ctx context.Context, q api.ThreadQuery) ([]api.Thread, error) {
-	ts, err := t.c.Threads(ctx, conversation.ListOptions{IncludeSubSessions: q.IncludeSubSessions, Limit: q.Limit})
+	ts, err := t.c.Threads(ctx, conversation.ListOptions{IncludeSubSessions: q.IncludeSubSessions, Limit: q.Limit, Archived: q.Archived})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]api.Thread, len(ts))
 	for i, th := range ts {
-		out[i] = api.Thread{ID: th.ID, Channel: th.Channel, Title: th.Title, Language: th.Language,
-			CreatedAt: th.CreatedAt, UpdatedAt: th.UpdatedAt, LastUserMessageAt: api.TimePtr(th.LastUserMessageAt)}
+		out[i] = threadOf(th)
 	}
 	return out, nil
+}
+
+func threadOf(th conversation.Thread) api.Thread {
+	return api.Thread{ID: th.ID, Channel: th.Channel, Title: th.Title, Language: th.Language,
+		CreatedAt: th.CreatedAt, UpdatedAt: th.UpdatedAt, LastUserMessageAt: api.TimePtr(th.LastUserMessageAt),
+		ArchivedAt: api.TimePtr(th.ArchivedAt), TitleSource: string(th.TitleSource)}
 }
 
 func (t apiThreads) Messages(ctx context.Context, thread chat.ThreadID, q api.MessageQuery) ([]api.Message, error) {
@@ -60,6 +66,11 @@ func messageOf(m conversation.StoredMessage) api.Message {
 		out.Text, out.Attachments = fileAttachments(out.Text, out.Attachments)
 	}
 	out.SystemEvent = m.Source != conversation.SourceConversation
+	out.Source = string(m.Source)
+	if m.Source == conversation.SourceSystemEvent && strings.HasPrefix(out.Text, agent.SystemEventPrefix+agent.SupervisorPrefix) {
+		out.Source = "supervisor"
+	}
+	out.Segment, out.Status, out.Note = m.Segment, string(m.Status), m.Note
 	return out
 }
 

@@ -162,6 +162,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		},
 		Events:  a.Bus,
 		Answers: a.Approvals,
+		Titles:  a.titler(cfg.Conversations, conv, models),
 		Now:     a.opts.Now,
 		Logger:  a.Logger.With("component", "router"),
 	})

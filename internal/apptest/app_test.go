@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/llm"
@@ -25,13 +26,42 @@ func lastUser(req llmtest.ChatRequest) string {
 	return ""
 }
 
+// greets reports whether the request opens a new conversation in the same
+// call that answers its first message: the seed (with the greeting note)
+// comes before the message, and nothing has been answered yet.
+func greets(req llmtest.ChatRequest) bool {
+	users := 0
+	for _, m := range req.Messages {
+		switch {
+		case m.Role == "assistant" && m.Text() != "":
+			return false
+		case m.Role == "user" && users == 0:
+			if !strings.HasPrefix(m.Text(), agent.SystemEventPrefix) || !strings.Contains(m.Text(), agent.GreetNote) {
+				return false
+			}
+			users++
+		case m.Role == "user":
+			users++
+		}
+	}
+	return users >= 2
+}
+
+// Greeting opens the first reply of a conversation (see greets).
+const Greeting = "Hello, I'm Reverie. "
+
 // scriptedAssistant answers the seed with a greeting, "write a note" with a
-// write_file tool call, and a tool result with a confirmation.
+// write_file tool call, and a tool result with a confirmation (opened by the
+// greeting when it answers a new conversation's first message).
 func scriptedAssistant(req llmtest.ChatRequest) llmtest.ServerReply {
 	last := req.Messages[len(req.Messages)-1]
 	switch {
 	case last.Role == "tool":
-		return llmtest.ServerReply{Text: "Saved it to notes/today.txt.", Usage: llm.Usage{InputTokens: 50, OutputTokens: 8}}
+		text := "Saved it to notes/today.txt."
+		if greets(req) {
+			text = Greeting + text
+		}
+		return llmtest.ServerReply{Text: text, Usage: llm.Usage{InputTokens: 50, OutputTokens: 8}}
 	case strings.HasPrefix(lastUser(req), "[SYSTEM EVENT]"):
 		return llmtest.ServerReply{Text: "Hello, I'm Reverie. What are you working on?"}
 	case strings.Contains(lastUser(req), "write a note"):
@@ -49,12 +79,10 @@ func TestMessageToolCallReply(t *testing.T) {
 	h.Model.Handle(scriptedAssistant)
 
 	h.Send(t, "alice", "please write a note: buy milk")
-	msgs := h.Channel.WaitFor(t, "alice", 2)
-	if !strings.Contains(msgs[0].Text, "Reverie") {
-		t.Errorf("first delivery should be the conversation seed, got %q", msgs[0].Text)
-	}
-	if msgs[1].Text != "Saved it to notes/today.txt." || msgs[1].Kind != chat.Reply {
-		t.Errorf("reply = %+v", msgs[1])
+	// One delivery: the new conversation is greeted in the reply itself.
+	msgs := h.Channel.WaitFor(t, "alice", 1)
+	if msgs[0].Text != Greeting+"Saved it to notes/today.txt." || msgs[0].Kind != chat.Reply {
+		t.Errorf("reply = %+v", msgs[0])
 	}
 
 	// The tool really ran, confined to the workspace.
@@ -155,7 +183,7 @@ func TestRestartKeepsConversation(t *testing.T) {
 	h := Start(t)
 	h.Model.Handle(scriptedAssistant)
 	h.Send(t, "dave", "hello")
-	h.Channel.WaitFor(t, "dave", 2)
+	h.Channel.WaitFor(t, "dave", 1)
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -121,8 +121,6 @@ func TestPromptInjectionNeedsApproval(t *testing.T) {
 	w, in := startInjection(t)
 	c := dialWS(t, w, "?thread=web:inj")
 	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:inj", Text: "please summarise " + in.page.URL + "/recipes"})
-	readReply(t, c) // the seed
-
 	asked := approvalFrameOf(t, c, "pending")
 	if asked.Name != "fetch_url" || !strings.Contains(string(asked.Arguments), "127.0.0.2") ||
 		!strings.Contains(asked.Text, "127.0.0.2") || !strings.Contains(asked.Text, "private data") || asked.Deadline == nil {
@@ -181,7 +179,6 @@ func TestApprovalOverHTTPRunsTheCall(t *testing.T) {
 	w, in := startInjection(t)
 	c := dialWS(t, w, "?thread=web:inj2")
 	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:inj2", Text: "please summarise " + in.page.URL + "/recipes"})
-	readReply(t, c)
 	asked := approvalFrameOf(t, c, "pending")
 
 	tests := []struct {
@@ -233,7 +230,6 @@ func TestApprovalPendingSurvivesRestart(t *testing.T) {
 	w, in := startInjection(t)
 	c := dialWS(t, w, "?thread=web:inj3")
 	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:inj3", Text: "please summarise " + in.page.URL + "/recipes"})
-	readReply(t, c)
 	asked := approvalFrameOf(t, c, "pending")
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
@@ -310,29 +306,29 @@ func TestApprovalByTextReply(t *testing.T) {
 		return req
 	}
 
-	ask(2) // after the greeting
+	ask(1) // the new conversation is greeted in the reply, after it
 	if n := in.exfilHits.Load(); n != 0 {
 		t.Fatalf("contacted %d times before the answer", n)
 	}
 	h.Send(t, "bob", "Yes")
-	got := h.Channel.WaitFor(t, "bob", 4)
-	if o := got[2]; o.Kind != chat.AskApproval || o.Approval.State != chat.ApprovalApproved {
+	got := h.Channel.WaitFor(t, "bob", 3)
+	if o := got[1]; o.Kind != chat.AskApproval || o.Approval.State != chat.ApprovalApproved {
 		t.Fatalf("outcome = %+v", o)
 	}
-	if r := got[3]; r.Kind != chat.Reply || !strings.Contains(r.Text, "thanks") {
+	if r := got[2]; r.Kind != chat.Reply || !strings.Contains(r.Text, "thanks") {
 		t.Fatalf("reply = %+v", r)
 	}
 	if n := in.exfilHits.Load(); n != 1 {
 		t.Fatalf("approved call ran %d times", n)
 	}
 
-	ask(5)
+	ask(4)
 	h.Send(t, "bob", "no")
-	got = h.Channel.WaitFor(t, "bob", 7)
-	if o := got[5]; o.Approval == nil || o.Approval.State != chat.ApprovalDenied {
+	got = h.Channel.WaitFor(t, "bob", 6)
+	if o := got[4]; o.Approval == nil || o.Approval.State != chat.ApprovalDenied {
 		t.Fatalf("outcome = %+v", o)
 	}
-	if r := got[6]; !strings.Contains(r.Text, "the user denied this call") {
+	if r := got[5]; !strings.Contains(r.Text, "the user denied this call") {
 		t.Fatalf("reply = %+v", r)
 	}
 	if n := in.exfilHits.Load(); n != 1 {

@@ -45,7 +45,7 @@ func TestPulseAndSkillToolsReachThePrompt(t *testing.T) {
 	thread := chat.NewThreadID(ChannelName, "erin")
 
 	h.Send(t, "erin", "please track the auth bug")
-	h.Channel.WaitFor(t, "erin", 2)
+	h.Channel.WaitFor(t, "erin", 1)
 	it, err := h.App.Pulse.Get(ctx, 1)
 	if err != nil {
 		t.Fatalf("pulse item not stored: %v", err)
@@ -55,14 +55,14 @@ func TestPulseAndSkillToolsReachThePrompt(t *testing.T) {
 	}
 
 	h.Send(t, "erin", "and save the deploy procedure")
-	h.Channel.WaitFor(t, "erin", 3)
+	h.Channel.WaitFor(t, "erin", 2)
 	body, err := os.ReadFile(filepath.Join(h.DataDir, "skills", "deploy-blog.md"))
 	if err != nil || !strings.HasPrefix(string(body), "Deploy the blog\n\n1. hugo") {
 		t.Fatalf("skill file: %q, %v", body, err)
 	}
 
 	h.Send(t, "erin", "what's next?")
-	h.Channel.WaitFor(t, "erin", 4)
+	h.Channel.WaitFor(t, "erin", 3)
 	reqs := h.Model.ChatRequests()
 	var system string
 	for _, m := range reqs[len(reqs)-1].Messages {

@@ -49,12 +49,12 @@ func TestRemindersAndTasks(t *testing.T) {
 	})
 
 	h.Send(t, "alice", "remind me to stretch in a second")
-	msgs := h.Channel.WaitFor(t, "alice", 3)
-	if msgs[1].Text != "Done: I'll remind you." {
-		t.Fatalf("reply %+v", msgs[1])
+	msgs := h.Channel.WaitFor(t, "alice", 2)
+	if msgs[0].Text != "Done: I'll remind you." {
+		t.Fatalf("reply %+v", msgs[0])
 	}
-	if msgs[2].Text != "Reminder: stretch" || msgs[2].Kind != chat.Notify {
-		t.Fatalf("reminder %+v", msgs[2])
+	if msgs[1].Text != "Reminder: stretch" || msgs[1].Kind != chat.Notify {
+		t.Fatalf("reminder %+v", msgs[1])
 	}
 	requests := len(h.Model.Requests())
 
@@ -69,9 +69,9 @@ func TestRemindersAndTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs = h.Channel.WaitFor(t, "alice", 4)
-	if msgs[3].Text != "The backups look fine." || msgs[3].Kind != chat.Notify {
-		t.Fatalf("AI task answer %+v", msgs[3])
+	msgs = h.Channel.WaitFor(t, "alice", 3)
+	if msgs[2].Text != "The backups look fine." || msgs[2].Kind != chat.Notify {
+		t.Fatalf("AI task answer %+v", msgs[2])
 	}
 	if got := len(h.Model.Requests()) - requests; got != 1 {
 		t.Errorf("the reminder or the AI task made %d model calls, want 1 (the AI task)", got)
@@ -95,9 +95,9 @@ func TestRemindersAndTasks(t *testing.T) {
 	if _, err := s.Add(ctx, scheduler.NewTask{AIPrompt: "Check the disk", Spec: scheduler.Spec{Kind: scheduler.Once, At: time.Now().Add(time.Second)}}); err != nil {
 		t.Fatal(err)
 	}
-	msgs = h.Channel.WaitFor(t, "alice", 5)
-	if !strings.HasPrefix(msgs[4].Text, "Heads-up from a background check") {
-		t.Errorf("system task result %+v", msgs[4])
+	msgs = h.Channel.WaitFor(t, "alice", 4)
+	if !strings.HasPrefix(msgs[3].Text, "Heads-up from a background check") {
+		t.Errorf("system task result %+v", msgs[3])
 	}
 
 	if _, err := s.Add(ctx, scheduler.NewTask{Text: "water the plants", Thread: thread,
@@ -105,9 +105,9 @@ func TestRemindersAndTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Send(t, "alice", "/reminders")
-	msgs = h.Channel.WaitFor(t, "alice", 6)
-	if !strings.Contains(msgs[5].Text, `reminder "water the plants" — daily at 09:00`) || !strings.Contains(msgs[5].Text, "next: ") {
-		t.Errorf("/reminders:\n%s", msgs[5].Text)
+	msgs = h.Channel.WaitFor(t, "alice", 5)
+	if !strings.Contains(msgs[4].Text, `reminder "water the plants" — daily at 09:00`) || !strings.Contains(msgs[4].Text, "next: ") {
+		t.Errorf("/reminders:\n%s", msgs[4].Text)
 	}
 }
 
@@ -152,7 +152,7 @@ func TestHeartbeat(t *testing.T) {
 		t.Fatalf("heartbeat job %+v, %v", job, err)
 	}
 	h.Send(t, "bob", "hi")
-	h.Channel.WaitFor(t, "bob", 2)
+	h.Channel.WaitFor(t, "bob", 1)
 	before := len(h.Model.Requests())
 	for range 2 { // baseline, then unchanged
 		if rep, err := hb.Tick(ctx); err != nil || rep.Usage.Total() != 0 {
@@ -169,9 +169,9 @@ func TestHeartbeat(t *testing.T) {
 	if err != nil || rep.Usage.Total() != 275 || !strings.HasPrefix(rep.Note, "escalated") {
 		t.Fatalf("tick after a change: %+v, %v", rep, err)
 	}
-	msgs := h.Channel.WaitFor(t, "bob", 3)
-	if msgs[2].Text != "Don't forget the passport before Friday." || msgs[2].Kind != chat.Notify {
-		t.Errorf("nudge %+v", msgs[2])
+	msgs := h.Channel.WaitFor(t, "bob", 2)
+	if msgs[1].Text != "Don't forget the passport before Friday." || msgs[1].Kind != chat.Notify {
+		t.Errorf("nudge %+v", msgs[1])
 	}
 	if rep, err := hb.Tick(ctx); err != nil || rep.Usage.Total() != 0 {
 		t.Errorf("tick after the review: %+v, %v", rep, err)

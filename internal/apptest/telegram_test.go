@@ -100,7 +100,11 @@ func telegramAssistant(req llmtest.ChatRequest) llmtest.ServerReply {
 		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_2", Name: "telegram_send_file",
 			Arguments: json.RawMessage(`{"path":"notes/list.txt","caption":"your notes"}`)}}}
 	default:
-		return llmtest.ServerReply{Text: "You said: " + user + " — **noted** <ok> & done."}
+		text := "You said: " + user + " — **noted** <ok> & done."
+		if greets(req) {
+			text = Greeting + text
+		}
+		return llmtest.ServerReply{Text: text}
 	}
 }
 
@@ -126,13 +130,11 @@ func TestTelegramDirectMessage(t *testing.T) {
 	srv := telegramtest.New(t, tgToken)
 	startTelegram(t, srv)
 	id := srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "hello there"})
-	ms := srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: hello there") })
-	if !hasPlain(ms, "Hello, I'm Reverie.") {
-		t.Errorf("no greeting for the new conversation: %+v", ms)
-	}
+	// The new conversation is greeted in the reply itself: one message.
+	ms := srv.WaitMessages(t, alice.ID, 1, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: hello there") })
 	reply := ms[len(ms)-1]
 	if reply.ParseMode != "HTML" || !strings.Contains(reply.Text, "<b>noted</b> &lt;ok&gt; &amp; done.") ||
-		reply.Plain != "You said: hello there — noted <ok> & done." {
+		reply.Plain != Greeting+"You said: hello there — noted <ok> & done." {
 		t.Errorf("reply not converted to Telegram HTML: %+v", reply)
 	}
 	if len(srv.Calls("sendChatAction")) == 0 {
@@ -152,7 +154,7 @@ func TestTelegramDirectMessage(t *testing.T) {
 
 	// A slash command is handled like on every channel.
 	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/help@" + telegramtest.BotUsername})
-	srv.WaitMessages(t, alice.ID, 3, func(ms []telegramtest.Message) bool { return hasPlain(ms, "/approve") })
+	srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "/approve") })
 }
 
 // In a group only allowed users who mention the bot (or reply to it) are

@@ -254,7 +254,7 @@ func TestWebPostMessageAndCommands(t *testing.T) {
 
 	var r api.Reply
 	w.JSON(t, "POST", "/threads/web:p1/messages", map[string]string{"text": "please write a note"}, 200, &r)
-	if r.Reply != "Saved it to notes/today.txt." || r.Thread != "web:p1" || r.SeedReply == "" {
+	if r.Reply != Greeting+"Saved it to notes/today.txt." || r.Thread != "web:p1" || r.SeedReply != "" {
 		t.Fatalf("reply %+v", r)
 	}
 	if len(r.ToolCalls) != 1 || r.ToolCalls[0].Name != "write_file" || r.ToolCalls[0].IsError ||
@@ -285,18 +285,18 @@ func TestWebPostMessageAndCommands(t *testing.T) {
 	for _, m := range msgs.Messages {
 		roles = append(roles, m.Role)
 	}
-	// seed event, greeting, user, tool call, tool result, reply.
-	if got := strings.Join(roles, ","); got != "user,assistant,user,assistant,tool,assistant" {
+	// seed event, user, tool call, tool result, reply (greeting included).
+	if got := strings.Join(roles, ","); got != "user,user,assistant,tool,assistant" {
 		t.Fatalf("roles %s", got)
 	}
-	if !msgs.Messages[0].SystemEvent || msgs.Messages[2].SystemEvent {
-		t.Fatalf("system event marks: %+v", msgs.Messages[:3])
+	if !msgs.Messages[0].SystemEvent || msgs.Messages[0].Source != "seed" || msgs.Messages[1].SystemEvent {
+		t.Fatalf("system event marks: %+v", msgs.Messages[:2])
 	}
-	if c := msgs.Messages[3].ToolCalls; len(c) != 1 || c[0].Name != "write_file" {
-		t.Fatalf("tool call message %+v", msgs.Messages[3])
+	if c := msgs.Messages[2].ToolCalls; len(c) != 1 || c[0].Name != "write_file" {
+		t.Fatalf("tool call message %+v", msgs.Messages[2])
 	}
-	if res := msgs.Messages[4].ToolResults; len(res) != 1 || res[0].CallID != "call_1" {
-		t.Fatalf("tool result message %+v", msgs.Messages[4])
+	if res := msgs.Messages[3].ToolResults; len(res) != 1 || res[0].CallID != "call_1" {
+		t.Fatalf("tool result message %+v", msgs.Messages[3])
 	}
 	// Paging after an id.
 	var later api.MessageList
@@ -316,10 +316,7 @@ func TestWebSocketStreamsRepliesAndToolCalls(t *testing.T) {
 	c := dialWS(t, w, "")
 	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:s1", Text: "write a note please"})
 
-	seed := readReply(t, c)
-	if got := frameTypes(seed); !strings.HasPrefix(got, "delta") || !strings.HasSuffix(got, "done") {
-		t.Fatalf("seed frames: %s", got)
-	}
+	// One reply: the new conversation is greeted in it.
 	reply := readReply(t, c)
 	var text strings.Builder
 	var calls, results int
@@ -343,7 +340,7 @@ func TestWebSocketStreamsRepliesAndToolCalls(t *testing.T) {
 		}
 	}
 	last := reply[len(reply)-1]
-	if calls != 1 || results != 1 || last.Type != api.FrameDone || last.Text != "Saved it to notes/today.txt." || text.String() != last.Text {
+	if calls != 1 || results != 1 || last.Type != api.FrameDone || last.Text != Greeting+"Saved it to notes/today.txt." || text.String() != last.Text {
 		t.Fatalf("reply frames %s; deltas %q; done %+v", frameTypes(reply), text.String(), last)
 	}
 	// The order: the tool ran before the final text was written.
@@ -426,7 +423,6 @@ func TestWebSocketDisconnectMidStreamLosesNothing(t *testing.T) {
 
 	c := dialWS(t, w, "?thread=web:gone")
 	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:gone", Text: "write it"})
-	readReply(t, c) // the seed
 	for f := readFrame(t, c); f.Type != api.FrameToolResult; f = readFrame(t, c) {
 	}
 	// The client goes away while the model is still writing the reply.
@@ -571,9 +567,6 @@ func TestWebIdleClientsDoNotHurtAChattingOne(t *testing.T) {
 	c := dialWS(t, w, "")
 	for round := range 3 {
 		writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:busy", Text: fmt.Sprintf("message %d", round)})
-		if round == 0 {
-			readReply(t, c) // the seed
-		}
 		if got := readReply(t, c); got[len(got)-1].Type != api.FrameDone {
 			t.Fatalf("round %d: %s", round, frameTypes(got))
 		}
@@ -869,21 +862,22 @@ func TestWebSocketCancelStopsTheTurn(t *testing.T) {
 	})
 	c := dialWS(t, w, "?thread=web:stop")
 	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:stop", Text: "think for a long time"})
-	readReply(t, c) // the seed
 	select {
 	case <-asked:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the model was not asked")
 	}
 	writeFrame(t, c, api.ClientFrame{Type: api.FrameCancel, Thread: "web:stop"})
+	// A stop is not an error: the reply ends with a done frame marked
+	// stopped, holding what was written (nothing here).
 	for {
 		f := readFrame(t, c)
-		if f.Type == api.FrameDone {
-			t.Fatalf("the cancelled turn was answered: %+v", f)
-		}
 		if f.Type == api.FrameError {
-			if f.Thread != "web:stop" {
-				t.Fatalf("error frame %+v", f)
+			t.Fatalf("the stop was reported as an error: %+v", f)
+		}
+		if f.Type == api.FrameDone {
+			if f.Thread != "web:stop" || f.Status != "stopped" || strings.Contains(f.Text, "never shown") {
+				t.Fatalf("done frame %+v", f)
 			}
 			break
 		}

@@ -67,9 +67,29 @@ type Config struct {
 	Reflection ReflectionConfig `yaml:"reflection"`
 	Scheduler  SchedulerConfig  `yaml:"scheduler"`
 	Workflow   WorkflowConfig   `yaml:"workflow"`
+	// Conversations: how conversations get their titles.
+	Conversations ConversationsConfig `yaml:"conversations"`
 
 	meta *meta
 }
+
+// ConversationsConfig is the `conversations:` section.
+type ConversationsConfig struct {
+	// Titles is how a conversation gets its title: TitlesFirstMessage (the
+	// first line of its first message, no model call) or TitlesModel (one
+	// call of TitleRole after the first reply; a title the user chose is
+	// never replaced).
+	Titles string `yaml:"titles"`
+	// TitleRole is the model role that writes titles (default scout, the
+	// cheap one; it falls back to main when not configured).
+	TitleRole string `yaml:"title_role"`
+}
+
+// Title modes (conversations.titles).
+const (
+	TitlesFirstMessage = "first_message"
+	TitlesModel        = "model"
+)
 
 // LogConfig is the `log:` section.
 type LogConfig struct {
@@ -148,14 +168,15 @@ func Default() Config {
 			PulseChars:    5000,
 			SkillsChars:   20000,
 		},
-		Tools:      defaultTools(),
-		Memory:     defaultMemory(),
-		Dreaming:   defaultDreaming(),
-		Harvest:    defaultHarvest(),
-		Reflection: defaultReflection(),
-		Scheduler:  defaultScheduler(),
-		Workflow:   defaultWorkflow(),
-		Models:     ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
+		Tools:         defaultTools(),
+		Memory:        defaultMemory(),
+		Dreaming:      defaultDreaming(),
+		Harvest:       defaultHarvest(),
+		Conversations: ConversationsConfig{Titles: TitlesFirstMessage, TitleRole: "scout"},
+		Reflection:    defaultReflection(),
+		Scheduler:     defaultScheduler(),
+		Workflow:      defaultWorkflow(),
+		Models:        ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
 	}
 }
 
@@ -464,6 +485,14 @@ func (c *Config) Validate() error {
 	case "text", "json":
 	default:
 		return c.invalid("log.format", "unknown format %q (want text or json)", c.Log.Format)
+	}
+	switch c.Conversations.Titles {
+	case TitlesFirstMessage, TitlesModel:
+	default:
+		return c.invalid("conversations.titles", "unknown mode %q (want first_message or model)", c.Conversations.Titles)
+	}
+	if c.Conversations.TitleRole == "" {
+		return c.invalid("conversations.title_role", "must name a model role (scout, compaction, main, …)")
 	}
 	type check struct {
 		key string

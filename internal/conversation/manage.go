@@ -70,7 +70,7 @@ func (s *Store) Rename(ctx context.Context, id chat.ThreadID, title string) (Thr
 // SetGeneratedTitle sets a title made by a model, unless the user renamed
 // the thread; it reports whether it set it.
 func (s *Store) SetGeneratedTitle(ctx context.Context, id chat.ThreadID, title string) (bool, error) {
-	title = cleanTitle(strings.Trim(strings.TrimSpace(title), `"'*#`))
+	title = cleanTitle(strings.TrimRight(strings.Trim(strings.TrimSpace(title), "\"'*#“”«»"), ".!"))
 	if title == "" {
 		return false, nil
 	}

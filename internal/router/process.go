@@ -55,6 +55,9 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	greet := r.needsSeed(ctx, j.thread)
 	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}, deliver, chat.Reply)
 	r.publishReplied(ctx, j, start, res, err)
+	if err == nil && r.o.Titles != nil {
+		r.o.Titles.Title(ctx, j.thread, j.text, res.Reply)
+	}
 	return outcome{res, err}
 }
 
@@ -181,12 +184,7 @@ func (r *Router) turn(ctx context.Context, j *job, in agent.Input, deliver bool,
 	res, err := r.o.Agent.Turn(ctx, in)
 	kept := r.endTurn(ctx, j, err)
 	if s != nil {
-		if res.Stopped {
-			// A stop ends the stream with what was written.
-			s.close(res.Partial, err)
-		} else {
-			s.close(res.Reply, err)
-		}
+		s.close(res.Reply, err)
 	}
 	r.handleFollowUps(ctx, res.FollowUps)
 	if s == nil && !kept && ch != nil && strings.TrimSpace(res.Reply) != "" {

@@ -129,7 +129,17 @@ type Options struct {
 	// no to an approval request): the waiting turn holds the thread's
 	// queue, so such an answer cannot wait in it.
 	Answers Interceptor
-	Logger  *slog.Logger
+	// Titles, when set, is told of every answered user message (after its
+	// reply was delivered) and may give the conversation a title
+	// (conversations.titles: model).
+	Titles Titler
+	Logger *slog.Logger
+}
+
+// Titler names conversations (see Options.Titles). It runs in the thread's
+// queue: keep it short and bounded.
+type Titler interface {
+	Title(ctx context.Context, thread chat.ThreadID, message, reply string)
 }
 
 type jobKind string

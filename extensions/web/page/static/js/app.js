@@ -52,6 +52,10 @@ function route() {
       showView('setup');
       setup.show();
       break;
+    case 'archive':
+      showView('chat');
+      chat.showSegment(arg);
+      break;
     default:
       showView('chat');
       chat.showThread(arg);

@@ -1,11 +1,12 @@
 // The chat view: thread list, messages (streamed over the WebSocket), tool
 // calls folded under each reply, proactive notifications, the composer.
 
-import { h, $, fill, fmtClock, fmtRelative, pretty, toast, uuid } from './dom.js';
+import { h, $, fill, fmtClock, fmtRelative, pretty, toast, uuid, debounce } from './dom.js';
 import { render, installCopy } from './markdown.js';
 import * as api from './api.js';
 import * as drawer from './drawer.js';
 import * as attach from './attach.js';
+import { setTitles, threadLabel } from './titles.js';
 
 const THREAD_KEY = 'reverie.thread';
 const MAX_SHOWN = 400; // messages kept in the DOM per thread
@@ -24,7 +25,12 @@ const st = {
   loading: false,      // the current thread's history is being fetched
   buffer: [],          // its frames held meanwhile
   emptyThreads: new Set(), // threads known to have no messages yet
+  segment: null,       // the archived conversation or branch shown (read-only), or null
+  focus: 0,            // a message id to scroll to once shown (a search hit)
 };
+
+/** conversations reports whether the server manages conversations. */
+const conversations = () => !!(st.info && st.info.features && st.info.features.conversations);
 
 /** isWebThread reports whether a thread belongs to the web channel. */
 const isWebThread = (t) => typeof t === 'string' && t.startsWith('web:');
@@ -75,6 +81,7 @@ export function initChat({ chat, info }) {
   }
   $('new-session').addEventListener('click', () => newSession());
   drawer.init();
+  initSidebarTools();
   $('threads').addEventListener('click', (ev) => {
     const a = ev.target instanceof Element ? ev.target.closest('a[data-thread]') : null;
     if (!a || ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
@@ -118,6 +125,7 @@ export async function refreshThreads() {
     if (err.status !== 401) renderThreadError(err);
     return;
   }
+  setTitles(list);
   const web = list.filter((t) => isWebThread(t.id));
   // Keep locally created threads that have no message on the server yet.
   for (const t of st.threads) {
@@ -139,14 +147,198 @@ function renderThreads() {
   }
   fill(ul, st.threads.map((t) => {
     const active = t.id === st.current;
-    return h('li', null,
+    return h('li', { class: 'thread-row', dataset: { thread: t.id } },
       h('a', {
         href: '#chat/' + encodeURIComponent(t.id), class: 'thread' + (active ? ' active' : '') + (st.unread.has(t.id) ? ' unread' : ''),
-        dataset: { thread: t.id }, 'aria-current': active ? 'page' : false,
+        dataset: { thread: t.id }, 'aria-current': active ? 'page' : false, title: t.title || '',
       },
-      h('span', { class: 'thread-title' }, t.title || (t.local ? 'New session' : t.id.slice(4))),
-      h('span', { class: 'thread-time' }, fmtRelative(t.updated_at || t.created_at))));
+      h('span', { class: 'thread-title' }, t.title || 'New session'),
+      h('span', { class: 'thread-time' }, fmtRelative(t.updated_at || t.created_at))),
+      conversations() && !t.local ? h('span', { class: 'thread-actions' },
+        h('button', { type: 'button', class: 'icon-btn small', title: 'Rename', 'aria-label': 'Rename', dataset: { act: 'rename' }, on: { click: () => renameThread(t) } }, '✎'),
+        h('button', { type: 'button', class: 'icon-btn small', title: 'Delete (restorable from Archived)', 'aria-label': 'Delete', dataset: { act: 'delete' }, on: { click: () => deleteThread(t) } }, '🗑')) : null);
   }));
+}
+
+// ---- managing conversations: rename, delete, archive, search -------------------
+
+function initSidebarTools() {
+  const search = h('input', { type: 'search', id: 'thread-search', class: 'thread-search', placeholder: 'Search conversations', 'aria-label': 'Search conversations', spellcheck: 'false' });
+  const results = h('ul', { id: 'search-results', class: 'threads search-results', 'aria-label': 'Search results', hidden: true });
+  const archive = h('details', { id: 'archive', class: 'archive' },
+    h('summary', { class: 'sidebar-title' }, 'Archived'),
+    h('ul', { id: 'archived', class: 'threads', 'aria-label': 'Archived conversations' }));
+  archive.addEventListener('toggle', () => { if (archive.open) loadArchive(); });
+  $('threads').before(search, results);
+  $('threads').after(archive);
+  search.addEventListener('input', debounce(() => runSearch(search.value), 250));
+  search.addEventListener('keydown', (ev) => { if (ev.key === 'Escape') { search.value = ''; runSearch(''); } });
+  // Links in the results and the archive close the drawer like the list's.
+  const follow = (ev) => {
+    const a = ev.target instanceof Element ? ev.target.closest('a[href]') : null;
+    if (!a || ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+    ev.preventDefault();
+    const href = a.getAttribute('href');
+    drawer.navigate(href);
+    if (href.startsWith('#archive/')) showSegment(href.slice('#archive/'.length));
+    else showThread(a.dataset.thread);
+  };
+  results.addEventListener('click', follow);
+  archive.addEventListener('click', follow);
+  const sync = () => { search.hidden = archive.hidden = !conversations(); };
+  sync();
+  setTimeout(sync, 0);
+}
+
+/** marked turns a snippet with «matches» into text nodes and <mark>s. */
+function marked(snippet) {
+  const out = [];
+  const re = /«([^»]*)»/g;
+  let last = 0;
+  let m;
+  while ((m = re.exec(snippet))) {
+    if (m.index > last) out.push(snippet.slice(last, m.index));
+    out.push(h('mark', null, m[1]));
+    last = re.lastIndex;
+  }
+  out.push(snippet.slice(last));
+  return out;
+}
+
+let searchSeq = 0;
+async function runSearch(text) {
+  const seq = ++searchSeq;
+  const results = $('search-results');
+  const q = text.trim();
+  $('threads').hidden = !!q;
+  results.hidden = !q;
+  if (!q) return;
+  let hits = [];
+  try {
+    const res = await api.get('/search' + api.q({ q, limit: 50 }));
+    hits = (res && res.hits) || [];
+  } catch (err) {
+    if (seq === searchSeq) fill(results, h('li', { class: 'muted small pad' }, 'Search failed: ' + err.message));
+    return;
+  }
+  if (seq !== searchSeq) return;
+  if (!hits.length) { fill(results, h('li', { class: 'muted small pad' }, 'Nothing found.')); return; }
+  setTitles(hits.map((x) => ({ id: x.thread, title: x.title })));
+  fill(results, hits.map((x) => {
+    const href = x.segment ? '#archive/' + x.segment : '#chat/' + encodeURIComponent(x.thread);
+    return h('li', null, h('a', {
+      href, class: 'thread hit', dataset: { thread: x.thread, message: String(x.message_id || ''), segment: String(x.segment || '') },
+      on: { click: () => { st.focus = x.message_id || 0; } },
+    },
+    h('span', { class: 'thread-title' }, x.title || threadLabel(x.thread), x.segment ? h('span', { class: 'muted' }, ' · archived') : null),
+    h('span', { class: 'thread-time' }, fmtRelative(x.at)),
+    h('span', { class: 'hit-snippet' }, ...marked(x.snippet || ''))));
+  }));
+}
+
+async function loadArchive() {
+  const ul = $('archived');
+  let threads = [];
+  let segments = [];
+  try {
+    const [a, b] = await Promise.all([
+      api.get('/threads' + api.q({ archived: true, limit: 200 })),
+      api.get('/segments' + api.q({ kind: 'conversation', limit: 200 })),
+    ]);
+    threads = ((a && a.threads) || []).filter((t) => isWebThread(t.id));
+    segments = ((b && b.segments) || []).filter((x) => isWebThread(x.thread));
+  } catch (err) {
+    fill(ul, h('li', { class: 'muted small pad' }, 'Could not load the archive: ' + err.message));
+    return;
+  }
+  setTitles(threads);
+  const items = [
+    ...threads.map((t) => ({ at: t.archived_at, el: h('li', { class: 'thread-row', dataset: { archived: t.id } },
+      h('a', { href: '#chat/' + encodeURIComponent(t.id), class: 'thread', dataset: { thread: t.id } },
+        h('span', { class: 'thread-title' }, t.title || 'Untitled conversation'),
+        h('span', { class: 'thread-time' }, 'deleted ' + fmtRelative(t.archived_at))),
+      h('span', { class: 'thread-actions shown' },
+        h('button', { type: 'button', class: 'btn small', dataset: { act: 'restore' }, on: { click: () => restoreThread(t) } }, 'Restore'))) })),
+    ...segments.map((x) => ({ at: x.created_at, el: h('li', { dataset: { segment: String(x.id) } },
+      h('a', { href: '#archive/' + x.id, class: 'thread', dataset: { segment: String(x.id) } },
+        h('span', { class: 'thread-title' }, x.title || 'Earlier conversation'),
+        h('span', { class: 'thread-time' }, 'closed ' + fmtRelative(x.created_at)))) })),
+  ].sort((p, q) => String(q.at).localeCompare(String(p.at)));
+  if (!items.length) { fill(ul, h('li', { class: 'muted small pad' }, 'Nothing archived.')); return; }
+  fill(ul, items.map((i) => i.el));
+}
+
+function refreshArchive() {
+  const a = document.getElementById('archive');
+  if (a && a.open) loadArchive();
+}
+
+function renameThread(t) {
+  const li = document.querySelector(`#threads li[data-thread="${CSS.escape(t.id)}"]`);
+  if (!li) return;
+  const input = h('input', { type: 'text', class: 'rename-input', value: t.title || '', 'aria-label': 'New title', maxlength: 120 });
+  let finished = false;
+  const done = async (save) => {
+    if (finished) return;
+    finished = true; // removing the input blurs it: once only
+    const title = input.value.trim();
+    input.remove();
+    li.classList.remove('renaming');
+    if (!save || !title || title === t.title) return;
+    try {
+      const th = await api.put(`/threads/${api.tid(t.id)}`, { title });
+      t.title = th.title;
+      setTitles([th]);
+      renderThreads();
+      if (t.id === st.current) updateTitle();
+    } catch (err) {
+      toast('Could not rename: ' + err.message, 'error');
+    }
+  };
+  input.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter') { ev.preventDefault(); done(true); }
+    if (ev.key === 'Escape') { ev.preventDefault(); done(false); }
+  });
+  input.addEventListener('blur', () => done(true));
+  li.classList.add('renaming');
+  li.prepend(input);
+  input.focus();
+  input.select();
+}
+
+async function deleteThread(t) {
+  try {
+    await api.del(`/threads/${api.tid(t.id)}`);
+  } catch (err) {
+    toast('Could not delete: ' + err.message, 'error');
+    return;
+  }
+  st.threads = st.threads.filter((x) => x.id !== t.id);
+  renderThreads();
+  toast(`Deleted "${t.title || 'New session'}": it is under Archived, where you can restore it.`);
+  refreshArchive();
+  if (t.id === st.current) {
+    const next = st.threads.find((x) => !x.local);
+    location.hash = next ? '#chat/' + encodeURIComponent(next.id) : '#chat/web:' + uuid();
+  }
+}
+
+async function restoreThread(t) {
+  try {
+    await api.post(`/threads/${api.tid(t.id)}/restore`, {});
+  } catch (err) {
+    toast('Could not restore: ' + err.message, 'error');
+    return;
+  }
+  toast(`Restored "${t.title || 'Untitled conversation'}".`);
+  await refreshThreads();
+  refreshArchive();
+}
+
+/** updateTitle shows the current conversation's title in the document title. */
+function updateTitle() {
+  const t = st.threads.find((x) => x.id === st.current);
+  document.title = st.segment ? (st.segment.title || 'Archived conversation') + ' · Reverie' : t && t.title ? t.title + ' · Reverie' : 'Reverie';
 }
 
 function touchThread(id, title) {
@@ -184,14 +376,65 @@ export function showThread(id) {
     if (!id) { id = 'web:' + uuid(); st.emptyThreads.add(id); }
     history.replaceState(null, '', '#chat/' + encodeURIComponent(id));
   }
-  if (id === st.current) return Promise.resolve();
+  if (id === st.current && !st.segment) return Promise.resolve();
+  leaveSegment();
   st.current = id;
   for (const fn of shownHooks) fn(id);
   st.unread.delete(id);
   try { localStorage.setItem(THREAD_KEY, id); } catch { /* private mode */ }
   st.chat.subscribe(id);
   renderThreads();
+  updateTitle();
   return loadThread(id);
+}
+
+/** showSegment displays an archived conversation or branch, read-only. */
+export async function showSegment(id) {
+  const seq = ++st.loadSeq;
+  const box = $('messages');
+  st.live = null;
+  st.entries = [];
+  st.loading = false;
+  fill(box, h('p', { class: 'muted center pad' }, 'Loading…'));
+  let res;
+  try {
+    res = await api.get('/segments/' + encodeURIComponent(id));
+  } catch (err) {
+    if (seq === st.loadSeq) fill(box, h('p', { class: 'error-text center pad' }, 'Could not load the archived conversation: ' + err.message));
+    return;
+  }
+  if (seq !== st.loadSeq) return;
+  const seg = res.segment || {};
+  st.segment = seg;
+  st.current = '';
+  renderThreads();
+  updateTitle();
+  $('app').classList.add('read-only');
+  $('input').disabled = true;
+  const what = seg.kind === 'branch' ? 'An earlier version of this conversation, replaced by an edit or a regeneration.' : 'A conversation closed with /new.';
+  const back = h('a', { href: '#chat/' + encodeURIComponent(seg.thread), class: 'btn small' }, 'Back to “' + threadLabel(seg.thread) + '”');
+  const bar = h('div', { class: 'segment-bar', id: 'segment-bar', role: 'status' },
+    h('strong', null, seg.title || 'Archived conversation'), h('span', { class: 'muted' }, ' · read-only. ' + what + ' '), back);
+  st.entries = fromHistory(res.messages || [], true);
+  box.replaceChildren(bar, ...st.entries.map((e) => e.el));
+  focusMessage();
+}
+
+function leaveSegment() {
+  if (!st.segment) return;
+  st.segment = null;
+  $('app').classList.remove('read-only');
+  $('input').disabled = false;
+}
+
+/** focusMessage scrolls to the message a search hit named. */
+function focusMessage() {
+  if (!st.focus) return;
+  const el = document.querySelector(`#messages .msg[data-id="${st.focus}"]`);
+  st.focus = 0;
+  if (!el) return;
+  el.classList.add('focus');
+  el.scrollIntoView({ block: 'center' });
 }
 
 async function loadThread(id, { keepScroll = false } = {}) {
@@ -222,18 +465,42 @@ async function loadThread(id, { keepScroll = false } = {}) {
     fill(box, h('p', { class: 'error-text center pad' }, 'Could not load the conversation: ' + err.message));
     return;
   }
+  let branches = [];
+  if (conversations() && msgs.length) {
+    try {
+      const res = await api.get('/segments' + api.q({ thread: id, kind: 'branch', limit: 100 }));
+      branches = (res && res.segments) || [];
+    } catch { /* the markers are a convenience */ }
+  }
   if (seq !== st.loadSeq || id !== st.current) return;
   if (msgs.length === 0) st.emptyThreads.add(id); else st.emptyThreads.delete(id);
   st.entries = fromHistory(msgs);
   box.replaceChildren();
   if (!st.entries.length) box.append(emptyState());
   for (const e of st.entries) box.append(e.el);
+  placeBranches(branches);
+  markLast();
   st.loading = false;
   const held = st.buffer.splice(0);
   for (const f of held) onFrame(f);
   updateTyping();
   scrollToEnd(true);
+  focusMessage();
   loadApprovals(id);
+}
+
+// placeBranches shows, where an edit or a regeneration replaced turns, a
+// link to the earlier version (kept as a branch).
+function placeBranches(branches) {
+  const box = $('messages');
+  for (const b of branches.slice().reverse()) {
+    const link = h('div', { class: 'branch-link', dataset: { segment: String(b.id) } },
+      h('a', { href: '#archive/' + b.id }, `↺ earlier version (${b.messages} message${b.messages === 1 ? '' : 's'})`));
+    // Before the first message shown after the one it followed (that one
+    // may not be shown: the opening of the conversation).
+    const next = [...box.querySelectorAll('.msg[data-id]')].find((el) => Number(el.dataset.id) > b.after_message_id);
+    if (next) next.before(link); else box.append(link);
+  }
 }
 
 // ---- approvals --------------------------------------------------------------
@@ -301,7 +568,7 @@ function emptyState() {
 // fromHistory turns stored messages into entries: tool calls and their
 // results, and the model's thinking, fold under the assistant reply that
 // follows them.
-function fromHistory(msgs) {
+function fromHistory(msgs, readOnly = false) {
   const out = [];
   let tools = [];
   let thinking = '';
@@ -310,6 +577,7 @@ function fromHistory(msgs) {
       const e = newEntry('assistant', '');
       e.tools = tools;
       e.thinking = thinking;
+      e.readOnly = readOnly;
       renderEntry(e);
       out.push(e);
       tools = [];
@@ -318,13 +586,21 @@ function fromHistory(msgs) {
   };
   for (const m of msgs) {
     const at = m.created_at;
+    // The opening of a conversation and the supervisor's request to
+    // correct a reply are instructions to the model, never rows: the
+    // reply that follows is the assistant's own.
+    if (m.source === 'seed' || m.source === 'supervisor') continue;
     if (m.role === 'assistant') {
       for (const c of m.tool_calls || []) tools.push({ call_id: c.id, name: c.name, arguments: c.arguments });
       if (m.thinking) thinking += (thinking ? '\n\n' : '') + m.thinking;
-      if (m.text) {
-        const e = newEntry('assistant', m.text, at);
+      if (m.text || m.status) {
+        const e = newEntry('assistant', m.text || '', at);
         e.tools = tools;
         e.thinking = thinking;
+        e.id = m.id;
+        e.status = m.status || '';
+        e.note = m.note || '';
+        e.readOnly = readOnly;
         tools = [];
         thinking = '';
         renderEntry(e);
@@ -344,6 +620,8 @@ function fromHistory(msgs) {
     const role = m.system_event || (m.role === 'user' && /^\[SYSTEM EVENT\]/.test(m.text || '')) ? 'system' : m.role;
     const e = newEntry(role === 'user' || role === 'system' ? role : 'system', m.text || '', at);
     e.attachments = m.attachments || [];
+    e.id = m.id;
+    e.readOnly = readOnly;
     renderEntry(e);
     out.push(e);
   }
@@ -354,14 +632,22 @@ function fromHistory(msgs) {
 // ---- entries ----------------------------------------------------------------
 
 function newEntry(role, text, at) {
-  return { role, text, thinking: '', at: at || new Date().toISOString(), tools: [], streaming: false, error: '', deltas: 0, el: h('article', { class: 'msg ' + role }), dirty: false };
+  return {
+    role, text, thinking: '', at: at || new Date().toISOString(), tools: [], streaming: false, error: '', deltas: 0, el: h('article', { class: 'msg ' + role }), dirty: false,
+    id: 0,        // stored message id (from the history)
+    status: '',   // 'failed' or 'stopped' for a reply that did not finish
+    note: '',     // what happened to it
+    readOnly: false, // shown from an archived conversation or branch
+  };
 }
 
 // renderEntry (re)builds an entry's DOM from its state.
 function renderEntry(e) {
   const el = e.el;
-  el.className = 'msg ' + e.role + (e.streaming ? ' streaming' : '') + (e.error ? ' failed' : '');
+  const failed = !!e.error || e.status === 'failed';
+  el.className = 'msg ' + e.role + (e.streaming ? ' streaming' : '') + (failed ? ' failed' : '') + (e.status === 'stopped' ? ' stopped' : '') + (e.last ? ' last-reply' : '');
   el.dataset.deltas = String(e.deltas);
+  if (e.id) el.dataset.id = String(e.id);
   if (e.role === 'system') {
     fill(el, h('details', { class: 'sysevent' },
       h('summary', null, 'System event', h('span', { class: 'meta-inline' }, fmtClock(e.at))),
@@ -376,13 +662,139 @@ function renderEntry(e) {
   if (e.role === 'notify') bubble.append(h('div', { class: 'badge' }, e.label || 'Notification'));
   if (e.text || e.role === 'user' || e.streaming) bubble.append(body);
   if (e.attachments && e.attachments.length) bubble.append(attach.chips(e.attachments));
-  if (e.error) bubble.append(h('div', { class: 'error-text' }, e.error));
+  if (failed) bubble.append(h('div', { class: 'error-text' }, e.error || e.note || 'The reply failed.'));
+  // A stop is not an error: a quiet mark, with what was written kept.
+  if (e.status === 'stopped') bubble.append(h('div', { class: 'stopped-mark' }, 'Stopped'));
   const kids = [];
   if (e.thinking) kids.push(thinkingView(e));
-  if (e.text || e.error || e.streaming || e.role !== 'assistant') kids.push(bubble);
+  if (e.text || failed || e.status || e.streaming || e.role !== 'assistant') kids.push(bubble);
   if (e.tools.length) kids.push(toolsView(e));
-  kids.push(h('div', { class: 'meta' }, e.streaming ? 'writing…' : fmtClock(e.at)));
+  kids.push(h('div', { class: 'meta' }, e.streaming ? 'writing…' : fmtClock(e.at), e.streaming ? null : actions(e)));
   fill(el, kids);
+}
+
+// ---- message actions: copy, edit and resend, regenerate, retry ----------------
+
+function actions(e) {
+  if (e.role !== 'user' && e.role !== 'assistant' && e.role !== 'notify') return null;
+  const btn = (act, label, fn) => h('button', { type: 'button', class: 'act', dataset: { act }, on: { click: fn } }, label);
+  const out = [];
+  if (e.text) out.push(btn('copy', 'Copy', (ev) => copyEntry(e, ev.currentTarget)));
+  if (!e.readOnly && conversations()) {
+    if (e.role === 'user' && e.id) out.push(btn('edit', 'Edit', () => editEntry(e)));
+    if (e.role === 'assistant') {
+      if (e.error || e.status) out.push(btn('retry', 'Retry', () => redo('retry')));
+      else out.push(btn('regenerate', 'Regenerate', () => redo('regenerate')));
+    }
+  }
+  return out.length ? h('span', { class: 'msg-actions' }, out) : null;
+}
+
+async function copyEntry(e, button) {
+  try {
+    await navigator.clipboard.writeText(e.text);
+  } catch {
+    // no clipboard permission: select-and-copy
+    const ta = h('textarea', { class: 'offscreen', 'aria-hidden': 'true' });
+    ta.value = e.text;
+    document.body.append(ta);
+    ta.select();
+    try { document.execCommand('copy'); } catch { /* nothing more to try */ }
+    ta.remove();
+  }
+  button.textContent = 'Copied';
+  button.dataset.copied = 'true';
+  setTimeout(() => { button.textContent = 'Copy'; delete button.dataset.copied; }, 1500);
+}
+
+// markLast marks the last reply of the thread (regenerate and retry apply to
+// it only) when nothing was asked after it.
+function markLast() {
+  let last = null;
+  for (let i = st.entries.length - 1; i >= 0; i--) {
+    const e = st.entries[i];
+    if (e.role === 'user') break;
+    if (e.role === 'assistant' && (e.text || e.status || e.error)) { last = e; break; }
+  }
+  for (const e of st.entries) {
+    const was = !!e.last;
+    e.last = e === last;
+    if (was !== e.last) e.el.classList.toggle('last-reply', e.last);
+  }
+}
+
+// dropFrom removes entries from index i on: they are replaced (kept by the
+// server as a branch, shown after a reload as "earlier version").
+function dropFrom(i) {
+  for (const e of st.entries.splice(i)) e.el.remove();
+}
+
+function redo(kind) {
+  const thread = st.current;
+  if (!thread) return;
+  let i = st.entries.length;
+  while (i > 0 && st.entries[i - 1].role !== 'user') i--;
+  dropFrom(i);
+  expect(thread, 1);
+  st.chat.raw({ type: kind, thread });
+  scrollToEnd(true);
+}
+
+function editEntry(e) {
+  const bubble = e.el.querySelector('.bubble');
+  if (!bubble || e.el.querySelector('.edit-box')) return;
+  const ta = h('textarea', { class: 'edit-box', rows: 3, 'aria-label': 'Edit the message' });
+  ta.value = e.text;
+  const cancel = () => renderEntry(e);
+  const send = () => {
+    const text = ta.value;
+    if (!text.trim() || !st.current) return;
+    const thread = st.current;
+    const i = st.entries.indexOf(e);
+    if (i < 0) return;
+    dropFrom(i);
+    const ne = newEntry('user', text);
+    renderEntry(ne);
+    append(ne);
+    expect(thread, 1);
+    st.chat.raw({ type: 'edit', thread, message: e.id, text });
+    scrollToEnd(true);
+  };
+  ta.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); send(); }
+    if (ev.key === 'Escape') { ev.preventDefault(); cancel(); }
+  });
+  fill(bubble, ta, h('div', { class: 'row edit-actions' },
+    h('button', { type: 'button', class: 'btn primary small', dataset: { act: 'send-edit' }, on: { click: send } }, 'Save & send'),
+    h('button', { type: 'button', class: 'btn small', on: { click: cancel } }, 'Cancel')));
+  ta.focus();
+}
+
+// syncIds gives the entries shown live the ids of their stored messages
+// (an edit names its message by id).
+let syncTimer = null;
+function syncIdsSoon(thread) {
+  clearTimeout(syncTimer);
+  syncTimer = setTimeout(() => syncIds(thread), 300);
+}
+
+async function syncIds(thread) {
+  if (thread !== st.current) return;
+  const known = st.entries.reduce((m, e) => Math.max(m, e.id || 0), 0);
+  let msgs;
+  try {
+    const res = await api.get(`/threads/${api.tid(thread)}/messages` + api.q({ after_id: known, limit: 200 }));
+    msgs = (res && res.messages) || [];
+  } catch { return; }
+  if (thread !== st.current) return;
+  const users = st.entries.filter((e) => e.role === 'user' && !e.id);
+  for (const m of msgs) {
+    if (m.role === 'user' && !m.system_event && users.length) {
+      const e = users.shift();
+      e.id = m.id;
+      renderEntry(e);
+    }
+  }
 }
 
 function textParagraphs(text) {
@@ -414,16 +826,22 @@ function toolsView(e) {
   let label = n === 1 ? '1 tool call' : `${n} tool calls`;
   if (running && e.streaming) label += ` · running ${e.tools.filter((t) => t.result === undefined).map((t) => t.name).join(', ')}`;
   if (failed) label += ` · ${failed} failed`;
-  const d = h('details', { class: 'tools' }, h('summary', null, label),
-    e.tools.map((t) => h('details', { class: 'tool' + (t.is_error ? ' tool-error' : '') },
-      h('summary', null, h('code', null, t.name || '?'), ' ',
-        h('span', { class: 'tool-state' }, t.result === undefined ? '…' : t.is_error ? 'failed' : 'ok')),
-      h('div', { class: 'tool-label' }, 'Arguments'),
-      h('pre', { class: 'plain' }, pretty(t.arguments ?? {})),
-      t.result !== undefined ? [h('div', { class: 'tool-label' }, 'Result'), h('pre', { class: 'plain' }, pretty(t.result))] : null)));
-  d.open = !!e.toolsOpen;
-  d.addEventListener('toggle', () => { e.toolsOpen = d.open; });
-  return d;
+  // Each call, in the order it happened, is one click from its arguments
+  // and result.
+  e.toolsOpen = e.toolsOpen || new Set();
+  return h('div', { class: 'tools', 'aria-label': label },
+    h('div', { class: 'tools-label' }, label),
+    e.tools.map((t, i) => {
+      const d = h('details', { class: 'tool' + (t.is_error ? ' tool-error' : ''), dataset: { index: String(i) } },
+        h('summary', null, h('code', null, t.name || '?'), ' ',
+          h('span', { class: 'tool-state' }, t.result === undefined ? '…' : t.is_error ? 'failed' : 'ok')),
+        h('div', { class: 'tool-label' }, 'Arguments'),
+        h('pre', { class: 'plain' }, pretty(t.arguments ?? {})),
+        t.result !== undefined ? [h('div', { class: 'tool-label' }, 'Result'), h('pre', { class: 'plain' }, pretty(t.result))] : null);
+      d.open = e.toolsOpen.has(i);
+      d.addEventListener('toggle', () => { if (d.open) e.toolsOpen.add(i); else e.toolsOpen.delete(i); });
+      return d;
+    }));
 }
 
 // schedule a re-render of e on the next frame (many deltas → one render)
@@ -446,6 +864,7 @@ function append(e) {
   st.entries.push(e);
   box.append(e.el);
   while (st.entries.length > MAX_SHOWN) st.entries.shift().el.remove();
+  markLast();
   updateTyping();
   if (stick) scrollToEnd();
 }
@@ -495,15 +914,16 @@ function sendInput() {
     return;
   }
   const thread = st.current;
+  if (!thread) return; // an archived conversation is read-only
   const isCommand = /^\/[A-Za-z]/.test(text.trim());
-  const first = st.emptyThreads.has(thread) && !isCommand;
   st.emptyThreads.delete(thread);
   const e = newEntry('user', text);
   e.attachments = atts;
   renderEntry(e);
   append(e);
   touchThread(thread, isCommand ? '' : text.slice(0, 80));
-  expect(thread, first ? 2 : 1);
+  // One reply, also for a new conversation (greeted in the same reply).
+  expect(thread, 1);
   if (st.chat.state !== 'online') toast('Not connected: the message will be sent when the connection is back.');
   st.chat.send(thread, text, atts);
   input.value = '';
@@ -545,7 +965,7 @@ function onFrame(f) {
     if (f.type === 'done' || f.type === 'error') settle(thread);
     if (f.type === 'approval' && (f.state || 'pending') === 'pending') {
       if (isWebThread(thread)) { st.unread.add(thread); touchThread(thread); }
-      toast('A tool call waits for your approval in ' + (isWebThread(thread) ? 'another conversation' : thread) + '.');
+      toast(`A tool call waits for your approval in “${threadLabel(thread)}”.`);
     }
     if (f.type === 'done' || f.type === 'notify' || f.type === 'error') {
       if (isWebThread(thread)) {
@@ -553,7 +973,7 @@ function onFrame(f) {
         touchThread(thread);
       }
       if (f.type === 'notify') {
-        if (isWebThread(thread)) toast('New message in another conversation: ' + (f.text || '').slice(0, 80));
+        if (isWebThread(thread)) toast(`New message in “${threadLabel(thread)}”: ` + (f.text || '').slice(0, 80));
         else showNotify(f); // addressed to the web channel as a whole
       }
     }
@@ -591,14 +1011,17 @@ function onFrame(f) {
     case 'done': {
       const e = st.live || liveEntry();
       e.text = typeof f.text === 'string' ? f.text : e.text;
+      if (f.status === 'stopped') e.status = 'stopped';
       e.streaming = false;
       e.at = new Date().toISOString();
       st.live = null;
       st.emptyThreads.delete(thread);
       settle(thread);
+      markLast();
       renderEntry(e);
       scrollToEnd();
       refreshThreadsSoon();
+      syncIdsSoon(thread);
       break;
     }
     case 'error': {
@@ -607,8 +1030,10 @@ function onFrame(f) {
       e.error = f.error || 'Something went wrong.';
       st.live = null;
       settle(thread);
+      markLast();
       renderEntry(e);
       scrollToEnd();
+      syncIdsSoon(thread);
       break;
     }
     case 'notify':
@@ -634,7 +1059,7 @@ function liveEntry() {
 
 function showNotify(f) {
   const e = newEntry('notify', f.text || '');
-  if (f.thread && f.thread !== st.current) e.label = 'Notification · ' + f.thread;
+  if (f.thread && f.thread !== st.current) e.label = 'Notification · ' + threadLabel(f.thread);
   renderEntry(e);
   // a notification never lands inside a reply being written
   if (st.live) st.live.el.before(e.el), st.entries.splice(st.entries.indexOf(st.live), 0, e);

@@ -8,6 +8,7 @@ import { h, s, $, fill, fmtTime, fmtNum, pretty, debounce, toast } from './dom.j
 import * as api from './api.js';
 import { draw } from './graph.js';
 import { currentThread } from './chat.js';
+import { loadTitles, threadLabel } from './titles.js';
 import { historyView } from './history.js';
 
 const SECTIONS = [
@@ -51,6 +52,7 @@ export function show(id) {
   const body = $('debug-body');
   body.replaceChildren();
   body.dataset.section = sec.id;
+  loadTitles(); // threads are labelled by title
   if (!enabled(sec)) {
     body.append(notEnabled(sec.label));
     cleanup = () => {};
@@ -144,7 +146,7 @@ function eventsView(body) {
       h('details', null,
         h('summary', null,
           h('span', { class: 'ev-time' }, fmtTime(ev.time)),
-          h('span', { class: 'ev-topic t-' + prefix }, ev.topic || '?'),
+          h('span', { class: 'ev-topic t-' + prefix + (/\.failed$/.test(ev.topic || '') ? ' t-failed' : '') }, ev.topic || '?'),
           h('span', { class: 'ev-sum' }, summary)),
         jsonBlock(payload)));
     list.prepend(row);
@@ -196,7 +198,7 @@ function eventsView(body) {
 function eventSummary(p) {
   if (!p || typeof p !== 'object') return String(p ?? '');
   const parts = [];
-  if (p.thread) parts.push(p.thread);
+  if (p.thread) parts.push(threadLabel(p.thread));
   if (p.kind) parts.push(p.kind);
   if (p.name) parts.push(p.name);
   if (p.tool) parts.push(p.tool);
@@ -242,7 +244,7 @@ function interactionsView(body) {
         h('summary', null,
           h('span', { class: 'ev-time' }, fmtTime(r.at)),
           pill(r.action, 'a-' + String(r.action).replace(/[^a-z_]/g, '')),
-          h('span', { class: 'ix-thread' }, r.thread || ''),
+          h('span', { class: 'ix-thread', title: r.thread || '' }, r.thread ? threadLabel(r.thread) : ''),
           h('span', { class: 'ix-sum' }, r.summary || ''),
           h('span', { class: 'ix-num' }, [tokens, r.duration_ms ? `${fmtNum(r.duration_ms)} ms` : ''].filter(Boolean).join(' · '))),
         r.error ? h('p', { class: 'error-text' }, r.error) : null,
@@ -269,7 +271,7 @@ function promptView(body) {
       const res = await api.get('/prompt' + api.q({ thread: onlyThread.checked ? currentThread() : '' }));
       const pre = h('pre', { class: 'prompt', id: 'prompt-text' }, res.text || '');
       fill(out,
-        h('p', { class: 'muted small' }, [res.thread, fmtTime(res.at, true), `${fmtNum(res.chars ?? (res.text || '').length)} characters`].filter(Boolean).join(' · '), ' ',
+        h('p', { class: 'muted small' }, [res.thread && threadLabel(res.thread), fmtTime(res.at, true), `${fmtNum(res.chars ?? (res.text || '').length)} characters`].filter(Boolean).join(' · '), ' ',
           button('Copy', async () => { try { await navigator.clipboard.writeText(res.text || ''); toast('Copied.'); } catch { toast('Copy is not available here.', 'error'); } }, 'btn small')),
         pre);
     } catch (err) {
@@ -390,7 +392,7 @@ function pulseView(body) {
     return h('div', { class: 'card pulse-item status-' + String(it.status).replace(/[^a-z]/g, ''), dataset: { id: String(it.id) } },
       h('div', { class: 'row' }, txt, st, pr,
         confirmButton('Delete', 'Really delete?', async () => { try { await api.del(`/pulse/${it.id}`); load(); } catch (err) { toast(err.message, 'error'); } })),
-      h('p', { class: 'muted small' }, [it.source && 'from ' + it.source, it.thread, 'updated ' + fmtTime(it.updated_at, true), it.completed_at && 'closed ' + fmtTime(it.completed_at, true)].filter(Boolean).join(' · ')));
+      h('p', { class: 'muted small' }, [it.source && 'from ' + it.source, it.thread && threadLabel(it.thread), 'updated ' + fmtTime(it.updated_at, true), it.completed_at && 'closed ' + fmtTime(it.completed_at, true)].filter(Boolean).join(' · ')));
   };
   add.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -508,7 +510,7 @@ function tasksView(body) {
         live && t.status === 'paused' ? button('Resume', () => act(() => api.post(`/tasks/${id}/resume`)), 'btn small') : null,
         live && t.kind !== 'job' ? confirmButton('Cancel', 'Really cancel?', () => act(() => api.del(`/tasks/${id}`))) : null),
       h('p', { class: 'muted small' }, [t.description || describeSchedule(t.schedule), t.next_run ? 'next ' + fmtTime(t.next_run, true) : '',
-        t.last_run ? 'last ' + fmtTime(t.last_run, true) + (t.last_outcome ? ` (${t.last_outcome})` : '') : '', t.thread || ''].filter(Boolean).join(' · ')),
+        t.last_run ? 'last ' + fmtTime(t.last_run, true) + (t.last_outcome ? ` (${t.last_outcome})` : '') : '', t.thread ? threadLabel(t.thread) : ''].filter(Boolean).join(' · ')),
       det);
   };
   kind.addEventListener('change', load);
@@ -549,7 +551,7 @@ function workflowsView(body) {
     const nodes = (wf.nodes || []).map((n) => ({ ...n, status: n.state, depends_on: [...(n.depends_on || []), ...(n.parent ? [n.parent] : [])] }));
     fill(detail,
       h('div', { class: 'row' }, h('strong', null, wf.id), pill(wf.state, 'w-' + cls(wf.state)),
-        h('span', { class: 'muted small' }, [wf.root_thread, fmtTime(wf.created_at, true), Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', '),
+        h('span', { class: 'muted small' }, [wf.root_thread && threadLabel(wf.root_thread), fmtTime(wf.created_at, true), Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', '),
           wf.merged_from && wf.merged_from.length ? 'merged from ' + wf.merged_from.join(', ') : ''].filter(Boolean).join(' · ')),
         h('span', { class: 'spacer' }),
         finishedWf ? null : confirmButton('Cancel', 'Really cancel?', async () => {

@@ -1,0 +1,267 @@
+package apptest
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// convAssistant numbers its answers ("answer 3: …"), fails "fail please"
+// while failing is set, and claims a reminder it did not set for "claim",
+// which the supervisor check has it correct.
+func convAssistant(failing *atomic.Bool, n *atomic.Int32) func(req llmtest.ChatRequest) llmtest.ServerReply {
+	return func(req llmtest.ChatRequest) llmtest.ServerReply {
+		q := lastUser(req)
+		switch {
+		case strings.Contains(q, "[SUPERVISOR]"):
+			return llmtest.ServerReply{Text: "Correction: I have not set that reminder yet.", Chunks: 3}
+		case strings.HasPrefix(q, "[SYSTEM EVENT]"):
+			return llmtest.ServerReply{Text: "Hello, I'm Reverie. What are you working on?", Chunks: 3}
+		case strings.Contains(q, "fail please") && failing.Load():
+			return llmtest.ServerReply{Status: http.StatusBadRequest, ErrorMessage: "the request is too long"}
+		case strings.Contains(q, "claim"):
+			return llmtest.ServerReply{Text: "I'll remind you at six."}
+		}
+		text := "answer " + string(rune('0'+n.Add(1))) + ": " + q
+		if greets(req) {
+			text = Greeting + text
+		}
+		return llmtest.ServerReply{Text: text, Chunks: 3}
+	}
+}
+
+// click clicks the element css selects from the page's script, as a
+// keyboard or pointer user reaches it (the row actions show on hover).
+func (p *browserPage) click(what, css string) {
+	p.t.Helper()
+	p.waitFor(what, `!!document.querySelector(`+js(css)+`)`)
+	p.do(what, chromedp.Evaluate[chromedp.Void](`document.querySelector(`+js(css)+`).click()`))
+}
+
+// search types text into the conversation search box.
+func (p *browserPage) search(text string) {
+	p.t.Helper()
+	p.do("search "+text, chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('thread-search'); s.value = `+js(text)+`; s.dispatchEvent(new Event('input')); })()`))
+}
+
+const (
+	jsUsers      = `[...document.querySelectorAll('#messages .msg.user')].map(m => m.querySelector('.bubble').textContent.trim())`
+	jsAssistants = `[...document.querySelectorAll('#messages .msg.assistant:not(.streaming)')].map(m => m.querySelector('.md')?.textContent.trim() || '')`
+	jsOrder      = `[...document.querySelectorAll('#messages .msg')].map(m => m.classList.contains('user') ? 'U' : m.classList.contains('assistant') ? 'A' : m.classList.contains('system') ? 'S' : 'N').join('')`
+)
+
+// TestBrowserGreetingOrderAndMessages: the first message is answered by one
+// reply that greets (no second call, no seed row), the order shown is the
+// order stored (also after a reload); regenerate, edit-and-resend and retry
+// replace turns that stay readable as "earlier versions"; the supervisor's
+// correction reads as the assistant's own reply; copy copies.
+func TestBrowserGreetingOrderAndMessages(t *testing.T) {
+	browserPath := chromium(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	p := newBrowser(t, browserPath, "messages", 1280, 900)
+	var failing atomic.Bool
+	var n atomic.Int32
+	app.Model.Handle(convAssistant(&failing, &n))
+
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
+	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online'`)
+	thread := eval[string](p, `decodeURIComponent(location.hash.replace(/^#chat\//, ''))`)
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "plan a trip"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the reply", `document.querySelectorAll('#messages .msg.assistant:not(.streaming)').length === 1 && document.getElementById('stop').hidden`)
+	first := eval[[]string](p, jsAssistants)
+	if len(first) != 1 || first[0] != Greeting+"answer 1: plan a trip" {
+		t.Fatalf("first reply %q, want one reply that greets and answers", first)
+	}
+	if calls := len(app.Model.ChatRequests()); calls != 1 {
+		t.Errorf("%d model calls for the first message, want 1", calls)
+	}
+	if got := eval[string](p, jsOrder); got != "UA" {
+		t.Errorf("order shown %q, want UA", got)
+	}
+	p.do("reload", chromedp.Reload())
+	p.waitFor("the history", `document.querySelectorAll('#messages .msg.assistant').length === 1`)
+	if got := eval[string](p, jsOrder); got != "UA" {
+		t.Errorf("order after a reload %q, want UA (no seed row, the question first)", got)
+	}
+	if eval[bool](p, `document.body.innerText.includes('System event') || document.body.innerText.includes('SYSTEM EVENT')`) {
+		t.Error("the seed shows as a row")
+	}
+
+	// Copy.
+	p.click("copy the reply", `#messages .msg.assistant button[data-act="copy"]`)
+	p.waitFor("the copy confirmation", `document.querySelector('#messages .msg.assistant button[data-act="copy"]').dataset.copied === 'true'`)
+
+	// Regenerate: one reply shown, the old one an earlier version.
+	p.click("regenerate", `#messages .msg.assistant.last-reply button[data-act="regenerate"]`)
+	p.waitFor("the regenerated reply", `[...document.querySelectorAll('#messages .msg.assistant:not(.streaming)')].some(m => m.textContent.includes('answer 2: plan a trip'))`)
+	if got := eval[[]string](p, jsAssistants); len(got) != 1 {
+		t.Errorf("after regenerate the replies shown are %q, want the new one only", got)
+	}
+	p.do("reload", chromedp.Reload())
+	p.waitFor("the earlier version link", `!!document.querySelector('#messages .branch-link a')`)
+
+	// Edit the question and resend.
+	p.waitFor("the message id", `!!document.querySelector('#messages .msg.user[data-id] button[data-act="edit"]')`)
+	p.click("edit", `#messages .msg.user button[data-act="edit"]`)
+	p.waitFor("the editor", `!!document.querySelector('#messages .edit-box')`)
+	p.do("change the text", chromedp.SetValue(chromedp.CSS(`#messages .edit-box`), "plan a trip to Lyon"),
+		chromedp.Click(chromedp.CSS(`#messages button[data-act="send-edit"]`)))
+	p.waitFor("the answer to the edit", `[...document.querySelectorAll('#messages .msg.assistant:not(.streaming)')].some(m => m.textContent.includes('answer 3: plan a trip to Lyon'))`)
+	p.do("reload", chromedp.Reload())
+	p.waitFor("the history", `document.querySelectorAll('#messages .msg.assistant').length >= 1`)
+	if got := eval[[]string](p, jsUsers); len(got) != 1 || got[0] != "plan a trip to Lyon" {
+		t.Errorf("questions after the edit %q", got)
+	}
+	var segs api.SegmentList
+	app.JSON(t, http.MethodGet, "/segments?kind=branch&thread="+thread, nil, http.StatusOK, &segs)
+	if len(segs.Segments) != 2 {
+		t.Fatalf("branches kept: %+v", segs.Segments)
+	}
+	// The earlier version opens read-only.
+	// The edit's branch (the newest) holds the question as it was.
+	p.click("open the earlier version", fmt.Sprintf(`#messages .branch-link[data-segment="%d"] a`, segs.Segments[0].ID))
+	p.waitFor("the archived branch", `!!document.getElementById('segment-bar') && document.getElementById('input').disabled`)
+	if got := eval[[]string](p, jsUsers); len(got) != 1 || got[0] != "plan a trip" {
+		t.Errorf("the earlier version shows %q", got)
+	}
+	p.click("back", `#segment-bar a`)
+	p.waitFor("the conversation again", `!document.getElementById('segment-bar') && !document.getElementById('input').disabled`)
+
+	p.checkProblems()
+}
+
+// TestBrowserConversationList: rename, delete and restore from the list,
+// search across titles and messages, and a conversation /new closed stays
+// reachable and readable; threads are labelled by title in the debug panel.
+func TestBrowserConversationList(t *testing.T) {
+	browserPath := chromium(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	p := newBrowser(t, browserPath, "conversations", 1280, 900)
+	var failing atomic.Bool
+	var n atomic.Int32
+	app.Model.Handle(convAssistant(&failing, &n))
+	// Two conversations made through the API.
+	app.JSON(t, http.MethodPost, "/threads/web:lyon/messages", map[string]string{"text": "Book the train to Lyon"}, http.StatusOK, nil)
+	app.JSON(t, http.MethodPost, "/threads/web:crepes/messages", map[string]string{"text": "Recipe for crêpes"}, http.StatusOK, nil)
+
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken+"&x=1"))
+	p.do("open the Lyon thread", chromedp.Navigate(app.Base+"/#chat/web:lyon"))
+	p.waitFor("the list", `document.querySelectorAll('#threads .thread-row').length === 2`)
+	const row = `document.querySelector('#threads li[data-thread="web:lyon"]')`
+
+	// Rename.
+	p.click("rename", `#threads li[data-thread="web:lyon"] button[data-act="rename"]`)
+	p.waitFor("the title editor", row+`.querySelector('.rename-input')`)
+	p.do("type the title", chromedp.SetValue(chromedp.CSS(`#threads .rename-input`), "Lyon trip"),
+		chromedp.Focus(chromedp.CSS(`#threads .rename-input`)), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the new title", row+`?.querySelector('.thread-title')?.textContent === 'Lyon trip'`)
+	var threads api.ThreadList
+	app.JSON(t, http.MethodGet, "/threads", nil, http.StatusOK, &threads)
+	if !hasTitle(threads.Threads, "web:lyon", "Lyon trip") {
+		t.Errorf("the rename did not reach the server: %+v", threads.Threads)
+	}
+	if title := eval[string](p, `document.title`); !strings.Contains(title, "Lyon trip") {
+		t.Errorf("document title %q", title)
+	}
+
+	// Search: a message, then a title; a hit opens its conversation.
+	p.search("crepe")
+	p.waitFor("the hit", `!!document.querySelector('#search-results a.hit[data-thread="web:crepes"] mark')`)
+	p.click("open the hit", `#search-results a.hit[data-thread="web:crepes"]`)
+	p.waitFor("the conversation", `[...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('crêpes'))`)
+	p.search("lyon tr")
+	p.waitFor("the title hit", `!!document.querySelector('#search-results a.hit[data-thread="web:lyon"][data-message=""]')`)
+	p.search("")
+	p.waitFor("the list again", `!document.getElementById('threads').hidden`)
+
+	// Delete, find it under Archived, restore.
+	p.click("delete", `#threads li[data-thread="web:lyon"] button[data-act="delete"]`)
+	p.waitFor("gone from the list", `!`+row)
+	p.click("open the archive", `#archive > summary`)
+	p.waitFor("the deleted conversation", `!!document.querySelector('#archived li[data-archived="web:lyon"]')`)
+	p.click("restore", `#archived li[data-archived="web:lyon"] button[data-act="restore"]`)
+	p.waitFor("back in the list", `!!`+row+` && !document.querySelector('#archived li[data-archived="web:lyon"]')`)
+
+	// /new closes the conversation; it stays reachable, read-only.
+	p.do("open Lyon", chromedp.Navigate(app.Base+"/#chat/web:lyon"))
+	p.waitFor("its messages", `[...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('train to Lyon'))`)
+	p.do("/new", chromedp.SendKeys(chromedp.ID("input"), "/new"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the greeting of the new conversation", `[...document.querySelectorAll('#messages .msg.assistant')].some(m => m.textContent.includes("I'm Reverie"))`)
+	p.do("reopen the archive", chromedp.Evaluate[chromedp.Void](`(() => { const a = document.getElementById('archive'); a.open = false; a.open = true; })()`))
+	p.waitFor("the closed conversation", `[...document.querySelectorAll('#archived li[data-segment] .thread-title')].some(e => e.textContent === 'Lyon trip')`)
+	p.click("open it", `#archived li[data-segment] a`)
+	p.waitFor("its messages, read-only", `!!document.getElementById('segment-bar') && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('train to Lyon'))`)
+	if !eval[bool](p, `document.getElementById('input').disabled`) {
+		t.Error("an archived conversation can be written to")
+	}
+
+	// The debug panel labels threads by title.
+	p.do("open the interaction log", chromedp.Navigate(app.Base+"/#debug/interactions"))
+	p.waitFor("a labelled thread", `[...document.querySelectorAll('#ix-list .ix-thread')].some(e => e.textContent === 'Lyon trip' && e.title === 'web:lyon')`)
+	if eval[bool](p, `[...document.querySelectorAll('#ix-list .ix-thread')].some(e => e.textContent.startsWith('web:'))`) {
+		t.Error("the interaction log shows raw thread ids")
+	}
+	p.checkProblems()
+}
+
+// TestBrowserRetryAndCorrection: a failed reply stays with its mark after a
+// reload and retry answers it; the supervisor's correction reads as the
+// assistant correcting itself (no notification card, no system row).
+func TestBrowserRetryAndCorrection(t *testing.T) {
+	browserPath := chromium(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	p := newBrowser(t, browserPath, "retry", 1280, 900)
+	var failing atomic.Bool
+	var n atomic.Int32
+	app.Model.Handle(convAssistant(&failing, &n))
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
+	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online'`)
+	// A failed reply stays with its mark after a reload; retry answers it.
+	failing.Store(true)
+	p.do("send a failing message", chromedp.SendKeys(chromedp.ID("input"), "fail please"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the failure", `!!document.querySelector('#messages .msg.assistant.failed .error-text')`)
+	p.allow("status of 502")
+	p.do("reload", chromedp.Reload())
+	p.waitFor("the failure after a reload", `!!document.querySelector('#messages .msg.assistant.failed .error-text') && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('fail please'))`)
+	failing.Store(false)
+	p.click("retry", `#messages .msg.assistant.failed button[data-act="retry"]`)
+	p.waitFor("the retried reply", `[...document.querySelectorAll('#messages .msg.assistant:not(.streaming)')].some(m => m.textContent.includes('answer 1: fail please'))`)
+	if eval[bool](p, `!!document.querySelector('#messages .msg.assistant.failed')`) {
+		t.Error("the failed reply is still shown after the retry")
+	}
+
+	// The supervisor's correction is the assistant correcting itself.
+	p.do("claim", chromedp.SendKeys(chromedp.ID("input"), "claim something"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the correction", `[...document.querySelectorAll('#messages .msg.assistant:not(.streaming)')].some(m => m.textContent.includes('Correction: I have not set'))`)
+	check := func(when string) {
+		t.Helper()
+		if eval[bool](p, `!!document.querySelector('#messages .msg.notify, #messages .msg.system') || document.body.innerText.includes('SUPERVISOR')`) {
+			t.Errorf("%s: the correction shows as a notification or a system row: %s", when, eval[string](p, jsOrder))
+		}
+	}
+	check("live")
+	p.do("reload", chromedp.Reload())
+	p.waitFor("the correction after a reload", `[...document.querySelectorAll('#messages .msg.assistant')].some(m => m.textContent.includes('Correction: I have not set'))`)
+	check("after a reload")
+	if got := eval[string](p, jsOrder); !strings.HasSuffix(got, "UAA") {
+		t.Errorf("order %q, want the claim then the correction", got)
+	}
+	p.checkProblems()
+}
+
+func hasTitle(ts []api.Thread, id, title string) bool {
+	for _, t := range ts {
+		if string(t.ID) == id && t.Title == title {
+			return true
+		}
+	}
+	return false
+}
