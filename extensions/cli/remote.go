@@ -99,8 +99,8 @@ func (r *Remote) Switch(ctx context.Context, thread chat.ThreadID) error {
 	if thread.Channel() != "web" {
 		return fmt.Errorf("%s is not a conversation of the web channel (web:…)", thread)
 	}
-	msgs, err := r.c.Messages(ctx, thread, api.MessageQuery{Limit: 1})
-	if err != nil {
+	// Reading the history checks that the conversation can be reached.
+	if _, err := r.c.Messages(ctx, thread, api.MessageQuery{Limit: 1}); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -112,7 +112,7 @@ func (r *Remote) Switch(ctx context.Context, thread chat.ThreadID) error {
 		return err
 	}
 	_ = r.conn.Write(ctx, api.ClientFrame{Type: api.FrameUnsubscribe, Thread: string(r.thread)})
-	r.thread, r.known, r.staged = thread, len(msgs) > 0, nil
+	r.thread, r.staged = thread, nil
 	return nil
 }
 
