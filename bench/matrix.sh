@@ -63,6 +63,9 @@ measure() {
       -d '{"preset":"trusted_private_chat","is_direct":true,"invite":["@reverie:localhost"],"initial_state":[{"type":"m.room.encryption","state_key":"","content":{"algorithm":"m.megolm.v1.aes-sha2"}}]}' >/dev/null
   fi
   sleep "$FIRST"
+  if [ "$label" = matrix ]; then
+    grep -q "joined a matrix room" "$work/agent.log" || { echo "the bot did not join the encrypted chat:"; tail "$work/agent.log"; exit 1; }
+  fi
   echo "reverie agent, $label, ${FIRST} s after ready:"; sample agent $pid
   sleep $(( SECOND - FIRST ))
   echo "reverie agent, $label, ${SECOND} s after ready:"; sample agent $pid
