@@ -592,3 +592,39 @@ func waitChan[T any](t *testing.T, what string, ch <-chan T, cancelled <-chan st
 	var zero T
 	return zero
 }
+
+// A message whose room key never reaches the bot is retried after each
+// sync, its key is asked for, and the sender is told once that it could
+// not be read; it never reaches the model.
+func TestMatrixUndecryptable(t *testing.T) {
+	w := newMatrixWorld(t)
+	h := Start(t, WithExtensions(matrix.Info(matrix.Options{SyncTimeout: time.Second, DecryptWait: 2 * time.Second})), w.env())
+	h.Model.Handle(matrixAssistant)
+	alice := w.srv.Login(t, "alice", mxAlicePass)
+	room := alice.CreateRoom(t, true, w.bot)
+	alice.Wait(t, "the bot to join", joined(room, w.bot))
+	// Alice's client shares the room key with her own devices only.
+	if err := alice.Machine().ShareGroupSession(context.Background(), room, []id.UserID{alice.ID}); err != nil {
+		t.Fatal(err)
+	}
+	alice.Send(t, room, "can you read this?")
+	alice.Send(t, room, "or this one?")
+	alice.Wait(t, "the bot to say it cannot decrypt", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "I could not decrypt your message")
+	})
+	// A readable message afterwards is answered, and the notice was sent once.
+	if err := alice.Machine().CryptoStore.RemoveOutboundGroupSession(context.Background(), room); err != nil {
+		t.Fatal(err)
+	}
+	alice.Send(t, room, "now readable")
+	evs := alice.Wait(t, "the answer", func(evs []*event.Event) bool { return botSaid(evs, room, w.bot, "You said: now readable") })
+	if n := countSaid(evs, room, w.bot, "I could not decrypt"); n != 1 {
+		t.Errorf("told %d times, want once", n)
+	}
+	if sawUser(h, "can you read this?") != 0 || sawUser(h, "or this one?") != 0 {
+		for _, r := range h.Model.ChatRequests() {
+			t.Logf("request: %q", lastUser(r))
+		}
+		t.Error("an undecryptable message reached the model")
+	}
+}
