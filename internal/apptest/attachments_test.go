@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -18,34 +19,67 @@ import (
 // pngPixel is a 1×1 PNG, base64.
 const pngPixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
-// seen records what the fake model was sent: the newest user message's
-// text and image URLs.
+// seen records what the fake model was sent: the text and image URLs of
+// each request's user messages.
 type seen struct {
-	mu     sync.Mutex
-	texts  []string
-	images [][]string
+	mu      sync.Mutex
+	texts   []string
+	images  [][]string
+	changed chan struct{} // closed and replaced on every request
+}
+
+// wait returns find(sub) once a request contains sub (at most 30 s).
+func (s *seen) wait(t *testing.T, sub string) (string, []string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		s.mu.Lock()
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		if text, images := s.find(sub); text != "" {
+			return text, images
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("the model was never asked about %q", sub)
+		}
+	}
 }
 
 func (s *seen) handle(req llmtest.ChatRequest) llmtest.ServerReply {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if m := req.Messages[i]; m.Role == "user" {
-			s.mu.Lock()
-			s.texts = append(s.texts, m.Text())
-			s.images = append(s.images, m.Images())
-			s.mu.Unlock()
-			break
+	var texts, images []string
+	for _, m := range req.Messages {
+		if m.Role == "user" {
+			texts = append(texts, m.Text())
+			images = append(images, m.Images()...)
 		}
 	}
+	s.mu.Lock()
+	s.texts = append(s.texts, strings.Join(texts, "\n"))
+	s.images = append(s.images, images)
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+	s.mu.Unlock()
 	return llmtest.ServerReply{Text: "I see it."}
 }
 
-func (s *seen) last() (string, []string) {
+// find returns the newest request whose user message contains sub (the
+// conversation seed's greeting may be asked before or after it).
+func (s *seen) find(sub string) (string, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.texts) == 0 {
-		return "", nil
+	for i := len(s.texts) - 1; i >= 0; i-- {
+		if strings.Contains(s.texts[i], sub) {
+			return s.texts[i], s.images[i]
+		}
 	}
-	return s.texts[len(s.texts)-1], s.images[len(s.images)-1]
+	return "", nil
 }
 
 // Attachments through the real app: an uploaded image reaches a model that
@@ -67,7 +101,7 @@ func TestWebAttachmentsReachTheModel(t *testing.T) {
 	var reply api.Reply
 	app.JSON(t, http.MethodPost, "/threads/web:att/messages", api.SendRequest{Text: "what are these?",
 		Attachments: []api.AttachmentRef{{Path: img.Path}, {Path: doc.Path}}}, http.StatusOK, &reply)
-	text, images := s.last()
+	text, images := s.wait(t, "what are these?")
 	if len(images) != 1 || !strings.HasPrefix(images[0], "data:image/png;base64,") {
 		t.Errorf("the model got images %v", images)
 	}
@@ -101,7 +135,7 @@ func TestBrowserAttachments(t *testing.T) {
 	app.Model.Handle(s.handle)
 	p := newBrowser(t, browserPath, "attachments", 1280, 900)
 	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
-	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online' && !!document.getElementById('attach') && document.getElementById('model-select')?.options.length > 0`)
+	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online' && !!document.getElementById('attach') && document.getElementById('model-select')?.options.length > 0 && location.hash.startsWith('#chat/web')`)
 
 	eval[bool](p, `(() => {
 		const bytes = Uint8Array.from(atob(`+js(pngPixel)+`), c => c.charCodeAt(0));
@@ -116,7 +150,10 @@ func TestBrowserAttachments(t *testing.T) {
 		conv.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
 		return conv.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
 	})()`)
-	p.waitFor("two uploaded chips", `[...document.querySelectorAll('#attach-tray .att-chip')].filter(c => c.dataset.state === 'ready').length === 2`)
+	p.waitFor("two uploaded chips", `[...document.querySelectorAll('#attach-tray .att-chip')].filter(c => c.dataset.state === 'ready').length === 2 || [...document.querySelectorAll('#attach-tray .att-chip')].some(c => c.dataset.state === 'failed')`)
+	if states := eval[string](p, `[...document.querySelectorAll('#attach-tray .att-chip')].map(c => c.dataset.state + ' ' + c.title).join('; ')`); strings.Count(states, "ready") != 2 {
+		t.Fatalf("the uploads: %s", states)
+	}
 	if !eval[bool](p, `document.querySelector('#attach-tray .att-chip[data-kind="image"] .att-name').textContent === 'pixel.png' && document.querySelector('#attach-tray .att-chip[data-kind="file"] .att-name').textContent === 'plan.txt'`) {
 		t.Error("the chips do not name the files")
 	}
@@ -132,7 +169,7 @@ func TestBrowserAttachments(t *testing.T) {
 	if !eval[bool](p, `document.getElementById('attach-tray').hidden`) {
 		t.Error("the tray was not emptied")
 	}
-	text, images := s.last()
+	text, images := s.wait(t, "what are these?")
 	if len(images) != 0 || !strings.Contains(text, "[image saved at workspace/web/") || !strings.Contains(text, "this model cannot see images") ||
 		!strings.Contains(text, "[file plan.txt (text/plain, 11 bytes) saved in the workspace as web/") {
 		t.Errorf("the model got %q and images %v", text, images)

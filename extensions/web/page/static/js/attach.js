@@ -16,6 +16,11 @@ const st = {
   pending: [], // {name, size, kind, media_type, path, state: uploading | ready | failed, error}
 };
 
+// icon is a small picture or page outline (no emoji: not every system has the font).
+const icon = (kind) => s('svg', { class: 'att-icon', viewBox: '0 0 24 24', 'aria-hidden': 'true' }, kind === 'image'
+  ? [s('rect', { x: 3, y: 5, width: 18, height: 14, rx: 2 }), s('path', { d: 'M3 16l5-5 4 4 3-3 6 6' })]
+  : [s('path', { d: 'M6 3h8l4 4v14H6z' }), s('path', { d: 'M14 3v4h4' })]);
+
 const fmtSize = (n) => (n >= 1 << 20 ? (n / (1 << 20)).toFixed(1) + ' MB' : n >= 1024 ? Math.round(n / 1024) + ' KB' : n + ' bytes');
 
 /** init adds the paperclip, the tray and the drop and paste handlers. */
@@ -101,9 +106,9 @@ export function take() {
   return ready;
 }
 
-/** clear drops the pending attachments (another conversation is shown). */
+/** clear drops the pending attachments of other conversations (another one is shown). */
 export function clear() {
-  st.pending = [];
+  st.pending = st.pending.filter((p) => p.thread === st.thread());
   render();
 }
 
@@ -125,7 +130,7 @@ export function render() {
 
 function chip(p, remove) {
   return h('span', { class: 'att-chip ' + p.kind + (p.state === 'failed' ? ' failed' : ''), dataset: { state: p.state, kind: p.kind }, title: p.error || p.name },
-    h('span', { class: 'att-icon', 'aria-hidden': 'true' }, p.kind === 'image' ? '🖼' : '📄'),
+    icon(p.kind),
     h('span', { class: 'att-name' }, p.name),
     h('span', { class: 'att-size muted' }, p.state === 'uploading' ? 'uploading…' : p.state === 'failed' ? 'failed: ' + p.error : fmtSize(p.size)),
     remove ? h('button', { type: 'button', class: 'att-remove', 'aria-label': 'Remove ' + p.name, on: { click: remove } }, '×') : null);
@@ -135,6 +140,6 @@ function chip(p, remove) {
 export function chips(atts) {
   return h('div', { class: 'chips msg-atts' }, atts.map((a) =>
     h('span', { class: 'att-chip ' + a.kind, dataset: { kind: a.kind }, title: 'Saved in the workspace as ' + a.path },
-      h('span', { class: 'att-icon', 'aria-hidden': 'true' }, a.kind === 'image' ? '🖼' : '📄'),
+      icon(a.kind),
       h('span', { class: 'att-name' }, a.name || a.path))));
 }
