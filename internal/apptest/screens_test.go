@@ -239,7 +239,7 @@ func TestBrowserScreens(t *testing.T) {
 			p.compareScreen(size.name + "-chat")
 
 			p.do("open the assistant", chromedp.Click(chromedp.ID("tab-assistant")))
-			p.waitFor("the memories", `document.querySelectorAll('#mem-list li.as-item').length === 1`)
+			p.waitFor("the memories", `[...document.querySelectorAll('#mem-list li.as-item')].some(li => li.textContent.includes('Anna is my sister'))`)
 			p.checkLayout("assistant", layoutSpec{
 				Inside:    []string{".topbar", "#assistant-nav", "#mem-search", "#as-memories"},
 				Apart:     [][2]string{{".topbar", "#assistant-body"}, {"#assistant-nav", "#assistant-body"}},
