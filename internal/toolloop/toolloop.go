@@ -367,8 +367,8 @@ const (
 	repeatNote = "You repeated tool calls that had already run with the same arguments, so they were stopped and tools are now disabled for this turn. Give your final answer now from the results you have, and say plainly what is left undone."
 	// repeatMessage is the result of a call stopped as a repeat.
 	repeatMessage = "not run: %s with these same arguments already ran %d times in this turn, and the result will not change. Use the results you already have, try something different, or give your answer"
-	formatNote = "Now give your final answer as a single JSON value matching the required schema. Output only the JSON."
-	retryNote  = "That reply is not valid: %s. Reply again with only a JSON value matching the required schema."
+	formatNote    = "Now give your final answer as a single JSON value matching the required schema. Output only the JSON."
+	retryNote     = "That reply is not valid: %s. Reply again with only a JSON value matching the required schema."
 )
 
 // request builds one model call over msgs.
