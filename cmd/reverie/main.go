@@ -119,10 +119,14 @@ With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
-		// reverie --version prints what reverie version prints.
-		Version: versionString(),
 	}
-	root.SetVersionTemplate("{{.Version}}\n")
+	// reverie --version prints what reverie version prints. It is our own
+	// flag rather than cobra's Version field: cobra formats that through
+	// SetVersionTemplate, and linking text/template makes the linker keep
+	// every exported method of every type (its method lookups by name are
+	// reflective), about 18 MB of the binary; TestNoReflectiveMethodLookup
+	// keeps it out.
+	showVersion := root.Flags().BoolP("version", "v", false, "print the version (as reverie version does)")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -130,7 +134,13 @@ With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
 	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file (default <data>/config.yaml)")
 
 	runCmd := newRunCmd(g, env)
-	root.RunE = runCmd.RunE
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if *showVersion {
+			fmt.Fprintln(cmd.OutOrStdout(), versionString())
+			return nil
+		}
+		return runCmd.RunE(cmd, args)
+	}
 	root.AddCommand(runCmd, newAgentCmd(g, env), newInitCmd(g, env), newDoctorCmd(g, env), newSendCmd(g, env), newVersionCmd())
 	root.AddCommand(newChatCmd(g, env), newTelegramCmd(g, env), newMCPCmd(g, env))
 	root.AddCommand(newMemoryCmd(g, env, newMemoryHistoryCmd(g, env), newMemoryRestoreCmd(g, env)), newEvalCmd(g, env), newDreamCmd(g, env))
