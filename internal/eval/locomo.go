@@ -244,15 +244,6 @@ func Exchanges(c Conversation, s Session) ([]memory.Exchange, [][]string) {
 	return out, dias
 }
 
-// LoCoMo runs the retrieval evaluation over the LoCoMo file read from r.
-func LoCoMo(ctx context.Context, r io.Reader, opts Options) (Report, error) {
-	convs, err := ParseLoCoMo(r)
-	if err != nil {
-		return Report{}, err
-	}
-	return Run(ctx, convs, opts)
-}
-
 // cutoffs returns the sorted, distinct, positive k of opts.
 func cutoffs(opts Options) ([]int, error) {
 	ks := slices.Clone(opts.K)

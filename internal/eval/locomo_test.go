@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,15 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
+
+// runLoCoMo runs the retrieval evaluation over the LoCoMo file read from r.
+func runLoCoMo(ctx context.Context, r io.Reader, opts Options) (Report, error) {
+	convs, err := ParseLoCoMo(r)
+	if err != nil {
+		return Report{}, err
+	}
+	return Run(ctx, convs, opts)
+}
 
 func TestParseAndHelpers(t *testing.T) {
 	f, err := os.Open("testdata/synthetic.json")
@@ -63,7 +73,7 @@ func TestLoCoMoSynthetic(t *testing.T) {
 	}
 	defer f.Close()
 	var traced []QuestionResult
-	rep, err := LoCoMo(context.Background(), f, Options{K: []int{10, 1, 5}, Trace: func(r QuestionResult) { traced = append(traced, r) }})
+	rep, err := runLoCoMo(context.Background(), f, Options{K: []int{10, 1, 5}, Trace: func(r QuestionResult) { traced = append(traced, r) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +168,7 @@ func TestLoCoMoDevSplit(t *testing.T) {
 		t.Skip("LoCoMo dev split skipped in -short mode")
 	}
 	f := openDevSplit(t)
-	rep, err := LoCoMo(context.Background(), f, Options{K: []int{1, 5, 10, 25}})
+	rep, err := runLoCoMo(context.Background(), f, Options{K: []int{1, 5, 10, 25}})
 	if err != nil {
 		t.Fatal(err)
 	}
