@@ -86,8 +86,6 @@ func matrixAssistant(req llmtest.ChatRequest) llmtest.ServerReply {
 		return llmtest.ServerReply{Text: "Done: I'll remind you."}
 	case last.Role == "tool":
 		return llmtest.ServerReply{Text: "Tool said: " + last.Text()}
-	case strings.HasPrefix(user, "[SYSTEM EVENT]"):
-		return llmtest.ServerReply{Text: "Hello, I'm Reverie."}
 	case strings.Contains(user, "remind me"):
 		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "set_reminder",
 			Arguments: json.RawMessage(`{"text":"stretch","in":"1s"}`)}}}
@@ -95,7 +93,11 @@ func matrixAssistant(req llmtest.ChatRequest) llmtest.ServerReply {
 		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: "call_2", Name: "matrix_send_file",
 			Arguments: json.RawMessage(`{"path":"notes/list.txt","caption":"your notes"}`)}}}
 	default:
-		return llmtest.ServerReply{Text: "You said: " + user + " — **noted** <ok> & done."}
+		text := "You said: " + user + " — **noted** <ok> & done."
+		if greets(req) {
+			text = Greeting + text
+		}
+		return llmtest.ServerReply{Text: text}
 	}
 }
 
@@ -138,11 +140,9 @@ func TestMatrixDirectMessage(t *testing.T) {
 		!strings.Contains(reply.FormattedBody, "&lt;ok&gt;") || strings.Contains(reply.FormattedBody, "<ok>") {
 		t.Errorf("reply not rendered to sanitised HTML: %+v", reply)
 	}
-	if reply.Body != "You said: hello there — noted <ok> & done." {
-		t.Errorf("plain body: %q", reply.Body)
-	}
-	if !botSaid(evs, room, w.bot, "Hello, I'm Reverie.") {
-		t.Error("no greeting for the new conversation")
+	// The new conversation is greeted in the reply itself.
+	if reply.Body != Greeting+"You said: hello there — noted <ok> & done." {
+		t.Errorf("plain body: %q, want the greeting and the answer in one message", reply.Body)
 	}
 	alice.Wait(t, "a read receipt from the bot", func(evs []*event.Event) bool {
 		for _, e := range evs {

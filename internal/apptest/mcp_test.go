@@ -82,7 +82,7 @@ func TestModelCallsAnMCPTool(t *testing.T) {
 		}
 	})
 	h.Send(t, "mcp", "please echo something")
-	msgs := h.Channel.WaitFor(t, "mcp", 2)
+	msgs := h.Channel.WaitFor(t, "mcp", 1)
 	if got := msgs[len(msgs)-1].Text; !strings.Contains(got, "Echo: hi from Reverie") {
 		t.Fatalf("reply = %q, want the echo", got)
 	}
@@ -108,7 +108,7 @@ func TestMCPToolSelectionAndStatus(t *testing.T) {
 		"tools:\n  deny: [\"@mcp:everything\"]\n")
 	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply { return llmtest.ServerReply{Text: "ok"} })
 	h.Send(t, "sel", "hello")
-	h.Channel.WaitFor(t, "sel", 2)
+	h.Channel.WaitFor(t, "sel", 1)
 	for _, req := range h.Model.ChatRequests() {
 		for _, tl := range req.Tools {
 			if strings.HasPrefix(tl.Function.Name, "everything__") {
@@ -117,7 +117,7 @@ func TestMCPToolSelectionAndStatus(t *testing.T) {
 		}
 	}
 	h.Send(t, "sel", "/status")
-	msgs := h.Channel.WaitFor(t, "sel", 3)
+	msgs := h.Channel.WaitFor(t, "sel", 2)
 	status := msgs[len(msgs)-1].Text
 	if !strings.Contains(status, "mcp:") || !strings.Contains(status, "broken is down") {
 		t.Fatalf("/status does not show the down MCP server:\n%s", status)
@@ -172,7 +172,7 @@ memory:
 		}
 	})
 	h.Send(t, "mem", "what is my cat called?")
-	msgs := h.Channel.WaitFor(t, "mem", 2)
+	msgs := h.Channel.WaitFor(t, "mem", 1)
 	if got := msgs[len(msgs)-1].Text; !strings.Contains(got, "Miso") {
 		t.Fatalf("reply = %q, want the memory from server-memory", got)
 	}

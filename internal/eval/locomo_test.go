@@ -140,9 +140,30 @@ func TestLoCoMoBadK(t *testing.T) {
 
 // devSplit is the LoCoMo dev file shared with the team (CC BY-NC 4.0,
 // evaluation only: it is read in place, never copied into the repository),
-// relative to the repository root: CI checks the repository out next to
-// ../shared.
-const devSplit = "../shared/data/locomo/locomo-dev.json"
+// in a shared directory next to the repository: CI checks the repository
+// out next to ../shared.
+const devSplit = "shared/data/locomo/locomo-dev.json"
+
+// findDevSplit returns devSplit below the nearest directory above the
+// repository root that has it (../shared for a checkout next to it), or
+// ../shared's path when none has, for the error to name.
+func findDevSplit() string {
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	want := filepath.Join(filepath.Dir(root), devSplit)
+	for dir := filepath.Dir(root); ; dir = filepath.Dir(dir) {
+		if p := filepath.Join(dir, devSplit); fileExists(p) {
+			return p
+		}
+		if dir == filepath.Dir(dir) {
+			return want
+		}
+	}
+}
+
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
 
 // openDevSplit opens the dev split ($REVERIE_LOCOMO when set). It skips the
 // test when the file is absent, except under CI (CI=true), where it fails.
@@ -150,7 +171,7 @@ func openDevSplit(t testing.TB) *os.File {
 	t.Helper()
 	path := os.Getenv("REVERIE_LOCOMO")
 	if path == "" {
-		path = filepath.Join("..", "..", devSplit)
+		path = findDevSplit()
 	}
 	f, err := os.Open(path)
 	if err != nil {
