@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -889,4 +890,48 @@ func botEdits(evs []*event.Event, room id.RoomID, bot string) []*event.MessageEv
 		}
 	}
 	return out
+}
+
+// A message whose room key has not reached the bot when Reverie stops is
+// still retried after the restart: the bot asks for the key again and
+// answers once it arrives.
+func TestMatrixUndecryptableAcrossRestart(t *testing.T) {
+	w := newMatrixWorld(t)
+	info := matrix.Info(matrix.Options{SyncTimeout: time.Second, DecryptWait: 10 * time.Minute})
+	h := Start(t, WithExtensions(info), w.env())
+	h.Model.Handle(matrixAssistant)
+	var share atomic.Bool // alice's device forwards room keys once it holds
+	alice := w.srv.Login(t, "alice", mxAlicePass, matrixtest.WithKeyShare(share.Load))
+	room := alice.CreateRoom(t, true, w.bot)
+	alice.Wait(t, "the bot to join", joined(room, w.bot))
+	plain := alice.CreateRoom(t, false, w.bot)
+	alice.Wait(t, "the bot to join the plain room", joined(plain, w.bot))
+	// The room key stays on Alice's devices.
+	if err := alice.Machine().ShareGroupSession(context.Background(), room, []id.UserID{alice.ID}); err != nil {
+		t.Fatal(err)
+	}
+	alice.Send(t, room, "kept across a restart")
+	// A message sent after it is answered: the bot has seen the first.
+	alice.Send(t, plain, "ping")
+	alice.Wait(t, "the answer to ping", func(evs []*event.Event) bool { return botSaid(evs, plain, w.bot, "You said: ping") })
+	dir := h.DataDir
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if sawUser(h, "kept across a restart") != 0 {
+		t.Fatal("the bot read the message without its key")
+	}
+
+	share.Store(true)
+	h = Start(t, WithExtensions(info), w.env(), WithDataDir(dir))
+	h.Model.Handle(matrixAssistant)
+	evs := alice.Wait(t, "the answer after the restart", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "You said: kept across a restart")
+	})
+	if n := countSaid(evs, room, w.bot, "You said: kept across a restart"); n != 1 {
+		t.Errorf("answered %d times", n)
+	}
+	if botSaid(evs, room, w.bot, "I could not decrypt") {
+		t.Error("the sender was told the message is unreadable")
+	}
 }
