@@ -354,8 +354,9 @@ func (m *Matrix) forgetPending(ctx context.Context, evID id.EventID) {
 }
 
 // loadPending reads the events still waiting for their keys when the
-// channel last stopped; the first sync retries them (and asks for their
-// keys again).
+// channel last stopped; the first sync retries them (keys sent while
+// Reverie was down arrive in it), and those still unreadable wait
+// DecryptWait again from now, their keys asked for again.
 func (m *Matrix) loadPending(ctx context.Context) {
 	rows, err := m.store.pendingEvents(ctx)
 	if err != nil {
@@ -375,7 +376,7 @@ func (m *Matrix) loadPending(ctx context.Context) {
 			continue
 		}
 		evt.Mautrix.EventSource = event.SourceJoin | event.SourceTimeline
-		m.pending = append(m.pending, &pendingEvent{evt: evt, since: r.since})
+		m.pending = append(m.pending, &pendingEvent{evt: evt, since: m.host.Now()})
 	}
 }
 

@@ -118,7 +118,6 @@ func (s *store) setFloor(ctx context.Context, roomID string, ms int64) error {
 type storedPending struct {
 	id    string
 	event []byte
-	since time.Time
 }
 
 // addPending keeps an encrypted event waiting for its key.
@@ -146,7 +145,7 @@ func (s *store) removePending(ctx context.Context, eventID string) error {
 func (s *store) pendingEvents(ctx context.Context) ([]storedPending, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, `SELECT event_id, event, since_ms FROM matrix_pending ORDER BY since_ms`)
+	rows, err := s.db.QueryContext(ctx, `SELECT event_id, event FROM matrix_pending ORDER BY since_ms`)
 	if err != nil {
 		return nil, fmt.Errorf("read the waiting matrix events: %w", err)
 	}
@@ -154,11 +153,10 @@ func (s *store) pendingEvents(ctx context.Context) ([]storedPending, error) {
 	var out []storedPending
 	for rows.Next() {
 		var evID, ev string
-		var ms int64
-		if err := rows.Scan(&evID, &ev, &ms); err != nil {
+		if err := rows.Scan(&evID, &ev); err != nil {
 			return nil, fmt.Errorf("read the waiting matrix events: %w", err)
 		}
-		out = append(out, storedPending{id: evID, event: []byte(ev), since: time.UnixMilli(ms)})
+		out = append(out, storedPending{id: evID, event: []byte(ev)})
 	}
 	return out, rows.Err()
 }
