@@ -935,3 +935,66 @@ func TestMatrixUndecryptableAcrossRestart(t *testing.T) {
 		t.Error("the sender was told the message is unreadable")
 	}
 }
+
+// Message sends refused M_LIMIT_EXCEEDED (as Synapse limits them; Dendrite
+// does not, so a proxy applies Dendrite's limiter to /send: 2 per second)
+// delay replies but lose none: streamed replies in two rooms, one
+// encrypted, all end complete, each once.
+func TestMatrixSendRateLimited(t *testing.T) {
+	w := newMatrixWorld(t)
+	lim := w.srv.LimitSends(t, 2, time.Second)
+	filler := strings.Repeat(" Lorem ipsum dolor sit amet, consectetur adipiscing elit.", 20)
+	h := Start(t, WithExtensions(matrix.Info(matrix.Options{})), WithEnv(
+		"REVERIE_MATRIX__HOMESERVER="+lim.URL(),
+		"REVERIE_MATRIX__USER_ID="+w.bot,
+		"REVERIE_MATRIX__PASSWORD="+mxBotPass,
+		"REVERIE_MATRIX__ALLOWED_USERS="+w.alice,
+		"REVERIE_MATRIX__EDIT_INTERVAL=500ms",
+	))
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		user := lastUser(req)
+		if strings.HasPrefix(user, "[SYSTEM EVENT]") {
+			return llmtest.ServerReply{Text: "Hello, I'm Reverie."}
+		}
+		return llmtest.ServerReply{Text: "You said: " + user + "." + filler, Chunks: 10}
+	})
+	alice := w.srv.Login(t, "alice", mxAlicePass)
+	rooms := []id.RoomID{alice.CreateRoom(t, true, w.bot), alice.CreateRoom(t, false, w.bot)}
+	alice.Wait(t, "the bot to join", func(evs []*event.Event) bool {
+		return joined(rooms[0], w.bot)(evs) && joined(rooms[1], w.bot)(evs)
+	})
+	began := time.Now()
+	want := map[id.RoomID][]string{}
+	for i := 1; i <= 3; i++ {
+		for r, room := range rooms {
+			msg := fmt.Sprintf("burst %d in room %d", i, r+1)
+			alice.Send(t, room, msg)
+			want[room] = append(want[room], "You said: "+msg+"."+filler)
+		}
+	}
+	evs := alice.Wait(t, "every reply, complete", func(evs []*event.Event) bool {
+		for room, texts := range want {
+			for _, text := range texts {
+				if countBody(evs, room, w.bot, text) == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	t.Logf("6 replies complete %s after the first message; %d sends passed, %d refused M_LIMIT_EXCEEDED",
+		time.Since(began).Round(time.Millisecond), lim.Sent(), lim.Limited())
+	if lim.Limited() == 0 {
+		t.Error("no send was rate-limited")
+	}
+	for room, texts := range want {
+		for _, text := range texts {
+			if n := countBody(evs, room, w.bot, text); n != 1 {
+				t.Errorf("%s: %q delivered %d times", room, text[:30], n)
+			}
+		}
+		if n := countSaid(evs, room, w.bot, "You said:"); n != len(texts) {
+			t.Errorf("%s: %d replies, want %d", room, n, len(texts))
+		}
+	}
+}
