@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -113,6 +114,7 @@ func (m *Matrix) setupCrypto(ctx context.Context, dbu *dbutil.Database, zl zerol
 	m.syncer.OnEventType(event.StateMember, mach.HandleMemberEvent)
 	m.syncer.OnEventType(event.StateHistoryVisibility, mach.HandleHistoryVisibility)
 	m.syncer.OnEventType(event.EventEncrypted, m.handleEncrypted)
+	m.loadPending(ctx)
 	if err := m.setupVerification(ctx); err != nil {
 		return err
 	}
@@ -319,11 +321,63 @@ func (m *Matrix) handleEncrypted(ctx context.Context, evt *event.Event) {
 		return
 	}
 	if errors.Is(err, crypto.ErrNoSessionFound) {
-		m.pending = append(m.pending, &pendingEvent{evt: evt, since: m.host.Now()})
+		m.addPending(ctx, evt)
 		return
 	}
 	m.log.Warn("could not decrypt a matrix message", "room", evt.RoomID, "sender", evt.Sender, "err", err)
 	m.tellUndecryptable(ctx, evt)
+}
+
+// addPending keeps evt waiting for its key, in memory and in
+// matrix_pending (a restart retries it too).
+func (m *Matrix) addPending(ctx context.Context, evt *event.Event) {
+	for _, p := range m.pending {
+		if p.evt.ID == evt.ID {
+			return // a batch fetched again, or the stored copy
+		}
+	}
+	p := &pendingEvent{evt: evt, since: m.host.Now()}
+	m.pending = append(m.pending, p)
+	b, err := json.Marshal(evt)
+	if err == nil {
+		err = m.store.addPending(ctx, string(evt.ID), string(evt.RoomID), b, p.since)
+	}
+	if err != nil {
+		m.log.Warn("could not keep an unreadable matrix message for a retry after a restart", "event", evt.ID, "err", err)
+	}
+}
+
+func (m *Matrix) forgetPending(ctx context.Context, evID id.EventID) {
+	if err := m.store.removePending(ctx, string(evID)); err != nil {
+		m.log.Warn("could not forget a waiting matrix message", "event", evID, "err", err)
+	}
+}
+
+// loadPending reads the events still waiting for their keys when the
+// channel last stopped; the first sync retries them (keys sent while
+// Reverie was down arrive in it), and those still unreadable wait
+// DecryptWait again from now, their keys asked for again.
+func (m *Matrix) loadPending(ctx context.Context) {
+	rows, err := m.store.pendingEvents(ctx)
+	if err != nil {
+		m.log.Warn("the matrix messages waiting for their keys are not retried after this restart", "err", err)
+		return
+	}
+	for _, r := range rows {
+		evt := &event.Event{}
+		err := json.Unmarshal(r.event, evt)
+		if err == nil {
+			evt.Type.Class = event.MessageEventType
+			err = evt.Content.ParseRaw(evt.Type)
+		}
+		if err != nil || evt.Type != event.EventEncrypted {
+			m.log.Warn("a stored matrix message waiting for its key is unreadable; dropped", "event", r.id, "err", err)
+			m.forgetPending(ctx, id.EventID(r.id))
+			continue
+		}
+		evt.Mautrix.EventSource = event.SourceJoin | event.SourceTimeline
+		m.pending = append(m.pending, &pendingEvent{evt: evt, since: m.host.Now()})
+	}
 }
 
 // retryPending tries the waiting events again: decrypted ones are
@@ -341,6 +395,7 @@ func (m *Matrix) retryPending(ctx context.Context) {
 		case err == nil:
 			dec.Mautrix.EventSource = p.evt.Mautrix.EventSource | event.SourceDecrypted
 			m.syncer.Dispatch(ctx, dec)
+			m.forgetPending(ctx, p.evt.ID)
 		case errors.Is(err, crypto.ErrNoSessionFound) && now.Sub(p.since) < m.opts.DecryptWait:
 			if !p.requested {
 				content := p.evt.Content.AsEncrypted()
@@ -351,6 +406,7 @@ func (m *Matrix) retryPending(ctx context.Context) {
 		default:
 			m.log.Warn("a matrix message stays unreadable", "room", p.evt.RoomID, "sender", p.evt.Sender, "err", err)
 			m.tellUndecryptable(ctx, p.evt)
+			m.forgetPending(ctx, p.evt.ID)
 		}
 	}
 	clear(m.pending[len(keep):])

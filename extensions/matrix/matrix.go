@@ -41,8 +41,10 @@ const (
 	DefaultSyncTimeout = 30 * time.Second
 	minBackoff         = time.Second
 	maxBackoff         = time.Minute
-	// maxAttempts bounds the retries of one send.
+	// maxAttempts bounds the retries of one call after transient failures.
 	maxAttempts = 5
+	// maxLimitedWait bounds the time one call waits out rate limits.
+	maxLimitedWait = 5 * time.Minute
 )
 
 func init() { extension.Register(Info(Options{})) }
@@ -200,7 +202,11 @@ func (m *Matrix) Init(ctx context.Context, host extension.Host) error {
 		if errors.Is(err, extension.ErrInvalidConfig) {
 			return err
 		}
-		m.log.Warn("the Matrix homeserver is not reachable now; the channel keeps trying", "err", err)
+		if wait, ok := retryAfter(err); ok {
+			m.log.Warn("the Matrix homeserver asks to slow down; the channel logs in after the wait", "retry_after", wait)
+		} else {
+			m.log.Warn("the Matrix homeserver is not reachable now; the channel keeps trying", "err", err)
+		}
 		m.setErr(err)
 	}
 	return nil
@@ -365,6 +371,12 @@ func (m *Matrix) isReady() bool {
 // syncs until ctx ends.
 func (m *Matrix) Run(ctx context.Context) error {
 	defer m.hc.CloseIdleConnections()
+	if wait, ok := retryAfter(m.Health(ctx)); ok {
+		// Init's login was rate-limited: wait as the homeserver asked.
+		if m.opts.Sleep(ctx, wait) != nil {
+			return nil
+		}
+	}
 	for attempt := 0; !m.isReady(); attempt++ {
 		err := m.connect(ctx)
 		if ctx.Err() != nil {
@@ -569,11 +581,14 @@ func transient(err error) bool {
 	return errors.As(err, &nerr) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// retry runs call (each attempt bounded by callTimeout) and retries rate
-// limits after retry_after_ms and transient failures with backoff, up to
-// maxAttempts.
+// retry runs call (each attempt bounded by callTimeout). Transient
+// failures are retried with backoff, up to maxAttempts; rate limits are
+// waited out as the homeserver asks (retry_after_ms) as often as it asks,
+// up to maxLimitedWait in all: a busy homeserver delays a reply, it does
+// not drop it.
 func (m *Matrix) retry(ctx context.Context, call func(ctx context.Context) error) error {
-	for attempt := 1; ; attempt++ {
+	var limitedFor time.Duration
+	for attempt := 1; ; {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		err := call(cctx)
 		cancel()
@@ -581,14 +596,17 @@ func (m *Matrix) retry(ctx context.Context, call func(ctx context.Context) error
 			return m.scrub(err)
 		}
 		wait, limited := retryAfter(err)
-		if !limited {
-			if !transient(err) {
-				return m.scrub(err)
-			}
-			wait = backoff(attempt)
-		}
-		if attempt >= maxAttempts {
+		switch {
+		case limited && limitedFor+wait > maxLimitedWait:
+			return fmt.Errorf("rate-limited for %s: %w", limitedFor, m.scrub(err))
+		case limited:
+			limitedFor += wait
+			m.log.Debug("the Matrix homeserver asks to slow down", "retry_after", wait)
+		case !transient(err) || attempt >= maxAttempts:
 			return m.scrub(err)
+		default:
+			wait = backoff(attempt)
+			attempt++
 		}
 		if serr := m.opts.Sleep(ctx, wait); serr != nil {
 			return errors.Join(m.scrub(err), serr)

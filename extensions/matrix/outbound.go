@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"maunium.net/go/mautrix"
@@ -31,6 +30,8 @@ const MaxMessageLen = 16000
 const (
 	typingFor   = 30 * time.Second
 	typingEvery = 20 * time.Second
+	// typingClearWait bounds clearing "typing…" at the end of a turn.
+	typingClearWait = 5 * time.Second
 )
 
 // Send delivers a complete message (a command's answer, a reminder, a
@@ -87,11 +88,9 @@ func (m *Matrix) OpenStream(ctx context.Context, addr chat.Address) (extension.S
 	}
 	tctx, cancel := context.WithCancel(ctx)
 	s := &stream{m: m, room: room, now: m.host.Now, stopTyping: cancel}
-	s.typing.Add(1)
 	m.streams.Add(1)
-	go func() {
+	go func() { // owned by m.streams (Stop waits for it)
 		defer m.streams.Done()
-		defer s.typing.Done()
 		m.keepTyping(tctx, room)
 	}()
 	return s, nil
@@ -110,8 +109,14 @@ func (m *Matrix) keepTyping(ctx context.Context, room id.RoomID) {
 		cancel()
 		select {
 		case <-ctx.Done():
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_, _ = m.cli.UserTyping(cctx, room, false, 0)
+			// Cleared even when rate-limited (once the homeserver allows
+			// it, within a few seconds): else clients show "typing…"
+			// for typingFor after the reply.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), typingClearWait)
+			_ = m.retry(cctx, func(ctx context.Context) error {
+				_, err := m.cli.UserTyping(ctx, room, false, 0)
+				return err
+			})
 			cancel()
 			return
 		case <-tick.C:
@@ -127,7 +132,6 @@ type stream struct {
 	room       id.RoomID
 	now        func() time.Time
 	stopTyping context.CancelFunc
-	typing     sync.WaitGroup
 
 	buf       strings.Builder
 	eventID   id.EventID // the message being edited ("": none yet)
@@ -207,8 +211,7 @@ func (s *stream) show(ctx context.Context, text string, retry bool) error {
 // Close delivers the complete reply: the streamed message gets the first
 // piece (by an edit), further pieces follow as new messages.
 func (s *stream) Close(final string, err error) error {
-	s.stopTyping()
-	s.typing.Wait()
+	s.stopTyping() // cleared while the reply goes out; a rate limit delays the clearing, not the reply
 	text := strings.TrimSpace(final)
 	if text == "" && err != nil {
 		text = "Sorry, that failed: " + s.m.host.Redact(err.Error())

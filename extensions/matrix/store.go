@@ -113,3 +113,50 @@ func (s *store) setFloor(ctx context.Context, roomID string, ms int64) error {
 	}
 	return nil
 }
+
+// storedPending is a row of matrix_pending.
+type storedPending struct {
+	id    string
+	event []byte
+}
+
+// addPending keeps an encrypted event waiting for its key.
+func (s *store) addPending(ctx context.Context, eventID, roomID string, event []byte, since time.Time) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO matrix_pending (event_id, room_id, event, since_ms) VALUES (?, ?, ?, ?)`,
+		eventID, roomID, string(event), since.UnixMilli()); err != nil {
+		return fmt.Errorf("keep matrix event %s for a retry: %w", eventID, err)
+	}
+	return nil
+}
+
+// removePending forgets a waiting event (read, or given up on).
+func (s *store) removePending(ctx context.Context, eventID string) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM matrix_pending WHERE event_id = ?`, eventID); err != nil {
+		return fmt.Errorf("forget matrix event %s: %w", eventID, err)
+	}
+	return nil
+}
+
+// pendingEvents returns the waiting events, oldest first.
+func (s *store) pendingEvents(ctx context.Context) ([]storedPending, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	rows, err := s.db.QueryContext(ctx, `SELECT event_id, event FROM matrix_pending ORDER BY since_ms`)
+	if err != nil {
+		return nil, fmt.Errorf("read the waiting matrix events: %w", err)
+	}
+	defer rows.Close()
+	var out []storedPending
+	for rows.Next() {
+		var evID, ev string
+		if err := rows.Scan(&evID, &ev); err != nil {
+			return nil, fmt.Errorf("read the waiting matrix events: %w", err)
+		}
+		out = append(out, storedPending{id: evID, event: []byte(ev)})
+	}
+	return out, rows.Err()
+}

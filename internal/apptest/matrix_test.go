@@ -5,15 +5,19 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/crypto/attachment"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -42,9 +46,9 @@ type mxWorld struct {
 	eve             string
 }
 
-func newMatrixWorld(t *testing.T) *mxWorld {
+func newMatrixWorld(t *testing.T, opts ...matrixtest.Option) *mxWorld {
 	t.Helper()
-	srv := matrixtest.Start(t)
+	srv := matrixtest.Start(t, opts...)
 	return &mxWorld{srv: srv,
 		bot:   srv.CreateUser(t, "reverie", mxBotPass),
 		alice: srv.CreateUser(t, "alice", mxAlicePass),
@@ -76,8 +80,8 @@ func startMatrixTB(t testing.TB, w *mxWorld, opts ...Option) *Harness {
 	return h
 }
 
-// matrixAssistant greets new conversations, sets a reminder when asked and
-// otherwise repeats the message with some markdown.
+// matrixAssistant greets new conversations (in the first reply), sets a
+// reminder when asked and otherwise repeats the message with some markdown.
 func matrixAssistant(req llmtest.ChatRequest) llmtest.ServerReply {
 	last := req.Messages[len(req.Messages)-1]
 	user := lastUser(req)
@@ -626,5 +630,367 @@ func TestMatrixUndecryptable(t *testing.T) {
 			t.Logf("request: %q", lastUser(r))
 		}
 		t.Error("an undecryptable message reached the model")
+	}
+}
+
+// sleepRecorder is the channel's Sleep (backoff and retry_after_ms waits)
+// that reports each wait of exactly d: Dendrite's retry_after_ms is its
+// cooloff, and the channel's backoff never waits exactly that long.
+type sleepRecorder struct {
+	d      time.Duration
+	waited chan struct{}
+}
+
+func newSleepRecorder(d time.Duration) *sleepRecorder {
+	return &sleepRecorder{d: d, waited: make(chan struct{}, 1000)}
+}
+
+func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
+	if d == r.d {
+		select {
+		case r.waited <- struct{}{}:
+		default:
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// count returns how many such waits happened since the last count.
+func (r *sleepRecorder) count() int {
+	n := 0
+	for {
+		select {
+		case <-r.waited:
+			n++
+		default:
+			return n
+		}
+	}
+}
+
+// exhaustRateLimit spends the bot device's rate-limit budget with its own
+// access token (whoami is limited per device): the bot's next limited
+// request within the cooloff is answered M_LIMIT_EXCEEDED.
+func exhaustRateLimit(t *testing.T, w *mxWorld, dataDir string, threshold int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "matrix/session.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sess struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(b, &sess); err != nil || sess.AccessToken == "" {
+		t.Fatalf("session.json: %v", err)
+	}
+	cli, err := mautrix.NewClient(w.srv.URL(), id.UserID(w.bot), sess.AccessToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.Client = &http.Client{Timeout: 10 * time.Second}
+	defer cli.Client.CloseIdleConnections()
+	for i := 0; i <= threshold; i++ {
+		if _, err = cli.Whoami(context.Background()); errors.Is(err, mautrix.MLimitExceeded) {
+			return
+		}
+	}
+	t.Fatalf("%d whoami calls within the cooloff were not rate-limited: %v", threshold+1, err)
+}
+
+// With Dendrite's rate limiting on for the bot (2 limited requests per 2 s
+// per device), invites to several rooms at once and a burst of messages
+// in them are all answered: the joins that are refused M_LIMIT_EXCEEDED
+// are retried after retry_after_ms, every reply arrives once and complete
+// (typing notifications and read receipts refused meanwhile are
+// cosmetic), and a start whose first request is refused waits as asked
+// and connects. Dendrite v0.15.2 does not limit /send, /sync or /keys
+// (matrixtest.WithRateLimit lists what it limits).
+func TestMatrixRateLimited(t *testing.T) {
+	const threshold, cooloff = 2, 2 * time.Second
+	w := newMatrixWorld(t, matrixtest.WithRateLimit(threshold, cooloff, "@alice:localhost", "@bob:localhost"))
+	rec := newSleepRecorder(cooloff)
+	filler := strings.Repeat(" The quick brown fox jumps over the lazy dog.", 30)
+	model := func(req llmtest.ChatRequest) llmtest.ServerReply {
+		user := lastUser(req)
+		if strings.HasPrefix(user, "[SYSTEM EVENT]") {
+			return llmtest.ServerReply{Text: "Hello, I'm Reverie."}
+		}
+		return llmtest.ServerReply{Text: "You said: " + user + "." + filler, Chunks: 12}
+	}
+	start := func(opts ...Option) *Harness {
+		h := Start(t, append([]Option{WithExtensions(matrix.Info(matrix.Options{Sleep: rec.sleep})), w.env()}, opts...)...)
+		h.Model.Handle(model)
+		return h
+	}
+	h := start()
+	alice := w.srv.Login(t, "alice", mxAlicePass)
+
+	// The bot's budget is spent, then it is invited to three rooms at once.
+	exhaustRateLimit(t, w, h.DataDir, threshold)
+	rooms := []id.RoomID{alice.CreateRoom(t, true, w.bot), alice.CreateRoom(t, false, w.bot), alice.CreateRoom(t, false, w.bot)}
+	alice.Wait(t, "the bot to join the three rooms", func(evs []*event.Event) bool {
+		return joined(rooms[0], w.bot)(evs) && joined(rooms[1], w.bot)(evs) && joined(rooms[2], w.bot)(evs)
+	})
+	if n := rec.count(); n == 0 {
+		t.Error("no join was rate-limited and retried after retry_after_ms")
+	} else {
+		t.Logf("%d joins waited out M_LIMIT_EXCEEDED", n)
+	}
+
+	// Three messages in each room, sent back to back.
+	began := time.Now()
+	want := map[id.RoomID][]string{}
+	for i := 1; i <= 3; i++ {
+		for r, room := range rooms {
+			msg := fmt.Sprintf("message %d in room %d", i, r+1)
+			alice.Send(t, room, msg)
+			want[room] = append(want[room], "You said: "+msg+"."+filler)
+		}
+	}
+	complete := func(evs []*event.Event) bool {
+		for room, texts := range want {
+			for _, text := range texts {
+				if countBody(evs, room, w.bot, text) == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	evs := alice.Wait(t, "every reply, complete", complete)
+	took := time.Since(began)
+	t.Logf("9 replies complete %s after the first message", took.Round(time.Millisecond))
+	if took > 60*time.Second {
+		t.Errorf("the replies took %s", took)
+	}
+	for room, texts := range want {
+		for _, text := range texts {
+			if n := countBody(evs, room, w.bot, text); n != 1 {
+				t.Errorf("%s: %q delivered %d times", room, text[:30], n)
+			}
+		}
+		if n := countSaid(evs, room, w.bot, "You said:"); n != len(texts) {
+			t.Errorf("%s: %d replies, want %d", room, n, len(texts))
+		}
+	}
+
+	// A start whose whoami is refused waits as asked, then connects.
+	dir := h.DataDir
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	console := &lockedBuffer{}
+	exhaustRateLimit(t, w, dir, threshold)
+	h = start(WithDataDir(dir), WithConsole(console))
+	alice.Send(t, rooms[1], "after the restart")
+	alice.Wait(t, "the answer after the restart", func(evs []*event.Event) bool {
+		return countBody(evs, rooms[1], w.bot, "You said: after the restart."+filler) == 1
+	})
+	// Init's whoami (the stored session) came within the cooloff.
+	if !strings.Contains(console.String(), "asks to slow down; the channel logs in after the wait") {
+		t.Error("the start was not rate-limited, or did not say so")
+	}
+}
+
+// countBody counts the bot's messages in room whose latest text is body.
+func countBody(evs []*event.Event, room id.RoomID, bot, body string) int {
+	n := 0
+	for _, e := range matrixtest.Messages(evs, room, id.UserID(bot)) {
+		if e.Content.AsMessage().Body == body {
+			n++
+		}
+	}
+	return n
+}
+
+// With matrix.edits off a streamed reply reaches the room as one message
+// with the whole text and no edit; with edits on (after a restart) the
+// room first shows the start of the reply, then edits that one message
+// to the whole text.
+func TestMatrixEditsOffAndOn(t *testing.T) {
+	w := newMatrixWorld(t)
+	body := "Streamed reply, part one." + strings.Repeat(" And then some more words to stream.", 12)
+	gate := make(chan struct{})
+	model := func(req llmtest.ChatRequest) llmtest.ServerReply {
+		switch user := lastUser(req); {
+		case strings.HasPrefix(user, "[SYSTEM EVENT]"):
+			return llmtest.ServerReply{Text: "Hello, I'm Reverie."}
+		case strings.Contains(user, "stream with edits"):
+			return llmtest.ServerReply{Text: body + " (edited)", Chunks: 6, TextGate: gate}
+		case strings.Contains(user, "stream"):
+			return llmtest.ServerReply{Text: body, Chunks: 6}
+		}
+		return matrixAssistant(req)
+	}
+	h := startMatrix(t, w, WithEnv("REVERIE_MATRIX__EDITS=false"))
+	h.Model.Handle(model)
+	alice := w.srv.Login(t, "alice", mxAlicePass)
+	room := alice.CreateRoom(t, true, w.bot)
+	alice.Wait(t, "the bot to join", joined(room, w.bot))
+	alice.Send(t, room, "hi")
+	alice.Wait(t, "the answer", func(evs []*event.Event) bool { return botSaid(evs, room, w.bot, "You said: hi") })
+
+	alice.Send(t, room, "please stream")
+	evs := alice.Wait(t, "the reply", func(evs []*event.Event) bool { return countBody(evs, room, w.bot, body) > 0 })
+	if n := countSaid(evs, room, w.bot, "Streamed reply"); n != 1 {
+		t.Errorf("edits off: %d messages for one reply, want 1", n)
+	}
+	if edits := botEdits(evs, room, w.bot); len(edits) != 0 {
+		t.Errorf("edits off: the bot edited a message %d times", len(edits))
+	}
+
+	// Edits on: the start of the reply shows while the model still
+	// streams, then the same message becomes the whole reply.
+	dir := h.DataDir
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	h = startMatrix(t, w, WithDataDir(dir))
+	h.Model.Handle(model)
+	alice.Send(t, room, "stream with edits")
+	alice.Wait(t, "the start of the reply", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "Streamed reply") && countSaid(evs, room, w.bot, "Streamed reply") == 2
+	})
+	close(gate)
+	evs = alice.Wait(t, "the reply edited to its whole text", func(evs []*event.Event) bool {
+		return countBody(evs, room, w.bot, body+" (edited)") == 1
+	})
+	if n := countSaid(evs, room, w.bot, "Streamed reply"); n != 2 {
+		t.Errorf("edits on: %d messages for two replies, want 2", n)
+	}
+	edits := botEdits(evs, room, w.bot)
+	if len(edits) == 0 {
+		t.Fatal("edits on: the reply was not edited")
+	}
+	if last := edits[len(edits)-1]; last.Body != body+" (edited)" {
+		t.Errorf("the last edit shows %q", last.Body)
+	}
+}
+
+// botEdits returns the new content of the bot's m.replace events in room.
+func botEdits(evs []*event.Event, room id.RoomID, bot string) []*event.MessageEventContent {
+	var out []*event.MessageEventContent
+	for _, e := range evs {
+		if e.RoomID != room || e.Sender != id.UserID(bot) || e.Type != event.EventMessage {
+			continue
+		}
+		if c := e.Content.AsMessage(); c.RelatesTo.GetReplaceID() != "" {
+			out = append(out, c.NewContent)
+		}
+	}
+	return out
+}
+
+// A message whose room key has not reached the bot when Reverie stops is
+// still retried after the restart: the bot asks for the key again and
+// answers once it arrives.
+func TestMatrixUndecryptableAcrossRestart(t *testing.T) {
+	w := newMatrixWorld(t)
+	info := matrix.Info(matrix.Options{SyncTimeout: time.Second, DecryptWait: 10 * time.Minute})
+	h := Start(t, WithExtensions(info), w.env())
+	h.Model.Handle(matrixAssistant)
+	var share atomic.Bool // alice's device forwards room keys once it holds
+	alice := w.srv.Login(t, "alice", mxAlicePass, matrixtest.WithKeyShare(share.Load))
+	room := alice.CreateRoom(t, true, w.bot)
+	alice.Wait(t, "the bot to join", joined(room, w.bot))
+	plain := alice.CreateRoom(t, false, w.bot)
+	alice.Wait(t, "the bot to join the plain room", joined(plain, w.bot))
+	// The room key stays on Alice's devices.
+	if err := alice.Machine().ShareGroupSession(context.Background(), room, []id.UserID{alice.ID}); err != nil {
+		t.Fatal(err)
+	}
+	alice.Send(t, room, "kept across a restart")
+	// A message sent after it is answered: the bot has seen the first.
+	alice.Send(t, plain, "ping")
+	alice.Wait(t, "the answer to ping", func(evs []*event.Event) bool { return botSaid(evs, plain, w.bot, "You said: ping") })
+	dir := h.DataDir
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if sawUser(h, "kept across a restart") != 0 {
+		t.Fatal("the bot read the message without its key")
+	}
+
+	share.Store(true)
+	h = Start(t, WithExtensions(info), w.env(), WithDataDir(dir))
+	h.Model.Handle(matrixAssistant)
+	evs := alice.Wait(t, "the answer after the restart", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "You said: kept across a restart")
+	})
+	if n := countSaid(evs, room, w.bot, "You said: kept across a restart"); n != 1 {
+		t.Errorf("answered %d times", n)
+	}
+	if botSaid(evs, room, w.bot, "I could not decrypt") {
+		t.Error("the sender was told the message is unreadable")
+	}
+}
+
+// Message sends refused M_LIMIT_EXCEEDED (as Synapse limits them; Dendrite
+// does not, so a proxy applies Dendrite's limiter to /send: 2 per second)
+// delay replies but lose none: streamed replies in two rooms, one
+// encrypted, all end complete, each once.
+func TestMatrixSendRateLimited(t *testing.T) {
+	w := newMatrixWorld(t)
+	lim := w.srv.LimitSends(t, 2, time.Second)
+	filler := strings.Repeat(" Lorem ipsum dolor sit amet, consectetur adipiscing elit.", 20)
+	h := Start(t, WithExtensions(matrix.Info(matrix.Options{})), WithEnv(
+		"REVERIE_MATRIX__HOMESERVER="+lim.URL(),
+		"REVERIE_MATRIX__USER_ID="+w.bot,
+		"REVERIE_MATRIX__PASSWORD="+mxBotPass,
+		"REVERIE_MATRIX__ALLOWED_USERS="+w.alice,
+		"REVERIE_MATRIX__EDIT_INTERVAL=500ms",
+	))
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		user := lastUser(req)
+		if strings.HasPrefix(user, "[SYSTEM EVENT]") {
+			return llmtest.ServerReply{Text: "Hello, I'm Reverie."}
+		}
+		return llmtest.ServerReply{Text: "You said: " + user + "." + filler, Chunks: 10}
+	})
+	alice := w.srv.Login(t, "alice", mxAlicePass)
+	rooms := []id.RoomID{alice.CreateRoom(t, true, w.bot), alice.CreateRoom(t, false, w.bot)}
+	alice.Wait(t, "the bot to join", func(evs []*event.Event) bool {
+		return joined(rooms[0], w.bot)(evs) && joined(rooms[1], w.bot)(evs)
+	})
+	began := time.Now()
+	want := map[id.RoomID][]string{}
+	for i := 1; i <= 3; i++ {
+		for r, room := range rooms {
+			msg := fmt.Sprintf("burst %d in room %d", i, r+1)
+			alice.Send(t, room, msg)
+			want[room] = append(want[room], "You said: "+msg+"."+filler)
+		}
+	}
+	evs := alice.Wait(t, "every reply, complete", func(evs []*event.Event) bool {
+		for room, texts := range want {
+			for _, text := range texts {
+				if countBody(evs, room, w.bot, text) == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	t.Logf("6 replies complete %s after the first message; %d sends passed, %d refused M_LIMIT_EXCEEDED",
+		time.Since(began).Round(time.Millisecond), lim.Sent(), lim.Limited())
+	if lim.Limited() == 0 {
+		t.Error("no send was rate-limited")
+	}
+	for room, texts := range want {
+		for _, text := range texts {
+			if n := countBody(evs, room, w.bot, text); n != 1 {
+				t.Errorf("%s: %q delivered %d times", room, text[:30], n)
+			}
+		}
+		if n := countSaid(evs, room, w.bot, "You said:"); n != len(texts) {
+			t.Errorf("%s: %d replies, want %d", room, n, len(texts))
+		}
 	}
 }

@@ -342,9 +342,12 @@ func (s *AnthropicServer) stream(w http.ResponseWriter, r *http.Request, reply S
 		if !ev.send("ping", `{"type": "ping"}`) {
 			return
 		}
-		for _, piece := range Split(reply.Text, reply.chunks()) {
+		for i, piece := range Split(reply.Text, reply.chunks()) {
 			if !ev.json("content_block_delta", map[string]any{"type": "content_block_delta", "index": index,
 				"delta": map[string]any{"type": "text_delta", "text": piece}}) {
+				return
+			}
+			if i == 0 && !s.f.hold(r.Context(), reply.TextGate) {
 				return
 			}
 		}

@@ -428,8 +428,11 @@ func (s *OpenAIServer) stream(w http.ResponseWriter, r *http.Request, req ChatRe
 	if !s.f.hold(r.Context(), reply.ThinkingGate) {
 		return
 	}
-	for _, piece := range Split(reply.Text, reply.chunks()) {
+	for i, piece := range Split(reply.Text, reply.chunks()) {
 		if !ev.json("", chunk(map[string]any{"content": piece}, nil)) {
+			return
+		}
+		if i == 0 && !s.f.hold(r.Context(), reply.TextGate) {
 			return
 		}
 	}

@@ -84,6 +84,10 @@ type ServerReply struct {
 	// ThinkingGate, when set, holds a stream after its thinking until it is
 	// closed or the client goes away (to see reasoning shown live).
 	ThinkingGate <-chan struct{}
+	// TextGate, when set, holds a stream after the first piece of its
+	// text until it is closed or the client goes away (to see a reply
+	// shown while it streams).
+	TextGate <-chan struct{}
 }
 
 func (r ServerReply) thinkingField() string {

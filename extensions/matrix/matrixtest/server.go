@@ -12,6 +12,7 @@ package matrixtest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -63,12 +64,40 @@ type Server struct {
 	log  *syncWriter
 }
 
-// Start starts a Dendrite with federation and registration off in a
-// temporary directory; it is stopped when the test (or the package's
-// TestMain, with tb from it) ends. Without the binaries the test is
-// skipped, or fails when CI=true.
-func Start(tb testing.TB) *Server {
+// Option adjusts the homeserver's configuration.
+type Option func(*options)
+
+type options struct {
+	rateLimit bool
+	threshold int
+	cooloff   time.Duration
+	exempt    []string
+}
+
+// WithRateLimit turns Dendrite's client API rate limiting on: each device
+// (or, for /login and media downloads, each client address and port) may
+// make threshold limited requests per cooloff; more are answered 429
+// M_LIMIT_EXCEEDED with retry_after_ms = cooloff. The users in exempt
+// (full ids) are never limited. Dendrite v0.15.2 limits join, leave,
+// invite, typing, receipts, read markers, whoami, login, /messages,
+// profile changes and media uploads and downloads; not /send, /state,
+// /sync, /keys, /sendToDevice or createRoom.
+func WithRateLimit(threshold int, cooloff time.Duration, exempt ...string) Option {
+	return func(o *options) {
+		o.rateLimit, o.threshold, o.cooloff, o.exempt = true, threshold, cooloff, exempt
+	}
+}
+
+// Start starts a Dendrite with federation and registration off (and rate
+// limiting off unless WithRateLimit) in a temporary directory; it is
+// stopped when the test (or the package's TestMain, with tb from it) ends.
+// Without the binaries the test is skipped, or fails when CI=true.
+func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	bin, ok := BinDir()
 	if !ok {
 		msg := fmt.Sprintf("Dendrite %s is not built in %s: run extensions/matrix/testdata/build-dendrite.sh "+
@@ -84,6 +113,9 @@ func Start(tb testing.TB) *Server {
 	}
 	s := &Server{bin: bin, dir: dir}
 	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("dendrite's output:\n%s", s.Log())
+		}
 		s.Stop(tb)
 		_ = os.RemoveAll(dir)
 	})
@@ -92,12 +124,24 @@ func Start(tb testing.TB) *Server {
 		tb.Fatalf("generate-config: %v", err)
 	}
 	text := string(cfg)
-	for _, r := range [][2]string{
+	replace := [][2]string{
 		{"disable_federation: false", "disable_federation: true"},
 		{"registration_disabled: false", "registration_disabled: true"},
 		{"in_memory: true", "in_memory: false"}, // JetStream on disk: a restart keeps it
 		{"level: trace", "level: warn"},
-	} {
+	}
+	if o.rateLimit {
+		exempt, _ := json.Marshal(o.exempt) // a YAML flow sequence
+		if o.exempt == nil {
+			exempt = []byte("[]")
+		}
+		replace = append(replace, [2]string{
+			"rate_limiting:\n    enabled: false\n    threshold: 5\n    cooloff_ms: 500\n    exempt_user_ids: []",
+			fmt.Sprintf("rate_limiting:\n    enabled: true\n    threshold: %d\n    cooloff_ms: %d\n    exempt_user_ids: %s",
+				o.threshold, o.cooloff.Milliseconds(), exempt),
+		})
+	}
+	for _, r := range replace {
 		if !strings.Contains(text, r[0]) {
 			tb.Fatalf("generated Dendrite config lacks %q", r[0])
 		}
@@ -140,7 +184,8 @@ func (s *Server) start(tb testing.TB) {
 	}
 	done := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
+		fmt.Fprintf(cmd.Stdout, "matrixtest: dendrite exited: %v\n", err) // after Stop too
 		close(done)
 	}()
 	s.cmd, s.done = cmd, done

@@ -51,7 +51,16 @@ type User struct {
 // LoginOption adjusts a test user.
 type LoginOption func(*loginOptions)
 
-type loginOptions struct{ verifier, crossSigning bool }
+type loginOptions struct {
+	verifier, crossSigning bool
+	keyShare               func() bool
+}
+
+// WithKeyShare makes the user's device forward room keys to any device
+// that asks while ok() holds (by default a device answers only its own
+// user's verified devices); when ok() does not hold, requests go
+// unanswered.
+func WithKeyShare(ok func() bool) LoginOption { return func(o *loginOptions) { o.keyShare = ok } }
 
 // WithCrossSigning sets up the user's cross-signing keys (as Element does)
 // before the user's sync starts.
@@ -142,6 +151,14 @@ func (s *Server) Login(t testing.TB, name, password string, opts ...LoginOption)
 	}
 	if err := u.mach.ShareKeys(ctx, -1); err != nil {
 		t.Fatalf("share keys of %s: %v", name, err)
+	}
+	if o.keyShare != nil {
+		u.mach.AllowKeyShare = func(context.Context, *id.Device, event.RequestedKeyInfo) *crypto.KeyShareRejection {
+			if o.keyShare() {
+				return nil
+			}
+			return &crypto.KeyShareRejectNoResponse
+		}
 	}
 	cli.Crypto = helper{u}
 	u.syncer = mautrix.NewDefaultSyncer()
