@@ -297,10 +297,14 @@ type fakeBackend struct {
 	answered chan string
 	attached []Attached
 	switched []chat.ThreadID
+
+	last    *api.Message // LastUserMessage (nil: none)
+	redone  chan string  // "regenerate", "edit 7 text"
+	renamed []string
 }
 
 func newFakeBackend(script func(string) []Event) *fakeBackend {
-	return &fakeBackend{q: NewQueue(), script: script, sentc: make(chan string, 64), cancel: make(chan struct{}, 64)}
+	return &fakeBackend{q: NewQueue(), script: script, sentc: make(chan string, 64), cancel: make(chan struct{}, 64), redone: make(chan string, 64)}
 }
 
 func (b *fakeBackend) Thread() chat.ThreadID { return "cli:tester" }
@@ -339,6 +343,37 @@ func (b *fakeBackend) Switch(_ context.Context, t chat.ThreadID) error {
 	defer b.mu.Unlock()
 	b.switched = append(b.switched, t)
 	return nil
+}
+func (b *fakeBackend) LastUserMessage(context.Context) (api.Message, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil {
+		return api.Message{}, false, nil
+	}
+	return *b.last, true, nil
+}
+func (b *fakeBackend) Regenerate(context.Context) error {
+	if b.refuse != nil {
+		return b.refuse
+	}
+	b.redone <- "regenerate"
+	return nil
+}
+func (b *fakeBackend) Edit(_ context.Context, id int64, text string) error {
+	if b.refuse != nil {
+		return b.refuse
+	}
+	b.redone <- fmt.Sprintf("edit %d %s", id, text)
+	return nil
+}
+func (b *fakeBackend) Rename(_ context.Context, title string) (api.Thread, error) {
+	if b.refuse != nil {
+		return api.Thread{}, b.refuse
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.renamed = append(b.renamed, title)
+	return api.Thread{ID: "cli:tester", Title: title}, nil
 }
 func (b *fakeBackend) Cancel(context.Context) string {
 	b.cancel <- struct{}{}
