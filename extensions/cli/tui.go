@@ -402,16 +402,12 @@ func (m *model) submit() {
 		m.edit(id, text)
 		return
 	}
-	if p, ok := localCommand(text, "retry"); ok {
-		if p != "" {
-			m.print(m.st.dim.Render("/retry takes no argument: it answers your last message again (/edit TEXT changes it)"))
-			return
-		}
-		m.retry()
+	if p, ok := localCommand(text, "retry"); ok && p != "" {
+		m.print(m.st.dim.Render("/retry takes no argument: it answers your last message again (/edit TEXT changes it)"))
 		return
 	}
-	if p, ok := localCommand(text, "edit"); ok {
-		m.startEdit(p)
+	if p, ok := localCommand(text, "edit"); ok && p == "" {
+		m.startEdit("")
 		return
 	}
 	if p, ok := localCommand(text, "rename"); ok {
@@ -432,6 +428,20 @@ func (m *model) submit() {
 	}
 	if m.pending > 0 {
 		m.queued = append(m.queued, text)
+		return
+	}
+	m.run(text)
+}
+
+// run sends text, or runs the chat command it is (/retry, /edit TEXT: they
+// wait in the queue like messages while a reply is being written).
+func (m *model) run(text string) {
+	if _, ok := localCommand(text, "retry"); ok {
+		m.retry()
+		return
+	}
+	if p, ok := localCommand(text, "edit"); ok {
+		m.startEdit(p)
 		return
 	}
 	m.send(text)
@@ -750,7 +760,7 @@ func (m *model) event(ev Event) {
 			if len(m.queued) > 0 {
 				next := m.queued[0]
 				m.queued = m.queued[1:]
-				m.send(next)
+				m.run(next)
 			}
 		}
 	}

@@ -375,11 +375,21 @@ func TestInteractiveRedo(t *testing.T) {
 			tm.Type("/retry now", clitest.Enter)
 			tm.WaitFor("/retry takes no argument")
 		}, nil},
-		{"retry while a reply is written", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+		{"retry while a reply is written waits for it", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
 			tm.Type("hello", clitest.Enter)
 			recvText(t, b.sentc)
 			tm.Type("/retry", clitest.Enter)
-			tm.WaitFor("✗ a reply is still being written; /retry when it is done (or Ctrl+C it)")
+			tm.WaitFor("1 queued")
+			b.q.Push(Event{Kind: EventDone, Text: "First9"})
+			b.q.Push(Event{Kind: EventIdle})
+			redone(t, b, "regenerate")
+			tm.WaitFor("↻ answering again")
+		}, []string{"hello"}},
+		{"bare edit while a reply is written", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("hello", clitest.Enter)
+			recvText(t, b.sentc)
+			tm.Type("/edit", clitest.Enter)
+			tm.WaitFor("✗ a reply is still being written; /edit when it is done (or Ctrl+C it)")
 		}, []string{"hello"}},
 		{"retry refused", last, errors.New("the server is busy"), func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
 			tm.Type("/retry", clitest.Enter)
