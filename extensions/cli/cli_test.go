@@ -357,6 +357,7 @@ func (b *fakeBackend) Regenerate(context.Context) error {
 		return b.refuse
 	}
 	b.redone <- "regenerate"
+	b.play("regenerate")
 	return nil
 }
 func (b *fakeBackend) Edit(_ context.Context, id int64, text string) error {
@@ -364,7 +365,17 @@ func (b *fakeBackend) Edit(_ context.Context, id int64, text string) error {
 		return b.refuse
 	}
 	b.redone <- fmt.Sprintf("edit %d %s", id, text)
+	b.play("edit " + text)
 	return nil
+}
+
+// play pushes what script answers to text.
+func (b *fakeBackend) play(text string) {
+	if b.script != nil {
+		for _, ev := range b.script(text) {
+			b.q.Push(ev)
+		}
+	}
 }
 func (b *fakeBackend) Rename(_ context.Context, title string) (api.Thread, error) {
 	if b.refuse != nil {
@@ -417,10 +428,14 @@ func TestRunPlain(t *testing.T) {
 		{"last line without newline", "tail", "echo tail\n", "", nil},
 		{"a failure goes on and exits non-zero", "fail\nafter\n", "echo after\n", "error: The model is unavailable right now.\n", ErrFailed},
 		{"nothing to send", "", "", "", nil},
+		{"retry, edit and rename", "/retry\n/edit better words\n/rename Lyon\n", "echo regenerate\necho edit better words\nThis conversation is now “Lyon”\n", "", nil},
+		{"chat commands misused", "/retry now\n/edit\n/rename\n", "",
+			"not sent: /retry takes no argument\nnot sent: /edit TEXT replaces your last message with TEXT (editing it in place needs the interactive chat)\nerror: /rename TITLE names this conversation\n", ErrFailed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newFakeBackend(script)
+			b.last = &api.Message{ID: 3, Role: "user", Text: "hello"}
 			var out, errb strings.Builder
 			err := RunPlain(context.Background(), b, strings.NewReader(tc.input), &out, &errb)
 			if !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
