@@ -149,8 +149,11 @@ type Conversations interface {
 	// (nothing is delivered to a channel).
 	Redo(ctx context.Context, r RedoRequest) (Reply, error)
 	// Submit queues the request in the thread's order; the reply is
-	// delivered through the thread's channel (streamed on the web).
-	Submit(ctx context.Context, r RedoRequest) error
+	// delivered through the thread's channel (streamed on the web). The
+	// returned channel then receives nil or the error that ended the
+	// turn, after everything the turn delivered (the terminal chat waits
+	// for it; the web learns the end from the done frame).
+	Submit(ctx context.Context, r RedoRequest) (<-chan error, error)
 }
 
 // Memories reads and edits long-term memories.

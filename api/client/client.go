@@ -193,6 +193,15 @@ func (c *Client) Threads(ctx context.Context) ([]api.Thread, error) {
 	return out.Threads, err
 }
 
+// Rename is PUT /api/v1/threads/{thread}: it gives the thread a title of
+// the user's (a generated title never replaces it) and returns the thread.
+func (c *Client) Rename(ctx context.Context, thread chat.ThreadID, title string) (api.Thread, error) {
+	var out api.Thread
+	p, raw := threadPath(thread, "")
+	err := c.do(ctx, http.MethodPut, c.endpoint(p, raw, nil), api.RenameRequest{Title: title}, &out, DefaultTimeout)
+	return out, err
+}
+
 // Upload is POST /api/v1/threads/{thread}/attachments: it saves a file in
 // the server's workspace for a later message of the thread (a web thread)
 // to name.

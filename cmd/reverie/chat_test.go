@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/extensions/cli"
 	"github.com/reverie-ai/reverie/extensions/cli/clitest"
 	"github.com/reverie-ai/reverie/extensions/web"
@@ -165,6 +168,11 @@ func TestChatInteractiveInProcess(t *testing.T) {
 	}
 
 	tm.WaitFor("Reverie · cli:tester · in process")
+	// Nothing to answer again or to name yet.
+	tm.Type("/retry", clitest.Enter)
+	tm.WaitFor("✗ nothing to retry yet: this conversation has no message of yours")
+	tm.Type("/rename Early", clitest.Enter)
+	tm.WaitFor("✗ not renamed: this conversation has no messages yet")
 	tm.Type("hello", clitest.Enter)
 	tm.WaitFor("Hello9, I'm Reverie") // the new conversation's greeting
 	tm.WaitFor("Echo9:")
@@ -206,6 +214,24 @@ func TestChatInteractiveInProcess(t *testing.T) {
 	tm.Type("and now", clitest.Enter)
 	tm.WaitFor("Echo9: and now")
 
+	// /retry answers it again: the model no longer sees the first reply;
+	// /edit replaces the message; /rename names the conversation.
+	tm.Type("/retry", clitest.Enter)
+	tm.WaitFor("↻ answering again")
+	tm.WaitFor("› and now")
+	tm.WaitFor("Echo9: and now")
+	checkLastRequest(t, model, "and now", "Echo9: **and now**")
+	tm.Type("/edit", clitest.Enter)
+	tm.WaitFor("✎ editing your last message")
+	tm.Type(" please", clitest.Enter)
+	tm.WaitFor("› and now please")
+	tm.WaitFor("Echo9: and now please")
+	checkLastRequest(t, model, "and now please", "Echo9: **and now**")
+	tm.Type("/rename Lyon trip", clitest.Enter)
+	tm.WaitFor("This conversation is now “Lyon trip”")
+	tm.Type("/threads", clitest.Enter)
+	tm.WaitFor("1. Lyon trip · cli:tester")
+
 	tm.Type(clitest.CtrlD)
 	if c := waitCode(); c != ExitOK {
 		t.Fatalf("exit %d; stderr:\n%s", c, errb.String())
@@ -213,6 +239,24 @@ func TestChatInteractiveInProcess(t *testing.T) {
 	st, err := os.Stat(filepath.Join(dir, cli.HistoryFile))
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("history file: %v %v", st, err)
+	}
+}
+
+// checkLastRequest checks that the model's last request answers
+// question and that no message of its history contains gone (a reply or a
+// message a retry or an edit replaced).
+func checkLastRequest(t *testing.T, model *llmtest.OpenAIServer, question, gone string) {
+	t.Helper()
+	reqs := model.ChatRequests()
+	msgs := reqs[len(reqs)-1].Messages
+	if got := msgs[len(msgs)-1].Text(); got != question {
+		t.Errorf("the model was asked %q, want %q", got, question)
+	}
+	for _, m := range msgs {
+		// (The system prompt may recall earlier exchanges: memory.)
+		if m.Role != "system" && strings.Contains(m.Text(), gone) {
+			t.Errorf("the model still saw %q (%s)", gone, m.Role)
+		}
 	}
 }
 
@@ -265,6 +309,27 @@ func startServer(t *testing.T, env []string) string {
 		t.Fatal("the web extension is not running")
 	}
 	return "http://" + w.Addr().String()
+}
+
+// getJSON reads an API answer with the token.
+func getJSON(t *testing.T, u, token string, out any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
 }
 
 func TestChatRemote(t *testing.T) {
@@ -335,6 +400,24 @@ func TestChatRemote(t *testing.T) {
 		sent := reqs[len(reqs)-1].Messages[len(reqs[len(reqs)-1].Messages)-1]
 		if !strings.Contains(sent.Text(), "saved in the workspace as web/cli-remote_user/") || len(sent.Images()) != 1 {
 			t.Errorf("the model got %q with %d image(s)", sent.Text(), len(sent.Images()))
+		}
+		// /retry, /edit and /rename through the server: the replaced turns
+		// are kept as branches of the web thread.
+		tm.Type("/retry", clitest.Enter)
+		tm.WaitFor("↻ answering again")
+		tm.WaitFor("Saw9 1 image(s)")
+		tm.Type("/edit just words", clitest.Enter)
+		tm.WaitFor("› just words")
+		tm.WaitFor("Echo9: just words")
+		checkLastRequest(t, model, "just words", "Saw9")
+		tm.Type("/rename Remote9 title", clitest.Enter)
+		tm.WaitFor("This conversation is now “Remote9 title”")
+		tm.Type("/threads", clitest.Enter)
+		tm.WaitFor("Remote9 title · web:cli-remote_user")
+		var segs api.SegmentList
+		getJSON(t, url+"/api/v1/segments?thread=web:cli-remote_user&kind=branch", token, &segs)
+		if len(segs.Segments) != 2 {
+			t.Errorf("branches kept: %+v, want 2 (the retried reply, the edited turn)", segs.Segments)
 		}
 		tm.Type(clitest.CtrlD)
 		select {

@@ -33,6 +33,20 @@ type Backend interface {
 	Threads(ctx context.Context) ([]api.Thread, error)
 	// Switch makes thread the conversation the chat sends to and shows.
 	Switch(ctx context.Context, thread chat.ThreadID) error
+	// LastUserMessage returns the last message the user wrote in the
+	// conversation (not a system event, not archived); false when there
+	// is none.
+	LastUserMessage(ctx context.Context) (api.Message, bool, error)
+	// Regenerate answers the last user message again; the replies after it
+	// are kept as a branch. Like Send it returns once accepted; the new
+	// reply arrives through Next and ends with an EventIdle.
+	Regenerate(ctx context.Context) error
+	// Edit replaces the user message id (LastUserMessage) with text and
+	// answers it; the message and what followed are kept as a branch.
+	// Like Send it returns once accepted.
+	Edit(ctx context.Context, id int64, text string) error
+	// Rename gives the conversation a title of the user's.
+	Rename(ctx context.Context, title string) (api.Thread, error)
 	// Cancel stops the turn in progress, if any. It reports what happened
 	// in words for the user.
 	Cancel(ctx context.Context) string
@@ -68,7 +82,95 @@ type Local struct {
 
 	mu     sync.Mutex
 	staged []Attached // files for the next message
+
+	// conv and msgs replace the host's services (tests).
+	conv conversations
+	msgs messageReader
 }
+
+// conversations is what Local needs of the host's api.Conversations.
+type conversations interface {
+	Rename(ctx context.Context, thread chat.ThreadID, title string) (api.Thread, error)
+	Submit(ctx context.Context, r api.RedoRequest) (<-chan error, error)
+}
+
+// messageReader is what Local needs of the host's api.Threads.
+type messageReader interface {
+	Messages(ctx context.Context, thread chat.ThreadID, q api.MessageQuery) ([]api.Message, error)
+}
+
+func (l *Local) conversations() (conversations, error) {
+	if l.conv != nil {
+		return l.conv, nil
+	}
+	if c := api.ServicesFrom(l.c.host).Conversations; c != nil {
+		return c, nil
+	}
+	return nil, errors.New("conversations are not available in this process")
+}
+
+func (l *Local) messages() (messageReader, error) {
+	if l.msgs != nil {
+		return l.msgs, nil
+	}
+	if t := api.ServicesFrom(l.c.host).Threads; t != nil {
+		return t, nil
+	}
+	return nil, errors.New("the conversation's messages are not available in this process")
+}
+
+// LastUserMessage implements Backend.
+func (l *Local) LastUserMessage(ctx context.Context) (api.Message, bool, error) {
+	mr, err := l.messages()
+	if err != nil {
+		return api.Message{}, false, err
+	}
+	thread := l.Thread()
+	return lastUserMessage(ctx, func(ctx context.Context, after int64) ([]api.Message, error) {
+		return mr.Messages(ctx, thread, api.MessageQuery{AfterID: after, Limit: messagePage})
+	})
+}
+
+// Regenerate implements Backend.
+func (l *Local) Regenerate(ctx context.Context) error {
+	return l.redo(ctx, api.RedoRequest{Action: api.RedoRegenerate})
+}
+
+// Edit implements Backend.
+func (l *Local) Edit(ctx context.Context, id int64, text string) error {
+	return l.redo(ctx, api.RedoRequest{Action: api.RedoEdit, MessageID: id, Text: text})
+}
+
+func (l *Local) redo(ctx context.Context, r api.RedoRequest) error {
+	conv, err := l.conversations()
+	if err != nil {
+		return err
+	}
+	r.Thread = l.Thread()
+	done, err := conv.Submit(ctx, r)
+	if err != nil {
+		return err
+	}
+	l.idleAfter(r.Thread, done)
+	return nil
+}
+
+// Rename implements Backend.
+func (l *Local) Rename(ctx context.Context, title string) (api.Thread, error) {
+	conv, err := l.conversations()
+	if err != nil {
+		return api.Thread{}, err
+	}
+	th, err := conv.Rename(ctx, l.Thread(), title)
+	if errors.Is(err, api.ErrNotFound) {
+		return th, errNoConversation
+	}
+	return th, err
+}
+
+// errNoConversation: a rename of a conversation the server has not stored
+// yet.
+var errNoConversation = errors.New("this conversation has no messages yet; send one first, then name it")
 
 // NewLocal returns a backend on thread for the channel c (the enabled cli
 // extension of this process) and the process's router.
@@ -170,6 +272,13 @@ func (l *Local) Send(ctx context.Context, text string) error {
 	l.mu.Lock()
 	l.staged = l.staged[len(staged):]
 	l.mu.Unlock()
+	l.idleAfter(thread, done)
+	return nil
+}
+
+// idleAfter pushes the EventIdle of thread once done reports the end of
+// what was submitted.
+func (l *Local) idleAfter(thread chat.ThreadID, done <-chan error) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -183,7 +292,6 @@ func (l *Local) Send(ctx context.Context, text string) error {
 		case <-l.ctx.Done():
 		}
 	}()
-	return nil
 }
 
 // Cancel implements Backend.

@@ -297,10 +297,14 @@ type fakeBackend struct {
 	answered chan string
 	attached []Attached
 	switched []chat.ThreadID
+
+	last    *api.Message // LastUserMessage (nil: none)
+	redone  chan string  // "regenerate", "edit 7 text"
+	renamed []string
 }
 
 func newFakeBackend(script func(string) []Event) *fakeBackend {
-	return &fakeBackend{q: NewQueue(), script: script, sentc: make(chan string, 64), cancel: make(chan struct{}, 64)}
+	return &fakeBackend{q: NewQueue(), script: script, sentc: make(chan string, 64), cancel: make(chan struct{}, 64), redone: make(chan string, 64)}
 }
 
 func (b *fakeBackend) Thread() chat.ThreadID { return "cli:tester" }
@@ -339,6 +343,48 @@ func (b *fakeBackend) Switch(_ context.Context, t chat.ThreadID) error {
 	defer b.mu.Unlock()
 	b.switched = append(b.switched, t)
 	return nil
+}
+func (b *fakeBackend) LastUserMessage(context.Context) (api.Message, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil {
+		return api.Message{}, false, nil
+	}
+	return *b.last, true, nil
+}
+func (b *fakeBackend) Regenerate(context.Context) error {
+	if b.refuse != nil {
+		return b.refuse
+	}
+	b.redone <- "regenerate"
+	b.play("regenerate")
+	return nil
+}
+func (b *fakeBackend) Edit(_ context.Context, id int64, text string) error {
+	if b.refuse != nil {
+		return b.refuse
+	}
+	b.redone <- fmt.Sprintf("edit %d %s", id, text)
+	b.play("edit " + text)
+	return nil
+}
+
+// play pushes what script answers to text.
+func (b *fakeBackend) play(text string) {
+	if b.script != nil {
+		for _, ev := range b.script(text) {
+			b.q.Push(ev)
+		}
+	}
+}
+func (b *fakeBackend) Rename(_ context.Context, title string) (api.Thread, error) {
+	if b.refuse != nil {
+		return api.Thread{}, b.refuse
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.renamed = append(b.renamed, title)
+	return api.Thread{ID: "cli:tester", Title: title}, nil
 }
 func (b *fakeBackend) Cancel(context.Context) string {
 	b.cancel <- struct{}{}
@@ -382,10 +428,14 @@ func TestRunPlain(t *testing.T) {
 		{"last line without newline", "tail", "echo tail\n", "", nil},
 		{"a failure goes on and exits non-zero", "fail\nafter\n", "echo after\n", "error: The model is unavailable right now.\n", ErrFailed},
 		{"nothing to send", "", "", "", nil},
+		{"retry, edit and rename", "/retry\n/edit better words\n/rename Lyon\n", "echo regenerate\necho edit better words\nThis conversation is now “Lyon”\n", "", nil},
+		{"chat commands misused", "/retry now\n/edit\n/rename\n", "",
+			"not sent: /retry takes no argument\nnot sent: /edit TEXT replaces your last message with TEXT (editing it in place needs the interactive chat)\nerror: /rename TITLE names this conversation\n", ErrFailed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newFakeBackend(script)
+			b.last = &api.Message{ID: 3, Role: "user", Text: "hello"}
 			var out, errb strings.Builder
 			err := RunPlain(context.Background(), b, strings.NewReader(tc.input), &out, &errb)
 			if !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
@@ -491,5 +541,113 @@ func TestLocal(t *testing.T) {
 	}
 	if in := <-r.got; in.Address.Thread != "cli:bob" || in.Text != "hi bob" {
 		t.Errorf("after the switch, submitted %+v", in)
+	}
+}
+
+// fakeConversations records what Local asks of the host's conversation
+// services.
+type fakeConversations struct {
+	got  chan api.RedoRequest
+	done chan error
+	msgs []api.Message
+}
+
+func (f *fakeConversations) Rename(_ context.Context, thread chat.ThreadID, title string) (api.Thread, error) {
+	if thread == "cli:new" {
+		return api.Thread{}, fmt.Errorf("%w: rename %q: no such conversation", api.ErrNotFound, thread)
+	}
+	return api.Thread{ID: thread, Title: title}, nil
+}
+
+func (f *fakeConversations) Submit(_ context.Context, r api.RedoRequest) (<-chan error, error) {
+	if r.Text == "refuse" {
+		return nil, fmt.Errorf("%w: only a message you wrote can be edited", api.ErrInvalid)
+	}
+	f.got <- r
+	return f.done, nil
+}
+
+func (f *fakeConversations) Messages(_ context.Context, _ chat.ThreadID, q api.MessageQuery) ([]api.Message, error) {
+	var out []api.Message
+	for _, m := range f.msgs {
+		if m.ID > q.AfterID && len(out) < q.Limit {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// TestLocalRedo: in process, /retry and /edit go to the host's
+// conversation services and the chat learns their end from Submit's
+// channel; the last user message skips system events and archived ones,
+// across pages.
+func TestLocalRedo(t *testing.T) {
+	host := extensiontest.NewHost(t)
+	c := new(CLI)
+	if err := c.Init(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLocal(c, &fakeRouter{}, "cli:ann", chat.Sender{ID: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	if _, _, err := l.LastUserMessage(ctx); err == nil {
+		t.Error("no error without the conversation services")
+	}
+	f := &fakeConversations{got: make(chan api.RedoRequest, 1), done: make(chan error, 1)}
+	for i := range messagePage + 3 {
+		f.msgs = append(f.msgs, api.Message{ID: int64(i + 1), Role: "assistant", Text: "reply"})
+	}
+	f.msgs[messagePage-1] = api.Message{ID: messagePage, Role: "user", Text: "the question"}
+	f.msgs[messagePage] = api.Message{ID: messagePage + 1, Role: "user", Text: "[SYSTEM EVENT] reminder", SystemEvent: true}
+	f.msgs[messagePage+1] = api.Message{ID: messagePage + 2, Role: "user", Text: "old", Archived: true}
+	l.conv, l.msgs = f, f
+
+	msg, ok, err := l.LastUserMessage(ctx)
+	if err != nil || !ok || msg.ID != messagePage || msg.Text != "the question" {
+		t.Fatalf("last user message %+v %v %v", msg, ok, err)
+	}
+	tests := []struct {
+		name string
+		do   func() error
+		want api.RedoRequest
+		end  error
+	}{
+		{"regenerate", func() error { return l.Regenerate(ctx) }, api.RedoRequest{Action: api.RedoRegenerate, Thread: "cli:ann"}, nil},
+		{"edit", func() error { return l.Edit(ctx, 7, "new text") }, api.RedoRequest{Action: api.RedoEdit, Thread: "cli:ann", MessageID: 7, Text: "new text"}, nil},
+		{"a failed turn", func() error { return l.Regenerate(ctx) }, api.RedoRequest{Action: api.RedoRegenerate, Thread: "cli:ann"}, errors.New("model down")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.do(); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-f.got; got != tc.want {
+				t.Errorf("submitted %+v, want %+v", got, tc.want)
+			}
+			f.done <- tc.end
+			ev := next(t, l)
+			wantErr := ""
+			if tc.end != nil {
+				wantErr = tc.end.Error()
+			}
+			if ev.Kind != EventIdle || ev.Thread != "cli:ann" || ev.Err != wantErr {
+				t.Errorf("event %+v, want idle with %q", ev, wantErr)
+			}
+		})
+	}
+	if err := l.Edit(ctx, 7, "refuse"); err == nil || !strings.Contains(err.Error(), "only a message you wrote") {
+		t.Errorf("refused edit: %v", err)
+	}
+	if th, err := l.Rename(ctx, "Lyon trip"); err != nil || th.Title != "Lyon trip" {
+		t.Errorf("rename: %+v %v", th, err)
+	}
+	if err := l.Switch(ctx, "cli:new"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Rename(ctx, "x"); !errors.Is(err, errNoConversation) {
+		t.Errorf("rename of a conversation not stored yet: %v", err)
 	}
 }

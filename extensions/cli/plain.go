@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,9 @@ var ErrFailed = errors.New("some messages failed")
 // as plain text. A new conversation's greeting, notifications and failures
 // go to errOut, so out holds exactly one reply per message. It returns at
 // the end of in after the last reply; ErrFailed when a message failed,
-// another error when reading or the backend failed.
+// another error when reading or the backend failed. /retry, /edit TEXT and
+// /rename TITLE are the chat's own commands here too (the new title is the
+// line printed for /rename).
 func RunPlain(ctx context.Context, b Backend, in io.Reader, out, errOut io.Writer) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
@@ -75,7 +78,34 @@ func RunPlain(ctx context.Context, b Backend, in io.Reader, out, errOut io.Write
 // plainExchange sends one message and prints what it causes; ok is false
 // when the message failed. An error means the chat cannot go on.
 func plainExchange(ctx context.Context, b Backend, text string, out, errOut io.Writer) (ok bool, err error) {
-	if err := b.Send(ctx, text); err != nil {
+	start := func() error { return b.Send(ctx, text) }
+	if arg, ok := localCommand(text, "rename"); ok {
+		return plainRename(ctx, b, arg, out, errOut)
+	}
+	if arg, ok := localCommand(text, "retry"); ok {
+		start = func() error {
+			if arg != "" {
+				return errors.New("/retry takes no argument")
+			}
+			if _, ok, err := b.LastUserMessage(ctx); err != nil || !ok {
+				return cmp.Or(err, errors.New("nothing to retry yet: this conversation has no message of yours"))
+			}
+			return b.Regenerate(ctx)
+		}
+	}
+	if arg, ok := localCommand(text, "edit"); ok {
+		start = func() error {
+			if arg == "" {
+				return errors.New("/edit TEXT replaces your last message with TEXT (editing it in place needs the interactive chat)")
+			}
+			msg, ok, err := b.LastUserMessage(ctx)
+			if err != nil || !ok {
+				return cmp.Or(err, errors.New("nothing to edit yet: this conversation has no message of yours"))
+			}
+			return b.Edit(ctx, msg.ID, arg)
+		}
+	}
+	if err := start(); err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -120,4 +150,23 @@ func plainExchange(ctx context.Context, b Backend, text string, out, errOut io.W
 			return true, nil
 		}
 	}
+}
+
+// plainRename is /rename TITLE in the plain mode: the new title is the
+// line printed.
+func plainRename(ctx context.Context, b Backend, title string, out, errOut io.Writer) (bool, error) {
+	if title == "" {
+		fmt.Fprintln(errOut, "error: /rename TITLE names this conversation")
+		return false, nil
+	}
+	th, err := b.Rename(ctx, title)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		fmt.Fprintf(errOut, "error: not renamed: %s\n", sanitize(err.Error()))
+		return false, nil
+	}
+	fmt.Fprintf(out, "This conversation is now “%s”\n", sanitize(th.Title))
+	return true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -139,39 +140,77 @@ func (r *Remote) Attach(ctx context.Context, p string) (Attached, error) {
 
 // Send implements Backend; the uploaded files go with the message.
 func (r *Remote) Send(ctx context.Context, text string) error {
+	cmd := commandText().FindStringSubmatch(strings.TrimSpace(text))
+	return r.start(ctx, func(thread chat.ThreadID, id string) (api.ClientFrame, int) {
+		var refs []api.AttachmentRef
+		if cmd != nil { // a command does not take the staged files
+			return api.ClientFrame{Type: api.FrameMessage, Thread: string(thread), Text: text, ID: id}, 0
+		}
+		for _, a := range r.staged {
+			refs = append(refs, api.AttachmentRef{Path: a.Path})
+		}
+		return api.ClientFrame{Type: api.FrameMessage, Thread: string(thread), Text: text, ID: id, Attachments: refs}, len(refs)
+	})
+}
+
+// Regenerate implements Backend: a regenerate frame; the new reply
+// streams like a message's.
+func (r *Remote) Regenerate(ctx context.Context) error {
+	return r.start(ctx, func(thread chat.ThreadID, id string) (api.ClientFrame, int) {
+		return api.ClientFrame{Type: api.FrameRegenerate, Thread: string(thread), ID: id}, 0
+	})
+}
+
+// Edit implements Backend: an edit frame.
+func (r *Remote) Edit(ctx context.Context, msg int64, text string) error {
+	return r.start(ctx, func(thread chat.ThreadID, id string) (api.ClientFrame, int) {
+		return api.ClientFrame{Type: api.FrameEdit, Thread: string(thread), ID: id, Message: msg, Text: text}, 0
+	})
+}
+
+// start writes the frame that build makes (with the thread and a new id)
+// and waits for its reply like a message's: one done or error frame, or
+// an error frame echoing the id when the server refuses it. build runs
+// with r.mu held and says how many staged files the frame takes.
+func (r *Remote) start(ctx context.Context, build func(thread chat.ThreadID, id string) (api.ClientFrame, int)) error {
 	r.mu.Lock()
 	if r.readErr != nil {
 		err := r.readErr
 		r.mu.Unlock()
 		return err
 	}
-	cmd := commandText().FindStringSubmatch(strings.TrimSpace(text))
-	var refs []api.AttachmentRef
-	staged := 0
-	if cmd == nil { // a command does not take the staged files
-		for _, a := range r.staged {
-			refs = append(refs, api.AttachmentRef{Path: a.Path})
-		}
-		staged = len(r.staged)
-	}
 	r.seq++
 	m := &remoteMsg{id: fmt.Sprintf("c%d", r.seq), expect: 1}
+	f, staged := build(r.thread, m.id)
 	r.pending = append(r.pending, m)
-	thread := r.thread
 	r.mu.Unlock()
-	err := r.conn.Write(ctx, api.ClientFrame{Type: api.FrameMessage, Thread: string(thread), Text: text, ID: m.id, Attachments: refs})
-	if err == nil {
-		r.mu.Lock()
-		r.staged = r.staged[staged:]
-		r.mu.Unlock()
-	}
-	if err != nil {
+	if err := r.conn.Write(ctx, f); err != nil {
 		r.mu.Lock()
 		r.remove(m)
 		r.mu.Unlock()
 		return err
 	}
+	r.mu.Lock()
+	r.staged = r.staged[min(staged, len(r.staged)):]
+	r.mu.Unlock()
 	return nil
+}
+
+// LastUserMessage implements Backend: the history through the HTTP API.
+func (r *Remote) LastUserMessage(ctx context.Context) (api.Message, bool, error) {
+	thread := r.Thread()
+	return lastUserMessage(ctx, func(ctx context.Context, after int64) ([]api.Message, error) {
+		return r.c.Messages(ctx, thread, api.MessageQuery{AfterID: after, Limit: messagePage})
+	})
+}
+
+// Rename implements Backend: PUT /api/v1/threads/{thread}.
+func (r *Remote) Rename(ctx context.Context, title string) (api.Thread, error) {
+	th, err := r.c.Rename(ctx, r.Thread(), title)
+	if ae := (*client.Error)(nil); errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return th, errNoConversation
+	}
+	return th, err
 }
 
 // Cancel implements Backend: the reply is no longer waited for.

@@ -273,3 +273,63 @@ func TestRemoteApproval(t *testing.T) {
 		t.Fatalf("reply = %+v", ev)
 	}
 }
+
+// TestRemoteRedo: regenerate and edit frames carry an id; a refusal echoing
+// it ends the wait, a reply ends it like a message's.
+func TestRemoteRedo(t *testing.T) {
+	const th = chat.ThreadID("web:r")
+	var frames sync.Map // id -> frame
+	answer := func(f api.ClientFrame) []api.ServerFrame {
+		frames.Store(f.ID, f)
+		switch {
+		case f.Type == api.FrameEdit && f.Message != 41:
+			return []api.ServerFrame{{Type: api.FrameError, Error: "could not edit: only a message you wrote can be edited", ID: f.ID}}
+		case f.Type == api.FrameRegenerate:
+			return []api.ServerFrame{{Type: api.FrameDelta, Thread: th, Text: "Again"}, {Type: api.FrameDone, Thread: th, Text: "Again, better."}}
+		case f.Type == api.FrameEdit:
+			return []api.ServerFrame{{Type: api.FrameDone, Thread: th, Text: "edited: " + f.Text}}
+		}
+		return nil
+	}
+	c, _ := fakeServer(t, 1, answer)
+	ctx := context.Background()
+	r, err := DialRemote(ctx, c, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	tests := []struct {
+		name  string
+		do    func() error
+		frame api.ClientFrame
+		want  []Event
+	}{
+		{"regenerate", func() error { return r.Regenerate(ctx) }, api.ClientFrame{Type: api.FrameRegenerate, Thread: string(th), ID: "c1"},
+			[]Event{{Kind: EventDelta, Text: "Again"}, {Kind: EventDone, Text: "Again, better."}, {Kind: EventIdle}}},
+		{"edit", func() error { return r.Edit(ctx, 41, "new words") }, api.ClientFrame{Type: api.FrameEdit, Thread: string(th), ID: "c2", Message: 41, Text: "new words"},
+			[]Event{{Kind: EventDone, Text: "edited: new words"}, {Kind: EventIdle}}},
+		{"refused edit", func() error { return r.Edit(ctx, 40, "x") }, api.ClientFrame{Type: api.FrameEdit, Thread: string(th), ID: "c3", Message: 40, Text: "x"},
+			[]Event{{Kind: EventError, Text: "could not edit: only a message you wrote can be edited"},
+				{Kind: EventIdle, Err: "could not edit: only a message you wrote can be edited"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.do(); err != nil {
+				t.Fatal(err)
+			}
+			for i, w := range tc.want {
+				got := next(t, r)
+				if got.Kind != w.Kind || got.Text != w.Text || got.Err != w.Err {
+					t.Errorf("event %d = %+v, want %+v", i, got, w)
+				}
+			}
+			f, ok := frames.Load(tc.frame.ID)
+			if !ok {
+				t.Fatalf("no frame %s reached the server", tc.frame.ID)
+			}
+			if got := f.(api.ClientFrame); got.Type != tc.frame.Type || got.Thread != tc.frame.Thread || got.Message != tc.frame.Message || got.Text != tc.frame.Text {
+				t.Errorf("frame %+v, want %+v", got, tc.frame)
+			}
+		})
+	}
+}

@@ -21,7 +21,16 @@ import (
 // Keys is the key help shown when the chat starts.
 const Keys = "Enter sends · Alt+Enter, Ctrl+J or a trailing \\ adds a line · ↑/↓ history · " +
 	"Ctrl+C cancels a reply (twice at an empty prompt quits) · Ctrl+D quits · Ctrl+O shows the last tool result · " +
-	"Ctrl+T the model's last thinking · /attach FILE · /threads, /switch N · /help"
+	"Ctrl+T the model's last thinking · /attach FILE · /threads, /switch N · /retry · /edit · /rename TITLE · /help"
+
+// ChatCommands are the chat's own commands, handled by the terminal (not
+// sent to the assistant); /help shows them after the assistant's commands.
+const ChatCommands = `This chat's own commands:
+/retry — answer your last message again (the earlier reply is kept as a branch)
+/edit TEXT — replace your last message with TEXT and answer it again (the earlier version and what followed are kept as a branch); /edit alone puts it in the input to change, Enter resends, Esc cancels
+/rename TITLE — name this conversation
+/threads — list the conversations; /switch N, /switch NAME — go on in another one
+/attach PATH — add a file to your next message`
 
 // sendTimeout bounds handing one message to the backend.
 const sendTimeout = 30 * time.Second
@@ -155,6 +164,9 @@ type model struct {
 	// asking are the approval requests waiting for a y/n key, oldest
 	// first; the first is the one a key answers.
 	asking []Event
+	// editing is the user message a bare /edit put in the input (0: not
+	// editing): Enter resends the input as its new text, Esc cancels.
+	editing int64
 
 	// Lines printed above the view. tea.Println commands run concurrently,
 	// so one batch is in flight at a time to keep the order.
@@ -322,6 +334,13 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		} else {
 			m.print(m.st.dim.Render(sanitize(m.lastTool)))
 		}
+	case "esc":
+		if m.editing != 0 {
+			m.editing = 0
+			m.in.set("")
+			m.histIdx = m.hist.Len()
+			m.print(m.st.dim.Render("edit cancelled; your message stays as it was"))
+		}
 	case "tab":
 		m.in.insert("  ")
 	default:
@@ -378,6 +397,23 @@ func (m *model) submit() {
 	}
 	m.histIdx, m.draft = m.hist.Len(), ""
 	m.in.set("")
+	if id := m.editing; id != 0 {
+		m.editing = 0
+		m.edit(id, text)
+		return
+	}
+	if p, ok := localCommand(text, "retry"); ok && p != "" {
+		m.print(m.st.dim.Render("/retry takes no argument: it answers your last message again (/edit TEXT changes it)"))
+		return
+	}
+	if p, ok := localCommand(text, "edit"); ok && p == "" {
+		m.startEdit("")
+		return
+	}
+	if p, ok := localCommand(text, "rename"); ok {
+		m.rename(p)
+		return
+	}
 	if p, ok := localCommand(text, "attach"); ok {
 		m.attach(p)
 		return
@@ -392,6 +428,20 @@ func (m *model) submit() {
 	}
 	if m.pending > 0 {
 		m.queued = append(m.queued, text)
+		return
+	}
+	m.run(text)
+}
+
+// run sends text, or runs the chat command it is (/retry, /edit TEXT: they
+// wait in the queue like messages while a reply is being written).
+func (m *model) run(text string) {
+	if _, ok := localCommand(text, "retry"); ok {
+		m.retry()
+		return
+	}
+	if p, ok := localCommand(text, "edit"); ok {
+		m.startEdit(p)
 		return
 	}
 	m.send(text)
@@ -470,6 +520,109 @@ func (m *model) switchTo(arg string) {
 	m.print("\n" + m.st.user.Render("Now in "+sanitize(string(target))) + m.st.dim.Render(" · what you send goes to this conversation"))
 }
 
+// busyRefused reports (and says) that what is being asked must wait for
+// the reply being written.
+func (m *model) busyRefused(what string) bool {
+	if m.pending == 0 {
+		return false
+	}
+	m.print(m.st.fail.Render("✗ a reply is still being written; " + what + " when it is done (or Ctrl+C it)"))
+	return true
+}
+
+// lastMessage is the last message the user wrote, or false (said) when
+// there is none or it cannot be read; what is "retry" or "edit".
+func (m *model) lastMessage(what string) (api.Message, bool) {
+	ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
+	msg, ok, err := m.b.LastUserMessage(ctx)
+	cancel()
+	switch {
+	case err != nil:
+		m.print(m.st.fail.Render("✗ cannot " + what + ": " + sanitize(err.Error())))
+		return api.Message{}, false
+	case !ok:
+		m.print(m.st.fail.Render("✗ nothing to " + what + " yet: this conversation has no message of yours; send one first"))
+		return api.Message{}, false
+	}
+	return msg, true
+}
+
+// retry is /retry: the last message is answered again; the new reply
+// streams below a mark (the earlier one stays above it in the scrollback,
+// and is kept as a branch of the conversation).
+func (m *model) retry() {
+	if m.busyRefused("/retry") {
+		return
+	}
+	msg, ok := m.lastMessage("retry")
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
+	err := m.b.Regenerate(ctx)
+	cancel()
+	if err != nil {
+		m.print(m.st.fail.Render("✗ not retried: " + sanitize(err.Error())))
+		return
+	}
+	m.print("\n" + m.st.dim.Render("↻ answering again (the reply above is kept as an earlier version):"))
+	m.print(m.echo(msg.Text)[1:])
+	m.pending++
+	m.activity = "thinking"
+}
+
+// startEdit is /edit [TEXT]: with TEXT the last message is replaced at
+// once; bare, it is put in the input for editing.
+func (m *model) startEdit(text string) {
+	if m.busyRefused("/edit") {
+		return
+	}
+	msg, ok := m.lastMessage("edit")
+	if !ok {
+		return
+	}
+	if text != "" {
+		m.edit(msg.ID, text)
+		return
+	}
+	m.editing = msg.ID
+	m.in.set(msg.Text)
+}
+
+// edit resends text as the new version of the user message id.
+func (m *model) edit(id int64, text string) {
+	if m.busyRefused("edit") {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
+	err := m.b.Edit(ctx, id, text)
+	cancel()
+	if err != nil {
+		m.print(m.st.fail.Render("✗ not edited: " + sanitize(err.Error())))
+		return
+	}
+	m.print("\n" + m.st.dim.Render("✎ your last message, edited (the earlier version and what followed are kept as a branch):"))
+	m.print(m.echo(text)[1:])
+	m.pending++
+	m.activity = "thinking"
+}
+
+// rename is /rename TITLE.
+func (m *model) rename(title string) {
+	if title == "" {
+		m.print(m.st.dim.Render("/rename TITLE names this conversation (shown by /threads and on the web page), e.g. /rename Lyon trip"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, sendTimeout)
+	th, err := m.b.Rename(ctx, title)
+	cancel()
+	if err != nil {
+		m.print(m.st.fail.Render("✗ not renamed: " + sanitize(err.Error())))
+		return
+	}
+	m.print(m.st.dim.Render("This conversation is now “" + sanitize(th.Title) + "”"))
+}
+
 // attach is /attach PATH: the file is saved for the assistant and goes
 // with the next message.
 func (m *model) attach(p string) {
@@ -491,6 +644,9 @@ func (m *model) attach(p string) {
 func (m *model) send(text string) {
 	isCmd := commandText().MatchString(strings.TrimSpace(text))
 	m.print(m.echo(text))
+	if _, ok := localCommand(text, "help"); ok {
+		m.print(m.st.dim.Render(ChatCommands))
+	}
 	if !isCmd {
 		for _, a := range m.attached {
 			m.print(m.st.user.Render("  📎 " + sanitize(a.Describe())))
@@ -604,7 +760,7 @@ func (m *model) event(ev Event) {
 			if len(m.queued) > 0 {
 				next := m.queued[0]
 				m.queued = m.queued[1:]
-				m.send(next)
+				m.run(next)
 			}
 		}
 	}
@@ -711,6 +867,10 @@ func (m *model) View() tea.View {
 	}
 	if n := len(m.attached); n > 0 {
 		b.WriteString(m.st.dim.Render(fmt.Sprintf("📎 %d file(s) attached to your next message", n)) + "\n")
+		lines++
+	}
+	if m.editing != 0 {
+		b.WriteString(m.st.notice.Render("✎ editing your last message · Enter resends it · Esc cancels") + "\n")
 		lines++
 	}
 	if m.hint != "" {

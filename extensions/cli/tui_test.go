@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extensions/cli/clitest"
 )
@@ -330,5 +331,140 @@ func TestInteractiveThreads(t *testing.T) {
 	defer b.mu.Unlock()
 	if !slices.Equal(b.switched, []chat.ThreadID{"cli:work", "cli:holiday"}) {
 		t.Errorf("switched to %v", b.switched)
+	}
+}
+
+// TestInteractiveRedo: /retry, /edit and /rename are the chat's own
+// commands (never sent as messages): each calls the backend, the new reply
+// streams below a mark, and misuse is explained; /help adds them to the
+// assistant's list.
+func TestInteractiveRedo(t *testing.T) {
+	last := &api.Message{ID: 7, Role: "user", Text: "plan my day"}
+	redone := func(t *testing.T, b *fakeBackend, want string) {
+		t.Helper()
+		if got := recvText(t, b.redone); got != want {
+			t.Fatalf("backend got %q, want %q", got, want)
+		}
+	}
+	tests := []struct {
+		name   string
+		last   *api.Message
+		refuse error
+		run    func(t *testing.T, b *fakeBackend, tm *clitest.Terminal)
+		sent   []string // what was sent as messages
+	}{
+		{"retry streams the new reply", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/retry", clitest.Enter)
+			redone(t, b, "regenerate")
+			tm.WaitFor("↻ answering again (the reply above is kept as an earlier version):")
+			tm.WaitFor("› plan my day")
+			b.q.Push(Event{Kind: EventDelta, Text: "Again9 "})
+			tm.WaitFor("Again9")
+			b.q.Push(Event{Kind: EventDone, Text: "Again9 a second answer"})
+			b.q.Push(Event{Kind: EventIdle})
+			tm.WaitFor("Again9 a second answer")
+			// Idle again: the next message goes at once.
+			tm.Type("thanks", clitest.Enter)
+			recvText(t, b.sentc)
+		}, []string{"thanks"}},
+		{"retry without a message", nil, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/retry", clitest.Enter)
+			tm.WaitFor("✗ nothing to retry yet: this conversation has no message of yours; send one first")
+		}, nil},
+		{"retry with an argument", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/retry now", clitest.Enter)
+			tm.WaitFor("/retry takes no argument")
+		}, nil},
+		{"retry while a reply is written waits for it", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("hello", clitest.Enter)
+			recvText(t, b.sentc)
+			tm.Type("/retry", clitest.Enter)
+			tm.WaitFor("1 queued")
+			b.q.Push(Event{Kind: EventDone, Text: "First9"})
+			b.q.Push(Event{Kind: EventIdle})
+			redone(t, b, "regenerate")
+			tm.WaitFor("↻ answering again")
+		}, []string{"hello"}},
+		{"bare edit while a reply is written", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("hello", clitest.Enter)
+			recvText(t, b.sentc)
+			tm.Type("/edit", clitest.Enter)
+			tm.WaitFor("✗ a reply is still being written; /edit when it is done (or Ctrl+C it)")
+		}, []string{"hello"}},
+		{"retry refused", last, errors.New("the server is busy"), func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/retry", clitest.Enter)
+			tm.WaitFor("✗ not retried: the server is busy")
+		}, nil},
+		{"edit with the new text", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/edit plan my week", clitest.Enter)
+			redone(t, b, "edit 7 plan my week")
+			tm.WaitFor("✎ your last message, edited")
+			tm.WaitFor("› plan my week")
+			b.q.Push(Event{Kind: EventDone, Text: "Week9 planned"})
+			b.q.Push(Event{Kind: EventIdle})
+			tm.WaitFor("Week9 planned")
+		}, nil},
+		{"bare edit puts the message in the input", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/edit", clitest.Enter)
+			tm.WaitFor("✎ editing your last message · Enter resends it · Esc cancels")
+			tm.Type(" and evening", clitest.Enter)
+			redone(t, b, "edit 7 plan my day and evening")
+			tm.WaitFor("› plan my day and evening")
+		}, nil},
+		{"esc cancels an edit", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/edit", clitest.Enter)
+			tm.WaitFor("✎ editing your last message")
+			tm.Type("\x1b")
+			tm.WaitFor("edit cancelled; your message stays as it was")
+			tm.Type("hello", clitest.Enter)
+			if got := recvText(t, b.sentc); got != "hello" {
+				t.Fatalf("after the cancelled edit, sent %q", got)
+			}
+		}, []string{"hello"}},
+		{"edit without a message", nil, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/edit hello", clitest.Enter)
+			tm.WaitFor("✗ nothing to edit yet")
+		}, nil},
+		{"rename", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/rename Lyon trip", clitest.Enter)
+			tm.WaitFor("This conversation is now “Lyon trip”")
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if !slices.Equal(b.renamed, []string{"Lyon trip"}) {
+				t.Errorf("renamed %q", b.renamed)
+			}
+		}, nil},
+		{"rename without a title", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/rename", clitest.Enter)
+			tm.WaitFor("/rename TITLE names this conversation (shown by /threads and on the web page), e.g. /rename Lyon trip")
+		}, nil},
+		{"rename refused", last, errNoConversation, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/rename Lyon", clitest.Enter)
+			tm.WaitFor("✗ not renamed: this conversation has no messages yet; send one first, then name it")
+		}, nil},
+		{"help lists the chat's commands", nil, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("/help", clitest.Enter)
+			recvText(t, b.sentc)
+			tm.WaitFor("This chat's own commands:")
+			tm.WaitFor("/retry — answer your last message again")
+			tm.WaitFor("/edit TEXT — replace your last message")
+			tm.WaitFor("/rename TITLE — name this conversation")
+		}, []string{"/help"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newFakeBackend(nil)
+			b.last, b.refuse = tc.last, tc.refuse
+			tm, _ := startChat(t, b, nil)
+			tc.run(t, b, tm)
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if !slices.Equal(b.sent, tc.sent) {
+				t.Errorf("sent as messages %q, want %q", b.sent, tc.sent)
+			}
+			if n := len(b.redone); n > 0 {
+				t.Errorf("%d unexpected regenerations or edits", n)
+			}
+		})
 	}
 }

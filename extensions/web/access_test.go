@@ -99,9 +99,11 @@ func (c fakeConversations) Redo(_ context.Context, r api.RedoRequest) (api.Reply
 	return api.Reply{Reply: "again"}, nil
 }
 
-func (c fakeConversations) Submit(_ context.Context, r api.RedoRequest) error {
+func (c fakeConversations) Submit(_ context.Context, r api.RedoRequest) (<-chan error, error) {
 	c.record(r.Thread)
-	return nil
+	done := make(chan error, 1)
+	done <- nil
+	return done, nil
 }
 
 type fakeChat struct{ f *fakeAPI }

@@ -551,7 +551,7 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 		// The new reply is streamed to the thread's connections like a
 		// message's.
 		rctx, cancel := context.WithTimeout(context.Background(), receiveTimeout)
-		err = w.svc.Conversations.Submit(rctx, api.RedoRequest{Action: f.Type, Thread: t, MessageID: f.Message, Text: f.Text})
+		_, err = w.svc.Conversations.Submit(rctx, api.RedoRequest{Action: f.Type, Thread: t, MessageID: f.Message, Text: f.Text})
 		cancel()
 		if err != nil {
 			fail("could not " + f.Type + ": " + err.Error())

@@ -98,10 +98,11 @@ func (c apiConversations) Redo(ctx context.Context, r api.RedoRequest) (api.Repl
 	return replyOf(ctx, r.Thread, res, err)
 }
 
-func (c apiConversations) Submit(ctx context.Context, r api.RedoRequest) error {
-	_, err := c.r.Redo(ctx, redoAction(r, ""))
+func (c apiConversations) Submit(ctx context.Context, r api.RedoRequest) (<-chan error, error) {
+	done, err := c.r.Redo(ctx, redoAction(r, ""))
 	if err != nil {
 		_, err = replyOf(ctx, r.Thread, agent.Result{}, err)
+		return nil, err
 	}
-	return err
+	return done, nil
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"strings"
@@ -53,7 +54,7 @@ func (g titleGenerator) Title(ctx context.Context, thread chat.ThreadID, message
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), titleTimeout)
 	defer cancel()
-	text := "User: " + prompt.MidTruncate(message, 1500) + "\n\nAssistant: " + prompt.MidTruncate(reply, 1500)
+	text := "User: " + prompt.MidTruncate(cmp.Or(conversation.UserWords(message), message), 1500) + "\n\nAssistant: " + prompt.MidTruncate(reply, 1500)
 	resp, err := g.model.Generate(ctx, llm.Request{System: titleInstruction, Messages: []llm.Message{llm.UserText(text)}, ToolChoice: llm.ToolChoiceNone}, nil)
 	if err != nil {
 		g.log.Warn("could not write a title for the conversation; it keeps its first message as title", "thread", thread, "err", err)

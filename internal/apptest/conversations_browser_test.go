@@ -1,6 +1,7 @@
 package apptest
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -193,10 +195,18 @@ func TestBrowserConversationList(t *testing.T) {
 	// /new closes the conversation; it stays reachable, read-only.
 	p.do("open Lyon", chromedp.Navigate(app.Base+"/#chat/web:lyon"))
 	p.waitFor("its messages", `[...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('train to Lyon'))`)
+	// A conversation the terminal closed with /new is listed too, labelled.
+	for _, text := range []string{"Plan the garden", "/new"} {
+		in := chat.Inbound{Address: chat.Address{Channel: "cli", Thread: "cli:ann"}, Sender: chat.Sender{ID: "ann"}, Text: text}
+		if _, err := app.App.Router.Handle(context.Background(), in); err != nil {
+			t.Fatalf("%s on cli:ann: %v", text, err)
+		}
+	}
 	p.do("/new", chromedp.SendKeys(chromedp.ID("input"), "/new"), chromedp.KeyEvent(kb.Enter))
 	p.waitFor("the greeting of the new conversation", `[...document.querySelectorAll('#messages .msg.assistant')].some(m => m.textContent.includes("I'm Reverie"))`)
 	p.do("reopen the archive", chromedp.Evaluate[chromedp.Void](`(() => { const a = document.getElementById('archive'); a.open = false; a.open = true; })()`))
 	p.waitFor("the closed conversation", `[...document.querySelectorAll('#archived li[data-segment] .thread-title')].some(e => e.textContent === 'Lyon trip')`)
+	p.waitFor("the terminal's closed conversation", `[...document.querySelectorAll('#archived li[data-segment] .thread-title')].some(e => e.textContent === 'Plan the garden · terminal')`)
 	p.click("open it", `#archived li[data-segment] a`)
 	p.waitFor("its messages, read-only", `!!document.getElementById('segment-bar') && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('train to Lyon'))`)
 	if !eval[bool](p, `document.getElementById('input').disabled`) {

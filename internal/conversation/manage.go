@@ -152,7 +152,7 @@ func (s *Store) Branch(ctx context.Context, id chat.ThreadID, fromID int64) (Seg
 			return err
 		}
 		if p, err := decodeParts(parts); err == nil {
-			title = cleanTitle(firstLine(llm.Message{Parts: p}.Text()))
+			title = titleOf(llm.Message{Parts: p}.Text())
 		}
 		res, err := tx.ExecContext(ctx,
 			`INSERT INTO segments (thread_id, kind, title, after_message_id, created_at) VALUES (?, ?, ?, ?, ?)`,

@@ -236,3 +236,40 @@ func TestSearch(t *testing.T) {
 		t.Errorf("empty query: %v", err)
 	}
 }
+
+// TestTitleFromTheUsersWords: a first message that came with files takes
+// its title from what the user wrote, not from the lines naming the files;
+// a message of files only is named after the first one. Branches too.
+func TestTitleFromTheUsersWords(t *testing.T) {
+	const note = "[file notes.txt (text/plain, 17 bytes) saved in the workspace as cli/ann/20250501-080102-ab12-notes.txt]"
+	tests := []struct {
+		name, text, want string
+	}{
+		{"words only", "plan the Lyon trip\nwith details", "plan the Lyon trip"},
+		{"a file then words", note + "\nwhat is on this list?", "what is on this list?"},
+		{"two files then words", note + "\n[file a b.pdf (application/pdf, 2.0 MB) saved in the workspace as web/x/y.pdf]\n\nsummarise", "summarise"},
+		{"a file only", note, "notes.txt"},
+		{"a line that only looks like a note", "[file this is not a note]", "[file this is not a note]"},
+	}
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			th := chat.ThreadID("cli:t" + string(rune('a'+i)))
+			ids := mustAppend(t, s, th, llm.UserText(tc.text), llm.AssistantText("ok"))
+			if got, _, _ := s.Thread(ctx, th); got.Title != tc.want {
+				t.Errorf("thread title %q, want %q", got.Title, tc.want)
+			}
+			seg, err := s.Branch(ctx, th, ids[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seg.Title != tc.want {
+				t.Errorf("branch title %q, want %q", seg.Title, tc.want)
+			}
+		})
+	}
+	if got := UserWords(note + "\nhello\n" + note); got != "hello" {
+		t.Errorf("UserWords = %q", got)
+	}
+}

@@ -327,7 +327,8 @@ func cleanTitle(s string) string {
 // Append stores msgs (written by the conversation: SourceConversation) at
 // the end of the thread in one transaction, creating the thread when
 // needed, and returns their ids in order. A thread without a title takes
-// the first line of its first user message as title; a deleted thread that
+// the first line of its first user message as title (the user's words,
+// not the lines naming attached files); a deleted thread that
 // gets a user message is back in the list.
 func (s *Store) Append(ctx context.Context, id chat.ThreadID, msgs ...llm.Message) ([]int64, error) {
 	return s.AppendFrom(ctx, id, SourceConversation, msgs...)
@@ -398,7 +399,7 @@ func (s *Store) appendMessages(ctx context.Context, id chat.ThreadID, src Source
 		var lastUser any
 		title := ""
 		if hasUser {
-			lastUser, title = now, cleanTitle(firstLine(firstUser))
+			lastUser, title = now, titleOf(firstUser)
 		}
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO threads (id, channel, title, created_at, updated_at, last_user_message_at)

@@ -34,6 +34,8 @@ const conversations = () => !!(st.info && st.info.features && st.info.features.c
 
 /** isWebThread reports whether a thread belongs to the web channel. */
 const isWebThread = (t) => typeof t === 'string' && t.startsWith('web:');
+/** channelLabel names the channel of a thread of another channel ("terminal" for cli:…). */
+const channelLabel = (t) => { const c = String(t).split(':')[0]; return c === 'cli' ? 'terminal' : c; };
 
 export function currentThread() { return st.current; }
 
@@ -246,7 +248,9 @@ async function loadArchive() {
       api.get('/segments' + api.q({ kind: 'conversation', limit: 200 })),
     ]);
     threads = ((a && a.threads) || []).filter((t) => isWebThread(t.id));
-    segments = ((b && b.segments) || []).filter((x) => isWebThread(x.thread));
+    // Closed conversations of every channel (the terminal's /new too) are
+    // readable here; deleted threads are the web's own (they reopen as chats).
+    segments = (b && b.segments) || [];
   } catch (err) {
     fill(ul, h('li', { class: 'muted small pad' }, 'Could not load the archive: ' + err.message));
     return;
@@ -261,7 +265,8 @@ async function loadArchive() {
         h('button', { type: 'button', class: 'btn small', dataset: { act: 'restore' }, on: { click: () => restoreThread(t) } }, 'Restore'))) })),
     ...segments.map((x) => ({ at: x.created_at, el: h('li', { dataset: { segment: String(x.id) } },
       h('a', { href: '#archive/' + x.id, class: 'thread', dataset: { segment: String(x.id) } },
-        h('span', { class: 'thread-title' }, x.title || 'Earlier conversation'),
+        h('span', { class: 'thread-title' }, x.title || 'Earlier conversation',
+          isWebThread(x.thread) ? null : h('span', { class: 'muted', dataset: { channel: '' } }, ' · ' + channelLabel(x.thread))),
         h('span', { class: 'thread-time' }, 'closed ' + fmtRelative(x.created_at)))) })),
   ].sort((p, q) => String(q.at).localeCompare(String(p.at)));
   if (!items.length) { fill(ul, h('li', { class: 'muted small pad' }, 'Nothing archived.')); return; }
