@@ -87,6 +87,7 @@ type Conversations interface {
 	AppendFrom(ctx context.Context, id chat.ThreadID, src conversation.Source, msgs ...llm.Message) ([]int64, error)
 	AppendMarked(ctx context.Context, id chat.ThreadID, status conversation.Status, note string, msg llm.Message) (int64, error)
 	History(ctx context.Context, id chat.ThreadID) ([]conversation.StoredMessage, error)
+	ModelHistory(ctx context.Context, id chat.ThreadID) (conversation.ModelHistory, error)
 	Summary(ctx context.Context, id chat.ThreadID) (conversation.Summary, bool, error)
 	Compact(ctx context.Context, id chat.ThreadID, sum conversation.Summary) (int, error)
 }
@@ -414,14 +415,14 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string, parti
 		names[i] = t.Name()
 	}
 
-	history, err := a.o.Conversations.History(ctx, in.Thread)
+	// Replies that failed or were stopped are shown, never sent. The
+	// store keeps the message list and the token count of what is sent
+	// with the history it caches, so neither costs a pass over the thread.
+	mh, err := a.o.Conversations.ModelHistory(ctx, in.Thread)
 	if err != nil {
 		return res, fmt.Errorf("read history: %w", err)
 	}
-	// Replies that failed or were stopped are shown, never sent.
-	if slices.ContainsFunc(history, conversation.StoredMessage.Marked) {
-		history = slices.DeleteFunc(slices.Clone(history), conversation.StoredMessage.Marked)
-	}
+	history, historyMsgs, tokens := mh.Stored, mh.Messages, withPriming(mh.Tokens, len(mh.Stored))
 	sum, _, err := a.o.Conversations.Summary(ctx, in.Thread)
 	if err != nil {
 		return res, fmt.Errorf("read summary: %w", err)
@@ -437,15 +438,15 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string, parti
 	toolTokens := a.toolTokens(tools)
 	sysTokens := a.o.Counter.Count(system) + toolTokens
 	threshold := prompt.CompactionThreshold(limits.ContextSize, limits.MaxTokens, sysTokens)
-	if historyTokens(history) > threshold {
-		msgs := messagesOf(history)
-		if cut := prompt.CompactionCut(msgs, prompt.KeepRecent); cut > 0 {
+	if tokens > threshold {
+		if cut := prompt.CompactionCut(historyMsgs, prompt.KeepRecent); cut > 0 {
 			newSum, _, cerr := a.compact(ctx, in.Thread, sum.Text, history[:cut])
 			if cerr != nil {
 				a.log.Warn("compaction failed; answering with the full history", "thread", in.Thread, "err", cerr)
 			} else {
 				res.Compacted = true
-				history = history[cut:]
+				history, historyMsgs = history[cut:], historyMsgs[cut:]
+				tokens = historyTokens(history)
 				parts.Summary = newSum
 				system = prompt.Assemble(parts)
 				sysTokens = a.o.Counter.Count(system) + toolTokens
@@ -455,7 +456,7 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string, parti
 	}
 	res.SystemPrompt = system
 
-	msgs, truncated := fitMessages(a.o.Counter, history, threshold)
+	msgs, truncated := fitMessages(a.o.Counter, history, historyMsgs, tokens, threshold)
 	msgs = a.loadImages(msgs, limits.Vision)
 	res.Truncated = truncated
 	if truncated > 0 {
@@ -786,15 +787,22 @@ func (a *Agent) saveContext(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 }
 
+// historyTokens counts h as a request carries it.
 func historyTokens(h []conversation.StoredMessage) int {
-	if len(h) == 0 {
-		return 0
-	}
-	n := prompt.ReplyPriming
+	n := 0
 	for _, m := range h {
 		n += m.Tokens
 	}
-	return n
+	return withPriming(n, len(h))
+}
+
+// withPriming adds the reply priming to the tokens of a history of n
+// messages, as a request carries them.
+func withPriming(tokens, n int) int {
+	if n == 0 {
+		return 0
+	}
+	return tokens + prompt.ReplyPriming
 }
 
 func messagesOf(h []conversation.StoredMessage) []llm.Message {

@@ -415,7 +415,8 @@ func TestFitMessagesSharesTheBudget(t *testing.T) {
 		return conversation.StoredMessage{Message: m, Tokens: prompt.CountMessage(c, m)}
 	}
 	h := []conversation.StoredMessage{mk(10), mk(5000), mk(20), mk(3000)}
-	msgs, cut := fitMessages(c, h, 2000)
+	given := messagesOf(h)
+	msgs, cut := fitMessages(c, h, given, historyTokens(h), 2000)
 	if cut != 2 {
 		t.Fatalf("cut = %d, want the two big messages", cut)
 	}
@@ -429,8 +430,13 @@ func TestFitMessagesSharesTheBudget(t *testing.T) {
 	if total > 2000*11/10 {
 		t.Errorf("fitted history counts %d tokens for a 2000 budget", total)
 	}
-	if _, cut := fitMessages(c, h, 100000); cut != 0 {
-		t.Errorf("cut %d messages that fit", cut)
+	for i, m := range given {
+		if m.Text() != h[i].Message.Text() {
+			t.Errorf("the message list given was changed at %d", i)
+		}
+	}
+	if fit, cut := fitMessages(c, h, given, historyTokens(h), 100000); cut != 0 || &fit[0] != &given[0] {
+		t.Errorf("cut %d messages that fit, or copied them", cut)
 	}
 }
 

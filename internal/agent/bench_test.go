@@ -151,13 +151,51 @@ func benchTurn(b *testing.B, active, memories int) {
 // active history really holds 2N messages: a turn's cost must not grow with
 // it (issue 18: turn 1,000 within 1.2× of turn 10). Run with a fixed count
 // (-benchtime=50x) so the depth stays close to N while measured.
+//
+// The sub-benchmarks run one after the other, so on a machine whose load
+// changes their p50s are not comparable; "interleaved" builds a thread of
+// each depth (each on its own database) and times one turn of each per
+// iteration, in turn, reporting both p50s and their ratio: that ratio is
+// the figure to compare.
 func BenchmarkTurnDepth(b *testing.B) {
 	for _, depth := range []int{10, 200, 1000} {
-		b.Run(fmt.Sprintf("turn=%d", depth), func(b *testing.B) { benchTurnDepth(b, depth) })
+		b.Run(fmt.Sprintf("turn=%d", depth), func(b *testing.B) {
+			turn := depthThread(b, depth)
+			durations := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				durations = append(durations, turn())
+			}
+			b.StopTimer()
+			b.ReportMetric(p50ms(durations), "p50-ms")
+		})
 	}
+	b.Run("interleaved", func(b *testing.B) {
+		shallow, deep := depthThread(b, 10), depthThread(b, 1000)
+		var ds, dd []time.Duration
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			ds = append(ds, shallow())
+			dd = append(dd, deep())
+		}
+		b.StopTimer()
+		s, d := p50ms(ds), p50ms(dd)
+		b.ReportMetric(s, "p50-ms-turn10")
+		b.ReportMetric(d, "p50-ms-turn1000")
+		b.ReportMetric(d/s, "ratio")
+	})
 }
 
-func benchTurnDepth(b *testing.B, depth int) {
+func p50ms(d []time.Duration) float64 {
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return float64(d[len(d)/2].Microseconds()) / 1000
+}
+
+// depthThread builds a thread of depth-1 turns on a database of its own
+// and returns the function that runs (and times) its next turn.
+func depthThread(b *testing.B, depth int) func() time.Duration {
 	ctx := context.Background()
 	dir := b.TempDir()
 	if _, err := datadir.Bootstrap(dir, nil); err != nil {
@@ -167,7 +205,7 @@ func benchTurnDepth(b *testing.B, depth int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
+	b.Cleanup(func() { db.Close() })
 	store, err := conversation.Open(ctx, db, conversation.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -198,27 +236,22 @@ func benchTurnDepth(b *testing.B, depth int) {
 		b.Fatal(err)
 	}
 	const thread chat.ThreadID = "web:depth"
-	turn := func(i int) {
-		res, err := a.Turn(ctx, Input{Thread: thread, Text: fmt.Sprintf("question number %d about the plan for the garden", i)})
+	n := 0
+	turn := func() time.Duration {
+		n++
+		start := time.Now()
+		res, err := a.Turn(ctx, Input{Thread: thread, Text: fmt.Sprintf("question number %d about the plan for the garden", n)})
+		took := time.Since(start)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if res.Compacted {
 			b.Fatal("compaction ran: the benchmark must measure a growing history")
 		}
+		return took
 	}
-	for i := 1; i < depth; i++ {
-		turn(i)
+	for range depth - 1 {
+		turn()
 	}
-	durations := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		turn(depth + i)
-		durations = append(durations, time.Since(start))
-	}
-	b.StopTimer()
-	slices.Sort(durations)
-	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+	return turn
 }

@@ -11,14 +11,14 @@ import (
 
 func joinData(dir, rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
 
-// fitMessages returns the history as the model gets it. When its tokens
-// exceed budget, the largest messages are cut in the middle (max-min fair
-// share: messages smaller than their share are kept whole, the rest share
-// what is left equally), each marked with OversizeNote. The stored messages
-// are not modified. It returns how many messages were cut.
-func fitMessages(c prompt.Counter, h []conversation.StoredMessage, budget int) ([]llm.Message, int) {
-	msgs := messagesOf(h)
-	total := historyTokens(h)
+// fitMessages returns the history h (whose messages are msgs, counting
+// total tokens with the reply priming) as the model gets it: msgs itself
+// when it fits in budget. Otherwise the largest messages are cut in the
+// middle (max-min fair share: messages smaller than their share are kept
+// whole, the rest share what is left equally), each marked with
+// OversizeNote, in a copy: neither msgs nor the stored messages are
+// modified. It returns how many messages were cut.
+func fitMessages(c prompt.Counter, h []conversation.StoredMessage, msgs []llm.Message, total, budget int) ([]llm.Message, int) {
 	if budget <= 0 || total <= budget || len(h) == 0 {
 		return msgs, 0
 	}
@@ -41,6 +41,7 @@ func fitMessages(c prompt.Counter, h []conversation.StoredMessage, budget int) (
 	if capTokens < 0 {
 		return msgs, 0
 	}
+	msgs = slices.Clone(msgs)
 	cut := 0
 	for i, m := range h {
 		if m.Tokens <= capTokens {

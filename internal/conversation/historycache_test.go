@@ -12,9 +12,12 @@ import (
 )
 
 // History keeps the active histories it read and then reads only what was
-// added; whatever another writer does to the thread (append, archive,
-// /new, purge, a thread deleted and made again, or a different thread),
-// the history it returns equals a fresh read, and so do LastMessageID and
+// added; whatever another writer does to the thread (append, a failed or
+// stopped reply, archive, compaction, an edit's or a regeneration's
+// branch, /new, purge, a thread deleted and made again, or a different
+// thread), the history it returns equals a fresh read, and so do
+// ModelHistory (whose message list and token count are extended
+// incrementally: they equal a recount of the fresh read), LastMessageID and
 // CountUserMessagesSince, which rely on the same invariants.
 func TestHistoryCacheFollowsEveryWriter(t *testing.T) {
 	ctx := context.Background()
@@ -50,6 +53,39 @@ func TestHistoryCacheFollowsEveryWriter(t *testing.T) {
 		{name: "archived and as many appended", change: func(t *testing.T) {
 			h, _ := writer.History(ctx, thread)
 			if _, err := writer.Archive(ctx, thread, h[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			add(t, 1)
+		}},
+		{name: "a failed reply", change: func(t *testing.T) {
+			if _, err := writer.AppendMarked(ctx, thread, StatusFailed, "the model is unreachable", llm.AssistantText("partial answ")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "after the failed reply", change: func(t *testing.T) {
+			add(t, 1)
+			if _, err := writer.Append(ctx, thread, llm.AssistantText("a longer answer that counts more tokens than the others do")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a stopped reply after it", change: func(t *testing.T) {
+			if _, err := writer.AppendMarked(ctx, thread, StatusStopped, "stopped", llm.AssistantText("")); err != nil {
+				t.Fatal(err)
+			}
+			add(t, 1)
+		}},
+		{name: "regenerated (branch of the last reply)", change: func(t *testing.T) {
+			h, _ := writer.History(ctx, thread)
+			if _, err := writer.Branch(ctx, thread, h[len(h)-1].ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := writer.Append(ctx, thread, llm.AssistantText("the regenerated answer")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "edited (branch of the last two)", change: func(t *testing.T) {
+			h, _ := writer.History(ctx, thread)
+			if _, err := writer.Branch(ctx, thread, h[len(h)-2].ID); err != nil {
 				t.Fatal(err)
 			}
 			add(t, 1)
@@ -107,10 +143,29 @@ func TestHistoryCacheFollowsEveryWriter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.EqualFunc(got, want, func(a, b StoredMessage) bool {
+			same := func(a, b StoredMessage) bool {
 				return a.ID == b.ID && messageText(a.Message) == messageText(b.Message)
-			}) {
+			}
+			if !slices.EqualFunc(got, want, same) {
 				t.Fatalf("history %v, want %v", ids(got), ids(want))
+			}
+			// What goes to the model, recounted from the fresh read.
+			mh, err := reader.ModelHistory(ctx, thread)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := slices.DeleteFunc(slices.Clone(want), StoredMessage.Marked)
+			tokens := 0
+			for _, m := range sent {
+				tokens += m.Tokens
+			}
+			if !slices.EqualFunc(mh.Stored, sent, same) || mh.Tokens != tokens || len(mh.Messages) != len(sent) {
+				t.Fatalf("ModelHistory %v (%d messages, %d tokens), want %v (%d tokens)", ids(mh.Stored), len(mh.Messages), mh.Tokens, ids(sent), tokens)
+			}
+			for i, m := range mh.Messages {
+				if messageText(m) != messageText(sent[i].Message) || m.Role != sent[i].Message.Role {
+					t.Fatalf("ModelHistory message %d is %q, want %q", i, messageText(m), messageText(sent[i].Message))
+				}
 			}
 			// The per-turn reads that rely on the same invariants agree
 			// with a plain read of every message, archived or not.
@@ -127,7 +182,12 @@ func TestHistoryCacheFollowsEveryWriter(t *testing.T) {
 			}
 			if len(all) > 1 {
 				since := all[len(all)/2].ID
-				wantN := len(all) - len(all)/2 - 1
+				wantN := 0
+				for _, m := range all[len(all)/2+1:] {
+					if m.Message.Role == llm.RoleUser && m.Source == SourceConversation {
+						wantN++
+					}
+				}
 				if n, err := reader.CountUserMessagesSince(ctx, thread, since); err != nil || n != wantN {
 					t.Errorf("CountUserMessagesSince(%d) = %d, %v; want %d", since, n, err, wantN)
 				}
@@ -161,6 +221,47 @@ func TestHistoryCacheResultsAreStable(t *testing.T) {
 	}
 	if first[2].ID != -1 {
 		t.Fatalf("first read changed to %v", ids(first))
+	}
+}
+
+// A ModelHistory handed out stays as it was when the cache grows, also when
+// a marked reply makes its list of sent messages part from the history.
+func TestModelHistoryResultsAreStable(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	const thread chat.ThreadID = "web:stable"
+	if _, err := s.Append(ctx, thread, llm.UserText("one"), llm.AssistantText("two")); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.ModelHistory(ctx, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstTokens := first.Tokens
+	first.Stored = append(first.Stored, StoredMessage{ID: -1}) // the caller's own appends
+	first.Messages = append(first.Messages, llm.UserText("mine"))
+	if _, err := s.AppendMarked(ctx, thread, StatusFailed, "failed", llm.AssistantText("thr")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, thread, llm.UserText("three")); err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.ModelHistory(ctx, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Stored) != 3 || second.Stored[2].ID == -1 || messageText(second.Messages[2]) != "three" || second.Tokens <= firstTokens {
+		t.Fatalf("second read %v %d tokens: the caller's append leaked into the cache", ids(second.Stored), second.Tokens)
+	}
+	if first.Stored[2].ID != -1 || messageText(first.Messages[2]) != "mine" {
+		t.Fatalf("first read changed to %v", ids(first.Stored))
+	}
+	all, err := s.History(ctx, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 4 || all[2].Status != StatusFailed {
+		t.Fatalf("history %v: the failed reply is not in it", ids(all))
 	}
 }
 

@@ -521,8 +521,47 @@ func internSource(b []byte) Source {
 // historyCache for why this stays correct whatever else writes to the
 // database).
 func (s *Store) History(ctx context.Context, id chat.ThreadID) ([]StoredMessage, error) {
-	if cached := s.recent.get(id); len(cached) > 0 {
-		last := cached[len(cached)-1].ID
+	v, err := s.view(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return v.all, nil
+}
+
+// ModelHistory is the part of a thread's active history that goes to the
+// model: every active message but the marked ones (failed or stopped
+// replies are shown, never sent).
+type ModelHistory struct {
+	// Stored are those messages, in order.
+	Stored []StoredMessage
+	// Messages are their messages: Messages[i] is Stored[i].Message.
+	Messages []llm.Message
+	// Tokens is the sum of their token counts (StoredMessage.Tokens).
+	Tokens int
+}
+
+// ModelHistory returns what of the thread's active history goes to the
+// model, read as History reads it. Its message list and token count are
+// kept with the cached history and extended with it, so a turn pays for
+// the messages added since the previous one, not for the whole thread. The
+// caller may modify the returned slices but not the messages' parts.
+func (s *Store) ModelHistory(ctx context.Context, id chat.ThreadID) (ModelHistory, error) {
+	v, err := s.view(ctx, id)
+	if err != nil {
+		return ModelHistory{}, err
+	}
+	h := ModelHistory{Stored: v.sent, Messages: v.msgs, Tokens: v.tokens}
+	if v.sent == nil {
+		h.Stored = v.all
+	}
+	return h, nil
+}
+
+// view returns the thread's active history with what is derived from it,
+// from the cache when it is still valid (see historyCache).
+func (s *Store) view(ctx context.Context, id chat.ThreadID) (historyView, error) {
+	if cached, ok := s.recent.get(id); ok {
+		last := cached.all[len(cached.all)-1].ID
 		var (
 			first      sql.NullInt64
 			lastActive bool
@@ -530,12 +569,12 @@ func (s *Store) History(ctx context.Context, id chat.ThreadID) ([]StoredMessage,
 		if err := s.db.QueryRowContext(ctx,
 			`SELECT (SELECT min(id) FROM messages WHERE thread_id = ?1 AND archived_at IS NULL),
 			        coalesce((SELECT archived_at IS NULL FROM messages WHERE id = ?2), 0)`, string(id), last).Scan(&first, &lastActive); err != nil {
-			return nil, fmt.Errorf("read history of %q: %w", id, err)
+			return historyView{}, fmt.Errorf("read history of %q: %w", id, err)
 		}
-		if first.Valid && first.Int64 == cached[0].ID && lastActive {
+		if first.Valid && first.Int64 == cached.all[0].ID && lastActive {
 			added, err := s.Messages(ctx, id, MessageQuery{AfterID: last})
 			if err != nil {
-				return nil, fmt.Errorf("read history of %q: %w", id, err)
+				return historyView{}, fmt.Errorf("read history of %q: %w", id, err)
 			}
 			return s.recent.extend(id, cached, added), nil
 		}
@@ -544,14 +583,13 @@ func (s *Store) History(ctx context.Context, id chat.ThreadID) ([]StoredMessage,
 		`SELECT `+messageColumns+` FROM messages
 		 WHERE thread_id = ? AND archived_at IS NULL ORDER BY id`, string(id))
 	if err != nil {
-		return nil, fmt.Errorf("read history of %q: %w", id, err)
+		return historyView{}, fmt.Errorf("read history of %q: %w", id, err)
 	}
 	out, err := scanMessages(rows, 64)
 	if err != nil {
-		return nil, fmt.Errorf("read history of %q: %w", id, err)
+		return historyView{}, fmt.Errorf("read history of %q: %w", id, err)
 	}
-	s.recent.put(id, out)
-	return out[:len(out):len(out)], nil
+	return s.recent.put(id, out), nil
 }
 
 // historyCacheThreads is how many threads' active histories a Store keeps.
@@ -581,51 +619,100 @@ type historyCache struct {
 
 type cachedHistory struct {
 	id   chat.ThreadID
-	msgs []StoredMessage
+	view historyView
 }
 
-func (c *historyCache) get(id chat.ThreadID) []StoredMessage {
+// historyView is an active history and what a turn derives from it, which
+// depends only on its messages (they never change): each part is extended
+// with the history, never recomputed. In the cache its slices have room to
+// grow; handed out, they are capped at their length, so that appending to
+// the cache's arrays only ever writes past what a reader holds.
+type historyView struct {
+	all []StoredMessage
+	// sent are the messages of all that are not marked; nil while none is
+	// (all is sent then).
+	sent []StoredMessage
+	// msgs are the messages of sent, tokens the sum of their token counts.
+	msgs   []llm.Message
+	tokens int
+}
+
+// derive extends what v derives from v.all with v.all[from:], just added.
+func (v historyView) derive(from int) historyView {
+	added := v.all[from:]
+	if v.sent == nil && slices.ContainsFunc(added, StoredMessage.Marked) {
+		v.sent = make([]StoredMessage, from, len(v.all))
+		copy(v.sent, v.all[:from]) // none of them is marked
+	}
+	for _, m := range added {
+		if m.Marked() {
+			continue
+		}
+		if v.sent != nil {
+			v.sent = append(v.sent, m)
+		}
+		v.msgs = append(v.msgs, m.Message)
+		v.tokens += m.Tokens
+	}
+	return v
+}
+
+func (v historyView) capped() historyView {
+	v.all, v.sent, v.msgs = slices.Clip(v.all), slices.Clip(v.sent), slices.Clip(v.msgs)
+	return v
+}
+
+// get returns the cached view of id, capped; false when there is none.
+func (c *historyCache) get(id chat.ThreadID) (historyView, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, t := range c.threads {
 		if t.id == id {
-			return t.msgs[:len(t.msgs):len(t.msgs)]
+			return t.view.capped(), true
 		}
 	}
-	return nil
+	return historyView{}, false
 }
 
 // extend appends added to the cached history of id, which was read as
 // cached, and returns the result. Earlier results stay valid: they are
 // capped at their length, and the append only writes past it.
-func (c *historyCache) extend(id chat.ThreadID, cached, added []StoredMessage) []StoredMessage {
+func (c *historyCache) extend(id chat.ThreadID, cached historyView, added []StoredMessage) historyView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	i := slices.IndexFunc(c.threads, func(t cachedHistory) bool { return t.id == id })
-	var out []StoredMessage
-	if i >= 0 && len(c.threads[i].msgs) == len(cached) {
-		out = append(c.threads[i].msgs, added...)
+	var v historyView
+	if i >= 0 && len(c.threads[i].view.all) == len(cached.all) {
+		v = c.threads[i].view
 		c.threads = slices.Delete(c.threads, i, i+1)
 	} else {
-		// Another reader changed the entry meanwhile: a fresh copy.
-		out = append(slices.Clip(cached), added...)
+		// Another reader changed the entry meanwhile: appending to the
+		// capped slices makes fresh copies.
+		v = cached
 		c.threads = slices.DeleteFunc(c.threads, func(t cachedHistory) bool { return t.id == id })
 	}
-	c.threads = append(c.threads, cachedHistory{id: id, msgs: out})
-	return out[:len(out):len(out)]
+	from := len(v.all)
+	v.all = append(v.all, added...)
+	v = v.derive(from)
+	c.threads = append(c.threads, cachedHistory{id: id, view: v})
+	return v.capped()
 }
 
-func (c *historyCache) put(id chat.ThreadID, msgs []StoredMessage) {
+// put caches all, a whole active history just read, as the view of id and
+// returns the view, capped.
+func (c *historyCache) put(id chat.ThreadID, all []StoredMessage) historyView {
+	v := historyView{all: all}.derive(0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.threads = slices.DeleteFunc(c.threads, func(t cachedHistory) bool { return t.id == id })
-	if len(msgs) == 0 {
-		return
+	if len(all) == 0 {
+		return v.capped()
 	}
 	if len(c.threads) >= historyCacheThreads {
 		c.threads = slices.Delete(c.threads, 0, 1)
 	}
-	c.threads = append(c.threads, cachedHistory{id: id, msgs: msgs})
+	c.threads = append(c.threads, cachedHistory{id: id, view: v})
+	return v.capped()
 }
 
 // MessageQuery selects messages for Messages.

@@ -216,10 +216,9 @@ func Run(ctx context.Context, m Model, req llm.Request, tools []tool.Tool, opts 
 	}
 	l.base.Tools = l.specs
 	l.base.ResponseFormat = nil
-	l.msgs = slices.Clip(req.Messages)
-	l.start = len(l.msgs)
+	l.prior = slices.Clip(req.Messages)
 	err := l.run(ctx)
-	l.res.Messages = l.msgs[l.start:len(l.msgs):len(l.msgs)]
+	l.res.Messages = slices.Clip(l.added)
 	return l.res, err
 }
 
@@ -245,7 +244,7 @@ func RunCalls(ctx context.Context, tools []tool.Tool, calls []llm.ToolCall, opts
 		}
 	}
 	l.runCalls(ctx, 0, calls)
-	l.res.Messages = slices.Clip(l.msgs)
+	l.res.Messages = slices.Clip(l.added)
 	if err := ctx.Err(); err != nil {
 		return l.res, fmt.Errorf("toolloop: %w", err)
 	}
@@ -265,9 +264,11 @@ type loop struct {
 	names []string
 	specs []llm.ToolSpec
 
-	msgs  []llm.Message
-	start int
-	res   Result
+	// prior is req.Messages and added what the run appended after them
+	// (RunCalls has no prior); joined is prior followed by added[:k],
+	// extended as requests need it (see conversation).
+	prior, added, joined []llm.Message
+	res                  Result
 	// runs counts the calls issued so far by name and canonical
 	// arguments, for Options.MaxRepeats.
 	runs map[string]repeat
@@ -302,9 +303,9 @@ func (l *loop) run(ctx context.Context) error {
 	toolsOn := len(l.tools) > 0 && l.base.ToolChoice != llm.ToolChoiceNone
 	if !toolsOn {
 		if l.format != nil {
-			return l.formatted(ctx, l.msgs)
+			return l.formatted(ctx, l.conversation())
 		}
-		resp, err := l.generate(ctx, l.request(l.msgs, llm.ToolChoiceNone))
+		resp, err := l.generate(ctx, l.request(l.conversation(), llm.ToolChoiceNone))
 		if err != nil {
 			return err
 		}
@@ -316,7 +317,7 @@ func (l *loop) run(ctx context.Context) error {
 		if round == 1 {
 			choice = l.base.ToolChoice
 		}
-		resp, err := l.generate(ctx, l.request(l.msgs, choice))
+		resp, err := l.generate(ctx, l.request(l.conversation(), choice))
 		if err != nil {
 			return err
 		}
@@ -325,13 +326,13 @@ func (l *loop) run(ctx context.Context) error {
 		if len(calls) == 0 {
 			if l.format != nil {
 				// The draft informs the formatting call but is superseded by it.
-				return l.formatted(ctx, append(l.msgs, msg), formatNote)
+				return l.formatted(ctx, append(l.conversation(), msg), formatNote)
 			}
 			l.finish(msg)
 			return nil
 		}
-		roundStart := len(l.msgs)
-		l.msgs = append(l.msgs, msg)
+		roundStart := len(l.added)
+		l.added = append(l.added, msg)
 		l.report(msg)
 		stopped := l.res.RepeatsStopped
 		l.runCalls(ctx, round, calls)
@@ -352,9 +353,9 @@ func (l *loop) run(ctx context.Context) error {
 // forceAnswer asks for the final answer with tools off, after note.
 func (l *loop) forceAnswer(ctx context.Context, note string) error {
 	if l.format != nil {
-		return l.formatted(ctx, l.msgs, note+" "+formatNote)
+		return l.formatted(ctx, l.conversation(), note+" "+formatNote)
 	}
-	resp, err := l.generate(ctx, l.request(append(l.msgs, llm.UserText(note)), llm.ToolChoiceNone))
+	resp, err := l.generate(ctx, l.request(append(l.conversation(), llm.UserText(note)), llm.ToolChoiceNone))
 	if err != nil {
 		return err
 	}
@@ -399,8 +400,8 @@ func (l *loop) generate(ctx context.Context, r llm.Request) (llm.Response, error
 // finish appends the final answer.
 func (l *loop) finish(msg llm.Message) {
 	l.res.Final = msg
-	start := len(l.msgs)
-	l.msgs = append(l.msgs, msg)
+	start := len(l.added)
+	l.added = append(l.added, msg)
 	l.report(msg)
 	l.roundDone(start)
 }
@@ -415,8 +416,25 @@ func (l *loop) report(msg llm.Message) {
 // roundDone reports the messages appended since start.
 func (l *loop) roundDone(start int) {
 	if l.opts.OnRound != nil {
-		l.opts.OnRound(l.msgs[start:len(l.msgs):len(l.msgs)])
+		l.opts.OnRound(l.added[start:len(l.added):len(l.added)])
 	}
+}
+
+// conversation returns req.Messages followed by the messages the run has
+// added, for a request. The two are joined only when a request needs
+// added messages (a round after tool calls), and the join is extended
+// rather than redone: a run whose first answer is final never copies the
+// history it was given, however long.
+func (l *loop) conversation() []llm.Message {
+	if len(l.added) == 0 {
+		return l.prior
+	}
+	if l.joined == nil {
+		l.joined = make([]llm.Message, len(l.prior), len(l.prior)+2*len(l.added)+4)
+		copy(l.joined, l.prior)
+	}
+	l.joined = append(l.joined, l.added[len(l.joined)-len(l.prior):]...)
+	return slices.Clip(l.joined)
 }
 
 // formatted makes the structured-output call over msgs (followed by note,
@@ -501,7 +519,10 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 	n := len(calls)
 	records := make([]CallRecord, n)
 	finishedAt := make([]bool, n)
-	seen := slices.Clip(l.msgs)
+	var seen []llm.Message
+	if l.opts.Approver != nil {
+		seen = l.conversation()
+	}
 	done := make(chan int, n)
 	var wg sync.WaitGroup
 	next, running, finished := 0, 0, 0
@@ -564,7 +585,7 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 	}
 	wg.Wait()
 	for _, r := range records {
-		l.msgs = append(l.msgs, resultMessage(r))
+		l.added = append(l.added, resultMessage(r))
 	}
 	l.res.Calls = append(l.res.Calls, records...)
 }

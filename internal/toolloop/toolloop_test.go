@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -756,4 +757,98 @@ func TestRepeatedCallsAreStopped(t *testing.T) {
 			t.Errorf("RepeatsStopped = %d, calls = %d", res.RepeatsStopped, len(res.Calls))
 		}
 	})
+}
+
+// sharedModel answers with text and keeps the requests as sent (not
+// cloned), so a test can see whether a request shares the caller's slice.
+type sharedModel struct{ reqs []llm.Request }
+
+func (m *sharedModel) Generate(ctx context.Context, req llm.Request, stream llm.StreamFunc) (llm.Response, error) {
+	m.reqs = append(m.reqs, req)
+	return llm.Response{Message: llm.AssistantText("done"), StopReason: llm.StopEnd}, nil
+}
+
+// A run whose first answer is final costs nothing per message of the
+// history it was given: the request is the caller's slice and the answer
+// is not appended to a copy of it (a turn on a long thread would copy its
+// whole history for one message).
+func TestFinalAnswerDoesNotCopyTheHistory(t *testing.T) {
+	history := func(n int) llm.Request {
+		req := llm.Request{Messages: make([]llm.Message, n)}
+		for i := range req.Messages {
+			req.Messages[i] = llm.UserText("message")
+		}
+		return req
+	}
+	tools := []tool.Tool{echoTool()}
+	allocated := func(req llm.Request) (uint64, *sharedModel) {
+		m := &sharedModel{}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		res := mustRun(t, m, req, tools, Options{})
+		runtime.ReadMemStats(&after)
+		if len(res.Messages) != 1 || res.Messages[0].Text() != "done" {
+			t.Errorf("Messages = %s", describeMessages(res.Messages))
+		}
+		return after.TotalAlloc - before.TotalAlloc, m
+	}
+	const n = 10_000
+	short, long := history(1), history(n)
+	allocated(short) // the tool's schema and the like are made once
+	base, _ := allocated(short)
+	got, m := allocated(long)
+	if len(m.reqs) != 1 || len(m.reqs[0].Messages) != n || &m.reqs[0].Messages[0] != &long.Messages[0] {
+		t.Fatalf("the request does not carry the caller's messages as they are")
+	}
+	// A copy of the history would be n × 40 bytes.
+	if got > base+n*40/4 {
+		t.Errorf("Run allocated %d bytes over %d messages, %d over one", got, n, base)
+	}
+}
+
+// Later rounds send the history, then every message the run added, in
+// order, however the join of the two is extended.
+func TestRoundsSendTheWholeConversation(t *testing.T) {
+	m := script(
+		callTools(tc("c1", "echo", `{"text":"a"}`)),
+		callTools(tc("c2", "echo", `{"text":"b"}`), tc("c3", "echo", `{"text":"c"}`)),
+		callTools(tc("c4", "echo", `{"text":"d"}`)),
+		say("fin"),
+	)
+	req := userQ()
+	req.Messages = append(req.Messages, llm.AssistantText("earlier answer"), llm.UserText("next question"))
+	res := mustRun(t, m, req, []tool.Tool{echoTool()}, Options{})
+	reqs := m.requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	all := append(slices.Clone(req.Messages), res.Messages...)
+	for i, r := range reqs {
+		want := all[:len(r.Messages)]
+		if got, w := describeMessages(storedForm(r.Messages)), describeMessages(want); got != w {
+			t.Errorf("request %d:\n got %s\nwant %s", i, got, w)
+		}
+	}
+	if len(reqs[1].Messages) != 3+2 || len(reqs[2].Messages) != 3+2+3 || len(reqs[3].Messages) != 3+2+3+2 {
+		t.Errorf("history lengths %d, %d, %d", len(reqs[1].Messages), len(reqs[2].Messages), len(reqs[3].Messages))
+	}
+	if len(req.Messages) != 3 || req.Messages[2].Text() != "next question" {
+		t.Error("caller's Messages modified")
+	}
+}
+
+// storedForm returns msgs with their tool results as stored, not fenced.
+func storedForm(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		m.Parts = slices.Clone(m.Parts)
+		for j, p := range m.Parts {
+			if r, ok := p.(llm.ToolResult); ok {
+				r.Content, _ = Unfence(r.Content)
+				m.Parts[j] = r
+			}
+		}
+		out[i] = m
+	}
+	return out
 }
