@@ -78,6 +78,13 @@ type Options struct {
 	// ProbeClient is used to probe for a local Ollama (nil: a default with
 	// short timeouts).
 	ProbeClient *http.Client
+	// LazySandbox leaves the shell sandbox's self-test to the first shell
+	// command instead of starting it in the background once ready: for a
+	// process that runs one exchange (reverie send), which then neither
+	// waits for the test at exit nor pays for it when the turn runs no
+	// command. The first command still waits for the test, and
+	// execute_shell's description names the layers present meanwhile.
+	LazySandbox bool
 }
 
 // App is a running agent process.
@@ -503,7 +510,9 @@ func (a *App) Run(ctx context.Context) error {
 	// the ready signal, and the first shell command waits for it. Its
 	// failure (sandbox required but not working) is logged by the shell and
 	// refuses every command; it does not stop the agent.
-	g.Go(func() error { _ = a.core.Prepare(gctx); return nil })
+	if !a.opts.LazySandbox {
+		g.Go(func() error { _ = a.core.Prepare(gctx); return nil })
+	}
 	a.Kernel.Ready(gctx)
 	close(a.ready)
 	startup := time.Since(a.started)
