@@ -37,9 +37,9 @@ too ("reverie send /status"). Exits non-zero when the turn fails.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			a, stop, err := inProcess{dir: dir, env: env,
-				keep:        func(info extension.Info) bool { return !channelExtensions[info.ID] },
-				lockedHint:  "stop the running agent first (one agent per data dir)",
-				lazySandbox: true,
+				keep:       func(info extension.Info) bool { return !channelExtensions[info.ID] },
+				lockedHint: "stop the running agent first (one agent per data dir)",
+				oneShot:    true,
 			}.start(ctx, cmd, g)
 			if err != nil {
 				return err

@@ -306,14 +306,14 @@ func TestUnreadableWorldStateIsUnusable(t *testing.T) {
 	}
 }
 
-// TestLazySandbox: with LazySandbox (reverie send) the shell sandbox is not
+// TestOneShotSandbox: with OneShot (reverie send) the shell sandbox is not
 // tested at start, and the first shell command waits for the test and runs
 // in the tested sandbox.
-func TestLazySandbox(t *testing.T) {
+func TestOneShotSandbox(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := New(ctx, Options{DataDir: dir, Console: io.Discard, Registry: []extension.Info{}, LazySandbox: true,
+	a, err := New(ctx, Options{DataDir: dir, Console: io.Discard, Registry: []extension.Info{}, OneShot: true,
 		Env: []string{"REVERIE_LOG__FILE=false"}})
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +323,7 @@ func TestLazySandbox(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	<-a.Ready()
 	if a.core.Prepared() {
-		t.Fatal("the sandbox was tested at start with LazySandbox")
+		t.Fatal("the sandbox was tested at start with OneShot")
 	}
 	var shellTool tool.Tool
 	for _, tl := range a.coreTools {
