@@ -351,4 +351,7 @@ func TestOneShotSandbox(t *testing.T) {
 	if strings.TrimSpace(out.Output) != "ok" || !strings.HasPrefix(a.core.SandboxStatus(), out.Sandbox) {
 		t.Fatalf("first command: output %q sandbox %q; the tested sandbox is %q", out.Output, out.Sandbox, a.core.SandboxStatus())
 	}
+	if d := shellTool.Description(); strings.Contains(d, "tested before the first command") {
+		t.Fatalf("execute_shell description after the test = %q; want what was tested", d)
+	}
 }
