@@ -15,14 +15,14 @@ import (
 // the cases where "#" is not a comment.
 func TestBlankCommentLines(t *testing.T) {
 	inputs := map[string]string{
-		"block scalar": "a: |\n  # kept\n  text\n# comment\nb: >-\n    # kept too\n\n    more\nc: 1\n",
-		"block in a list": "l:\n  - |\n    # text\n  # comment\n  - x\n",
-		"multi-line quotes": "a: \"one\n  # not a comment\n  two\"\nb: 'it''s\n  # text\n  here'\n",
+		"block scalar":          "a: |\n  # kept\n  text\n# comment\nb: >-\n    # kept too\n\n    more\nc: 1\n",
+		"block in a list":       "l:\n  - |\n    # text\n  # comment\n  - x\n",
+		"multi-line quotes":     "a: \"one\n  # not a comment\n  two\"\nb: 'it''s\n  # text\n  here'\n",
 		"apostrophe in a value": "a: it's\n# comment\nb: 2\n",
-		"hash in a value": "a: b#c\nb: \"x # y\"\n  # comment\nc: 'z' # trailing\n",
-		"crlf": "# comment\r\na: 1\r\n  # indented comment\r\nb: 2\r\n",
-		"error after comments": "# one\n# two\na: [1, 2\nb: 3\n",
-		"duplicate key": "# c\na: 1\n# c\na: 2\n",
+		"hash in a value":       "a: b#c\nb: \"x # y\"\n  # comment\nc: 'z' # trailing\n",
+		"crlf":                  "# comment\r\na: 1\r\n  # indented comment\r\nb: 2\r\n",
+		"error after comments":  "# one\n# two\na: [1, 2\nb: 3\n",
+		"duplicate key":         "# c\na: 1\n# c\na: 2\n",
 	}
 	shipped, err := os.ReadFile("default.yaml")
 	if err != nil {
