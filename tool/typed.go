@@ -86,9 +86,10 @@ func WithCategories(categories ...string) Option {
 }
 
 // DescribedBy makes the tool's description the text describe returns, asked
-// once, when the description is first needed (New's description is then
-// ignored): for a description that depends on something found out after
-// the tool is built, such as whether execute_shell's sandbox works.
+// each time the description is needed (New's description is then ignored;
+// describe should be cheap): for a description that depends on something
+// found out after the tool is built, such as whether execute_shell's
+// sandbox works.
 func DescribedBy(describe func() string) Option {
 	return func(o *options) { o.describe = describe }
 }
@@ -180,20 +181,27 @@ func New[A any](name, description string, fn func(ctx context.Context, args A) (
 	if err != nil {
 		panic(fmt.Sprintf("tool.New(%q): %v", name, err))
 	}
-	raw, err := json.Marshal(schema)
-	if err != nil {
-		panic(fmt.Sprintf("tool.New(%q): marshal schema: %v", name, err))
-	}
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("tool.New(%q): compile schema: %v", name, err))
-	}
+	// The schema's JSON and its compiled form are made when first needed
+	// (a turn offering the tool, a call): an agent builds about a hundred
+	// tools at start, and this is most of their cost. A derived schema
+	// always marshals and compiles; a failure would be a bug in this
+	// package, reported with the tool's name where it is first used.
+	compiled := sync.OnceValues(func() (json.RawMessage, *jsonschema.Resolved) {
+		raw, err := json.Marshal(schema)
+		if err != nil {
+			panic(fmt.Sprintf("tool.New(%q): marshal schema: %v", name, err))
+		}
+		resolved, err := schema.Resolve(nil)
+		if err != nil {
+			panic(fmt.Sprintf("tool.New(%q): compile schema: %v", name, err))
+		}
+		return raw, resolved
+	})
 	return &typed[A]{
 		meta: meta{
 			name:        name,
 			description: o.describer(description),
-			schema:      raw,
-			resolved:    resolved,
+			compiled:    compiled,
 			readOnly:    o.readOnly,
 			inOrder:     o.inOrder,
 			private:     o.readsPrivate,
@@ -203,10 +211,10 @@ func New[A any](name, description string, fn func(ctx context.Context, args A) (
 	}
 }
 
-// describer is the description: fixed, or DescribedBy's, asked once.
+// describer is the description: fixed, or DescribedBy's.
 func (o options) describer(description string) func() string {
 	if o.describe != nil {
-		return sync.OnceValue(o.describe)
+		return o.describe
 	}
 	return func() string { return description }
 }
@@ -215,17 +223,18 @@ func (o options) describer(description string) func() string {
 type meta struct {
 	name        string
 	description func() string
-	schema      json.RawMessage
-	resolved    *jsonschema.Resolved
-	readOnly    bool
-	inOrder     bool
-	private     bool
-	categories  []string
+	// compiled returns the schema's JSON and its compiled form (made once,
+	// when first needed).
+	compiled   func() (json.RawMessage, *jsonschema.Resolved)
+	readOnly   bool
+	inOrder    bool
+	private    bool
+	categories []string
 }
 
 func (m *meta) Name() string            { return m.name }
 func (m *meta) Description() string     { return m.description() }
-func (m *meta) Schema() json.RawMessage { return m.schema }
+func (m *meta) Schema() json.RawMessage { raw, _ := m.compiled(); return raw }
 func (m *meta) ReadOnly() bool          { return m.readOnly }
 func (m *meta) InOrder() bool           { return m.inOrder }
 func (m *meta) ReadsPrivate() bool      { return m.private }
@@ -233,7 +242,8 @@ func (m *meta) Categories() []string    { return slices.Clone(m.categories) }
 
 // ValidateArgs checks args against the compiled schema.
 func (m *meta) ValidateArgs(args json.RawMessage) error {
-	return validateResolved(m.resolved, args)
+	_, resolved := m.compiled()
+	return validateResolved(resolved, args)
 }
 
 type typed[A any] struct {

@@ -113,12 +113,12 @@ func NewRaw(name, description string, schema json.RawMessage, fn RawHandler, opt
 	if err := json.Compact(&compact, schema); err != nil {
 		return nil, fmt.Errorf("tool %q: schema: %w", name, err)
 	}
+	compacted := compact.Bytes()
 	return &raw{
 		meta: meta{
 			name:        name,
 			description: o.describer(description),
-			schema:      compact.Bytes(),
-			resolved:    resolved,
+			compiled:    func() (json.RawMessage, *jsonschema.Resolved) { return compacted, resolved },
 			readOnly:    o.readOnly,
 			inOrder:     o.inOrder,
 			private:     o.readsPrivate,

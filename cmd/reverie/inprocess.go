@@ -25,6 +25,8 @@ type inProcess struct {
 	keep func(extension.Info) bool
 	// lockedHint is added to the error when another agent holds the data dir.
 	lockedHint string
+	// oneShot: see app.Options.OneShot (one exchange, then exit).
+	oneShot bool
 }
 
 // start builds the agent, runs it and waits until it is ready. The agent's
@@ -40,7 +42,7 @@ func (p inProcess) start(ctx context.Context, cmd *cobra.Command, g *globalFlags
 	if v, _ := cmd.Flags().GetBool("verbose"); v {
 		logs = cmd.ErrOrStderr()
 	}
-	a, err = app.New(ctx, app.Options{DataDir: p.dir, ConfigPath: g.config, Env: p.env, Console: logs, Registry: registry})
+	a, err = app.New(ctx, app.Options{DataDir: p.dir, ConfigPath: g.config, Env: p.env, Console: logs, Registry: registry, OneShot: p.oneShot})
 	if err != nil {
 		if errors.Is(err, datadir.ErrLocked) {
 			return nil, nil, fmt.Errorf("%w\n%s", err, p.lockedHint)

@@ -39,6 +39,7 @@ too ("reverie send /status"). Exits non-zero when the turn fails.`,
 			a, stop, err := inProcess{dir: dir, env: env,
 				keep:       func(info extension.Info) bool { return !channelExtensions[info.ID] },
 				lockedHint: "stop the running agent first (one agent per data dir)",
+				oneShot:    true,
 			}.start(ctx, cmd, g)
 			if err != nil {
 				return err

@@ -78,6 +78,21 @@ type Options struct {
 	// ProbeClient is used to probe for a local Ollama (nil: a default with
 	// short timeouts).
 	ProbeClient *http.Client
+	// OneShot is for a process that runs one exchange and exits (reverie
+	// send). It starts only what the exchange may need: the router, the
+	// extensions' services, approvals and workflows (a turn may start a
+	// sub-session). The shell sandbox's self-test is
+	// left to the first shell command (which waits for it; execute_shell's
+	// description names the layers present meanwhile), so the process
+	// neither waits for the test at exit nor pays for it when the turn runs
+	// no command. Not started, because they are the agent's background work
+	// and the next agent does it: event delivery to subscribers (events
+	// stay stored and are delivered at least once later), housekeeping
+	// (pruning and purges), re-embedding, dreaming, the scheduler (its
+	// catch-up delivers through channels, which a one-shot process does
+	// not load), the harvest and reflection,
+	// and the footprint keeper.
+	OneShot bool
 }
 
 // App is a running agent process.
@@ -489,27 +504,31 @@ func (a *App) receive(ctx context.Context, msg chat.Inbound) error {
 func (a *App) Run(ctx context.Context) error {
 	runStart := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.Bus.Run(gctx) })
 	g.Go(func() error { return a.Router.Run(gctx) })
 	g.Go(func() error { return a.Kernel.Run(gctx) })
-	g.Go(func() error { return a.housekeeping(gctx) })
-	g.Go(func() error { return a.reembed(gctx) })
-	g.Go(func() error { return a.runDreaming(gctx) })
-	g.Go(func() error { return a.Scheduler.Run(gctx) })
-	g.Go(func() error { return a.Workflows.Run(gctx) })
-	g.Go(func() error { return a.runBackground(gctx) })
 	g.Go(func() error { return a.Approvals.Run(gctx) })
-	// The shell sandbox's self-test starts child processes: it runs beside
-	// the ready signal, and the first shell command waits for it. Its
-	// failure (sandbox required but not working) is logged by the shell and
-	// refuses every command; it does not stop the agent.
-	g.Go(func() error { _ = a.core.Prepare(gctx); return nil })
+	g.Go(func() error { return a.Workflows.Run(gctx) })
+	if !a.opts.OneShot {
+		g.Go(func() error { return a.Bus.Run(gctx) })
+		g.Go(func() error { return a.housekeeping(gctx) })
+		g.Go(func() error { return a.reembed(gctx) })
+		g.Go(func() error { return a.runDreaming(gctx) })
+		g.Go(func() error { return a.Scheduler.Run(gctx) })
+		g.Go(func() error { return a.runBackground(gctx) })
+		// The shell sandbox's self-test starts child processes: it runs
+		// beside the ready signal, and the first shell command waits for
+		// it. Its failure (sandbox required but not working) is logged by
+		// the shell and refuses every command; it does not stop the agent.
+		g.Go(func() error { _ = a.core.Prepare(gctx); return nil })
+	}
 	a.Kernel.Ready(gctx)
 	close(a.ready)
 	startup := time.Since(a.started)
 	a.trace.phase("run to ready", time.Since(runStart))
 	a.trace.log(a.Logger)
-	g.Go(func() error { return a.keepFootprint(gctx) })
+	if !a.opts.OneShot {
+		g.Go(func() error { return a.keepFootprint(gctx) })
+	}
 	a.Logger.Info("agent ready", "startup", startup.Round(100*time.Microsecond).String(), "data", a.opts.DataDir)
 	<-gctx.Done()
 	a.Logger.Info("shutting down")

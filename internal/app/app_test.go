@@ -19,6 +19,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/kernel"
+	"github.com/reverie-ai/reverie/tool"
 )
 
 func webInfo(t *testing.T) []extension.Info {
@@ -302,5 +303,55 @@ func TestUnreadableWorldStateIsUnusable(t *testing.T) {
 	_, err := New(context.Background(), Options{DataDir: dir, Env: []string{"REVERIE_WEB__LISTEN=127.0.0.1:0"}, Console: io.Discard, Registry: webInfo(t)})
 	if !errors.Is(err, datadir.ErrUnusable) || !strings.Contains(err.Error(), "world_state.json") {
 		t.Fatalf("start with an unreadable world_state.json: %v, want ErrUnusable naming the file", err)
+	}
+}
+
+// TestOneShotSandbox: with OneShot (reverie send) the shell sandbox is not
+// tested at start, and the first shell command waits for the test and runs
+// in the tested sandbox.
+func TestOneShotSandbox(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := New(ctx, Options{DataDir: dir, Console: io.Discard, Registry: []extension.Info{}, OneShot: true,
+		Env: []string{"REVERIE_LOG__FILE=false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	<-a.Ready()
+	if a.core.Prepared() {
+		t.Fatal("the sandbox was tested at start with OneShot")
+	}
+	var shellTool tool.Tool
+	for _, tl := range a.coreTools {
+		if tl.Name() == "execute_shell" {
+			shellTool = tl
+		}
+	}
+	if shellTool == nil {
+		t.Fatal("no execute_shell tool")
+	}
+	if d := shellTool.Description(); !strings.Contains(d, "sandbox") {
+		t.Fatalf("execute_shell description %q says nothing of the sandbox", d)
+	}
+	res, err := shellTool.Call(ctx, json.RawMessage(`{"command":"echo ok"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.core.Prepared() {
+		t.Fatal("the first shell command ran before the sandbox was tested")
+	}
+	var out struct{ Output, Sandbox string }
+	if err := json.Unmarshal([]byte(res.Content), &out); err != nil {
+		t.Fatalf("result %q: %v", res.Content, err)
+	}
+	if strings.TrimSpace(out.Output) != "ok" || !strings.HasPrefix(a.core.SandboxStatus(), out.Sandbox) {
+		t.Fatalf("first command: output %q sandbox %q; the tested sandbox is %q", out.Output, out.Sandbox, a.core.SandboxStatus())
+	}
+	if d := shellTool.Description(); strings.Contains(d, "tested before the first command") {
+		t.Fatalf("execute_shell description after the test = %q; want what was tested", d)
 	}
 }

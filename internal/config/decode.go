@@ -66,7 +66,7 @@ func (d *decoder) errf(n ast.Node, key, format string, args ...any) *Error {
 // parse parses one YAML document and collects its anchors. It returns nil
 // for an empty document.
 func (d *decoder) parse(data []byte) (ast.Node, error) {
-	f, err := parser.ParseBytes(data, 0)
+	f, err := parser.ParseBytes(blankCommentLines(data), 0)
 	if err != nil {
 		var ye yaml.Error
 		if errors.As(err, &ye) {

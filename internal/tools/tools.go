@@ -159,6 +159,9 @@ func New(cfg Config, logger *slog.Logger) (*Tools, error) {
 // is ready. In sandbox mode required, the error says that no layer works.
 func (t *Tools) Prepare(ctx context.Context) error { return t.shell.Prepare(ctx) }
 
+// Prepared reports whether the shell sandbox's self-test has finished.
+func (t *Tools) Prepared() bool { return t.shell.Prepared() }
+
 func (c Config) validate() error {
 	var errs []error
 	if c.Workspace == "" {

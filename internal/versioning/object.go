@@ -132,7 +132,8 @@ type store struct {
 	cache map[oid]cached
 	// pending are the objects staged since the last flush.
 	pending map[oid]pendingObject
-	// zw and buf compress objects (a zlib writer is costly to allocate).
+	// zw and buf compress the objects of one commit (a zlib writer is
+	// costly to allocate; discard drops it).
 	zw  *zlib.Writer
 	buf bytes.Buffer
 }
@@ -321,6 +322,9 @@ func (s *store) discard() {
 		os.Remove(p.tmp)
 	}
 	clear(s.pending)
+	// The compressor serves the objects of one commit: kept between
+	// commits, its ~800 KB would stay in the heap of an idle agent.
+	s.zw, s.buf = nil, bytes.Buffer{}
 }
 
 // File modes of tree entries.

@@ -721,3 +721,26 @@ func TestBigFileLeftOut(t *testing.T) {
 		t.Errorf("big file: files %v, logs %s", rev.Files, logs.String())
 	}
 }
+
+// TestCommitKeepsNoCompressor: the zlib writer that compresses a commit's
+// objects is dropped after the commit (an idle agent kept ~800 KB of it),
+// and the next commit compresses its objects again.
+func TestCommitKeepsNoCompressor(t *testing.T) {
+	dir := dataDir(t)
+	r := open(t, dir)
+	for i, content := range []string{"one\n", "two\n"} {
+		write(t, dir, "MEMORIES.txt", content)
+		if _, err := r.CommitAll(t.Context(), fmt.Sprintf("commit %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		r.mu.Lock()
+		zw := r.git.objects.zw
+		r.mu.Unlock()
+		if zw != nil {
+			t.Fatalf("commit %d: the store keeps its zlib writer", i)
+		}
+	}
+	if got := headFiles(t, r); !slices.Contains(got, "MEMORIES.txt") {
+		t.Fatalf("head files %v", got)
+	}
+}

@@ -137,6 +137,9 @@ type Shell struct {
 	preparing  chan struct{} // closed when the running setup ends
 	prepared   bool
 	prepareErr error
+
+	expectOnce sync.Once
+	expect     string // Describe before Prepare has finished (expected)
 }
 
 // New builds a Shell. Unless Mode is off, the sandbox layers are tested
@@ -258,6 +261,14 @@ func (s *Shell) Prepare(ctx context.Context) error {
 		close(running)
 		return err
 	}
+}
+
+// Prepared reports whether the sandbox self-test has finished (Prepare
+// returned, or the sandbox is off).
+func (s *Shell) Prepared() bool {
+	s.prepareMu.Lock()
+	defer s.prepareMu.Unlock()
+	return s.prepared
 }
 
 // await is Prepare for the accessors, which have no context.
@@ -522,25 +533,73 @@ func (s *Shell) layerStatus(net string) string {
 }
 
 // Describe is the sentence of execute_shell's description that says what
-// the sandbox allows.
+// the sandbox allows. It never waits for the self-test: once Prepare has
+// finished it describes what was tested; before that (a turn that starts
+// while the test runs, or a one-shot `reverie send` that tests the sandbox
+// only on its first shell command) it describes the layers present on this
+// machine, which the test confirms in the common case, and says that a
+// command's result names the layers in force. The command itself always
+// waits for the test (Run).
 func (s *Shell) Describe() string {
-	if err := s.Prepare(context.Background()); err != nil {
+	s.prepareMu.Lock()
+	prepared, err := s.prepared, s.prepareErr
+	s.prepareMu.Unlock()
+	if !prepared {
+		return s.expected()
+	}
+	if err != nil {
 		return "This tool is unavailable: " + err.Error() + "."
 	}
-	if s.sandbox() == SandboxNone {
+	return describeLayers(s.bwrap != "", s.abi, s.networkEnabled(), s.limits.Load().desc)
+}
+
+// expected describes the sandbox from the layers present (bubblewrap on
+// the PATH, Landlock in the kernel), before their self-test has run. It is
+// computed once: the probes are cheap but a turn asks for it every time.
+func (s *Shell) expected() string {
+	s.expectOnce.Do(func() {
+		abi, err := s.cfg.landlockABI()
+		if err != nil || abi < 1 {
+			abi = 0
+		}
+		bwrap := s.cfg.Bwrap
+		if bwrap == "" {
+			bwrap = "bwrap"
+		}
+		_, err = exec.LookPath(bwrap)
+		hasBwrap := err == nil
+		launcher := abi > 0 || s.cfg.launcher != ""
+		if !launcher {
+			_, lerr := os.Executable()
+			launcher = lerr == nil
+		}
+		plan := planLimits(s.cfg.Limits, launcher, hasBwrap, s.cfg.noCgroup)
+		if hasBwrap && s.cfg.Limits.Memory > 0 { // bubblewrap's /tmp is bounded like memory (setup)
+			plan.desc = strings.TrimPrefix(plan.desc+", /tmp "+formatBytes(s.cfg.Limits.Memory), "none, ")
+		}
+		net := s.cfg.Network || (!hasBwrap && abi < 4)
+		s.expect = describeLayers(hasBwrap, abi, net, plan.desc) +
+			` (The sandbox is tested before the first command runs; if a layer fails its test, the result's "sandbox" and "note" say what is in force.)`
+	})
+	return s.expect
+}
+
+// describeLayers is Describe's sentence for a set of layers.
+func describeLayers(bwrap bool, abi int, network bool, limits string) string {
+	if !bwrap && abi == 0 {
 		return `WARNING: no sandbox is active; commands run directly on the host with the assistant's permissions. Never run destructive commands without the user's explicit consent.`
 	}
 	d := `Commands run in a sandbox: only the workspace and a private /tmp are writable, system directories are read-only, HOME is the workspace`
-	if s.bwrap == "" {
+	if !bwrap {
 		d = `Commands run in a sandbox: only the workspace and a private temporary directory ($TMPDIR, not /tmp) are writable, system directories are read-only, other files (outside the workspace) cannot be read, HOME is the workspace`
 	}
-	if s.networkEnabled() {
+	if network {
 		d += `, and the network is available.`
 	} else {
 		d += `, and there is no network access (use fetch_url and search_web instead).`
 	}
-	if desc := s.limits.Load().desc; desc != "none" {
-		d += " Limits per command: " + desc + "."
+	if limits != "none" {
+		d += " Limits per command: " + limits + "."
 	}
 	return d
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -675,5 +676,55 @@ func TestPrepareCancelledIsNotKept(t *testing.T) {
 	}
 	if got := s.Sandbox(); got != want {
 		t.Fatalf("Sandbox() after a cancelled Prepare = %q (%s); want %q", got, s.Status(), want)
+	}
+}
+
+// TestDescribeDoesNotWait: execute_shell's description is available before
+// the sandbox self-test has run and does not start it (a one-shot turn that
+// runs no command pays nothing for it); the first command still waits for
+// the test and runs in the tested sandbox, and the description then says
+// what was tested, which is the expected one without its proviso when the
+// layers present passed their test.
+func TestDescribeDoesNotWait(t *testing.T) {
+	ws, err := workspace.Open(filepath.Join(t.TempDir(), "ws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(t.Context(), Config{Workspace: ws, Mode: ModeAuto}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.Describe()
+	s.prepareMu.Lock()
+	started := s.prepared || s.preparing != nil
+	s.prepareMu.Unlock()
+	if started {
+		t.Fatal("Describe started the sandbox self-test")
+	}
+	if !strings.Contains(before, "tested before the first command") {
+		t.Fatalf("Describe() before the test = %q; want it to say the sandbox is tested before the first command", before)
+	}
+	res, err := s.Run(t.Context(), Args{Command: "echo ok"})
+	if err != nil || strings.TrimSpace(res.Output) != "ok" {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	s.prepareMu.Lock()
+	prepared := s.prepared
+	s.prepareMu.Unlock()
+	if !prepared {
+		t.Fatal("the first command ran without the sandbox self-test")
+	}
+	if res.Sandbox != s.Sandbox() {
+		t.Fatalf("the first command ran with sandbox %q; the tested sandbox is %q", res.Sandbox, s.Sandbox())
+	}
+	after := s.Describe()
+	if strings.Contains(after, "tested before the first command") {
+		t.Fatalf("Describe() after the test = %q; want the tested layers", after)
+	}
+	_, lookErr := exec.LookPath("bwrap")
+	abi, abiErr := sandbox.ABI()
+	present := (lookErr == nil) == (s.bwrap != "") && ((abiErr == nil && abi >= 1) == (s.abi > 0))
+	if present && !strings.HasPrefix(before, after) {
+		t.Fatalf("the layers present passed their test, but the description changed:\nbefore %q\nafter  %q", before, after)
 	}
 }
