@@ -6,14 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"weak"
 )
 
 // ErrBadMigration is returned by Migrate for a migration file whose name
@@ -40,9 +36,6 @@ func Migrate(ctx context.Context, db *sql.DB, component string, files fs.FS, dir
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", component, err)
 	}
-	if known.covers(ctx, db, component, migs) {
-		return nil
-	}
 	applied, err := appliedVersions(ctx, db, component)
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", component, err)
@@ -54,84 +47,8 @@ func Migrate(ctx context.Context, db *sql.DB, component string, files fs.FS, dir
 		if err := applyMigration(ctx, db, component, m.version, m.name, m.sql); err != nil {
 			return fmt.Errorf("migrate %s: apply %s: %w", component, m.name, err)
 		}
-		applied[m.version] = true
 	}
-	known.record(db, component, applied)
 	return nil
-}
-
-// known remembers, per open database, the migrations recorded as applied:
-// read once for every component (the first Migrate on a database reads the
-// whole schema_migrations table), so that the twenty-odd components of an
-// up-to-date database cost one query at start instead of one each. It only
-// ever answers "applied" for a version the database recorded, and applied
-// migrations are never undone; anything else goes the way of a first start.
-// Databases are held weakly (a closed one's memory is not kept, and a new
-// one at the same address is not mistaken for it).
-var known appliedCache
-
-type appliedCache struct {
-	mu   sync.Mutex
-	byDB map[weak.Pointer[sql.DB]]map[string]map[int]bool
-}
-
-// covers reports whether every migration of migs is known to be applied
-// for component, reading the database's record on its first use.
-func (c *appliedCache) covers(ctx context.Context, db *sql.DB, component string, migs []migration) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key := weak.Make(db)
-	all, ok := c.byDB[key]
-	if !ok {
-		all = map[string]map[int]bool{}
-		if err := Each(ctx, db, func(rows *sql.Rows) error {
-			var comp string
-			var v int
-			if err := rows.Scan(&comp, &v); err != nil {
-				return err
-			}
-			if all[comp] == nil {
-				all[comp] = map[int]bool{}
-			}
-			all[comp][v] = true
-			return nil
-		}, `SELECT component, version FROM schema_migrations`); err != nil {
-			return false // a new database (no table yet), or a failed read: Migrate reads again
-		}
-		c.store(db, key, all)
-	}
-	for _, m := range migs {
-		if !all[component][m.version] {
-			return false
-		}
-	}
-	return true
-}
-
-// record adds component's applied versions to what is known of db.
-func (c *appliedCache) record(db *sql.DB, component string, applied map[int]bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key := weak.Make(db)
-	all, ok := c.byDB[key]
-	if !ok {
-		all = map[string]map[int]bool{}
-		c.store(db, key, all)
-	}
-	all[component] = maps.Clone(applied)
-}
-
-// store keeps all for db until db is garbage collected; c.mu is held.
-func (c *appliedCache) store(db *sql.DB, key weak.Pointer[sql.DB], all map[string]map[int]bool) {
-	if c.byDB == nil {
-		c.byDB = map[weak.Pointer[sql.DB]]map[string]map[int]bool{}
-	}
-	c.byDB[key] = all
-	runtime.AddCleanup(db, func(key weak.Pointer[sql.DB]) {
-		c.mu.Lock()
-		delete(c.byDB, key)
-		c.mu.Unlock()
-	}, key)
 }
 
 // appliedVersions reads the versions recorded for component, creating the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -209,61 +208,5 @@ func TestDatabaseFilesArePrivate(t *testing.T) {
 			}
 			check(t, file)
 		})
-	}
-}
-
-// TestMigrateKnownApplied: after one read of a database's applied
-// migrations, an up-to-date component is not read again, but a component
-// with a new file, a component never seen and another database (also one
-// opened after the first was closed) are migrated as on a first start.
-func TestMigrateKnownApplied(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	create := fstest.MapFS{"001_create.sql": {Data: []byte(`CREATE TABLE a (id INTEGER PRIMARY KEY);`)}}
-	for round := range 2 {
-		// A second database on a new file, opened after the first was closed.
-		db, err := Open(ctx, filepath.Join(dir, fmt.Sprintf("db%d.db", round)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 2 {
-			if err := Migrate(ctx, db, "comp", create); err != nil {
-				t.Fatalf("round %d: %v", round, err)
-			}
-		}
-		if err := Migrate(ctx, db, "other", fstest.MapFS{"001_b.sql": {Data: []byte(`CREATE TABLE b (id INTEGER);`)}}); err != nil {
-			t.Fatal(err)
-		}
-		more := fstest.MapFS{"001_create.sql": create["001_create.sql"],
-			"002_row.sql": {Data: []byte(`INSERT INTO a (id) VALUES (7);`)}}
-		for range 2 {
-			if err := Migrate(ctx, db, "comp", more); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM a`).Scan(&n); err != nil || n != 1 {
-			t.Fatalf("round %d: rows of a = %d, %v; want 1 (the new file applied once)", round, n, err)
-		}
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM b`).Scan(&n); err != nil || n != 0 {
-			t.Fatalf("round %d: table b: %d, %v", round, n, err)
-		}
-		db.Close()
-	}
-	// A process that reopens an up-to-date database finds everything
-	// applied in one read, and still applies what is new.
-	db, err := Open(ctx, filepath.Join(dir, "db0.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	newer := fstest.MapFS{"001_b.sql": {Data: []byte(`CREATE TABLE b (id INTEGER);`)},
-		"002_row.sql": {Data: []byte(`INSERT INTO b (id) VALUES (1);`)}}
-	if err := Migrate(ctx, db, "other", newer); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM b`).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("rows of b = %d, %v; want 1", n, err)
 	}
 }
