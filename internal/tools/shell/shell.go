@@ -445,12 +445,19 @@ func (s *Shell) planLimits(noCgroup bool, why string) *limitPlan {
 	if why != "" {
 		p.missing = joinNotes(p.missing, why)
 	}
-	if s.tmpSize > 0 {
-		p.desc = strings.TrimPrefix(p.desc+", /tmp "+formatBytes(s.tmpSize), "none, ")
-	}
+	p.desc = withTmpLimit(p.desc, s.tmpSize)
 	p.missing = joinNotes(p.missing, s.tmpNote)
 	s.limits.Store(&p)
 	return &p
+}
+
+// withTmpLimit adds bubblewrap's /tmp size (0: unbounded, not named) to a
+// plan's description of the limits.
+func withTmpLimit(desc string, tmpSize int64) string {
+	if tmpSize <= 0 {
+		return desc
+	}
+	return strings.TrimPrefix(desc+", /tmp "+formatBytes(tmpSize), "none, ")
 }
 
 // dropCgroups stops using cgroups after one failed, and says so in every
@@ -574,8 +581,8 @@ func (s *Shell) expected() string {
 			launcher = lerr == nil
 		}
 		plan := planLimits(s.cfg.Limits, launcher, hasBwrap, s.cfg.noCgroup)
-		if hasBwrap && s.cfg.Limits.Memory > 0 { // bubblewrap's /tmp is bounded like memory (setup)
-			plan.desc = strings.TrimPrefix(plan.desc+", /tmp "+formatBytes(s.cfg.Limits.Memory), "none, ")
+		if hasBwrap { // bubblewrap's /tmp is bounded like memory (setup)
+			plan.desc = withTmpLimit(plan.desc, s.cfg.Limits.Memory)
 		}
 		net := s.cfg.Network || (!hasBwrap && abi < 4)
 		s.expect = describeLayers(hasBwrap, abi, net, plan.desc) +
