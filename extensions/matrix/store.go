@@ -145,18 +145,13 @@ func (s *store) removePending(ctx context.Context, eventID string) error {
 func (s *store) pendingEvents(ctx context.Context) ([]storedPending, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, `SELECT event_id, event FROM matrix_pending ORDER BY since_ms`)
+	out, err := extension.Rows(ctx, s.db, func(row extension.Scanner) (storedPending, error) {
+		var evID, ev string
+		err := row.Scan(&evID, &ev)
+		return storedPending{id: evID, event: []byte(ev)}, err
+	}, `SELECT event_id, event FROM matrix_pending ORDER BY since_ms`)
 	if err != nil {
 		return nil, fmt.Errorf("read the waiting matrix events: %w", err)
 	}
-	defer rows.Close()
-	var out []storedPending
-	for rows.Next() {
-		var evID, ev string
-		if err := rows.Scan(&evID, &ev); err != nil {
-			return nil, fmt.Errorf("read the waiting matrix events: %w", err)
-		}
-		out = append(out, storedPending{id: evID, event: []byte(ev)})
-	}
-	return out, rows.Err()
+	return out, nil
 }

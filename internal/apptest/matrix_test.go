@@ -680,21 +680,10 @@ func (r *sleepRecorder) count() int {
 // request within the cooloff is answered M_LIMIT_EXCEEDED.
 func exhaustRateLimit(t *testing.T, w *mxWorld, dataDir string, threshold int) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dataDir, "matrix/session.json"))
+	cli, err := botClient(w, dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sess struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.Unmarshal(b, &sess); err != nil || sess.AccessToken == "" {
-		t.Fatalf("session.json: %v", err)
-	}
-	cli, err := mautrix.NewClient(w.srv.URL(), id.UserID(w.bot), sess.AccessToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli.Client = &http.Client{Timeout: 10 * time.Second}
 	defer cli.Client.CloseIdleConnections()
 	for i := 0; i <= threshold; i++ {
 		if _, err = cli.Whoami(context.Background()); errors.Is(err, mautrix.MLimitExceeded) {
@@ -704,28 +693,36 @@ func exhaustRateLimit(t *testing.T, w *mxWorld, dataDir string, threshold int) {
 	t.Fatalf("%d whoami calls within the cooloff were not rate-limited: %v", threshold+1, err)
 }
 
-// keepRateLimited keeps the bot device's rate-limit budget spent (whoami
-// with its own access token) until done reports true or the wait times
-// out; it reports a failure with t.Error, so it may run in a goroutine.
-func keepRateLimited(t *testing.T, w *mxWorld, dataDir string, done func() bool) {
+// botClient is a client of the bot's device: the access token the channel
+// stored in the data dir.
+func botClient(w *mxWorld, dataDir string) (*mautrix.Client, error) {
 	b, err := os.ReadFile(filepath.Join(dataDir, "matrix/session.json"))
 	if err != nil {
-		t.Error(err)
-		return
+		return nil, err
 	}
 	var sess struct {
 		AccessToken string `json:"access_token"`
 	}
 	if err := json.Unmarshal(b, &sess); err != nil || sess.AccessToken == "" {
-		t.Errorf("session.json: %v", err)
-		return
+		return nil, fmt.Errorf("session.json holds no access token: %v", err)
 	}
 	cli, err := mautrix.NewClient(w.srv.URL(), id.UserID(w.bot), sess.AccessToken)
+	if err != nil {
+		return nil, err
+	}
+	cli.Client = &http.Client{Timeout: 10 * time.Second}
+	return cli, nil
+}
+
+// keepRateLimited keeps the bot device's rate-limit budget spent (whoami
+// with its own access token) until done reports true or the wait times
+// out; it reports a failure with t.Error, so it may run in a goroutine.
+func keepRateLimited(t *testing.T, w *mxWorld, dataDir string, done func() bool) {
+	cli, err := botClient(w, dataDir)
 	if err != nil {
 		t.Error(err)
 		return
 	}
-	cli.Client = &http.Client{Timeout: 10 * time.Second}
 	defer cli.Client.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), matrixtest.WaitTimeout)
 	defer cancel()
