@@ -23,12 +23,14 @@ start every enabled extension and serve until SIGINT or SIGTERM, then shut down 
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			restoreGC := relaxGC(env)
 			a, err := app.New(ctx, app.Options{
 				DataDir:    dir,
 				ConfigPath: g.config,
 				Env:        env,
 				Console:    cmd.ErrOrStderr(),
 			})
+			restoreGC()
 			if err != nil {
 				return err
 			}

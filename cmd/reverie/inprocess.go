@@ -42,6 +42,14 @@ func (p inProcess) start(ctx context.Context, cmd *cobra.Command, g *globalFlags
 	if v, _ := cmd.Flags().GetBool("verbose"); v {
 		logs = cmd.ErrOrStderr()
 	}
+	// A one-shot command keeps the start's collector pace until it stops
+	// the agent; an agent that stays goes back to the usual pace once built.
+	restoreGC := relaxGC(p.env)
+	defer func() {
+		if !p.oneShot || err != nil {
+			restoreGC()
+		}
+	}()
 	a, err = app.New(ctx, app.Options{DataDir: p.dir, ConfigPath: g.config, Env: p.env, Console: logs, Registry: registry, OneShot: p.oneShot})
 	if err != nil {
 		if errors.Is(err, datadir.ErrLocked) {
@@ -54,7 +62,7 @@ func (p inProcess) start(ctx context.Context, cmd *cobra.Command, g *globalFlags
 	go func() { done <- a.Run(runCtx) }()
 	select {
 	case <-a.Ready():
-		return a, func() { cancel(); <-done }, nil
+		return a, func() { cancel(); <-done; restoreGC() }, nil
 	case err := <-done:
 		cancel()
 		return nil, nil, err

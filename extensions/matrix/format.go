@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -17,12 +18,15 @@ import (
 
 // markdown renders the model's markdown to HTML safely: goldmark without
 // its unsafe mode escapes raw HTML and drops javascript:, vbscript:, file:
-// and data: links.
-var markdown = goldmark.New(
-	goldmark.WithExtensions(gmext.Strikethrough, gmext.Table, gmext.Linkify),
-	goldmark.WithRendererOptions(gmhtml.WithHardWraps(),
-		renderer.WithNodeRenderers(util.Prioritized(escapeRawHTML{}, 100))),
-)
+// and data: links. It is built on first use: a process that never sends to
+// Matrix does not pay for it.
+var markdown = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(gmext.Strikethrough, gmext.Table, gmext.Linkify),
+		goldmark.WithRendererOptions(gmhtml.WithHardWraps(),
+			renderer.WithNodeRenderers(util.Prioritized(escapeRawHTML{}, 100))),
+	)
+})
 
 // escapeRawHTML shows HTML written in the markdown as text (goldmark would
 // drop it: "<ok>" must not vanish from a reply).
@@ -69,7 +73,7 @@ var singleParagraph = regexp.MustCompile(`^<p>([^<]*(?:<(?:strong|em|code|del|a)
 func render(md string) event.MessageEventContent {
 	c := event.MessageEventContent{MsgType: event.MsgText, Body: md, Mentions: &event.Mentions{}}
 	var buf bytes.Buffer
-	if err := markdown.Convert([]byte(md), &buf); err != nil {
+	if err := markdown().Convert([]byte(md), &buf); err != nil {
 		return c
 	}
 	out := strings.TrimSpace(buf.String())

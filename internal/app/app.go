@@ -153,6 +153,8 @@ type App struct {
 	toolsMu      sync.RWMutex
 	tools        []tool.Tool
 	started      time.Time
+	// warming is the goroutine of warmTools; close waits for it.
+	warming sync.WaitGroup
 	ready        chan struct{}
 	created      []string    // default files the data dir got at this start
 	trace        *startTrace // start-up phase durations (nil: not traced)
@@ -247,12 +249,8 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	a.trace = newStartTrace(opts.Env)
 	phases := []startPhase{
 		{"data dir", a.prepareDataDir},
-		{"config", a.loadConfig},
-		{"prompt files", a.validatePromptFiles},
-		{"logging", a.setUpLogging},
-		{"lock", a.lockDataDir},
+		{"config, beside lock and database", a.configBesideDatabase},
 		{"data dir history", a.openVersions},
-		{"database", a.openDatabase},
 		{"world state", a.openWorld},
 		{"event bus", a.openBus},
 		{"kernel", a.loadKernel},
@@ -266,13 +264,21 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 		{"tools and jobs", a.finishTools},
 	}
 	for _, p := range phases {
-		t := time.Now()
-		if err := p.run(ctx); err != nil {
+		if err := a.tracePhase(ctx, p.name, p.run); err != nil {
 			return nil, err
 		}
-		a.trace.phase(p.name, time.Since(t))
 	}
 	return a, nil
+}
+
+// tracePhase runs one start-up phase and records how long it took.
+func (a *App) tracePhase(ctx context.Context, name string, run func(context.Context) error) error {
+	t := time.Now()
+	if err := run(ctx); err != nil {
+		return err
+	}
+	a.trace.phase(name, time.Since(t))
+	return nil
 }
 
 // prepareDataDir creates the data dir's missing default files and checks
@@ -365,25 +371,61 @@ func (a *App) setUpLogging(context.Context) error {
 	return nil
 }
 
-// lockDataDir takes the data dir lock (one agent per data dir).
-func (a *App) lockDataDir(context.Context) error {
-	release, err := datadir.Lock(a.opts.DataDir)
+// configBesideDatabase loads the configuration, checks the prompt files
+// and sets up logging while another goroutine takes the data dir lock and
+// opens the database: each side takes a few milliseconds of CPU and needs
+// nothing of the other. It waits for both; a configuration error is
+// reported first, as when they ran one after the other. The lock and the
+// database are closed after logging, as before (closers run in reverse).
+func (a *App) configBesideDatabase(ctx context.Context) error {
+	opened := make(chan lockedDatabase, 1)
+	go func() { opened <- a.lockAndOpenDatabase(ctx) }()
+	err := a.tracePhase(ctx, "config", a.loadConfig)
+	if err == nil {
+		err = a.tracePhase(ctx, "prompt files", a.validatePromptFiles)
+	}
+	if err == nil {
+		err = a.tracePhase(ctx, "logging", a.setUpLogging)
+	}
+	o := <-opened
+	if o.release != nil {
+		a.onClose("data dir lock", o.release)
+	}
+	if o.db != nil {
+		a.onClose("database", o.db.Close)
+		a.DB = o.db
+	}
+	a.trace.phase("lock and database (beside)", o.took)
 	if err != nil {
 		return err
 	}
-	a.onClose("data dir lock", release)
-	return nil
+	return o.err
 }
 
-// openDatabase opens reverie.db.
-func (a *App) openDatabase(ctx context.Context) error {
+// lockedDatabase is what lockAndOpenDatabase opened, for its caller to
+// register (closers are registered on one goroutine, in order).
+type lockedDatabase struct {
+	release func() error
+	db      *sql.DB
+	took    time.Duration
+	err     error
+}
+
+// lockAndOpenDatabase takes the data dir lock (one agent per data dir) and
+// then opens reverie.db.
+func (a *App) lockAndOpenDatabase(ctx context.Context) (o lockedDatabase) {
+	start := time.Now()
+	defer func() { o.took = time.Since(start) }()
+	if o.release, o.err = datadir.Lock(a.opts.DataDir); o.err != nil {
+		return o
+	}
 	db, err := sqlite.Open(ctx, filepath.Join(a.opts.DataDir, DatabaseFile))
 	if err != nil {
-		return datadir.Unusable(err)
+		o.err = datadir.Unusable(err)
+		return o
 	}
-	a.onClose("database", db.Close)
-	a.DB = db
-	return nil
+	o.db = db
+	return o
 }
 
 // openWorld loads world_state.json.
@@ -508,6 +550,13 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.Kernel.Run(gctx) })
 	g.Go(func() error { return a.Approvals.Run(gctx) })
 	g.Go(func() error { return a.Workflows.Run(gctx) })
+	a.Kernel.Ready(gctx)
+	close(a.ready)
+	startup := time.Since(a.started)
+	a.trace.phase("run to ready", time.Since(runStart))
+	a.trace.log(a.Logger)
+	// The background work starts once /healthz answers: none of it is
+	// needed to serve a request, and at start it competes for the cores.
 	if !a.opts.OneShot {
 		g.Go(func() error { return a.Bus.Run(gctx) })
 		g.Go(func() error { return a.housekeeping(gctx) })
@@ -515,19 +564,13 @@ func (a *App) Run(ctx context.Context) error {
 		g.Go(func() error { return a.runDreaming(gctx) })
 		g.Go(func() error { return a.Scheduler.Run(gctx) })
 		g.Go(func() error { return a.runBackground(gctx) })
-		// The shell sandbox's self-test starts child processes: it runs
-		// beside the ready signal, and the first shell command waits for
-		// it. Its failure (sandbox required but not working) is logged by
-		// the shell and refuses every command; it does not stop the agent.
+		// The shell sandbox's self-test starts child processes; the first
+		// shell command waits for it. Its failure (sandbox required but
+		// not working) is logged by the shell and refuses every command;
+		// it does not stop the agent.
 		g.Go(func() error { _ = a.core.Prepare(gctx); return nil })
-	}
-	a.Kernel.Ready(gctx)
-	close(a.ready)
-	startup := time.Since(a.started)
-	a.trace.phase("run to ready", time.Since(runStart))
-	a.trace.log(a.Logger)
-	if !a.opts.OneShot {
 		g.Go(func() error { return a.keepFootprint(gctx) })
+		g.Go(func() error { return a.warmTurnTools(gctx) })
 	}
 	a.Logger.Info("agent ready", "startup", startup.Round(100*time.Microsecond).String(), "data", a.opts.DataDir)
 	<-gctx.Done()
@@ -549,6 +592,7 @@ func (a *App) Ready() <-chan struct{} { return a.ready }
 func (a *App) Close() error { return a.close() }
 
 func (a *App) close() error {
+	a.warming.Wait()
 	var errs []error
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		c := a.closers[i]

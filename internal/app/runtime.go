@@ -27,6 +27,11 @@ const (
 	archivedMessageRetention = conversation.DefaultPurgeAge
 	interactionRetention     = 90 * 24 * time.Hour
 	housekeepingInterval     = 6 * time.Hour
+	// housekeepingDelay is the wait before the first pass: its purges are
+	// write transactions that nobody waits for, so they stay out of the
+	// start (where they held the write lock while the event bus, the
+	// scheduler and the first requests opened further connections).
+	housekeepingDelay = time.Minute
 )
 
 // buildRuntime creates the agent runtime: model router, conversation store,
@@ -230,9 +235,16 @@ func (a *App) turnTools() []tool.Tool {
 }
 
 // housekeeping prunes delivered events, archived messages past their
-// retention and old interaction log entries: once at start, then every
-// housekeepingInterval. It returns when ctx ends.
+// retention and old interaction log entries: housekeepingDelay after
+// start, then every housekeepingInterval. It returns when ctx ends.
 func (a *App) housekeeping(ctx context.Context) error {
+	first := time.NewTimer(housekeepingDelay)
+	defer first.Stop()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-first.C:
+	}
 	t := time.NewTicker(housekeepingInterval)
 	defer t.Stop()
 	for {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/conversation"
@@ -58,6 +59,11 @@ func (a *App) buildScheduler(ctx context.Context) error {
 	a.Scheduler = s
 	a.onClose("scheduler", s.Close)
 	a.runtimeTools = append(a.runtimeTools, s.Tools()...)
+	if a.opts.OneShot {
+		// The core and runtime tools are all built: warm them beside the
+		// rest of the start (see warmTools).
+		a.warmTools(slices.Concat(a.coreTools, a.runtimeTools))
+	}
 	if err := a.buildHeartbeat(ctx); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ package id
 import (
 	"regexp"
 	"strconv"
+	"sync"
 )
 
 type ParsedServerNameType int
@@ -25,17 +26,22 @@ type ParsedServerName struct {
 	Port int
 }
 
-var ServerNameRegex = regexp.MustCompile(`^(?:\[([0-9A-Fa-f:.]{2,45})]|(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})|([0-9A-Za-z.-]{1,255}))(?::(\d{1,5}))?$`)
+// ServerNameRegex returns the compiled server name pattern. Reverie's copy:
+// upstream compiles it into a package variable at init, which costs every
+// process of the program ~250 KB and 0.2 ms whether or not it uses Matrix.
+var ServerNameRegex = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:\[([0-9A-Fa-f:.]{2,45})]|(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})|([0-9A-Za-z.-]{1,255}))(?::(\d{1,5}))?$`)
+})
 
 func ValidateServerName(serverName string) bool {
-	return len(serverName) <= 255 && len(serverName) > 0 && ServerNameRegex.MatchString(serverName)
+	return len(serverName) <= 255 && len(serverName) > 0 && ServerNameRegex().MatchString(serverName)
 }
 
 func ParseServerName(serverName string) *ParsedServerName {
 	if len(serverName) > 255 || len(serverName) < 1 {
 		return nil
 	}
-	match := ServerNameRegex.FindStringSubmatch(serverName)
+	match := ServerNameRegex().FindStringSubmatch(serverName)
 	if len(match) != 5 {
 		return nil
 	}
