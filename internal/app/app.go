@@ -155,9 +155,9 @@ type App struct {
 	started      time.Time
 	// warming is the goroutine of warmTools; close waits for it.
 	warming sync.WaitGroup
-	ready        chan struct{}
-	created      []string    // default files the data dir got at this start
-	trace        *startTrace // start-up phase durations (nil: not traced)
+	ready   chan struct{}
+	created []string    // default files the data dir got at this start
+	trace   *startTrace // start-up phase durations (nil: not traced)
 
 	// Secrets are every secret value of the configuration, the
 	// environment's model keys and the extensions' credentials
