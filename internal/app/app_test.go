@@ -120,6 +120,33 @@ func TestOneAgentPerDataDir(t *testing.T) {
 	}
 }
 
+// TestBadConfigBesideLockedDataDir: the configuration is loaded while the
+// lock is taken and the database opened on another goroutine; a bad
+// configuration is still the error reported (as when they ran in turn),
+// and the agent holding the data dir keeps running untouched.
+func TestBadConfigBesideLockedDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	a, base, stop := startApp(t, dir)
+	defer stop()
+	waitHealthy(t, a, base)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("log:\n  level: info\n  colour: red\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_, err := New(context.Background(), Options{DataDir: dir, ConfigPath: bad, Console: io.Discard, Registry: webInfo(t)})
+		var cerr *config.Error
+		if !errors.As(err, &cerr) || errors.Is(err, datadir.ErrLocked) {
+			t.Fatalf("bad config on a locked data dir: err = %v, want only the *config.Error", err)
+		}
+	}
+	_, err := New(context.Background(), Options{DataDir: dir, Env: []string{"REVERIE_WEB__LISTEN=127.0.0.1:0"}, Console: io.Discard, Registry: webInfo(t)})
+	if !errors.Is(err, datadir.ErrLocked) {
+		t.Fatalf("the first agent lost its lock: err = %v, want ErrLocked", err)
+	}
+	waitHealthy(t, a, base)
+}
+
 func TestBadConfig(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
