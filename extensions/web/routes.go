@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -23,7 +24,12 @@ func (w *Web) routes() http.Handler {
 	root := http.NewServeMux()
 	// /healthz is outside the Host check (see checkHost).
 	root.HandleFunc("GET /healthz", w.healthz)
-	root.Handle("/api/", w.guard(w.apiMux()))
+	// The API's mux (60-odd patterns, each checked against the others) is
+	// built by the first API request rather than on the start's path.
+	apiMux := sync.OnceValue(w.apiMux)
+	root.Handle("/api/", w.guard(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		apiMux().ServeHTTP(rw, r)
+	})))
 	root.Handle("/", w.endpointOr(pageHandler()))
 	return securityHeaders(w.checkHost(root))
 }
