@@ -529,6 +529,11 @@ func (a *App) finishTools(ctx context.Context) error {
 		return err
 	}
 	a.collectTools()
+	if a.opts.OneShot {
+		// The extensions' and the agents' tools (the core and runtime
+		// ones are warming since the scheduler was built).
+		a.warmTools(a.turnTools())
+	}
 	a.checkProfiles()
 	a.registerJobs(ctx)
 	return nil
