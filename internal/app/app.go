@@ -249,8 +249,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	a.trace = newStartTrace(opts.Env)
 	phases := []startPhase{
 		{"data dir", a.prepareDataDir},
-		{"config, beside lock and database", a.configBesideDatabase},
-		{"data dir history", a.openVersions},
+		{"config, beside lock, database and history", a.configBesideDatabase},
 		{"world state", a.openWorld},
 		{"event bus", a.openBus},
 		{"kernel", a.loadKernel},
@@ -372,14 +371,16 @@ func (a *App) setUpLogging(context.Context) error {
 }
 
 // configBesideDatabase loads the configuration, checks the prompt files
-// and sets up logging while another goroutine takes the data dir lock and
-// opens the database: each side takes a few milliseconds of CPU and needs
-// nothing of the other. It waits for both; a configuration error is
-// reported first, as when they ran one after the other. The lock and the
+// and sets up logging while another goroutine takes the data dir lock,
+// opens the database and then, once there is a logger, records the data
+// dir's history (openVersions): each side takes a few milliseconds of CPU
+// and needs nothing of the other. It waits for both; a configuration error
+// is reported first, as when they ran one after the other. The lock and the
 // database are closed after logging, as before (closers run in reverse).
 func (a *App) configBesideDatabase(ctx context.Context) error {
+	logged := make(chan bool, 1)
 	opened := make(chan lockedDatabase, 1)
-	go func() { opened <- a.lockAndOpenDatabase(ctx) }()
+	go func() { opened <- a.lockAndOpenDatabase(ctx, logged) }()
 	err := a.tracePhase(ctx, "config", a.loadConfig)
 	if err == nil {
 		err = a.tracePhase(ctx, "prompt files", a.validatePromptFiles)
@@ -387,6 +388,7 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 	if err == nil {
 		err = a.tracePhase(ctx, "logging", a.setUpLogging)
 	}
+	logged <- err == nil
 	o := <-opened
 	if o.release != nil {
 		a.onClose("data dir lock", o.release)
@@ -396,6 +398,9 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 		a.DB = o.db
 	}
 	a.trace.phase("lock and database (beside)", o.took)
+	if o.history > 0 {
+		a.trace.phase("data dir history (beside)", o.history)
+	}
 	if err != nil {
 		return err
 	}
@@ -405,17 +410,17 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 // lockedDatabase is what lockAndOpenDatabase opened, for its caller to
 // register (closers are registered on one goroutine, in order).
 type lockedDatabase struct {
-	release func() error
-	db      *sql.DB
-	took    time.Duration
-	err     error
+	release       func() error
+	db            *sql.DB
+	took, history time.Duration
+	err           error
 }
 
-// lockAndOpenDatabase takes the data dir lock (one agent per data dir) and
-// then opens reverie.db.
-func (a *App) lockAndOpenDatabase(ctx context.Context) (o lockedDatabase) {
+// lockAndOpenDatabase takes the data dir lock (one agent per data dir),
+// opens reverie.db and, when logged says the logger is set up, opens the
+// data dir's history (openVersions; it logs what it records).
+func (a *App) lockAndOpenDatabase(ctx context.Context, logged <-chan bool) (o lockedDatabase) {
 	start := time.Now()
-	defer func() { o.took = time.Since(start) }()
 	if o.release, o.err = datadir.Lock(a.opts.DataDir); o.err != nil {
 		return o
 	}
@@ -425,6 +430,12 @@ func (a *App) lockAndOpenDatabase(ctx context.Context) (o lockedDatabase) {
 		return o
 	}
 	o.db = db
+	o.took = time.Since(start)
+	if <-logged {
+		start = time.Now()
+		_ = a.openVersions(ctx) // never fails the start: it logs
+		o.history = time.Since(start)
+	}
 	return o
 }
 
