@@ -249,7 +249,7 @@ func (a *App) build(ctx context.Context, opts Options) (*App, error) {
 	a.trace = newStartTrace(opts.Env)
 	phases := []startPhase{
 		{"data dir", a.prepareDataDir},
-		{"config, beside lock, database and history", a.configBesideDatabase},
+		{"lock, config and history beside the database", a.configBesideDatabase},
 		{"world state", a.openWorld},
 		{"event bus", a.openBus},
 		{"kernel", a.loadKernel},
@@ -370,17 +370,37 @@ func (a *App) setUpLogging(context.Context) error {
 	return nil
 }
 
-// configBesideDatabase loads the configuration, checks the prompt files
-// and sets up logging while another goroutine takes the data dir lock,
-// opens the database and then, once there is a logger, records the data
-// dir's history (openVersions): each side takes a few milliseconds of CPU
-// and needs nothing of the other. It waits for both; a configuration error
-// is reported first, as when they ran one after the other. The lock and the
-// database are closed after logging, as before (closers run in reverse).
+// configBesideDatabase takes the data dir lock, then opens the database on
+// another goroutine while this one loads the configuration, checks the
+// prompt files, sets up logging and records the data dir's history
+// (openVersions): each side takes a few milliseconds of CPU and needs
+// nothing of the other. It waits for both. The errors come in the order
+// of a start that ran these one after the other: the configuration's
+// first, then the lock's (another agent runs on the data dir), then the
+// database's. The lock and the database are closed after logging, as
+// before (closers run in reverse).
 func (a *App) configBesideDatabase(ctx context.Context) error {
-	logged := make(chan bool, 1)
-	opened := make(chan lockedDatabase, 1)
-	go func() { opened <- a.lockAndOpenDatabase(ctx, logged) }()
+	start := time.Now()
+	release, lockErr := datadir.Lock(a.opts.DataDir)
+	a.trace.phase("lock", time.Since(start))
+	type opened struct {
+		db   *sql.DB
+		took time.Duration
+		err  error
+	}
+	dbc := make(chan opened, 1)
+	if lockErr == nil {
+		go func() {
+			start := time.Now()
+			db, err := sqlite.Open(ctx, filepath.Join(a.opts.DataDir, DatabaseFile))
+			if err != nil {
+				err = datadir.Unusable(err)
+			}
+			dbc <- opened{db, time.Since(start), err}
+		}()
+	} else {
+		dbc <- opened{err: lockErr}
+	}
 	err := a.tracePhase(ctx, "config", a.loadConfig)
 	if err == nil {
 		err = a.tracePhase(ctx, "prompt files", a.validatePromptFiles)
@@ -388,55 +408,22 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 	if err == nil {
 		err = a.tracePhase(ctx, "logging", a.setUpLogging)
 	}
-	logged <- err == nil
-	o := <-opened
-	if o.release != nil {
-		a.onClose("data dir lock", o.release)
+	if err == nil && lockErr == nil {
+		err = a.tracePhase(ctx, "data dir history", a.openVersions) // logs its failures; never fails
+	}
+	o := <-dbc
+	if release != nil {
+		a.onClose("data dir lock", release)
 	}
 	if o.db != nil {
 		a.onClose("database", o.db.Close)
 		a.DB = o.db
-	}
-	a.trace.phase("lock and database (beside)", o.took)
-	if o.history > 0 {
-		a.trace.phase("data dir history (beside)", o.history)
+		a.trace.phase("database (beside)", o.took)
 	}
 	if err != nil {
 		return err
 	}
 	return o.err
-}
-
-// lockedDatabase is what lockAndOpenDatabase opened, for its caller to
-// register (closers are registered on one goroutine, in order).
-type lockedDatabase struct {
-	release       func() error
-	db            *sql.DB
-	took, history time.Duration
-	err           error
-}
-
-// lockAndOpenDatabase takes the data dir lock (one agent per data dir),
-// opens reverie.db and, when logged says the logger is set up, opens the
-// data dir's history (openVersions; it logs what it records).
-func (a *App) lockAndOpenDatabase(ctx context.Context, logged <-chan bool) (o lockedDatabase) {
-	start := time.Now()
-	if o.release, o.err = datadir.Lock(a.opts.DataDir); o.err != nil {
-		return o
-	}
-	db, err := sqlite.Open(ctx, filepath.Join(a.opts.DataDir, DatabaseFile))
-	if err != nil {
-		o.err = datadir.Unusable(err)
-		return o
-	}
-	o.db = db
-	o.took = time.Since(start)
-	if <-logged {
-		start = time.Now()
-		_ = a.openVersions(ctx) // never fails the start: it logs
-		o.history = time.Since(start)
-	}
-	return o
 }
 
 // openWorld loads world_state.json.
