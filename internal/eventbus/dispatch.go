@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/extension"
@@ -44,8 +45,12 @@ type tracker interface {
 	dead(ctx context.Context, attempts int, lastErr string) error
 }
 
-// dispatch delivers s's events until ctx is done.
-func (b *Bus) dispatch(ctx context.Context, s *subscriber) {
+// dispatch delivers s's events until ctx is done. It closes read once it
+// has read its cursor and its first batch of pending events (or returns
+// before: see Run).
+func (b *Bus) dispatch(ctx context.Context, s *subscriber, read chan<- struct{}) {
+	readDone := sync.OnceFunc(func() { close(read) })
+	defer readDone()
 	log := b.log.With("subscriber", s.name)
 	var cur cursorState
 	if !b.persist(ctx, log, "load cursor", func(ctx context.Context) error {
@@ -78,6 +83,7 @@ func (b *Bus) dispatch(ctx context.Context, s *subscriber) {
 		}) {
 			return
 		}
+		readDone()
 		for _, ev := range evs {
 			if !b.deliverNext(ctx, s, log, &cur, ev) {
 				return
