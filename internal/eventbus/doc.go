@@ -88,8 +88,9 @@
 // # Concurrency
 //
 // All methods are safe for concurrent use. Subscribe must be called before
-// Run; Run may be called once, starts one goroutine per subscriber and
-// returns nil after its context is cancelled and every one of them has
-// exited. On cancellation an in-flight handler sees its context cancelled;
+// Run; Run may be called once, starts one goroutine per subscriber (each
+// once the one before has read its first batch, so that the start does not
+// take a database connection per subscriber) and returns nil after its
+// context is cancelled and every one of them has exited. On cancellation an in-flight handler sees its context cancelled;
 // if it still succeeds, its acknowledgement is saved before Run returns.
 package eventbus
