@@ -41,7 +41,9 @@ const (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ()))
+	// Only the real process entry may replace the process with the lean
+	// supervisor; run, which tests call in their own process, never does.
+	os.Exit(runWith(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ(), execLeanSupervisor()))
 }
 
 // globalFlags are shared by every subcommand.
@@ -54,8 +56,16 @@ func (g *globalFlags) dataDir(env []string) (string, error) {
 	return datadir.Resolve(g.data, env)
 }
 
+// run runs the reverie command line in this process and returns the exit
+// code. `reverie run` supervises in process (see runWith).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string) int {
-	root := newRoot(stdin, stdout, stderr, env)
+	return runWith(ctx, args, stdin, stdout, stderr, env, nil)
+}
+
+// runWith is run with the way `reverie run` starts the lean supervisor
+// (nil: it supervises in process).
+func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string, lean leanSupervisor) int {
+	root := newRoot(stdin, stdout, stderr, env, lean)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -106,7 +116,7 @@ func (e exitError) Error() string {
 func (e exitError) Unwrap() error { return e.err }
 func (e exitError) ExitCode() int { return e.code }
 
-func newRoot(stdin io.Reader, stdout, stderr io.Writer, env []string) *cobra.Command {
+func newRoot(stdin io.Reader, stdout, stderr io.Writer, env []string, lean leanSupervisor) *cobra.Command {
 	g := &globalFlags{}
 	root := &cobra.Command{
 		Use:   "reverie",
@@ -133,7 +143,7 @@ With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
 	root.PersistentFlags().StringVar(&g.data, "data", "", "data directory (default $REVERIE_HOME, else $XDG_DATA_HOME/reverie or ~/.local/share/reverie)")
 	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file (default <data>/config.yaml)")
 
-	runCmd := newRunCmd(g, env)
+	runCmd := newRunCmd(g, env, lean)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		if *showVersion {
 			fmt.Fprintln(cmd.OutOrStdout(), versionString())

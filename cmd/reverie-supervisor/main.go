@@ -1,0 +1,102 @@
+// Command reverie-supervisor is the lean supervisor of `reverie run`.
+//
+// `reverie run` resolves the data dir and the configuration, then, when this
+// executable sits next to it, replaces itself with it (execve: same pid, so
+// signals and exit codes reach the caller exactly as before), passing what
+// it resolved as flags (supervisor.Flags.Args) and secret values through an
+// inherited pipe, never on the command line. This program then runs
+// supervisor.Run until SIGINT or SIGTERM.
+//
+// Why a second executable: a Go program runs the initialisation of every
+// package it links before main, and the reverie binary links the model
+// SDKs, Markdown, HTML readability, Matrix and more, which leave about 4 MiB
+// of private heap in every process, the supervisor included. This program
+// links only the standard library and the supervisor and logging packages
+// (internal/archtest keeps it that way), and idles at under 2 MiB.
+//
+// It is not meant to be started by hand: its command line is private to
+// `reverie run` and versioned by supervisor.Protocol; a mismatch (the two
+// executables from different builds) exits with supervisor.ExitConfigError
+// and says so.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/reverie-ai/reverie/internal/logging"
+	"github.com/reverie-ai/reverie/internal/redact"
+	"github.com/reverie-ai/reverie/internal/supervisor"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stderr))
+}
+
+// run supervises the agent described by args and returns the exit code:
+// supervisor.ExitCode of what supervisor.Run returned, or
+// supervisor.ExitConfigError when the command line cannot be used.
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	f, err := supervisor.ParseArgs(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "reverie-supervisor:", err)
+		return supervisor.ExitConfigError
+	}
+	secrets := &redact.Secrets{}
+	if f.SecretsFD > 2 {
+		values, err := readSecrets(f.SecretsFD)
+		if err != nil {
+			fmt.Fprintln(stderr, "reverie-supervisor:", err)
+			return supervisor.ExitConfigError
+		}
+		secrets.Add(values...)
+	}
+	logger, closer, err := logging.New(logging.Options{
+		Level: f.LogLevel, Format: f.LogFormat, Console: stderr, Secrets: secrets,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "reverie-supervisor:", err)
+		return supervisor.ExitConfigError
+	}
+	defer closer.Close()
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	opts := f.Options
+	opts.Logger = logger.With("component", "supervisor")
+	// Hand the little that start-up allocated back before settling into
+	// watching the agent (as internal/footprint.Release does, without
+	// linking it).
+	debug.FreeOSMemory()
+	err = supervisor.Run(ctx, opts)
+	if err != nil {
+		// The user ran `reverie run`: say it as reverie would.
+		fmt.Fprintln(stderr, "reverie:", err)
+	}
+	return supervisor.ExitCode(err)
+}
+
+// readSecrets reads the secret values from the inherited file descriptor fd
+// and closes it, so that the agent does not inherit it.
+func readSecrets(fd int) ([]string, error) {
+	file := os.NewFile(uintptr(fd), "secrets")
+	if file == nil {
+		return nil, fmt.Errorf("read the secret values: file descriptor %d is not valid", fd)
+	}
+	defer file.Close()
+	values, err := supervisor.ReadSecrets(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w (from file descriptor %d)", err, fd)
+	}
+	return values, nil
+}
