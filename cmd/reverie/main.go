@@ -42,8 +42,17 @@ const (
 
 func main() {
 	// Only the real process entry may replace the process with the lean
-	// supervisor; run, which tests call in their own process, never does.
-	os.Exit(runWith(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ(), execLeanSupervisor()))
+	// supervisor; tests call run in their own process without it.
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ(),
+		mainHooks{lean: execLeanSupervisor()}))
+}
+
+// mainHooks are what only main passes to run: what tests running commands
+// in their own process must not do.
+type mainHooks struct {
+	// lean starts the lean supervisor in place of this process (nil:
+	// `reverie run` supervises in process).
+	lean leanSupervisor
 }
 
 // globalFlags are shared by every subcommand.
@@ -56,16 +65,14 @@ func (g *globalFlags) dataDir(env []string) (string, error) {
 	return datadir.Resolve(g.data, env)
 }
 
-// run runs the reverie command line in this process and returns the exit
-// code. `reverie run` supervises in process (see runWith).
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string) int {
-	return runWith(ctx, args, stdin, stdout, stderr, env, nil)
-}
-
-// runWith is run with the way `reverie run` starts the lean supervisor
-// (nil: it supervises in process).
-func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string, lean leanSupervisor) int {
-	root := newRoot(stdin, stdout, stderr, env, lean)
+// run runs the reverie command line and returns the exit code. hooks, at
+// most one, come from main.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string, hooks ...mainHooks) int {
+	var h mainHooks
+	if len(hooks) > 0 {
+		h = hooks[0]
+	}
+	root := newRoot(stdin, stdout, stderr, env, h.lean)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -34,8 +34,8 @@ const (
 // redact from its logs and env as its environment (and the agent's). It
 // returns only when it could not: an error wrapping errNoLeanSupervisor
 // when the executable is not installed next to reverie, another error when
-// starting it failed. main passes execLeanSupervisor(); run, called by
-// tests in their own process, passes nil and supervises in process.
+// starting it failed. Only main sets it (mainHooks); tests calling run in
+// their own process leave it nil and supervise in process.
 type leanSupervisor func(f supervisor.Flags, secrets, env []string) error
 
 // errNoLeanSupervisor: the lean supervisor executable is not installed
