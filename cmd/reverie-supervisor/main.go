@@ -12,8 +12,9 @@
 // SDKs, Markdown, HTML readability, Matrix and more, which leave about 4 MiB
 // of private heap in every process, the supervisor included. This program
 // links only the standard library and the supervisor and logging packages
-// (internal/archtest keeps it that way), and idles at ~1.2 MiB of private
-// memory (RssAnon) against ~4.5 MiB in process (docs/architecture.md).
+// (internal/archtest keeps it that way): ~1–1.4 MiB of private memory
+// (RssAnon) after start against ~4.5 MiB in process (docs/architecture.md,
+// "Footprint", also on how it grows with the health probes).
 //
 // It is not meant to be started by hand: its command line is private to
 // `reverie run` and versioned by supervisor.Protocol; a mismatch (the two
@@ -41,7 +42,7 @@ import (
 
 func main() {
 	// Less private memory for a process that does next to nothing (RssAnon
-	// under probes every second, with the release below: ~1.9 against
+	// under probes every second with a release every 10 s: ~1.9 against
 	// ~2.2 MiB): no allocation sampling for memory profiles (nobody reads
 	// them here, and the first sample allocates the profiler's tables),
 	// and one P (fewer per-P caches and collector workers).
