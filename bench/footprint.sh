@@ -8,6 +8,11 @@
 # data dir (just `reverie init`ed: the first start creates reverie.db and runs
 # the migrations) and once on that same, now existing, data dir.
 # No model is configured: this is the idle footprint.
+# reverie and reverie-supervisor are built into the same directory, so `run`
+# hands over to the lean supervisor; its line names the executable that
+# supervises (from /proc/PID/exe): `run (reverie-supervisor)`, or `run (reverie)`
+# when it supervises in process (REVERIE_SUPERVISOR=builtin, or REVERIE_BIN
+# without reverie-supervisor next to it).
 # Usage: bench/footprint.sh [FIRST [SECOND]]     (defaults 10 60; `bench/footprint.sh 2 5` for a quick run)
 set -euo pipefail
 FIRST=${1:-10}
@@ -23,7 +28,7 @@ cleanup() {
 trap cleanup EXIT
 bin=${REVERIE_BIN:-}
 if [ -z "$bin" ]; then
-  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/reverie" ./cmd/reverie
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/" ./cmd/reverie ./cmd/reverie-supervisor
   bin="$work/reverie"
 fi
 port=$(( 20000 + RANDOM % 20000 ))
@@ -52,18 +57,22 @@ sample() {
 
 # measure MODE DIRLABEL
 measure() {
-  local mode=$1 label=$2 child
+  local mode=$1 label=$2 child name
   "$bin" "$mode" --data "$work/data" 2>/dev/null & pid=$!
   wait_healthy
   child=
-  if [ "$mode" = run ]; then child=$(pgrep -P "$pid" | head -n1 || true); fi
+  name=$mode
+  if [ "$mode" = run ]; then
+    child=$(pgrep -P "$pid" | head -n1 || true)
+    name="run ($(basename "$(readlink "/proc/$pid/exe")"))"
+  fi
   sleep "$FIRST"
   echo "reverie $mode, $label data dir, ${FIRST} s after ready:"
-  sample "$mode" "$pid"
+  sample "$name" "$pid"
   [ -z "$child" ] || sample "agent (child of run)" "$child"
   sleep $(( SECOND - FIRST ))
   echo "reverie $mode, $label data dir, ${SECOND} s after ready:"
-  sample "$mode" "$pid"
+  sample "$name" "$pid"
   [ -z "$child" ] || sample "agent (child of run)" "$child"
   kill -TERM "$pid"; wait "$pid" || true
   pid=

@@ -4,11 +4,15 @@
 // slows them alike, and each build's median is also given as a ratio to the
 // first build's.
 //
-//	go run ./bench/starttime [-runs 9] [-mode start|send] BIN [BIN…]
+//	go run ./bench/starttime [-runs 9] [-mode start|run|send] BIN [BIN…]
 //
 // Mode start: `BIN agent` on an existing data dir (one per build, `init`ed
 // and started once before measuring), from the fork to the first 200 from
 // /healthz, polled every 0.5 ms over loopback.
+//
+// Mode run: the same with `BIN run`: the supervisor, then its agent child.
+// With reverie-supervisor next to BIN, `run` hands over to it (one more
+// exec); a BIN alone in its directory supervises in process.
 //
 // Mode send: the whole process `BIN send hi` against a local
 // OpenAI-compatible model served by this command (it answers at once, so
@@ -34,10 +38,10 @@ import (
 
 func main() {
 	runs := flag.Int("runs", 9, "measured runs per build")
-	mode := flag.String("mode", "start", "start (to /healthz 200) or send (one-shot `reverie send hi`)")
+	mode := flag.String("mode", "start", "start (`agent` to /healthz 200), run (`run` to /healthz 200) or send (one-shot `reverie send hi`)")
 	flag.Parse()
-	if flag.NArg() == 0 || (*mode != "start" && *mode != "send") {
-		fmt.Fprintln(os.Stderr, "usage: starttime [-runs N] [-mode start|send] BIN [BIN…]")
+	if flag.NArg() == 0 || (*mode != "start" && *mode != "run" && *mode != "send") {
+		fmt.Fprintln(os.Stderr, "usage: starttime [-runs N] [-mode start|run|send] BIN [BIN…]")
 		os.Exit(2)
 	}
 	if err := run(*mode, *runs, flag.Args()); err != nil {
@@ -77,7 +81,10 @@ func run(mode string, runs int, bins []string) error {
 		if mode == "send" {
 			return sendOnce(b, env)
 		}
-		return startOnce(b, env, port)
+		if mode == "run" {
+			return startOnce(b, "run", env, port)
+		}
+		return startOnce(b, "agent", env, port)
 	}
 
 	builds := make([]*build, len(bins))
@@ -107,6 +114,9 @@ func run(mode string, runs int, bins []string) error {
 		}
 	}
 	what := "start to /healthz 200"
+	if mode == "run" {
+		what = "`run` start to /healthz 200"
+	}
 	if mode == "send" {
 		what = "`send hi`, whole process"
 	}
@@ -135,11 +145,12 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startOnce starts `agent`, waits for /healthz 200 and stops it again.
-func startOnce(b *build, env []string, port int) (time.Duration, error) {
+// startOnce starts `command` (agent or run), waits for /healthz 200 and
+// stops it again.
+func startOnce(b *build, command string, env []string, port int) (time.Duration, error) {
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", port)
-	cmd := exec.Command(b.bin, "agent", "--data", b.data)
+	cmd := exec.Command(b.bin, command, "--data", b.data)
 	cmd.Env = env
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -160,7 +171,7 @@ func startOnce(b *build, env []string, port int) (time.Duration, error) {
 		}
 		select {
 		case err := <-exited:
-			return 0, fmt.Errorf("agent exited before ready (%v): %s", err, stderr.String())
+			return 0, fmt.Errorf("%s exited before ready (%v): %s", command, err, stderr.String())
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -177,7 +188,7 @@ func startOnce(b *build, env []string, port int) (time.Duration, error) {
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		<-exited
-		return 0, errors.New("agent did not stop within 30 s of SIGTERM")
+		return 0, fmt.Errorf("%s did not stop within 30 s of SIGTERM", command)
 	}
 	return d, nil
 }

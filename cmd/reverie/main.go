@@ -41,7 +41,18 @@ const (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ()))
+	// Only the real process entry may replace the process with the lean
+	// supervisor; tests call run in their own process without it.
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ(),
+		mainHooks{lean: execLeanSupervisor()}))
+}
+
+// mainHooks are what only main passes to run: what tests running commands
+// in their own process must not do.
+type mainHooks struct {
+	// lean starts the lean supervisor in place of this process (nil:
+	// `reverie run` supervises in process).
+	lean leanSupervisor
 }
 
 // globalFlags are shared by every subcommand.
@@ -54,8 +65,14 @@ func (g *globalFlags) dataDir(env []string) (string, error) {
 	return datadir.Resolve(g.data, env)
 }
 
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string) int {
-	root := newRoot(stdin, stdout, stderr, env)
+// run runs the reverie command line and returns the exit code. hooks, at
+// most one, come from main.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string, hooks ...mainHooks) int {
+	var h mainHooks
+	if len(hooks) > 0 {
+		h = hooks[0]
+	}
+	root := newRoot(stdin, stdout, stderr, env, h.lean)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -106,7 +123,7 @@ func (e exitError) Error() string {
 func (e exitError) Unwrap() error { return e.err }
 func (e exitError) ExitCode() int { return e.code }
 
-func newRoot(stdin io.Reader, stdout, stderr io.Writer, env []string) *cobra.Command {
+func newRoot(stdin io.Reader, stdout, stderr io.Writer, env []string, lean leanSupervisor) *cobra.Command {
 	g := &globalFlags{}
 	root := &cobra.Command{
 		Use:   "reverie",
@@ -133,7 +150,7 @@ With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
 	root.PersistentFlags().StringVar(&g.data, "data", "", "data directory (default $REVERIE_HOME, else $XDG_DATA_HOME/reverie or ~/.local/share/reverie)")
 	root.PersistentFlags().StringVar(&g.config, "config", "", "configuration file (default <data>/config.yaml)")
 
-	runCmd := newRunCmd(g, env)
+	runCmd := newRunCmd(g, env, lean)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		if *showVersion {
 			fmt.Fprintln(cmd.OutOrStdout(), versionString())
