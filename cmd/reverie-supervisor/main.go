@@ -51,15 +51,15 @@ func main() {
 }
 
 // memoryLimit is the lean supervisor's soft memory limit (the Go runtime's
-// own accounting: heap, stacks and its metadata). Each health probe
-// allocates ~18 KB, and a heap this small otherwise waits for the
-// collector's 4 MB minimum goal and keeps the freed pages: RssAnon climbed
-// ~1 MiB a minute under probes every second. Under the limit the collector
-// runs before the heap grows past it and the scavenger returns freed pages
-// as it goes: RssAnon stayed at 1.8 MiB for three minutes of probes every
-// second, at ~0.35 % of a core (0.1 % with a forced release every minute,
-// which let it saw-tooth between 1.7 and 2.5 MiB); at the default 30 s
-// interval the collector's work is a thirtieth of that.
+// own accounting: heap, stacks and its metadata). The health probes
+// allocate, and a heap this small otherwise waits for the collector's 4 MB
+// minimum goal and keeps the freed pages: RssAnon climbed ~1 MiB a minute
+// under probes every second. Under the limit the collector runs before the
+// heap grows past it and the scavenger returns freed pages as it goes:
+// RssAnon stayed between 1.8 and 1.95 MiB over ten minutes, with probes
+// every second and every 30 s. The price is the collector's CPU, ~45 ms a
+// minute at the default 30 s interval (~10-20 ms without the limit); see
+// docs/architecture.md, "Footprint".
 const memoryLimit = 2 << 20
 
 // limitMemory sets memoryLimit unless the environment sets GOMEMLIMIT (the
