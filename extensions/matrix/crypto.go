@@ -403,6 +403,12 @@ func (m *Matrix) retryPending(ctx context.Context) {
 				p.requested = true
 			}
 			keep = append(keep, p)
+		case ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			// Stopping (or the call timed out): not a verdict on the
+			// message. It stays stored and is tried again after the
+			// restart; before, the shutdown's cancellation read as "stays
+			// unreadable" and the message was forgotten.
+			keep = append(keep, p)
 		default:
 			m.log.Warn("a matrix message stays unreadable", "room", p.evt.RoomID, "sender", p.evt.Sender, "err", err)
 			m.tellUndecryptable(ctx, p.evt)
