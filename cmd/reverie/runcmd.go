@@ -53,7 +53,7 @@ SIGINT/SIGTERM with a grace period.
 
 When reverie-supervisor is installed next to reverie (go install ./cmd/...),
 reverie hands over to it once the configuration is read: the same supervisor
-in a small executable with ~1–1.4 MiB of private memory instead of ~4.5.
+in a small executable with under 2 MiB of private memory instead of ~4.5.
 Set REVERIE_SUPERVISOR=builtin to supervise in the reverie process instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -528,9 +528,9 @@ func (a *App) finishTools(ctx context.Context) error {
 	}
 	a.collectTools()
 	if a.opts.OneShot {
-		// The extensions' and the agents' tools (the core and runtime
-		// ones are warming since the scheduler was built).
-		a.warmTools(a.turnTools())
+		// The extensions' and the agents' tools: the core and runtime
+		// ones are warming since the scheduler was built.
+		a.warmTools(without(a.turnTools(), slices.Concat(a.coreTools, a.runtimeTools)))
 	}
 	a.checkProfiles()
 	a.registerJobs(ctx)

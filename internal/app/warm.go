@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/tool"
@@ -27,6 +28,15 @@ func warm(tools []tool.Tool) {
 		_ = t.Description()
 	}
 	_ = agent.DefaultClaimRules()
+}
+
+// without returns the tools of ts that are not in done (by name).
+func without(ts, done []tool.Tool) []tool.Tool {
+	names := make(map[string]bool, len(done))
+	for _, t := range done {
+		names[t.Name()] = true
+	}
+	return slices.DeleteFunc(ts, func(t tool.Tool) bool { return names[t.Name()] })
 }
 
 // warmTurnTools is warmTools for the tools of a turn, for Run's errgroup.
