@@ -80,8 +80,9 @@ type Options struct {
 	ProbeClient *http.Client
 	// OneShot is for a process that runs one exchange and exits (reverie
 	// send). It starts only what the exchange may need: the router, the
-	// extensions' services, approvals and workflows (a turn may start a
-	// sub-session). The shell sandbox's self-test is
+	// extensions' services, approvals (for this exchange's requests: the
+	// ones already overdue are left to the next agent) and workflows (a
+	// turn may start a sub-session). The shell sandbox's self-test is
 	// left to the first shell command (which waits for it; execute_shell's
 	// description names the layers present meanwhile), so the process
 	// neither waits for the test at exit nor pays for it when the turn runs
@@ -530,7 +531,7 @@ func (a *App) finishTools(ctx context.Context) error {
 	if a.opts.OneShot {
 		// The extensions' and the agents' tools: the core and runtime
 		// ones are warming since the scheduler was built.
-		a.warmTools(without(a.turnTools(), slices.Concat(a.coreTools, a.runtimeTools)))
+		a.warmTools(without(a.turnTools(), slices.Concat(a.coreTools, a.runtimeTools)), nil)
 	}
 	a.checkProfiles()
 	a.registerJobs(ctx)

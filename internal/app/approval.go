@@ -38,6 +38,7 @@ func (a *App) buildApprovals(ctx context.Context) error {
 		FromUser:     func(text string) bool { return !strings.HasPrefix(text, agent.SystemEventPrefix) },
 		Events:       a.Bus,
 		Secrets:      a.Secrets,
+		LeaveOverdue: a.opts.OneShot,
 		Now:          a.opts.Now,
 		Logger:       a.Logger.With("component", "approval"),
 	})

@@ -99,8 +99,15 @@ type Options struct {
 	// Secrets are redacted from the arguments and the reason before they
 	// are stored or shown (nil: none).
 	Secrets *redact.Secrets
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// LeaveOverdue: Run does not begin by expiring the requests already
+	// overdue; its first pass waits for a new request. For a one-shot
+	// process (reverie send), which would otherwise run that pass beside
+	// its turn and open a database connection for it: the outcome of an
+	// old request is told through channels such a process does not load,
+	// and the next long-running agent expires it.
+	LeaveOverdue bool
+	Now          func() time.Time
+	Logger       *slog.Logger
 }
 
 // Record is an approval request.
@@ -480,8 +487,14 @@ func Describe(rec Record) string {
 // (a turn that did not resume after a restart), at each deadline. It
 // returns when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
+	sweep := !s.o.LeaveOverdue
 	for {
-		next, err := s.expireDue(ctx)
+		var next time.Time
+		var err error
+		if sweep {
+			next, err = s.expireDue(ctx)
+		}
+		sweep = true
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("could not expire approval requests", "err", err)
 			next = s.o.Now().Add(time.Minute)

@@ -75,13 +75,21 @@ const testTimeout = 5 * time.Minute
 
 func open(t *testing.T, file string, box *outbox) *Service {
 	t.Helper()
+	return openWith(t, file, box, func(*Options) {})
+}
+
+// openWith is open with options changed by set.
+func openWith(t *testing.T, file string, box *outbox, set func(*Options)) *Service {
+	t.Helper()
 	db, err := sqlite.Open(t.Context(), file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s, err := New(t.Context(), Options{DB: db, Timeout: testTimeout, Deliver: box, Tool: lookup,
-		FromUser: func(text string) bool { return !strings.HasPrefix(text, "[SYSTEM EVENT]") }})
+	o := Options{DB: db, Timeout: testTimeout, Deliver: box, Tool: lookup,
+		FromUser: func(text string) bool { return !strings.HasPrefix(text, "[SYSTEM EVENT]") }}
+	set(&o)
+	s, err := New(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,6 +294,57 @@ func TestServiceRunExpiresOrphans(t *testing.T) {
 		}
 		if !time.Now().Equal(asked.Approval.Deadline) {
 			t.Errorf("expired at %s, deadline %s", time.Now(), asked.Approval.Deadline)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A one-shot process's Run leaves requests already overdue to the next
+// agent until a new request wakes it.
+func TestServiceRunLeaveOverdue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "r.db")
+		box := newOutbox()
+		first := open(t, file, box)
+		ctx, stop := context.WithCancel(inThread(t.Context(), "web:s1"))
+		errc := make(chan error, 1)
+		go func() { errc <- first.Approve(ctx, exfilRequest("c3")) }()
+		orphan := <-box.got
+		stop()
+		<-errc
+
+		s := openWith(t, file, box, func(o *Options) { o.LeaveOverdue = true })
+		runCtx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- s.Run(runCtx) }()
+		time.Sleep(2 * testTimeout) // well past the orphan's deadline
+		synctest.Wait()
+		if got, err := s.Get(t.Context(), orphan.Approval.ID); err != nil || got.State != chat.ApprovalPending {
+			t.Fatalf("overdue request after Run started = %+v, %v; want it left pending", got, err)
+		}
+		// A new request wakes Run, which then expires the overdue one (the
+		// two are shown in either order).
+		go func() { errc <- s.Approve(inThread(t.Context(), "web:s1"), exfilRequest("c4")) }()
+		shown := map[string]chat.ApprovalState{}
+		var asked chat.Outbound
+		for range 2 {
+			out := <-box.got
+			shown[out.Approval.ID] = out.Approval.State
+			if out.Approval.ID != orphan.Approval.ID {
+				asked = out
+			}
+		}
+		if shown[orphan.Approval.ID] != chat.ApprovalExpired || asked.Approval.State != chat.ApprovalPending {
+			t.Fatalf("after the wake: %v; want the overdue request expired and the new one pending", shown)
+		}
+		if _, err := s.Answer(t.Context(), asked.Approval.ID, false, "web"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; !errors.Is(err, ErrDenied) {
+			t.Fatalf("new call = %v", err)
 		}
 		cancel()
 		if err := <-done; err != nil {

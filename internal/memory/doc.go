@@ -9,7 +9,7 @@
 //     "memories" (migration component "memory"), an FTS5 index kept in sync
 //     by triggers (external content, porter + unicode61 tokenizer), the
 //     float32 embedding stored as a BLOB next to the id of the model that
-//     made it, and an in-memory index loaded at open holding every memory's
+//     made it, and an in-memory index holding every memory's
 //     metadata plus an int8-quantised copy and a sign-bit sketch of its
 //     vector (about 0.45 KB per 384-dim memory).
 //   - flat (FlatStore): MEMORIES.txt only, one memory per line, BM25 recall.
@@ -121,7 +121,11 @@
 // every write that returned before it started. Access statistics are applied
 // to the in-memory index at once and written to SQLite in batches by one
 // goroutine the store owns (on 256 pending memories or every 5 s); Flush
-// writes them now, and Shutdown stops the goroutine and flushes. Get and
+// writes them now, and Shutdown stops the goroutine and flushes. The index
+// is read from SQLite by another goroutine the store owns, started by Open,
+// which returns at once: the index lock is held until the load is done, so
+// the first recall or write waits for it (and a failed load makes recall
+// return its error); Shutdown waits for that goroutine too. Get and
 // Recall report pending counts; List flushes first. The *sql.DB belongs to
 // the caller and must outlive the store.
 package memory

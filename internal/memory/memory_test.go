@@ -545,3 +545,37 @@ func TestOpenBackends(t *testing.T) {
 		t.Errorf("flat without dir: %v", err)
 	}
 }
+
+// The index loads beside Open; when it cannot be read, Open still returns
+// and every recall fails with the reason instead of finding nothing.
+func TestIndexLoadFailureFailsRecall(t *testing.T) {
+	ctx := context.Background()
+	s, clk, path := newStore(t)
+	if _, err := s.Add(ctx, Memory{Text: "The user's sister is called Anna."}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `UPDATE memories SET embedding = x'01'`); err != nil {
+		t.Fatal(err)
+	}
+	reopened := openStore(t, path, embed.NewOffline(0), clk)
+	if _, err := reopened.Recall(ctx, Query{Text: "sister"}); err == nil || !strings.Contains(err.Error(), "load memory index") {
+		t.Fatalf("Recall over an unreadable index = %v, want the load error", err)
+	}
+	if _, err := reopened.Rank(ctx, Query{Text: "sister"}); err == nil {
+		t.Fatal("Rank over an unreadable index succeeded")
+	}
+	// A good index, reopened, answers at once.
+	if _, err := db.ExecContext(ctx, `UPDATE memories SET embedding = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	again := openStore(t, path, embed.NewOffline(0), clk)
+	got, err := again.Recall(ctx, Query{Text: "sister Anna"})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Recall after reopening = %v, %v", got, err)
+	}
+}

@@ -22,7 +22,10 @@ func (s *VectorStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := r.rank()
+	out, err := r.rank()
+	if err != nil {
+		return nil, err
+	}
 	return s.materialise(ctx, out, q.Peek)
 }
 
@@ -34,19 +37,23 @@ func (s *VectorStore) Rank(ctx context.Context, q Query) ([]Scored, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.rank(), nil
+	return r.rank()
 }
 
-// rank runs the phases under the index read lock.
-func (r *recallRun) rank() []Scored {
+// rank runs the phases under the index read lock. It fails only when the
+// index could not be loaded.
+func (r *recallRun) rank() ([]Scored, error) {
 	r.s.mu.RLock()
 	defer r.s.mu.RUnlock()
+	if r.s.loadErr != nil {
+		return nil, fmt.Errorf("recall: %w", r.s.loadErr)
+	}
 	r.textCandidates()
 	r.feedback()
 	r.vectorCandidates()
 	r.spread()
 	r.rescore()
-	return r.top()
+	return r.top(), nil
 }
 
 // cand is one candidate of a recall, kept by value and found by slot.
@@ -393,7 +400,10 @@ func (s *VectorStore) applyPendingAccess(m *Memory) {
 func (s *VectorStore) Flush(ctx context.Context) error { return s.access.flush(ctx) }
 
 // Shutdown stops the access writer and flushes what is pending.
-func (s *VectorStore) Shutdown(ctx context.Context) error { return s.access.stop(ctx) }
+func (s *VectorStore) Shutdown(ctx context.Context) error {
+	s.loading.Wait()
+	return s.access.stop(ctx)
+}
 
 // accessDelta is pending access statistics for one memory.
 type accessDelta struct {

@@ -38,7 +38,7 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 
 // VectorStore is the local_vector backend: memories in SQLite with an FTS5
 // index, float32 embeddings stored as BLOBs, and an in-memory quantised
-// vector index loaded at open. See doc.go for scoring and concurrency.
+// vector index loaded beside Open. See doc.go for scoring and concurrency.
 type VectorStore struct {
 	db    *sql.DB
 	emb   vec.Embedder // the configured model: new vectors are made with it
@@ -51,6 +51,11 @@ type VectorStore struct {
 	mu      sync.RWMutex
 	idx     *index
 	text    *textIndex
+	// loading runs the index load started by Open (loadIndexBeside), which
+	// holds mu until idx and text are set; loadErr (under mu) is why the
+	// load failed.
+	loading sync.WaitGroup
+	loadErr error
 	// serve is the model whose vectors idx holds and queries are embedded
 	// with: emb, or the previous model while Reembed migrates (reembed.go).
 	serve      vec.Embedder
@@ -92,16 +97,36 @@ func OpenVectorMigrating(ctx context.Context, db *sql.DB, e vec.Embedder, prev P
 	if err := s.chooseServing(ctx, prev); err != nil {
 		return nil, err
 	}
-	idx, text, stale, err := s.loadIndex(ctx, s.serveModel, s.serve.Dimensions())
-	if err != nil {
-		return nil, err
-	}
-	s.idx, s.text = idx, text
-	if stale > 0 {
-		s.log.Info("memories need re-embedding", "count", stale, "model", s.model)
-	}
 	s.access = newAccessQueue(db, log)
+	s.loadIndexBeside(ctx)
 	return s, nil
+}
+
+// loadIndexBeside loads the index on a goroutine of its own, so that
+// opening the store (and so starting the agent) does not wait for reading
+// every memory: the index lock, taken here and released by the goroutine
+// once the index is in place, makes the first reader or writer of the
+// index wait for it instead. A failed load leaves an empty index and
+// makes every recall fail with its error (logged once). Shutdown waits for
+// the goroutine.
+func (s *VectorStore) loadIndexBeside(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx) // the store outlives Open's context
+	model, dims := s.serveModel, s.serve.Dimensions()
+	s.mu.Lock()
+	s.loading.Go(func() {
+		defer s.mu.Unlock()
+		idx, text, stale, err := s.loadIndex(ctx, model, dims)
+		if err != nil {
+			s.loadErr = err
+			s.idx, s.text = newIndex(dims), newTextIndex()
+			s.log.Error("could not load the memory index: recall fails until the agent restarts", "err", err)
+			return
+		}
+		s.idx, s.text = idx, text
+		if stale > 0 {
+			s.log.Info("memories need re-embedding", "count", stale, "model", s.model)
+		}
+	})
 }
 
 // SetTuning replaces the retrieval parameters for the recalls that start
