@@ -23,31 +23,31 @@ import (
 // All of the regular expressions in use within readability.
 // Defined up here so we don't instantiate them repeatedly in loops *.
 var (
-	rxVideos               = regexp.MustCompile(`(?i)//(www\.)?((dailymotion|youtube|youtube-nocookie|player\.vimeo|v\.qq|bilibili|live\.bilibili)\.com|(archive|upload\.wikimedia)\.org|player\.twitch\.tv)`)
-	rxTokenize             = regexp.MustCompile(`(?i)\W+`)
-	rxPropertyPattern      = regexp.MustCompile(`(?i)\s*(dc|dcterm|og|article|twitter)\s*:\s*(author|creator|description|title|site_name|published_time|modified_time|image\S*)\s*`)
-	rxNamePattern          = regexp.MustCompile(`(?i)^\s*(?:(dc|dcterm|article|og|twitter|parsely|weibo:(article|webpage))\s*[-\.:]\s*)?(author|creator|pub-date|description|title|site_name|published_time|modified_time|image)\s*$`)
-	rxTitleSeparator       = regexp.MustCompile(`(?i) [\|\-–—\\/>»] `)
-	rxTitleHierarchySep    = regexp.MustCompile(`(?i) [\\/>»] `)
-	rxTitleRemoveFinalPart = regexp.MustCompile(`(?i)(.*)[\|\-–—\\/>»] .*`)
-	rxTitleRemove1stPart   = regexp.MustCompile(`(?i)[^\|\-–—\\/>»]*[\|\-–—\\/>»](.*)`)
-	rxTitleAnySeparator    = regexp.MustCompile(`(?i)[\|\-–—\\/>»]+`)
-	rxDisplayNone          = regexp.MustCompile(`(?i)display\s*:\s*none`)
-	rxVisibilityHidden     = regexp.MustCompile(`(?i)visibility\s*:\s*hidden`)
-	rxSentencePeriod       = regexp.MustCompile(`(?i)\.( |$)`)
-	rxShareElements        = regexp.MustCompile(`(?i)(\b|_)(share|sharedaddy)(\b|_)`)
-	rxFaviconSize          = regexp.MustCompile(`(?i)(\d+)x(\d+)`)
-	rxLazyImageSrcset      = regexp.MustCompile(`(?i)\.(jpg|jpeg|png|webp)\s+\d`)
-	rxLazyImageSrc         = regexp.MustCompile(`(?i)^\s*\S+\.(jpg|jpeg|png|webp)\S*\s*$`)
-	rxImgExtensions        = regexp.MustCompile(`(?i)\.(jpg|jpeg|png|webp)`)
-	rxSrcsetURL            = regexp.MustCompile(`(?i)(\S+)(\s+[\d.]+[xw])?(\s*(?:,|$))`)
-	rxB64DataURL           = regexp.MustCompile(`(?i)^data:\s*([^\s;,]+)\s*;\s*base64\s*,`)
-	rxJsonLdArticleTypes   = regexp.MustCompile(`(?i)^Article|AdvertiserContentArticle|NewsArticle|AnalysisNewsArticle|AskPublicNewsArticle|BackgroundNewsArticle|OpinionNewsArticle|ReportageNewsArticle|ReviewNewsArticle|Report|SatiricalArticle|ScholarlyArticle|MedicalScholarlyArticle|SocialMediaPosting|BlogPosting|LiveBlogPosting|DiscussionForumPosting|TechArticle|APIReference$`)
-	rxCDATA                = regexp.MustCompile(`^\s*<!\[CDATA\[|\]\]>\s*$`)
-	rxSchemaOrg            = regexp.MustCompile(`(?i)^https?\:\/\/schema\.org\/?$`)
+	rxVideos               = lazyRegexp(`(?i)//(www\.)?((dailymotion|youtube|youtube-nocookie|player\.vimeo|v\.qq|bilibili|live\.bilibili)\.com|(archive|upload\.wikimedia)\.org|player\.twitch\.tv)`)
+	rxTokenize             = lazyRegexp(`(?i)\W+`)
+	rxPropertyPattern      = lazyRegexp(`(?i)\s*(dc|dcterm|og|article|twitter)\s*:\s*(author|creator|description|title|site_name|published_time|modified_time|image\S*)\s*`)
+	rxNamePattern          = lazyRegexp(`(?i)^\s*(?:(dc|dcterm|article|og|twitter|parsely|weibo:(article|webpage))\s*[-\.:]\s*)?(author|creator|pub-date|description|title|site_name|published_time|modified_time|image)\s*$`)
+	rxTitleSeparator       = lazyRegexp(`(?i) [\|\-–—\\/>»] `)
+	rxTitleHierarchySep    = lazyRegexp(`(?i) [\\/>»] `)
+	rxTitleRemoveFinalPart = lazyRegexp(`(?i)(.*)[\|\-–—\\/>»] .*`)
+	rxTitleRemove1stPart   = lazyRegexp(`(?i)[^\|\-–—\\/>»]*[\|\-–—\\/>»](.*)`)
+	rxTitleAnySeparator    = lazyRegexp(`(?i)[\|\-–—\\/>»]+`)
+	rxDisplayNone          = lazyRegexp(`(?i)display\s*:\s*none`)
+	rxVisibilityHidden     = lazyRegexp(`(?i)visibility\s*:\s*hidden`)
+	rxSentencePeriod       = lazyRegexp(`(?i)\.( |$)`)
+	rxShareElements        = lazyRegexp(`(?i)(\b|_)(share|sharedaddy)(\b|_)`)
+	rxFaviconSize          = lazyRegexp(`(?i)(\d+)x(\d+)`)
+	rxLazyImageSrcset      = lazyRegexp(`(?i)\.(jpg|jpeg|png|webp)\s+\d`)
+	rxLazyImageSrc         = lazyRegexp(`(?i)^\s*\S+\.(jpg|jpeg|png|webp)\S*\s*$`)
+	rxImgExtensions        = lazyRegexp(`(?i)\.(jpg|jpeg|png|webp)`)
+	rxSrcsetURL            = lazyRegexp(`(?i)(\S+)(\s+[\d.]+[xw])?(\s*(?:,|$))`)
+	rxB64DataURL           = lazyRegexp(`(?i)^data:\s*([^\s;,]+)\s*;\s*base64\s*,`)
+	rxJsonLdArticleTypes   = lazyRegexp(`(?i)^Article|AdvertiserContentArticle|NewsArticle|AnalysisNewsArticle|AskPublicNewsArticle|BackgroundNewsArticle|OpinionNewsArticle|ReportageNewsArticle|ReviewNewsArticle|Report|SatiricalArticle|ScholarlyArticle|MedicalScholarlyArticle|SocialMediaPosting|BlogPosting|LiveBlogPosting|DiscussionForumPosting|TechArticle|APIReference$`)
+	rxCDATA                = lazyRegexp(`^\s*<!\[CDATA\[|\]\]>\s*$`)
+	rxSchemaOrg            = lazyRegexp(`(?i)^https?\:\/\/schema\.org\/?$`)
 	// used to see if a node's content matches words commonly used for ad blocks or loading indicators
-	rxAdWords      = regexp.MustCompile(`(?i)^(ad(vertising|vertisement)?|pub(licité)?|werb(ung)?|广告|Реклама|Anuncio)$`)
-	rxLoadingWords = regexp.MustCompile(`(?i)^((loading|正在加载|Загрузка|chargement|cargando)(…|\.\.\.)?)$`)
+	rxAdWords      = lazyRegexp(`(?i)^(ad(vertising|vertisement)?|pub(licité)?|werb(ung)?|广告|Реклама|Anuncio)$`)
+	rxLoadingWords = lazyRegexp(`(?i)^((loading|正在加载|Загрузка|chargement|cargando)(…|\.\.\.)?)$`)
 )
 
 // Constants that used by readability.
@@ -272,8 +272,8 @@ func (ps *Parser) fixRelativeURIs(articleContent *html.Node) {
 		}
 
 		if srcset != "" {
-			newSrcset := rxSrcsetURL.ReplaceAllStringFunc(srcset, func(s string) string {
-				p := rxSrcsetURL.FindStringSubmatch(s)
+			newSrcset := rxSrcsetURL().ReplaceAllStringFunc(srcset, func(s string) string {
+				p := rxSrcsetURL().FindStringSubmatch(s)
 				return toAbsoluteURI(p[1], ps.documentURI) + p[2] + p[3]
 			})
 
@@ -326,13 +326,13 @@ func (ps *Parser) getArticleTitle() string {
 	}
 
 	// If there's a separator in the title, first remove the final part
-	if rxTitleSeparator.MatchString(curTitle) {
-		titleHadHierarchicalSeparators = rxTitleHierarchySep.MatchString(curTitle)
-		curTitle = rxTitleRemoveFinalPart.ReplaceAllString(origTitle, "$1")
+	if rxTitleSeparator().MatchString(curTitle) {
+		titleHadHierarchicalSeparators = rxTitleHierarchySep().MatchString(curTitle)
+		curTitle = rxTitleRemoveFinalPart().ReplaceAllString(origTitle, "$1")
 
 		// If the resulting title is too short, remove the first part instead:
 		if wordCount(curTitle) < 3 {
-			curTitle = rxTitleRemove1stPart.ReplaceAllString(origTitle, "$1")
+			curTitle = rxTitleRemove1stPart().ReplaceAllString(origTitle, "$1")
 		}
 	} else if strings.Contains(curTitle, ": ") {
 		// Check if we have an heading containing this exact string, so
@@ -371,7 +371,7 @@ func (ps *Parser) getArticleTitle() string {
 	// title or we decreased the number of words by more than 1 word, use
 	// the original title.
 	curTitleWordCount := wordCount(curTitle)
-	tmpOrigTitle := rxTitleAnySeparator.ReplaceAllString(origTitle, "")
+	tmpOrigTitle := rxTitleAnySeparator().ReplaceAllString(origTitle, "")
 
 	if curTitleWordCount <= 4 &&
 		(!titleHadHierarchicalSeparators ||
@@ -540,7 +540,7 @@ func (ps *Parser) prepArticle(articleContent *html.Node) {
 			next := child.NextSibling
 			if child.Type == html.ElementNode {
 				matchString := dom.GetAttribute(child, "class") + " " + dom.GetAttribute(child, "id")
-				if len(matchString) > 1 && rxShareElements.MatchString(matchString) && charCount(dom.TextContent(child)) < shareElementThreshold {
+				if len(matchString) > 1 && rxShareElements().MatchString(matchString) && charCount(dom.TextContent(child)) < shareElementThreshold {
 					ps.Logger.Debug("removing share element", slog.Any("node", inspectNode(child)))
 					n.RemoveChild(child)
 				} else {
@@ -697,11 +697,11 @@ func (ps *Parser) getNextNode(node *html.Node, ignoreSelfAndKids bool) *html.Nod
 // The way it works: it splits both texts into words and then finds words that are unique in
 // second text the result is given by the lower length of unique parts.
 func (ps *Parser) textSimilarity(textA, textB string) float64 {
-	tokensA := rxTokenize.Split(strings.ToLower(textA), -1)
+	tokensA := rxTokenize().Split(strings.ToLower(textA), -1)
 	tokensA = strFilter(tokensA, func(s string) bool { return s != "" })
 	mapTokensA := sliceToMap(tokensA...)
 
-	tokensB := rxTokenize.Split(strings.ToLower(textB), -1)
+	tokensB := rxTokenize().Split(strings.ToLower(textB), -1)
 	tokensB = strFilter(tokensB, func(s string) bool { return s != "" })
 	uniqueTokensB := strFilter(tokensB, func(s string) bool {
 		_, existInA := mapTokensA[s]
@@ -1166,7 +1166,7 @@ func (ps *Parser) grabArticle() *html.Node {
 						ps.Logger.Debug("keeping sibling to content container due to text density", slog.Any("node", inspectNode(sibling)))
 						appendNode = true
 					} else if nodeLength < 80 && nodeLength > 0 && linkDensity == 0 &&
-						rxSentencePeriod.MatchString(nodeContent) {
+						rxSentencePeriod().MatchString(nodeContent) {
 						ps.Logger.Debug("keeping sibling to content container due to prose", slog.Any("node", inspectNode(sibling)))
 						appendNode = true
 					}
@@ -1293,7 +1293,7 @@ func (ps *Parser) getJSONLD() map[string]string {
 		}
 
 		// Strip CDATA markers if present
-		content := rxCDATA.ReplaceAllString(dom.TextContent(jsonLdElement), "")
+		content := rxCDATA().ReplaceAllString(dom.TextContent(jsonLdElement), "")
 
 		// Decode JSON
 		var parsedContent any
@@ -1308,7 +1308,7 @@ func (ps *Parser) getJSONLD() map[string]string {
 		case []any:
 			for _, item := range pc {
 				if parsedItem, ok := item.(map[string]any); ok {
-					if parsedType, ok := parsedItem["@type"].(string); ok && rxJsonLdArticleTypes.MatchString(parsedType) {
+					if parsedType, ok := parsedItem["@type"].(string); ok && rxJsonLdArticleTypes().MatchString(parsedType) {
 						parsed = parsedItem
 						break
 					}
@@ -1325,11 +1325,11 @@ func (ps *Parser) getJSONLD() map[string]string {
 		// Check context
 		switch ct := parsed["@context"].(type) {
 		case string:
-			if !rxSchemaOrg.MatchString(ct) {
+			if !rxSchemaOrg().MatchString(ct) {
 				return
 			}
 		case map[string]any:
-			if vocabStr, ok := ct["@vocab"].(string); !ok || !rxSchemaOrg.MatchString(vocabStr) {
+			if vocabStr, ok := ct["@vocab"].(string); !ok || !rxSchemaOrg().MatchString(vocabStr) {
 				return
 			}
 		default:
@@ -1350,7 +1350,7 @@ func (ps *Parser) getJSONLD() map[string]string {
 				}
 
 				strType, isString := objGraph["@type"].(string)
-				if isString && rxJsonLdArticleTypes.MatchString(strType) {
+				if isString && rxJsonLdArticleTypes().MatchString(strType) {
 					parsed = objGraph
 					break
 				}
@@ -1359,7 +1359,7 @@ func (ps *Parser) getJSONLD() map[string]string {
 
 		// Once again, make sure parsed has valid @type
 		strType, isString := parsed["@type"].(string)
-		if !isString || !rxJsonLdArticleTypes.MatchString(strType) {
+		if !isString || !rxJsonLdArticleTypes().MatchString(strType) {
 			return
 		}
 
@@ -1452,7 +1452,7 @@ func (ps *Parser) getArticleMetadata(jsonLd map[string]string) map[string]string
 		name := ""
 
 		if elementProperty != "" {
-			matches = rxPropertyPattern.FindAllString(elementProperty, -1)
+			matches = rxPropertyPattern().FindAllString(elementProperty, -1)
 			for _, v := range slices.Backward(matches) {
 				// Convert to lowercase, and remove any whitespace
 				// so we can match belops.
@@ -1463,7 +1463,7 @@ func (ps *Parser) getArticleMetadata(jsonLd map[string]string) map[string]string
 			}
 		}
 
-		if len(matches) == 0 && elementName != "" && rxNamePattern.MatchString(elementName) {
+		if len(matches) == 0 && elementName != "" && rxNamePattern().MatchString(elementName) {
 			// Convert to lowercase, remove any whitespace, and convert
 			// dots to colons so we can match belops.
 			name = strings.ToLower(elementName)
@@ -1596,7 +1596,7 @@ func (ps *Parser) unwrapNoscriptImages(doc *html.Node) {
 				return
 			}
 
-			if rxImgExtensions.MatchString(attr.Val) {
+			if rxImgExtensions().MatchString(attr.Val) {
 				return
 			}
 		}
@@ -1635,7 +1635,7 @@ func (ps *Parser) unwrapNoscriptImages(doc *html.Node) {
 					continue
 				}
 
-				if attr.Key == "src" || attr.Key == "srcset" || rxImgExtensions.MatchString(attr.Val) {
+				if attr.Key == "src" || attr.Key == "srcset" || rxImgExtensions().MatchString(attr.Val) {
 					if dom.GetAttribute(newImg, attr.Key) == attr.Val {
 						continue
 					}
@@ -1963,7 +1963,7 @@ func (ps *Parser) isVideoEmbed(embed *html.Node) bool {
 
 	rxVideoVilter := ps.AllowedVideoRegex
 	if rxVideoVilter == nil {
-		rxVideoVilter = rxVideos
+		rxVideoVilter = rxVideos()
 	}
 
 	for _, attr := range embed.Attr {
@@ -2117,10 +2117,10 @@ func (ps *Parser) fixLazyImages(root *html.Node) {
 		// In some sites (e.g. Kotaku), they put 1px square image as base64 data uri in
 		// the src attribute. So, here we check if the data uri is too short, just might
 		// as well remove it.
-		if src != "" && rxB64DataURL.MatchString(src) {
+		if src != "" && rxB64DataURL().MatchString(src) {
 			// Make sure it's not SVG, because SVG can have a meaningful image in
 			// under 133 bytes.
-			parts := rxB64DataURL.FindStringSubmatch(src)
+			parts := rxB64DataURL().FindStringSubmatch(src)
 			if parts[1] == "image/svg+xml" {
 				return
 			}
@@ -2133,7 +2133,7 @@ func (ps *Parser) fixLazyImages(root *html.Node) {
 					continue
 				}
 
-				if rxImgExtensions.MatchString(attr.Val) && isValidURL(attr.Val) {
+				if rxImgExtensions().MatchString(attr.Val) && isValidURL(attr.Val) {
 					srcCouldBeRemoved = true
 					break
 				}
@@ -2163,9 +2163,9 @@ func (ps *Parser) fixLazyImages(root *html.Node) {
 			}
 
 			copyTo := ""
-			if rxLazyImageSrcset.MatchString(attr.Val) {
+			if rxLazyImageSrcset().MatchString(attr.Val) {
 				copyTo = "srcset"
-			} else if rxLazyImageSrc.MatchString(attr.Val) {
+			} else if rxLazyImageSrc().MatchString(attr.Val) {
 				copyTo = "src"
 			}
 
@@ -2335,7 +2335,7 @@ func (ps *Parser) cleanConditionally(element *html.Node, tag string) {
 				// These patterns themselves don't have any spaces, so we can get away without using
 				// normalizeWhitespace.
 				innerTextSingle = strings.TrimSpace(innerTextSingle)
-				if rxAdWords.MatchString(innerTextSingle) || rxLoadingWords.MatchString(innerTextSingle) {
+				if rxAdWords().MatchString(innerTextSingle) || rxLoadingWords().MatchString(innerTextSingle) {
 					return true
 				}
 			}
@@ -2434,8 +2434,8 @@ func (ps *Parser) isProbablyVisible(node *html.Node) bool {
 	// Have to null-check node.style and node.className.indexOf to deal
 	// with SVG and MathML nodes. Also check for "fallback-image" so that
 	// Wikimedia Math images are displayed
-	return (nodeStyle == "" || !rxDisplayNone.MatchString(nodeStyle)) &&
-		(nodeStyle == "" || !rxVisibilityHidden.MatchString(nodeStyle)) &&
+	return (nodeStyle == "" || !rxDisplayNone().MatchString(nodeStyle)) &&
+		(nodeStyle == "" || !rxVisibilityHidden().MatchString(nodeStyle)) &&
 		!dom.HasAttribute(node, "hidden") &&
 		(nodeAriaHidden == "" || nodeAriaHidden != "true" || strings.Contains(className, "fallback-image"))
 }
@@ -2472,7 +2472,7 @@ func (ps *Parser) getArticleFavicon() string {
 
 		size := 0
 		for _, sizesLocation := range []string{linkSizes, linkHref} {
-			sizeParts := rxFaviconSize.FindStringSubmatch(sizesLocation)
+			sizeParts := rxFaviconSize().FindStringSubmatch(sizesLocation)
 			if len(sizeParts) != 3 || sizeParts[1] != sizeParts[2] {
 				continue
 			}

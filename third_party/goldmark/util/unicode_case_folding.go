@@ -1,12 +1,12 @@
 package util
 
+import "sync"
+
 //go:generate go run ../_tools unicode-case-folding-map -o ../_tools/unicode-case-folding-map.json
 //go:generate go run ../_tools emb-structs -i ../_tools/unicode-case-folding-map.json -o ./unicode_case_folding.gen.go
 
-var unicodeCaseFoldings map[rune][]rune
-
-func init() {
-	unicodeCaseFoldings = make(map[rune][]rune, _unicodeCaseFoldingLength)
+var unicodeCaseFoldings = sync.OnceValue(func() map[rune][]rune {
+	unicodeCaseFoldings := make(map[rune][]rune, _unicodeCaseFoldingLength)
 	cTo := 0
 	for i := range _unicodeCaseFoldingLength {
 		tTo := cTo + int(_unicodeCaseFoldingToIndex[i])
@@ -14,4 +14,5 @@ func init() {
 		unicodeCaseFoldings[_unicodeCaseFoldingFrom[i]] = to
 		cTo = tTo
 	}
-}
+	return unicodeCaseFoldings
+})
