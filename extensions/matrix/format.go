@@ -65,7 +65,9 @@ func (escapeRawHTML) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
 	})
 }
 
-var singleParagraph = regexp.MustCompile(`^<p>([^<]*(?:<(?:strong|em|code|del|a)[ >][^<]*</(?:strong|em|code|del|a)>[^<]*|<br>\n?[^<]*)*)</p>$`)
+var singleParagraph = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^<p>([^<]*(?:<(?:strong|em|code|del|a)[ >][^<]*</(?:strong|em|code|del|a)>[^<]*|<br>\n?[^<]*)*)</p>$`)
+})
 
 // render turns the model's markdown into a message: sanitised HTML in
 // formatted_body (omitted when there is no formatting) and the plain text
@@ -77,7 +79,7 @@ func render(md string) event.MessageEventContent {
 		return c
 	}
 	out := strings.TrimSpace(buf.String())
-	if m := singleParagraph.FindStringSubmatch(out); m != nil {
+	if m := singleParagraph().FindStringSubmatch(out); m != nil {
 		out = m[1]
 	}
 	text := htmlText(out)

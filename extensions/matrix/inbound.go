@@ -8,6 +8,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"maunium.net/go/mautrix/event"
@@ -263,7 +264,7 @@ func stripMention(text string, names []string) string {
 	return t
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // saveAttachment downloads (and decrypts) a file the user sent into
 // workspace/matrix/<room>/. An image becomes an image attachment for the
@@ -336,16 +337,16 @@ func (m *Matrix) saveFile(ctx context.Context, evt *event.Event, content *event.
 	if name == "" {
 		name = content.Body
 	}
-	name = strings.Trim(unsafeName.ReplaceAllString(path.Base(name), "_"), "._")
+	name = strings.Trim(unsafeName().ReplaceAllString(path.Base(name), "_"), "._")
 	if name == "" {
 		name = "file"
 	}
 	if len(name) > 80 {
 		name = name[len(name)-80:]
 	}
-	roomDir := strings.Trim(unsafeName.ReplaceAllString(evt.RoomID.String(), "_"), "._")
+	roomDir := strings.Trim(unsafeName().ReplaceAllString(evt.RoomID.String(), "_"), "._")
 	dir := path.Join("matrix", roomDir)
-	idPart := strings.Trim(unsafeName.ReplaceAllString(evt.ID.String(), "_"), "._")
+	idPart := strings.Trim(unsafeName().ReplaceAllString(evt.ID.String(), "_"), "._")
 	if len(idPart) > 12 {
 		idPart = idPart[:12]
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
@@ -33,7 +34,7 @@ const workspaceDir = "workspace"
 // imageTypes are the image types models accept.
 var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // uploadsOf is the workspace directory of a web thread's uploads.
 func uploadsOf(t chat.ThreadID) string {
@@ -76,7 +77,7 @@ func (w *Web) uploadAttachment(rw http.ResponseWriter, r *http.Request) {
 		w.serviceError(rw, r, fmt.Errorf("%w: the file is empty", api.ErrInvalid))
 		return
 	}
-	name := strings.Trim(unsafeName.ReplaceAllString(path.Base(strings.ReplaceAll(up.Name, "\\", "/")), "_"), "._")
+	name := strings.Trim(unsafeName().ReplaceAllString(path.Base(strings.ReplaceAll(up.Name, "\\", "/")), "_"), "._")
 	if name == "" {
 		name = "file"
 	}
@@ -202,10 +203,10 @@ func readHead(root *os.Root, p string) ([]byte, int64, error) {
 }
 
 // uploadPrefix is the time and random part saveUpload puts before a name.
-var uploadPrefix = regexp.MustCompile(`^\d{8}-\d{6}-[0-9a-f]{4}-`)
+var uploadPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d{8}-\d{6}-[0-9a-f]{4}-`) })
 
 // uploadName is the original (cleaned) name of an upload's path.
-func uploadName(p string) string { return uploadPrefix.ReplaceAllString(path.Base(p), "") }
+func uploadName(p string) string { return uploadPrefix().ReplaceAllString(path.Base(p), "") }
 
 // fileNote is the line that tells the model about a file (and from which
 // GET …/messages shows it as a chip: see FileNotePattern in

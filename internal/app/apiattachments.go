@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/llm"
@@ -11,15 +12,17 @@ import (
 
 // uploadPrefix is the time and random part the web channel puts before an
 // uploaded file's name (extensions/web, saveUpload).
-var uploadPrefix = regexp.MustCompile(`^\d{8}-\d{6}-[0-9a-f]{4}-`)
+var uploadPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d{8}-\d{6}-[0-9a-f]{4}-`) })
 
 // fileNote matches the line the web channel puts before a message's text
 // for each attached file that is not an image (extensions/web, fileNote).
-var fileNote = regexp.MustCompile(`^\[file (\S+) \(([^,()]*), [^()]*\) saved in the workspace as (web/\S+)\]$`)
+var fileNote = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\[file (\S+) \(([^,()]*), [^()]*\) saved in the workspace as (web/\S+)\]$`)
+})
 
 // imageAttachment is the chip of an image part.
 func imageAttachment(img llm.Image) api.MessageAttachment {
-	return api.MessageAttachment{Kind: api.AttachmentImage, Path: img.Path, Name: uploadPrefix.ReplaceAllString(path.Base(img.Path), ""),
+	return api.MessageAttachment{Kind: api.AttachmentImage, Path: img.Path, Name: uploadPrefix().ReplaceAllString(path.Base(img.Path), ""),
 		MediaType: img.MediaType}
 }
 
@@ -28,7 +31,7 @@ func imageAttachment(img llm.Image) api.MessageAttachment {
 func fileAttachments(text string, atts []api.MessageAttachment) (string, []api.MessageAttachment) {
 	for strings.HasPrefix(text, "[file ") {
 		line, rest, _ := strings.Cut(text, "\n")
-		m := fileNote.FindStringSubmatch(line)
+		m := fileNote().FindStringSubmatch(line)
 		if m == nil {
 			break
 		}

@@ -142,6 +142,9 @@ type App struct {
 	// embedFallback is set when the configured embedding model could not
 	// be used at start: nothing is re-embedded until a start where it can.
 	embedFallback bool
+	// loadMemoryIndex starts loading the memory store's in-memory index
+	// (nil: the backend has none); see memory.VectorStore.LoadIndex.
+	loadMemoryIndex func()
 	// commitFiles records changed data-dir files in its history and returns
 	// the short revision (nil while versioning is off).
 	commitFiles func(ctx context.Context, message string, paths ...string) (string, error)
@@ -562,6 +565,9 @@ func (a *App) Run(ctx context.Context) error {
 	// The background work starts once /healthz answers: none of it is
 	// needed to serve a request, and at start it competes for the cores.
 	if !a.opts.OneShot {
+		if a.loadMemoryIndex != nil {
+			a.loadMemoryIndex() // on the store's own goroutine
+		}
 		g.Go(func() error { return a.Bus.Run(gctx) })
 		g.Go(func() error { return a.housekeeping(gctx) })
 		g.Go(func() error { return a.reembed(gctx) })

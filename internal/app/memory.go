@@ -44,6 +44,14 @@ func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 			return fmt.Errorf("open memory store: %w", err)
 		}
 		store = s
+		if l, ok := s.(interface{ LoadIndex() }); ok {
+			// A one-shot process's turn recalls soon: load beside the
+			// rest of the start. An agent loads once ready (Run).
+			a.loadMemoryIndex = l.LoadIndex
+			if a.opts.OneShot {
+				l.LoadIndex()
+			}
+		}
 	}
 	a.onClose("memory store", func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -130,7 +131,7 @@ type Conversation struct {
 	QA       []QA
 }
 
-var sessionKey = regexp.MustCompile(`^session_(\d+)$`)
+var sessionKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^session_(\d+)$`) })
 
 // ParseLoCoMo decodes a LoCoMo JSON file (an array of samples with
 // "sample_id", "conversation" holding "session_N" turn lists and
@@ -151,7 +152,7 @@ func ParseLoCoMo(r io.Reader) ([]Conversation, error) {
 			c.ID = "conv-" + strconv.Itoa(i+1)
 		}
 		for key, body := range s.Conversation {
-			m := sessionKey.FindStringSubmatch(key)
+			m := sessionKey().FindStringSubmatch(key)
 			if m == nil {
 				continue
 			}
@@ -186,7 +187,7 @@ func parseSessionDate(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("unrecognised session date %q", s)
 }
 
-var diaIDRe = regexp.MustCompile(`^D(\d+):(\d+)$`)
+var diaIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^D(\d+):(\d+)$`) })
 
 // goldIDs normalises evidence entries: "D8:6; D9:17" is split, "D:11:26"
 // becomes "D11:26", anything else unparseable is dropped.
@@ -196,7 +197,7 @@ func goldIDs(evidence []string) []string {
 		for _, part := range strings.FieldsFunc(e, func(r rune) bool { return r == ';' || r == ',' || r == ' ' }) {
 			p := strings.TrimSpace(part)
 			p = strings.Replace(p, "D:", "D", 1)
-			if diaIDRe.MatchString(p) && !slices.Contains(out, p) {
+			if diaIDRe().MatchString(p) && !slices.Contains(out, p) {
 				out = append(out, p)
 			}
 		}

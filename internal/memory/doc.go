@@ -122,10 +122,11 @@
 // to the in-memory index at once and written to SQLite in batches by one
 // goroutine the store owns (on 256 pending memories or every 5 s); Flush
 // writes them now, and Shutdown stops the goroutine and flushes. The index
-// is read from SQLite by another goroutine the store owns, started by Open,
-// which returns at once: the index lock is held until the load is done, so
-// the first recall or write waits for it (and a failed load makes recall
-// return its error); Shutdown waits for that goroutine too. Get and
+// is read from SQLite by another goroutine the store owns, started by
+// LoadIndex or by the first reader or writer of the index, not by Open: the
+// index lock is held from Open until the load is done, so the first recall
+// or write waits for it (and a failed load makes recall return its error);
+// Shutdown waits for that goroutine too. Get and
 // Recall report pending counts; List flushes first. The *sql.DB belongs to
 // the caller and must outlive the store.
 package memory

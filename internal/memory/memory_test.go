@@ -322,7 +322,7 @@ func TestAccessStatsAndDecay(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := openStore(t, path, embed.NewOffline(0), clk)
-	s2.mu.RLock()
+	s2.rlock()
 	got := s2.idx.metas[s2.idx.slot[ids[0]]].accessCount
 	s2.mu.RUnlock()
 	if got != 3 {
@@ -447,7 +447,7 @@ func TestReembedOnModelChange(t *testing.T) {
 	if n, _ := s2.StaleEmbeddings(ctx); n != 0 {
 		t.Errorf("stale after reembed = %d", n)
 	}
-	s2.mu.RLock()
+	s2.rlock()
 	for i := range s2.idx.metas {
 		if !s2.idx.metas[i].hasVector {
 			t.Errorf("slot %d has no vector", i)
@@ -546,8 +546,9 @@ func TestOpenBackends(t *testing.T) {
 	}
 }
 
-// The index loads beside Open; when it cannot be read, Open still returns
-// and every recall fails with the reason instead of finding nothing.
+// The index is not read by Open; when it cannot be read, Open still
+// returns and every recall fails with the reason instead of finding
+// nothing. Without LoadIndex, the first use loads it.
 func TestIndexLoadFailureFailsRecall(t *testing.T) {
 	ctx := context.Background()
 	s, clk, path := newStore(t)
@@ -563,6 +564,8 @@ func TestIndexLoadFailureFailsRecall(t *testing.T) {
 		t.Fatal(err)
 	}
 	reopened := openStore(t, path, embed.NewOffline(0), clk)
+	reopened.LoadIndex()
+	reopened.LoadIndex() // once only
 	if _, err := reopened.Recall(ctx, Query{Text: "sister"}); err == nil || !strings.Contains(err.Error(), "load memory index") {
 		t.Fatalf("Recall over an unreadable index = %v, want the load error", err)
 	}

@@ -43,7 +43,7 @@ func (s *VectorStore) Rank(ctx context.Context, q Query) ([]Scored, error) {
 // rank runs the phases under the index read lock. It fails only when the
 // index could not be loaded.
 func (r *recallRun) rank() ([]Scored, error) {
-	r.s.mu.RLock()
+	r.s.rlock()
 	defer r.s.mu.RUnlock()
 	if r.s.loadErr != nil {
 		return nil, fmt.Errorf("recall: %w", r.s.loadErr)
@@ -371,7 +371,7 @@ func (s *VectorStore) RecordAccess(ctx context.Context, ids []int64, at time.Tim
 		at = s.now()
 	}
 	t := ns(at)
-	s.mu.Lock()
+	s.lock()
 	for _, id := range ids {
 		if sl, ok := s.idx.slot[id]; ok {
 			m := &s.idx.metas[sl]

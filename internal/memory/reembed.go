@@ -78,7 +78,7 @@ func (s *VectorStore) succeeded() {
 // by words only) when the model fails, and the index generation the vector
 // belongs to.
 func (s *VectorStore) queryVector(ctx context.Context, text string) ([]float32, uint64) {
-	s.mu.RLock()
+	s.rlock()
 	e, gen := s.serve, s.gen
 	s.mu.RUnlock()
 	vs, err := e.Embed(ctx, []string{text})
@@ -126,7 +126,7 @@ func (s *VectorStore) indexable(v []float32) []float32 {
 // migrating reports whether recall uses the previous model's vectors while
 // the memories are re-embedded.
 func (s *VectorStore) migrating() bool {
-	s.mu.RLock()
+	s.rlock()
 	defer s.mu.RUnlock()
 	return s.serveModel != s.model
 }
@@ -215,7 +215,7 @@ func (s *VectorStore) StaleEmbeddings(ctx context.Context) (int, error) {
 // Embedding returns where the store's vectors stand.
 func (s *VectorStore) Embedding(ctx context.Context) (EmbeddingStatus, error) {
 	n, err := s.StaleEmbeddings(ctx)
-	s.mu.RLock()
+	s.rlock()
 	st := EmbeddingStatus{Model: s.model, Serving: s.serveModel, Dimensions: s.idx.dims, Pending: n}
 	s.mu.RUnlock()
 	s.re.mu.Lock()
@@ -339,7 +339,7 @@ func (s *VectorStore) storeVectors(ctx context.Context, ids []int64, texts []str
 	if aside {
 		return nil
 	}
-	s.mu.Lock()
+	s.lock()
 	for _, i := range changed {
 		if sl, ok := s.idx.slot[ids[i]]; ok {
 			s.idx.put(ids[i], s.idx.metas[sl], s.indexable(vecs[i]))
@@ -362,7 +362,7 @@ func (s *VectorStore) switchModel(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
+	s.lock()
 	prev := s.serveModel
 	s.idx, s.text, s.serve, s.serveModel = idx, text, s.emb, s.model
 	s.gen++

@@ -131,7 +131,7 @@ func TestReembedServesPreviousModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2.mu.RLock()
+	s2.rlock()
 	if s2.idx.metas[s2.idx.slot[id]].hasVector {
 		t.Error("a new model's vector entered the previous model's index")
 	}
@@ -162,7 +162,7 @@ func TestReembedServesPreviousModel(t *testing.T) {
 		t.Fatalf("status when done = %+v, want %+v", st, want)
 	}
 	recallByVector(t, s3, next)
-	s3.mu.RLock()
+	s3.rlock()
 	for sl, m := range s3.idx.metas {
 		if !m.hasVector {
 			t.Errorf("memory %d has no vector of the new model", s3.idx.ids[sl])

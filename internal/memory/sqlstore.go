@@ -51,11 +51,12 @@ type VectorStore struct {
 	mu      sync.RWMutex
 	idx     *index
 	text    *textIndex
-	// loading runs the index load started by Open (loadIndexBeside), which
-	// holds mu until idx and text are set; loadErr (under mu) is why the
-	// load failed.
-	loading sync.WaitGroup
-	loadErr error
+	// loadOnce starts, and loading runs, the index load (LoadIndex), which
+	// releases mu, held since Open, once idx and text are set; loadErr
+	// (under mu) is why the load failed.
+	loadOnce sync.Once
+	loading  sync.WaitGroup
+	loadErr  error
 	// serve is the model whose vectors idx holds and queries are embedded
 	// with: emb, or the previous model while Reembed migrates (reembed.go).
 	serve      vec.Embedder
@@ -98,35 +99,51 @@ func OpenVectorMigrating(ctx context.Context, db *sql.DB, e vec.Embedder, prev P
 		return nil, err
 	}
 	s.access = newAccessQueue(db, log)
-	s.loadIndexBeside(ctx)
+	s.mu.Lock() // until the index is in place: see LoadIndex
 	return s, nil
 }
 
-// loadIndexBeside loads the index on a goroutine of its own, so that
-// opening the store (and so starting the agent) does not wait for reading
-// every memory: the index lock, taken here and released by the goroutine
-// once the index is in place, makes the first reader or writer of the
-// index wait for it instead. A failed load leaves an empty index and
-// makes every recall fail with its error (logged once). Shutdown waits for
-// the goroutine.
-func (s *VectorStore) loadIndexBeside(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx) // the store outlives Open's context
+// LoadIndex starts reading the in-memory index from SQLite on a goroutine
+// the store owns, unless that has started. Open does not read it, so that
+// opening the store (and so starting the agent) does not wait for every
+// memory: the index lock, held from Open until the index is in place, makes
+// every reader and writer of the index wait for it, and the first of them
+// starts the load if nobody did. The agent calls LoadIndex once it is
+// ready, a one-shot process right after Open. A failed load leaves an
+// empty index and makes every recall fail with its error (logged once).
+// Shutdown waits for the goroutine.
+func (s *VectorStore) LoadIndex() {
+	s.loadOnce.Do(func() { s.loading.Go(s.load) })
+}
+
+// load reads the index and releases the index lock taken by Open.
+func (s *VectorStore) load() {
+	defer s.mu.Unlock()
 	model, dims := s.serveModel, s.serve.Dimensions()
+	// Nobody waits on this context: the store outlives whoever opened it.
+	idx, text, stale, err := s.loadIndex(context.Background(), model, dims)
+	if err != nil {
+		s.loadErr = err
+		s.idx, s.text = newIndex(dims), newTextIndex()
+		s.log.Error("could not load the memory index: recall fails until the agent restarts", "err", err)
+		return
+	}
+	s.idx, s.text = idx, text
+	if stale > 0 {
+		s.log.Info("memories need re-embedding", "count", stale, "model", s.model)
+	}
+}
+
+// rlock and lock take the index lock, starting the index load first (see
+// LoadIndex).
+func (s *VectorStore) rlock() {
+	s.LoadIndex()
+	s.mu.RLock()
+}
+
+func (s *VectorStore) lock() {
+	s.LoadIndex()
 	s.mu.Lock()
-	s.loading.Go(func() {
-		defer s.mu.Unlock()
-		idx, text, stale, err := s.loadIndex(ctx, model, dims)
-		if err != nil {
-			s.loadErr = err
-			s.idx, s.text = newIndex(dims), newTextIndex()
-			s.log.Error("could not load the memory index: recall fails until the agent restarts", "err", err)
-			return
-		}
-		s.idx, s.text = idx, text
-		if stale > 0 {
-			s.log.Info("memories need re-embedding", "count", stale, "model", s.model)
-		}
-	})
 }
 
 // SetTuning replaces the retrieval parameters for the recalls that start
@@ -269,7 +286,7 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 	if err != nil {
 		return nil, fmt.Errorf("add memories: %w", err)
 	}
-	s.mu.Lock()
+	s.lock()
 	for _, a := range fresh {
 		s.idx.put(a.id, a.m, s.indexable(a.vec))
 		s.text.put(a.id, a.text)
@@ -415,7 +432,7 @@ func (s *VectorStore) Update(ctx context.Context, m Memory) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("update memory %d: %w", m.ID, err)
 	}
-	s.mu.Lock()
+	s.lock()
 	if sl, ok := s.idx.slot[m.ID]; ok {
 		s.idx.metas[sl].validTo = ns(now)
 	}
@@ -441,7 +458,7 @@ func (s *VectorStore) updateInPlace(ctx context.Context, m Memory) error {
 	if err != nil {
 		return fmt.Errorf("update memory %d: %w", m.ID, err)
 	}
-	s.mu.Lock()
+	s.lock()
 	if sl, ok := s.idx.slot[m.ID]; ok {
 		mt := s.idx.metas[sl]
 		mt.kind, mt.eventTime, mt.thread, mt.session, mt.speaker, mt.role = m.Kind, nullNS(m.EventTime).Int64, m.Thread, m.Session, normSpeaker(m.Speaker), m.Role
@@ -498,7 +515,7 @@ func (s *VectorStore) Close(ctx context.Context, id int64, at time.Time) error {
 		}
 		return nil
 	}
-	s.mu.Lock()
+	s.lock()
 	if sl, ok := s.idx.slot[id]; ok {
 		s.idx.metas[sl].validTo = ns(at)
 	}
@@ -525,7 +542,7 @@ func (s *VectorStore) Reopen(ctx context.Context, id int64) error {
 		}
 		return nil
 	}
-	s.mu.Lock()
+	s.lock()
 	if sl, ok := s.idx.slot[id]; ok {
 		s.idx.metas[sl].validTo = 0
 	}
@@ -639,7 +656,7 @@ func (s *VectorStore) EnsureCurrent(ctx context.Context, ms []Memory) ([]Ensured
 	if err != nil {
 		return nil, fmt.Errorf("ensure memories: %w", err)
 	}
-	s.mu.Lock()
+	s.lock()
 	for _, e := range out {
 		if e.Outcome == EnsureReopened {
 			if sl, ok := s.idx.slot[e.ID]; ok {
@@ -704,7 +721,7 @@ func (s *VectorStore) Delete(ctx context.Context, id int64) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("delete memory %d: %w", id, ErrNotFound)
 	}
-	s.mu.Lock()
+	s.lock()
 	s.idx.remove(id)
 	s.text.remove(id)
 	s.mu.Unlock()
@@ -784,7 +801,7 @@ func (s *VectorStore) List(ctx context.Context, f Filter) ([]Memory, error) {
 
 // Count returns the number of memories.
 func (s *VectorStore) Count(ctx context.Context, includeClosed bool) (int, error) {
-	s.mu.RLock()
+	s.rlock()
 	defer s.mu.RUnlock()
 	if includeClosed {
 		return s.idx.len(), nil
@@ -802,7 +819,7 @@ func (s *VectorStore) Count(ctx context.Context, includeClosed bool) (int, error
 // serving model), in id order, streaming from the database.
 func (s *VectorStore) AllVectors(ctx context.Context) iter.Seq2[Vector, error] {
 	return func(yield func(Vector, error) bool) {
-		s.mu.RLock()
+		s.rlock()
 		model := s.serveModel
 		s.mu.RUnlock()
 		rows, err := s.db.QueryContext(ctx, `SELECT id, embedding FROM memories WHERE embedding IS NOT NULL AND embed_model = ? ORDER BY id`, model)
@@ -835,7 +852,7 @@ func (s *VectorStore) AllVectors(ctx context.Context) iter.Seq2[Vector, error] {
 // Neighbours returns current memories at least minCos similar to id (by the
 // quantised index, exact to about ±0.01), most similar first.
 func (s *VectorStore) Neighbours(ctx context.Context, id int64, minCos float32) ([]Neighbour, error) {
-	s.mu.RLock()
+	s.rlock()
 	defer s.mu.RUnlock()
 	a, ok := s.idx.slot[id]
 	if !ok {
