@@ -374,6 +374,10 @@ func (a *App) setUpLogging(context.Context) error {
 	return nil
 }
 
+// oneShotConnections is how many database connections a one-shot process
+// opens beside its configuration.
+const oneShotConnections = 2
+
 // configBesideDatabase takes the data dir lock, then opens the database on
 // another goroutine while this one loads the configuration, checks the
 // prompt files, sets up logging and records the data dir's history
@@ -399,6 +403,12 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 			db, err := sqlite.Open(ctx, filepath.Join(a.opts.DataDir, DatabaseFile))
 			if err != nil {
 				err = datadir.Unusable(err)
+			} else if a.opts.OneShot {
+				// The turn reads from two goroutines at once (its context
+				// blocks, the memory index load): open the second
+				// connection here, beside the configuration, rather than
+				// on the turn's path (each parses the whole schema).
+				sqlite.Ready(ctx, db, oneShotConnections)
 			}
 			dbc <- opened{db, time.Since(start), err}
 		}()

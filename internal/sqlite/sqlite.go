@@ -84,6 +84,31 @@ func Open(ctx context.Context, file string) (*sql.DB, error) {
 	return db, nil
 }
 
+// Ready opens connections in db's pool until it holds n idle ones with the
+// schema read, so that callers running at once later do not each pay for
+// opening one (a new connection parses the whole schema: ~1.5 ms for
+// Reverie's). It gives up quietly at the first error: callers then open
+// connections as usual.
+func Ready(ctx context.Context, db *sql.DB, n int) {
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return
+		}
+		conns = append(conns, c)
+		var one int
+		if err := c.QueryRowContext(ctx, `SELECT 1 FROM sqlite_schema LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return
+		}
+	}
+}
+
 // FileMode is the mode of the database file and its -wal and -shm files.
 const FileMode fs.FileMode = 0o600
 

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+
+	msqlite "modernc.org/sqlite"
 )
 
 func openTemp(t *testing.T) *sql.DB {
@@ -208,5 +210,49 @@ func TestDatabaseFilesArePrivate(t *testing.T) {
 			}
 			check(t, file)
 		})
+	}
+}
+
+// Ready leaves n idle connections, each with the schema already read.
+func TestReady(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxIdleConns(0) // forget the connection used so far
+	db.SetMaxIdleConns(8)
+	Ready(ctx, db, 2)
+	if st := db.Stats(); st.OpenConnections != 2 || st.Idle != 2 {
+		t.Fatalf("after Ready: %d open, %d idle; want 2 and 2", st.OpenConnections, st.Idle)
+	}
+	// Both, taken at once, are the ones Ready opened and know the schema.
+	var conns []*sql.Conn
+	for range 2 {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		err := c.Raw(func(dc any) error {
+			used, _, err := dc.(msqlite.DBStatus).Status(msqlite.DBStatusSchemaUsed, false)
+			if err == nil && used == 0 {
+				err = errors.New("schema not read")
+			}
+			return err
+		})
+		if err != nil {
+			t.Errorf("connection %d: %v", i, err)
+		}
+	}
+	if st := db.Stats(); st.OpenConnections != 2 {
+		t.Errorf("taking two connections opened more: %d open", st.OpenConnections)
 	}
 }
