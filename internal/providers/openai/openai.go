@@ -143,9 +143,10 @@ type services struct {
 
 // Client generates replies through the chat-completions API.
 type Client struct {
-	o      Options
-	sdk    services
-	policy providers.Policy
+	o       Options
+	sdk     services
+	policy  providers.Policy
+	schemas schemaCache
 }
 
 // New returns a client for o. It checks the options but does not contact

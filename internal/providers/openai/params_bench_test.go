@@ -1,0 +1,93 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/reverie-ai/reverie/llm"
+)
+
+// benchRequest is a turn-shaped request: a system prompt, a short exchange
+// and thirty tools with schemas the size of the core tools'.
+func benchRequest() llm.Request {
+	req := llm.Request{System: strings.Repeat("You are a careful assistant. ", 150), Messages: []llm.Message{llm.UserText("what is on my list today?")}}
+	for i := range 30 {
+		req.Tools = append(req.Tools, llm.ToolSpec{Name: fmt.Sprintf("tool_%d", i), Description: "Does one thing well, with care.",
+			Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{` +
+				`"path":{"type":"string","description":"File to read, relative to the workspace."},` +
+				`"offset":{"type":"integer","minimum":0,"description":"First line to read."},` +
+				`"limit":{"type":"integer","minimum":1,"maximum":2000,"description":"How many lines."},` +
+				`"mode":{"type":"string","enum":["text","lines","bytes"],"description":"How to read."},` +
+				`"filter":{"type":"object","properties":{"match":{"type":"string"},"case":{"type":"boolean"}}}}}`)})
+	}
+	return req
+}
+
+// BenchmarkRequestBody measures building and encoding a request body: the
+// per-request cost of mapping the tools' schemas.
+func BenchmarkRequestBody(b *testing.B) {
+	c, err := New(Options{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := benchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := c.params(req, "m")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A tool's schema reaches the body as it was given (the same JSON value),
+// from any number of requests at once sharing the cached map.
+func TestToolSchemaInBody(t *testing.T) {
+	c, err := New(Options{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := benchRequest()
+	var want any
+	if err := json.Unmarshal(req.Tools[0].Parameters, &want); err != nil {
+		t.Fatal(err)
+	}
+	bodies := make(chan []byte, 8)
+	for range 8 {
+		go func() {
+			p, err := c.params(req, "m")
+			if err != nil {
+				t.Error(err)
+			}
+			b, err := json.Marshal(p)
+			if err != nil {
+				t.Error(err)
+			}
+			bodies <- b
+		}()
+	}
+	for range 8 {
+		var body struct {
+			Tools []struct {
+				Function struct {
+					Parameters any `json:"parameters"`
+				} `json:"function"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(<-bodies, &body); err != nil {
+			t.Fatal(err)
+		}
+		if len(body.Tools) != len(req.Tools) || !reflect.DeepEqual(body.Tools[0].Function.Parameters, want) {
+			t.Fatalf("tool parameters in the body = %v, want %v", body.Tools, want)
+		}
+	}
+	if _, err := c.schemas.object(json.RawMessage(`[1`)); err == nil {
+		t.Error("a broken schema was accepted")
+	}
+}
