@@ -16,6 +16,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
@@ -193,4 +194,43 @@ func roles(h []conversation.StoredMessage) []string {
 		out[i] = s
 	}
 	return out
+}
+
+// describedTool is a tool whose description can change between turns.
+type describedTool struct {
+	name, desc string
+	schema     json.RawMessage
+}
+
+func (t *describedTool) Name() string            { return t.name }
+func (t *describedTool) Description() string     { return t.desc }
+func (t *describedTool) Schema() json.RawMessage { return t.schema }
+func (t *describedTool) Call(context.Context, json.RawMessage) (tool.Result, error) {
+	return tool.Result{}, nil
+}
+
+// Tool counts are kept between turns, and counted again when a tool's
+// description or schema changes.
+func TestToolTokensFollowChanges(t *testing.T) {
+	a := &Agent{o: Options{Counter: prompt.NewCounter("")}}
+	dt := &describedTool{name: "shell", desc: "Runs a command.", schema: json.RawMessage(`{"type":"object"}`)}
+	other := &describedTool{name: "read", desc: "Reads a file.", schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}
+	count := func(ts ...tool.Tool) int {
+		n := 0
+		for _, t := range ts {
+			n += a.o.Counter.Count(t.Name()) + a.o.Counter.Count(t.Description()) + a.o.Counter.Count(string(t.Schema())) + prompt.ToolCallOverhead
+		}
+		return n
+	}
+	if got, want := a.toolTokens([]tool.Tool{dt, other}), count(dt, other); got != want {
+		t.Fatalf("first count = %d, want %d", got, want)
+	}
+	dt.desc = "Runs a command in a sandbox (bubblewrap and Landlock, tested), with limits on processes and memory."
+	if got, want := a.toolTokens([]tool.Tool{dt, other}), count(dt, other); got != want {
+		t.Fatalf("after a new description: %d, want %d", got, want)
+	}
+	dt.schema = json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout":{"type":"integer"}}}`)
+	if got, want := a.toolTokens([]tool.Tool{dt}), count(dt); got != want {
+		t.Fatalf("after a new schema: %d, want %d", got, want)
+	}
 }

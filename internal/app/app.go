@@ -542,9 +542,9 @@ func (a *App) finishTools(ctx context.Context) error {
 	}
 	a.collectTools()
 	if a.opts.OneShot {
-		// The extensions' and the agents' tools: the core and runtime
-		// ones are warming since the scheduler was built.
-		a.warmTools(without(a.turnTools(), slices.Concat(a.coreTools, a.runtimeTools)), nil)
+		// The extensions', the agents' and the sub-session tools: the
+		// core and runtime ones are warming since the scheduler was built.
+		a.warmTools(without(a.warmableTools(), slices.Concat(a.coreTools, a.runtimeTools)), nil)
 	}
 	a.checkProfiles()
 	a.registerJobs(ctx)

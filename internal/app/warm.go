@@ -45,8 +45,18 @@ func without(ts, done []tool.Tool) []tool.Tool {
 	return slices.DeleteFunc(ts, func(t tool.Tool) bool { return names[t.Name()] })
 }
 
+// warmableTools are the tools of a turn: the shared set and the
+// sub-session tools (their schemas are shared by every thread's binding).
+func (a *App) warmableTools() []tool.Tool {
+	ts := a.turnTools()
+	if a.Workflows != nil {
+		ts = append(ts, a.Workflows.Tools("")...)
+	}
+	return ts
+}
+
 // warmTurnTools is warmTools for the tools of a turn, for Run's errgroup.
 func (a *App) warmTurnTools(context.Context) error {
-	warm(a.turnTools(), a.Models)
+	warm(a.warmableTools(), a.Models)
 	return nil
 }
