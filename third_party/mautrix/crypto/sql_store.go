@@ -54,7 +54,7 @@ var _ Store = (*SQLCryptoStore)(nil)
 // The stored material will be encrypted with the given key.
 func NewSQLCryptoStore(db *dbutil.Database, log dbutil.DatabaseLogger, accountID string, deviceID id.DeviceID, pickleKey []byte) *SQLCryptoStore {
 	store := &SQLCryptoStore{
-		DB:        db.Child(sql_store_upgrade.VersionTableName, sql_store_upgrade.Table, log),
+		DB:        db.Child(sql_store_upgrade.VersionTableName, sql_store_upgrade.Table(), log),
 		PickleKey: pickleKey,
 		AccountID: accountID,
 		DeviceID:  deviceID,

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 	"go.mau.fi/util/confusable"
@@ -29,11 +30,15 @@ import (
 //go:embed *.sql
 var rawUpgrades embed.FS
 
-var UpgradeTable = dbutil.BuildUpgradeTable().
-	WithFS(rawUpgrades).
-	With(upgradeV5).
-	With(upgradeV6).
-	Finish()
+// UpgradeTable is built on first use (Reverie: not at package init, which
+// parsed every upgrade file in every process).
+var UpgradeTable = sync.OnceValue(func() dbutil.UpgradeTable {
+	return dbutil.BuildUpgradeTable().
+		WithFS(rawUpgrades).
+		With(upgradeV5).
+		With(upgradeV6).
+		Finish()
+})
 
 const VersionTableName = "mx_version"
 
@@ -46,7 +51,7 @@ type SQLStateStore struct {
 
 func NewSQLStateStore(db *dbutil.Database, log dbutil.DatabaseLogger, isBridge bool) *SQLStateStore {
 	return &SQLStateStore{
-		Database: db.Child(VersionTableName, UpgradeTable, log),
+		Database: db.Child(VersionTableName, UpgradeTable(), log),
 		IsBridge: isBridge,
 	}
 }

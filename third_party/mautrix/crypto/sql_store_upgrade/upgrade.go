@@ -10,6 +10,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"sync"
 
 	"go.mau.fi/util/dbutil"
 )
@@ -19,10 +20,14 @@ const VersionTableName = "crypto_version"
 //go:embed *.sql
 var fs embed.FS
 
-var Table = dbutil.BuildUpgradeTable().
-	WithFS(fs).
-	WithRaw(-1, 3, 0, "Unsupported version", dbutil.TxnModeOff, func(ctx context.Context, database *dbutil.Database) error {
-		return fmt.Errorf("upgrading from versions 1 and 2 of the crypto store is no longer supported in mautrix-go v0.12+")
-	}).
-	With(upgradeV20).
-	Finish()
+// Table is built on first use (Reverie: not at package init, which parsed
+// every upgrade file in every process).
+var Table = sync.OnceValue(func() dbutil.UpgradeTable {
+	return dbutil.BuildUpgradeTable().
+		WithFS(fs).
+		WithRaw(-1, 3, 0, "Unsupported version", dbutil.TxnModeOff, func(ctx context.Context, database *dbutil.Database) error {
+			return fmt.Errorf("upgrading from versions 1 and 2 of the crypto store is no longer supported in mautrix-go v0.12+")
+		}).
+		With(upgradeV20).
+		Finish()
+})
