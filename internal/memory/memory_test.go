@@ -582,3 +582,32 @@ func TestIndexLoadFailureFailsRecall(t *testing.T) {
 		t.Fatalf("Recall after reopening = %v, %v", got, err)
 	}
 }
+
+// The start's counts of vectors by model read only the partial index
+// (migration 006), not every memory's row.
+func TestVectorModelCountsUseTheIndex(t *testing.T) {
+	_, _, path := newStore(t)
+	db, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`SELECT embed_model FROM memories WHERE embedding IS NOT NULL GROUP BY embed_model ORDER BY COUNT(*) DESC, embed_model`,
+		`SELECT embed_model, COUNT(*) FROM memories WHERE embedding IS NOT NULL AND embed_model <> 'x' GROUP BY embed_model ORDER BY 2 DESC, 1 LIMIT 1`,
+		`SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL AND embed_model = 'x'`,
+	} {
+		plan, err := sqlite.Rows(context.Background(), db, func(rows sqlite.Scanner) (string, error) {
+			var id, parent, unused int
+			var detail string
+			err := rows.Scan(&id, &parent, &unused, &detail)
+			return detail, err
+		}, `EXPLAIN QUERY PLAN `+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(plan, "; "), "memories_vector_model") {
+			t.Errorf("%s\n  plan: %v", q, plan)
+		}
+	}
+}
