@@ -275,16 +275,24 @@ func TestServiceRestart(t *testing.T) {
 	})
 }
 
+// orphanRequest makes s ask about a call in a turn that then goes away
+// without an answer, and returns what was shown.
+func orphanRequest(t *testing.T, s *Service, box *outbox) chat.Outbound {
+	t.Helper()
+	ctx, stop := context.WithCancel(inThread(t.Context(), "web:s1"))
+	errc := make(chan error, 1)
+	go func() { errc <- s.Approve(ctx, exfilRequest("c3")) }()
+	asked := <-box.got
+	stop()
+	<-errc
+	return asked
+}
+
 func TestServiceRunExpiresOrphans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		box := newOutbox()
 		s := open(t, filepath.Join(t.TempDir(), "r.db"), box)
-		ctx, stop := context.WithCancel(inThread(t.Context(), "web:s1"))
-		errc := make(chan error, 1)
-		go func() { errc <- s.Approve(ctx, exfilRequest("c3")) }()
-		asked := <-box.got
-		stop() // the turn is gone and nobody resumes it
-		<-errc
+		asked := orphanRequest(t, s, box) // the turn is gone and nobody resumes it
 		runCtx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- s.Run(runCtx) }()
@@ -309,12 +317,8 @@ func TestServiceRunLeaveOverdue(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "r.db")
 		box := newOutbox()
 		first := open(t, file, box)
-		ctx, stop := context.WithCancel(inThread(t.Context(), "web:s1"))
+		orphan := orphanRequest(t, first, box)
 		errc := make(chan error, 1)
-		go func() { errc <- first.Approve(ctx, exfilRequest("c3")) }()
-		orphan := <-box.got
-		stop()
-		<-errc
 
 		s := openWith(t, file, box, func(o *Options) { o.LeaveOverdue = true })
 		runCtx, cancel := context.WithCancel(t.Context())
@@ -358,12 +362,8 @@ func TestServiceAnswerBeforeResume(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "r.db")
 		box := newOutbox()
 		first := open(t, file, box)
-		ctx, stop := context.WithCancel(inThread(t.Context(), "web:s1"))
+		asked := orphanRequest(t, first, box)
 		errc := make(chan error, 1)
-		go func() { errc <- first.Approve(ctx, exfilRequest("c3")) }()
-		asked := <-box.got
-		stop()
-		<-errc
 
 		// After the restart the user approves before the turn has resumed.
 		second := open(t, file, box)

@@ -5,21 +5,8 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
-	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/internal/providers"
 )
-
-// warmRequest has every message role and part a turn sends, and a tool.
-var warmRequest = llm.Request{
-	System: "s",
-	Messages: []llm.Message{
-		llm.UserText("u"),
-		{Role: llm.RoleAssistant, Parts: []llm.Part{llm.Text{Text: "a"},
-			llm.ToolCall{ID: "c", Name: "t", Arguments: json.RawMessage(`{"q":"x"}`)}}},
-		{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: "c", Name: "t", Content: "r"}}},
-	},
-	Tools: []llm.ToolSpec{{Name: "t", Description: "d",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)}},
-}
 
 // warmMessage and warmEvent are a reply with a tool call, whole and one
 // streamed event of it.
@@ -35,7 +22,7 @@ const (
 // type's codec on first use. It encodes a request and decodes a reply of
 // every shape a turn uses, and sends nothing. Safe to call beside requests.
 func (c *Client) Warm() {
-	if p, _, err := c.params(warmRequest, c.o.Model); err == nil {
+	if p, _, err := c.params(providers.WarmRequest, c.o.Model); err == nil {
 		_, _ = json.Marshal(p)
 	}
 	var m sdk.Message
