@@ -379,13 +379,13 @@ func (a *App) setUpLogging(context.Context) error {
 const oneShotConnections = 2
 
 // configBesideDatabase takes the data dir lock, then opens the database on
-// another goroutine while this one loads the configuration (the prompt
-// files are checked on a third meanwhile), sets up logging and records the
-// data dir's history (openVersions): each side takes a few milliseconds of
-// CPU and needs nothing of the other. It waits for all. The errors come in
-// the order of a start that ran these one after the other: the
-// configuration's first, then the prompt files', then the lock's (another
-// agent runs on the data dir), then the database's. The lock and the database are closed after logging, as
+// another goroutine while this one loads the configuration, checks the
+// prompt files, sets up logging and records the data dir's history
+// (openVersions): each side takes a few milliseconds of CPU and needs
+// nothing of the other. It waits for both. The errors come in the order
+// of a start that ran these one after the other: the configuration's
+// first, then the lock's (another agent runs on the data dir), then the
+// database's. The lock and the database are closed after logging, as
 // before (closers run in reverse).
 func (a *App) configBesideDatabase(ctx context.Context) error {
 	start := time.Now()
@@ -415,23 +415,9 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 	} else {
 		dbc <- opened{err: lockErr}
 	}
-	// The prompt files need nothing of the configuration: they are
-	// checked beside it.
-	type checked struct {
-		took time.Duration
-		err  error
-	}
-	pc := make(chan checked, 1)
-	go func() {
-		start := time.Now()
-		err := a.validatePromptFiles(ctx)
-		pc <- checked{time.Since(start), err}
-	}()
 	err := a.tracePhase(ctx, "config", a.loadConfig)
-	p := <-pc
-	a.trace.phase("prompt files (beside)", p.took)
 	if err == nil {
-		err = p.err
+		err = a.tracePhase(ctx, "prompt files", a.validatePromptFiles)
 	}
 	if err == nil {
 		err = a.tracePhase(ctx, "logging", a.setUpLogging)
