@@ -196,6 +196,25 @@ func TestBadPromptTemplateIsFatal(t *testing.T) {
 	}
 }
 
+// The prompt files are checked beside the configuration; a bad
+// configuration is still the error reported when both are bad.
+func TestBadConfigBeforeBadPromptFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := datadir.Bootstrap(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "prompts/COMPACTION_PROMPT.txt"), []byte("Summarise {bogus} please.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("log: [not, a, map]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), Options{DataDir: dir, Console: io.Discard, Registry: webInfo(t)})
+	if err == nil || errors.Is(err, ErrPromptFiles) || !strings.Contains(err.Error(), "config.yaml") {
+		t.Fatalf("start with a bad configuration and a bad prompt file = %v, want the configuration's error", err)
+	}
+}
+
 func TestCorruptWorldStateMovedAside(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
