@@ -544,7 +544,7 @@ func (a *App) finishTools(ctx context.Context) error {
 	if a.opts.OneShot {
 		// The extensions', the agents' and the sub-session tools: the
 		// core and runtime ones are warming since the scheduler was built.
-		a.warmTools(without(a.warmableTools(), slices.Concat(a.coreTools, a.runtimeTools)), nil)
+		a.warmTools(without(a.warmableTools(), slices.Concat(a.coreTools, a.runtimeTools)))
 	}
 	a.checkProfiles()
 	a.registerJobs(ctx)

@@ -62,7 +62,7 @@ func (a *App) buildScheduler(ctx context.Context) error {
 	if a.opts.OneShot {
 		// The core and runtime tools are all built: warm them beside the
 		// rest of the start (see warmTools).
-		a.warmTools(slices.Concat(a.coreTools, a.runtimeTools), a.Models)
+		a.warmTools(slices.Concat(a.coreTools, a.runtimeTools))
 	}
 	if err := a.buildHeartbeat(ctx); err != nil {
 		return err

@@ -5,33 +5,27 @@ import (
 	"slices"
 
 	"github.com/reverie-ai/reverie/internal/agent"
-	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/tool"
 )
 
 // warmTools builds, on a goroutine of its own, what the first turn would
 // otherwise build on its path: the tools' JSON schemas and descriptions
 // (every request carries them, and a tool builds its schema by reflection
-// on first use: ~4 ms for the core set), the model clients' request and
-// reply codecs (the SDKs prepare them by reflection on first use: ~2 ms)
-// and the supervisor's claim patterns (checked on every reply). A one-shot
-// command warms them while the rest of the agent is built, on the core the
-// start leaves idle; a long-running agent once it is ready
-// (warmTurnTools). models may be nil (a second pass, for tools only).
-// Close waits for the goroutine.
-func (a *App) warmTools(tools []tool.Tool, models *modelrouter.Router) {
-	a.warming.Go(func() { warm(tools, models) })
+// on first use: ~4 ms for the core set) and the supervisor's claim
+// patterns (checked on every reply). A one-shot command warms them while
+// the rest of the agent is built, on the core the start leaves idle; a
+// long-running agent once it is ready (warmTurnTools). Close waits for the
+// goroutine.
+func (a *App) warmTools(tools []tool.Tool) {
+	a.warming.Go(func() { warm(tools) })
 }
 
-// warm asks each tool for what a request carries, warms the model clients,
-// then compiles the claim patterns.
-func warm(tools []tool.Tool, models *modelrouter.Router) {
+// warm asks each tool for what a request carries, then compiles the claim
+// patterns.
+func warm(tools []tool.Tool) {
 	for _, t := range tools {
 		_ = t.Schema()
 		_ = t.Description()
-	}
-	if models != nil {
-		models.Warm()
 	}
 	_ = agent.DefaultClaimRules()
 }
@@ -57,6 +51,6 @@ func (a *App) warmableTools() []tool.Tool {
 
 // warmTurnTools is warmTools for the tools of a turn, for Run's errgroup.
 func (a *App) warmTurnTools(context.Context) error {
-	warm(a.warmableTools(), a.Models)
+	warm(a.warmableTools())
 	return nil
 }

@@ -38,7 +38,8 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 
 // VectorStore is the local_vector backend: memories in SQLite with an FTS5
 // index, float32 embeddings stored as BLOBs, and an in-memory quantised
-// vector index loaded beside Open. See doc.go for scoring and concurrency.
+// vector index read by LoadIndex or at its first use, not by Open. See doc.go
+// for scoring and concurrency.
 type VectorStore struct {
 	db    *sql.DB
 	emb   vec.Embedder // the configured model: new vectors are made with it

@@ -489,23 +489,3 @@ func (r *Router) Health(ctx context.Context, timeout time.Duration) []BackendHea
 	wg.Wait()
 	return out
 }
-
-// warmer is a backend that can build ahead what its first request would
-// build on the request's path (codecs prepared by reflection).
-type warmer interface{ Warm() }
-
-// Warm warms every backend that can be warmed. It sends nothing and is
-// safe beside requests.
-func (r *Router) Warm() {
-	r.mu.RLock()
-	var ws []warmer
-	for _, b := range r.backends {
-		if w, ok := b.Backend.(warmer); ok {
-			ws = append(ws, w)
-		}
-	}
-	r.mu.RUnlock()
-	for _, w := range ws {
-		w.Warm()
-	}
-}

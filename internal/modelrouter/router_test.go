@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,26 +335,5 @@ func TestImagesForBackendsWithoutVision(t *testing.T) {
 	}
 	if _, ok := req.Messages[0].Parts[0].(llm.Image); !ok {
 		t.Error("the caller's request was changed")
-	}
-}
-
-// warmBackend is a fakeBackend that counts Warm calls.
-type warmBackend struct {
-	fakeBackend
-	warmed atomic.Int32
-}
-
-func (w *warmBackend) Warm() { w.warmed.Add(1) }
-
-func TestWarmWarmsWhatCanBeWarmed(t *testing.T) {
-	w := &warmBackend{fakeBackend: fakeBackend{name: "w", gen: ok("x")}}
-	plain := &fakeBackend{name: "p", gen: ok("y")}
-	r := newRouter(t, map[string][]string{RoleMain: {"w", "p"}}, w, plain)
-	r.Warm()
-	if got := w.warmed.Load(); got != 1 {
-		t.Fatalf("warmable backend warmed %d times, want 1", got)
-	}
-	if w.Calls() != 0 || plain.Calls() != 0 {
-		t.Fatal("Warm called a model")
 	}
 }

@@ -760,19 +760,3 @@ func TestThinkingOff(t *testing.T) {
 		})
 	}
 }
-
-// Warm prepares the SDK's codecs without sending anything; requests work
-// as before afterwards.
-func TestWarmSendsNothing(t *testing.T) {
-	srv := llmtest.NewAnthropicServer(t)
-	c, _ := newClient(t, srv, nil)
-	c.Warm()
-	if n := len(srv.Requests()); n != 0 {
-		t.Fatalf("Warm sent %d requests", n)
-	}
-	srv.Enqueue(llmtest.ServerReply{Text: "hi"})
-	resp, err := c.Generate(context.Background(), hello(), nil)
-	if err != nil || resp.Message.Text() != "hi" {
-		t.Fatalf("Generate after Warm = %+v, %v", resp, err)
-	}
-}

@@ -906,19 +906,3 @@ func TestThinking(t *testing.T) {
 		})
 	}
 }
-
-// Warm prepares the SDK's codecs without sending anything; requests work
-// as before afterwards.
-func TestWarmSendsNothing(t *testing.T) {
-	srv := llmtest.NewOpenAIServer(t)
-	c, _ := newClient(t, srv, nil)
-	c.Warm()
-	if n := len(srv.Requests()); n != 0 {
-		t.Fatalf("Warm sent %d requests", n)
-	}
-	srv.Enqueue(llmtest.ServerReply{Text: "hi"})
-	resp, err := c.Generate(context.Background(), hello(), nil)
-	if err != nil || resp.Message.Text() != "hi" {
-		t.Fatalf("Generate after Warm = %+v, %v", resp, err)
-	}
-}
