@@ -10,12 +10,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // MaxAttachBytes bounds a file given with /attach (the web page's default
@@ -57,10 +56,6 @@ func (a Attached) note() string {
 // imageTypes are the picture types models accept.
 var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
-// unsafeName matches what a saved file's name may not hold (compiled when
-// first used).
-var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
-
 // readAttachment reads a local file for /attach: a regular file of at most
 // MaxAttachBytes. It returns its cleaned name, content, and media type
 // (images recognised by their content).
@@ -99,7 +94,7 @@ func readAttachment(p string) (name string, data []byte, media string, image boo
 	if len(data) == 0 {
 		return "", nil, "", false, fmt.Errorf("%s is empty", p)
 	}
-	name = strings.Trim(unsafeName().ReplaceAllString(filepath.Base(p), "_"), "._")
+	name = extension.SafeName(filepath.Base(p))
 	if name == "" {
 		name = "file"
 	}

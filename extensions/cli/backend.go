@@ -11,6 +11,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // Backend is what a chat frontend talks to: the agent in this process
@@ -238,7 +239,7 @@ func (l *Local) Attach(_ context.Context, p string) (Attached, error) {
 	if err != nil {
 		return Attached{}, err
 	}
-	dir := path.Join("cli", strings.Trim(unsafeName().ReplaceAllString(strings.TrimPrefix(string(l.Thread()), ChannelName+":"), "_"), "._"))
+	dir := path.Join("cli", extension.SafeName(strings.TrimPrefix(string(l.Thread()), ChannelName+":")))
 	rel, err := saveInWorkspace(l.c.host.DataDir(), dir, name, data, l.now())
 	if err != nil {
 		return Attached{}, fmt.Errorf("save %s in the workspace: %w", name, err)

@@ -6,15 +6,14 @@ import (
 	"io"
 	"os"
 	"path"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // handleMember follows the bot's memberships: invites from allowed users
@@ -264,8 +263,6 @@ func stripMention(text string, names []string) string {
 	return t
 }
 
-var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
-
 // saveAttachment downloads (and decrypts) a file the user sent into
 // workspace/matrix/<room>/. An image becomes an image attachment for the
 // model; other files, and files that could not be saved, a line of text.
@@ -337,16 +334,16 @@ func (m *Matrix) saveFile(ctx context.Context, evt *event.Event, content *event.
 	if name == "" {
 		name = content.Body
 	}
-	name = strings.Trim(unsafeName().ReplaceAllString(path.Base(name), "_"), "._")
+	name = extension.SafeName(path.Base(name))
 	if name == "" {
 		name = "file"
 	}
 	if len(name) > 80 {
 		name = name[len(name)-80:]
 	}
-	roomDir := strings.Trim(unsafeName().ReplaceAllString(evt.RoomID.String(), "_"), "._")
+	roomDir := extension.SafeName(evt.RoomID.String())
 	dir := path.Join("matrix", roomDir)
-	idPart := strings.Trim(unsafeName().ReplaceAllString(evt.ID.String(), "_"), "._")
+	idPart := extension.SafeName(evt.ID.String())
 	if len(idPart) > 12 {
 		idPart = idPart[:12]
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // handle takes one update: a message from an allowed user goes to the
@@ -204,8 +205,6 @@ func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) ([]st
 	return notes, images
 }
 
-var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
-
 // saveFile downloads a file into workspace/telegram/<chat>/ and returns its
 // path relative to the workspace.
 func (t *Telegram) saveFile(ctx context.Context, m *models.Message, fileID, name string, size int64) (string, error) {
@@ -227,7 +226,7 @@ func (t *Telegram) saveFile(ctx context.Context, m *models.Message, fileID, name
 	if err != nil {
 		return "", err
 	}
-	name = strings.Trim(unsafeName().ReplaceAllString(path.Base(name), "_"), "._")
+	name = extension.SafeName(path.Base(name))
 	if name == "" {
 		name = "file"
 	}

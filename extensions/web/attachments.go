@@ -17,6 +17,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 )
 
 // Attachments: the page uploads each file it is given (dropped, pasted or
@@ -33,8 +34,6 @@ const workspaceDir = "workspace"
 
 // imageTypes are the image types models accept.
 var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
-
-var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // uploadsOf is the workspace directory of a web thread's uploads.
 func uploadsOf(t chat.ThreadID) string {
@@ -77,7 +76,7 @@ func (w *Web) uploadAttachment(rw http.ResponseWriter, r *http.Request) {
 		w.serviceError(rw, r, fmt.Errorf("%w: the file is empty", api.ErrInvalid))
 		return
 	}
-	name := strings.Trim(unsafeName().ReplaceAllString(path.Base(strings.ReplaceAll(up.Name, "\\", "/")), "_"), "._")
+	name := extension.SafeName(path.Base(strings.ReplaceAll(up.Name, "\\", "/")))
 	if name == "" {
 		name = "file"
 	}
