@@ -162,10 +162,11 @@ func CategoriesOf(t Tool) []string {
 // string or json.RawMessage is used as is, a Result is passed through, and
 // anything else is marshalled to JSON.
 //
-// The schema is derived and compiled once, here. New panics when A cannot be
-// described (not a struct, unsupported field types), when name is not a
-// valid tool name, or when an option names an unknown property: these are
-// programming errors, found when the tool is first built.
+// The schema is derived here; its JSON and its compiled form are made once,
+// when first needed. New panics when A cannot be described (not a struct,
+// unsupported field types), when name is not a valid tool name, or when an
+// option names an unknown property: these are programming errors, found when
+// the tool is first built.
 func New[A any](name, description string, fn func(ctx context.Context, args A) (any, error), opts ...Option) Tool {
 	if err := CheckName(name); err != nil {
 		panic(fmt.Sprintf("tool.New: %v", err))
@@ -181,27 +182,33 @@ func New[A any](name, description string, fn func(ctx context.Context, args A) (
 	if err != nil {
 		panic(fmt.Sprintf("tool.New(%q): %v", name, err))
 	}
-	// The schema's JSON and its compiled form are made when first needed
-	// (a turn offering the tool, a call): an agent builds about a hundred
-	// tools at start, and this is most of their cost. A derived schema
-	// always marshals and compiles; a failure would be a bug in this
-	// package, reported with the tool's name where it is first used.
-	compiled := sync.OnceValues(func() (json.RawMessage, *jsonschema.Resolved) {
-		raw, err := json.Marshal(schema)
+	// The schema's JSON is made when a turn first offers the tool, and its
+	// compiled form when a call is first validated: an agent builds about a
+	// hundred tools at start, and most are never called in a process (a
+	// one-shot send, say). The compiled form is made from the JSON, so the
+	// derived schema is garbage once marshalled. A derived schema always
+	// marshals and compiles; a failure would be a bug in this package,
+	// reported with the tool's name where it is first used.
+	raw := sync.OnceValue(func() json.RawMessage {
+		b, err := json.Marshal(schema)
 		if err != nil {
 			panic(fmt.Sprintf("tool.New(%q): marshal schema: %v", name, err))
 		}
-		resolved, err := schema.Resolve(nil)
+		return b
+	})
+	resolved := sync.OnceValue(func() *jsonschema.Resolved {
+		r, err := compile(raw())
 		if err != nil {
-			panic(fmt.Sprintf("tool.New(%q): compile schema: %v", name, err))
+			panic(fmt.Sprintf("tool.New(%q): %v", name, err))
 		}
-		return raw, resolved
+		return r
 	})
 	return &typed[A]{
 		meta: meta{
 			name:        name,
 			description: o.describer(description),
-			compiled:    compiled,
+			schema:      raw,
+			resolved:    resolved,
 			readOnly:    o.readOnly,
 			inOrder:     o.inOrder,
 			private:     o.readsPrivate,
@@ -223,9 +230,10 @@ func (o options) describer(description string) func() string {
 type meta struct {
 	name        string
 	description func() string
-	// compiled returns the schema's JSON and its compiled form (made once,
-	// when first needed).
-	compiled   func() (json.RawMessage, *jsonschema.Resolved)
+	// schema returns the schema's JSON and resolved its compiled form, each
+	// made once, when first needed.
+	schema     func() json.RawMessage
+	resolved   func() *jsonschema.Resolved
 	readOnly   bool
 	inOrder    bool
 	private    bool
@@ -234,7 +242,7 @@ type meta struct {
 
 func (m *meta) Name() string            { return m.name }
 func (m *meta) Description() string     { return m.description() }
-func (m *meta) Schema() json.RawMessage { raw, _ := m.compiled(); return raw }
+func (m *meta) Schema() json.RawMessage { return m.schema() }
 func (m *meta) ReadOnly() bool          { return m.readOnly }
 func (m *meta) InOrder() bool           { return m.inOrder }
 func (m *meta) ReadsPrivate() bool      { return m.private }
@@ -242,8 +250,7 @@ func (m *meta) Categories() []string    { return slices.Clone(m.categories) }
 
 // ValidateArgs checks args against the compiled schema.
 func (m *meta) ValidateArgs(args json.RawMessage) error {
-	_, resolved := m.compiled()
-	return validateResolved(resolved, args)
+	return validateResolved(m.resolved(), args)
 }
 
 type typed[A any] struct {

@@ -118,7 +118,8 @@ func NewRaw(name, description string, schema json.RawMessage, fn RawHandler, opt
 		meta: meta{
 			name:        name,
 			description: o.describer(description),
-			compiled:    func() (json.RawMessage, *jsonschema.Resolved) { return compacted, resolved },
+			schema:      func() json.RawMessage { return compacted },
+			resolved:    func() *jsonschema.Resolved { return resolved },
 			readOnly:    o.readOnly,
 			inOrder:     o.inOrder,
 			private:     o.readsPrivate,
