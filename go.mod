@@ -103,3 +103,5 @@ replace maunium.net/go/mautrix v0.32.0 => ./third_party/mautrix
 replace github.com/yuin/goldmark v1.8.6 => ./third_party/goldmark
 
 replace codeberg.org/readeck/go-readability/v2 v2.1.3 => ./third_party/go-readability
+
+replace modernc.org/memory v1.12.1 => ./third_party/memory
