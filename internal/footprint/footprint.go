@@ -52,10 +52,12 @@ type Keeper struct {
 	Slack int64
 	// Logger receives a debug line per release (nil: discarded).
 	Logger *slog.Logger
+	// Release hands freed memory back (nil: Release). A process whose C
+	// libraries cache memory of their own frees it here too, before
+	// calling Release.
+	Release func()
 
-	// For tests: the release and the resident-size probe (nil: Release
-	// and ResidentAnon).
-	release  func()
+	// For tests: the resident-size probe (nil: ResidentAnon).
 	resident func() (int64, error)
 }
 
@@ -72,7 +74,7 @@ func (k *Keeper) Run(ctx context.Context) error {
 	if slack <= 0 {
 		slack = DefaultSlack
 	}
-	release, resident := k.release, k.resident
+	release, resident := k.Release, k.resident
 	if release == nil {
 		release = Release
 	}

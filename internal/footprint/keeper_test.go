@@ -50,7 +50,7 @@ func (p *fakeProcess) trimTimes() []time.Duration {
 func TestKeeper(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
-		k := &Keeper{Settle: 5 * time.Second, Every: time.Minute, Slack: 4 << 20, release: p.release, resident: p.size}
+		k := &Keeper{Settle: 5 * time.Second, Every: time.Minute, Slack: 4 << 20, Release: p.release, resident: p.size}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- k.Run(ctx) }()
@@ -81,7 +81,7 @@ func TestKeeper(t *testing.T) {
 func TestKeeperWithoutProc(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, noProc: true, start: time.Now()}
-		k := &Keeper{release: p.release, resident: p.size}
+		k := &Keeper{Release: p.release, resident: p.size}
 		if err := k.Run(t.Context()); err != nil {
 			t.Fatal(err)
 		}

@@ -298,7 +298,12 @@ func (a *Allocator) release(p uintptr /* *page */) error {
 // hotBytes is how much of the retained pool stays committed per size class.
 // 4 MiB costs nothing measurable against not decommitting at all (speedtest1
 // and production simulations) while returning the hoard above it.
-const hotBytes = 4 << 20
+//
+// Reverie: 256 KiB (four 64 KiB slabs). A 4 MiB window kept every page
+// SQLite freed resident: the page caches that sqlite3_release_memory hands
+// back when the agent goes idle, the memory of a closed connection. See
+// REVERIE.md.
+const hotBytes = 256 << 10
 
 // retain puts the empty size-byte region at p into a.freed.
 func (a *Allocator) retain(p uintptr, size int) {

@@ -1,0 +1,27 @@
+package sqlite
+
+import (
+	"math"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// ReleaseMemory frees the pages SQLite caches for this process's open
+// databases that no statement is using (sqlite3_release_memory), and
+// returns how many bytes it freed. The next query that needs one of them
+// reads it again, from the operating system's file cache.
+//
+// A connection keeps every page it has read or written, up to its cache
+// size (2,000 pages), for as long as it stays open: a fresh data dir's
+// migrations leave ~1 MiB cached in the connection that ran them, and an
+// agent keeps its connections open. The C heap these pages come from (the
+// vendored modernc.org/memory, see third_party/memory/REVERIE.md) gives
+// freed slabs back to the operating system beyond a small reserve, so
+// what this frees leaves the process's private memory. It is safe to call
+// at any time, from any goroutine, while connections are in use.
+func ReleaseMemory() int {
+	tls := libc.NewTLS()
+	defer tls.Close()
+	return int(sqlite3.Xsqlite3_release_memory(tls, math.MaxInt32))
+}
