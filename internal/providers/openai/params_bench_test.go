@@ -27,7 +27,10 @@ func benchRequest() llm.Request {
 }
 
 // BenchmarkRequestBody measures building and encoding a request body: the
-// per-request cost of mapping the tools' schemas.
+// per-request cost of mapping the tools' schemas. The body is encoded as
+// the SDK's request config does, by the params' MarshalJSON (json.Marshal
+// would add a compaction pass over the whole body that requests do not
+// pay).
 func BenchmarkRequestBody(b *testing.B) {
 	c, err := New(Options{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
 	if err != nil {
@@ -40,7 +43,7 @@ func BenchmarkRequestBody(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := json.Marshal(p); err != nil {
+		if _, err := p.MarshalJSON(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -90,4 +93,40 @@ func TestToolSchemaInBody(t *testing.T) {
 	if _, err := c.schemas.object(json.RawMessage(`[1`)); err == nil {
 		t.Error("a broken schema was accepted")
 	}
+}
+
+// BenchmarkRequestBodyHistory is BenchmarkRequestBody with a thread's
+// history of 100 messages: user and assistant text, tool calls and results.
+func BenchmarkRequestBodyHistory(b *testing.B) {
+	c, err := New(Options{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := benchRequest()
+	req.Messages = benchHistory(100)
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := c.params(req, "m")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchHistory is n messages of a thread, a quarter of them tool use.
+func benchHistory(n int) []llm.Message {
+	var ms []llm.Message
+	for i := 0; len(ms) < n; i++ {
+		ms = append(ms, llm.UserText(fmt.Sprintf("Message %d: could you look at the notes from yesterday and tell me what is still open?", i)))
+		if i%2 == 0 {
+			ms = append(ms,
+				llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.ToolCall{ID: fmt.Sprintf("call_%d", i), Name: "read_file", Arguments: json.RawMessage(`{"path":"notes/yesterday.md"}`)}}},
+				llm.Message{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: fmt.Sprintf("call_%d", i), Name: "read_file", Content: strings.Repeat("- an open item from the notes\n", 12)}}})
+		}
+		ms = append(ms, llm.AssistantText(strings.Repeat("Here is what is still open, with what each item waits for. ", 6)))
+	}
+	return ms[:n]
 }
