@@ -264,6 +264,8 @@ func BenchmarkLoad100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		s.rlock() // Open leaves the index to load on first use: wait for it
+		s.mu.RUnlock()
 		b.StopTimer()
 		var after runtime.MemStats
 		runtime.GC()

@@ -34,7 +34,7 @@ type meta struct {
 
 // setText sets the fields derived from the memory's text.
 func (m *meta) setText(text string) {
-	m.temporal = temporalText().MatchString(text)
+	m.temporal = mentionsTime(text)
 	m.words = uint16(min(embed.CountWords(text), math.MaxUint16))
 }
 

@@ -134,6 +134,8 @@ var (
 	opinionQuery = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`(?i)\b(think|thinks|opinion|feel about|feels about|believe|believes|view on|views on)\b`)
 	})
+	// temporalText finds a mention of a time in a memory's text; call it
+	// through mentionsTime.
 	temporalText = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`(?i)\b(yesterday|today|tonight|tomorrow|ago|last (night|week|weekend|month|year|summer|winter|spring|fall|friday|saturday|sunday|monday|tuesday|wednesday|thursday)|next (week|weekend|month|year)|this (morning|week|weekend|month|year|summer)|(mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|19\d\d|20\d\d|\d{1,2}/\d{1,2})\b`)
 	})
@@ -273,4 +275,41 @@ func ftsQuery(text string, skip map[string]bool) string {
 		}
 	}
 	return strings.Join(terms, " OR ")
+}
+
+// timeAnchors are substrings of which every match of temporalText holds one
+// (lower-cased): "day" (yesterday, today, monday…), "uary" and "ber" (the
+// months that end so), the other months, the first word with its space of
+// "last week", "next month", "this morning"…, and for the matches made of
+// digits "19" and "20" (1999, 2024) and "/" (3/4).
+var timeAnchors = []string{"day", "tonight", "tomorrow", "ago", "last ", "next ", "this ",
+	"uary", "march", "april", "may", "june", "july", "august", "ber", "19", "20", "/"}
+
+// mentionsTime reports whether text matches temporalText. Every memory's
+// text is checked when the index loads, and the regular expression costs
+// ~18 µs a memory (its case folding makes it backtrack at every position):
+// ASCII text holding none of timeAnchors cannot match and is answered
+// without it. (Text with a non-ASCII byte always goes to the expression:
+// case folding matches a Kelvin sign as a k and a long s as an s.)
+// FuzzMentionsTime checks this against the expression.
+func mentionsTime(text string) bool {
+	upper := false
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case c >= 0x80:
+			return temporalText().MatchString(text)
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		}
+	}
+	lower := text
+	if upper {
+		lower = strings.ToLower(text)
+	}
+	for _, a := range timeAnchors {
+		if strings.Contains(lower, a) {
+			return temporalText().MatchString(text)
+		}
+	}
+	return false
 }

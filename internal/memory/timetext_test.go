@@ -1,0 +1,55 @@
+package memory
+
+import "testing"
+
+// mentionsTime answers as temporalText does, including where it skips the
+// expression.
+func TestMentionsTime(t *testing.T) {
+	cases := []struct {
+		name string
+		text string
+		want bool
+	}{
+		{"no time", "the user likes green tea", false},
+		{"a weekday", "We met on Tuesday at the cafe", true},
+		{"yesterday upper case", "YESTERDAY it rained", true},
+		{"last week", "they moved last week", true},
+		{"last with two spaces", "they moved last  week", false},
+		{"next month", "Next month: the exam", true},
+		{"this morning", "this morning's run", true},
+		{"a month", "born in August", true},
+		{"a month inside a word", "an augustinian monk", false},
+		{"a year", "since 1998", true},
+		{"a date", "due 3/14", true},
+		{"digits, no time", "room 42", false},
+		{"ago", "two days ago", true},
+		{"ago inside a word", "moved to Chicago", false},
+		{"day inside a word", "a daydream", false},
+		{"may, the verb", "it may rain", true},
+		{"Kelvin sign for k", "last wee\u212Aend", true},
+		{"long s for s", "la\u017Ft week", true},
+		{"non-ASCII, no time", "le thé est prêt", false},
+		{"empty", "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if want := temporalText().MatchString(tc.text); want != tc.want {
+				t.Fatalf("the case is wrong: temporalText says %v", want)
+			}
+			if got := mentionsTime(tc.text); got != tc.want {
+				t.Errorf("mentionsTime(%q) = %v; want %v", tc.text, got, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzMentionsTime(f *testing.F) {
+	for _, s := range []string{"last week", "Tuesday", "1999", "3/4", "this Morning", "la\u017Ft night", "wee\u212Aend", "nothing here", "Chicago", "DECEMBER"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := mentionsTime(s), temporalText().MatchString(s); got != want {
+			t.Fatalf("mentionsTime(%q) = %v; temporalText says %v", s, got, want)
+		}
+	})
+}
