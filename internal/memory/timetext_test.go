@@ -30,6 +30,13 @@ func TestMentionsTime(t *testing.T) {
 		{"long s for s", "la\u017Ft week", true},
 		{"non-ASCII, no time", "le thé est prêt", false},
 		{"empty", "", false},
+		{"underscore joins words", "last_week and today_", false},
+		{"weekend after last", "last weekend", true},
+		{"a date of three digits", "123/4 and 1/234", false},
+		{"a date after a letter", "x12/3", false},
+		{"a date in a path", "see 1/2/3", true},
+		{"a year inside a number", "x2024 and 20245", false},
+		{"a year at the end", "back in 2024", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
