@@ -31,12 +31,14 @@ func benchRequest() llm.Request {
 // the SDK's request config does, by the params' MarshalJSON (json.Marshal
 // would add a compaction pass over the whole body that requests do not
 // pay).
-func BenchmarkRequestBody(b *testing.B) {
+func BenchmarkRequestBody(b *testing.B) { benchBody(b, benchRequest()) }
+
+// benchBody builds and encodes req's body b.N times.
+func benchBody(b *testing.B, req llm.Request) {
 	c, err := New(Options{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := benchRequest()
 	b.ReportAllocs()
 	for b.Loop() {
 		p, err := c.params(req, "m")
@@ -98,22 +100,9 @@ func TestToolSchemaInBody(t *testing.T) {
 // BenchmarkRequestBodyHistory is BenchmarkRequestBody with a thread's
 // history of 100 messages: user and assistant text, tool calls and results.
 func BenchmarkRequestBodyHistory(b *testing.B) {
-	c, err := New(Options{BaseURL: "http://127.0.0.1:1/v1", Model: "m"})
-	if err != nil {
-		b.Fatal(err)
-	}
 	req := benchRequest()
 	req.Messages = benchHistory(100)
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := c.params(req, "m")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := p.MarshalJSON(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchBody(b, req)
 }
 
 // benchHistory is n messages of a thread, a quarter of them tool use.
