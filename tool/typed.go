@@ -230,7 +230,7 @@ func (o options) describer(description string) func() string {
 type meta struct {
 	name        string
 	description func() string
-	// schema returns the schema's JSON and resolved its compiled form, each
+	// schema returns the schema's JSON, resolved its compiled form; each is
 	// made once, when first needed.
 	schema     func() json.RawMessage
 	resolved   func() *jsonschema.Resolved
