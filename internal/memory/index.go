@@ -75,6 +75,23 @@ func newIndex(dims int) *index {
 
 func (x *index) len() int { return len(x.ids) }
 
+// reserve makes room for n more entries, so that a load of n memories does
+// not grow the vector arrays by doubling (each doubling copies them and
+// leaves the old ones as garbage: ~40 MB of quantised vectors at 100k).
+func (x *index) reserve(n int) {
+	if n <= 0 {
+		return
+	}
+	x.ids = slices.Grow(x.ids, n)
+	x.metas = slices.Grow(x.metas, n)
+	x.q = slices.Grow(x.q, n*x.dims)
+	x.scale = slices.Grow(x.scale, n)
+	x.sign = slices.Grow(x.sign, n*x.words)
+	if len(x.slot) == 0 {
+		x.slot = make(map[int64]int, n)
+	}
+}
+
 // put inserts or replaces the entry for id. vec may be nil (no vector).
 func (x *index) put(id int64, m meta, vec []float32) {
 	s, ok := x.slot[id]

@@ -376,6 +376,13 @@ func (s *VectorStore) switchModel(ctx context.Context) error {
 // such a vector.
 func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*index, *textIndex, int, error) {
 	idx, text := newIndex(dims), newTextIndex()
+	// The count sizes the index: an estimate (a writer may add memories
+	// before the read below), so a failure to count only costs the growth.
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM memories`).Scan(&n); err == nil {
+		idx.reserve(n)
+		text.reserve(n)
+	}
 	// in id order, so each thread's episodes are linked in the order told
 	stale, wrongDims := 0, 0
 	err := sqlite.Each(ctx, s.db, func(rows *sql.Rows) error {

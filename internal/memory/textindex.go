@@ -52,6 +52,19 @@ func newTextIndex() *textIndex {
 	return &textIndex{terms: map[string]uint32{}, byID: map[int64]uint32{}}
 }
 
+// reserve makes room for n more documents (see index.reserve).
+func (t *textIndex) reserve(n int) {
+	if n <= 0 {
+		return
+	}
+	t.docID = slices.Grow(t.docID, n)
+	t.docLen = slices.Grow(t.docLen, n)
+	t.docTerms = slices.Grow(t.docTerms, n)
+	if len(t.byID) == 0 {
+		t.byID = make(map[int64]uint32, n)
+	}
+}
+
 // indexTerms returns the stemmed content words of text, the unit both
 // documents and queries are matched on.
 // The length, used for BM25 length normalisation, counts every word.
