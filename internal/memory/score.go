@@ -3,6 +3,7 @@ package memory
 import (
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -137,7 +138,12 @@ var (
 	// temporalText finds a mention of a time in a memory's text; call it
 	// through mentionsTime.
 	temporalText = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?i)\b(yesterday|today|tonight|tomorrow|ago|last (night|week|weekend|month|year|summer|winter|spring|fall|friday|saturday|sunday|monday|tuesday|wednesday|thursday)|next (week|weekend|month|year)|this (morning|week|weekend|month|year|summer)|(mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|19\d\d|20\d\d|\d{1,2}/\d{1,2})\b`)
+		alts := slices.Clone(timeWords)
+		for _, p := range timePhrases {
+			alts = append(alts, p.first+"("+strings.Join(p.then, "|")+")")
+		}
+		alts = append(alts, `19\d\d`, `20\d\d`, `\d{1,2}/\d{1,2}`)
+		return regexp.MustCompile(`(?i)\b(` + strings.Join(alts, "|") + `)\b`)
 	})
 )
 
@@ -299,17 +305,23 @@ func mentionsTime(text string) bool {
 	return false
 }
 
-// Words of temporalText, lower-cased: those that match alone, and those
-// that follow "last ", "next " and "this ".
+// The words of temporalText, lower-cased, which both it and mentionsTime
+// are built from: those that match alone, and the phrases of a first word
+// and its space followed by one of then.
 var (
 	timeWords = []string{"yesterday", "today", "tonight", "tomorrow", "ago",
 		"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
 		"january", "february", "march", "april", "may", "june", "july", "august",
 		"september", "october", "november", "december"}
-	afterLast = []string{"night", "week", "weekend", "month", "year", "summer", "winter", "spring", "fall",
-		"friday", "saturday", "sunday", "monday", "tuesday", "wednesday", "thursday"}
-	afterNext = []string{"week", "weekend", "month", "year"}
-	afterThis = []string{"morning", "week", "weekend", "month", "year", "summer"}
+	timePhrases = []struct {
+		first string
+		then  []string
+	}{
+		{"last ", []string{"night", "week", "weekend", "month", "year", "summer", "winter", "spring", "fall",
+			"friday", "saturday", "sunday", "monday", "tuesday", "wednesday", "thursday"}},
+		{"next ", []string{"week", "weekend", "month", "year"}},
+		{"this ", []string{"morning", "week", "weekend", "month", "year", "summer"}},
+	}
 )
 
 // timeAt reports whether a match of temporalText starts at i, the start of
@@ -319,10 +331,7 @@ func timeAt(s string, i int) bool {
 	if wordAt(rest, timeWords) {
 		return true
 	}
-	for _, p := range []struct {
-		first string
-		then  []string
-	}{{"last ", afterLast}, {"next ", afterNext}, {"this ", afterThis}} {
+	for _, p := range timePhrases {
 		if strings.HasPrefix(rest, p.first) && wordAt(rest[len(p.first):], p.then) {
 			return true
 		}
