@@ -23,14 +23,17 @@ start every enabled extension and serve until SIGINT or SIGTERM, then shut down 
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			// The collector's usual pace comes back with the background
+			// work, after the first requests (app.BackgroundDelay).
 			restoreGC := relaxGC(env)
+			defer restoreGC()
 			a, err := app.New(ctx, app.Options{
 				DataDir:    dir,
 				ConfigPath: g.config,
 				Env:        env,
 				Console:    cmd.ErrOrStderr(),
+				Settled:    restoreGC,
 			})
-			restoreGC()
 			if err != nil {
 				return err
 			}

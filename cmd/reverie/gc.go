@@ -3,6 +3,7 @@ package main
 import (
 	"runtime/debug"
 	"strings"
+	"sync"
 )
 
 // startGCPercent is the garbage collector's pace while an agent starts (and
@@ -14,7 +15,7 @@ import (
 const startGCPercent = 400
 
 // relaxGC sets the collector to startGCPercent and returns the function that
-// sets it back. It leaves the collector alone when the environment sets
+// sets it back (once, however often it is called). It leaves the collector alone when the environment sets
 // GOGC: the user's choice wins.
 func relaxGC(env []string) (restore func()) {
 	for _, kv := range env {
@@ -23,5 +24,5 @@ func relaxGC(env []string) (restore func()) {
 		}
 	}
 	prev := debug.SetGCPercent(startGCPercent)
-	return func() { debug.SetGCPercent(prev) }
+	return sync.OnceFunc(func() { debug.SetGCPercent(prev) })
 }

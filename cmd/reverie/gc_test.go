@@ -24,8 +24,14 @@ func TestRelaxGC(t *testing.T) {
 				t.Errorf("GC percent after relaxGC = %d, want %d", got, tc.during)
 			}
 			restore()
-			if got := debug.SetGCPercent(100); got != 100 {
+			if got := debug.SetGCPercent(70); got != 100 {
 				t.Errorf("GC percent after restore = %d, want 100", got)
+			}
+			// A second call (the agent's deferred one, after Settled)
+			// changes nothing.
+			restore()
+			if got := debug.SetGCPercent(100); got != 70 {
+				t.Errorf("GC percent after a second restore = %d, want 70 (left alone)", got)
 			}
 		})
 	}

@@ -43,14 +43,16 @@ func (p inProcess) start(ctx context.Context, cmd *cobra.Command, g *globalFlags
 		logs = cmd.ErrOrStderr()
 	}
 	// A one-shot command keeps the start's collector pace until it stops
-	// the agent; an agent that stays goes back to the usual pace once built.
+	// the agent; an agent that stays goes back to the usual pace with its
+	// background work (app.BackgroundDelay after ready).
 	restoreGC := relaxGC(p.env)
 	defer func() {
-		if !p.oneShot || err != nil {
+		if err != nil {
 			restoreGC()
 		}
 	}()
-	a, err = app.New(ctx, app.Options{DataDir: p.dir, ConfigPath: g.config, Env: p.env, Console: logs, Registry: registry, OneShot: p.oneShot})
+	a, err = app.New(ctx, app.Options{DataDir: p.dir, ConfigPath: g.config, Env: p.env, Console: logs,
+		Registry: registry, OneShot: p.oneShot, Settled: restoreGC})
 	if err != nil {
 		if errors.Is(err, datadir.ErrLocked) {
 			return nil, nil, fmt.Errorf("%w\n%s", err, p.lockedHint)

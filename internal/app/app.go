@@ -94,7 +94,24 @@ type Options struct {
 	// not load), the harvest and reflection,
 	// and the footprint keeper.
 	OneShot bool
+	// Settled, when set, is called once the background work starts
+	// (BackgroundDelay after ready; never for a one-shot process or when
+	// the agent stops before). The agent command sets the collector back
+	// to its usual pace there, so that the cycle this starts does not
+	// compete with the first requests either.
+	Settled func()
 }
+
+// BackgroundDelay is how long after ready an agent starts its background
+// work: event delivery, the scheduler, housekeeping, re-embedding,
+// dreaming, the harvest and reflection, the memory index load, the shell
+// sandbox's self-test, the footprint keeper and the tools' warm-up. None
+// of it is needed to answer a request, and on a small machine it would
+// compete for the cores with the first ones (the supervisor's health
+// probe, a browser reconnecting). A turn that comes sooner builds what it
+// needs itself: its tools' schemas, the memory index (at first recall),
+// the sandbox's test (at the first shell command).
+const BackgroundDelay = 50 * time.Millisecond
 
 // App is a running agent process.
 type App struct {
@@ -557,9 +574,31 @@ func (a *App) receive(ctx context.Context, msg chat.Inbound) error {
 	return a.Router.Receive(ctx, msg)
 }
 
+// startBackground starts the agent's background work, each part on a
+// goroutine that run starts (see BackgroundDelay).
+func (a *App) startBackground(ctx context.Context, run func(func() error)) {
+	if a.loadMemoryIndex != nil {
+		a.loadMemoryIndex() // on the store's own goroutine
+	}
+	run(func() error { return a.Bus.Run(ctx) })
+	run(func() error { return a.housekeeping(ctx) })
+	run(func() error { return a.reembed(ctx) })
+	run(func() error { return a.runDreaming(ctx) })
+	run(func() error { return a.Scheduler.Run(ctx) })
+	run(func() error { return a.runBackground(ctx) })
+	// The shell sandbox's self-test starts child processes; the first
+	// shell command waits for it. Its failure (sandbox required but not
+	// working) is logged by the shell and refuses every command; it does
+	// not stop the agent.
+	run(func() error { _ = a.core.Prepare(ctx); return nil })
+	run(func() error { return a.keepFootprint(ctx) })
+	run(func() error { return a.warmTurnTools(ctx) })
+}
+
 // Run runs the event bus and every extension service until ctx is
 // cancelled, then shuts everything down in reverse order. It tells
-// ReadyListeners (the /healthz endpoint) once everything runs.
+// ReadyListeners (the /healthz endpoint) once everything a request needs
+// runs, and starts the background work BackgroundDelay later.
 func (a *App) Run(ctx context.Context) error {
 	runStart := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
@@ -572,25 +611,21 @@ func (a *App) Run(ctx context.Context) error {
 	startup := time.Since(a.started)
 	a.trace.phase("run to ready", time.Since(runStart))
 	a.trace.log(a.Logger)
-	// The background work starts once /healthz answers: none of it is
-	// needed to serve a request, and at start it competes for the cores.
 	if !a.opts.OneShot {
-		if a.loadMemoryIndex != nil {
-			a.loadMemoryIndex() // on the store's own goroutine
-		}
-		g.Go(func() error { return a.Bus.Run(gctx) })
-		g.Go(func() error { return a.housekeeping(gctx) })
-		g.Go(func() error { return a.reembed(gctx) })
-		g.Go(func() error { return a.runDreaming(gctx) })
-		g.Go(func() error { return a.Scheduler.Run(gctx) })
-		g.Go(func() error { return a.runBackground(gctx) })
-		// The shell sandbox's self-test starts child processes; the first
-		// shell command waits for it. Its failure (sandbox required but
-		// not working) is logged by the shell and refuses every command;
-		// it does not stop the agent.
-		g.Go(func() error { _ = a.core.Prepare(gctx); return nil })
-		g.Go(func() error { return a.keepFootprint(gctx) })
-		g.Go(func() error { return a.warmTurnTools(gctx) })
+		g.Go(func() error {
+			t := time.NewTimer(BackgroundDelay)
+			defer t.Stop()
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-t.C:
+			}
+			if a.opts.Settled != nil {
+				a.opts.Settled()
+			}
+			a.startBackground(gctx, g.Go)
+			return nil
+		})
 	}
 	a.Logger.Info("agent ready", "startup", startup.Round(100*time.Microsecond).String(), "data", a.opts.DataDir)
 	<-gctx.Done()

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reverie-ai/reverie/internal/sandbox"
 )
 
@@ -91,11 +93,34 @@ func (c *cgroups) has(ctrl string) bool {
 	return ok || slices.Contains(c.v2On, ctrl)
 }
 
+// cgroupCheck is how planLimits looks for the cgroups to use.
+type cgroupCheck int
+
+const (
+	// cgroupsTried: a candidate is used once a child of it has been
+	// created, limited and removed (the self-test, diagnostics).
+	cgroupsTried cgroupCheck = iota
+	// cgroupsPredicted: a candidate is taken when this process may write
+	// to it, without creating anything (execute_shell's description
+	// before the self-test, which then tries them).
+	cgroupsPredicted
+	// cgroupsOff: cgroups are not used.
+	cgroupsOff
+)
+
+// canWrite is detectCgroups' check for cgroupsPredicted: whether this
+// process may create a child of dir.
+func canWrite(dir string, version int, _ []string, _ Limits) error {
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("cgroup v%d %s: %w", version, dir, err)
+	}
+	return nil
+}
+
 // detectCgroups finds where this process may create cgroups limiting the
-// controllers the limits need. It reports nil (and why) when none works;
-// every cgroup it finds has been tried (a child created, limited and
-// removed).
-func detectCgroups(l Limits) (*cgroups, string) {
+// controllers the limits need, checking each candidate with try
+// (tryCgroup or canWrite). It reports nil (and why) when none passes.
+func detectCgroups(l Limits, try func(dir string, version int, ctrls []string, l Limits) error) (*cgroups, string) {
 	var want []string
 	if l.Processes > 0 {
 		want = append(want, ctrlPids)
@@ -136,7 +161,7 @@ func detectCgroups(l Limits) (*cgroups, string) {
 				if len(use) == 0 {
 					continue
 				}
-				if err := tryCgroup(cand, 2, use, l); err != nil {
+				if err := try(cand, 2, use, l); err != nil {
 					why = append(why, err.Error())
 					continue
 				}
@@ -158,7 +183,7 @@ func detectCgroups(l Limits) (*cgroups, string) {
 			continue
 		}
 		dir := filepath.Join(m, p)
-		if err := tryCgroup(dir, 1, []string{w}, l); err != nil {
+		if err := try(dir, 1, []string{w}, l); err != nil {
 			why = append(why, err.Error())
 			continue
 		}
@@ -457,7 +482,7 @@ type limitPlan struct {
 
 // planLimits decides how l is enforced: cgroups for processes and memory
 // when they work, resource limits otherwise.
-func planLimits(l Limits, launcher bool, bwrap bool, noCgroup bool) limitPlan {
+func planLimits(l Limits, launcher bool, bwrap bool, check cgroupCheck) limitPlan {
 	var p limitPlan
 	if !launcher {
 		if l != (Limits{}) {
@@ -467,9 +492,12 @@ func planLimits(l Limits, launcher bool, bwrap bool, noCgroup bool) limitPlan {
 		return p
 	}
 	var cgWhy string
-	if !noCgroup {
-		p.cg, cgWhy = detectCgroups(l)
-	} else {
+	switch check {
+	case cgroupsTried:
+		p.cg, cgWhy = detectCgroups(l, tryCgroup)
+	case cgroupsPredicted:
+		p.cg, cgWhy = detectCgroups(l, canWrite)
+	default:
 		cgWhy = "cgroups disabled"
 	}
 	var desc, missing []string
@@ -609,6 +637,6 @@ func userTasks(uid int) int {
 // missing. It assumes the sandbox launcher works; bwrap says whether
 // bubblewrap does (its user namespace changes what RLIMIT_NPROC counts).
 func LimitsStatus(l Limits, bwrap bool) (desc, missing string) {
-	p := planLimits(l, true, bwrap, false)
+	p := planLimits(l, true, bwrap, cgroupsTried)
 	return p.desc, p.missing
 }

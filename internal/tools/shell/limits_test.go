@@ -223,7 +223,7 @@ func TestPlanLimits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := planLimits(tc.l, tc.launcher, tc.bwrap, true)
+			p := planLimits(tc.l, tc.launcher, tc.bwrap, cgroupsOff)
 			if p.desc != tc.wantDesc || p.missing != tc.wantMissing {
 				t.Fatalf("planLimits = %q, missing %q; want %q, missing %q", p.desc, p.missing, tc.wantDesc, tc.wantMissing)
 			}
@@ -401,4 +401,43 @@ func BenchmarkLimitsOverhead(b *testing.B) {
 	b.ReportMetric(float64(median(tp).Microseconds()), "µs-plain")
 	b.ReportMetric(float64(median(tr).Microseconds()), "µs-rlimits")
 	b.ReportMetric(float64(median(tc).Microseconds()), "µs-cgroups")
+}
+
+// The description before the self-test looks for cgroups without creating
+// one; where the self-test's way finds them, it finds the same.
+func TestPredictedCgroupsMatchTried(t *testing.T) {
+	l := Limits{Processes: 64, Memory: 256 << 20}
+	tried := planLimits(l, true, true, cgroupsTried)
+	predicted := planLimits(l, true, true, cgroupsPredicted)
+	if tried.cg == nil {
+		t.Logf("no usable cgroup on this machine (%s); predicted: %q", tried.missing, predicted.desc)
+		return
+	}
+	if predicted.desc != tried.desc || predicted.cg.v2 != tried.cg.v2 || !maps.Equal(predicted.cg.v1, tried.cg.v1) {
+		t.Errorf("predicted %q (v2 %q, v1 %v), tried %q (v2 %q, v1 %v)",
+			predicted.desc, predicted.cg.v2, predicted.cg.v1, tried.desc, tried.cg.v2, tried.cg.v1)
+	}
+}
+
+func TestCanWrite(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		dir  string
+		ok   bool
+	}{
+		{"writable directory", dir, true},
+		{"missing directory", filepath.Join(dir, "missing"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := canWrite(tc.dir, 2, nil, Limits{})
+			if (err == nil) != tc.ok {
+				t.Fatalf("canWrite(%s) = %v, want ok %v", tc.dir, err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "cgroup v2 "+tc.dir) {
+				t.Errorf("error %q does not name the cgroup", err)
+			}
+		})
+	}
 }

@@ -185,7 +185,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Shell, error) {
 	}
 	if cfg.Mode == ModeOff {
 		s.reason = "disabled by configuration (shell.sandbox: off)"
-		plan := planLimits(cfg.Limits, false, false, true)
+		plan := planLimits(cfg.Limits, false, false, cgroupsOff)
 		s.limits.Store(&plan)
 		s.note = s.noneWarning()
 		logger.Warn("shell sandbox disabled by configuration: commands run directly on the host")
@@ -441,7 +441,11 @@ func (s *Shell) selfTest(ctx context.Context, exe string, landlock bool) error {
 // planLimits plans and stores how the limits are enforced; why, when not
 // empty, says why cgroups are not used.
 func (s *Shell) planLimits(noCgroup bool, why string) *limitPlan {
-	p := planLimits(s.cfg.Limits, s.launcher != "", s.bwrap != "", noCgroup)
+	check := cgroupsTried
+	if noCgroup {
+		check = cgroupsOff
+	}
+	p := planLimits(s.cfg.Limits, s.launcher != "", s.bwrap != "", check)
 	if why != "" {
 		p.missing = joinNotes(p.missing, why)
 	}
@@ -580,7 +584,12 @@ func (s *Shell) expected() string {
 			_, lerr := os.Executable()
 			launcher = lerr == nil
 		}
-		plan := planLimits(s.cfg.Limits, launcher, hasBwrap, s.cfg.noCgroup)
+		// The self-test creates the cgroups; this only looks for them.
+		check := cgroupsPredicted
+		if s.cfg.noCgroup {
+			check = cgroupsOff
+		}
+		plan := planLimits(s.cfg.Limits, launcher, hasBwrap, check)
 		if hasBwrap { // bubblewrap's /tmp is bounded like memory (setup)
 			plan.desc = withTmpLimit(plan.desc, s.cfg.Limits.Memory)
 		}
