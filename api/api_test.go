@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"flag"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -123,16 +124,17 @@ func TestJSONContract(t *testing.T) {
 // host is an extension.Host that may offer services.
 type host struct{ svc *Services }
 
-func (host) ID() string                                  { return "x" }
-func (host) Logger() *slog.Logger                        { return slog.New(slog.DiscardHandler) }
-func (host) DataDir() string                             { return "" }
-func (host) DecodeConfig(any) error                      { return nil }
-func (host) DB() *sql.DB                                 { return nil }
-func (host) Bus() extension.Bus                          { return nil }
-func (host) Receive(context.Context, chat.Inbound) error { return nil }
-func (host) Now() time.Time                              { return time.Time{} }
-func (host) RegisterSecret(string)                       {}
-func (host) Redact(text string) string                   { return text }
+func (host) ID() string                                           { return "x" }
+func (host) Logger() *slog.Logger                                 { return slog.New(slog.DiscardHandler) }
+func (host) DataDir() string                                      { return "" }
+func (host) DecodeConfig(any) error                               { return nil }
+func (host) DB() *sql.DB                                          { return nil }
+func (host) Bus() extension.Bus                                   { return nil }
+func (host) Receive(context.Context, chat.Inbound) error          { return nil }
+func (host) Now() time.Time                                       { return time.Time{} }
+func (host) RegisterSecret(string)                                {}
+func (host) Migrate(context.Context, string, fs.FS, string) error { return nil }
+func (host) Redact(text string) string                            { return text }
 
 type providerHost struct{ host }
 

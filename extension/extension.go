@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -338,8 +339,12 @@ type Host interface {
 	// A missing section leaves v unchanged, so set defaults first.
 	DecodeConfig(v any) error
 	// DB is the shared SQLite database. Extensions create their own tables
-	// with sqlite.Migrate-style migrations under their own component name.
+	// with migrations under their own component name (Migrate).
 	DB() *sql.DB
+	// Migrate applies the extension's migrations to DB, as the package's
+	// Migrate does, sharing the start's one read of what is applied with
+	// the other components.
+	Migrate(ctx context.Context, component string, files fs.FS, dir string) error
 	// Bus is the durable event bus.
 	Bus() Bus
 	// Receive hands a user's message arriving on a channel to the router.

@@ -23,6 +23,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"path/filepath"
@@ -169,6 +170,11 @@ func (h *Host) DecodeConfig(v any) error {
 		return fmt.Errorf("decode configuration of extension %q: %w", h.id, err)
 	}
 	return nil
+}
+
+// Migrate applies migrations to DB (extension.Migrate).
+func (h *Host) Migrate(ctx context.Context, component string, files fs.FS, dir string) error {
+	return extension.Migrate(ctx, h.DB(), component, files, dir)
 }
 
 // DB opens (once) and returns the SQLite database in the data dir, with a

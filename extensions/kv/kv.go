@@ -89,7 +89,7 @@ func (k *KV) Init(ctx context.Context, host extension.Host) error {
 	k.db, k.now = host.DB(), host.Now
 	mctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	return migrate(mctx, k.db)
+	return host.Migrate(mctx, component, migrationFiles, "migrations")
 }
 
 // CheckConfig decodes and validates the kv section as Init does.

@@ -166,7 +166,7 @@ func (m *Matrix) Init(ctx context.Context, host extension.Host) error {
 	}
 	m.strangers = map[id.UserID]bool{}
 	m.told = map[id.SessionID]bool{}
-	if err := migrate(ctx, host.DB()); err != nil {
+	if err := host.Migrate(ctx, component, migrationFiles, "migrations"); err != nil {
 		return err
 	}
 	m.store = &store{db: host.DB(), now: host.Now}

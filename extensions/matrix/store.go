@@ -29,10 +29,6 @@ type store struct {
 	now func() time.Time
 }
 
-func migrate(ctx context.Context, db *sql.DB) error {
-	return extension.Migrate(ctx, db, component, migrationFiles, "migrations")
-}
-
 func (s *store) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), dbTimeout)
 }

@@ -136,7 +136,7 @@ func (t *Telegram) Init(ctx context.Context, host extension.Host) error {
 	for _, id := range t.cfg.AllowedUsers {
 		t.allowed[id] = true
 	}
-	if err := migrate(ctx, host.DB()); err != nil {
+	if err := host.Migrate(ctx, component, migrationFiles, "migrations"); err != nil {
 		return err
 	}
 	t.store = &store{db: host.DB(), now: host.Now, ttl: t.cfg.PairingTTL}

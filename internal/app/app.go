@@ -174,6 +174,9 @@ type App struct {
 	toolsMu      sync.RWMutex
 	tools        []tool.Tool
 	started      time.Time
+	// migrations is the start's record of the components' applied
+	// migrations, read once for all of them.
+	migrations *sqlite.Migrations
 	// warming is the goroutine of warmTools; close waits for it.
 	warming sync.WaitGroup
 	ready   chan struct{}
@@ -448,7 +451,7 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 	}
 	if o.db != nil {
 		a.onClose("database", o.db.Close)
-		a.DB = o.db
+		a.DB, a.migrations = o.db, sqlite.NewMigrations(o.db)
 		a.trace.phase("database (beside)", o.took)
 	}
 	if err != nil {
@@ -473,6 +476,7 @@ func (a *App) openWorld(context.Context) error {
 func (a *App) openBus(ctx context.Context) error {
 	cfg := a.Config
 	bus, err := eventbus.Open(ctx, a.DB, eventbus.Options{
+		Migrations:  a.migrations,
 		Logger:      a.Logger.With("component", "eventbus"),
 		MaxAttempts: cfg.Bus.MaxAttempts,
 		BaseBackoff: cfg.Bus.BaseBackoff,
@@ -494,15 +498,16 @@ func (a *App) loadKernel(context.Context) error {
 	cfg := a.Config
 	a.API = &api.Services{Instance: envValue(a.opts.Env, supervisor.InstanceEnv)}
 	k, err := kernel.New(kernel.Options{
-		Config:   cfg,
-		DataDir:  a.opts.DataDir,
-		DB:       a.DB,
-		Bus:      a.Bus,
-		Logger:   a.Logger,
-		Console:  a.opts.Console,
-		Receive:  a.receive,
-		Now:      a.opts.Now,
-		Registry: a.opts.Registry,
+		Migrations: a.migrations,
+		Config:     cfg,
+		DataDir:    a.opts.DataDir,
+		DB:         a.DB,
+		Bus:        a.Bus,
+		Logger:     a.Logger,
+		Console:    a.opts.Console,
+		Receive:    a.receive,
+		Now:        a.opts.Now,
+		Registry:   a.opts.Registry,
 		// A bad extension section stops start-up (exit code 2) instead of
 		// leaving that feature silently off.
 		Fatal: func(err error) bool {

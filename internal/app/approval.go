@@ -28,6 +28,7 @@ func (a *App) buildApprovals(ctx context.Context) error {
 		policies[name] = approval.Policy(p)
 	}
 	s, err := approval.New(ctx, approval.Options{
+		Migrations:   a.migrations,
 		DB:           a.DB,
 		Policies:     policies,
 		Timeout:      cfg.ApprovalTimeout,

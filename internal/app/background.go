@@ -22,7 +22,8 @@ func (a *App) buildBackground(ctx context.Context) error {
 	}
 	if hc := a.Config.Harvest; hc.Enabled {
 		h, err := harvest.New(ctx, harvest.Options{
-			DB: a.DB, Threads: a.Conversations, Spawner: a.Workflows, Log: a.Interactions, Watch: a.Bus.Watch,
+			Migrations: a.migrations,
+			DB:         a.DB, Threads: a.Conversations, Spawner: a.Workflows, Log: a.Interactions, Watch: a.Bus.Watch,
 			Memories: a.Memory.WorkingSet,
 			World:    a.worldSummary(), WorldTool: world.ToolName,
 			MessageThreshold: hc.MessageThreshold, IdleTimeout: hc.IdleTimeout, IdleMinMessages: hc.IdleMinMessages,
@@ -38,7 +39,8 @@ func (a *App) buildBackground(ctx context.Context) error {
 		set := reflection.DefaultSettings()
 		set.ConsecutiveFailures, set.BatchThreshold, set.Fallback = rc.ConsecutiveFailures, rc.BatchThreshold, rc.Fallback
 		o := reflection.Options{
-			DB: a.DB, DataDir: a.opts.DataDir, Outcomes: a.Workflows, Spawner: a.Workflows,
+			Migrations: a.migrations,
+			DB:         a.DB, DataDir: a.opts.DataDir, Outcomes: a.Workflows, Spawner: a.Workflows,
 			Model: a.Models.Model(modelrouter.RoleReflection), Events: a.Bus, Log: a.Interactions, Subscribe: a.Bus.Subscribe,
 			Settings: set, Now: a.opts.Now, Logger: a.Logger.With("component", "reflection"),
 		}

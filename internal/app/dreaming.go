@@ -23,7 +23,8 @@ func (a *App) buildDreaming(ctx context.Context) error {
 	set.EpisodeDays = cfg.EpisodeDays
 	set.SkillMaxChars = a.Config.Limits.SkillsChars // the skill store's own limit
 	o := dreaming.Options{
-		DB: a.DB, DataDir: a.opts.DataDir, Memory: a.Memory, Model: a.Models.Model(modelrouter.RoleDreaming),
+		Migrations: a.migrations,
+		DB:         a.DB, DataDir: a.opts.DataDir, Memory: a.Memory, Model: a.Models.Model(modelrouter.RoleDreaming),
 		Settings: set, Now: a.opts.Now, Logger: a.Logger.With("component", "dreaming"),
 		Commit: func(ctx context.Context, message string, paths ...string) (string, error) {
 			if a.commitFiles == nil {

@@ -198,7 +198,7 @@ func (e embedders) configured(ctx context.Context, ec config.EmbeddingConfig, st
 
 // cached wraps m in the embedding cache of the database.
 func (e embedders) cached(ctx context.Context, m embed.Embedder) (embed.Embedder, error) {
-	c, err := embed.NewCached(ctx, m, e.a.DB)
+	c, err := embed.NewCached(ctx, m, e.a.DB, e.a.migrations)
 	if err != nil {
 		return nil, fmt.Errorf("open embedding cache: %w", err)
 	}
@@ -240,7 +240,7 @@ func (e embedders) previous(ctx context.Context) memory.Previous {
 // finds the configured model answering.
 // fallback is true when the configured model is not the one returned.
 func (e embedders) forStore(ctx context.Context, ec config.EmbeddingConfig) (m embed.Embedder, fallback bool, err error) {
-	stored, err := memory.StoredModels(ctx, e.a.DB)
+	stored, err := memory.StoredModels(ctx, e.a.migrations, e.a.DB)
 	if err != nil {
 		return nil, false, err
 	}

@@ -37,7 +37,8 @@ func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 			emb, prev, a.embedFallback = e, es.previous(ctx), fallback
 		}
 		s, err := memory.Open(ctx, memory.Options{
-			Backend: memory.Backend(cfg.Backend), DB: a.DB, DataDir: a.opts.DataDir, Embedder: emb, Previous: prev,
+			Migrations: a.migrations,
+			Backend:    memory.Backend(cfg.Backend), DB: a.DB, DataDir: a.opts.DataDir, Embedder: emb, Previous: prev,
 			Now: a.opts.Now, Logger: log,
 		})
 		if err != nil {

@@ -41,7 +41,8 @@ const (
 func (a *App) buildRuntime(ctx context.Context) error {
 	cfg := a.Config
 	models, desc, err := modelrouter.FromConfig(ctx, modelrouter.Setup{
-		Models: cfg.Models, Env: a.opts.Env, DB: a.DB, Logger: a.Logger.With("component", "models"), Now: a.opts.Now,
+		Migrations: a.migrations,
+		Models:     cfg.Models, Env: a.opts.Env, DB: a.DB, Logger: a.Logger.With("component", "models"), Now: a.opts.Now,
 		Probe: a.opts.ProbeClient, Secrets: a.Secrets,
 	})
 	if err != nil {
@@ -55,12 +56,12 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	}
 
 	counter := prompt.NewCounter(models.ModelName(modelrouter.RoleMain))
-	conv, err := conversation.Open(ctx, a.DB, conversation.Options{Now: a.opts.Now, Counter: counter, Secrets: a.Secrets})
+	conv, err := conversation.Open(ctx, a.DB, conversation.Options{Migrations: a.migrations, Now: a.opts.Now, Counter: counter, Secrets: a.Secrets})
 	if err != nil {
 		return fmt.Errorf("open conversations: %w", err)
 	}
 	a.Conversations = conv
-	ilog, err := interactions.Open(ctx, a.DB, interactions.Options{Now: a.opts.Now, Secrets: a.Secrets})
+	ilog, err := interactions.Open(ctx, a.DB, interactions.Options{Migrations: a.migrations, Now: a.opts.Now, Secrets: a.Secrets})
 	if err != nil {
 		return fmt.Errorf("open interaction log: %w", err)
 	}
@@ -127,13 +128,14 @@ func (a *App) buildRuntime(ctx context.Context) error {
 
 	a.prompts = newPromptRecorder(ag, a.opts.Now)
 	rt, err := router.New(ctx, router.Options{
-		DB:       a.DB,
-		Agent:    a.prompts,
-		PanelURL: a.panelURL,
-		Threads:  conv,
-		Channels: a.Kernel,
-		Roles:    modelrouter.BuiltinRoles,
-		Describe: models.Describe,
+		Migrations: a.migrations,
+		DB:         a.DB,
+		Agent:      a.prompts,
+		PanelURL:   a.panelURL,
+		Threads:    conv,
+		Channels:   a.Kernel,
+		Roles:      modelrouter.BuiltinRoles,
+		Describe:   models.Describe,
 		UsageToday: func(ctx context.Context) (llm.Usage, error) {
 			day := a.opts.Now().UTC().Format(time.DateOnly)
 			rows, err := models.Usage(ctx, day, day)

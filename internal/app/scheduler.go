@@ -42,6 +42,7 @@ func (a *App) buildScheduler(ctx context.Context) error {
 		SubSessions: a.scheduledSubSessions(),
 	}
 	s, err := scheduler.Open(ctx, scheduler.Options{
+		Migrations:       a.migrations,
 		DB:               a.DB,
 		Executor:         d,
 		Location:         loc,
@@ -85,6 +86,7 @@ func (a *App) buildHeartbeat(ctx context.Context) error {
 		return nil
 	}
 	o := heartbeat.Options{
+		Migrations: a.migrations,
 		DB:         a.DB,
 		Model:      a.Models.Model(modelrouter.RoleScout),
 		Escalate:   a.Router,

@@ -98,7 +98,8 @@ var (
 // sources over them and the memory service, and adds their tools.
 func (a *App) buildPulseAndSkills(ctx context.Context) error {
 	ps, err := pulse.Open(ctx, a.DB, pulse.Options{
-		Now: a.opts.Now,
+		Migrations: a.migrations,
+		Now:        a.opts.Now,
 		Changed: func(ctx context.Context, c pulse.Change) {
 			// The change is committed: publish it even if the caller's
 			// context ends now.
@@ -115,7 +116,8 @@ func (a *App) buildPulseAndSkills(ctx context.Context) error {
 	a.onClose("pulse", ps.Close)
 	a.Pulse = ps
 	ss, err := skills.Open(ctx, skills.Options{
-		DataDir: a.opts.DataDir, DB: a.DB, MaxBodyChars: a.Config.Limits.SkillsChars,
+		Migrations: a.migrations,
+		DataDir:    a.opts.DataDir, DB: a.DB, MaxBodyChars: a.Config.Limits.SkillsChars,
 		Changed: a.dataChangeHook, Now: a.opts.Now, Logger: a.Logger.With("component", "skills"),
 	})
 	if err != nil {

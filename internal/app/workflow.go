@@ -28,6 +28,7 @@ func (a *App) buildWorkflows(ctx context.Context) error {
 		continuations = -1 // configured off (the manager's zero value is its default)
 	}
 	opts := workflow.Options{
+		Migrations:       a.migrations,
 		DB:               a.DB,
 		Model:            a.Models.Model(modelrouter.RoleSubSessions),
 		Tools:            a.turnTools,

@@ -108,6 +108,10 @@ type Options struct {
 	LeaveOverdue bool
 	Now          func() time.Time
 	Logger       *slog.Logger
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // Record is an approval request.
@@ -144,7 +148,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	if opts.DB == nil {
 		return nil, errors.New("approval: no database")
 	}
-	if err := sqlite.MigrateDir(ctx, opts.DB, Component, migrations, "migrations"); err != nil {
+	if err := opts.Migrations.Migrate(ctx, opts.DB, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	for name, p := range opts.Policies {

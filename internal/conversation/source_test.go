@@ -7,7 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/reverie-ai/reverie/chat"
-	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -66,7 +66,7 @@ func TestSourceMigrationBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sqlite.Migrate(ctx, db, Component, fstest.MapFS{"001_conversation.sql": {Data: first}}); err != nil {
+	if err := extension.Migrate(ctx, db, Component, fstest.MapFS{"001_conversation.sql": {Data: first}}, "."); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, `INSERT INTO threads (id, created_at, updated_at) VALUES ('web:old', 1, 1)`); err != nil {

@@ -62,6 +62,10 @@ type Options struct {
 	// Secrets are replaced by [REDACTED] in every message (an error reply,
 	// a tool result, tool-call arguments) before it is stored; nil: none.
 	Secrets *redact.Secrets
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // Store is the conversation store.
@@ -183,7 +187,7 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open conversation store: %w", err)
 	}
-	if err := sqlite.Migrate(ctx, db, Component, sub); err != nil {
+	if err := opts.Migrations.Migrate(ctx, db, Component, sub, "."); err != nil {
 		return nil, fmt.Errorf("open conversation store: %w", err)
 	}
 	s := &Store{db: db, now: opts.Now, counter: opts.Counter, secrets: opts.Secrets}

@@ -119,6 +119,10 @@ type Options struct {
 	Count    func(string) int
 	Now      func() time.Time
 	Logger   *slog.Logger
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // Dreamer runs consolidations. It is safe for concurrent use; one dream
@@ -135,7 +139,7 @@ func New(ctx context.Context, o Options) (*Dreamer, error) {
 	if o.DB == nil || o.Memory == nil || o.Model == nil || o.DataDir == "" {
 		return nil, errors.New("dreaming: DB, DataDir, Memory and Model are required")
 	}
-	if err := sqlite.MigrateDir(ctx, o.DB, Component, migrations, "migrations"); err != nil {
+	if err := o.Migrations.Migrate(ctx, o.DB, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	if o.Settings == (Settings{}) {

@@ -29,14 +29,15 @@ type Cached struct {
 	now   func() time.Time
 }
 
-// NewCached migrates the "embed" component in db and returns the caching
-// embedder.
-func NewCached(ctx context.Context, e Embedder, db *sql.DB) (*Cached, error) {
+// NewCached migrates the "embed" component in db (through m, the start's
+// shared record of applied migrations; nil: on its own) and returns the
+// caching embedder.
+func NewCached(ctx context.Context, e Embedder, db *sql.DB, m *sqlite.Migrations) (*Cached, error) {
 	sub, err := fsSub()
 	if err != nil {
 		return nil, err
 	}
-	if err := sqlite.Migrate(ctx, db, "embed", sub); err != nil {
+	if err := m.Migrate(ctx, db, "embed", sub, "."); err != nil {
 		return nil, fmt.Errorf("embedding cache: %w", err)
 	}
 	return &Cached{inner: e, db: db, now: time.Now}, nil

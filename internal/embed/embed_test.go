@@ -144,7 +144,7 @@ func TestCached(t *testing.T) {
 	}
 	defer db.Close()
 	inner := &countingEmbedder{inner: NewOffline(64)}
-	c, err := NewCached(ctx, inner, db)
+	c, err := NewCached(ctx, inner, db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestCached(t *testing.T) {
 		t.Fatalf("first call: %d calls, %d texts; want 1 call with the 2 distinct texts", inner.calls.Load(), inner.texts.Load())
 	}
 	// a second instance over the same database hits the cache, batching only the miss
-	c2, err := NewCached(ctx, inner, db)
+	c2, err := NewCached(ctx, inner, db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestCached(t *testing.T) {
 		t.Fatalf("second call: %d calls, %d texts; want only gamma embedded", inner.calls.Load(), inner.texts.Load())
 	}
 	// another model does not see these entries, and Prune removes them
-	other, err := NewCached(ctx, NewOffline(32), db)
+	other, err := NewCached(ctx, NewOffline(32), db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

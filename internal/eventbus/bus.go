@@ -76,6 +76,10 @@ type Options struct {
 	// provider error that echoes an API key is stored with [REDACTED].
 	// nil removes nothing.
 	Secrets *redact.Secrets
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 func (o Options) withDefaults() Options {
@@ -167,7 +171,7 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open event bus: %w", err)
 	}
-	if err := sqlite.Migrate(ctx, db, "eventbus", sub); err != nil {
+	if err := opts.Migrations.Migrate(ctx, db, "eventbus", sub, "."); err != nil {
 		return nil, fmt.Errorf("open event bus: %w", err)
 	}
 	opts = opts.withDefaults()

@@ -107,6 +107,10 @@ type Options struct {
 	ToolNames []string
 	Now       func() time.Time
 	Logger    *slog.Logger
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // Harvester runs harvests.
@@ -120,7 +124,7 @@ func New(ctx context.Context, o Options) (*Harvester, error) {
 	if o.DB == nil || o.Threads == nil || o.Spawner == nil {
 		return nil, errors.New("harvest: DB, Threads and Spawner are required")
 	}
-	if err := sqlite.MigrateDir(ctx, o.DB, Component, migrations, "migrations"); err != nil {
+	if err := o.Migrations.Migrate(ctx, o.DB, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	if o.MessageThreshold <= 0 {

@@ -142,6 +142,10 @@ type Options struct {
 	Now   func() time.Time
 	// Logger (nil: discard).
 	Logger *slog.Logger
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // Heartbeat reviews periodically. Create it with New and register Job on
@@ -195,7 +199,7 @@ func New(ctx context.Context, opts Options) (*Heartbeat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open heartbeat: %w", err)
 	}
-	if err := sqlite.Migrate(ctx, opts.DB, Component, sub); err != nil {
+	if err := opts.Migrations.Migrate(ctx, opts.DB, Component, sub, "."); err != nil {
 		return nil, fmt.Errorf("open heartbeat: %w", err)
 	}
 	if opts.Interval <= 0 {

@@ -107,6 +107,10 @@ type Options struct {
 	// Secrets are replaced by [REDACTED] in every summary, detail and
 	// error before they are stored. nil replaces nothing.
 	Secrets *redact.Secrets
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // Store is the interaction log.
@@ -121,7 +125,7 @@ var migrations embed.FS
 
 // Open migrates the interaction log's schema on db and returns the store.
 func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
-	if err := sqlite.MigrateDir(ctx, db, Component, migrations, "migrations"); err != nil {
+	if err := opts.Migrations.Migrate(ctx, db, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	if opts.Now == nil {

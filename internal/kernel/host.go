@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -34,7 +35,12 @@ func (h *host) Logger() *slog.Logger { return h.log }
 func (h *host) DataDir() string      { return h.k.opts.DataDir }
 func (h *host) DB() *sql.DB          { return h.k.opts.DB }
 func (h *host) Bus() extension.Bus   { return h.bus }
-func (h *host) Now() time.Time       { return h.k.opts.Now() }
+
+// Migrate migrates through Options.Migrations (on its own when nil).
+func (h *host) Migrate(ctx context.Context, component string, files fs.FS, dir string) error {
+	return h.k.opts.Migrations.Migrate(ctx, h.k.opts.DB, component, files, dir)
+}
+func (h *host) Now() time.Time { return h.k.opts.Now() }
 
 // Console is Options.Console (io.Discard when unset): output for the
 // person at the terminal that never goes to the log file.

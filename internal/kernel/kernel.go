@@ -77,6 +77,9 @@ type Options struct {
 	DataDir string
 	// DB is the shared database.
 	DB *sql.DB
+	// Migrations is the start's shared record of applied migrations, for
+	// extension.Host.Migrate (nil: each extension reads its own).
+	Migrations *extension.Migrations
 	// Bus is the durable event bus; nil makes the hosts' Bus methods
 	// return ErrNoBus.
 	Bus extension.Bus

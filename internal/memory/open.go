@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
 // Backend names a Store implementation (config key memory.backend).
@@ -37,6 +38,10 @@ type Options struct {
 	Now      func() time.Time // time.Now when nil
 	Logger   *slog.Logger
 	Tuning   *Tuning // DefaultTuning when nil
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: the store reads
+	// its own.
+	Migrations *sqlite.Migrations
 }
 
 // Open returns the configured backend. For local_vector a nil Embedder
@@ -52,7 +57,7 @@ func Open(ctx context.Context, o Options) (Store, error) {
 		if e == nil {
 			e = embed.NewOffline(embed.DefaultDimensions)
 		}
-		return OpenVectorMigrating(ctx, o.DB, e, o.Previous, o.Now, o.Logger, tune)
+		return openVector(ctx, o.Migrations, o.DB, e, o.Previous, o.Now, o.Logger, tune)
 	case BackendFlat:
 		if o.DataDir == "" {
 			return nil, fmt.Errorf("open flat memory store: %w: data dir is required", ErrInvalid)

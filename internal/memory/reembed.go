@@ -137,8 +137,16 @@ func (s *VectorStore) migrating() bool {
 // configured one are dropped; with no migration, pending vectors of the
 // configured one are moved into place.
 func (s *VectorStore) chooseServing(ctx context.Context, prev Previous) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM memory_pending_embeddings WHERE model <> ?`, s.model); err != nil {
-		return fmt.Errorf("open memory store: drop stale pending vectors: %w", err)
+	// Pending vectors are rare (a re-embedding stopped midway): a read
+	// spares every other open its two write transactions.
+	var pending bool
+	if err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM memory_pending_embeddings)`).Scan(&pending); err != nil {
+		return fmt.Errorf("open memory store: look for pending vectors: %w", err)
+	}
+	if pending {
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM memory_pending_embeddings WHERE model <> ?`, s.model); err != nil {
+			return fmt.Errorf("open memory store: drop stale pending vectors: %w", err)
+		}
 	}
 	s.serve, s.serveModel = s.emb, s.model
 	var (
@@ -162,6 +170,9 @@ func (s *VectorStore) chooseServing(ctx context.Context, prev Previous) error {
 		}
 		s.log.Warn("embedding model changed and the previous one cannot be used: memories without a vector of the new model are found by their words until re-embedded",
 			"previous", old, "model", s.model, "memories", nOld)
+	}
+	if !pending {
+		return nil
 	}
 	return s.applyPending(ctx)
 }
@@ -189,9 +200,10 @@ const staleWhere = `(m.embed_model <> ?1 OR m.embedding IS NULL)
 	AND NOT EXISTS (SELECT 1 FROM memory_pending_embeddings p WHERE p.id = m.id AND p.model = ?1)`
 
 // StoredModels returns the embedding models of the vectors stored in db,
-// the most used first (migrating the memory tables first).
-func StoredModels(ctx context.Context, db *sql.DB) ([]string, error) {
-	if err := Migrate(ctx, db); err != nil {
+// the most used first (migrating the memory tables first, through m; nil:
+// on their own).
+func StoredModels(ctx context.Context, m *sqlite.Migrations, db *sql.DB) ([]string, error) {
+	if err := migrate(ctx, m, db); err != nil {
 		return nil, err
 	}
 	out, err := sqlite.Rows(ctx, db, sqlite.Scan1[string],

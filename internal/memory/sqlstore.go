@@ -7,7 +7,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"iter"
 	"log/slog"
 	"slices"
@@ -24,13 +23,10 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// Migrate applies the "memory" component's migrations to db.
-func Migrate(ctx context.Context, db *sql.DB) error {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		return fmt.Errorf("memory migrations: %w", err)
-	}
-	if err := sqlite.Migrate(ctx, db, "memory", sub); err != nil {
+// migrate applies the "memory" component's migrations to db through m
+// (nil: on its own).
+func migrate(ctx context.Context, m *sqlite.Migrations, db *sql.DB) error {
+	if err := m.Migrate(ctx, db, "memory", migrationFiles, "migrations"); err != nil {
 		return fmt.Errorf("memory store: %w", err)
 	}
 	return nil
@@ -82,6 +78,11 @@ func OpenVector(ctx context.Context, db *sql.DB, e vec.Embedder, now func() time
 // recall keeps using them until Reembed has re-embedded every memory with
 // e (see Reembed).
 func OpenVectorMigrating(ctx context.Context, db *sql.DB, e vec.Embedder, prev Previous, now func() time.Time, log *slog.Logger, tune Tuning) (*VectorStore, error) {
+	return openVector(ctx, nil, db, e, prev, now, log, tune)
+}
+
+// openVector is OpenVectorMigrating, migrating through m (nil: on its own).
+func openVector(ctx context.Context, m *sqlite.Migrations, db *sql.DB, e vec.Embedder, prev Previous, now func() time.Time, log *slog.Logger, tune Tuning) (*VectorStore, error) {
 	if db == nil || e == nil || e.Dimensions() <= 0 {
 		return nil, fmt.Errorf("open memory store: %w: database and embedder are required", ErrInvalid)
 	}
@@ -91,7 +92,7 @@ func OpenVectorMigrating(ctx context.Context, db *sql.DB, e vec.Embedder, prev P
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := Migrate(ctx, db); err != nil {
+	if err := migrate(ctx, m, db); err != nil {
 		return nil, err
 	}
 	s := &VectorStore{db: db, emb: e, now: now, log: log, model: e.ID()}

@@ -15,6 +15,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/providers/anthropic"
 	"github.com/reverie-ai/reverie/internal/providers/openai"
 	"github.com/reverie-ai/reverie/internal/redact"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
 // kindDefaults are the limits assumed for a backend kind when the
@@ -83,6 +84,8 @@ type Setup struct {
 	// configuration or the environment) and redacts the Router's errors
 	// (Options.Secrets). nil: keys are not registered.
 	Secrets *redact.Secrets
+	// Migrations is Options.Migrations.
+	Migrations *sqlite.Migrations
 }
 
 // FromConfig builds the Router from the models section, or, when it
@@ -91,7 +94,7 @@ type Setup struct {
 // With neither, the Router has no backend and every call returns ErrNoModel.
 func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 	opts := Options{DB: s.DB, Logger: s.Logger, Now: s.Now, Roles: map[string][]string{}, Limits: map[string]Limits{},
-		Secrets: s.Secrets}
+		Secrets: s.Secrets, Migrations: s.Migrations}
 	var desc string
 	if len(s.Models.Backends) > 0 {
 		built := map[string]bool{}

@@ -124,6 +124,10 @@ type Options struct {
 	// Secrets are redacted from every error the Router returns or logs
 	// (a provider error may echo the request's API key); nil: none.
 	Secrets *redact.Secrets
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // DefaultLimits apply to backends without configured limits.
@@ -203,7 +207,7 @@ func New(ctx context.Context, opts Options) (*Router, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := sqlite.Migrate(ctx, opts.DB, "modelrouter", sub); err != nil {
+		if err := opts.Migrations.Migrate(ctx, opts.DB, "modelrouter", sub, "."); err != nil {
 			return nil, err
 		}
 	}

@@ -186,6 +186,10 @@ type Options struct {
 	Changed func(ctx context.Context, c Change)
 	// MaxTextChars caps an item's text (0: MaxTextChars).
 	MaxTextChars int
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // Store holds the pulse items.
@@ -212,7 +216,7 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("open pulse: no database")
 	}
-	if err := sqlite.MigrateDir(ctx, db, Component, migrations, "migrations"); err != nil {
+	if err := opts.Migrations.Migrate(ctx, db, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	if opts.Now == nil {

@@ -179,6 +179,10 @@ type Options struct {
 	Settings  Settings
 	Now       func() time.Time
 	Logger    *slog.Logger
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // Finding is one thing the rules found.
@@ -213,7 +217,7 @@ func New(ctx context.Context, o Options) (*Reflector, error) {
 	if o.DB == nil || o.Outcomes == nil {
 		return nil, errors.New("reflection: DB and Outcomes are required")
 	}
-	if err := sqlite.MigrateDir(ctx, o.DB, Component, migrations, "migrations"); err != nil {
+	if err := o.Migrations.Migrate(ctx, o.DB, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	if o.Settings == (Settings{}) {

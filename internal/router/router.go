@@ -134,6 +134,10 @@ type Options struct {
 	// (conversations.titles: model).
 	Titles Titler
 	Logger *slog.Logger
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // Titler names conversations (see Options.Titles). It runs in the thread's
@@ -250,7 +254,7 @@ func New(ctx context.Context, opts Options) (*Router, error) {
 	case opts.Threads == nil:
 		return nil, errors.New("router: no conversation store")
 	}
-	if err := sqlite.MigrateDir(ctx, opts.DB, Component, migrations, "migrations"); err != nil {
+	if err := opts.Migrations.Migrate(ctx, opts.DB, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	if opts.MaxParallel <= 0 {

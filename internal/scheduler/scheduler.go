@@ -128,6 +128,10 @@ type Options struct {
 	// Now is the clock (nil: time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // Scheduler runs durable schedules. See the package documentation.
@@ -166,7 +170,7 @@ func Open(ctx context.Context, opts Options) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open scheduler: %w", err)
 	}
-	if err := sqlite.Migrate(ctx, opts.DB, Component, sub); err != nil {
+	if err := opts.Migrations.Migrate(ctx, opts.DB, Component, sub, "."); err != nil {
 		return nil, fmt.Errorf("open scheduler: %w", err)
 	}
 	if opts.Location == nil {

@@ -97,6 +97,10 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // DefaultStatInterval bounds how long an in-place edit of a skill file
@@ -145,7 +149,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, errors.New("open skills: no data dir")
 	}
 	if o.DB != nil {
-		if err := sqlite.MigrateDir(ctx, o.DB, Component, migrations, "migrations"); err != nil {
+		if err := o.Migrations.Migrate(ctx, o.DB, Component, migrations, "migrations"); err != nil {
 			return nil, err
 		}
 	}

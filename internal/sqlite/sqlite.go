@@ -3,9 +3,11 @@
 // foreign keys — and runs each component's embedded, versioned migrations.
 //
 // Components own their schema: each embeds its migration files
-// ("001_create_events.sql", "002_…") and calls Migrate with its own name.
-// Versions are tracked per component in the schema_migrations table, so
-// packages never have to agree on a global numbering.
+// ("001_create_events.sql", "002_…") and applies them under its own name
+// through the start's Migrations (extension.Migrations, which reads what is
+// applied once for every component). Versions are tracked per component in
+// the schema_migrations table, so packages never have to agree on a global
+// numbering.
 package sqlite
 
 import (
@@ -165,25 +167,18 @@ func Tx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) (err error) 
 	return nil
 }
 
-// ErrBadMigration is returned by Migrate for a migration file whose name does
+// ErrBadMigration is returned by Migrations.Migrate for a migration file whose name does
 // not start with a positive version number, or for two files with the same
 // version.
 var ErrBadMigration = extension.ErrBadMigration
 
-// MigrateDir is Migrate over the directory dir of fsys (usually an embedded
-// "migrations" folder).
-func MigrateDir(ctx context.Context, db *sql.DB, component string, fsys fs.FS, dir string) error {
-	return extension.Migrate(ctx, db, component, fsys, dir)
-}
+// Migrations is extension.Migrations: the components of one start migrate
+// through one, which reads the record of applied migrations once for all
+// of them.
+type Migrations = extension.Migrations
 
-// Migrate applies, in version order and each in its own transaction, the
-// migrations of component found as "*.sql" files at the root of fsys whose
-// version is above the one recorded. File names start with the version
-// number: "001_init.sql". It is extension.Migrate, the one implementation
-// the core and the extensions share.
-func Migrate(ctx context.Context, db *sql.DB, component string, fsys fs.FS) error {
-	return extension.Migrate(ctx, db, component, fsys, ".")
-}
+// NewMigrations is extension.NewMigrations.
+func NewMigrations(db *sql.DB) *Migrations { return extension.NewMigrations(db) }
 
 // Version returns the highest applied migration version of component, 0 when
 // none has been applied.

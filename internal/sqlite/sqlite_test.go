@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -11,6 +12,8 @@ import (
 	"testing/fstest"
 
 	msqlite "modernc.org/sqlite"
+
+	"github.com/reverie-ai/reverie/extension"
 )
 
 func openTemp(t *testing.T) *sql.DB {
@@ -53,7 +56,7 @@ func TestMigrate(t *testing.T) {
 		"001_create.sql": {Data: []byte(`CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);`)},
 		"README.md":      {Data: []byte("ignored")},
 	}
-	if err := Migrate(ctx, db, "comp", v1); err != nil {
+	if err := extension.Migrate(ctx, db, "comp", v1, "."); err != nil {
 		t.Fatal(err)
 	}
 	// Re-running is a no-op, and a later file is applied on top.
@@ -62,7 +65,7 @@ func TestMigrate(t *testing.T) {
 		"002_add.sql":    {Data: []byte(`ALTER TABLE a ADD COLUMN w TEXT; INSERT INTO a (v, w) VALUES ('x','y');`)},
 	}
 	for range 2 {
-		if err := Migrate(ctx, db, "comp", v2); err != nil {
+		if err := extension.Migrate(ctx, db, "comp", v2, "."); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,6 +78,112 @@ func TestMigrate(t *testing.T) {
 	}
 	if v, err := Version(ctx, db, "other"); err != nil || v != 0 {
 		t.Fatalf("Version(other) = %d, %v; want 0", v, err)
+	}
+}
+
+// tableExists reports whether db has a table named name.
+func tableExists(t *testing.T, db *sql.DB, name string) bool {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(context.Background(),
+		`SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
+// Components migrating through one Migrations share its one read of what
+// is applied; a migration recorded since that read (by another process)
+// is checked again inside the write transaction and not run twice.
+func TestMigrationsShareOneRead(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	m := NewMigrations(db)
+	if err := m.Migrate(ctx, db, "a", fstest.MapFS{"001_a.sql": {Data: []byte("CREATE TABLE a1 (x)")}}, "."); err != nil {
+		t.Fatal(err)
+	}
+	// Recorded behind m's back, without its table: were m to read the
+	// record again, or to apply without checking, the outcome would differ.
+	if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (component, version, name) VALUES ('b', 1, '001_b.sql')`); err != nil {
+		t.Fatal(err)
+	}
+	bFiles := fstest.MapFS{
+		"001_b.sql": {Data: []byte("CREATE TABLE b1 (x)")},
+		"002_b.sql": {Data: []byte("CREATE TABLE b2 (x)")},
+	}
+	if err := m.Migrate(ctx, db, "b", bFiles, "."); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"a1": true, "b1": false, "b2": true} {
+		if got := tableExists(t, db, name); got != want {
+			t.Errorf("table %s exists: %v, want %v", name, got, want)
+		}
+	}
+	if v, _ := Version(ctx, db, "b"); v != 2 {
+		t.Errorf("b at version %d, want 2", v)
+	}
+	// Up to date through m, through a new Migrations and on its own.
+	for _, mig := range []*Migrations{m, NewMigrations(db), nil} {
+		if err := mig.Migrate(ctx, db, "b", bFiles, "."); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A Migrations of another database migrates on its own.
+	other := openTemp(t)
+	if err := m.Migrate(ctx, other, "a", fstest.MapFS{"001_a.sql": {Data: []byte("CREATE TABLE a1 (x)")}}, "."); err != nil {
+		t.Fatal(err)
+	}
+	if !tableExists(t, other, "a1") {
+		t.Error("migrating another database through m did not apply its migration")
+	}
+}
+
+// unreadable is an fs.FS whose named files cannot be read.
+type unreadable struct {
+	fstest.MapFS
+	names map[string]bool
+}
+
+func (u unreadable) Open(name string) (fs.File, error) {
+	if u.names[name] {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+	}
+	return u.MapFS.Open(name)
+}
+
+func (u unreadable) ReadFile(name string) ([]byte, error) {
+	if u.names[name] {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+	}
+	return u.MapFS.ReadFile(name)
+}
+
+// An up-to-date component lists its migrations but reads none of them.
+func TestMigrateReadsOnlyWhatItApplies(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	files := fstest.MapFS{
+		"001_a.sql": {Data: []byte("CREATE TABLE a1 (x)")},
+		"002_a.sql": {Data: []byte("CREATE TABLE a2 (x)")},
+	}
+	if err := extension.Migrate(ctx, db, "a", files, "."); err != nil {
+		t.Fatal(err)
+	}
+	both := unreadable{files, map[string]bool{"001_a.sql": true, "002_a.sql": true}}
+	if err := extension.Migrate(ctx, db, "a", both, "."); err != nil {
+		t.Fatalf("up-to-date component read its applied migrations: %v", err)
+	}
+	files["003_a.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE a3 (x)")}
+	if err := extension.Migrate(ctx, db, "a", both, "."); err != nil {
+		t.Fatal(err)
+	}
+	if !tableExists(t, db, "a3") {
+		t.Error("the new migration was not applied")
+	}
+	bad := unreadable{files, map[string]bool{"004_a.sql": true}}
+	files["004_a.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE a4 (x)")}
+	if err := extension.Migrate(ctx, db, "a", bad, "."); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("unreadable new migration: err = %v, want one wrapping fs.ErrPermission", err)
 	}
 }
 
@@ -93,7 +202,7 @@ func TestMigrateErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Migrate(ctx, openTemp(t), "comp", tc.fs)
+			err := extension.Migrate(ctx, openTemp(t), "comp", tc.fs, ".")
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -101,9 +210,9 @@ func TestMigrateErrors(t *testing.T) {
 	}
 	t.Run("bad sql rolls back", func(t *testing.T) {
 		db := openTemp(t)
-		err := Migrate(ctx, db, "comp", fstest.MapFS{
+		err := extension.Migrate(ctx, db, "comp", fstest.MapFS{
 			"001_a.sql": {Data: []byte("CREATE TABLE t (x); THIS IS NOT SQL;")},
-		})
+		}, ".")
 		if err == nil {
 			t.Fatal("want error")
 		}

@@ -142,7 +142,7 @@ func Open(ctx context.Context, opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := sqlite.MigrateDir(ctx, opts.DB, Component, migrations, "migrations"); err != nil {
+	if err := opts.Migrations.Migrate(ctx, opts.DB, Component, migrations, "migrations"); err != nil {
 		return nil, err
 	}
 	m := &Manager{

@@ -11,6 +11,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
@@ -168,6 +169,10 @@ type Options struct {
 	// Now is the clock (nil: time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Migrations, when set, is the start's shared record of applied
+	// migrations (one read for every component); nil: this component
+	// reads its own.
+	Migrations *sqlite.Migrations
 }
 
 // SpawnRequest asks for a sub-session.
