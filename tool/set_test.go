@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -53,6 +54,20 @@ func TestCheckName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzValidName checks the hand-written name check against the regular
+// expression it replaces.
+func FuzzValidName(f *testing.F) {
+	for _, s := range []string{"read_file-2", "", strings.Repeat("x", 64), strings.Repeat("x", 65), "a b", "é", "A-Z_09\n"} {
+		f.Add(s)
+	}
+	re := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validName(s), re.MatchString(s); got != want {
+			t.Fatalf("validName(%q) = %v, the expression says %v", s, got, want)
+		}
+	})
 }
 
 func TestNewSet(t *testing.T) {

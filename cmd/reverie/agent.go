@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -24,15 +25,22 @@ start every enabled extension and serve until SIGINT or SIGTERM, then shut down 
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			// The collector's usual pace comes back with the background
-			// work, after the first requests (app.BackgroundDelay).
+			// work, after the first requests (app.BackgroundDelay), and
+			// a collection then clears the start's garbage first: the
+			// background work's objects fill the slots it leaves instead
+			// of fresh spans, and the idle heap is denser.
 			restoreGC := relaxGC(env)
 			defer restoreGC()
+			settle := func() {
+				restoreGC()
+				runtime.GC()
+			}
 			a, err := app.New(ctx, app.Options{
 				DataDir:    dir,
 				ConfigPath: g.config,
 				Env:        env,
 				Console:    cmd.ErrOrStderr(),
-				Settled:    restoreGC,
+				Settled:    settle,
 			})
 			if err != nil {
 				return err
