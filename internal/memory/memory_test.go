@@ -611,3 +611,27 @@ func TestVectorModelCountsUseTheIndex(t *testing.T) {
 		}
 	}
 }
+
+// A batch that starts with episodes (never deduplicated) still finds the
+// twin of a later fact.
+func TestAddBatchEpisodesThenDuplicate(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	id, err := s.Add(ctx, Memory{Text: "The user's sister is called Anna."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.AddBatch(ctx, []Memory{
+		{Text: "The user's sister is called Anna.", Kind: KindEpisode},
+		{Text: "the user's sister is called anna"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids[0] == id || ids[1] != id {
+		t.Fatalf("ids = %v; want a new episode, then the existing fact %d", ids, id)
+	}
+	if n, _ := s.Count(ctx, true); n != 2 {
+		t.Errorf("count = %d, want 2 (the fact and the episode)", n)
+	}
+}

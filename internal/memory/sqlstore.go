@@ -245,25 +245,28 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 	var fresh []added
 	err = sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
 		fresh = fresh[:0]
-		find, err := tx.PrepareContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND kind <> 'episode'`)
-		if err != nil {
-			return err
-		}
-		defer find.Close()
 		ins, err := tx.PrepareContext(ctx, insertSQL)
 		if err != nil {
 			return err
 		}
 		defer ins.Close()
-		bump, err := tx.PrepareContext(ctx, `UPDATE memories SET updated_at = ? WHERE id = ?`)
-		if err != nil {
-			return err
-		}
-		defer bump.Close()
+		// Prepared at the first memory that is not an episode: a turn's
+		// episodes (every utterance is its own) never look for a twin.
+		var find, bump *sql.Stmt
 		for i, m := range ms {
 			var id int64
 			err := sql.ErrNoRows // every utterance is its own episode
 			if m.Kind != KindEpisode {
+				if find == nil {
+					if find, err = tx.PrepareContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND kind <> 'episode'`); err != nil {
+						return err
+					}
+					defer find.Close()
+					if bump, err = tx.PrepareContext(ctx, `UPDATE memories SET updated_at = ? WHERE id = ?`); err != nil {
+						return err
+					}
+					defer bump.Close()
+				}
 				err = find.QueryRowContext(ctx, normalise(m.Text)).Scan(&id)
 			}
 			switch {
