@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Commit records the current content of paths — data-dir-relative (or
@@ -83,11 +85,23 @@ func (r *Repo) relPath(p string) (string, error) {
 // dropped into skills/ by mistake) is left out with a warning.
 const MaxFileBytes = 8 << 20
 
-// diskFile is a tracked file read from the data dir.
+// diskFile is a tracked file found in the data dir. Its content is read
+// only when its stat data does not show it unchanged (unchanged).
 type diskFile struct {
-	data []byte
+	full string
 	mode uint32
 	info fs.FileInfo
+}
+
+// unchanged reports whether a file with info still holds what the index
+// entry e recorded, from stat data alone, as git decides: the same stat
+// data, and not "racily clean" (modified no earlier than the index was
+// written, when a change within the timestamps' resolution would not show
+// in them). indexTime is the index file's modification time (zero: no
+// index).
+func unchanged(e indexEntry, mode uint32, info fs.FileInfo, indexTime time.Time) bool {
+	return !indexTime.IsZero() && e.stage == 0 && e.mode == mode && e.stat == statOf(info) &&
+		info.ModTime().Before(indexTime)
 }
 
 // commitLocked is Commit with validated paths, under r.mu.
@@ -98,6 +112,10 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 	// Objects are staged until the commit is complete; anything left
 	// staged when this returns (an error, nothing to commit) is dropped.
 	defer r.git.objects.discard()
+	var indexTime time.Time
+	if fi, err := os.Stat(r.indexPath()); err == nil {
+		indexTime = fi.ModTime()
+	}
 	idx, err := readIndex(r.indexPath())
 	if err != nil {
 		return Revision{}, fmt.Errorf("commit data dir: read index: %w", err)
@@ -107,7 +125,8 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 		entries[e.name] = e
 	}
 	changed := false
-	fresh := map[string]bool{} // the files read from disk just now
+	restat := false            // an entry's stat data is refreshed, its content the same
+	fresh := map[string]bool{} // the files found on disk just now
 	for _, p := range rels {
 		if err := ctx.Err(); err != nil {
 			return Revision{}, fmt.Errorf("commit data dir: %w", err)
@@ -123,12 +142,33 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 			}
 		}
 		for name, f := range files {
-			fresh[name] = true
-			id := hashObject(objBlob, f.data)
-			if e, ok := entries[name]; ok && e.id == id && e.mode == f.mode && e.stage == 0 {
+			e, ok := entries[name]
+			if ok && unchanged(e, f.mode, f.info, indexTime) {
+				fresh[name] = true
 				continue
 			}
-			if _, err := r.git.objects.write(objBlob, f.data); err != nil {
+			data, err := r.readFile(f.full)
+			if errors.Is(err, os.ErrNotExist) { // removed since the scan
+				if ok && under(name, p) {
+					delete(entries, name)
+					changed = true
+				}
+				continue
+			}
+			if err != nil {
+				return Revision{}, fmt.Errorf("commit data dir: read %s: %w", name, err)
+			}
+			fresh[name] = true
+			id := hashObject(objBlob, data)
+			if ok && e.id == id && e.mode == f.mode && e.stage == 0 {
+				if st := statOf(f.info); e.stat != st {
+					e.stat = st
+					entries[name] = e
+					restat = true
+				}
+				continue
+			}
+			if _, err := r.git.objects.write(objBlob, data); err != nil {
 				return Revision{}, fmt.Errorf("commit data dir: store %s: %w", name, err)
 			}
 			entries[name] = indexEntry{name: name, id: id, mode: f.mode, stat: statOf(f.info)}
@@ -148,6 +188,14 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 		}
 	}
 	if !changed {
+		if restat {
+			// Same content, new stat data (a file touched or rewritten
+			// unchanged): recorded, so that the next commit does not read
+			// it again. Losing this write costs only that read.
+			if err := r.writeIndex(slices.Collect(maps.Values(entries))); err != nil {
+				r.log.Debug("could not refresh the data dir history index", "err", err)
+			}
+		}
 		return Revision{}, nil
 	}
 	head, err := r.headCommit()
@@ -310,18 +358,11 @@ func (r *Repo) sizeOK(name string, info fs.FileInfo) bool {
 }
 
 func addFile(out map[string]diskFile, name, full string, info fs.FileInfo) error {
-	data, err := os.ReadFile(full)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	mode := modeRegular
 	if info.Mode()&0o111 != 0 {
 		mode = modeExec
 	}
-	out[name] = diskFile{data: data, mode: mode, info: info}
+	out[name] = diskFile{full: full, mode: mode, info: info}
 	return nil
 }
 

@@ -132,6 +132,11 @@ type store struct {
 	cache map[oid]cached
 	// pending are the objects staged since the last flush.
 	pending map[oid]pendingObject
+	// zr and zbr decompress loose objects, reused from one to the next
+	// (a fresh zlib reader allocates its 32 KB window: opening the data
+	// dir's history read a dozen objects).
+	zr  io.ReadCloser
+	zbr *bufio.Reader
 	// zw and buf compress the objects of one commit (a zlib writer is
 	// costly to allocate; discard drops it).
 	zw  *zlib.Writer
@@ -182,17 +187,26 @@ func (s *store) readAs(id oid, want objType) ([]byte, error) {
 }
 
 func (s *store) readLoose(id oid) (objType, []byte, error) {
-	f, err := os.Open(s.loosePath(id))
+	compressed, err := os.ReadFile(s.loosePath(id))
 	if err != nil {
 		return 0, nil, err
 	}
-	defer f.Close()
-	zr, err := zlib.NewReader(bufio.NewReader(f))
+	src := bytes.NewReader(compressed)
+	if s.zr == nil {
+		s.zr, err = zlib.NewReader(src)
+	} else {
+		err = s.zr.(zlib.Resetter).Reset(src, nil)
+	}
 	if err != nil {
+		s.zr = nil
 		return 0, nil, fmt.Errorf("loose object: %w", err)
 	}
-	defer zr.Close()
-	br := bufio.NewReader(zr)
+	if s.zbr == nil {
+		s.zbr = bufio.NewReaderSize(s.zr, 512)
+	} else {
+		s.zbr.Reset(s.zr)
+	}
+	br := s.zbr
 	hdr, err := br.ReadString(0)
 	if err != nil {
 		return 0, nil, fmt.Errorf("loose object header: %w", err)

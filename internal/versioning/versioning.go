@@ -207,6 +207,9 @@ type Repo struct {
 	author  Author
 	created bool
 	ro      bool
+	// readFile reads a tracked file's content (os.ReadFile; tests count
+	// the reads).
+	readFile func(string) ([]byte, error)
 
 	mu  sync.Mutex
 	git *gitRepo
@@ -239,7 +242,7 @@ func Open(dir string, opts Options) (*Repo, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("open data dir history: %s is not a directory", abs)
 	}
-	r := &Repo{dir: abs, now: opts.Now, log: opts.Logger, author: opts.Author, ro: opts.ReadOnly}
+	r := &Repo{dir: abs, now: opts.Now, log: opts.Logger, author: opts.Author, ro: opts.ReadOnly, readFile: os.ReadFile}
 	gitPath := filepath.Join(abs, GitDir)
 	if opts.ReadOnly {
 		if _, err := os.Lstat(gitPath); err != nil {

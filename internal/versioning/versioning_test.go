@@ -392,7 +392,11 @@ func snapshot(t testing.TB, r *Repo) map[string]string {
 			t.Fatal(err)
 		}
 		for name, f := range files {
-			out[name] = string(f.data)
+			data, err := os.ReadFile(f.full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = string(data)
 		}
 	}
 	return out
@@ -743,4 +747,69 @@ func TestCommitKeepsNoCompressor(t *testing.T) {
 	if got := headFiles(t, r); !slices.Contains(got, "MEMORIES.txt") {
 		t.Fatalf("head files %v", got)
 	}
+}
+
+// A commit reads only the files whose stat data does not show them
+// unchanged since the index was written, as git does, and still reads a
+// racily clean one (modified no earlier than the index).
+func TestCommitReadsOnlyChangedFiles(t *testing.T) {
+	dir := dataDir(t)
+	past := time.Now().Add(-time.Hour)
+	for _, rel := range []string{"MEMORIES.txt", "BASE_PROMPT.txt", "world_state.json", "skills/brew.md", "prompts/SEED_en.txt"} {
+		if err := os.Chtimes(filepath.Join(dir, rel), past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := open(t, dir)
+	ctx := t.Context()
+	if _, err := r.CommitAll(ctx, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	var read []string
+	r.readFile = func(p string) ([]byte, error) {
+		rel, _ := filepath.Rel(dir, p)
+		read = append(read, filepath.ToSlash(rel))
+		return os.ReadFile(p)
+	}
+	commit := func(step string, wantRead []string, wantCommit bool) {
+		t.Helper()
+		read = nil
+		rev, err := r.CommitAll(ctx, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(read)
+		if !slices.Equal(read, wantRead) {
+			t.Errorf("%s: read %v, want %v", step, read, wantRead)
+		}
+		if got := !rev.IsZero(); got != wantCommit {
+			t.Errorf("%s: committed %v, want %v", step, got, wantCommit)
+		}
+	}
+	commit("nothing changed", nil, false)
+
+	if err := os.WriteFile(filepath.Join(dir, "skills/brew.md"), []byte("Brew tea\n\nBoil water twice.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commit("an edit", []string{"skills/brew.md"}, true)
+
+	// Rewritten with the same content: read once, not committed, and its
+	// new stat data kept so that the next commit does not read it.
+	if err := os.WriteFile(filepath.Join(dir, "MEMORIES.txt"), []byte("likes tea\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(dir, "MEMORIES.txt"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	commit("rewritten unchanged", []string{"MEMORIES.txt"}, false)
+	commit("nothing changed again", nil, false)
+
+	// Modified after the index was written (a clock ahead, or an edit in
+	// the index's own instant): its stat data cannot be trusted.
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "BASE_PROMPT.txt"), future, future); err != nil {
+		t.Fatal(err)
+	}
+	commit("racily clean", []string{"BASE_PROMPT.txt"}, false)
+	commit("still racily clean", []string{"BASE_PROMPT.txt"}, false)
 }
