@@ -1,10 +1,10 @@
 package config
 
 import (
-	"regexp"
 	"sort"
-	"sync"
 	"time"
+
+	"github.com/reverie-ai/reverie/tool"
 )
 
 // WorkflowConfig is the `workflow:` section: background workers
@@ -39,8 +39,6 @@ func defaultWorkflow() WorkflowConfig {
 	}
 }
 
-var profileName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
-
 func (c *Config) validateWorkflow() error {
 	w := c.Workflow
 	switch {
@@ -60,7 +58,7 @@ func (c *Config) validateWorkflow() error {
 	sort.Strings(names)
 	for _, name := range names {
 		key := "workflow.profiles." + name
-		if !profileName().MatchString(name) {
+		if tool.CheckName(name) != nil {
 			return c.invalid(key, "invalid profile name: want 1-64 characters from [a-zA-Z0-9_-]")
 		}
 		if len(w.Profiles[name]) == 0 {

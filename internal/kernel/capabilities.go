@@ -4,17 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/tool"
 )
 
 // toolName is the name rule of tool.Tool.
-var toolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // capabilities is the index of what the live extensions provide.
 type capabilities struct {
@@ -107,7 +104,7 @@ func (k *Kernel) index() {
 				continue
 			}
 			name := t.Name()
-			if !toolName().MatchString(name) {
+			if tool.CheckName(name) != nil {
 				k.log.Error("tool with an invalid name dropped", "ext", id, "tool", name)
 				continue
 			}
@@ -213,7 +210,7 @@ func (k *Kernel) DynamicTools() []tool.Tool {
 			continue
 		}
 		for _, t := range ts {
-			if t == nil || !toolName().MatchString(t.Name()) || seen[t.Name()] {
+			if t == nil || tool.CheckName(t.Name()) != nil || seen[t.Name()] {
 				continue
 			}
 			seen[t.Name()] = true

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -632,4 +633,18 @@ func TestShutdownCancelsTurnsAfterTheGraceAndTheNextStartResumes(t *testing.T) {
 	if got, want := roles(t, h2.store, "web:g"), []string{"assistant:earlier", "user:slow", "assistant:resumed: slow"}; !slices.Equal(got, want) {
 		t.Errorf("history %q, want %q", got, want)
 	}
+}
+
+// FuzzValidCommandName checks the hand-written command name check against
+// the regular expression it replaces.
+func FuzzValidCommandName(f *testing.F) {
+	for _, s := range []string{"status", "", "a", strings.Repeat("a", 32), strings.Repeat("a", 33), "Status", "1st", "re_do2", "a-b", "ä"} {
+		f.Add(s)
+	}
+	re := regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validCommandName(s), re.MatchString(s); got != want {
+			t.Fatalf("validCommandName(%q) = %v, the expression says %v", s, got, want)
+		}
+	})
 }

@@ -34,7 +34,7 @@ func (r *Repo) Commit(ctx context.Context, message string, paths ...string) (Rev
 		return Revision{}, fmt.Errorf("commit data dir: %w", err)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.commitLocked(ctx, message, rels)
 }
 

@@ -25,7 +25,7 @@ func (r *Repo) History(ctx context.Context, path string, limit int) ([]Revision,
 		filter = rel
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	out := []Revision{}
 	head, err := r.headCommit()
 	if err != nil {
@@ -102,7 +102,7 @@ func touches(files []string, p string) bool {
 // Head describes the last commit; the zero Revision when there is none.
 func (r *Repo) Head(ctx context.Context) (Revision, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	c, err := r.headCommit()
 	if err != nil {
 		return Revision{}, fmt.Errorf("head: %w", err)
@@ -117,7 +117,7 @@ func (r *Repo) Head(ctx context.Context) (Revision, error) {
 // its patch against its parent.
 func (r *Repo) Show(ctx context.Context, rev string) (Diff, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	c, err := r.resolve(rev)
 	if err != nil {
 		return Diff{}, fmt.Errorf("show: %w", err)

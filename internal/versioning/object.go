@@ -133,8 +133,9 @@ type store struct {
 	// pending are the objects staged since the last flush.
 	pending map[oid]pendingObject
 	// zr and zbr decompress loose objects, reused from one to the next
-	// (a fresh zlib reader allocates its 32 KB window: opening the data
-	// dir's history read a dozen objects).
+	// within an operation (a fresh zlib reader allocates its 32 KB window:
+	// opening the data dir's history read a dozen objects); release drops
+	// them between operations.
 	zr  io.ReadCloser
 	zbr *bufio.Reader
 	// zw and buf compress the objects of one commit (a zlib writer is
@@ -226,6 +227,10 @@ func (s *store) readLoose(id oid) (objType, []byte, error) {
 	}
 	return t, data, nil
 }
+
+// release drops the zlib reader reused within an operation, so that an
+// idle repository does not keep its ~40 KB.
+func (s *store) release() { s.zr, s.zbr = nil, nil }
 
 // has reports whether the object id is stored.
 func (s *store) has(id oid) (bool, error) {

@@ -25,7 +25,7 @@ func (r *Repo) Restore(ctx context.Context, rev string) (Revision, error) {
 		return Revision{}, fmt.Errorf("restore: %w", ErrReadOnly)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	target, err := r.resolve(rev)
 	if err != nil {
 		return Revision{}, fmt.Errorf("restore: %w", err)

@@ -251,6 +251,7 @@ func Open(dir string, opts Options) (*Repo, error) {
 		if err := r.open(); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrNoHistory, gitPath, err)
 		}
+		r.git.objects.release()
 		return r, nil
 	}
 	if _, err := os.Lstat(gitPath); errors.Is(err, os.ErrNotExist) {
@@ -276,7 +277,15 @@ func Open(dir string, opts Options) (*Repo, error) {
 	if err := r.syncIndex(); err != nil {
 		return nil, err
 	}
+	r.git.objects.release()
 	return r, nil
+}
+
+// unlock ends an operation begun by locking r.mu: the object store drops
+// what it reuses only within one (release), then r.mu is released.
+func (r *Repo) unlock() {
+	r.git.objects.release()
+	r.mu.Unlock()
 }
 
 // Created reports whether Open started a new repository (there was none, or
