@@ -299,11 +299,10 @@ func (a *Allocator) release(p uintptr /* *page */) error {
 // 4 MiB costs nothing measurable against not decommitting at all (speedtest1
 // and production simulations) while returning the hoard above it.
 //
-// Reverie: 256 KiB (four 64 KiB slabs). A 4 MiB window kept every page
-// SQLite freed resident: the page caches that sqlite3_release_memory hands
-// back when the agent goes idle, the memory of a closed connection. See
-// REVERIE.md.
-const hotBytes = 256 << 10
+// Reverie: 64 KiB (one slab). A 4 MiB window kept every page SQLite freed
+// resident: the page caches that sqlite3_release_memory hands back when the
+// agent goes idle, the memory of a closed connection. See REVERIE.md.
+const hotBytes = 64 << 10
 
 // retain puts the empty size-byte region at p into a.freed.
 func (a *Allocator) retain(p uintptr, size int) {
