@@ -240,12 +240,8 @@ func (a *App) turnTools() []tool.Tool {
 // retention and old interaction log entries: housekeepingDelay after
 // start, then every housekeepingInterval. It returns when ctx ends.
 func (a *App) housekeeping(ctx context.Context) error {
-	first := time.NewTimer(housekeepingDelay)
-	defer first.Stop()
-	select {
-	case <-ctx.Done():
+	if !pause(ctx, housekeepingDelay) {
 		return nil
-	case <-first.C:
 	}
 	t := time.NewTicker(housekeepingInterval)
 	defer t.Stop()
