@@ -401,3 +401,61 @@ func TestOneShotSandbox(t *testing.T) {
 		t.Fatalf("execute_shell description after the test = %q; want what was tested", d)
 	}
 }
+
+// Settled (where the agent command sets the collector back to its pace)
+// comes once, after ready, with the background work; a one-shot process,
+// which runs no background work, never calls it.
+func TestSettledAfterReady(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		oneShot bool
+	}{
+		{"agent", false},
+		{"one-shot", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var a *App
+			settled := make(chan bool, 2) // whether ready had been signalled
+			env := []string{"REVERIE_WEB__LISTEN=127.0.0.1:0", "REVERIE_LOG__FILE=false"}
+			a, err := New(ctx, Options{DataDir: t.TempDir(), Env: env, Console: io.Discard, Registry: webInfo(t),
+				OneShot: tc.oneShot,
+				Settled: func() {
+					select {
+					case <-a.Ready():
+						settled <- true
+					default:
+						settled <- false
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+			select {
+			case <-a.Ready():
+			case <-time.After(10 * time.Second):
+				t.Fatal("not ready after 10s")
+			}
+			if !tc.oneShot {
+				select {
+				case afterReady := <-settled:
+					if !afterReady {
+						t.Error("Settled called before ready")
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("Settled not called 10s after ready")
+				}
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if n := len(settled); n != 0 {
+				t.Errorf("Settled called %d more times", n)
+			}
+		})
+	}
+}
