@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"testing"
 
 	msqlite "modernc.org/sqlite"
@@ -56,5 +58,45 @@ func TestReleaseMemory(t *testing.T) {
 	}
 	if got := sum(); got != want {
 		t.Errorf("after the release the table sums to %d; want %d", got, want)
+	}
+}
+
+// TrimIdle leaves one idle connection, and the pool grows again.
+func TestTrimIdle(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	take := func(n int) {
+		t.Helper()
+		var conns []*sql.Conn
+		for range n {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	take(3)
+	if st := db.Stats(); st.Idle != 3 {
+		t.Fatalf("after a burst of 3: %d idle, want 3", st.Idle)
+	}
+	TrimIdle(db)
+	if st := db.Stats(); st.Idle != 1 || st.OpenConnections != 1 {
+		t.Fatalf("after TrimIdle: %d idle, %d open; want 1 and 1", st.Idle, st.OpenConnections)
+	}
+	take(4)
+	if st := db.Stats(); st.Idle != 4 {
+		t.Fatalf("after a burst of 4 following TrimIdle: %d idle, want 4 (the pool grows again)", st.Idle)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT 1`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("query after TrimIdle: %d, %v", n, err)
 	}
 }

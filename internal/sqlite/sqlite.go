@@ -65,8 +65,8 @@ func Open(ctx context.Context, file string) (*sql.DB, error) {
 		// Every connection to :memory: is a separate database.
 		db.SetMaxOpenConns(1)
 	} else {
-		db.SetMaxOpenConns(8)
-		db.SetMaxIdleConns(8)
+		db.SetMaxOpenConns(maxConns)
+		db.SetMaxIdleConns(maxConns)
 	}
 	db.SetConnMaxIdleTime(0)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -110,6 +110,9 @@ func Ready(ctx context.Context, db *sql.DB, n int) {
 		}
 	}
 }
+
+// maxConns is the size of a database's connection pool.
+const maxConns = 8
 
 // FileMode is the mode of the database file and its -wal and -shm files.
 const FileMode fs.FileMode = 0o600
