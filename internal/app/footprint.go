@@ -9,16 +9,17 @@ import (
 
 // keepFootprint returns freed heap to the OS once start-up has settled and
 // again whenever use has grown the private memory (see package footprint).
-// Each time, the database pool first closes its surplus idle connections
-// and SQLite frees the pages its connections cache but no statement uses
-// (a fresh data dir's migrations leave ~1 MiB of them).
+// Each time, the database pool first closes its idle connections (the next
+// query opens one again, parsing the schema compactly) and SQLite frees
+// the pages its connections cache but no statement uses (a fresh data
+// dir's migrations leave ~1 MiB of them).
 func (a *App) keepFootprint(ctx context.Context) error {
 	k := &footprint.Keeper{Logger: a.Logger, Release: a.releaseMemory}
 	return k.Run(ctx)
 }
 
-// releaseMemory closes the idle database connections but one, hands back
-// what SQLite caches unused, then the freed Go heap.
+// releaseMemory closes the idle database connections, hands back what
+// SQLite caches unused, then the freed Go heap.
 func (a *App) releaseMemory() {
 	sqlite.TrimIdle(a.DB)
 	sqlite.ReleaseMemory()
