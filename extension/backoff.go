@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -34,4 +35,18 @@ func (b Backoff) Delay(n int) time.Duration {
 	}
 	half := d / 2
 	return half + time.Duration(jitter()*float64(d-half))
+}
+
+// Sleep waits d, or less when ctx ends first, and returns ctx's error then
+// (nil when d passed). Retry loops and delayed starts use it between
+// attempts.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

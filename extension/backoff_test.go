@@ -1,7 +1,10 @@
 package extension
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -40,6 +43,21 @@ func TestBackoffDelay(t *testing.T) {
 					t.Fatalf("Delay(%d) = %v, want within [%v, %v]", n, got, d/2, d)
 				}
 			}
+		}
+	})
+}
+
+func TestSleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		if err := Sleep(t.Context(), time.Minute); err != nil || time.Since(start) != time.Minute {
+			t.Fatalf("Sleep(1m) = %v after %v, want nil after 1m", err, time.Since(start))
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(time.Second, cancel)
+		start = time.Now()
+		if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) || time.Since(start) != time.Second {
+			t.Fatalf("Sleep(1h) cancelled after 1s = %v after %v, want context.Canceled after 1s", err, time.Since(start))
 		}
 	})
 }

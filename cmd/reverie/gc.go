@@ -15,8 +15,8 @@ import (
 const startGCPercent = 400
 
 // relaxGC sets the collector to startGCPercent and returns the function that
-// sets it back (once, however often it is called). It leaves the collector alone when the environment sets
-// GOGC: the user's choice wins.
+// sets it back (once, however often it is called). It leaves the collector
+// alone when the environment sets GOGC: the user's choice wins.
 func relaxGC(env []string) (restore func()) {
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "GOGC=") {

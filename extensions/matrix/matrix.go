@@ -78,7 +78,7 @@ func Info(opts Options) extension.Info {
 // New returns an uninitialised channel.
 func New(opts Options) *Matrix {
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = extension.Sleep
 	}
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = DefaultSyncTimeout
@@ -87,17 +87,6 @@ func New(opts Options) *Matrix {
 		opts.DecryptWait = time.Minute
 	}
 	return &Matrix{opts: opts}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Matrix is the channel extension.

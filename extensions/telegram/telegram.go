@@ -65,7 +65,7 @@ func Info(opts Options) extension.Info {
 // New returns an uninitialised channel.
 func New(opts Options) *Telegram {
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = extension.Sleep
 	}
 	if opts.PollTimeout <= 0 {
 		opts.PollTimeout = DefaultPollTimeout
@@ -74,17 +74,6 @@ func New(opts Options) *Telegram {
 		opts.HTTPClient = &http.Client{Timeout: opts.PollTimeout + callTimeout}
 	}
 	return &Telegram{opts: opts}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Telegram is the channel extension.

@@ -618,7 +618,7 @@ func (a *App) Run(ctx context.Context) error {
 	a.trace.log(a.Logger)
 	if !a.opts.OneShot {
 		g.Go(func() error {
-			if !pause(gctx, BackgroundDelay) {
+			if extension.Sleep(gctx, BackgroundDelay) != nil {
 				return nil
 			}
 			if a.opts.Settled != nil {
@@ -661,18 +661,6 @@ func (a *App) close() error {
 	}
 	a.closers = nil
 	return errors.Join(errs...)
-}
-
-// pause waits d, or less if ctx ends first; it reports whether d passed.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // envValue returns the last value of name in env (os.Environ() format).

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/interactions"
@@ -240,7 +241,7 @@ func (a *App) turnTools() []tool.Tool {
 // retention and old interaction log entries: housekeepingDelay after
 // start, then every housekeepingInterval. It returns when ctx ends.
 func (a *App) housekeeping(ctx context.Context) error {
-	if !pause(ctx, housekeepingDelay) {
+	if extension.Sleep(ctx, housekeepingDelay) != nil {
 		return nil
 	}
 	t := time.NewTicker(housekeepingInterval)

@@ -265,7 +265,7 @@ func (b *Bus) deliver(ctx context.Context, s *subscriber, log *slog.Logger, ev e
 		wait := b.backoff(attempt)
 		log.Warn("event handler failed; will retry", "event_id", ev.ID, "topic", ev.Topic,
 			"attempt", attempt, "max_attempts", b.opts.MaxAttempts, "retry_in", wait, "error", err)
-		if !sleep(ctx, wait) {
+		if extension.Sleep(ctx, wait) != nil {
 			return false
 		}
 		attempt++
@@ -301,18 +301,6 @@ func (b *Bus) backoff(n int) time.Duration {
 	return extension.Backoff{Base: b.opts.BaseBackoff, Max: b.opts.MaxBackoff}.Delay(n - 1)
 }
 
-// sleep waits d on a timer; false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // persist runs a database step until it succeeds, backing off between
 // failures (a locked or full database); false if ctx ended first.
 func (b *Bus) persist(ctx context.Context, log *slog.Logger, what string, fn func(context.Context) error) bool {
@@ -326,7 +314,7 @@ func (b *Bus) persist(ctx context.Context, log *slog.Logger, what string, fn fun
 		}
 		wait := b.backoff(failures)
 		log.Error("event bus database step failed; retrying", "step", what, "retry_in", wait, "error", err)
-		if !sleep(ctx, wait) {
+		if extension.Sleep(ctx, wait) != nil {
 			return false
 		}
 	}

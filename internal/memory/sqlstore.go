@@ -250,23 +250,23 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 			return err
 		}
 		defer ins.Close()
-		// Prepared at the first memory that is not an episode: a turn's
-		// episodes (every utterance is its own) never look for a twin.
+		// Only a memory that is not an episode looks for a twin: a turn's
+		// episodes (every utterance is its own) need neither statement.
 		var find, bump *sql.Stmt
+		if slices.ContainsFunc(ms, func(m Memory) bool { return m.Kind != KindEpisode }) {
+			if find, err = tx.PrepareContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND kind <> 'episode'`); err != nil {
+				return err
+			}
+			defer find.Close()
+			if bump, err = tx.PrepareContext(ctx, `UPDATE memories SET updated_at = ? WHERE id = ?`); err != nil {
+				return err
+			}
+			defer bump.Close()
+		}
 		for i, m := range ms {
 			var id int64
 			err := sql.ErrNoRows // every utterance is its own episode
 			if m.Kind != KindEpisode {
-				if find == nil {
-					if find, err = tx.PrepareContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND kind <> 'episode'`); err != nil {
-						return err
-					}
-					defer find.Close()
-					if bump, err = tx.PrepareContext(ctx, `UPDATE memories SET updated_at = ? WHERE id = ?`); err != nil {
-						return err
-					}
-					defer bump.Close()
-				}
 				err = find.QueryRowContext(ctx, normalise(m.Text)).Scan(&id)
 			}
 			switch {

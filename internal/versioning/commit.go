@@ -149,7 +149,7 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 			}
 			data, err := r.readFile(f.full)
 			if errors.Is(err, os.ErrNotExist) { // removed since the scan
-				if ok && under(name, p) {
+				if ok {
 					delete(entries, name)
 					changed = true
 				}
@@ -222,11 +222,7 @@ func (r *Repo) commitLocked(ctx context.Context, message string, rels []string) 
 	if err := r.git.objects.flush(); err != nil {
 		return Revision{}, fmt.Errorf("commit data dir: store objects: %w", err)
 	}
-	list := make([]indexEntry, 0, len(entries))
-	for _, e := range entries {
-		list = append(list, e)
-	}
-	if err := r.writeIndex(list); err != nil {
+	if err := r.writeIndex(slices.Collect(maps.Values(entries))); err != nil {
 		return Revision{}, fmt.Errorf("commit data dir: write index: %w", err)
 	}
 	if err := r.git.updateHead(id); err != nil {
@@ -294,9 +290,7 @@ func (r *Repo) scan(rel string) (map[string]diskFile, error) {
 	}
 	if !fi.IsDir() {
 		if IsTracked(rel) && fi.Mode().IsRegular() && r.sizeOK(rel, fi) {
-			if err := addFile(out, rel, full, fi); err != nil {
-				return nil, err
-			}
+			addFile(out, rel, full, fi)
 		}
 		return out, nil
 	}
@@ -338,7 +332,8 @@ func (r *Repo) scan(rel string) (map[string]diskFile, error) {
 		if !info.Mode().IsRegular() || !r.sizeOK(name, info) {
 			return nil
 		}
-		return addFile(out, name, p, info)
+		addFile(out, name, p, info)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
@@ -357,13 +352,13 @@ func (r *Repo) sizeOK(name string, info fs.FileInfo) bool {
 	return false
 }
 
-func addFile(out map[string]diskFile, name, full string, info fs.FileInfo) error {
+// addFile records the tracked file name, at full, with info.
+func addFile(out map[string]diskFile, name, full string, info fs.FileInfo) {
 	mode := modeRegular
 	if info.Mode()&0o111 != 0 {
 		mode = modeExec
 	}
 	out[name] = diskFile{full: full, mode: mode, info: info}
-	return nil
 }
 
 // revisionOf describes c, with the files it changed against its first
