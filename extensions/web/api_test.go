@@ -284,36 +284,69 @@ func TestRateLimit(t *testing.T) {
 }
 
 // Failed authentications have their own budget: they never spend the
-// owner's, and once over theirs the client may not try a token at all.
-func TestFailedAuthIsLimitedApart(t *testing.T) {
-	s := startWeb(t, "rate_per_second: 1\nrate_burst: 2\nauth_failures_per_minute: 3", &api.Services{})
-	for i := range 3 {
-		if code, _, _ := s.do(t, "GET", "/api/v1/info", "", "Bearer wrong-token"); code != 401 {
-			t.Fatalf("failure %d: %d, want 401", i, code)
-		}
-	}
-	for _, auth := range []string{"Bearer wrong-token", "", "Bearer " + testToken} {
-		code, h, _ := s.do(t, "GET", "/api/v1/info", "", auth)
-		if auth == "" {
-			// No token tried: an ordinary failure, refused by the budget.
-			if code != 429 {
-				t.Errorf("no credentials after the failures: %d, want 429", code)
+// owner's, and a client over it gets 429 for a wrong token or none, while
+// valid credentials from the same address (bearer token, session cookie,
+// sign-in with the token) still pass — in both auth modes. Before, a
+// stranger's 20 failures a minute from a shared address kept every
+// token-bearing client at 429.
+func TestFailedAuthNeverThrottlesTheOwner(t *testing.T) {
+	for _, mode := range []string{"token", "none"} {
+		t.Run(mode, func(t *testing.T) {
+			s := startWeb(t, "auth: "+mode+"\nrate_per_second: 1\nrate_burst: 20\nauth_failures_per_minute: 3", &api.Services{})
+			signIn := func(token string) int {
+				req, _ := http.NewRequest("POST", s.base+"/api/v1/login", strings.NewReader(`{"token":"`+token+`"}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Origin", s.base)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
 			}
-			continue
-		}
-		if code != 429 || h.Get("Retry-After") == "" {
-			t.Errorf("%q after the failures: %d, want 429 with Retry-After", auth, code)
-		}
-	}
-	if code, _, _ := s.do(t, "POST", "/api/v1/login", `{"token":"`+testToken+`"}`, ""); code != 429 {
-		t.Errorf("sign-in after the failures: %d, want 429", code)
-	}
-	// 20 s later one failure is allowed again; the owner's bucket is full.
-	s.host.Clock().Advance(20 * time.Second)
-	for i := range 2 {
-		if code, _, _ := s.do(t, "GET", "/api/v1/info", "", "Bearer "+testToken); code != 200 {
-			t.Fatalf("owner request %d after the attack: %d", i, code)
-		}
+			cookie := s.login(t, s.base, "")
+			for i := range 3 {
+				if code, _, _ := s.do(t, "GET", "/api/v1/info", "", "Bearer wrong-token"); code != 401 && !(mode == "none" && code == 200) {
+					t.Fatalf("failure %d: %d, want 401", i, code)
+				}
+				if mode == "none" {
+					// Wrong tokens on an open server only fail the sign-in.
+					if code := signIn("wrong-token-wrong"); code != 401 {
+						t.Fatalf("failed sign-in %d: %d, want 401", i, code)
+					}
+				}
+			}
+			// The stranger is over its budget.
+			code, h, _ := s.do(t, "GET", "/api/v1/info", "", "Bearer wrong-token")
+			if code != 429 || h.Get("Retry-After") == "" {
+				t.Errorf("wrong token after the failures: %d, want 429 with Retry-After", code)
+			}
+			if code := signIn("wrong-token-wrong"); code != 429 {
+				t.Errorf("wrong sign-in after the failures: %d, want 429", code)
+			}
+			if mode == "token" {
+				if code, _, _ := s.do(t, "GET", "/api/v1/info", "", ""); code != 429 {
+					t.Errorf("no credentials after the failures: %d, want 429", code)
+				}
+			}
+			// The owner, from the same address, is not throttled.
+			for i := range 2 {
+				if code, _, body := s.do(t, "GET", "/api/v1/info", "", "Bearer "+testToken); code != 200 {
+					t.Fatalf("owner request %d during the attack: %d %s", i, code, body)
+				}
+			}
+			req, _ := http.NewRequest("GET", s.base+"/api/v1/info", nil)
+			req.AddCookie(cookie)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("owner's page during the attack: %d", resp.StatusCode)
+			}
+			s.login(t, s.base, "") // fails the test unless 204 with a cookie
+		})
 	}
 }
 

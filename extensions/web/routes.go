@@ -231,10 +231,13 @@ func (w *Web) guard(next http.Handler) http.Handler {
 		key := clientKey(r)
 		login := r.URL.Path == api.Prefix+"/login"
 		kind := w.auth.check(r)
-		// While a client's failures are over the limit it may not try a
-		// token at all (a valid session cookie still works: it cannot be
-		// guessed, and the owner's page keeps working during an attack).
-		if kind != authCookie && (presentsToken(r) || login) && w.failed.exhausted(key) {
+		// While a client's failures are over the limit a wrong token gets
+		// 429; valid credentials (token or session cookie) always pass,
+		// so that strangers sharing the owner's address (a NAT, a proxy)
+		// cannot lock the owner out. Guessing is bounded by the token's
+		// strength (256 random bits generated; at least 16 characters
+		// configured). The sign-in's token is checked by login.
+		if !kind.withToken() && presentsToken(r) && w.failed.exhausted(key) {
 			tooMany(rw, time.Minute)
 			return
 		}
@@ -242,7 +245,14 @@ func (w *Web) guard(next http.Handler) http.Handler {
 			w.authFailed(rw, key)
 			return
 		}
-		if ok, wait := w.limit.allow(key); !ok {
+		// Requests with the token have their own bucket per address:
+		// with web.auth: none, anonymous requests from the same address
+		// do not spend it either.
+		limitKey := key
+		if kind.withToken() {
+			limitKey = "token " + key
+		}
+		if ok, wait := w.limit.allow(limitKey); !ok {
 			tooMany(rw, wait)
 			return
 		}
