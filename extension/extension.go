@@ -304,6 +304,10 @@ type Pairer interface {
 	// ApprovePairing lets in the person who was given code. An unknown,
 	// used or expired code is ErrPairingCode (wrapped).
 	ApprovePairing(ctx context.Context, code string) (Paired, error)
+	// IsOwner reports whether the sender with this id (chat.Sender.ID) is
+	// one of the channel's owners, configured rather than let in by
+	// pairing: only owners approve pairing codes from the channel.
+	IsOwner(senderID string) bool
 }
 
 // Paired is who a pairing code let in.

@@ -352,6 +352,13 @@ func (t *Telegram) isAllowed(ctx context.Context, user int64) (bool, error) {
 	return t.store.approved(ctx, user)
 }
 
+// IsOwner implements extension.Pairer: the owners are telegram.allowed_users
+// (people let in by pairing are not).
+func (t *Telegram) IsOwner(senderID string) bool {
+	id, err := strconv.ParseInt(senderID, 10, 64)
+	return err == nil && t.allowed[id]
+}
+
 // ApprovePairing lets in the person who was given code and tells them.
 func (t *Telegram) ApprovePairing(ctx context.Context, code string) (extension.Paired, error) {
 	p, err := t.store.approve(ctx, code)

@@ -37,8 +37,15 @@ func (a *App) registerApprove() error {
 		Name: "approve",
 		Help: "let in the person who got a pairing code (/approve CODE)",
 		Run: func(ctx context.Context, cc router.CommandContext) (string, error) {
-			if !ownerChannels[cc.Channel] && !a.isPairer(cc.Channel) {
-				return "", fmt.Errorf("pairing codes can only be approved from your own channels (web, terminal, Telegram)")
+			if !ownerChannels[cc.Channel] {
+				p, ok := a.pairer(cc.Channel)
+				if !ok {
+					return "", fmt.Errorf("pairing codes can only be approved from your own channels (web, terminal, Telegram)")
+				}
+				// People let in by pairing do not let in others.
+				if !p.IsOwner(cc.Sender.ID) {
+					return "", fmt.Errorf("only the owner can approve pairing codes (on %s: the users of its allowed_users), not people let in by pairing", cc.Channel)
+				}
 			}
 			code := strings.TrimSpace(cc.Args)
 			if code == "" {
@@ -57,13 +64,14 @@ func (a *App) registerApprove() error {
 	})
 }
 
-func (a *App) isPairer(channel string) bool {
+// pairer is the running channel with pairing codes called channel.
+func (a *App) pairer(channel string) (extension.Pairer, bool) {
 	for _, p := range a.pairers() {
 		if p.ChannelName() == channel {
-			return true
+			return p, true
 		}
 	}
-	return false
+	return nil, false
 }
 
 // approvePairing approves code on channel ("" tries every channel with

@@ -213,6 +213,17 @@ func TestTelegramPairing(t *testing.T) {
 	srv.Send(telegramtest.Incoming{From: carol, Chat: telegramtest.Private(carol), Text: "thanks!"})
 	srv.WaitMessages(t, carol.ID, 3, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: thanks!") })
 
+	// Someone let in by pairing cannot let in others: only the owners
+	// (allowed_users) approve codes.
+	srv.Send(telegramtest.Incoming{From: mallory, Chat: telegramtest.Private(mallory), Text: "hi"})
+	ms = srv.WaitMessages(t, mallory.ID, 1, nil)
+	mcode := codePattern.FindStringSubmatch(ms[0].Plain)[1]
+	srv.Send(telegramtest.Incoming{From: carol, Chat: telegramtest.Private(carol), Text: "/approve " + mcode})
+	srv.WaitMessages(t, carol.ID, 4, func(ms []telegramtest.Message) bool { return hasPlain(ms, "only the owner can approve") })
+	if ms := srv.Messages(mallory.ID); len(ms) != 1 {
+		t.Errorf("a paired user let a stranger in: %+v", ms)
+	}
+
 	// The code is one-time.
 	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/approve " + code})
 	srv.WaitMessages(t, alice.ID, 3, func(ms []telegramtest.Message) bool {
