@@ -23,6 +23,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/termtext"
 	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/tools/shell"
 	"github.com/reverie-ai/reverie/internal/world"
@@ -282,7 +283,7 @@ func (d *doctor) checkMCP(ctx context.Context) {
 func (d *doctor) report(w io.Writer) (failures int) {
 	fmt.Fprintf(w, "Reverie doctor: %s\n\n", d.dir)
 	for _, r := range d.results {
-		fmt.Fprintf(w, "  [%s] %-12s %s\n", r.status.mark(), r.name, r.detail)
+		fmt.Fprintf(w, "  [%s] %-12s %s\n", r.status.mark(), r.name, termtext.Text(r.detail))
 		if r.status == checkFail {
 			failures++
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/termtext"
 )
 
 // newDreamCmd is `reverie dream`: consolidate now, list dreams, revert one.
@@ -34,7 +35,7 @@ running agent first, or use /dream in a chat.`,
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), rep.Format())
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), termtext.Text(rep.Format()))
 				return err
 			})
 		},
@@ -56,7 +57,7 @@ running agent first, or use /dream in a chat.`,
 				}
 				var b strings.Builder
 				for _, r := range reps {
-					b.WriteString(r.Format() + "\n\n")
+					b.WriteString(termtext.Text(r.Format()) + "\n\n")
 				}
 				_, err = io.WriteString(cmd.OutOrStdout(), b.String())
 				return err

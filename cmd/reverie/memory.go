@@ -15,6 +15,7 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/termtext"
 )
 
 // newMemoryCmd is `reverie memory`: the long-term memory from the command
@@ -252,7 +253,7 @@ func newMemoryForgetCmd(g *globalFlags, env []string) *cobra.Command {
 						errs = append(errs, fmt.Errorf("#%d: %w", id, err))
 						continue
 					}
-					fmt.Fprintf(cmd.OutOrStdout(), "forgot #%d: %s\n", id, m.Text)
+					fmt.Fprintf(cmd.OutOrStdout(), "forgot #%d: %s\n", id, termtext.Line(m.Text))
 				}
 				return errors.Join(errs...)
 			})
@@ -305,14 +306,14 @@ func writeMemories(w io.Writer, ms []memory.Memory) error {
 		if m.EventTime != nil {
 			date = m.EventTime.Format(time.DateOnly)
 		}
-		text := m.Text
+		text := termtext.Line(m.Text)
 		switch {
 		case m.ValidTo != nil && m.SupersededBy != 0:
 			text += fmt.Sprintf(" (superseded by #%d)", m.SupersededBy)
 		case m.ValidTo != nil:
 			text += " (superseded)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.ID, m.Kind, date, text)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.ID, termtext.Line(string(m.Kind)), date, text)
 	}
 	return tw.Flush()
 }

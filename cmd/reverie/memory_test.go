@@ -9,6 +9,29 @@ import (
 	"testing"
 )
 
+// A memory's escape sequences and newlines are shown escaped by memory
+// list and forget, never sent raw to the terminal.
+func TestMemoryCLIEscapesControlCharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	env := []string{"HOME=" + t.TempDir()}
+	for _, args := range [][]string{
+		{"memory", "add", "Likes tea\x1b]0;pwned\x07\x1b[1A\nfake row"},
+		{"memory", "list"},
+		{"memory", "forget", "1"},
+	} {
+		code, out, errs := runCLI(t, env, append(args, "--data", dir)...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		if args[1] == "add" {
+			continue
+		}
+		if strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, `Likes tea\x1b]0;pwned\a\x1b[1A\nfake row`) {
+			t.Fatalf("%v with escapes: %q", args, out)
+		}
+	}
+}
+
 func TestMemoryCLI(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	env := []string{"HOME=" + t.TempDir()}

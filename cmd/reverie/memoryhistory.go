@@ -13,6 +13,7 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/termtext"
 	"github.com/reverie-ai/reverie/internal/versioning"
 )
 
@@ -62,10 +63,10 @@ change with its diff. Put a change back with "reverie memory restore REV".`,
 				}
 				fmt.Fprintf(out, "commit %s\nDate:  %s\n\n", d.Hash, d.Time.Local().Format("2006-01-02 15:04:05 -0700"))
 				for _, line := range strings.Split(d.Message, "\n") {
-					fmt.Fprintln(out, "    "+line)
+					fmt.Fprintln(out, "    "+termtext.Line(line))
 				}
 				fmt.Fprintln(out)
-				fmt.Fprint(out, d.Patch)
+				fmt.Fprint(out, termtext.Text(d.Patch))
 				return nil
 			}
 			if limit < 0 {
@@ -84,7 +85,7 @@ change with its diff. Put a change back with "reverie memory restore REV".`,
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			for _, r := range revs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Short, r.Time.Local().Format("2006-01-02 15:04"), r.Subject(), fileList(r.Files))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Short, r.Time.Local().Format("2006-01-02 15:04"), termtext.Line(r.Subject()), termtext.Line(fileList(r.Files)))
 			}
 			return tw.Flush()
 		},

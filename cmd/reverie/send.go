@@ -12,6 +12,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/termtext"
 )
 
 func newSendCmd(g *globalFlags, env []string) *cobra.Command {
@@ -55,11 +56,11 @@ too ("reverie send /status"). Exits non-zero when the turn fails.`,
 			})
 			out := cmd.OutOrStdout()
 			if res.SeedReply != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), res.SeedReply)
+				fmt.Fprintln(cmd.ErrOrStderr(), termtext.Text(res.SeedReply))
 				fmt.Fprintln(cmd.ErrOrStderr())
 			}
 			if res.Reply != "" {
-				fmt.Fprintln(out, res.Reply)
+				fmt.Fprintln(out, termtext.Text(res.Reply))
 			}
 			if err != nil {
 				if res.Reply != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/termtext"
 )
 
 // newTelegramCmd is `reverie telegram`: the Telegram channel's pairing
@@ -61,7 +62,7 @@ func newTelegramCmd(g *globalFlags, env []string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Approved: %s (Telegram user %s). The running assistant tells them within a minute.\n", p.Name, p.UserID)
+			fmt.Fprintf(cmd.OutOrStdout(), "Approved: %s (Telegram user %s). The running assistant tells them within a minute.\n", termtext.Line(p.Name), termtext.Line(p.UserID))
 			return nil
 		},
 	}
@@ -83,7 +84,7 @@ func newTelegramCmd(g *globalFlags, env []string) *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), "Nobody is waiting.")
 			}
 			for _, r := range reqs {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s (user %d): asked %s, code valid until %s\n", r.Name, r.UserID,
+				fmt.Fprintf(cmd.OutOrStdout(), "%s (user %d): asked %s, code valid until %s\n", termtext.Line(r.Name), r.UserID,
 					r.Created.Local().Format("2006-01-02 15:04"), r.Expires.Local().Format("15:04"))
 			}
 			return nil

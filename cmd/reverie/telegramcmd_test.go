@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
 	"github.com/reverie-ai/reverie/internal/sqlite"
@@ -56,5 +57,24 @@ func TestTelegramDoctorAndCommands(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, base, "telegram", "pending", "--data", dir); code != ExitOK || !strings.Contains(out, "Nobody is waiting") {
 		t.Fatalf("pending: %d %q", code, out)
+	}
+
+	// A stranger's display name cannot drive the owner's terminal: its
+	// escape sequences and newlines are shown escaped, on one line.
+	db, err = sqlite.Open(t.Context(), filepath.Join(dir, "reverie.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := "Eve\x1b[2K\rMallory (user 1): asked\nBob\u202e"
+	_, err = db.ExecContext(t.Context(), `INSERT INTO telegram_pairing (code_hash, user_id, chat_id, name, created_at, expires_at, last_sent_at)
+		VALUES ('h', 77, 77, ?, 1, ?, 1)`, forged, time.Now().Add(time.Hour).UnixNano())
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCLI(t, base, "telegram", "pending", "--data", dir)
+	if code != ExitOK || strings.ContainsAny(out, "\x1b\r\u202e") || strings.Count(out, "\n") != 1 ||
+		!strings.Contains(out, `Eve\x1b[2K\rMallory (user 1): asked\nBob\u202e (user 77)`) {
+		t.Fatalf("pending with a forged name: %d %q", code, out)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"unicode"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/reverie-ai/reverie/internal/termtext"
 )
 
 // editor is the input line of the terminal chat: a rune buffer with a
@@ -30,16 +32,9 @@ func (e *editor) insert(s string) {
 	e.pos += len(rs)
 }
 
-// cleanInput drops control characters other than newline and tab from
-// typed or pasted text.
-func cleanInput(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
-			return r
-		}
-		return -1
-	}, s)
-}
+// cleanInput drops control characters other than newline and tab, and
+// bidirectional overrides, from typed or pasted text.
+func cleanInput(s string) string { return termtext.Strip(s) }
 
 func (e *editor) backspace() {
 	if e.pos > 0 {

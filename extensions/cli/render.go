@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/reverie-ai/reverie/internal/termtext"
 )
 
 // Limits of what a tool call shows (the rest is folded away).
@@ -18,23 +19,15 @@ const (
 )
 
 // sanitize makes text from the model or the server safe to print: escape
-// sequences and other control characters are dropped (they could move the
-// cursor, retitle the window or worse), CR LF and lone CR become LF, tabs
-// stay.
+// sequences, other control characters and bidirectional overrides are
+// dropped (termtext.Strip: they could move the cursor, retitle the window
+// or reorder the line), CR LF and lone CR become LF, tabs stay.
 func sanitize(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r != '\n' && r != '\t' && unicode.IsControl(r) }) &&
-		utf8.ValidString(s) {
-		return s
+	if strings.ContainsRune(s, '\r') {
+		s = strings.ReplaceAll(s, "\r\n", "\n")
+		s = strings.ReplaceAll(s, "\r", "\n")
 	}
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = strings.ReplaceAll(s, "\r", "\n")
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
-			return r
-		}
-		return -1
-	}, s)
+	return termtext.Strip(s)
 }
 
 // toolCallLine is how a started tool call is shown: its name and its
