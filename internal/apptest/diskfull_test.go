@@ -2,7 +2,9 @@ package apptest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/internal/fulldisk"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
 // The disk holding the data dir fills up under a running agent: every route
@@ -81,5 +84,64 @@ func TestDiskFullAnswers507(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the memory written before the disk filled is gone: %+v", mems.Memories)
+	}
+}
+
+// A message refused with 507 on a full disk (the user was told to try
+// again) is never answered later: nothing of it stays in the router's
+// inbox, so the next start does not replay it after newer messages.
+func TestDiskFullRefusedMessageIsNotReplayed(t *testing.T) {
+	fs, err := fulldisk.Mount(t, 32<<20)
+	if err != nil {
+		t.Skipf("cannot fill a disk here: %v", err)
+	}
+	dir := filepath.Join(fs, "data")
+	w := StartWeb(t, WithDataDir(dir))
+	w.JSON(t, "POST", "/threads/web:before/messages", map[string]string{"text": "hello"}, http.StatusOK, nil)
+	free := fulldisk.Fill(t, fs)
+	filler := filepath.Join(fs, ".fulldisk-filler")
+	st, err := os.Stat(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Free a page at a time: some message fits in the inbox but not in the
+	// conversation (the case that was replayed), others fit nowhere.
+	refused := 0
+	for i := range 48 {
+		if err := os.Truncate(filler, st.Size()-int64(i+1)*4096); err != nil {
+			t.Fatal(err)
+		}
+		text := fmt.Sprintf("refused message %d", i)
+		code, body := w.Do(t, "POST", "/threads/web:full/messages", map[string]string{"text": text})
+		if code == http.StatusInsufficientStorage {
+			refused++
+			continue
+		}
+		t.Logf("%s: %d %s (it fit)", text, code, body)
+	}
+	if refused == 0 {
+		t.Fatal("no message was refused on the full disk")
+	}
+	free()
+	if err := w.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	db, err := sqlite.Open(t.Context(), filepath.Join(dir, "reverie.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	err = db.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM router_inbox WHERE text LIKE 'refused message %'`).Scan(&left)
+	db.Close()
+	if err != nil || left != 0 {
+		t.Fatalf("%d refused message(s) left in the inbox for the next start (%v)", left, err)
+	}
+	// And the next start answers none of them.
+	w2 := StartWeb(t, WithDataDir(dir))
+	w2.JSON(t, "POST", "/threads/web:after/messages", map[string]string{"text": "after the restart"}, http.StatusOK, nil)
+	for _, r := range w2.Model.ChatRequests() {
+		if strings.Contains(lastUser(r), "refused message") {
+			t.Errorf("a refused message was answered after the restart: %q", lastUser(r))
+		}
 	}
 }

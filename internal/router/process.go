@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/agent"
@@ -156,6 +157,17 @@ func (r *Router) turn(ctx context.Context, j *job, in agent.Input, deliver bool,
 		ch = r.channel(j.channel)
 	}
 	jl, err := r.beginTurn(ctx, j)
+	if err != nil && api.IsDiskFull(err) {
+		// The sender is told to send it again (HTTP 507): it must not
+		// also be answered after the next start.
+		r.log.Error("could not start a turn: the disk is full; the message is dropped and its sender told to send it again", "thread", j.thread, "err", err)
+		r.forget(ctx, j)
+		res := agent.Result{Reply: "Your message could not be stored: " + api.ErrDiskFull.Error() + ". Free some space and send it again."}
+		if ch != nil {
+			r.send(ctx, j.channel, chat.Outbound{Address: addr, Kind: chat.Error, Text: res.Reply})
+		}
+		return res, err
+	}
 	if err != nil {
 		// The item stays in the inbox, unmarked: it is answered after the
 		// next start.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -232,6 +233,10 @@ type Router struct {
 	mu      sync.Mutex
 	queues  map[chat.ThreadID]*threadQueue
 	queued  map[int64]bool // inbox ids in memory
+	// unforgotten are inbox rows whose removal failed (a full disk): their
+	// removal is tried again at each later one and at shutdown, so that an
+	// item its sender was told to send again is not replayed.
+	unforgotten map[int64]chat.ThreadID
 	known   map[chat.ThreadID]bool
 	running bool            // Run has started
 	stopped bool            // Run's context ended: accept nothing
@@ -281,6 +286,8 @@ func New(ctx context.Context, opts Options) (*Router, error) {
 		commands: map[string]Command{},
 		queues:   map[chat.ThreadID]*threadQueue{},
 		queued:   map[int64]bool{},
+
+		unforgotten: map[int64]chat.ThreadID{},
 		known:    map[chat.ThreadID]bool{},
 	}
 	r.registerBuiltins()
@@ -579,6 +586,9 @@ func (r *Router) Run(ctx context.Context) error {
 		cancelTurns()
 		<-done
 	}
+	// Processed items whose removal failed (a full disk since freed) must
+	// not be replayed.
+	r.retryForget(ctx)
 	// Whoever still waits on a queued item is told; the item stays in the
 	// inbox for the next start.
 	r.mu.Lock()
@@ -683,10 +693,30 @@ func (r *Router) requeue(thread chat.ThreadID, q *threadQueue, j *job) {
 
 // forget removes j's inbox row (and its turn's journal): it is handled.
 func (r *Router) forget(ctx context.Context, j *job) {
+	r.mu.Lock()
+	r.unforgotten[j.id] = j.thread
+	r.mu.Unlock()
+	r.retryForget(ctx)
+}
+
+// retryForget removes the inbox rows of r.unforgotten; a row whose removal
+// fails (the disk is full) stays listed for the next call (the next
+// forget, and Run's end).
+func (r *Router) retryForget(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := r.o.DB.ExecContext(ctx, `DELETE FROM router_inbox WHERE id = ?`, j.id); err != nil {
-		r.log.Error("could not remove a processed item from the inbox; it may be replayed", "thread", j.thread, "id", j.id, "err", err)
+	r.mu.Lock()
+	ids := maps.Clone(r.unforgotten)
+	r.mu.Unlock()
+	for id, thread := range ids {
+		if _, err := r.o.DB.ExecContext(ctx, `DELETE FROM router_inbox WHERE id = ?`, id); err != nil {
+			r.log.Error("could not remove a processed item from the inbox; trying again at the next one and at shutdown",
+				"thread", thread, "id", id, "err", err)
+			continue
+		}
+		r.mu.Lock()
+		delete(r.unforgotten, id)
+		r.mu.Unlock()
 	}
 }
 
