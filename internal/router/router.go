@@ -230,19 +230,19 @@ type Router struct {
 	// (once from the replay, once by its acceptance).
 	replayMu sync.RWMutex
 
-	mu      sync.Mutex
-	queues  map[chat.ThreadID]*threadQueue
-	queued  map[int64]bool // inbox ids in memory
+	mu     sync.Mutex
+	queues map[chat.ThreadID]*threadQueue
+	queued map[int64]bool // inbox ids in memory
 	// unforgotten are inbox rows whose removal failed (a full disk): their
 	// removal is tried again at each later one and at shutdown, so that an
 	// item its sender was told to send again is not replayed.
 	unforgotten map[int64]chat.ThreadID
-	known   map[chat.ThreadID]bool
-	running bool            // Run has started
-	stopped bool            // Run's context ended: accept nothing
-	turnCtx context.Context // parent of every turn while running
-	active  int             // turns in progress
-	wg      sync.WaitGroup  // workers
+	known       map[chat.ThreadID]bool
+	running     bool            // Run has started
+	stopped     bool            // Run's context ended: accept nothing
+	turnCtx     context.Context // parent of every turn while running
+	active      int             // turns in progress
+	wg          sync.WaitGroup  // workers
 }
 
 //go:embed migrations/*.sql
@@ -288,7 +288,7 @@ func New(ctx context.Context, opts Options) (*Router, error) {
 		queued:   map[int64]bool{},
 
 		unforgotten: map[int64]chat.ThreadID{},
-		known:    map[chat.ThreadID]bool{},
+		known:       map[chat.ThreadID]bool{},
 	}
 	r.registerBuiltins()
 	return r, nil
