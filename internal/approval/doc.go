@@ -23,7 +23,11 @@
 // resumed after a restart that asks about the same call (same thread, call
 // id, tool and arguments) waits on the same record, and the request is
 // delivered again. Run expires pending records whose deadline passed, so a
-// request nobody resumes does not wait for ever.
+// request nobody resumes does not wait for ever. A resumed turn that asks
+// anew (the model ran the round again, under another call id) closes the
+// thread's pending requests no call waits on (state "expired", via
+// "superseded"): a thread runs one turn at a time, so they are stale, and
+// the user's "yes" answers the request the turn waits on.
 //
 // Background workers (sub-session threads, or calls outside any turn) have
 // nobody to ask: a call of theirs that needs approval is denied at once,

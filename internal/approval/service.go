@@ -139,8 +139,8 @@ type Service struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	waiters map[string]chan struct{} // closed when the record is decided
-	wake    chan struct{}            // a new deadline for Run
+	waiters map[string]*waiter // calls waiting, by request id
+	wake    chan struct{}      // a new deadline for Run
 }
 
 // New migrates the approvals table and returns a Service.
@@ -165,7 +165,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{o: opts, log: opts.Logger, waiters: map[string]chan struct{}{}, wake: make(chan struct{}, 1)}, nil
+	return &Service{o: opts, log: opts.Logger, waiters: map[string]*waiter{}, wake: make(chan struct{}, 1)}, nil
 }
 
 // PolicyFor returns the policy of the tool called name.
@@ -199,10 +199,16 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 	// What is stored and shown: the arguments without secret values.
 	args := string(s.o.Secrets.RedactJSON(req.Call.Arguments))
 	var rec Record
+	var done <-chan struct{}
 	if inTurn && call.Thread != "" {
 		var err error
 		if rec, err = s.heldFor(ctx, call.Thread, req.Call, args); err != nil {
 			return fmt.Errorf("approval: %w", err)
+		}
+		if rec.State == chat.ApprovalPending {
+			var release func()
+			done, release = s.waiter(rec.ID) // waited on from now: not stale (supersede)
+			defer release()
 		}
 	}
 	if rec.ID == "" {
@@ -229,9 +235,15 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 		rec = Record{ID: newID(), Thread: call.Thread, Channel: channel, CallID: req.Call.ID, Tool: req.Call.Name,
 			Arguments: args, Reason: s.o.Secrets.Redact(reason), State: chat.ApprovalPending,
 			CreatedAt: now, Deadline: now.Add(s.o.Timeout)}
+		// Waited on before it is stored: a parallel call's supersede
+		// must not take it for stale.
+		var release func()
+		done, release = s.waiter(rec.ID)
+		defer release()
 		if err := s.insert(ctx, rec); err != nil {
 			return fmt.Errorf("approval: %w", err)
 		}
+		s.supersede(ctx, rec)
 		s.log.Info("tool call waits for approval", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool, "reason", rec.Reason)
 		s.publish(ctx, TopicRequested, rec)
 		s.poke()
@@ -241,10 +253,42 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 	} else {
 		s.log.Info("resumed call waits for its earlier approval request", "id", rec.ID, "thread", rec.Thread, "tool", rec.Tool)
 	}
-	done := s.waiter(rec.ID)
 	s.deliver(ctx, rec)
 	return s.wait(ctx, rec, done)
 }
+
+// supersede closes the pending requests of rec's thread that no call
+// waits on: a thread runs one turn at a time, so they are left from a turn
+// interrupted by a crash, which asked again (rec) under another call id
+// when it resumed. Left pending, the user's "yes" would answer the stale
+// one (the oldest) and the real request would expire.
+func (s *Service) supersede(ctx context.Context, rec Record) {
+	pending, err := s.Pending(ctx, rec.Thread)
+	if err != nil {
+		s.log.Warn("could not look for stale approval requests", "thread", rec.Thread, "err", err)
+		return
+	}
+	for _, p := range pending {
+		if p.ID == rec.ID || s.waited(p.ID) {
+			continue
+		}
+		if _, err := s.decide(context.WithoutCancel(ctx), p.ID, chat.ApprovalExpired, ViaSuperseded); err != nil && !errors.Is(err, ErrDecided) {
+			s.log.Warn("could not close a stale approval request", "id", p.ID, "err", err)
+		}
+	}
+}
+
+// waited reports whether a call of this process waits on request id.
+func (s *Service) waited(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.waiters[id]
+	return ok
+}
+
+// ViaSuperseded is the DecidedVia of a request closed because the turn,
+// resumed after a crash, asked again (see supersede).
+const ViaSuperseded = "superseded"
 
 // consume marks that a call took the decision of request id and returns
 // the call's verdict.
@@ -408,8 +452,8 @@ func (s *Service) decide(ctx context.Context, id string, state chat.ApprovalStat
 	s.log.Info("approval decided", "id", id, "thread", rec.Thread, "tool", rec.Tool, "state", state, "via", via)
 	s.publish(ctx, TopicDecided, rec)
 	s.mu.Lock()
-	if ch, ok := s.waiters[id]; ok {
-		close(ch)
+	if w, ok := s.waiters[id]; ok {
+		close(w.decided)
 		delete(s.waiters, id)
 	}
 	s.mu.Unlock()
@@ -435,16 +479,31 @@ func (s *Service) publish(ctx context.Context, topic string, rec Record) {
 	}
 }
 
-// waiter returns the channel closed when id is decided.
-func (s *Service) waiter(id string) <-chan struct{} {
+// waiter is the calls of this process waiting on one request.
+type waiter struct {
+	decided chan struct{} // closed when the request is decided
+	n       int           // calls waiting
+}
+
+// waiter registers a call waiting on request id: it returns the channel
+// closed when id is decided, and release, called when the call stops
+// waiting (a request nobody waits on any more is stale; see supersede).
+func (s *Service) waiter(id string) (decided <-chan struct{}, release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.waiters[id]
+	w, ok := s.waiters[id]
 	if !ok {
-		ch = make(chan struct{})
-		s.waiters[id] = ch
+		w = &waiter{decided: make(chan struct{})}
+		s.waiters[id] = w
 	}
-	return ch
+	w.n++
+	return w.decided, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if w.n--; w.n == 0 && s.waiters[id] == w {
+			delete(s.waiters, id)
+		}
+	}
 }
 
 // deliver shows rec to the user in its thread's channel; a failure is
@@ -482,6 +541,9 @@ func Describe(rec Record) string {
 	case chat.ApprovalDenied:
 		return fmt.Sprintf("Denied: %s %s", rec.Tool, args)
 	case chat.ApprovalExpired:
+		if rec.DecidedVia == ViaSuperseded {
+			return fmt.Sprintf("Replaced by a newer request after a restart: %s %s", rec.Tool, args)
+		}
 		return fmt.Sprintf("Not answered in time, so not run: %s %s", rec.Tool, args)
 	}
 	return fmt.Sprintf("Approval needed: %s %s\nWhy: %s.\nReply yes to allow it or no to refuse.", rec.Tool, args, rec.Reason)
