@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/reverie-ai/reverie/llm"
 )
@@ -133,8 +132,9 @@ type AnthropicServer struct {
 	modelsStatus int
 }
 
-// NewAnthropicServer starts a server that is closed when the test ends.
-func NewAnthropicServer(t testing.TB) *AnthropicServer {
+// NewAnthropicServer starts a server that is closed when the test (or other
+// owner) ends.
+func NewAnthropicServer(t Owner) *AnthropicServer {
 	s := &AnthropicServer{models: []string{"claude-test"}}
 	s.f = newFakeServer[MessagesRequest](t, http.HandlerFunc(s.serve))
 	return s

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/reverie-ai/reverie/llm"
@@ -171,8 +170,9 @@ type OpenAIServer struct {
 	embeddingStatus []ServerReply
 }
 
-// NewOpenAIServer starts a server that is closed when the test ends.
-func NewOpenAIServer(t testing.TB) *OpenAIServer {
+// NewOpenAIServer starts a server that is closed when the test (or other
+// owner) ends.
+func NewOpenAIServer(t Owner) *OpenAIServer {
 	s := &OpenAIServer{embeds: map[int]*EmbeddingsRequest{}, models: []string{"gpt-test"}, embedDims: 8}
 	s.f = newFakeServer[ChatRequest](t, http.HandlerFunc(s.serve))
 	return s
@@ -196,6 +196,11 @@ func (s *OpenAIServer) Handle(h func(ChatRequest) ServerReply) { s.f.setHandler(
 // WaitForRequests blocks until the server has received n requests in all
 // (of any kind), for tests that must act while a request is in flight.
 func (s *OpenAIServer) WaitForRequests(n int) { s.f.waitFor(n) }
+
+// DiscardRequests stops recording requests (Requests and the like stay
+// empty; WaitForRequests still counts them), for long runs such as load
+// benchmarks that would otherwise keep every request body.
+func (s *OpenAIServer) DiscardRequests() { s.f.setDiscard(true) }
 
 // Pending is the number of queued replies not yet used.
 func (s *OpenAIServer) Pending() int { return s.f.pending() }

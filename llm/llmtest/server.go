@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/reverie-ai/reverie/llm"
@@ -111,10 +110,19 @@ func (r ServerReply) chunks() int {
 	return r.Chunks
 }
 
+// Owner is what a fake server needs of whoever runs it: a *testing.T or
+// *testing.B (any testing.TB), or a program that drives Reverie against a
+// fake model (the load benchmarks under bench/). Cleanup registers the
+// server's close; Errorf reports a call the server was not programmed for.
+type Owner interface {
+	Cleanup(func())
+	Errorf(format string, args ...any)
+}
+
 // fakeServer is the machinery both fake servers share: an httptest server,
 // a queue of replies, a fallback handler and request recording.
 type fakeServer[Req any] struct {
-	t    testing.TB
+	t    Owner
 	srv  *httptest.Server
 	done chan struct{}
 
@@ -124,6 +132,7 @@ type fakeServer[Req any] struct {
 	handler  func(Req) ServerReply
 	requests []Recorded[Req]
 	seq      int
+	discard  bool // count requests without keeping them
 }
 
 // Recorded is one request a fake server received.
@@ -138,7 +147,7 @@ type Recorded[Req any] struct {
 	Decoded Req
 }
 
-func newFakeServer[Req any](t testing.TB, h http.Handler) *fakeServer[Req] {
+func newFakeServer[Req any](t Owner, h http.Handler) *fakeServer[Req] {
 	f := &fakeServer[Req]{t: t, done: make(chan struct{})}
 	f.arrived = sync.NewCond(&f.mu)
 	f.srv = httptest.NewServer(h)
@@ -164,9 +173,11 @@ func (f *fakeServer[Req]) setHandler(h func(Req) ServerReply) {
 func (f *fakeServer[Req]) record(r *http.Request, body []byte, decoded Req) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.requests = append(f.requests, Recorded[Req]{
-		Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: json.RawMessage(body), Decoded: decoded,
-	})
+	if !f.discard {
+		f.requests = append(f.requests, Recorded[Req]{
+			Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: json.RawMessage(body), Decoded: decoded,
+		})
+	}
 	f.seq++
 	f.arrived.Broadcast()
 	return f.seq
@@ -176,9 +187,15 @@ func (f *fakeServer[Req]) record(r *http.Request, body []byte, decoded Req) int 
 func (f *fakeServer[Req]) waitFor(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for len(f.requests) < n {
+	for f.seq < n {
 		f.arrived.Wait()
 	}
+}
+
+func (f *fakeServer[Req]) setDiscard(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.discard = on
 }
 
 func (f *fakeServer[Req]) recorded() []Recorded[Req] {

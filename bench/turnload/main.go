@@ -1,0 +1,433 @@
+// Command turnload drives real turns through Reverie's HTTP API, the way a
+// client of the web page or of `reverie chat --remote` sends them, against
+// the fake OpenAI-compatible model of llm/llmtest (it answers at once, so
+// what is measured is Reverie's own cost). Each build runs as its own
+// `BIN agent` process on a data dir made with `BIN init`, with its default
+// configuration (episodes on) unless told otherwise.
+//
+//	go run ./bench/turnload footprint [-turns 20,500,1500,2500] [-settle 60s] BIN
+//	go run ./bench/turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=false] BIN [BIN…]
+//
+// footprint: the agent's private memory (RssAnon, from /proc/PID/status)
+// once idle (-settle after ready), then, in one conversation, right after
+// each checkpoint's turn and again -settle after it (the agent idle in
+// between: what it keeps, once its footprint keeper has run).
+//
+// concurrency: -clients clients each send -turns messages, one after the
+// other, each client in its own conversation, all at once; the figure is
+// turns per second over the whole load (first send to last reply). Every
+// run starts each build afresh on a new data dir (init, start, one warm-up
+// turn); the builds' runs are interleaved (A B A B …) so that a shared
+// machine slows them alike; the medians are given with their ratio to the
+// first build's.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/reverie-ai/reverie/api/client"
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+const usage = `usage:
+  turnload footprint [-turns 20,500,1500,2500] [-settle 60s] [-episodes=true] BIN
+  turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=true] BIN [BIN…]`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	o := &owner{}
+	defer o.close()
+	// An interrupt stops the agents under test before the command ends.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "footprint":
+		err = footprintCmd(ctx, o, os.Args[2:])
+	case "concurrency":
+		err = concurrencyCmd(ctx, o, os.Args[2:])
+	default:
+		fmt.Fprintln(os.Stderr, usage)
+		o.close()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "turnload:", err)
+		o.close()
+		os.Exit(1)
+	}
+}
+
+// owner runs the fake model server (llmtest.Owner): it closes it at the
+// end and reports calls it was not programmed for.
+type owner struct {
+	mu       sync.Mutex
+	cleanups []func()
+}
+
+var _ llmtest.Owner = (*owner)(nil)
+
+func (o *owner) Cleanup(f func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cleanups = append(o.cleanups, f)
+}
+
+func (o *owner) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "turnload: model server: "+format+"\n", args...)
+}
+
+func (o *owner) close() {
+	o.mu.Lock()
+	fs := o.cleanups
+	o.cleanups = nil
+	o.mu.Unlock()
+	for _, f := range slices.Backward(fs) {
+		f()
+	}
+}
+
+// reply is what the fake model answers to every call: a short paragraph,
+// about what a chat reply is.
+const reply = "Noted. Here is a short answer of about the length a chat reply has: a couple of sentences " +
+	"that restate the question, give the point, and offer to go on if you want more detail."
+
+// startModel serves the fake model and returns the environment that points
+// an agent at it.
+func startModel(o *owner) []string {
+	m := llmtest.NewOpenAIServer(o)
+	m.DiscardRequests()
+	m.Handle(func(llmtest.ChatRequest) llmtest.ServerReply {
+		return llmtest.ServerReply{Text: reply, Usage: llm.Usage{InputTokens: 1000, OutputTokens: 40}}
+	})
+	return []string{"OPENAI_BASE_URL=" + m.BaseURL(), "OPENAI_API_KEY=sk-bench", "REVERIE_MODEL=gpt-test"}
+}
+
+// agent is one running `BIN agent`.
+type agent struct {
+	cmd    *exec.Cmd
+	exited chan error
+	stderr *strings.Builder
+	client *client.Client
+}
+
+// initData makes a fresh data dir with `BIN init`.
+func initData(bin, dir string) error {
+	if out, err := exec.Command(bin, "init", "--data", dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s init: %v: %s", bin, err, out)
+	}
+	return nil
+}
+
+// startAgent starts `BIN agent` on dir and waits until /healthz answers.
+func startAgent(bin, dir string, env []string) (*agent, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cmd := exec.Command(bin, "agent", "--data", dir)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Env, "REVERIE_WEB__LISTEN=127.0.0.1:"+strconv.Itoa(port), "REVERIE_WEB__RATE_PER_SECOND=0")
+	a := &agent{cmd: cmd, exited: make(chan error, 1), stderr: &strings.Builder{}}
+	cmd.Stderr = a.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s agent: %w", bin, err)
+	}
+	go func() { a.exited <- cmd.Wait() }()
+	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if resp, err := hc.Get(base + "/healthz"); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-a.exited:
+			return nil, fmt.Errorf("%s agent exited before ready (%v): %s", bin, err, a.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			a.stop()
+			return nil, fmt.Errorf("%s agent not ready after 60 s", bin)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	token, err := os.ReadFile(filepath.Join(dir, "secrets", "web_token"))
+	if err != nil {
+		a.stop()
+		return nil, fmt.Errorf("read the access token: %w", err)
+	}
+	a.client, err = client.New(base, strings.TrimSpace(string(token)))
+	if err != nil {
+		a.stop()
+		return nil, err
+	}
+	return a, nil
+}
+
+// stop sends SIGTERM and waits (SIGKILL after 30 s).
+func (a *agent) stop() {
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.exited:
+	case <-time.After(30 * time.Second):
+		a.cmd.Process.Kill()
+		<-a.exited
+	}
+}
+
+// send runs one turn and checks that the model's reply came back.
+func (a *agent) send(ctx context.Context, thread chat.ThreadID, text string) error {
+	r, err := a.client.Send(ctx, thread, text)
+	if err != nil {
+		return fmt.Errorf("send on %s: %w", thread, err)
+	}
+	if r.Error != "" || !strings.Contains(r.Reply, "Noted.") {
+		return fmt.Errorf("turn on %s failed: %q %s", thread, r.Reply, r.Error)
+	}
+	return nil
+}
+
+// message is the n-th user message of a conversation: varied, about the
+// length of a chat message.
+func message(client, n int) string {
+	return fmt.Sprintf("Message %d from client %d: remind me what we said about the plan for week %d, "+
+		"and add that Anna prefers the %s option.", n, client, n%52+1, []string{"early", "late", "cheaper", "quiet"}[n%4])
+}
+
+// rssAnon reads the process's RssAnon in KiB.
+func rssAnon(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, errors.New("no RssAnon in /proc/PID/status")
+}
+
+func episodesEnv(on bool) []string {
+	return []string{"REVERIE_MEMORY__EPISODES=" + strconv.FormatBool(on)}
+}
+
+func footprintCmd(ctx context.Context, o *owner, args []string) error {
+	fs := flag.NewFlagSet("footprint", flag.ExitOnError)
+	turnsFlag := fs.String("turns", "20,500,1500,2500", "checkpoints: total turns in the conversation, ascending")
+	settle := fs.Duration("settle", 60*time.Second, "idle wait before each second sample")
+	episodes := fs.Bool("episodes", true, "memory.episodes")
+	hold := fs.Duration("hold", 0, "keep the agent running this long after the last sample (to profile it)")
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		return errors.New(usage)
+	}
+	var checkpoints []int
+	for f := range strings.SplitSeq(*turnsFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 || (len(checkpoints) > 0 && n <= checkpoints[len(checkpoints)-1]) {
+			return fmt.Errorf("-turns: %q is not an ascending list of counts", *turnsFlag)
+		}
+		checkpoints = append(checkpoints, n)
+	}
+	bin, err := filepath.Abs(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "turnload")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	dir := filepath.Join(work, "data")
+	if err := initData(bin, dir); err != nil {
+		return err
+	}
+	env := append(startModel(o), episodesEnv(*episodes)...)
+	a, err := startAgent(bin, dir, env)
+	if err != nil {
+		return err
+	}
+	defer a.stop()
+	pid := a.cmd.Process.Pid
+	sample := func(label string) error {
+		kib, err := rssAnon(pid)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %-34s RssAnon %6d KiB (%5.1f MiB)\n", label, kib, float64(kib)/1024)
+		return nil
+	}
+	fmt.Printf("%s agent, fresh data dir, episodes %v, one conversation:\n", bin, *episodes)
+	if err := sleep(ctx, *settle); err != nil {
+		return err
+	}
+	if err := sample(fmt.Sprintf("idle, %v after ready", *settle)); err != nil {
+		return err
+	}
+	thread := chat.ThreadID("web:footprint")
+	done := 0
+	for _, n := range checkpoints {
+		t0, from := time.Now(), done
+		for ; done < n; done++ {
+			if err := a.send(ctx, thread, message(0, done)); err != nil {
+				return err
+			}
+		}
+		if err := sample(fmt.Sprintf("after %d turns (%.1f ms/turn)", n, ms(time.Since(t0))/float64(n-from))); err != nil {
+			return err
+		}
+		if err := sleep(ctx, *settle); err != nil {
+			return err
+		}
+		if err := sample(fmt.Sprintf("after %d turns, %v later", n, *settle)); err != nil {
+			return err
+		}
+	}
+	if *hold > 0 {
+		fmt.Printf("  holding agent (pid %d) for %v\n", pid, *hold)
+		return sleep(ctx, *hold)
+	}
+	return nil
+}
+
+func concurrencyCmd(ctx context.Context, o *owner, args []string) error {
+	fs := flag.NewFlagSet("concurrency", flag.ExitOnError)
+	clients := fs.Int("clients", 20, "clients sending at once, each in its own conversation")
+	turns := fs.Int("turns", 20, "turns per client")
+	runs := fs.Int("runs", 5, "measured runs per build")
+	episodes := fs.Bool("episodes", true, "memory.episodes")
+	fs.Parse(args)
+	if fs.NArg() == 0 {
+		return errors.New(usage)
+	}
+	work, err := os.MkdirTemp("", "turnload")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	env := append(startModel(o), episodesEnv(*episodes)...)
+	bins := make([]string, fs.NArg())
+	for i, b := range fs.Args() {
+		if bins[i], err = filepath.Abs(b); err != nil {
+			return err
+		}
+	}
+	rates := make([][]float64, len(bins))
+	for r := range *runs {
+		for i, bin := range bins {
+			dir := filepath.Join(work, fmt.Sprintf("data-%d-%d", i, r))
+			rate, err := loadOnce(ctx, bin, dir, env, *clients, *turns)
+			if err != nil {
+				return err
+			}
+			rates[i] = append(rates[i], rate)
+			os.RemoveAll(dir)
+		}
+	}
+	fmt.Printf("%d clients × %d turns through HTTP, episodes %v, %d interleaved runs per build (turns/s):\n",
+		*clients, *turns, *episodes, *runs)
+	var base float64
+	for i, bin := range bins {
+		rs := slices.Clone(rates[i])
+		slices.Sort(rs)
+		med := rs[len(rs)/2]
+		if i == 0 {
+			base = med
+		}
+		fmt.Printf("  %-40s median %7.1f  min %7.1f  max %7.1f  ratio %.2f\n", bin, med, rs[0], rs[len(rs)-1], med/base)
+	}
+	return nil
+}
+
+// loadOnce starts bin on a fresh data dir and runs the load once; it
+// returns turns per second.
+func loadOnce(ctx context.Context, bin, dir string, env []string, clients, turns int) (float64, error) {
+	if err := initData(bin, dir); err != nil {
+		return 0, err
+	}
+	a, err := startAgent(bin, dir, env)
+	if err != nil && strings.Contains(err.Error(), `unknown key "memory.episodes"`) {
+		// A build from before episodes existed (such as bbc15b5).
+		a, err = startAgent(bin, dir, slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+			return strings.HasPrefix(kv, "REVERIE_MEMORY__EPISODES=")
+		}))
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer a.stop()
+	if err := a.send(ctx, "web:warmup", "hello"); err != nil {
+		return 0, err
+	}
+	errs := make(chan error, clients)
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			thread := chat.ThreadID(fmt.Sprintf("web:client%d", c))
+			for n := range turns {
+				if err := a.send(ctx, thread, message(c, n)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(t0)
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return float64(clients*turns) / d.Seconds(), nil
+}
+
+// sleep waits d; an error when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
