@@ -24,7 +24,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/rs/zerolog v1.35.1
 	github.com/spf13/cobra v1.10.2
-	github.com/yuin/goldmark v1.8.6
+	github.com/yuin/goldmark v1.8.7
 	go.mau.fi/util v0.11.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.62.0
@@ -100,8 +100,6 @@ require (
 
 replace maunium.net/go/mautrix v0.32.0 => ./third_party/mautrix
 
-replace github.com/yuin/goldmark v1.8.6 => ./third_party/goldmark
-
-replace codeberg.org/readeck/go-readability/v2 v2.1.3 => ./third_party/go-readability
+replace github.com/yuin/goldmark v1.8.7 => ./third_party/goldmark
 
 replace modernc.org/memory v1.12.1 => ./third_party/memory
