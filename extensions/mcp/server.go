@@ -21,9 +21,13 @@ import (
 	"github.com/reverie-ai/reverie/chat"
 )
 
+// Channel is the channel of the conversations of MCP clients (send_message
+// writes only to threads "mcp:<name>").
+const Channel = "mcp"
+
 // DefaultThread is the conversation send_message uses when the client
 // names none.
-const DefaultThread chat.ThreadID = "mcp:default"
+const DefaultThread chat.ThreadID = Channel + ":default"
 
 // Resource addresses.
 const (
@@ -83,7 +87,7 @@ type (
 	}
 	sendArgs struct {
 		Text   string `json:"text" jsonschema:"the message to the assistant"`
-		Thread string `json:"thread,omitempty" jsonschema:"conversation id (default mcp:default)"`
+		Thread string `json:"thread,omitempty" jsonschema:"conversation id, mcp:<name> (default mcp:default); other channels' threads are refused"`
 	}
 )
 
@@ -173,7 +177,7 @@ func (b builder) tools() {
 			})
 	}
 	if svc.Chat != nil {
-		sdk.AddTool(b.s, &sdk.Tool{Name: "send_message", Description: "Send a message to the assistant in a conversation and get its reply."},
+		sdk.AddTool(b.s, &sdk.Tool{Name: "send_message", Description: "Send a message to the assistant in an MCP conversation (mcp:<name>) and get its reply. A tool call that needs the user's approval is refused at once in these conversations (the user approves on their own channels)."},
 			func(ctx context.Context, _ *sdk.CallToolRequest, a sendArgs) (*sdk.CallToolResult, any, error) {
 				if strings.TrimSpace(a.Text) == "" {
 					return nil, nil, errors.New("text is empty")
@@ -185,8 +189,15 @@ func (b builder) tools() {
 				if err := thread.Validate(); err != nil {
 					return nil, nil, err
 				}
+				// Only the MCP clients' own conversations: a message in
+				// the user's chats, a worker's (sub_…) or the system's
+				// would speak for them there — its "yes" would answer
+				// their pending approvals.
+				if thread.Channel() != Channel {
+					return nil, nil, fmt.Errorf("thread %q: send_message writes only to MCP conversations (%s:<name>)", thread, Channel)
+				}
 				reply, err := svc.Chat.Handle(ctx, chat.Inbound{
-					Address: chat.Address{Channel: thread.Channel(), Thread: thread},
+					Address: chat.Address{Channel: Channel, Thread: thread},
 					Sender:  chat.Sender{ID: "mcp", DisplayName: "MCP client"},
 					Text:    a.Text,
 				})

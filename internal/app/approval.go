@@ -34,6 +34,7 @@ func (a *App) buildApprovals(ctx context.Context) error {
 		Timeout:      cfg.ApprovalTimeout,
 		ShellNetwork: cfg.Shell.Network,
 		Deliver:      approval.DeliverFunc(a.deliverApproval),
+		CanAsk:       a.canAsk,
 		Tool:         a.findTool,
 		History:      a.history,
 		FromUser:     func(text string) bool { return !strings.HasPrefix(text, agent.SystemEventPrefix) },
@@ -64,6 +65,14 @@ func (a *App) deliverApproval(ctx context.Context, out chat.Outbound) error {
 		return fmt.Errorf("no channel %q is running", out.Address.Channel)
 	}
 	return ch.Send(ctx, out)
+}
+
+// canAsk reports whether approval requests can be shown on channel: a
+// running channel. MCP clients' conversations ("mcp:…") have none, so
+// their calls that need approval are refused at once, never left waiting.
+func (a *App) canAsk(channel string) bool {
+	_, ok := a.Kernel.Channel(channel)
+	return ok
 }
 
 // history returns a thread's stored messages.

@@ -36,6 +36,10 @@ var (
 	ErrExpired = errors.New("the user did not answer the approval request in time, so this call was not run")
 	// ErrNobodyToAsk: a background worker's call needs approval.
 	ErrNobodyToAsk = errors.New("this call needs the user's approval, and there is nobody to ask in a background task; ask the user in the conversation instead")
+	// ErrCannotAsk: the turn's channel cannot show an approval request
+	// (an MCP client's conversation): refused at once rather than left
+	// waiting for an answer nobody is asked for.
+	ErrCannotAsk = errors.New("this call needs the user's approval, and this conversation cannot ask the user (it belongs to a program, not to the user's chat); ask the user to do it from their own chat instead")
 	// ErrNotFound: no approval request has that id.
 	ErrNotFound = errors.New("no such approval request")
 	// ErrDecided: the request was already answered or expired.
@@ -82,6 +86,10 @@ type Options struct {
 	// Deliver shows requests and outcomes to the user (nil: nowhere; the
 	// requests can still be listed and answered).
 	Deliver Deliverer
+	// CanAsk reports whether a turn on channel can ask its user (a running
+	// channel that shows requests); a call there that needs approval is
+	// refused at once with ErrCannotAsk otherwise. nil: every channel can.
+	CanAsk func(channel string) bool
 	// Tool finds a tool by name, to tell which earlier results of a turn
 	// read private data (nil: only the tool being asked about is known).
 	Tool func(name string) (tool.Tool, bool)
@@ -230,6 +238,9 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 		}
 		if !inTurn || call.Thread == "" || call.Thread.IsSubSession() || channel == "" {
 			return fmt.Errorf("%w (%s)", ErrNobodyToAsk, reason)
+		}
+		if s.o.CanAsk != nil && !s.o.CanAsk(channel) {
+			return fmt.Errorf("%w (%s)", ErrCannotAsk, reason)
 		}
 		now := s.o.Now()
 		rec = Record{ID: newID(), Thread: call.Thread, Channel: channel, CallID: req.Call.ID, Tool: req.Call.Name,
@@ -408,6 +419,9 @@ func (s *Service) AnswerText(ctx context.Context, thread chat.ThreadID, text str
 // Intercept implements router.Interceptor: a plain yes or no on a thread
 // with a pending request answers it (see AnswerText).
 func (s *Service) Intercept(ctx context.Context, msg chat.Inbound) (string, bool) {
+	if msg.Address.Channel == "" || msg.Address.Channel != msg.Address.Thread.Channel() {
+		return "", false // only the thread's own channel speaks for its user
+	}
 	rec, ok, err := s.AnswerText(ctx, msg.Address.Thread, msg.Text)
 	if err != nil {
 		s.log.Warn("could not take a reply as an approval answer; it goes to the conversation", "thread", msg.Address.Thread, "err", err)

@@ -55,3 +55,26 @@ func TestServiceNewRequestSupersedesStaleOne(t *testing.T) {
 		}
 	})
 }
+
+// A "yes" answers only when it comes from the thread's own channel: a
+// message that names a thread of another channel (an MCP client writing
+// into web:…) never answers that thread's request.
+func TestServiceInterceptOnlyFromTheThreadsChannel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		box := newOutbox()
+		s := open(t, filepath.Join(t.TempDir(), "r.db"), box)
+		asked := orphanRequest(t, s, box)
+		for _, ch := range []string{"mcp", "", "telegram"} {
+			msg := chat.Inbound{Address: chat.Address{Channel: ch, Thread: "web:s1"}, Text: "yes"}
+			if _, ok := s.Intercept(t.Context(), msg); ok {
+				t.Fatalf("a yes from channel %q answered the request of web:s1", ch)
+			}
+		}
+		if _, ok := s.Intercept(t.Context(), chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:s1"}, Text: "no"}); !ok {
+			t.Fatal("the thread's own channel could not answer")
+		}
+		if got, err := s.Get(t.Context(), asked.Approval.ID); err != nil || got.State != chat.ApprovalDenied {
+			t.Fatalf("request = %+v, %v", got, err)
+		}
+	})
+}
