@@ -89,7 +89,11 @@ func (a Address) String() string { return a.Channel + "→" + string(a.Thread) }
 
 // Sender identifies who wrote an inbound message.
 type Sender struct {
-	ID          string // channel-specific user id ("@alice:example.org", "1234")
+	ID string // channel-specific user id ("@alice:example.org", "1234")
+	// DisplayName is the name people see for the sender (the web: the
+	// user's name in the world state; Telegram: first name and
+	// @username; Matrix: the room member's display name). Memory stores it
+	// as the speaker of what they said.
 	DisplayName string
 }
 
@@ -104,6 +108,11 @@ type Inbound struct {
 	Attachments []Attachment
 	// Received is when the channel got it; zero means "now".
 	Received time.Time
+	// Overheard marks a message the assistant only listens to: one said in
+	// a group room by an allowed member but not addressed to the assistant
+	// (no mention, no reply to it). It is remembered as an episode and
+	// never answered (Host.Receive returns once it is stored).
+	Overheard bool
 }
 
 // AttachmentKind says what an attachment is.

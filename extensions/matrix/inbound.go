@@ -148,6 +148,7 @@ func (m *Matrix) handleMessage(ctx context.Context, evt *event.Event) {
 		case GroupMention:
 			var ok bool
 			if text, ok = m.addressed(ctx, evt, content, text); !ok {
+				m.overheard(ctx, evt, content, text)
 				return
 			}
 		}
@@ -172,13 +173,9 @@ func (m *Matrix) handleMessage(ctx context.Context, evt *event.Event) {
 		return
 	}
 	thread := chat.NewThreadID(ChannelName, evt.RoomID.String())
-	name := ""
-	if mem, err := m.stateStore.GetMember(ctx, evt.RoomID, evt.Sender); err == nil && mem != nil {
-		name = mem.Displayname
-	}
 	err = m.host.Receive(ctx, chat.Inbound{
 		Address:     chat.Address{Channel: ChannelName, Thread: thread},
-		Sender:      chat.Sender{ID: evt.Sender.String(), DisplayName: name},
+		Sender:      m.sender(ctx, evt),
 		Text:        text,
 		Attachments: atts,
 		Received:    time.UnixMilli(evt.Timestamp),
@@ -196,6 +193,47 @@ func (m *Matrix) handleMessage(ctx context.Context, evt *event.Event) {
 		m.log.Debug("could not send a matrix read receipt", "room", evt.RoomID, "err", m.scrub(err))
 	}
 	cancel()
+}
+
+// sender is evt's sender with their display name in the room.
+func (m *Matrix) sender(ctx context.Context, evt *event.Event) chat.Sender {
+	name := ""
+	if mem, err := m.stateStore.GetMember(ctx, evt.RoomID, evt.Sender); err == nil && mem != nil {
+		name = mem.Displayname
+	}
+	return chat.Sender{ID: evt.Sender.String(), DisplayName: name}
+}
+
+// overheard hands the router a group-room message of an allowed member that
+// is not meant for the bot: it is remembered (its text or a file's caption,
+// with the sender's display name and time), never answered; files are not
+// downloaded. When the router refuses it, batchErr makes the sync loop
+// fetch the batch again.
+func (m *Matrix) overheard(ctx context.Context, evt *event.Event, content *event.MessageEventContent, text string) {
+	if text == "" {
+		text = content.GetCaption()
+	}
+	if content.MsgType == event.MsgEmote {
+		text = "* " + text
+	}
+	if strings.TrimSpace(strings.TrimPrefix(text, "* ")) == "" {
+		return
+	}
+	err := m.host.Receive(ctx, chat.Inbound{
+		Address:   chat.Address{Channel: ChannelName, Thread: chat.NewThreadID(ChannelName, evt.RoomID.String())},
+		Sender:    m.sender(ctx, evt),
+		Text:      text,
+		Received:  time.UnixMilli(evt.Timestamp),
+		Overheard: true,
+	})
+	if err != nil {
+		m.log.Warn("could not hand an overheard matrix message to the router; the batch is fetched again", "room", evt.RoomID, "err", err)
+		m.batchErr = err
+		return
+	}
+	if err := m.store.markHandled(ctx, evt.ID.String(), evt.RoomID.String()); err != nil {
+		m.log.Error("could not remember a handled matrix message; a restart may store it again", "err", err)
+	}
 }
 
 // isGroup reports whether the room has more than one member besides the

@@ -54,7 +54,7 @@ func (t *Telegram) handle(ctx context.Context, u *models.Update) error {
 		case GroupMention:
 			var ok bool
 			if text, ok = t.addressed(m, text, entities); !ok {
-				return nil
+				return t.overheard(ctx, m, text)
 			}
 		}
 	}
@@ -79,6 +79,22 @@ func (t *Telegram) handle(ctx context.Context, u *models.Update) error {
 		Text:        text,
 		Attachments: atts,
 		Received:    time.Unix(int64(m.Date), 0),
+	})
+}
+
+// overheard hands the router a group message of an allowed member that is
+// not meant for the bot: it is remembered (its text or caption, with the
+// sender's name and time), never answered; its files are not downloaded.
+func (t *Telegram) overheard(ctx context.Context, m *models.Message, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	return t.host.Receive(ctx, chat.Inbound{
+		Address:   chat.Address{Channel: ChannelName, Thread: chat.NewThreadID(ChannelName, strconv.FormatInt(m.Chat.ID, 10))},
+		Sender:    chat.Sender{ID: strconv.FormatInt(m.From.ID, 10), DisplayName: senderName(m.From)},
+		Text:      text,
+		Received:  time.Unix(int64(m.Date), 0),
+		Overheard: true,
 	})
 }
 

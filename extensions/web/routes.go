@@ -479,7 +479,7 @@ func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
 	w.runTurn(rw, r, t, func(ctx context.Context) (api.Reply, error) {
 		return w.svc.Chat.Handle(ctx, chat.Inbound{
 			Address:     chat.Address{Channel: channel, Thread: t},
-			Sender:      chat.Sender{ID: "api", DisplayName: "HTTP API"},
+			Sender:      w.sender(ctx, "api"),
 			Text:        text,
 			Attachments: images,
 			Received:    w.now(),

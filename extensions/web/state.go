@@ -1,6 +1,8 @@
 package web
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -401,6 +403,32 @@ func (w *Web) cancelWorkflow(rw http.ResponseWriter, r *http.Request) {
 	s := w.svc.Workflows
 	ids, err := s.Cancel(r.Context(), r.PathValue("id"))
 	w.reply(rw, r, map[string][]string{"cancelled": nonNil(ids)}, err)
+}
+
+// sender is the web user as a message's sender: id, and the user's name
+// from the world state's identity (user_name, else session_user_name; ""
+// when neither is set or the world state is off), which memory stores as
+// the speaker of what they say.
+func (w *Web) sender(ctx context.Context, id string) chat.Sender {
+	s := chat.Sender{ID: id}
+	if w.svc.World == nil {
+		return s
+	}
+	doc, err := w.svc.World.Get(ctx)
+	if err != nil {
+		w.log.Warn("could not read the user's name from the world state", "err", err)
+		return s
+	}
+	var st struct {
+		Identity struct {
+			UserName        string `json:"user_name"`
+			SessionUserName string `json:"session_user_name"`
+		} `json:"identity"`
+	}
+	if err := json.Unmarshal(doc, &st); err == nil {
+		s.DisplayName = strings.TrimSpace(cmp.Or(st.Identity.UserName, st.Identity.SessionUserName))
+	}
+	return s
 }
 
 func (w *Web) getWorld(rw http.ResponseWriter, r *http.Request) {

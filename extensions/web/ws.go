@@ -585,7 +585,7 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 		rctx, cancel := context.WithTimeout(context.Background(), receiveTimeout)
 		err = w.host.Receive(rctx, chat.Inbound{
 			Address:     chat.Address{Channel: ChannelName, Thread: t},
-			Sender:      chat.Sender{ID: ChannelName},
+			Sender:      w.sender(rctx, ChannelName),
 			Text:        text,
 			Attachments: images,
 			Received:    w.now(),

@@ -103,11 +103,12 @@ type Publisher interface {
 	Publish(ctx context.Context, topic string, payload any) error
 }
 
-// Episodes stores a finished exchange — the user's message and the reply —
+// Episodes stores a finished exchange — the user's message as the channel
+// delivered it (its sender's display name is the speaker) and the reply —
 // as episode memories, with no model call (the app's adapter over
-// memory.Service.RecordExchange).
+// memory.Service.Ingest).
 type Episodes interface {
-	RecordEpisodes(ctx context.Context, thread chat.ThreadID, message, reply string, at time.Time) error
+	RecordEpisodes(ctx context.Context, msg chat.Inbound, reply string) error
 }
 
 // Options configure an Agent.
@@ -171,6 +172,11 @@ type Options struct {
 // Input is one turn to run.
 type Input struct {
 	Thread chat.ThreadID
+	// Sender is who wrote a user message (its episodes' speaker).
+	Sender chat.Sender
+	// Received is when the channel got a user message (its episodes'
+	// time); zero means the turn's start.
+	Received time.Time
 	// Text is the user's message, the system event or the seed prompt
 	// (without SystemEventPrefix, which the agent adds).
 	Text string
@@ -791,7 +797,12 @@ func (a *Agent) recordEpisodes(ctx context.Context, in Input, start time.Time, r
 	}
 	ectx, cancel := a.saveContext(ctx)
 	defer cancel()
-	if err := a.o.Episodes.RecordEpisodes(ectx, in.Thread, in.Text, res.Reply, start); err != nil {
+	at := in.Received
+	if at.IsZero() {
+		at = start
+	}
+	msg := chat.Inbound{Address: chat.Address{Channel: in.Thread.Channel(), Thread: in.Thread}, Sender: in.Sender, Text: in.Text, Received: at}
+	if err := a.o.Episodes.RecordEpisodes(ectx, msg, res.Reply); err != nil {
 		a.log.Warn("could not store the turn as episodes", "thread", in.Thread, "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
@@ -11,6 +12,8 @@ import (
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/router"
+	"github.com/reverie-ai/reverie/internal/world"
 )
 
 // reconcileTimeout bounds the start-up re-sync of the memory store with
@@ -202,23 +205,49 @@ func (a *App) contextProviders() []extension.ContextProvider {
 	return out
 }
 
-// episodes is the agent's episode writer, nil when memory.episodes is off.
-func (a *App) episodes(loc *time.Location) agent.Episodes {
+// episodes is the episode writer of the agent (answered turns) and the
+// router (overheard group-room messages); ok is false when memory.episodes
+// is off.
+func (a *App) episodes(loc *time.Location) (w episodeWriter, ok bool) {
 	if !a.Config.Memory.Episodes || a.Memory == nil || a.Memory.Flat() {
-		return nil
+		return episodeWriter{}, false
 	}
-	return episodeWriter{mem: a.Memory, loc: loc}
+	return episodeWriter{mem: a.Memory, world: a.World, loc: loc}, true
 }
 
-// episodeWriter stores an answered turn as two episodes of the thread's
-// session of that day.
+// episodeWriter stores conversations as episodes through memory.Ingest,
+// the one ingest path: the message with its sender's display name, the
+// reply under the assistant's name from the world state.
 type episodeWriter struct {
-	mem *memory.Service
-	loc *time.Location
+	mem   *memory.Service
+	world *world.Store // nil: the default name
+	loc   *time.Location
 }
 
-func (w episodeWriter) RecordEpisodes(ctx context.Context, thread chat.ThreadID, message, reply string, at time.Time) error {
-	_, err := w.mem.RecordExchange(ctx, memory.Exchange{Thread: string(thread), Session: memory.SessionOf(at, w.loc), At: at,
-		Said: []memory.Utterance{{Role: memory.RoleUser, Text: message}, {Speaker: "assistant", Role: memory.RoleAssistant, Text: reply}}})
+// assistantName is the speaker of the assistant's replies.
+func (w episodeWriter) assistantName() string {
+	if w.world != nil {
+		if n := strings.TrimSpace(w.world.Get().Identity.AgentName); n != "" {
+			return n
+		}
+	}
+	return world.DefaultAgentName
+}
+
+// RecordEpisodes stores an answered turn (agent.Episodes).
+func (w episodeWriter) RecordEpisodes(ctx context.Context, msg chat.Inbound, reply string) error {
+	_, err := w.mem.Ingest(ctx, w.loc, msg, memory.Reply{Speaker: w.assistantName(), Text: reply})
 	return err
 }
+
+// Overheard stores a group-room message the assistant only listened to
+// (router.Listener).
+func (w episodeWriter) Overheard(ctx context.Context, msg chat.Inbound) error {
+	_, err := w.mem.Ingest(ctx, w.loc, msg, memory.Reply{})
+	return err
+}
+
+var (
+	_ agent.Episodes  = episodeWriter{}
+	_ router.Listener = episodeWriter{}
+)

@@ -100,6 +100,13 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		return err
 	}
 	loc := cfg.Location()
+	// One writer stores answered turns (the agent) and overheard group-room
+	// messages (the router), through memory.Ingest.
+	var episodes agent.Episodes
+	var listener router.Listener
+	if ew, ok := a.episodes(loc); ok {
+		episodes, listener = ew, ew
+	}
 	ag, err := agent.New(agent.Options{
 		Secrets:       a.Secrets,
 		Conversations: conv,
@@ -117,7 +124,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		ContextProviders: a.contextProviders(),
 		MoreContext:      a.Kernel.ContextProviders,
 		Events:           a.Bus,
-		Episodes:         a.episodes(loc),
+		Episodes:         episodes,
 		Loop:             a.loopOptions(),
 		Now:              a.opts.Now,
 		Logger:           a.Logger.With("component", "agent"),
@@ -168,11 +175,12 @@ func (a *App) buildRuntime(ctx context.Context) error {
 			}
 			return out, nil
 		},
-		Events:  a.Bus,
-		Answers: a.Approvals,
-		Titles:  a.titler(cfg.Conversations, conv, models),
-		Now:     a.opts.Now,
-		Logger:  a.Logger.With("component", "router"),
+		Events:   a.Bus,
+		Answers:  a.Approvals,
+		Titles:   a.titler(cfg.Conversations, conv, models),
+		Listener: listener,
+		Now:      a.opts.Now,
+		Logger:   a.Logger.With("component", "router"),
 	})
 	if err != nil {
 		return fmt.Errorf("set up router: %w", err)

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reverie-ai/reverie/internal/agent"
 	"testing"
 
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/world"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -25,7 +27,12 @@ func TestEpisodesEndToEnd(t *testing.T) {
 	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
 		return llmtest.ServerReply{Text: "What a lovely name for a cat!"}
 	})
-	h.Send(t, "bob", "I adopted a kitten called Miso today")
+	// The channel names the sender; the reply is the assistant's, under
+	// its name in the world state.
+	if err := h.Channel.host.Receive(ctx, chat.Inbound{Address: chat.Address{Channel: ChannelName, Thread: chat.NewThreadID(ChannelName, "bob")},
+		Sender: chat.Sender{ID: "bob", DisplayName: "Bob Marsh"}, Text: "I adopted a kitten called Miso today"}); err != nil {
+		t.Fatal(err)
+	}
 	for user := false; !user; {
 		select {
 		case ev := <-done:
@@ -51,6 +58,9 @@ func TestEpisodesEndToEnd(t *testing.T) {
 	u, a := byRole[memory.RoleUser], byRole[memory.RoleAssistant]
 	if u.Text != "I adopted a kitten called Miso today" || a.Text != "What a lovely name for a cat!" {
 		t.Errorf("episode texts %q / %q", u.Text, a.Text)
+	}
+	if u.Speaker != "Bob Marsh" || a.Speaker != world.DefaultAgentName {
+		t.Errorf("speakers %q / %q, want the sender's display name and the assistant's name", u.Speaker, a.Speaker)
 	}
 	for _, e := range eps {
 		if e.Thread != "test:bob" || e.Session == "" || e.EventTime == nil || e.Source != memory.SourceConversation {

@@ -26,6 +26,7 @@ import (
 	"github.com/reverie-ai/reverie/extensions/matrix"
 	"github.com/reverie-ai/reverie/extensions/matrix/matrixtest"
 	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -343,6 +344,27 @@ func TestMatrixGroupAndStrangers(t *testing.T) {
 	}
 	if sawUser(h, "reverie:") != 0 {
 		t.Error("the mention was not removed from the text")
+	}
+	// What an allowed member said to the others is remembered, with their
+	// display name; a stranger's words are not.
+	eps, err := h.App.Memory.List(context.Background(), memory.Filter{Kinds: []memory.Kind{memory.KindEpisode}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := false
+	for _, e := range eps {
+		switch {
+		case strings.Contains(e.Text, "from eve"):
+			t.Errorf("a stranger's message was remembered: %+v", e)
+		case e.Text == "just chatting among us":
+			heard = e.Speaker == "alice" && e.Role == memory.RoleUser && e.Thread == "matrix:"+string(room)
+			if !heard {
+				t.Errorf("overheard episode %+v", e)
+			}
+		}
+	}
+	if !heard {
+		t.Errorf("the overheard message is not among the episodes: %+v", eps)
 	}
 
 	// Alice and Bob leave: only a stranger remains, and so does the bot not.

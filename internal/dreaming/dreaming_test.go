@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/memory"
@@ -629,16 +630,9 @@ func TestVectorDreamCondensesEpisodes(t *testing.T) {
 		f.remember(t, s, memory.SourceAgent, false)
 	}
 	now := f.clk.now()
-	record := func(at time.Time, texts ...string) []int64 {
-		var said []memory.Utterance
-		for i, tx := range texts {
-			role := memory.RoleUser
-			if i%2 == 1 {
-				role = memory.RoleAssistant
-			}
-			said = append(said, memory.Utterance{Role: role, Text: tx})
-		}
-		ids, err := memory.RecordExchange(ctx, f.svc.Store(), memory.Exchange{Thread: "web:1", Session: memory.SessionOf(at, nil), At: at, Said: said})
+	record := func(at time.Time, message, reply string) []int64 {
+		msg := chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:1"}, Sender: chat.Sender{ID: "web"}, Text: message, Received: at}
+		ids, err := memory.Ingest(ctx, f.svc.Store(), nil, msg, memory.Reply{Speaker: "Reverie", Text: reply})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -666,7 +666,7 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // episodeTranscript renders a session's episodes, one line each, headed by
-// who said it (the stored speaker, else the role) and the day, keeping the
+// who said it (the stored speaker with the role, else the role) and the day, keeping the
 // most recent ones within maxEpisodeTranscript characters.
 func episodeTranscript(ms []memory.Memory) string {
 	var out []string
@@ -674,8 +674,11 @@ func episodeTranscript(ms []memory.Memory) string {
 	for i := len(ms) - 1; i >= 0; i-- {
 		m := ms[i]
 		who := m.Speaker
-		if who == "" {
+		switch {
+		case who == "":
 			who = cmp.Or(string(m.Role), "someone")
+		case m.Role != "":
+			who += " (" + string(m.Role) + ")" // "Sam (user)", "Reverie (assistant)"
 		}
 		line := "[" + episodeTime(m).Format(time.DateOnly) + "] " + who + ": " + oneLine(m.Text)
 		if total+len(line)+1 > maxEpisodeTranscript {

@@ -1,10 +1,12 @@
 // Package eval measures Reverie's memory retrieval on public benchmarks.
 //
 // LoCoMo ingests each conversation of a LoCoMo-format file into a fresh
-// memory store the way the assistant stores its own conversations
-// (memory.RecordExchange: one episode per dialogue turn, with its speaker,
-// session and date as stored fields), asks every question, and reports
-// recall@k of the gold evidence turns per question category.
+// memory store the way the assistant stores what it hears in a group room
+// where two members talk and it only listens (memory.Ingest, the function
+// the live channels' messages go through, with only the fields a channel
+// supplies: one episode per dialogue turn with its speaker's name, its
+// text and the session's date), asks every question, and reports recall@k
+// of the gold evidence turns per question category.
 // CrossValidate does it leave-one-conversation-out, choosing every
 // retrieval weight on the other conversations.
 package eval
@@ -27,6 +29,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/sqlite"
@@ -103,9 +106,11 @@ type Report struct {
 
 // Turn is one dialogue turn of a LoCoMo conversation.
 type Turn struct {
-	Speaker     string `json:"speaker"`
-	DiaID       string `json:"dia_id"`
-	Text        string `json:"text"`
+	Speaker string `json:"speaker"`
+	DiaID   string `json:"dia_id"`
+	Text    string `json:"text"`
+	// BlipCaption is the dataset's machine caption of a shared image: no
+	// channel supplies one, so it is never stored.
 	BlipCaption string `json:"blip_caption"`
 }
 
@@ -205,44 +210,47 @@ func goldIDs(evidence []string) []string {
 	return out
 }
 
-// TurnText is the episode text stored for a turn: what was said, plus the
-// caption of a shared image when present. Who said it is stored as the
-// episode's speaker, not in the text.
-func TurnText(t Turn) string {
-	s := strings.TrimSpace(t.Text)
-	if c := strings.TrimSpace(t.BlipCaption); c != "" {
-		s += " [shared image: " + c + "]"
+// DefaultRoom is the group room a LoCoMo conversation is heard in (each
+// conversation gets a fresh store, so one room serves them all).
+var DefaultRoom = chat.Address{Channel: "group", Thread: "group:room"}
+
+// GroupRoom returns c as the messages a group-room channel hands the
+// assistant when two members talk in a room where it only listens: per
+// dialogue turn, the room's address, the speaker's name as the sender's
+// display name, the turn's text, the session's date and time as when it was
+// received, Overheard set. Nothing else: no image caption, no dataset ids
+// (a turn that is only an image has no text and stores nothing). It also
+// returns each message's dialogue id, for scoring.
+func GroupRoom(c Conversation, room chat.Address) ([]chat.Inbound, []string) {
+	var msgs []chat.Inbound
+	var dias []string
+	for _, s := range c.Sessions {
+		for _, t := range s.Turns {
+			msgs = append(msgs, chat.Inbound{Address: room, Sender: chat.Sender{ID: t.Speaker, DisplayName: t.Speaker},
+				Text: t.Text, Received: s.Date, Overheard: true})
+			dias = append(dias, t.DiaID)
+		}
 	}
-	return s
+	return msgs, dias
 }
 
-// Exchanges turns a session into the exchanges the assistant would have
-// recorded: each starts at a turn of the conversation's first speaker (the
-// "user"), and the other speaker's turns are the replies.
-func Exchanges(c Conversation, s Session) ([]memory.Exchange, [][]string) {
-	first := ""
-	for _, ss := range c.Sessions {
-		if len(ss.Turns) > 0 {
-			first = ss.Turns[0].Speaker
-			break
+// Ingest stores c in st the way the assistant stores what it hears in a
+// group room: every message of GroupRoom(c, room) through memory.Ingest,
+// the function the live channels' messages go through, in the UTC zone and
+// with no reply. It returns the dialogue id of each stored episode.
+func Ingest(ctx context.Context, st memory.Store, c Conversation, room chat.Address) (map[int64]string, error) {
+	msgs, dias := GroupRoom(c, room)
+	byID := make(map[int64]string, len(msgs))
+	for i, m := range msgs {
+		ids, err := memory.Ingest(ctx, st, time.UTC, m, memory.Reply{})
+		if err != nil {
+			return nil, fmt.Errorf("ingest %s: %w", dias[i], err)
+		}
+		for _, id := range ids {
+			byID[id] = dias[i]
 		}
 	}
-	var out []memory.Exchange
-	var dias [][]string
-	for _, t := range s.Turns {
-		role := memory.RoleAssistant
-		if t.Speaker == first {
-			role = memory.RoleUser
-		}
-		if role == memory.RoleUser || len(out) == 0 {
-			out = append(out, memory.Exchange{Thread: "locomo:" + c.ID, Session: strconv.Itoa(s.Number), At: s.Date})
-			dias = append(dias, nil)
-		}
-		e := &out[len(out)-1]
-		e.Said = append(e.Said, memory.Utterance{Speaker: t.Speaker, Role: role, Text: TurnText(t)})
-		dias[len(dias)-1] = append(dias[len(dias)-1], t.DiaID)
-	}
-	return out, dias
+	return byID, nil
 }
 
 // cutoffs returns the sorted, distinct, positive k of opts.
@@ -344,12 +352,12 @@ type ingested struct {
 	conv  Conversation
 	db    *sql.DB
 	store *memory.VectorStore
-	byID  map[int64][]string // memory id → dialogue ids
-	memo  map[string]*tally  // recall@10 per tuning (cross-validation)
+	byID  map[int64]string  // memory id → dialogue id
+	memo  map[string]*tally // recall@10 per tuning (cross-validation)
 }
 
-// ingest stores c's turns through memory.RecordExchange, the path the
-// assistant's own conversations take, into a fresh in-memory store.
+// ingest stores c's turns through Ingest, the live path of a group room,
+// into a fresh in-memory store.
 func ingest(ctx context.Context, c Conversation, opts Options) (*ingested, error) {
 	emb := opts.Embedder
 	if emb == nil {
@@ -364,23 +372,10 @@ func ingest(ctx context.Context, c Conversation, opts Options) (*ingested, error
 		db.Close()
 		return nil, err
 	}
-	g := &ingested{conv: c, db: db, store: store, byID: map[int64][]string{}}
-	for _, s := range c.Sessions {
-		exs, dias := Exchanges(c, s)
-		for i, e := range exs {
-			ids, err := memory.RecordExchange(ctx, store, e)
-			if err != nil {
-				g.close(ctx)
-				return nil, fmt.Errorf("ingest %s: %w", dias[i][0], err)
-			}
-			if len(ids) != len(dias[i]) {
-				g.close(ctx)
-				return nil, fmt.Errorf("ingest %s: %d episodes stored for %d turns", dias[i][0], len(ids), len(dias[i]))
-			}
-			for j, id := range ids {
-				g.byID[id] = append(g.byID[id], dias[i][j])
-			}
-		}
+	g := &ingested{conv: c, db: db, store: store}
+	if g.byID, err = Ingest(ctx, store, c, DefaultRoom); err != nil {
+		g.close(ctx)
+		return nil, err
 	}
 	return g, nil
 }
@@ -413,9 +408,7 @@ func (g *ingested) score(ctx context.Context, tune memory.Tuning, t *tally, trac
 		for _, k := range ks {
 			hit := map[string]bool{}
 			for _, r := range res[:min(k, len(res))] {
-				for _, d := range g.byID[r.ID] {
-					hit[d] = true
-				}
+				hit[g.byID[r.ID]] = true
 			}
 			n := 0
 			for _, gd := range gold {
@@ -429,7 +422,7 @@ func (g *ingested) score(ctx context.Context, tune memory.Tuning, t *tally, trac
 		if trace != nil {
 			var got []string
 			for _, r := range res {
-				got = append(got, g.byID[r.ID]...)
+				got = append(got, g.byID[r.ID])
 			}
 			trace(QuestionResult{Conversation: g.conv.ID, QA: qa, Gold: gold, Retrieved: got})
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
@@ -228,7 +229,7 @@ func BenchmarkIngest(b *testing.B) {
 }
 
 // BenchmarkIngestEpisodes measures what every answered message costs the
-// memory: RecordExchange of the message and the reply (two episodes, one
+// memory: Ingest of the message and the reply (two episodes, one
 // embedding call, one transaction) into a store holding 10k memories.
 func BenchmarkIngestEpisodes(b *testing.B) {
 	s := openBench(b, 10_000)
@@ -237,9 +238,9 @@ func BenchmarkIngestEpisodes(b *testing.B) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	i := 0
 	for b.Loop() {
-		e := Exchange{Thread: "web:bench", Session: SessionOf(at, nil), At: at, Said: []Utterance{
-			{Role: RoleUser, Text: benchText(r, i)}, {Speaker: "assistant", Role: RoleAssistant, Text: benchText(r, i+1)}}}
-		if _, err := RecordExchange(ctx, s, e); err != nil {
+		msg := chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:bench"}, Sender: chat.Sender{ID: "web", DisplayName: "Sam"},
+			Text: benchText(r, i), Received: at}
+		if _, err := Ingest(ctx, s, nil, msg, Reply{Speaker: "Reverie", Text: benchText(r, i+1)}); err != nil {
 			b.Fatal(err)
 		}
 		i += 2

@@ -74,11 +74,15 @@
 //
 // # Episodes
 //
-// RecordExchange (and Service.RecordExchange, which the agent calls after
-// every answered user turn when memory.episodes is on) stores each
-// utterance of an exchange as an episode memory: kind episode, source
-// conversation, the thread, the session (by default the day, SessionOf),
-// the speaker and role as columns, the time as EventTime. No model is
+// Ingest (and Service.Ingest) is the one way conversations enter memory:
+// the agent calls it after every answered user turn when memory.episodes is
+// on, the router for a group-room message the assistant only listens to,
+// and `reverie eval` for its datasets. It stores a message (chat.Inbound)
+// and the assistant's reply as episode memories: kind episode, source
+// conversation, the thread, the session (the day in the configured zone,
+// SessionOf), the speaker (the sender's display name, the assistant's
+// name) and role as columns, the time the message was received as
+// EventTime. No model is
 // called. Episodes are never merged with equal text (two "Thanks!" are two
 // episodes); they fade faster than facts (EpisodeStrengthDays), and
 // dreaming condenses old ones into facts.

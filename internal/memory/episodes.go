@@ -7,22 +7,24 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/reverie-ai/reverie/chat"
 )
 
-// Utterance is one message of a conversation: who said it and what.
-type Utterance struct {
+// utterance is one message of a conversation: who said it and what.
+type utterance struct {
 	Speaker string // a name when the channel knows it, else ""
 	Role    Role
 	Text    string
 }
 
-// Exchange is a stretch of conversation stored as episodes: usually a
+// exchange is a stretch of conversation stored as episodes: usually a
 // user's message and the reply to it.
-type Exchange struct {
+type exchange struct {
 	Thread  string
 	Session string    // the sitting it belongs to (SessionOf gives the default)
 	At      time.Time // when it was said (the episodes' EventTime)
-	Said    []Utterance
+	Said    []utterance
 }
 
 // SessionOf is the default session of an exchange at time at: its calendar
@@ -34,14 +36,14 @@ func SessionOf(at time.Time, loc *time.Location) string {
 	return at.In(loc).Format(time.DateOnly)
 }
 
-// RecordExchange stores every utterance of e as an episode memory of st
+// recordExchange stores every utterance of e as an episode memory of st
 // (kind episode, source conversation, with e's thread, session and time and
 // the utterance's speaker and role as stored fields), in one batch, with no
 // model call. An empty utterance is left out, one longer than MaxTextLen is
 // cut in the middle, and one that looks like it holds a secret is left out
 // (ErrSecret is returned, joined, after the others are stored). It returns
 // the ids of the stored episodes in order.
-func RecordExchange(ctx context.Context, st Store, e Exchange) ([]int64, error) {
+func recordExchange(ctx context.Context, st Store, e exchange) ([]int64, error) {
 	var ms []Memory
 	var skipped error
 	at := e.At
@@ -83,12 +85,69 @@ func cutMiddle(s string, max int) string {
 	return string(r[:head]) + marker + string(r[len(r)-(keep-head):])
 }
 
-// RecordExchange stores e as episodes (see the package function). With the
-// flat backend it stores nothing: MEMORIES.txt is the working set the user
-// reads, not a transcript.
-func (s *Service) RecordExchange(ctx context.Context, e Exchange) ([]int64, error) {
+// Reply is what the assistant said in answer to a message.
+type Reply struct {
+	// Speaker is the assistant's own name (the world state's agent name).
+	Speaker string
+	// Text is the reply; "" when the assistant only listened.
+	Text string
+}
+
+// Ingest is the one way conversations enter memory: it stores msg, a
+// message as a channel hands it over, and reply, the assistant's answer to
+// it ("" text when there is none), as episodes of st (recordExchange: kind
+// episode, source conversation). Only what a channel supplies is stored:
+//
+//   - the thread: msg.Address.Thread;
+//   - the speaker of the message: msg.Sender.DisplayName (the sender's ID is
+//     not stored), role user; the reply's: reply.Speaker, role assistant;
+//   - the text: msg.Text as the channel delivered it (attachments are not
+//     stored) and reply.Text;
+//   - the time: msg.Received, the episodes' EventTime, and their session,
+//     its calendar day in loc (SessionOf). A zero Received stores no time
+//     and an empty session.
+//
+// Every live path calls it: the agent after each answered user turn
+// (through the app's episode writer, reply set), and the router for a
+// group-room message the assistant only listens to (msg.Overheard, reply
+// empty). `reverie eval` feeds its datasets through it with the fields a
+// channel would supply in the same situation:
+//
+//   - LoCoMo, a conversation between two people, is a group room with two
+//     named members and the assistant listening: per dialogue turn, msg =
+//     {Address: the room's thread, Sender: {DisplayName: the speaker's
+//     name}, Text: the turn's text (no image caption), Received: the
+//     session's date and time, Overheard: true} and an empty reply.
+//   - A private web conversation between the user and the assistant (the
+//     LongMemEval format) is, per round: msg = {Address: {Channel: "web",
+//     Thread: one "web:…" thread per session}, Sender: {ID: "web",
+//     DisplayName: the user's name from the world state, "" when none
+//     is set}, Text: the user's turn, Received: the session's timestamp} and
+//     reply = {Speaker: the assistant's name (world.DefaultAgentName,
+//     "Reverie", unless renamed), Text: the assistant's turn after it}. A
+//     user turn with no reply after it has an empty reply.
+//
+// It returns the ids of the stored episodes in order (an empty text is left
+// out; one that looks like a secret too, with ErrSecret joined into the
+// error after the others are stored).
+func Ingest(ctx context.Context, st Store, loc *time.Location, msg chat.Inbound, reply Reply) ([]int64, error) {
+	e := exchange{Thread: string(msg.Address.Thread), At: msg.Received,
+		Said: []utterance{{Speaker: strings.TrimSpace(msg.Sender.DisplayName), Role: RoleUser, Text: msg.Text}}}
+	if !msg.Received.IsZero() {
+		e.Session = SessionOf(msg.Received, loc)
+	}
+	if strings.TrimSpace(reply.Text) != "" {
+		e.Said = append(e.Said, utterance{Speaker: strings.TrimSpace(reply.Speaker), Role: RoleAssistant, Text: reply.Text})
+	}
+	return recordExchange(ctx, st, e)
+}
+
+// Ingest stores a message and the reply to it as episodes (see the package
+// function). With the flat backend it stores nothing: MEMORIES.txt is the
+// working set the user reads, not a transcript.
+func (s *Service) Ingest(ctx context.Context, loc *time.Location, msg chat.Inbound, reply Reply) ([]int64, error) {
 	if s.flat {
 		return nil, nil
 	}
-	return RecordExchange(ctx, s.store, e)
+	return Ingest(ctx, s.store, loc, msg, reply)
 }

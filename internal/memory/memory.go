@@ -46,7 +46,7 @@ const (
 	SourceDream        Source = "dream"
 	SourceImport       Source = "import"
 	// SourceConversation marks the episodes written automatically for
-	// every exchange of a conversation (Service.RecordExchange).
+	// every exchange of a conversation (Ingest).
 	SourceConversation Source = "conversation"
 )
 
@@ -99,7 +99,7 @@ type Memory struct {
 	// neighbouring episodes of the same thread and session only.
 	Session string
 	// Speaker is who said an episode's text (a name as the channel gives
-	// it, or "assistant"); Role is their part in the exchange. Both are
+	// it, or the assistant's own name); Role is their part in the exchange. Both are
 	// "" for memories that are not utterances. Recall boosts a memory
 	// whose speaker the query names.
 	Speaker   string

@@ -78,10 +78,10 @@ func TestRecallReplyToMatchingQuestion(t *testing.T) {
 	tune := DefaultTuning
 	tune.Spread, tune.AnswerSpread, tune.LengthPrior = 0.5, 0.85, 0
 	s.SetTuning(tune)
-	say := func(who string, role Role, text string) Utterance {
-		return Utterance{Speaker: who, Role: role, Text: text}
+	say := func(who string, role Role, text string) utterance {
+		return utterance{Speaker: who, Role: role, Text: text}
 	}
-	ids, err := RecordExchange(ctx, s, Exchange{Thread: "chat", Session: "1", Said: []Utterance{
+	ids, err := recordExchange(ctx, s, exchange{Thread: "chat", Session: "1", Said: []utterance{
 		say("Ana", RoleUser, "I cooked all weekend, the kitchen is a mess"),
 		say("Ben", RoleAssistant, "Nice! Which dish turned out best in the end?"),
 		say("Ana", RoleUser, "A lemon risotto, creamy and bright"),
@@ -114,7 +114,7 @@ func TestRecallKeysOnStoredFields(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newStore(t)
 	fact := seed(t, s, Memory{Text: "Ana: the garden needs watering twice a week"})[0]
-	ep, err := RecordExchange(ctx, s, Exchange{Thread: "chat", Session: "2", Said: []Utterance{
+	ep, err := recordExchange(ctx, s, exchange{Thread: "chat", Session: "2", Said: []utterance{
 		{Speaker: "Ana", Role: RoleUser, Text: "The garden needs watering every evening now"},
 	}})
 	if err != nil {
@@ -136,11 +136,11 @@ func TestRecallKeysOnStoredFields(t *testing.T) {
 	}
 
 	// sessions: relevance does not spread across them
-	a, err := RecordExchange(ctx, s, Exchange{Thread: "t2", Session: "a", Said: []Utterance{{Role: RoleUser, Text: "which kayak should I rent on the lake"}}})
+	a, err := recordExchange(ctx, s, exchange{Thread: "t2", Session: "a", Said: []utterance{{Role: RoleUser, Text: "which kayak should I rent on the lake"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := RecordExchange(ctx, s, Exchange{Thread: "t2", Session: "b", Said: []Utterance{{Role: RoleAssistant, Text: "Bring sunscreen tomorrow"}}})
+	b, err := recordExchange(ctx, s, exchange{Thread: "t2", Session: "b", Said: []utterance{{Role: RoleAssistant, Text: "Bring sunscreen tomorrow"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestRecordExchange(t *testing.T) {
 	s, clk, path := newStore(t)
 	at := time.Date(2026, 2, 3, 9, 30, 0, 0, time.UTC)
 	for i := range 2 {
-		ids, err := RecordExchange(ctx, s, Exchange{Thread: "web:x", Session: SessionOf(at, nil), At: at, Said: []Utterance{
+		ids, err := recordExchange(ctx, s, exchange{Thread: "web:x", Session: SessionOf(at, nil), At: at, Said: []utterance{
 			{Role: RoleUser, Text: "Thanks!"},
 			{Role: RoleAssistant, Text: "  "},
 			{Role: RoleAssistant, Text: "You are welcome."},
@@ -189,14 +189,14 @@ func TestRecordExchange(t *testing.T) {
 	if f1 != f2 {
 		t.Errorf("facts with equal text stored twice (%d, %d)", f1, f2)
 	}
-	ids, err := RecordExchange(ctx, s, Exchange{Thread: "web:x", Said: []Utterance{
+	ids, err := recordExchange(ctx, s, exchange{Thread: "web:x", Said: []utterance{
 		{Role: RoleUser, Text: "my key is sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"},
 		{Role: RoleAssistant, Text: "Please do not paste keys here."},
 	}})
 	if !errors.Is(err, ErrSecret) || len(ids) != 1 {
 		t.Errorf("secret: ids %v, err %v; want the reply stored and ErrSecret", ids, err)
 	}
-	if _, err := RecordExchange(ctx, s, Exchange{Said: []Utterance{{Role: "narrator", Text: "x"}}}); !errors.Is(err, ErrInvalid) {
+	if _, err := recordExchange(ctx, s, exchange{Said: []utterance{{Role: "narrator", Text: "x"}}}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("unknown role: %v", err)
 	}
 	// links survive a reopen of the store

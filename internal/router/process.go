@@ -54,7 +54,8 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	// its first message (the seed is stored before the message): one wait,
 	// and the stored order is the order shown.
 	greet := r.needsSeed(ctx, j.thread)
-	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}, deliver, chat.Reply)
+	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Sender: j.sender, Received: j.received,
+		Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}, deliver, chat.Reply)
 	r.publishReplied(ctx, j, start, res, err)
 	if err == nil && r.o.Titles != nil {
 		r.o.Titles.Title(ctx, j.thread, j.text, res.Reply)

@@ -230,7 +230,7 @@ func (r *Router) processRedo(ctx context.Context, j *job) outcome {
 			return fail(fmt.Errorf("keep the replaced messages: %w", err))
 		}
 	}
-	in := agent.Input{Thread: j.thread, Kind: agent.KindUser, Text: plan.Text}
+	in := agent.Input{Thread: j.thread, Sender: j.sender, Kind: agent.KindUser, Text: plan.Text}
 	if plan.Resume {
 		// The message is stored: the turn answers the history as it is.
 		j.resume = true

@@ -50,6 +50,9 @@ var (
 	ErrEmptyText = errors.New("message has no text")
 	// ErrTooLarge: the message exceeds Options.MaxMessageBytes.
 	ErrTooLarge = errors.New("message too large")
+	// ErrOverheard: Handle or Submit was given a message the assistant only
+	// listens to (chat.Inbound.Overheard); only Receive takes those.
+	ErrOverheard = errors.New("an overheard message is remembered, not answered: hand it to Receive")
 )
 
 // Agent runs turns (*agent.Agent).
@@ -134,11 +137,20 @@ type Options struct {
 	// reply was delivered) and may give the conversation a title
 	// (conversations.titles: model).
 	Titles Titler
-	Logger *slog.Logger
+	// Listener, when set, remembers the messages the assistant only
+	// listens to (chat.Inbound.Overheard); without it they are dropped.
+	Listener Listener
+	Logger   *slog.Logger
 	// Migrations, when set, is the start's shared record of applied
 	// migrations (one read for every component); nil: this component
 	// reads its own.
 	Migrations *sqlite.Migrations
+}
+
+// Listener remembers a message not addressed to the assistant (the app's
+// episode writer: memory.Service.Ingest with no reply).
+type Listener interface {
+	Overheard(ctx context.Context, msg chat.Inbound) error
 }
 
 // Titler names conversations (see Options.Titles). It runs in the thread's
@@ -302,10 +314,29 @@ func (r *Router) Receive(ctx context.Context, msg chat.Inbound) error {
 	if err != nil {
 		return err
 	}
+	if msg.Overheard {
+		return r.overheard(ctx, msg, j.received)
+	}
 	if _, ok := r.intercept(ctx, msg); ok {
 		return nil
 	}
 	return r.accept(ctx, j)
+}
+
+// overheard remembers a message the assistant only listens to: no turn, no
+// reply, no inbox row; it returns once the listener stored it.
+func (r *Router) overheard(ctx context.Context, msg chat.Inbound, received time.Time) error {
+	if r.o.Listener == nil {
+		return nil
+	}
+	msg.Received = received
+	if msg.Address.Channel == "" {
+		msg.Address.Channel = msg.Address.Thread.Channel()
+	}
+	if err := r.o.Listener.Overheard(ctx, msg); err != nil {
+		return fmt.Errorf("remember a message on %s: %w", msg.Address.Thread, err)
+	}
+	return nil
 }
 
 // Interceptor takes a user message that answers something its thread waits
@@ -329,6 +360,9 @@ func (r *Router) intercept(ctx context.Context, msg chat.Inbound) (string, bool)
 // Result.SeedReply. If ctx ends first, Handle returns ctx's error and the
 // message is still answered (and stored).
 func (r *Router) Handle(ctx context.Context, msg chat.Inbound) (agent.Result, error) {
+	if msg.Overheard {
+		return agent.Result{}, ErrOverheard
+	}
 	j, err := r.inbound(msg)
 	if err != nil {
 		return agent.Result{Reply: "The message was not accepted: " + err.Error() + "."}, err
@@ -354,6 +388,9 @@ func (r *Router) Handle(ctx context.Context, msg chat.Inbound) (agent.Result, er
 // the error that ended the turn or command. If the router stops before the
 // message ran, it receives ErrStopped (the message stays in the inbox).
 func (r *Router) Submit(ctx context.Context, msg chat.Inbound) (<-chan error, error) {
+	if msg.Overheard {
+		return nil, ErrOverheard
+	}
 	j, err := r.inbound(msg)
 	if err != nil {
 		return nil, err

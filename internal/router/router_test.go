@@ -648,3 +648,75 @@ func FuzzValidCommandName(f *testing.F) {
 		}
 	})
 }
+
+// listened records overheard messages.
+type listened struct {
+	mu   sync.Mutex
+	msgs []chat.Inbound
+	err  error
+}
+
+func (l *listened) Overheard(_ context.Context, msg chat.Inbound) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	l.msgs = append(l.msgs, msg)
+	return nil
+}
+
+// A message the assistant only listens to is handed to the listener once
+// (with its time and channel filled in) and never answered, stored in the
+// conversation or queued; Handle and Submit refuse one; a listener's
+// failure is Receive's, so that the channel offers it again.
+func TestOverheardIsRememberedNotAnswered(t *testing.T) {
+	model := llmtest.Func(func(context.Context, llm.Request) (llm.Response, error) {
+		t.Error("an overheard message reached the model")
+		return llm.Response{Message: llm.AssistantText("no")}, nil
+	})
+	l := &listened{}
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	h := newHarness(t, model, nil, func(o *Options) {
+		o.Listener = l
+		o.Now = func() time.Time { return at }
+	})
+	h.run()
+	ctx := context.Background()
+	msg := chat.Inbound{Address: chat.Address{Thread: "web:room"}, Sender: chat.Sender{ID: "7", DisplayName: "Ines"},
+		Text: "see you at the lake", Overheard: true}
+	if err := h.router.Receive(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	want := msg
+	want.Address.Channel, want.Received = "web", at
+	if len(l.msgs) != 1 || !reflect.DeepEqual(l.msgs[0], want) {
+		t.Errorf("listener got %+v, want %+v", l.msgs, want)
+	}
+	if _, err := h.router.Handle(ctx, msg); !errors.Is(err, ErrOverheard) {
+		t.Errorf("Handle: %v, want ErrOverheard", err)
+	}
+	if _, err := h.router.Submit(ctx, msg); !errors.Is(err, ErrOverheard) {
+		t.Errorf("Submit: %v, want ErrOverheard", err)
+	}
+	l.err = errors.New("disk on fire")
+	if err := h.router.Receive(ctx, msg); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("a listener's failure: %v", err)
+	}
+	if got := roles(t, h.store, "web:room"); len(got) != 0 {
+		t.Errorf("overheard message stored in the conversation: %q", got)
+	}
+	if n := h.router.QueueDepth(); n != 0 {
+		t.Errorf("%d items queued", n)
+	}
+	select {
+	case s := <-h.web.out:
+		t.Errorf("delivered %+v", s)
+	default:
+	}
+	// Without a listener (memory.episodes off) it is dropped.
+	h2 := newHarness(t, model, nil, nil)
+	if err := h2.router.Receive(ctx, msg); err != nil {
+		t.Errorf("no listener: %v", err)
+	}
+}

@@ -154,6 +154,8 @@ type Incoming struct {
 	PhotoID, DocumentID, VoiceID string
 	DocumentName                 string
 	ReplyToBot                   bool
+	// Date is when it was sent (zero: now); Telegram keeps whole seconds.
+	Date time.Time
 }
 
 // Entity is a message entity (offsets in UTF-16 units).
@@ -183,8 +185,12 @@ func (s *Server) Send(in Incoming) int64 {
 	id := s.nextUpd
 	s.nextUpd++
 	s.nextMsg++
+	date := in.Date
+	if date.IsZero() {
+		date = time.Now()
+	}
 	msg := map[string]any{
-		"message_id": s.nextMsg, "date": time.Now().Unix(), "from": in.From, "chat": in.Chat,
+		"message_id": s.nextMsg, "date": date.Unix(), "from": in.From, "chat": in.Chat,
 	}
 	if in.Text != "" {
 		msg["text"] = in.Text
