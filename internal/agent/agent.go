@@ -490,6 +490,7 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string, parti
 		MaxResultChars: a.o.Loop.MaxResultChars,
 		MaxRepeats:     a.o.Loop.MaxRepeats,
 		Approver:       a.o.Loop.Approver,
+		Redact:         a.o.Loop.Redact,
 		Stream:         in.Stream,
 		OnToolCall:     in.OnToolCall,
 		OnToolResult:   in.OnToolResult,

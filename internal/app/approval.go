@@ -52,9 +52,11 @@ func (a *App) buildApprovals(ctx context.Context) error {
 	return nil
 }
 
-// loopOptions are the tool-loop options every inference shares.
+// loopOptions are the tool-loop options every inference shares: the
+// approvals, and the secrets redacted from every tool result as it leaves
+// the tool (before the model, the live frames and the journal see it).
 func (a *App) loopOptions() toolloop.Options {
-	return toolloop.Options{Approver: a.Approvals}
+	return toolloop.Options{Approver: a.Approvals, Redact: a.Secrets.Redact}
 }
 
 // deliverApproval shows an approval request (or its outcome) on the

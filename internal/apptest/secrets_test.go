@@ -170,6 +170,18 @@ func rawSSE(t *testing.T, w *WebHarness) (<-chan string, func()) {
 // the event log.
 func scanDatabase(t *testing.T, path, key string) {
 	t.Helper()
+	redacted := scanDatabaseFor(t, path, key)
+	for _, table := range []string{"interactions", "events"} {
+		if !redacted[table] {
+			t.Errorf("table %s holds no redacted error: the failed turns were not recorded", table)
+		}
+	}
+}
+
+// scanDatabaseFor fails the test if any text or blob in any table holds
+// key, and returns the tables that hold a redaction marker.
+func scanDatabaseFor(t *testing.T, path, key string) map[string]bool {
+	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, path)
 	if err != nil {
@@ -220,11 +232,7 @@ func scanDatabase(t *testing.T, path, key string) {
 		}
 		rows.Close()
 	}
-	for _, table := range []string{"interactions", "events"} {
-		if !redacted[table] {
-			t.Errorf("table %s holds no redacted error: the failed turns were not recorded", table)
-		}
-	}
+	return redacted
 }
 
 func queryStrings(t *testing.T, db *sql.DB, q string) []string {

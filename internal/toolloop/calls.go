@@ -35,7 +35,7 @@ func execute(ctx context.Context, t tool.Tool, c llm.ToolCall, args json.RawMess
 	res, err := safeCall(callCtx, t, args)
 	rec.Duration = time.Since(start)
 	if err == nil {
-		rec.Result = capContent(res.Content, opts.MaxResultChars)
+		rec.Result = capContent(opts.redact(res.Content), opts.MaxResultChars)
 		return rec
 	}
 	var msg string
@@ -54,7 +54,7 @@ func execute(ctx context.Context, t tool.Tool, c llm.ToolCall, args json.RawMess
 	}
 	rec.IsError = true
 	rec.Err = err
-	rec.Result = errorContent(msg, opts.MaxResultChars)
+	rec.Result = errorContent(opts.redact(msg), opts.MaxResultChars)
 	return rec
 }
 

@@ -89,6 +89,20 @@ type Options struct {
 	// Approver, when set, is asked before every valid call runs; see
 	// Approver.
 	Approver Approver
+	// Redact, when set, is applied to every call's result (and failure
+	// message) as it leaves the tool, before it is capped, sent to the
+	// model or reported (OnToolResult, OnMessage): secret values a tool
+	// returns (an MCP server printing its environment) reach neither the
+	// model, the live stream and response, nor the turn journal.
+	Redact func(string) string
+}
+
+// redact is Redact, or the text as it is.
+func (o Options) redact(text string) string {
+	if o.Redact == nil {
+		return text
+	}
+	return o.Redact(text)
 }
 
 func (o Options) withDefaults() Options {
@@ -710,7 +724,7 @@ func (l *loop) approve(ctx context.Context, t tool.Tool, c Call, args json.RawMe
 func (l *loop) failed(rec CallRecord, err error) CallRecord {
 	rec.IsError = true
 	rec.Err = err
-	rec.Result = errorContent(err.Error(), l.opts.MaxResultChars)
+	rec.Result = errorContent(l.opts.redact(err.Error()), l.opts.MaxResultChars)
 	return rec
 }
 

@@ -142,7 +142,7 @@ func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutc
 	}
 	opts := toolloop.Options{
 		MaxRounds: cmp.Or(sp.maxRounds, m.o.Loop.MaxRounds), Parallel: m.o.Loop.Parallel, CallTimeout: m.o.Loop.CallTimeout,
-		MaxResultChars: m.o.Loop.MaxResultChars, Approver: m.o.Loop.Approver,
+		MaxResultChars: m.o.Loop.MaxResultChars, Approver: m.o.Loop.Approver, Redact: m.o.Loop.Redact,
 		OnToolResult: func(r toolloop.CallRecord) { out.calls = append(out.calls, r) },
 		OnMessage:    save,
 	}
