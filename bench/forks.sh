@@ -54,8 +54,9 @@ go build -o "$work/starttime" ./bench/starttime
 "$work/starttime" -runs "$STARTS" -mode start "${bins[@]}"
 "$work/starttime" -runs "$STARTS" -mode send "${bins[@]}"
 # Package inits (no noise: what each build allocates and spends before main).
+forked=$(IFS='|'; echo "${mods[*]}" | sed 's/\./\\./g')
 for b in "${bins[@]}"; do
-  GODEBUG=inittrace=1 "$b" version 2>&1 >/dev/null | awk -v n="$(basename "$(dirname "$b")")" \
-    '$1 == "init" {ms += $5; bytes += $8; if ($2 ~ /goldmark|readability|mautrix|modernc.org\/memory/) {fms += $5; fb += $8}}
+  GODEBUG=inittrace=1 "$b" version 2>&1 >/dev/null | awk -v n="$(basename "$(dirname "$b")")" -v re="^($forked)(/|$)" \
+    '$1 == "init" {ms += $5; bytes += $8; if ($2 ~ re) {fms += $5; fb += $8}}
      END {printf "  %-24s package inits: %5.2f ms, %7.0f KB heap; of which the forked modules: %5.2f ms, %6.0f KB\n", n, ms, bytes/1000, fms, fb/1000}'
 done
