@@ -29,10 +29,21 @@ type fakeAPI struct {
 	applied  []string
 	models   []string
 	reverted []int64
+	answered []string
 }
 
 func (f *fakeAPI) services() *api.Services {
-	return &api.Services{Chat: fakeChat{f}, Threads: fakeThreads{}, World: fakeWorld{f}, Setup: fakeSetup{f}, Models: fakeModels{f}, Dreams: fakeDreams{f}, Conversations: fakeConversations{f}}
+	return &api.Services{Chat: fakeChat{f}, Threads: fakeThreads{}, World: fakeWorld{f}, Setup: fakeSetup{f}, Models: fakeModels{f}, Dreams: fakeDreams{f}, Conversations: fakeConversations{f}, Approvals: fakeApprovals{f}}
+}
+
+type fakeApprovals struct{ f *fakeAPI }
+
+func (fakeApprovals) Pending(context.Context, chat.ThreadID) ([]api.Approval, error) { return nil, nil }
+func (a fakeApprovals) Answer(_ context.Context, id string, approve bool, via string) (api.Approval, error) {
+	a.f.mu.Lock()
+	defer a.f.mu.Unlock()
+	a.f.answered = append(a.f.answered, id)
+	return api.Approval{ID: id, State: "approved"}, nil
 }
 
 type fakeDreams struct{ f *fakeAPI }
@@ -190,6 +201,9 @@ func TestAccessRules(t *testing.T) {
 		{name: "post message", method: "POST", path: "/api/v1/threads/web:t1/messages", body: `{"text":"hi"}`, ok: 200},
 		{name: "put world", method: "PUT", path: "/api/v1/world", body: `{"version":2}`, ok: 200},
 		{name: "setup", method: "POST", path: "/api/v1/setup/models", body: `{"values":{"base_url":"http://evil.example"}}`, ok: 200, setup: true},
+		// An approval lets a held call run: the token is needed in every
+		// mode, or a sandboxed command could approve its own request.
+		{name: "answer an approval", method: "POST", path: "/api/v1/approvals/ap_1", body: `{"approve":true}`, ok: 200, setup: true},
 		{name: "ws upgrade", method: "GET", path: "/api/v1/ws", ws: true, ok: http.StatusSwitchingProtocols},
 		{name: "get threads", method: "GET", path: "/api/v1/threads", ok: 200},
 		{name: "put thread model", method: "PUT", path: "/api/v1/threads/web:t1/model", body: `{"backend":"b"}`, ok: 200},

@@ -14,6 +14,12 @@ import (
 // WebSocket, which has no request context.
 const approvalTimeout = 10 * time.Second
 
+// approvalNeedsToken refuses an answer from a client without the token
+// (web.auth: none): any local process — a sandboxed command among them —
+// could otherwise approve the assistant's own requests.
+const approvalNeedsToken = "answering an approval request needs the access token, also with web.auth: none: " +
+	"sign in with the token kept in " + TokenFile + " in the data dir"
+
 // approvalFrame is the "approval" frame of a request or its outcome.
 func approvalFrame(t chat.ThreadID, a chat.Approval) *api.ServerFrame {
 	f := &api.ServerFrame{Type: api.FrameApproval, Thread: t, Approval: a.ID, Name: a.Tool,
@@ -51,6 +57,10 @@ func (w *Web) sendPending(c *wsConn, t chat.ThreadID) {
 func (w *Web) answerFrame(c *wsConn, f api.ClientFrame, fail func(string)) {
 	if w.svc.Approvals == nil {
 		fail("approvals are not enabled")
+		return
+	}
+	if !c.withToken {
+		fail(approvalNeedsToken)
 		return
 	}
 	if f.Approval == "" || f.Approve == nil {

@@ -120,10 +120,10 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("POST "+p+"/history/{rev}/restore", w.need("history", w.restoreRevision))
 
 	m.HandleFunc("GET "+p+"/approvals", w.need("approvals", w.listApprovals))
-	m.HandleFunc("POST "+p+"/approvals/{id}", w.need("approvals", w.answerApproval))
+	m.HandleFunc("POST "+p+"/approvals/{id}", w.need("approvals", tokenOnly(approvalNeedsToken, w.answerApproval)))
 
 	m.HandleFunc("GET "+p+"/setup", w.need("setup", w.setupForms))
-	m.HandleFunc("POST "+p+"/setup/{form}", w.need("setup", tokenOnly(w.applySetup)))
+	m.HandleFunc("POST "+p+"/setup/{form}", w.need("setup", tokenOnly(setupNeedsToken, w.applySetup)))
 
 	m.HandleFunc("POST "+p+"/telegram/approve", w.need("pairing", w.approvePairing("telegram")))
 
@@ -309,19 +309,24 @@ func authOf(r *http.Request) authKind {
 }
 
 // tokenOnly serves h only to requests that carry the token (bearer or
-// session cookie), also with web.auth: none: the setup form chooses the
-// model and its server, so a page that reaches an open port must not.
-func tokenOnly(h http.HandlerFunc) http.HandlerFunc {
+// session cookie), also with web.auth: none, and answers others 401 with
+// refusal: the setup form chooses the model and its server, and an
+// approval lets a held call run, so a page or a local process (a sandboxed
+// command) that reaches an open port must not.
+func tokenOnly(refusal string, h http.HandlerFunc) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
 		if !authOf(r).withToken() {
 			rw.Header().Set("WWW-Authenticate", `Bearer realm="reverie"`)
-			writeError(rw, http.StatusUnauthorized, "changing the setup needs the access token, also with web.auth: none: "+
-				"sign in with the token kept in "+TokenFile+" in the data dir")
+			writeError(rw, http.StatusUnauthorized, refusal)
 			return
 		}
 		h(rw, r)
 	}
 }
+
+// setupNeedsToken refuses a setup write without the token.
+const setupNeedsToken = "changing the setup needs the access token, also with web.auth: none: " +
+	"sign in with the token kept in " + TokenFile + " in the data dir"
 
 func isUpgrade(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")

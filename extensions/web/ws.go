@@ -236,8 +236,11 @@ type wsConn struct {
 	stop    context.CancelFunc         // ends ctx
 	threads map[chat.ThreadID]struct{} // guarded by hub.mu
 	session [32]byte                   // the session cookie's sum when it authenticated the upgrade
-	bucket  bucket                     // reader goroutine only
-	wg      sync.WaitGroup             // writer and pings
+	// withToken: the upgrade carried the token (bearer or session cookie);
+	// only such a connection answers approval requests.
+	withToken bool
+	bucket    bucket         // reader goroutine only
+	wg        sync.WaitGroup // writer and pings
 
 	mu      sync.Mutex
 	queue   [][]byte
@@ -434,6 +437,7 @@ func (w *Web) serveWS(rw http.ResponseWriter, r *http.Request) {
 	// websocket.Accept); the connection lives until either side closes.
 	ctx, cancel := context.WithCancel(context.Background())
 	c := newWSConn(ctx, ws, cancel)
+	c.withToken = authOf(r).withToken()
 	if authOf(r) == authCookie {
 		// Ending the session (POST /logout) closes the connection.
 		if ck, err := r.Cookie(SessionCookie); err == nil {
