@@ -234,8 +234,13 @@ func rssAnon(pid int) (int64, error) {
 	return 0, errors.New("no RssAnon in /proc/PID/status")
 }
 
+// episodesEnv turns episodes off when asked; on is the default (and
+// builds from before episodes existed know no such setting).
 func episodesEnv(on bool) []string {
-	return []string{"REVERIE_MEMORY__EPISODES=" + strconv.FormatBool(on)}
+	if on {
+		return nil
+	}
+	return []string{"REVERIE_MEMORY__EPISODES=false"}
 }
 
 func footprintCmd(ctx context.Context, o *owner, args []string) error {
@@ -340,37 +345,47 @@ func concurrencyCmd(ctx context.Context, o *owner, args []string) error {
 		}
 	}
 	rates := make([][]float64, len(bins))
+	cpus := make([][]float64, len(bins))
 	for r := range *runs {
 		for i, bin := range bins {
 			dir := filepath.Join(work, fmt.Sprintf("data-%d-%d", i, r))
-			rate, err := loadOnce(ctx, bin, dir, env, *clients, *turns)
+			res, err := loadOnce(ctx, bin, dir, env, *clients, *turns)
 			if err != nil {
 				return err
 			}
-			rates[i] = append(rates[i], rate)
+			rates[i] = append(rates[i], res.rate)
+			cpus[i] = append(cpus[i], res.cpu)
 			os.RemoveAll(dir)
 		}
 	}
-	fmt.Printf("%d clients × %d turns through HTTP, episodes %v, %d interleaved runs per build (turns/s):\n",
+	fmt.Printf("%d clients × %d turns through HTTP, episodes %v, %d interleaved runs per build:\n",
 		*clients, *turns, *episodes, *runs)
+	report("turns/s", bins, rates)
+	report("agent CPU ms/turn", bins, cpus)
+	return nil
+}
+
+// report prints each build's median, min and max of one figure, and the
+// ratio of its median to the first build's.
+func report(what string, bins []string, figs [][]float64) {
+	fmt.Printf(" %s:\n", what)
 	var base float64
 	for i, bin := range bins {
-		rs := slices.Clone(rates[i])
+		rs := slices.Clone(figs[i])
 		slices.Sort(rs)
 		med := rs[len(rs)/2]
 		if i == 0 {
 			base = med
 		}
-		fmt.Printf("  %-40s median %7.1f  min %7.1f  max %7.1f  ratio %.2f\n", bin, med, rs[0], rs[len(rs)-1], med/base)
+		fmt.Printf("  %-40s median %7.2f  min %7.2f  max %7.2f  ratio %.2f\n", bin, med, rs[0], rs[len(rs)-1], med/base)
 	}
-	return nil
 }
 
 // loadOnce starts bin on a fresh data dir and runs the load once; it
 // returns turns per second.
-func loadOnce(ctx context.Context, bin, dir string, env []string, clients, turns int) (float64, error) {
+func loadOnce(ctx context.Context, bin, dir string, env []string, clients, turns int) (result, error) {
 	if err := initData(bin, dir); err != nil {
-		return 0, err
+		return result{}, err
 	}
 	a, err := startAgent(bin, dir, env)
 	if err != nil && strings.Contains(err.Error(), `unknown key "memory.episodes"`) {
@@ -380,11 +395,15 @@ func loadOnce(ctx context.Context, bin, dir string, env []string, clients, turns
 		}))
 	}
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	defer a.stop()
 	if err := a.send(ctx, "web:warmup", "hello"); err != nil {
-		return 0, err
+		return result{}, err
+	}
+	cpu0, err := cpuTime(a.cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
 	}
 	errs := make(chan error, clients)
 	t0 := time.Now()
@@ -402,11 +421,43 @@ func loadOnce(ctx context.Context, bin, dir string, env []string, clients, turns
 	}
 	wg.Wait()
 	d := time.Since(t0)
+	cpu1, err := cpuTime(a.cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
 	close(errs)
 	if err := <-errs; err != nil {
+		return result{}, err
+	}
+	n := float64(clients * turns)
+	return result{rate: n / d.Seconds(), cpu: ms(cpu1-cpu0) / n}, nil
+}
+
+// result is one load's figures: turns per second, and the agent's CPU
+// time (user and system) per turn in ms.
+type result struct{ rate, cpu float64 }
+
+// cpuTime is the CPU time the process has used (utime + stime of
+// /proc/PID/stat).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
 		return 0, err
 	}
-	return float64(clients*turns) / d.Seconds(), nil
+	// The fields after the command name (in parentheses, which may hold
+	// spaces): state is field 3, utime 14, stime 15.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+	}
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(u+s) * tick, nil
 }
 
 // sleep waits d; an error when ctx ends first.

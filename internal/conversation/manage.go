@@ -326,6 +326,9 @@ func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Hit, error) {
 	if limit <= 0 {
 		limit = 50
 	}
+	if err := s.catchUpIndex(ctx); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
 	subLen, subPrefix := len(chat.SubSessionPrefix), chat.SubSessionPrefix
 	var out []Hit
 	rows, err := s.db.QueryContext(ctx,

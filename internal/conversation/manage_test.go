@@ -3,6 +3,7 @@ package conversation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -234,6 +235,63 @@ func TestSearch(t *testing.T) {
 	}
 	if _, err := s.Search(ctx, SearchQuery{Text: " !? "}); !errors.Is(err, ErrEmptyQuery) {
 		t.Errorf("empty query: %v", err)
+	}
+}
+
+// TestSearchIndexBatches: appends leave the search index behind by less
+// than a batch, the append that completes a batch indexes it, a search
+// indexes the rest first, and messages that are not indexed (system events)
+// or are deleted before their batch are never indexed twice or looked for.
+func TestSearchIndexBatches(t *testing.T) {
+	ctx := context.Background()
+	s, clk, db := newStore(t)
+	indexed := func() int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM messages_fts`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i := range ftsBatch - 2 {
+		mustAppend(t, s, "web:a", llm.UserText(fmt.Sprintf("walrus %d", i)))
+	}
+	if _, err := s.AppendFrom(ctx, "web:a", SourceSystemEvent, llm.UserText("[SYSTEM EVENT] walrus")); err != nil {
+		t.Fatal(err)
+	}
+	if n := indexed(); n != 0 {
+		t.Fatalf("%d messages indexed before a batch is complete, want 0", n)
+	}
+	mustAppend(t, s, "web:b", llm.UserText("walrus on b"))
+	if n := indexed(); n != ftsBatch-1 {
+		t.Fatalf("%d messages indexed once the batch is complete, want %d (the system event's left out)", n, ftsBatch-1)
+	}
+	gone := mustAppend(t, s, "web:c", llm.UserText("narwhal on c"), llm.AssistantText("a narwhal reply"))
+	if _, err := s.Archive(ctx, "web:c", gone[1]); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	if n, err := s.Purge(ctx, 0); err != nil || n != 2 {
+		t.Fatalf("purge = %d, %v; want 2", n, err)
+	}
+	mustAppend(t, s, "web:d", llm.UserText("narwhal on d"))
+	for range 2 { // the second search has nothing left to index
+		hits, err := s.Search(ctx, SearchQuery{Text: "narwhal"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []Hit // the titles match too
+		for _, h := range hits {
+			if h.MessageID != 0 {
+				msgs = append(msgs, h)
+			}
+		}
+		if len(msgs) != 1 || msgs[0].Thread != "web:d" {
+			t.Fatalf("message hits = %+v, want the message on web:d only", msgs)
+		}
+	}
+	if n := indexed(); n != ftsBatch {
+		t.Fatalf("%d messages indexed after the search, want %d", n, ftsBatch)
 	}
 }
 

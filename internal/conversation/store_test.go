@@ -50,8 +50,8 @@ func TestOpenMigratesOnce(t *testing.T) {
 		}
 	}
 	v, err := sqlite.Version(ctx, db, Component)
-	if err != nil || v != 3 {
-		t.Fatalf("schema version = %d, %v; want 3", v, err)
+	if err != nil || v != 4 {
+		t.Fatalf("schema version = %d, %v; want 4", v, err)
 	}
 }
 
