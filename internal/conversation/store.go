@@ -460,7 +460,7 @@ const ftsBatch = 32
 
 // indexPending adds the messages stored since the search index's mark to
 // it, within tx, and moves the mark past every stored message. What is
-// indexed is what the user and the assistant wrote (source ”, roles user
+// indexed is what the user and the assistant wrote (no source, roles user
 // and assistant): the text parts that are not inline data.
 func indexPending(ctx context.Context, tx *sql.Tx) error {
 	if _, err := tx.ExecContext(ctx,
