@@ -25,37 +25,41 @@ const reconcileTimeout = time.Minute
 func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 	cfg := a.Config.Memory
 	log := a.Logger.With("component", "memory")
-	var store memory.Store
+	// With memory.backend: mcp, facts go to the MCP memory server and the
+	// episodes stay in Reverie's own store (local_vector): the transcript
+	// never leaves the machine.
+	backend := memory.Backend(cfg.Backend)
 	if cfg.Backend == config.MemoryBackendMCP {
-		store = memory.NewRemote(mcpMemory{a: a, cfg: cfg.MCP}, a.opts.Now, log)
-	} else {
-		var emb embed.Embedder
-		var prev memory.Previous
-		if cfg.Backend != string(memory.BackendFlat) {
-			es := embedders{a: a, log: log}
-			e, fallback, err := es.forStore(ctx, cfg.Embedding)
-			if err != nil {
-				return err
-			}
-			emb, prev, a.embedFallback = e, es.previous(ctx), fallback
-		}
-		s, err := memory.Open(ctx, memory.Options{
-			Migrations: a.migrations,
-			Backend:    memory.Backend(cfg.Backend), DB: a.DB, DataDir: a.opts.DataDir, Embedder: emb, Previous: prev,
-			Now: a.opts.Now, Logger: log,
-		})
+		backend = memory.BackendLocalVector
+	}
+	var emb embed.Embedder
+	var prev memory.Previous
+	if backend != memory.BackendFlat {
+		es := embedders{a: a, log: log}
+		e, fallback, err := es.forStore(ctx, cfg.Embedding)
 		if err != nil {
-			return fmt.Errorf("open memory store: %w", err)
+			return err
 		}
-		store = s
-		if l, ok := s.(interface{ LoadIndex() }); ok {
-			// A one-shot process's turn recalls soon: load beside the
-			// rest of the start. An agent loads once ready (Run).
-			a.loadMemoryIndex = l.LoadIndex
-			if a.opts.OneShot {
-				l.LoadIndex()
-			}
+		emb, prev, a.embedFallback = e, es.previous(ctx), fallback
+	}
+	store, err := memory.Open(ctx, memory.Options{
+		Migrations: a.migrations,
+		Backend:    backend, DB: a.DB, DataDir: a.opts.DataDir, Embedder: emb, Previous: prev,
+		Now: a.opts.Now, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("open memory store: %w", err)
+	}
+	if l, ok := store.(interface{ LoadIndex() }); ok {
+		// A one-shot process's turn recalls soon: load beside the
+		// rest of the start. An agent loads once ready (Run).
+		a.loadMemoryIndex = l.LoadIndex
+		if a.opts.OneShot {
+			l.LoadIndex()
 		}
+	}
+	if cfg.Backend == config.MemoryBackendMCP {
+		store = memory.NewSplit(memory.NewRemote(mcpMemory{a: a, cfg: cfg.MCP}, a.opts.Now, log), store)
 	}
 	a.onClose("memory store", func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/scheduler"
@@ -31,7 +32,7 @@ func (a *App) buildWorkflows(ctx context.Context) error {
 		Migrations:       a.migrations,
 		DB:               a.DB,
 		Model:            a.Models.Model(modelrouter.RoleSubSessions),
-		Tools:            a.turnTools,
+		Tools:            a.workerTools(),
 		Profiles:         tool.Profiles(cfg.Profiles),
 		Deliver:          a.Router,
 		Events:           a.Bus,
@@ -115,6 +116,17 @@ func matchesTool(t tool.Tool, entries []string) bool {
 // threadTools are the tools of one turn in thread: the shared tool set and
 // spawn_sub_session, cancel_sub_session and list_sub_sessions bound to the
 // thread.
+// workerTools returns the tools background workers may be given: the
+// turn's, plus harvest_memory (the memory harvest's append_memory, storing
+// with source harvest), which the main agent never sees.
+func (a *App) workerTools() func() []tool.Tool {
+	if a.Memory == nil {
+		return a.turnTools
+	}
+	harvest := memory.HarvestTool(a.Memory)
+	return func() []tool.Tool { return append(a.turnTools(), harvest) }
+}
+
 func (a *App) threadTools(thread chat.ThreadID) []tool.Tool {
 	ts := a.turnTools()
 	if a.Workflows != nil {

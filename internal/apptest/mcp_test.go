@@ -176,4 +176,23 @@ memory:
 	if got := msgs[len(msgs)-1].Text; !strings.Contains(got, "Miso") {
 		t.Fatalf("reply = %q, want the memory from server-memory", got)
 	}
+	// The turn's episodes stay in Reverie's own store: the external server
+	// holds facts only, and recall finds the episodes locally.
+	if data, err := os.ReadFile(graph); err != nil || strings.Contains(string(data), "what is my cat called") {
+		t.Errorf("an episode reached the external memory server: %q, %v", data, err)
+	}
+	eps, err := h.App.Memory.List(ctx, memory.Filter{Kinds: []memory.Kind{memory.KindEpisode}})
+	if err != nil || len(eps) != 2 || eps[0].Thread != "test:mem" {
+		t.Fatalf("local episodes %+v, %v; want the message and the reply", eps, err)
+	}
+	// (server-memory matches the whole query as a substring: one word.)
+	res, err = h.App.Memory.Search(ctx, memory.Query{Text: "Miso", Peek: true})
+	var fact, episode bool
+	for _, r := range res {
+		fact = fact || r.Kind == memory.KindFact && strings.Contains(r.Text, "Miso")
+		episode = episode || r.Kind == memory.KindEpisode && r.Role == memory.RoleAssistant && strings.Contains(r.Text, "Miso")
+	}
+	if err != nil || !fact || !episode {
+		t.Errorf("recall over both stores (the external fact and the local reply): %+v, %v", res, err)
+	}
 }

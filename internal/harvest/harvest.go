@@ -2,7 +2,8 @@
 // conversations for personal facts and preferences that the assistant did
 // not store itself, by spawning a fire-and-forget sub-session worker (the
 // sub_sessions model pool) that reads the current memories and calls
-// append_memory for each new fact.
+// harvest_memory (append_memory labelling its memories source harvest) for
+// each new fact.
 //
 // # Triggers (per thread, either one)
 //
@@ -103,7 +104,8 @@ type Options struct {
 	IdleMinMessages    int           // 5
 	MaxMessageChars    int           // 2,000
 	MaxTranscriptChars int           // 60,000
-	// ToolNames are the worker's tools (append_memory and search_memory).
+	// ToolNames are the worker's tools (harvest_memory, the append_memory
+	// whose memories are labelled source harvest, and search_memory).
 	ToolNames []string
 	Now       func() time.Time
 	Logger    *slog.Logger
@@ -143,7 +145,7 @@ func New(ctx context.Context, o Options) (*Harvester, error) {
 		o.MaxTranscriptChars = 60_000
 	}
 	if len(o.ToolNames) == 0 {
-		o.ToolNames = []string{"append_memory", "search_memory"}
+		o.ToolNames = []string{"harvest_memory", "search_memory"}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -296,7 +298,7 @@ func (h *Harvester) logEntry(ctx context.Context, e interactions.Entry) {
 	}
 }
 
-const objective = `Read the conversation below and store every durable personal fact or preference about the user (people, places, work, health, habits, likes and dislikes, plans with dates, standing decisions) that is not already among the stored memories: call append_memory once per fact, with one self-contained sentence each (use search_memory when unsure whether something is already known). Skip small talk, one-off requests, things the assistant said about itself, and anything that looks like a password, key or token. When there is nothing new, store nothing. Finish with one line saying how many facts you stored.`
+const objective = `Read the conversation below and store every durable personal fact or preference about the user (people, places, work, health, habits, likes and dislikes, plans with dates, standing decisions) that is not already among the stored memories: call harvest_memory once per fact, with one self-contained sentence each (use search_memory when unsure whether something is already known). Skip small talk, one-off requests, things the assistant said about itself, and anything that looks like a password, key or token. When there is nothing new, store nothing. Finish with one line saying how many facts you stored.`
 
 // topicsObjective is added to the objective when the worker keeps the
 // world state's topics (%s: the tool's name).

@@ -151,7 +151,7 @@ func TestHarvestTranscriptAndPosition(t *testing.T) {
 			t.Errorf("context holds %q:\n%s", bad, r.Context)
 		}
 	}
-	if r.Parent != "" || r.Mode != "minimal" || strings.Join(r.ToolNames, ",") != "append_memory,search_memory" {
+	if r.Parent != "" || r.Mode != "minimal" || strings.Join(r.ToolNames, ",") != "harvest_memory,search_memory" {
 		t.Errorf("request %+v", r)
 	}
 	// Nothing new: nothing harvested again.

@@ -55,15 +55,38 @@ func Tools(svc *Service) []tool.Tool {
 	return []tool.Tool{appendTool(svc), updateTool(svc), searchTool(svc), forgetTool(svc)}
 }
 
+// HarvestToolName is the memory harvest worker's tool: append_memory
+// whose memories are labelled SourceHarvest.
+const HarvestToolName = "harvest_memory"
+
+// HarvestTool returns harvest_memory over svc: append_memory for the
+// memory harvest's worker, storing with source harvest (user_asked is
+// ignored: the worker mines a conversation, nobody asked it). It is offered
+// to background workers only (the harvest names it), never to the main
+// agent.
+func HarvestTool(svc *Service) tool.Tool {
+	return newAppendTool(svc, HarvestToolName,
+		"Store one durable fact the memory harvest found in the conversation (this is the harvest's append_memory). Duplicates are detected. Never store secrets (passwords, API keys, tokens): they are refused.",
+		SourceHarvest)
+}
+
 func appendTool(svc *Service) tool.Tool {
-	return tool.New("append_memory",
+	return newAppendTool(svc, "append_memory",
 		"Remember one new fact about the user or the world for the long term (preferred over update_memories). Duplicates are detected. Never store secrets (passwords, API keys, tokens): they are refused.",
+		SourceAgent, tool.WithCategories("memory"))
+}
+
+// newAppendTool is append_memory under name, storing with source src
+// (SourceUserExplicit instead when the user asked, unless src is
+// SourceHarvest).
+func newAppendTool(svc *Service, name, desc string, src Source, opts ...tool.Option) tool.Tool {
+	return tool.New(name, desc,
 		func(ctx context.Context, a appendArgs) (any, error) {
-			m := Memory{Text: a.Text, Kind: a.Kind, Source: SourceAgent}
+			m := Memory{Text: a.Text, Kind: a.Kind, Source: src}
 			if m.Kind == "" {
 				m.Kind = KindFact
 			}
-			if a.Explicit {
+			if a.Explicit && src != SourceHarvest {
 				m.Source = SourceUserExplicit
 			}
 			if a.When != "" {
@@ -82,7 +105,7 @@ func appendTool(svc *Service) tool.Tool {
 				return nil, toolError("remember", err)
 			}
 			return r, nil
-		}, tool.WithCategories("memory"))
+		}, opts...)
 }
 
 func updateTool(svc *Service) tool.Tool {
