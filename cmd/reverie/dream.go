@@ -13,7 +13,7 @@ import (
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/datadir"
-	"github.com/reverie-ai/reverie/internal/termtext"
+	"github.com/reverie-ai/reverie/termtext"
 )
 
 // newDreamCmd is `reverie dream`: consolidate now, list dreams, revert one.

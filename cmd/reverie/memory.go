@@ -15,7 +15,7 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/memory"
-	"github.com/reverie-ai/reverie/internal/termtext"
+	"github.com/reverie-ai/reverie/termtext"
 )
 
 // newMemoryCmd is `reverie memory`: the long-term memory from the command

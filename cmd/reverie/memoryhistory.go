@@ -13,7 +13,7 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/memory"
-	"github.com/reverie-ai/reverie/internal/termtext"
+	"github.com/reverie-ai/reverie/termtext"
 	"github.com/reverie-ai/reverie/internal/versioning"
 )
 

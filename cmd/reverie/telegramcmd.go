@@ -13,7 +13,7 @@ import (
 	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/sqlite"
-	"github.com/reverie-ai/reverie/internal/termtext"
+	"github.com/reverie-ai/reverie/termtext"
 )
 
 // newTelegramCmd is `reverie telegram`: the Telegram channel's pairing

@@ -6,7 +6,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/reverie-ai/reverie/internal/termtext"
+	"github.com/reverie-ai/reverie/termtext"
 )
 
 // editor is the input line of the terminal chat: a rune buffer with a

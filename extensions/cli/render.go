@@ -9,7 +9,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/reverie-ai/reverie/internal/termtext"
+	"github.com/reverie-ai/reverie/termtext"
 )
 
 // Limits of what a tool call shows (the rest is folded away).
