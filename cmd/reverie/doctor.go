@@ -23,10 +23,10 @@ import (
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
-	"github.com/reverie-ai/reverie/termtext"
 	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/tools/shell"
 	"github.com/reverie-ai/reverie/internal/world"
+	"github.com/reverie-ai/reverie/termtext"
 )
 
 // checkStatus is the outcome of one doctor check.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/memory"
-	"github.com/reverie-ai/reverie/termtext"
 	"github.com/reverie-ai/reverie/internal/versioning"
+	"github.com/reverie-ai/reverie/termtext"
 )
 
 // historyFiles is how many changed files a history line names.
