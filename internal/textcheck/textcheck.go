@@ -9,8 +9,10 @@ import (
 	"errors"
 	"math"
 	"regexp"
+	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The reasons a text is refused. Each owner wraps them with what the text
@@ -27,26 +29,55 @@ var (
 
 type secretPattern struct {
 	name string
+	// hint is true when the text may match re: a quick test of the
+	// literals every match holds, so that most texts are never run through
+	// the expression (LooksSecret is called for every stored message).
+	hint func(text string) bool
 	re   *regexp.Regexp
+}
+
+// holds returns a hint: whether text contains one of the literals.
+func holds(literals ...string) func(string) bool {
+	return func(text string) bool {
+		for _, l := range literals {
+			if strings.Contains(text, l) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// holdsFold is holds for a case-insensitive expression: ASCII text is
+// lower-cased and searched for the (lower-case) literals; other text may
+// always match (case folding matches a Kelvin sign as a k and a long s as
+// an s).
+func holdsFold(literals ...string) func(string) bool {
+	return func(text string) bool {
+		for i := 0; i < len(text); i++ {
+			if text[i] >= utf8.RuneSelf {
+				return true
+			}
+		}
+		return holds(literals...)(strings.ToLower(text))
+	}
 }
 
 // secretPatterns are compiled when first used (not in every process's
 // start-up).
 var secretPatterns = sync.OnceValue(func() []secretPattern {
 	return []secretPattern{
-		{"private key", regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)},
-		{"OpenAI-style key", regexp.MustCompile(`\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}`)},
-		{"AWS access key", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-		{"GitHub token", regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}`)},
-		{"Slack token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
-		{"Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`)},
-		{"JWT", regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}`)},
-		{"password", regexp.MustCompile(`(?i)\b(?:password|passwd|pwd|passphrase|api[_ -]?key|secret[_ -]?key|access[_ -]?token|auth[_ -]?token)\s*(?:[:=]|\bis\b)\s*\S+`)},
-		{"credentials in URL", regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@`)},
+		{"private key", holds("PRIVATE KEY-----"), regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)},
+		{"OpenAI-style key", holds("sk-"), regexp.MustCompile(`\bsk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}`)},
+		{"AWS access key", holds("AKIA", "ASIA"), regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
+		{"GitHub token", holds("gh", "github_pat_"), regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}`)},
+		{"Slack token", holds("xox"), regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
+		{"Google API key", holds("AIza"), regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`)},
+		{"JWT", holds("eyJ"), regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}`)},
+		{"password", holdsFold("pass", "pwd", "key", "token"), regexp.MustCompile(`(?i)\b(?:password|passwd|pwd|passphrase|api[_ -]?key|secret[_ -]?key|access[_ -]?token|auth[_ -]?token)\s*(?:[:=]|\bis\b)\s*\S+`)},
+		{"credentials in URL", holds("://"), regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@`)},
 	}
 })
-
-var tokenRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9+/=_\-]{32,}`) })
 
 // LooksSecret returns a short description of the first credential-like
 // pattern found in text, or "" when none is found. Recognised: private key
@@ -57,16 +88,41 @@ var tokenRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 // character).
 func LooksSecret(text string) string {
 	for _, p := range secretPatterns() {
-		if p.re.MatchString(text) {
+		if p.hint(text) && p.re.MatchString(text) {
 			return p.name
 		}
 	}
-	for _, tok := range tokenRe().FindAllString(text, -1) {
+	for _, tok := range longTokens(text) {
 		if highEntropy(tok) {
 			return "high-entropy token"
 		}
 	}
 	return ""
+}
+
+// longTokens returns the runs of at least 32 token bytes
+// ([A-Za-z0-9+/=_-]) of text, the matches of `[A-Za-z0-9+/=_\-]{32,}`,
+// without running the expression over every text.
+func longTokens(text string) []string {
+	var out []string
+	start := -1
+	for i := 0; i <= len(text); i++ {
+		if i < len(text) && isTokenByte(text[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= 32 {
+			out = append(out, text[start:i])
+		}
+		start = -1
+	}
+	return out
+}
+
+func isTokenByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=' || c == '_' || c == '-'
 }
 
 func highEntropy(tok string) bool {
