@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +21,7 @@ func newEvalCmd(g *globalFlags, env []string) *cobra.Command {
 		Short: "Evaluate parts of the assistant on public benchmarks",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newEvalLoCoMoCmd(g, env))
+	cmd.AddCommand(newEvalLoCoMoCmd(g, env), newEvalLongMemEvalCmd(g, env))
 	return cmd
 }
 
@@ -51,13 +49,9 @@ one is scored with them; the figures pool the held-out questions of every fold.`
 			if data == "" {
 				return exitError{code: 2, err: fmt.Errorf("--data FILE is required")}
 			}
-			var k []int
-			for _, s := range strings.Split(ks, ",") {
-				n, err := strconv.Atoi(strings.TrimSpace(s))
-				if err != nil || n < 1 {
-					return exitError{code: 2, err: fmt.Errorf("--k: %q is not a positive number", s)}
-				}
-				k = append(k, n)
+			k, err := parseKs(ks)
+			if err != nil {
+				return err
 			}
 			f, err := os.Open(data)
 			if err != nil {

@@ -182,6 +182,11 @@ func (a *App) memoryStatus(ctx context.Context) string {
 	if st.Error != "" {
 		s += "; last failure: " + a.Secrets.Redact(st.Error)
 	}
+	if a.memoryContext != nil {
+		if l, ok := a.memoryContext.Last(); ok {
+			s += fmt.Sprintf("; last turn's recall: %d lines, %d tokens", l.Lines, l.Tokens)
+		}
+	}
 	return s
 }
 

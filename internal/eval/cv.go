@@ -162,12 +162,18 @@ func objective(ctx context.Context, gs []*ingested, t memory.Tuning) (float64, e
 	return tl.report().Overall[10], nil
 }
 
-// fit chooses the knobs on gs by coordinate search from NeutralTuning:
-// CVSweeps passes, each trying every value of every knob in turn and
-// keeping the best (a tie keeps the current value).
+// fit chooses the knobs on gs (see search) for recall@10 over categories
+// 1–4.
 func fit(ctx context.Context, gs []*ingested) (memory.Tuning, float64, error) {
+	return search(func(t memory.Tuning) (float64, error) { return objective(ctx, gs, t) })
+}
+
+// search chooses the knobs by coordinate search from NeutralTuning:
+// CVSweeps passes, each trying every value of every knob in turn and
+// keeping the one that maximises obj (a tie keeps the current value).
+func search(obj func(memory.Tuning) (float64, error)) (memory.Tuning, float64, error) {
 	cur := NeutralTuning()
-	best, err := objective(ctx, gs, cur)
+	best, err := obj(cur)
 	if err != nil {
 		return cur, 0, err
 	}
@@ -180,7 +186,7 @@ func fit(ctx context.Context, gs []*ingested) (memory.Tuning, float64, error) {
 				}
 				t := cur
 				k.set(&t, v)
-				s, err := objective(ctx, gs, t)
+				s, err := obj(t)
 				if err != nil {
 					return cur, 0, err
 				}

@@ -156,13 +156,17 @@ func TestLoCoMoBadK(t *testing.T) {
 const devSplit = "shared/data/locomo/locomo-dev.json"
 
 // findDevSplit returns devSplit below the nearest directory above the
-// repository root that has it (../shared for a checkout next to it), or
-// ../shared's path when none has, for the error to name.
-func findDevSplit() string {
+// repository root that has it (see findShared).
+func findDevSplit() string { return findShared(devSplit) }
+
+// findShared returns rel below the nearest directory above the repository
+// root that has it (../shared for a checkout next to it), or ../rel's path
+// when none has, for the error to name.
+func findShared(rel string) string {
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
-	want := filepath.Join(filepath.Dir(root), devSplit)
+	want := filepath.Join(filepath.Dir(root), rel)
 	for dir := filepath.Dir(root); ; dir = filepath.Dir(dir) {
-		if p := filepath.Join(dir, devSplit); fileExists(p) {
+		if p := filepath.Join(dir, rel); fileExists(p) {
 			return p
 		}
 		if dir == filepath.Dir(dir) {

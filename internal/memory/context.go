@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/extension"
@@ -86,6 +87,58 @@ type RecallContext struct {
 	Budget int
 	// Count counts tokens (about four characters per token when nil).
 	Count func(string) int
+	// Gate decides which recalled memories earn a line (DefaultGate when
+	// zero).
+	Gate Gate
+
+	last atomic.Pointer[RecallStats] // the last turn's, for /status
+}
+
+// RecallStats is what a turn's recall put into the prompt.
+type RecallStats struct {
+	Lines  int // memory lines
+	Tokens int // tokens of the block, header included
+}
+
+// Last returns the stats of the last turn whose prompt this provider
+// built; ok is false before the first.
+func (r *RecallContext) Last() (st RecallStats, ok bool) {
+	if p := r.last.Load(); p != nil {
+		return *p, true
+	}
+	return RecallStats{}, false
+}
+
+// Gate is the relevance test a recalled memory passes to be shown in a
+// turn's prompt: a fixed top-k would fill the prompt with the least bad
+// of unrelated memories when nothing relevant is stored.
+type Gate struct {
+	// MinMatch is the share of the query's word weight (Scored.Match) a
+	// memory must hold.
+	MinMatch float64
+	// MinCosine lets a memory whose meaning is this close to the query's
+	// (Scored.Cosine) pass without the words (0: never).
+	MinCosine float32
+	// Ratio is the least score, relative to the best shown memory's, of
+	// the others.
+	Ratio float64
+	// MaxLines caps the lines shown.
+	MaxLines int
+}
+
+// DefaultGate is the gate of RecallContext when none is set, chosen on
+// LongMemEval's dev split for the fewest lines that still hold the
+// evidence (see README), and checked against a store of unrelated notes.
+var DefaultGate = Gate{MinMatch: 0.3, MinCosine: 0.6, Ratio: 0.3, MaxLines: 10}
+
+// pass reports whether s may be shown after best (the best memory shown
+// so far; nil for the first). A store that does not measure Match (an
+// external one) is trusted with its own ranking.
+func (g Gate) pass(s, best *Scored, measured bool) bool {
+	if measured && s.Match < g.MinMatch && (g.MinCosine <= 0 || s.Cosine < g.MinCosine) {
+		return false
+	}
+	return best == nil || s.Score >= g.Ratio*best.Score
 }
 
 // RecallContextLimit is how many memories a turn's recall considers at
@@ -99,14 +152,22 @@ const RecallContextPriority = 10
 // ContextPriority implements extension.ContextProvider.
 func (r *RecallContext) ContextPriority() int { return RecallContextPriority }
 
-// PromptContext implements extension.ContextProvider.
-func (r *RecallContext) PromptContext(ctx context.Context, req extension.ContextRequest) (string, error) {
-	if r.Service == nil || r.Service.Flat() || strings.TrimSpace(req.Query) == "" {
-		return "", nil
+// Recalled is what a turn's recall puts into the prompt.
+type Recalled struct {
+	Memories []Scored // the memories shown, best first
+	Text     string   // the block added to the prompt ("" when none)
+	Tokens   int      // its size in tokens, as Count measures them
+}
+
+// Recall chooses the memories a turn's prompt shows for query, without
+// recording an access to them (PromptContext does, for what it shows).
+func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, error) {
+	if r.Service == nil || r.Service.Flat() || strings.TrimSpace(query) == "" {
+		return Recalled{}, nil
 	}
 	ws, err := r.Service.readLines()
 	if err != nil {
-		return "", err
+		return Recalled{}, err
 	}
 	skip := normSet(ws)
 	budget := r.Budget
@@ -117,28 +178,35 @@ func (r *RecallContext) PromptContext(ctx context.Context, req extension.Context
 	if count == nil {
 		count = func(s string) int { return (utf8.RuneCountInString(s) + 3) / 4 }
 	}
-	// Peek, then count an access only for what the prompt really shows.
-	res, err := r.Service.Search(ctx, Query{Text: req.Query, Limit: RecallContextLimit, Peek: true})
+	res, err := r.Service.Search(ctx, Query{Text: query, Limit: RecallContextLimit, Peek: true})
 	if err != nil {
 		if errors.Is(err, ErrEmpty) {
-			return "", nil
+			return Recalled{}, nil
 		}
-		return "", fmt.Errorf("memory context: %w", err)
+		return Recalled{}, fmt.Errorf("memory context: %w", err)
 	}
-	var shown []int64
-	defer func() {
-		if len(shown) > 0 {
-			if err := r.Service.store.RecordAccess(ctx, shown, r.Service.now()); err != nil {
-				r.Service.log.Warn("record memory access", "err", err)
-			}
-		}
-	}()
+	gate := r.Gate
+	if gate == (Gate{}) {
+		gate = DefaultGate
+	}
+	_, measured := r.Service.store.(*VectorStore)
 	const header = "Long-term memories that may be relevant (recalled for this message):\n"
+	var out Recalled
 	var b strings.Builder
 	used := count(header)
-	n := 0
-	for _, s := range res {
+	for i := range res {
+		s := &res[i]
 		if skip[normalise(s.Memory.Text)] {
+			continue
+		}
+		var best *Scored
+		if len(out.Memories) > 0 {
+			best = &out.Memories[0]
+		}
+		if len(out.Memories) >= gate.MaxLines {
+			break
+		}
+		if !gate.pass(s, best, measured) {
 			continue
 		}
 		line := formatLine(s.Memory)
@@ -146,16 +214,39 @@ func (r *RecallContext) PromptContext(ctx context.Context, req extension.Context
 		if used+c > budget {
 			break
 		}
-		if n == 0 {
+		if len(out.Memories) == 0 {
 			b.WriteString(header)
 		}
 		used += c
-		n++
-		shown = append(shown, s.Memory.ID)
+		out.Memories = append(out.Memories, *s)
 		b.WriteString(line)
 		b.WriteByte('\n')
 	}
-	return strings.TrimRight(b.String(), "\n"), nil
+	if len(out.Memories) > 0 {
+		out.Text, out.Tokens = strings.TrimRight(b.String(), "\n"), used
+	}
+	return out, nil
+}
+
+// PromptContext implements extension.ContextProvider: the block of Recall,
+// with an access recorded for each memory it shows.
+func (r *RecallContext) PromptContext(ctx context.Context, req extension.ContextRequest) (string, error) {
+	rec, err := r.Recall(ctx, req.Query)
+	if err != nil {
+		return "", err
+	}
+	r.last.Store(&RecallStats{Lines: len(rec.Memories), Tokens: rec.Tokens})
+	if len(rec.Memories) == 0 {
+		return "", nil
+	}
+	shown := make([]int64, len(rec.Memories))
+	for i, m := range rec.Memories {
+		shown[i] = m.ID
+	}
+	if err := r.Service.store.RecordAccess(ctx, shown, r.Service.now()); err != nil {
+		r.Service.log.Warn("record memory access", "err", err)
+	}
+	return rec.Text, nil
 }
 
 var _ extension.ContextProvider = (*RecallContext)(nil)

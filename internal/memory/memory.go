@@ -124,6 +124,9 @@ type Scored struct {
 	TextRank int     // 1-based rank in the full-text candidates, 0 if absent
 	VecRank  int     // 1-based rank in the vector candidates, 0 if absent
 	Cosine   float32 // similarity to the query vector (0 when not a vector candidate)
+	// Match is the share, in [0,1], of the query's word weight (the idf
+	// of its content words) the memory's text holds.
+	Match float64
 }
 
 // Query is a recall request.

@@ -266,8 +266,13 @@ func (r *recallRun) top() []Scored {
 		cands = cands[:r.limit]
 	}
 	out := make([]Scored, len(cands))
+	ids := make([]int64, len(cands))
 	for i, c := range cands {
-		out[i] = Scored{Memory: Memory{ID: idx.ids[c.slot]}, Score: c.score, Fused: c.fused, TextRank: c.tr, VecRank: c.vr, Cosine: c.cos}
+		ids[i] = idx.ids[c.slot]
+	}
+	cover := r.s.text.coverage(r.text, r.skip, ids)
+	for i, c := range cands {
+		out[i] = Scored{Memory: Memory{ID: ids[i]}, Score: c.score, Fused: c.fused, TextRank: c.tr, VecRank: c.vr, Cosine: c.cos, Match: cover[i]}
 	}
 	return out
 }

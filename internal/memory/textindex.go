@@ -398,3 +398,54 @@ func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64
 	})
 	return h
 }
+
+// coverage returns, for each memory id, the share of the query's word
+// weight its text holds: the idf of the query's content-word stems it
+// contains over the idf of all of them (a stem counted once however often
+// it occurs), a stem no memory holds weighing as
+// one held by none (so a query about something never told is barely
+// covered by any memory). 0 for a memory not indexed or a query without
+// content words.
+func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64) []float64 {
+	out := make([]float64, len(ids))
+	N := float64(t.live)
+	// Lucene's idf, which stays positive for a word most memories hold (in
+	// a small store BM25's own would weigh it zero).
+	idf := func(df float64) float64 { return math.Log(1 + (N-df+0.5)/(df+0.5)) }
+	var total float64
+	weight := map[uint32]float64{}
+	seen := map[string]bool{}
+	for _, w := range embed.Words(query) {
+		if skip[w] || embed.IsStopWord(w) {
+			continue
+		}
+		st := embed.Stem(w)
+		if seen[st] {
+			continue
+		}
+		seen[st] = true
+		tid, ok := t.terms[st]
+		if !ok || t.df[tid] <= 0 {
+			total += idf(0)
+			continue
+		}
+		wt := idf(float64(t.df[tid]))
+		weight[tid] = wt
+		total += wt
+	}
+	if total <= 0 {
+		return out
+	}
+	for i, id := range ids {
+		d, ok := t.byID[id]
+		if !ok {
+			continue
+		}
+		var s float64
+		for _, tid := range t.docTerms[d] {
+			s += weight[tid]
+		}
+		out[i] = s / total
+	}
+	return out
+}

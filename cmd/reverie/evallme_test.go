@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// `reverie eval longmemeval` prints one JSON line with --json, a table
+// otherwise, embeds with --embedding's model, and refuses bad arguments
+// with a clear error.
+func TestEvalLongMemEvalCLI(t *testing.T) {
+	data := filepath.Join("..", "..", "internal", "eval", "testdata", "longmemeval-synthetic.json")
+	env := []string{"HOME=" + t.TempDir()}
+	code, out, errs := runCLI(t, env, "eval", "longmemeval", "--data", data, "--json", "--k", "1,5,10")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var rep struct {
+		Round      map[string]float64         `json:"round"`
+		Session    map[string]float64         `json:"session"`
+		ByType     map[string]json.RawMessage `json:"by_type"`
+		Questions  int                        `json:"questions"`
+		Abstention map[string]float64         `json:"abstention"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Questions != 2 || rep.Round["recall_all@10"] != 100 || rep.Session["recall_any@5"] != 100 || rep.ByType["multi-session"] == nil || rep.Abstention["questions"] != 1 {
+		t.Fatalf("report %s", out)
+	}
+	if code, out, errs := runCLI(t, env, "eval", "longmemeval", "--data", data); code != ExitOK || !strings.Contains(out, "session") || !strings.Contains(errs, "questions 3/3") {
+		t.Fatalf("table: exit %d\n%s\n%s", code, out, errs)
+	}
+	ol := llmtest.NewOllamaServer(t)
+	ol.AddModel("nomic-embed-text", 24)
+	code, out, errs = runCLI(t, append(env, "OLLAMA_HOST="+ol.URL()), "eval", "longmemeval", "--data", data, "--json", "--embedding", "ollama/nomic-embed-text")
+	if code != ExitOK || !strings.Contains(errs, "(24 dimensions)") || len(ol.Requests()) == 0 {
+		t.Fatalf("--embedding: exit %d, %d requests\n%s\n%s", code, len(ol.Requests()), out, errs)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no data", nil, "--data"},
+		{"bad k", []string{"--data", data, "--k", "0"}, "--k"},
+		{"missing file", []string{"--data", "/nonexistent.json"}, "open LongMemEval data"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errs := runCLI(t, env, append([]string{"eval", "longmemeval"}, c.args...)...)
+			if code == ExitOK || !strings.Contains(errs, c.want) {
+				t.Errorf("exit %d, stderr %q; want failure mentioning %q", code, errs, c.want)
+			}
+		})
+	}
+}
