@@ -131,6 +131,25 @@ type Gate struct {
 // evidence (see README), and checked against a store of unrelated notes.
 var DefaultGate = Gate{MinMatch: 0.3, MinCosine: 0.6, Ratio: 0.3, MaxLines: 10}
 
+// matchMeasurer is a store that tells which of its recalled memories carry
+// a measured Scored.Match.
+type matchMeasurer interface{ measuresMatch(m Memory) bool }
+
+// measuresMatch: every memory of the store is in its text index.
+func (s *VectorStore) measuresMatch(Memory) bool { return true }
+
+// measuresMatch: the episodes, recalled from the local store; the external
+// server's facts carry no Match.
+func (s *SplitStore) measuresMatch(m Memory) bool {
+	mm, ok := s.episodes.(matchMeasurer)
+	return ok && m.Kind == KindEpisode && mm.measuresMatch(m)
+}
+
+var (
+	_ matchMeasurer = (*VectorStore)(nil)
+	_ matchMeasurer = (*SplitStore)(nil)
+)
+
 // pass reports whether s may be shown after best (the best memory shown
 // so far; nil for the first). A store that does not measure Match (an
 // external one) is trusted with its own ranking.
@@ -189,7 +208,7 @@ func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, err
 	if gate == (Gate{}) {
 		gate = DefaultGate
 	}
-	_, measured := r.Service.store.(*VectorStore)
+	mm, _ := r.Service.store.(matchMeasurer)
 	const header = "Long-term memories that may be relevant (recalled for this message):\n"
 	var out Recalled
 	var b strings.Builder
@@ -206,7 +225,7 @@ func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, err
 		if len(out.Memories) >= gate.MaxLines {
 			break
 		}
-		if !gate.pass(s, best, measured) {
+		if !gate.pass(s, best, mm != nil && mm.measuresMatch(s.Memory)) {
 			continue
 		}
 		line := formatLine(s.Memory)
