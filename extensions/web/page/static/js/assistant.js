@@ -8,6 +8,7 @@
 import { h, $, fill, fmtTime, fmtRelative, debounce, toast } from './dom.js';
 import * as api from './api.js';
 import { currentThread } from './chat.js';
+import { render } from './markdown.js';
 
 const SECTIONS = [
   { id: 'memories', label: 'Memories', feature: 'memories', view: memoriesView },
@@ -93,8 +94,18 @@ const pill = (text, cls = '') => h('span', { class: 'pill ' + cls }, text);
 
 const KINDS = ['fact', 'preference', 'episode', 'procedure', 'opinion'];
 
+// What the list shows: what Reverie knows about you first (facts,
+// preferences, procedures, opinions); the conversation's episodes — every
+// message and reply, stored automatically — behind the filter.
+const SHOW = [
+  { value: 'facts', label: 'What it knows', kinds: KINDS.filter((k) => k !== 'episode') },
+  { value: 'episodes', label: 'Conversation episodes', kinds: ['episode'] },
+  { value: 'all', label: 'Everything', kinds: [] },
+];
+
 function memoriesView(body, live) {
   const search = h('input', { type: 'search', id: 'mem-search', placeholder: 'Search memories…', 'aria-label': 'Search memories' });
+  const show = h('select', { id: 'mem-show', 'aria-label': 'Show' }, SHOW.map((x) => h('option', { value: x.value }, x.label)));
   const list = h('ul', { id: 'mem-list', class: 'as-list' });
   const text = h('textarea', { id: 'mem-new', rows: 2, placeholder: 'Something Reverie should remember about you', 'aria-label': 'New memory' });
   const kind = h('select', { id: 'mem-new-kind', 'aria-label': 'Kind' }, KINDS.map((k) => h('option', { value: k }, k)));
@@ -106,28 +117,43 @@ function memoriesView(body, live) {
     text.value = '';
     load();
   });
-  fill(body, head('Memories', 'What Reverie remembers about you. Search, correct (the earlier text is kept as history) or forget for good.', search), add, list);
+  fill(body, head('Memories', 'What Reverie remembers about you. Search, correct (the earlier text is kept as history) or forget for good. ' +
+    'Every message and reply is also kept as a conversation episode: choose them in the filter.', show, search), add, list);
   const load = async () => {
     const q = search.value.trim();
+    const kinds = (SHOW.find((x) => x.value === show.value) || SHOW[0]).kinds;
+    const kind = kinds.length ? kinds.join(',') : undefined;
     let res;
     try {
-      res = await api.get('/memories' + api.q(q ? { q, limit: 50 } : { limit: 100 }));
+      res = await api.get('/memories' + api.q(q ? { q, kind, limit: 50 } : { kind, limit: 100 }));
     } catch (err) {
       if (live()) fill(list, failedText(err, 'load the memories'));
       return;
     }
     if (!live()) return;
-    const ms = (res && res.memories) || [];
+    let ms = (res && res.memories) || [];
+    // Everything: what it knows first, then the episodes (each part in the
+    // server's order: newest first, or best match first).
+    if (!kind) ms = [...ms.filter((m) => m.kind !== 'episode'), ...ms.filter((m) => m.kind === 'episode')];
     fill(list, ms.length ? ms.map((m) => memoryItem(m, load)) : h('li', { class: 'muted' }, q ? 'Nothing found.' : 'No memories yet.'));
   };
   search.addEventListener('input', debounce(load, 250));
+  show.addEventListener('change', load);
   load();
+}
+
+// memoryText shows a memory's text: an episode (a message or a reply, often
+// Markdown) rendered, anything else as written.
+function memoryText(m) {
+  if (m.kind !== 'episode') return h('p', { class: 'as-text' }, m.text);
+  const who = m.speaker || m.role || '';
+  return h('div', { class: 'as-text as-episode md' }, who ? h('div', { class: 'muted small as-speaker' }, who) : null, render(m.text));
 }
 
 function memoryItem(m, reload) {
   const li = h('li', { class: 'card as-item', dataset: { id: m.id } });
   const view = () => fill(li,
-    h('p', { class: 'as-text' }, m.text),
+    memoryText(m),
     h('div', { class: 'as-meta' }, pill(m.kind), h('span', { class: 'muted small' }, `${m.source} · ${fmtRelative(m.created_at)}` + (m.access_count ? ` · recalled ${m.access_count}×` : ''))),
     h('div', { class: 'row as-actions' },
       btn('Edit', edit),
