@@ -310,6 +310,15 @@ type Pairer interface {
 	IsOwner(senderID string) bool
 }
 
+// SharedThreads is a channel some of whose threads other people read too
+// (Telegram groups): an approval request from such a thread shows its data
+// only in the owner's private thread, where it is answered.
+type SharedThreads interface {
+	// SharedThread reports whether thread is read by others and, if so,
+	// the owner's private thread ("" when the channel has none).
+	SharedThread(thread chat.ThreadID) (private chat.ThreadID, shared bool)
+}
+
 // Paired is who a pairing code let in.
 type Paired struct {
 	Channel string

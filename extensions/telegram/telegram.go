@@ -352,6 +352,20 @@ func (t *Telegram) isAllowed(ctx context.Context, user int64) (bool, error) {
 	return t.store.approved(ctx, user)
 }
 
+// SharedThread implements extension.SharedThreads: a group's thread (a
+// negative chat id) is shared; the owner's private chat is the first of
+// telegram.allowed_users (a private chat's id is its user's id).
+func (t *Telegram) SharedThread(thread chat.ThreadID) (chat.ThreadID, bool) {
+	id, err := threadChat(thread)
+	if err != nil || id > 0 {
+		return "", false
+	}
+	if len(t.cfg.AllowedUsers) == 0 {
+		return "", true
+	}
+	return chat.NewThreadID(ChannelName, strconv.FormatInt(t.cfg.AllowedUsers[0], 10)), true
+}
+
 // IsOwner implements extension.Pairer: the owners are telegram.allowed_users
 // (people let in by pairing are not).
 func (t *Telegram) IsOwner(senderID string) bool {
@@ -462,6 +476,7 @@ var (
 	_ extension.HealthChecker            = (*Telegram)(nil)
 	_ extension.StreamingChannelProvider = (*Telegram)(nil)
 	_ extension.Pairer                   = (*Telegram)(nil)
+	_ extension.SharedThreads            = (*Telegram)(nil)
 	_ extension.ToolProvider             = (*Telegram)(nil)
 	_ extension.SetupProvider            = (*Telegram)(nil)
 	_ extension.Stopper                  = (*Telegram)(nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/approval"
 	"github.com/reverie-ai/reverie/internal/router"
@@ -35,6 +36,7 @@ func (a *App) buildApprovals(ctx context.Context) error {
 		ShellNetwork: cfg.Shell.Network,
 		Deliver:      approval.DeliverFunc(a.deliverApproval),
 		CanAsk:       a.canAsk,
+		Shared:       a.sharedThread,
 		Tool:         a.findTool,
 		History:      a.history,
 		FromUser:     func(text string) bool { return !strings.HasPrefix(text, agent.SystemEventPrefix) },
@@ -75,6 +77,19 @@ func (a *App) deliverApproval(ctx context.Context, out chat.Outbound) error {
 func (a *App) canAsk(channel string) bool {
 	_, ok := a.Kernel.Channel(channel)
 	return ok
+}
+
+// sharedThread asks the thread's channel whether others read it (a
+// Telegram group) and where its owner is asked privately instead.
+func (a *App) sharedThread(thread chat.ThreadID) (chat.ThreadID, bool) {
+	ch, ok := a.Kernel.Channel(thread.Channel())
+	if !ok {
+		return "", false
+	}
+	if st, ok := ch.(extension.SharedThreads); ok {
+		return st.SharedThread(thread)
+	}
+	return "", false
 }
 
 // history returns a thread's stored messages.

@@ -86,6 +86,12 @@ type Options struct {
 	// Deliver shows requests and outcomes to the user (nil: nowhere; the
 	// requests can still be listed and answered).
 	Deliver Deliverer
+	// Shared reports whether thread is read by other people too (a group
+	// chat) and, if so, the owner's private thread where its requests are
+	// shown and answered instead ("" when there is none: they are answered
+	// on the web page or the API only); the shared thread gets a note
+	// without the call's data. nil: every thread is private.
+	Shared func(thread chat.ThreadID) (private chat.ThreadID, shared bool)
 	// CanAsk reports whether a turn on channel can ask its user (a running
 	// channel that shows requests); a call there that needs approval is
 	// refused at once with ErrCannotAsk otherwise. nil: every channel can.
@@ -408,12 +414,32 @@ func (s *Service) AnswerText(ctx context.Context, thread chat.ThreadID, text str
 	if !ok {
 		return Record{}, false, nil
 	}
-	pending, err := s.Pending(ctx, thread)
-	if err != nil || len(pending) == 0 {
+	all, err := s.Pending(ctx, "")
+	if err != nil {
 		return Record{}, false, err
+	}
+	// A request is answered where it was shown: its thread, or for a
+	// shared thread (a group) the owner's private thread — never by the
+	// group's other members.
+	pending := slices.DeleteFunc(all, func(r Record) bool { return s.askThread(r.Thread) != thread })
+	if len(pending) == 0 {
+		return Record{}, false, nil
 	}
 	rec, err = s.Answer(ctx, pending[0].ID, approve, "text")
 	return rec, err == nil, err
+}
+
+// askThread is where the requests of thread are shown and answered by
+// text: thread itself, or the owner's private thread for a shared one
+// ("" when there is none).
+func (s *Service) askThread(thread chat.ThreadID) chat.ThreadID {
+	if s.o.Shared == nil {
+		return thread
+	}
+	if private, shared := s.o.Shared(thread); shared {
+		return private
+	}
+	return thread
 }
 
 // Intercept implements router.Interceptor: a plain yes or no on a thread
@@ -535,9 +561,41 @@ func (s *Service) deliver(ctx context.Context, rec Record) {
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := s.o.Deliver.Deliver(dctx, out); err != nil {
-		s.log.Warn("could not show an approval request; it can still be answered on the web page", "id", rec.ID, "channel", rec.Channel, "err", err)
+	if ask := s.askThread(rec.Thread); ask != rec.Thread {
+		// A group sees that something waits, not what: the request
+		// (tool, arguments, reason) goes to the owner's private chat.
+		note := chat.Outbound{Address: out.Address, Kind: chat.Notify, Text: sharedNote(rec, ask != "")}
+		if err := s.o.Deliver.Deliver(dctx, note); err != nil {
+			s.log.Warn("could not tell a shared thread about an approval request", "id", rec.ID, "thread", rec.Thread, "err", err)
+		}
+		if ask == "" {
+			return
+		}
+		out.Address = chat.Address{Channel: ask.Channel(), Thread: ask}
+		if rec.State == chat.ApprovalPending {
+			out.Text += "\n(Asked in the group chat " + string(rec.Thread) + "; only you see this.)"
+		}
 	}
+	if err := s.o.Deliver.Deliver(dctx, out); err != nil {
+		s.log.Warn("could not show an approval request; it can still be answered on the web page", "id", rec.ID, "channel", out.Address.Channel, "err", err)
+	}
+}
+
+// sharedNote is what a shared thread (a group) is told of rec: its state,
+// never its tool, arguments or reason.
+func sharedNote(rec Record, privately bool) string {
+	switch rec.State {
+	case chat.ApprovalApproved:
+		return "The owner approved the held action."
+	case chat.ApprovalDenied:
+		return "The owner denied the held action."
+	case chat.ApprovalExpired:
+		return "The held action was not approved, so it did not run."
+	}
+	if privately {
+		return "An action waits for the owner's approval; the request was sent to the owner privately."
+	}
+	return "An action waits for the owner's approval, on the web page."
 }
 
 // maxShownArgs bounds the arguments quoted in a text request.
