@@ -7,6 +7,7 @@
 //
 //	go run ./bench/turnload footprint [-turns 20,500,1500,2500] [-settle 60s] BIN
 //	go run ./bench/turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=false] BIN [BIN…]
+//	go run ./bench/turnload memories [-n 10000,100000] [-settle 60s] BIN
 //
 // footprint: the agent's private memory (RssAnon, from /proc/PID/status)
 // once idle (-settle after ready), then, in one conversation, right after
@@ -20,6 +21,12 @@
 // turn); the builds' runs are interleaved (A B A B …) so that a shared
 // machine slows them alike; the medians are given with their ratio to the
 // first build's.
+//
+// memories: the agent's RssAnon and Pss on a data dir holding N long-term
+// memories (a fifth of each kind, episodes in 50 conversations; stored
+// through the memory store with the default offline embedder, as the agent
+// stores them), -settle after ready (the index loads in the background)
+// and -settle after one turn (which recalls from them).
 package main
 
 import (
@@ -28,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -43,13 +51,17 @@ import (
 
 	"github.com/reverie-ai/reverie/api/client"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
 const usage = `usage:
   turnload footprint [-turns 20,500,1500,2500] [-settle 60s] [-episodes=true] BIN
-  turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=true] BIN [BIN…]`
+  turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=true] BIN [BIN…]
+  turnload memories [-n 10000,100000] [-settle 60s] BIN`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -67,6 +79,8 @@ func main() {
 		err = footprintCmd(ctx, o, os.Args[2:])
 	case "concurrency":
 		err = concurrencyCmd(ctx, o, os.Args[2:])
+	case "memories":
+		err = memoriesCmd(ctx, o, os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		o.close()
@@ -222,16 +236,26 @@ func message(client, n int) string {
 
 // rssAnon reads the process's RssAnon in KiB.
 func rssAnon(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return procKiB(fmt.Sprintf("/proc/%d/status", pid), "RssAnon:")
+}
+
+// pss reads the process's proportional set size in KiB.
+func pss(pid int) (int64, error) {
+	return procKiB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
+}
+
+// procKiB reads the figure in kB of the line of file that starts with key.
+func procKiB(file, key string) (int64, error) {
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+		if v, ok := strings.CutPrefix(line, key); ok {
 			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		}
 	}
-	return 0, errors.New("no RssAnon in /proc/PID/status")
+	return 0, fmt.Errorf("no %s in %s", key, file)
 }
 
 // episodesEnv turns episodes off when asked; on is the default (and
@@ -481,4 +505,132 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func memoriesCmd(ctx context.Context, o *owner, args []string) error {
+	fs := flag.NewFlagSet("memories", flag.ExitOnError)
+	counts := fs.String("n", "10000,100000", "numbers of memories, one data dir each")
+	settle := fs.Duration("settle", 60*time.Second, "idle wait before each sample")
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		return errors.New(usage)
+	}
+	bin, err := filepath.Abs(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	env := startModel(o)
+	for f := range strings.SplitSeq(*counts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return fmt.Errorf("-n: %q is not a list of counts", *counts)
+		}
+		if err := memoriesOnce(ctx, bin, env, n, *settle); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func memoriesOnce(ctx context.Context, bin string, env []string, n int, settle time.Duration) error {
+	work, err := os.MkdirTemp("", "turnload")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	dir := filepath.Join(work, "data")
+	if err := initData(bin, dir); err != nil {
+		return err
+	}
+	// The first start makes reverie.db with every component's tables.
+	a, err := startAgent(bin, dir, env)
+	if err != nil {
+		return err
+	}
+	a.stop()
+	t0 := time.Now()
+	if err := seedMemories(ctx, filepath.Join(dir, "reverie.db"), n); err != nil {
+		return err
+	}
+	fmt.Printf("%s agent, %d memories (stored in %.0f s):\n", bin, n, time.Since(t0).Seconds())
+	if a, err = startAgent(bin, dir, env); err != nil {
+		return err
+	}
+	defer a.stop()
+	pid := a.cmd.Process.Pid
+	sample := func(label string) error {
+		anon, err1 := rssAnon(pid)
+		p, err2 := pss(pid)
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
+		fmt.Printf("  %-34s RssAnon %7d KiB (%5.1f MiB)  Pss %7d KiB\n", label, anon, float64(anon)/1024, p)
+		return nil
+	}
+	if err := sleep(ctx, settle); err != nil {
+		return err
+	}
+	if err := sample(fmt.Sprintf("idle, %v after ready", settle)); err != nil {
+		return err
+	}
+	if err := a.send(ctx, "web:memories", "what did Anna say about the trip to Lyon?"); err != nil {
+		return err
+	}
+	if err := sleep(ctx, settle); err != nil {
+		return err
+	}
+	return sample(fmt.Sprintf("one turn, %v later", settle))
+}
+
+// seedMemories stores n synthetic memories in the database at path through
+// the memory store, with the agent's default (offline) embedder.
+func seedMemories(ctx context.Context, path string, n int) error {
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	s, err := memory.OpenVector(ctx, db, embed.NewOffline(embed.DefaultDimensions), nil, nil, memory.DefaultTuning)
+	if err != nil {
+		return err
+	}
+	defer s.Shutdown(ctx)
+	r := rand.New(rand.NewPCG(1, 2))
+	const batch = 500
+	for i := 0; i < n; i += batch {
+		ms := make([]memory.Memory, 0, batch)
+		for j := i; j < min(i+batch, n); j++ {
+			m := memory.Memory{Text: memoryText(r, j), Kind: memory.Kinds[j%len(memory.Kinds)]}
+			if m.Kind == memory.KindEpisode {
+				// episodes of 50 conversations, 40 per session
+				m.Source, m.Thread, m.Session, m.Role = memory.SourceConversation, "web:c"+strconv.Itoa(j%50), strconv.Itoa(j/2000), memory.RoleUser
+			}
+			ms = append(ms, m)
+		}
+		if _, err := s.AddBatch(ctx, ms); err != nil {
+			return fmt.Errorf("store memories: %w", err)
+		}
+	}
+	return nil
+}
+
+var (
+	seedNames  = []string{"Anna", "Ben", "Chloé", "Dmitri", "Emeka", "Fatima", "Giulia", "Hiro", "Ines", "Jonas"}
+	seedThings = []string{"bike", "garden", "piano", "boat", "kitchen", "camera", "novel", "tent", "violin", "car"}
+	seedPlaces = []string{"Lyon", "Oslo", "Kyoto", "Lisbon", "Nairobi", "Quebec", "Porto", "Seville", "Tallinn", "Cusco"}
+	seedTimes  = []string{"last May", "in 2023", "yesterday", "two weeks ago", "on Sunday", "every spring"}
+)
+
+// memoryText is the i-th synthetic memory: varied words, unique by its
+// number.
+func memoryText(r *rand.Rand, i int) string {
+	p := func(l []string) string { return l[r.IntN(len(l))] }
+	switch r.IntN(3) {
+	case 0:
+		return fmt.Sprintf("%s fixed the %s in %s %s and said it was worth it (#%d)", p(seedNames), p(seedThings), p(seedPlaces), p(seedTimes), i)
+	case 1:
+		return fmt.Sprintf("The user prefers the %s over the %s, especially with %s (#%d)", p(seedThings), p(seedThings), p(seedNames), i)
+	default:
+		return fmt.Sprintf("%s: we took the %s to %s %s for the weekend (#%d)", p(seedNames), p(seedThings), p(seedPlaces), p(seedTimes), i)
+	}
 }

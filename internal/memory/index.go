@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"unique"
 
 	"github.com/reverie-ai/reverie/internal/embed"
 )
@@ -43,6 +44,17 @@ func (m *meta) chained() bool { return m.kind == KindEpisode && m.thread != "" }
 
 // chainKey identifies the chain of a thread's session.
 func (m *meta) chainKey() string { return m.thread + "\x00" + m.session }
+
+// intern returns the canonical copy of s (unique.Make): the index's
+// memories of one thread, session, speaker, kind or role share one string
+// instead of each holding the copy it was read or made with (at 100k
+// memories read from the database, five strings each).
+func intern[S ~string](s S) S {
+	if s == "" {
+		return s
+	}
+	return S(unique.Make(string(s)).Value())
+}
 
 // normSpeaker is the form speakers are compared in: the words of the name,
 // lower-cased (embed.Words), joined by single spaces.
@@ -131,6 +143,8 @@ func (x *index) put(id int64, m meta, vec []float32) {
 // speaker counts; a change of thread or session leaves the links as they
 // were (the episode stays where it was told).
 func (x *index) setMeta(s int, m meta) {
+	m.kind, m.role = intern(m.kind), intern(m.role)
+	m.thread, m.session, m.speaker = intern(m.thread), intern(m.session), intern(m.speaker)
 	old := &x.metas[s]
 	x.dropSpeaker(old.speaker)
 	m.prev, m.next = old.prev, old.next
