@@ -17,6 +17,10 @@ type Call struct {
 	Agent string
 	// Depth is the sub-session nesting depth (0 for the main agent).
 	Depth int
+	// Background marks work nobody watches as it runs (a scheduled AI
+	// task): a call that needs the user's approval is refused, not asked
+	// about.
+	Background bool
 }
 
 // WithCall returns ctx carrying c.

@@ -35,6 +35,8 @@ type options struct {
 	readOnly     bool
 	inOrder      bool
 	readsPrivate bool
+	untrusted    bool
+	destinations func(json.RawMessage) []Destination
 	categories   []string
 	describe     func() string
 }
@@ -70,10 +72,10 @@ func InOrder() Option {
 }
 
 // ReadsPrivateData marks the tool as one whose results carry the user's
-// private data (memories, files, stored values). The approval policy uses
-// it: once such a tool has answered in a turn, sending data out (fetch_url
-// to a host the user did not name) needs the user's approval. See
-// ReadsPrivate.
+// private data (memories, files, stored values). It describes the tool; the
+// approval rule does not key on it, since private data is always in the
+// prompt (memories): it keys on untrusted input (UntrustedResults) and on
+// outward calls (SendsOut). See ReadsPrivate.
 func ReadsPrivateData() Option {
 	return func(o *options) { o.readsPrivate = true }
 }
@@ -212,6 +214,8 @@ func New[A any](name, description string, fn func(ctx context.Context, args A) (
 			readOnly:    o.readOnly,
 			inOrder:     o.inOrder,
 			private:     o.readsPrivate,
+			untrusted:   o.untrusted,
+			dest:        o.destinations,
 			categories:  slices.Clone(o.categories),
 		},
 		fn: fn,
@@ -237,6 +241,8 @@ type meta struct {
 	readOnly   bool
 	inOrder    bool
 	private    bool
+	untrusted  bool
+	dest       func(json.RawMessage) []Destination
 	categories []string
 }
 
@@ -246,7 +252,18 @@ func (m *meta) Schema() json.RawMessage { return m.schema() }
 func (m *meta) ReadOnly() bool          { return m.readOnly }
 func (m *meta) InOrder() bool           { return m.inOrder }
 func (m *meta) ReadsPrivate() bool      { return m.private }
-func (m *meta) Categories() []string    { return slices.Clone(m.categories) }
+func (m *meta) UntrustedResults() bool  { return m.untrusted }
+func (m *meta) SendsOut() bool          { return m.dest != nil }
+
+// Destinations is SendsOut's function applied to args (nil when the tool
+// is not outward).
+func (m *meta) Destinations(args json.RawMessage) []Destination {
+	if m.dest == nil {
+		return nil
+	}
+	return m.dest(args)
+}
+func (m *meta) Categories() []string { return slices.Clone(m.categories) }
 
 // ValidateArgs checks args against the compiled schema.
 func (m *meta) ValidateArgs(args json.RawMessage) error {

@@ -123,6 +123,8 @@ func NewRaw(name, description string, schema json.RawMessage, fn RawHandler, opt
 			readOnly:    o.readOnly,
 			inOrder:     o.inOrder,
 			private:     o.readsPrivate,
+			untrusted:   o.untrusted,
+			dest:        o.destinations,
 			categories:  o.categories,
 		},
 		fn: fn,

@@ -339,7 +339,7 @@ func (m *Matrix) sendFileTool() tool.Tool {
 				return nil, fmt.Errorf("send %s: %w", a.Path, err)
 			}
 			return map[string]any{"ok": true, "sent_as": kind, "thread": string(th)}, nil
-		}, tool.WithCategories("orchestration"))
+		}, tool.SendsOutTo(sendFileDestinations), tool.WithCategories("orchestration"))
 }
 
 // sendFile uploads data (encrypted first in an encrypted room) and sends
@@ -384,4 +384,13 @@ func (m *Matrix) sendFile(ctx context.Context, room id.RoomID, name string, data
 		return "", err
 	}
 	return strings.TrimPrefix(string(content.MsgType), "m."), nil
+}
+
+// sendFileDestinations: the file goes to the thread named, or to this
+// conversation (no destination of its own) when none is.
+func sendFileDestinations(a sendFileArgs) []tool.Destination {
+	if strings.TrimSpace(a.Thread) == "" {
+		return nil
+	}
+	return []tool.Destination{{Thread: strings.TrimSpace(a.Thread), Data: strings.TrimSpace("the file " + a.Path + " " + a.Caption)}}
 }

@@ -452,7 +452,17 @@ func (s *server) wrap(t *sdk.Tool) (tool.Tool, error) {
 	call := func(ctx context.Context, args json.RawMessage) (tool.Result, error) {
 		return s.call(ctx, remote, args)
 	}
-	opts := []tool.Option{tool.WithCategories("mcp", "mcp:"+s.name)}
+	// An MCP server's answers come from outside. Its tools can reach the
+	// open world (MCP's openWorldHint, true unless the server says false):
+	// where a call's data goes is the server's business, so it can go
+	// anywhere.
+	opts := []tool.Option{tool.WithCategories("mcp", "mcp:"+s.name), tool.UntrustedResults()}
+	if t.Annotations == nil || t.Annotations.OpenWorldHint == nil || *t.Annotations.OpenWorldHint {
+		server := s.name
+		opts = append(opts, tool.SendsOut(func(args json.RawMessage) []tool.Destination {
+			return []tool.Destination{{Anywhere: "the MCP server " + server + " and whatever it reaches", Data: string(args)}}
+		}))
+	}
 	tl, err := tool.NewRaw(name, desc, schema, call, opts...)
 	if err != nil {
 		// The validator knows JSON Schema 2020-12; servers often declare

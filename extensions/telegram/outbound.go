@@ -342,7 +342,7 @@ func (t *Telegram) sendFileTool() tool.Tool {
 				kind = "photo"
 			}
 			return map[string]any{"ok": true, "sent_as": kind, "thread": string(th)}, nil
-		}, tool.WithCategories("orchestration"))
+		}, tool.SendsOutTo(sendFileDestinations), tool.WithCategories("orchestration"))
 }
 
 func isImage(name string) bool {
@@ -378,4 +378,13 @@ func (t *Telegram) SetupSchema(ctx context.Context) extension.SetupSchema {
 func (t *Telegram) ApplySetup(ctx context.Context, values extension.SetupValues) error {
 	_, err := t.ApprovePairing(ctx, values["code"])
 	return err
+}
+
+// sendFileDestinations: the file goes to the thread named, or to this
+// conversation (no destination of its own) when none is.
+func sendFileDestinations(a sendFileArgs) []tool.Destination {
+	if strings.TrimSpace(a.Thread) == "" {
+		return nil
+	}
+	return []tool.Destination{{Thread: strings.TrimSpace(a.Thread), Data: strings.TrimSpace("the file " + a.Path + " " + a.Caption)}}
 }

@@ -152,6 +152,27 @@ func readTemplate(dir, rel string) (string, error) {
 
 // seedText returns the seed prompt for lang: prompts/SEED_<lang>.txt, else
 // the English one (from the data dir, else shipped).
+// AppWritten reports whether text, a user-role message the user did not
+// write, is the application's own: the conversation seed (from the data
+// directory dir, in language lang, as a seed turn or before a greeting) or
+// a supervisor's note. Other system events carry what happened elsewhere
+// (a worker's report, a task's answer), which can hold outside content.
+func AppWritten(dir, lang, text string) bool {
+	body, ok := strings.CutPrefix(text, SystemEventPrefix)
+	if !ok {
+		return false
+	}
+	if strings.HasPrefix(body, SupervisorPrefix) {
+		return true
+	}
+	seed, err := seedText(dir, lang)
+	if err != nil || strings.TrimSpace(seed) == "" {
+		return false
+	}
+	seed = strings.TrimSpace(seed)
+	return body == seed || body == seed+"\n\n"+GreetNote
+}
+
 func seedText(dir, lang string) (string, error) {
 	if lang != "" && lang != datadir.DefaultLanguage {
 		s, err := readOptional(filepath.Join(dir, filepath.FromSlash(datadir.SeedPrompt(lang))))

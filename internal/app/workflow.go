@@ -152,7 +152,7 @@ func (s schedulerSubSessions) SpawnScheduled(ctx context.Context, req scheduler.
 		thread = s.a.mainThread(ctx)
 	}
 	res, err := s.a.Workflows.Spawn(ctx, workflow.SpawnRequest{
-		Objective: req.Objective, Mode: prompt.ModeFull, Parent: thread, TaskID: req.TaskID,
+		Objective: req.Objective, Mode: prompt.ModeFull, Parent: thread, TaskID: req.TaskID, Taint: req.Taint,
 	})
 	if err != nil {
 		return "", err

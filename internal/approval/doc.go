@@ -1,13 +1,25 @@
 // Package approval holds tool calls back until the user approves them.
 //
-// A policy per tool (Policy; configured as tools.approval) says when a call
-// needs approval: never, always, when a url argument names a host the user
-// did not name in the conversation (new_hosts), the same only once a tool
-// that reads private data (tool.ReadsPrivateData) has answered in the turn
-// (new_hosts_after_private, the default for fetch_url), when the shell has
-// network access (network), or when a channel argument names a channel
-// other than the one the turn came from (other_channels, the default for
-// send_to_channel). Decide is the policy table, a pure function.
+// The rule (Decide, a pure function, with policy Untrusted): once the
+// conversation a call was made in holds untrusted input — a result of a
+// tool declared tool.UntrustedResults, or a user-role message the user did
+// not write — a call of an outward tool (tool.SendsOut) needs approval
+// unless each of its destinations (tool.Destination) was fixed before that
+// input arrived: a URL the user wrote, a host the user named before the
+// first untrusted input and from which none came, the turn's own
+// conversation (Facts). The whole conversation the model sees is read, so
+// untrusted input of earlier turns counts until it leaves the history
+// window. A further destination of a running call (a redirect fetch_url
+// follows) is asked about through the tool loop's gate (tool.Gate,
+// toolloop.ApprovalRequest.Further). Service.Taint tells the tool loop
+// whether a call's conversation is tainted (toolloop.Tainter); work started
+// from such a call (a sub-session, a scheduled AI task) stores and inherits
+// it (tool.WithTaint).
+//
+// Policies per tool (Policy; configured as tools.approval): Untrusted (the
+// default of outward tools), NewDestinations (any unfixed destination, the
+// default of the tools that message other conversations), Always, Never.
+// The policies of earlier versions load as special cases (Canonical).
 //
 // Service implements toolloop.Approver. A call that needs approval becomes
 // a durable record (the approvals table: id, thread, call, tool, arguments,
@@ -29,7 +41,7 @@
 // "superseded"): a thread runs one turn at a time, so they are stale, and
 // the user's "yes" answers the request the turn waits on.
 //
-// Background workers (sub-session threads, or calls outside any turn) have
-// nobody to ask: a call of theirs that needs approval is denied at once,
-// with that reason.
+// Background workers (sub-session threads, scheduled tasks
+// (tool.Call.Background), or calls outside any turn) have nobody to ask: a
+// call of theirs that needs approval is denied at once, with that reason.
 package approval

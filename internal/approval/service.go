@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,8 +82,6 @@ type Options struct {
 	Policies map[string]Policy
 	// Timeout is how long a request waits (default DefaultTimeout).
 	Timeout time.Duration
-	// ShellNetwork says the shell runs with network access (Network).
-	ShellNetwork bool
 	// Deliver shows requests and outcomes to the user (nil: nowhere; the
 	// requests can still be listed and answered).
 	Deliver Deliverer
@@ -96,8 +95,10 @@ type Options struct {
 	// channel that shows requests); a call there that needs approval is
 	// refused at once with ErrCannotAsk otherwise. nil: every channel can.
 	CanAsk func(channel string) bool
-	// Tool finds a tool by name, to tell which earlier results of a turn
-	// read private data (nil: only the tool being asked about is known).
+	// Tool finds a tool by name, to tell which earlier results of a
+	// conversation are untrusted input and where their calls went (nil:
+	// every tool result counts as untrusted input). A result of a tool
+	// it does not know (an MCP server removed since) counts as untrusted.
 	Tool func(name string) (tool.Tool, bool)
 	// History returns a thread's stored messages, read when a call comes
 	// without the conversation it was made in (a call of an interrupted
@@ -105,9 +106,14 @@ type Options struct {
 	// call is judged without it.
 	History func(ctx context.Context, thread chat.ThreadID) ([]llm.Message, error)
 	// FromUser reports whether a user-role message's text was written by
-	// the user, not injected by the system (system events, the seed);
-	// nil: every user message counts.
+	// the user, not injected by the system (system events, the seed); a
+	// message that was not is untrusted input. nil: every user message
+	// counts as the user's.
 	FromUser func(text string) bool
+	// AppWritten reports whether a user-role message the user did not
+	// write (FromUser false) is the application's own text (the
+	// conversation seed), which is not untrusted input; nil: none is.
+	AppWritten func(text string) bool
 	// Events receives TopicRequested and TopicDecided (nil: none).
 	Events Publisher
 	// Secrets are redacted from the arguments and the reason before they
@@ -182,15 +188,65 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	return &Service{o: opts, log: opts.Logger, waiters: map[string]*waiter{}, wake: make(chan struct{}, 1)}, nil
 }
 
-// PolicyFor returns the policy of the tool called name.
-func (s *Service) PolicyFor(name string) Policy {
+// PolicyFor returns the policy of t, called name: the configured one, else
+// DefaultPolicies' entry, else Untrusted for an outward tool
+// (tool.SendsOut) and Never for the others.
+func (s *Service) PolicyFor(t tool.Tool, name string) Policy {
 	if p, ok := s.o.Policies[name]; ok {
-		return p
+		return p.Canonical()
 	}
 	if p, ok := DefaultPolicies()[name]; ok {
 		return p
 	}
+	if o, ok := t.(tool.Outward); ok && o.SendsOut() {
+		return Untrusted
+	}
 	return Never
+}
+
+// destinations are where a call of t with args can carry data: what t
+// declares (tool.SendsOut), else what its arguments name.
+func destinations(t tool.Tool, args json.RawMessage) []tool.Destination {
+	if t != nil {
+		if d, ok := tool.DestinationsOf(t, args); ok {
+			return d
+		}
+	}
+	return argsDestinations(args)
+}
+
+// background reports whether a call has nobody to ask: a sub-session's,
+// a scheduled task's, or one outside any turn.
+func background(call tool.Call, inTurn bool) bool {
+	return !inTurn || call.Thread == "" || call.Thread.IsSubSession() || call.Background || call.Thread.Channel() == ""
+}
+
+// Taint reports whether the conversation of req holds untrusted input,
+// and what it was (toolloop.Tainter): the tool loop hands it to the call,
+// so that work the call starts in the background (a sub-session, an AI
+// task) inherits it.
+func (s *Service) Taint(ctx context.Context, req toolloop.ApprovalRequest) (tool.Taint, bool) {
+	call, inTurn := tool.CallFrom(ctx)
+	req, err := s.withHistory(ctx, req, call, inTurn)
+	if err != nil {
+		// Unknown: assume the worst.
+		return tool.Taint{Source: "a conversation that could not be read"}, true
+	}
+	f := s.facts(ctx, req, background(call, inTurn))
+	return tool.Taint{Source: f.Taint}, f.Taint != ""
+}
+
+// withHistory fills req.Messages from the stored thread when the call
+// came without them (a call of an interrupted round run again).
+func (s *Service) withHistory(ctx context.Context, req toolloop.ApprovalRequest, call tool.Call, inTurn bool) (toolloop.ApprovalRequest, error) {
+	if len(req.Messages) == 0 && inTurn && call.Thread != "" && s.o.History != nil {
+		msgs, err := s.o.History(ctx, call.Thread)
+		if err != nil {
+			return req, fmt.Errorf("approval: read the conversation: %w", err)
+		}
+		req.Messages = msgs
+	}
+	return req, nil
 }
 
 // Approve implements toolloop.Approver: it returns nil when the call may
@@ -204,11 +260,12 @@ func (s *Service) PolicyFor(name string) Policy {
 // say now — or takes its answer, when the user answered while no call
 // waited.
 func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) error {
-	policy := s.PolicyFor(req.Call.Name)
+	policy := s.PolicyFor(req.Tool, req.Call.Name)
 	if policy == Never {
 		return nil
 	}
 	call, inTurn := tool.CallFrom(ctx)
+	bg := background(call, inTurn)
 	channel := call.Thread.Channel()
 	// What is stored and shown: the arguments without secret values.
 	args := string(s.o.Secrets.RedactJSON(req.Call.Arguments))
@@ -226,23 +283,22 @@ func (s *Service) Approve(ctx context.Context, req toolloop.ApprovalRequest) err
 		}
 	}
 	if rec.ID == "" {
+		var err error
+		if req, err = s.withHistory(ctx, req, call, inTurn); err != nil {
+			return err
+		}
 		sit := Situation{
-			Tool: req.Call.Name, Arguments: req.Call.Arguments, Channel: channel, Thread: string(call.Thread),
-			ShellNetwork: s.o.ShellNetwork,
+			Tool: req.Call.Name, Destinations: destinations(req.Tool, req.Call.Arguments),
+			Thread: string(call.Thread), Facts: s.facts(ctx, req, bg), Redirect: req.Further,
 		}
-		if len(req.Messages) == 0 && inTurn && call.Thread != "" && s.o.History != nil {
-			msgs, err := s.o.History(ctx, call.Thread)
-			if err != nil {
-				return fmt.Errorf("approval: read the conversation: %w", err)
-			}
-			req.Messages = msgs
+		if !bg {
+			sit.Channel = channel
 		}
-		sit.UserHosts, sit.PrivateRead = s.scan(req)
 		need, reason := Decide(policy, sit)
 		if !need {
 			return nil
 		}
-		if !inTurn || call.Thread == "" || call.Thread.IsSubSession() || channel == "" {
+		if bg {
 			return fmt.Errorf("%w (%s)", ErrNobodyToAsk, reason)
 		}
 		if s.o.CanAsk != nil && !s.o.CanAsk(channel) {
@@ -352,46 +408,97 @@ func verdict(state chat.ApprovalState) error {
 	}
 }
 
-// scan reads the conversation the call was made in: the hosts the user
-// named, and whether a tool reading private data answered since the last
-// user-role message (the start of the turn).
-func (s *Service) scan(req toolloop.ApprovalRequest) (hosts []string, private bool) {
-	turnStart := 0
-	for i, m := range req.Messages {
-		if m.Role != llm.RoleUser {
+// facts reads the conversation a call was made in, all of it that the
+// model sees (earlier turns too): the URLs and hosts the user wrote, and
+// the untrusted input in it and where it came from. A background
+// worker's conversation has no message of the user's (its objective or
+// prompt was written by a model), and starts tainted when the work was
+// started from a tainted conversation (tool.TaintFrom).
+func (s *Service) facts(ctx context.Context, req toolloop.ApprovalRequest, bg bool) Facts {
+	var f Facts
+	if t, ok := tool.TaintFrom(ctx); ok {
+		f.Taint = t.Source
+	}
+	calls := map[string]llm.ToolCall{}
+	taint := func(source string, hosts ...string) {
+		if f.Taint == "" {
+			f.Taint = source
+		}
+		for _, h := range hosts {
+			if h != "" && !slices.Contains(f.TaintHosts, h) {
+				f.TaintHosts = append(f.TaintHosts, h)
+			}
+		}
+	}
+	for _, m := range req.Messages {
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llm.ToolCall:
+				calls[p.ID] = p
+			case llm.ToolResult:
+				t, untrusted := s.untrusted(p.Name)
+				if !untrusted {
+					continue
+				}
+				var hosts []string
+				if c, ok := calls[p.CallID]; ok {
+					for _, d := range destinations(t, c.Arguments) {
+						if d.URL != "" {
+							hosts = append(hosts, hostOf(d.URL))
+						}
+					}
+				}
+				var final struct {
+					URL string `json:"url"`
+				}
+				if json.Unmarshal([]byte(p.Content), &final) == nil && final.URL != "" {
+					hosts = append(hosts, hostOf(final.URL))
+				}
+				source := "a " + p.Name + " result"
+				if len(hosts) > 0 {
+					source += " from " + hosts[0]
+				}
+				taint(source, hosts...)
+			}
+		}
+		if m.Role != llm.RoleUser || bg {
 			continue
 		}
-		turnStart = i
 		text := m.Text()
 		if s.o.FromUser != nil && !s.o.FromUser(text) {
+			if s.o.AppWritten == nil || !s.o.AppWritten(text) {
+				taint("a message you did not write")
+			}
 			continue
 		}
-		for _, h := range HostsIn(text) {
-			if !slices.Contains(hosts, h) {
-				hosts = append(hosts, h)
-			}
+		f.UserURLs = appendNew(f.UserURLs, URLsIn(text)...)
+		if f.Taint == "" {
+			f.UserHosts = appendNew(f.UserHosts, HostsIn(text)...)
 		}
 	}
-	for _, m := range req.Messages[turnStart:] {
-		for _, p := range m.Parts {
-			r, ok := p.(llm.ToolResult)
-			if !ok || r.IsError {
-				continue
-			}
-			if s.readsPrivate(r.Name) {
-				return hosts, true
-			}
-		}
-	}
-	return hosts, false
+	return f
 }
 
-func (s *Service) readsPrivate(name string) bool {
+// untrusted reports whether the results of the tool called name are
+// untrusted input, with the tool when it is known.
+func (s *Service) untrusted(name string) (tool.Tool, bool) {
 	if s.o.Tool == nil {
-		return false
+		return nil, true
 	}
 	t, ok := s.o.Tool(name)
-	return ok && tool.ReadsPrivate(t)
+	if !ok {
+		return nil, true
+	}
+	return t, tool.ReturnsUntrusted(t)
+}
+
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		if !slices.Contains(list, it) {
+			list = append(list, it)
+		}
+	}
+	return list
 }
 
 // Answer decides a pending request: approve or deny. via says how the
@@ -776,3 +883,4 @@ func newID() string {
 }
 
 var _ toolloop.Approver = (*Service)(nil)
+var _ toolloop.Tainter = (*Service)(nil)

@@ -123,7 +123,7 @@ func TestPromptInjectionNeedsApproval(t *testing.T) {
 	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:inj", Text: "please summarise " + in.page.URL + "/recipes"})
 	asked := approvalFrameOf(t, c, "pending")
 	if asked.Name != "fetch_url" || !strings.Contains(string(asked.Arguments), "127.0.0.2") ||
-		!strings.Contains(asked.Text, "127.0.0.2") || !strings.Contains(asked.Text, "private data") || asked.Deadline == nil {
+		!strings.Contains(asked.Text, "127.0.0.2") || !strings.Contains(asked.Text, "content from outside") || asked.Deadline == nil {
 		t.Fatalf("approval frame = %+v", asked)
 	}
 	if n := in.exfilHits.Load(); n != 0 {

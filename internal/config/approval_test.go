@@ -9,6 +9,13 @@ import (
 )
 
 func TestToolsApproval(t *testing.T) {
+	defaults := map[string]string{"send_to_channel": "new_destinations", "set_reminder": "new_destinations",
+		"telegram_send_file": "new_destinations", "matrix_send_file": "new_destinations"}
+	with := func(m map[string]string) map[string]string {
+		out := maps.Clone(defaults)
+		maps.Copy(out, m)
+		return out
+	}
 	tests := []struct {
 		name    string
 		yaml    string
@@ -18,13 +25,16 @@ func TestToolsApproval(t *testing.T) {
 		key     string
 		message string
 	}{
-		{name: "defaults", want: map[string]string{"fetch_url": "new_hosts_after_private", "send_to_channel": "other_channels", "telegram_send_file": "other_channels", "matrix_send_file": "other_channels"},
-			timeout: 10 * time.Minute},
+		{name: "defaults", want: defaults, timeout: 10 * time.Minute},
 		{name: "added to the defaults, same tool replaced",
-			yaml:    "tools:\n  approval:\n    execute_shell: network\n    fetch_url: never\n  approval_timeout: 2m\n",
-			want:    map[string]string{"fetch_url": "never", "send_to_channel": "other_channels", "telegram_send_file": "other_channels", "matrix_send_file": "other_channels", "execute_shell": "network"},
+			yaml:    "tools:\n  approval:\n    execute_shell: always\n    send_to_channel: never\n  approval_timeout: 2m\n",
+			want:    with(map[string]string{"send_to_channel": "never", "execute_shell": "always"}),
 			timeout: 2 * time.Minute},
-		{name: "unknown policy", yaml: "tools:\n  approval:\n    fetch_url: sometimes\n", key: "tools.approval.fetch_url", message: "new_hosts_after_private"},
+		{name: "older policy names still load",
+			yaml:    "tools:\n  approval:\n    fetch_url: new_hosts_after_private\n    send_to_channel: other_channels\n    execute_shell: network\n    kv_set: new_hosts\n",
+			want:    with(map[string]string{"fetch_url": "new_hosts_after_private", "send_to_channel": "other_channels", "execute_shell": "network", "kv_set": "new_hosts"}),
+			timeout: 10 * time.Minute},
+		{name: "unknown policy", yaml: "tools:\n  approval:\n    fetch_url: sometimes\n", key: "tools.approval.fetch_url", message: "untrusted"},
 		{name: "zero timeout", yaml: "tools:\n  approval_timeout: 0s\n", key: "tools.approval_timeout", message: "positive"},
 	}
 	for _, tc := range tests {

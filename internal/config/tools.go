@@ -29,9 +29,10 @@ type ToolsConfig struct {
 	// assistant, after Allow.
 	Deny []string `yaml:"deny"`
 	// Approval maps a tool name to when its calls wait for the user's
-	// approval: never, always, new_hosts, new_hosts_after_private, network
-	// or other_channels (see internal/approval). Entries given are added to
-	// the defaults (same tool: replaced).
+	// approval: never, always, untrusted or new_destinations (older names:
+	// new_hosts, new_hosts_after_private, network, other_channels; see
+	// internal/approval). Entries given are added to the defaults (same
+	// tool: replaced).
 	Approval map[string]string `yaml:"approval"`
 	// ApprovalTimeout is how long a call waits for an answer before it
 	// counts as denied.

@@ -37,6 +37,8 @@ type SubSessionRequest struct {
 	Objective string
 	// Thread receives the result; "" hands it to the main agent.
 	Thread chat.ThreadID
+	// Taint is the task's (Task.Taint): the worker inherits it.
+	Taint string
 }
 
 // Dispatcher is the Executor the app uses: reminders go out through the
@@ -130,7 +132,7 @@ func (d *Dispatcher) RunAIPrompt(ctx context.Context, t Task) (RunReport, error)
 	note := ""
 	if t.SubSession {
 		if d.SubSessions != nil {
-			id, err := d.SubSessions.SpawnScheduled(ctx, SubSessionRequest{TaskID: t.ID, Objective: t.AIPrompt, Thread: t.Thread})
+			id, err := d.SubSessions.SpawnScheduled(ctx, SubSessionRequest{TaskID: t.ID, Objective: t.AIPrompt, Thread: t.Thread, Taint: t.Taint})
 			if err != nil {
 				return RunReport{}, fmt.Errorf("start a sub-session: %w", err)
 			}
@@ -168,7 +170,12 @@ func (d *Dispatcher) RunAIPrompt(ctx context.Context, t Task) (RunReport, error)
 		msg = fmt.Sprintf("Scheduled task %s (%s):\n\n%s", t.ID, t.Description, t.AIPrompt)
 	}
 	req := llm.Request{System: system, Messages: []llm.Message{llm.UserText(msg)}}
-	tctx := tool.WithCall(ctx, tool.Call{Thread: target, Agent: "task:" + t.ID})
+	// Nobody watches a scheduled task: a call that needs approval is
+	// refused. A task set from a tainted conversation stays tainted.
+	tctx := tool.WithCall(ctx, tool.Call{Thread: target, Agent: "task:" + t.ID, Background: true})
+	if t.Taint != "" {
+		tctx = tool.WithTaint(tctx, tool.Taint{Source: t.Taint})
+	}
 	lr, err := toolloop.Run(tctx, d.Model, req, tools, d.Loop)
 	rep := RunReport{Usage: lr.Usage, Note: note}
 	if err != nil {

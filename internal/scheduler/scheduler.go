@@ -297,7 +297,7 @@ func (s *Scheduler) RegisterJob(ctx context.Context, j Job) error {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO scheduler_tasks (`+taskColumns+`)
-				VALUES (?, 'job', ?, '', '', 0, ?, ?, 'active', ?, NULL, '', 0, 0, ?, ?)`,
+				VALUES (?, 'job', ?, '', '', 0, ?, ?, 'active', ?, NULL, '', 0, 0, ?, ?, '')`,
 				id, sched, name, specJSON, nanos(sch.Next(now)), nanos(now), nanos(now))
 			return err
 		case err != nil:

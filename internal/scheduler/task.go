@@ -101,6 +101,9 @@ type NewTask struct {
 	// inference (when the workflow runtime is available).
 	SubSession bool
 	Spec       Spec
+	// Taint names the untrusted input in the conversation the task was
+	// set from ("": none; tool.Taint). An AI task's run inherits it.
+	Taint string
 }
 
 // Task is a stored task.
@@ -127,6 +130,8 @@ type Task struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Description describes the schedule ("daily at 09:00").
 	Description string `json:"description"`
+	// Taint is NewTask.Taint.
+	Taint string `json:"taint,omitempty"`
 }
 
 // Title is the task's short name: its text, or the start of its prompt.
@@ -179,7 +184,7 @@ type ListOptions struct {
 }
 
 const taskColumns = `id, kind, text, ai_prompt, thread, sub_session, job, spec, status, next_run, last_run,
-	last_outcome, runs, failures, created_at, updated_at`
+	last_outcome, runs, failures, created_at, updated_at, taint`
 
 func (s *Scheduler) scanTask(r sqlite.Scanner) (Task, error) {
 	var (
@@ -191,7 +196,7 @@ func (s *Scheduler) scanTask(r sqlite.Scanner) (Task, error) {
 		kind, status, out string
 	)
 	if err := r.Scan(&t.ID, &kind, &t.Text, &t.AIPrompt, &thread, &sub, &t.Job, &spec, &status, &next, &last,
-		&out, &t.Runs, &t.Failures, &created, &updated); err != nil {
+		&out, &t.Runs, &t.Failures, &created, &updated, &t.Taint); err != nil {
 		return Task{}, err
 	}
 	t.Kind, t.Status, t.LastOutcome = TaskKind(kind), Status(status), Outcome(out)
@@ -248,7 +253,7 @@ func newID() string {
 func (s *Scheduler) Add(ctx context.Context, nt NewTask) (Task, error) {
 	now := s.now()
 	t := Task{Text: strings.TrimSpace(nt.Text), AIPrompt: strings.TrimSpace(nt.AIPrompt), Thread: nt.Thread,
-		SubSession: nt.SubSession, Status: StatusActive, CreatedAt: now, UpdatedAt: now}
+		SubSession: nt.SubSession, Status: StatusActive, CreatedAt: now, UpdatedAt: now, Taint: nt.Taint}
 	switch {
 	case t.AIPrompt != "":
 		t.Kind = KindAITask
@@ -298,9 +303,9 @@ func (s *Scheduler) Add(ctx context.Context, nt NewTask) (Task, error) {
 	for range 3 {
 		t.ID = newID()
 		_, err = s.exec(ctx, `INSERT INTO scheduler_tasks (`+taskColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, '', ?, ?, ?, NULL, '', 0, 0, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, '', ?, ?, ?, NULL, '', 0, 0, ?, ?, ?)`,
 			t.ID, string(t.Kind), t.Text, t.AIPrompt, string(t.Thread), boolInt(t.SubSession), string(spec2),
-			string(t.Status), nanos(t.NextRun), nanos(now), nanos(now))
+			string(t.Status), nanos(t.NextRun), nanos(now), nanos(now), t.Taint)
 		if err == nil || !strings.Contains(err.Error(), "UNIQUE") {
 			break
 		}

@@ -97,7 +97,23 @@ func (s *Scheduler) setReminderTool() tool.Tool {
 			}{true, s.view(t)}, nil
 		},
 		tool.WithEnum("schedule.weekdays", WeekdayValues...),
+		tool.SendsOutTo(reminderDestinations),
 		tool.WithCategories("orchestration"))
+}
+
+// reminderDestinations: a reminder or an AI task's answer delivered to a
+// thread other than this conversation (or "system", the main assistant)
+// is a message to whoever is there, as send_to_channel's is.
+func reminderDestinations(a setReminderArgs) []tool.Destination {
+	th := strings.TrimSpace(a.Thread)
+	if th == "" || strings.EqualFold(th, SystemThread) {
+		return nil
+	}
+	data := a.Text
+	if p := strings.TrimSpace(a.AIPrompt); p != "" {
+		data = strings.TrimSpace(a.Text + "\n" + p)
+	}
+	return []tool.Destination{{Thread: th, Data: data}}
 }
 
 func (s *Scheduler) newTaskFromArgs(ctx context.Context, a setReminderArgs) (NewTask, error) {
@@ -111,6 +127,11 @@ func (s *Scheduler) newTaskFromArgs(ctx context.Context, a setReminderArgs) (New
 		loc = l
 	}
 	nt := NewTask{Text: a.Text, AIPrompt: a.AIPrompt, SubSession: a.SubSession}
+	if taint, ok := tool.TaintFrom(ctx); ok {
+		// Set from a conversation holding untrusted input: the task's
+		// run carries it on.
+		nt.Taint = taint.Source
+	}
 	switch th := strings.TrimSpace(a.Thread); {
 	case strings.EqualFold(th, SystemThread):
 	case th != "":

@@ -147,6 +147,19 @@ type ApprovalRequest struct {
 	// assistant message that issued the call (req.Messages first; empty for
 	// RunCalls). They must not be modified.
 	Messages []llm.Message
+	// Further says the call is already running and asks about a further
+	// destination its arguments did not name (fetch_url following a
+	// redirect): Call.Arguments are those a call to that destination
+	// would have. See tool.Gate.
+	Further bool
+}
+
+// Tainter is an Approver that also says whether the conversation a call
+// was made in holds untrusted input. The loop puts the answer into the
+// call's context (tool.WithTaint), so that work the call starts in the
+// background (a sub-session, a scheduled AI task) carries it on.
+type Tainter interface {
+	Taint(ctx context.Context, req ApprovalRequest) (tool.Taint, bool)
 }
 
 // Call is a tool call the model made, as announced by Options.OnToolCall.
@@ -584,7 +597,7 @@ func (l *loop) runCalls(ctx context.Context, round int, calls []llm.ToolCall) {
 						return
 					}
 				}
-				r := execute(tool.WithPosition(ctx, pos), t, c, args, l.opts)
+				r := execute(l.callContext(tool.WithPosition(ctx, pos), t, call, args, seen), t, c, args, l.opts)
 				r.Round, r.Index = round, i
 				records[i] = r
 				done <- i
@@ -702,6 +715,27 @@ func (l *loop) prepare(ctx context.Context, c llm.ToolCall) (t tool.Tool, args j
 		return nil, nil, rec, false
 	}
 	return t, args, rec, true
+}
+
+// callContext is the context a call's handler runs in: with an Approver,
+// it carries the conversation's taint (Tainter) and a gate that asks the
+// Approver about each further destination of the call (tool.Gate).
+func (l *loop) callContext(ctx context.Context, t tool.Tool, c Call, args json.RawMessage, seen []llm.Message) context.Context {
+	if l.opts.Approver == nil {
+		return ctx
+	}
+	c.Arguments = args
+	if tr, ok := l.opts.Approver.(Tainter); ok {
+		if taint, tainted := tr.Taint(ctx, ApprovalRequest{Call: c, Tool: t, Messages: seen}); tainted {
+			ctx = tool.WithTaint(ctx, taint)
+		}
+	}
+	return tool.WithGate(ctx, func(ctx context.Context, further json.RawMessage) error {
+		// The hops of one call differ by their arguments.
+		h := c
+		h.ID, h.Arguments = c.ID+"/further", further
+		return l.opts.Approver.Approve(ctx, ApprovalRequest{Call: h, Tool: t, Messages: seen, Further: true})
+	})
 }
 
 // approve asks the Approver whether the call may run. When it may

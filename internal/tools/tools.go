@@ -229,7 +229,9 @@ func (t *Tools) build() []tool.Tool {
 	return []tool.Tool{
 		tool.New(NameReadFile, readFileDescription,
 			func(ctx context.Context, a files.ReadArgs) (any, error) { return t.files.Read(ctx, a) },
-			tool.ReadOnly(), tool.ReadsPrivateData(), tool.WithCategories("files", "research")),
+			// A workspace file may come from anywhere (a download, a page the
+			// model saved, a sync): its text is untrusted input.
+			tool.ReadOnly(), tool.ReadsPrivateData(), tool.UntrustedResults(), tool.WithCategories("files", "research")),
 		tool.New(NameWriteFile, writeFileDescription,
 			func(ctx context.Context, a files.WriteArgs) (any, error) { return t.files.Write(ctx, a) },
 			tool.WithCategories("files", "execution")),
@@ -239,13 +241,16 @@ func (t *Tools) build() []tool.Tool {
 		tool.New(NameExecuteShell, "",
 			func(ctx context.Context, a shell.Args) (any, error) { return t.shell.Run(ctx, a) },
 			// What the sandbox allows is known once Prepare has tested it.
-			tool.DescribedBy(t.shellDescription), tool.ReadsPrivateData(), tool.WithCategories("execution")),
+			tool.DescribedBy(t.shellDescription), tool.ReadsPrivateData(), tool.UntrustedResults(),
+			tool.SendsOutTo(t.shellDestinations), tool.WithCategories("execution")),
 		tool.New(NameFetchURL, fetchURLDescription,
 			func(ctx context.Context, a web.FetchArgs) (any, error) { return t.fetcher.Fetch(ctx, a) },
-			tool.ReadOnly(), tool.WithCategories("web", "research")),
+			tool.ReadOnly(), tool.UntrustedResults(), tool.SendsOutTo(fetchDestinations), tool.WithCategories("web", "research")),
 		tool.New(NameSearchWeb, searchWebDescription,
+			// The query goes to the configured search engine, a destination
+			// fixed by the configuration: search_web is not outward.
 			func(ctx context.Context, a web.SearchArgs) (any, error) { return t.searcher.Search(ctx, a) },
-			tool.ReadOnly(), tool.WithCategories("web", "research")),
+			tool.ReadOnly(), tool.UntrustedResults(), tool.WithCategories("web", "research")),
 	}
 }
 
@@ -278,6 +283,21 @@ Rules: copy context and removed lines exactly from the file (read it first); giv
 const fetchURLDescription = `Fetch a web page (http or https) and return its main content as markdown: {"url","status","content_type","title","content","truncated"}. Plain text and JSON are returned as they are; images and other binary content are refused. Content is capped at max_chars (default 20000). Private, loopback and link-local addresses are blocked.`
 
 const searchWebDescription = `Search the web. Returns {"engine","results":[{"title","url","snippet"}]}; use fetch_url to read a result. If the search engine is blocking requests the call fails with an error saying so; try again later.`
+
+// fetchDestinations: fetch_url carries its URL (path and query) to the
+// URL's host.
+func fetchDestinations(a web.FetchArgs) []tool.Destination {
+	return []tool.Destination{{URL: a.URL, Data: a.URL}}
+}
+
+// shellDestinations: with network access (configured, or no sandbox layer
+// that blocks it) a command can reach anywhere; without, nothing.
+func (t *Tools) shellDestinations(a shell.Args) []tool.Destination {
+	if !t.shell.NetworkEnabled() {
+		return nil
+	}
+	return []tool.Destination{{Anywhere: "the network (the shell has network access)", Data: a.Command}}
+}
 
 func (t *Tools) shellDescription() string {
 	d := `Run a command with /bin/sh -c in the workspace (or workdir, relative to it). Returns {"exit_code","output","timed_out","sandbox","limits","limit_hit","note"}: output is stdout and stderr merged, with the middle cut when long; exit_code is -1 when the command was killed; limits are the resource limits of each command and limit_hit names those it reached (processes, memory, file_size, cpu_seconds). The command is killed after timeout_seconds (default 60). Use it for builds, tests, git, searching files (grep, find) and running scripts; use read_file, write_file and apply_patch to view and edit files.`

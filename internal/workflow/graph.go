@@ -188,7 +188,7 @@ func (m *Manager) continueLocked(ctx context.Context, n *node, b *batch, fx *eff
 		id: newID(SessionPrefix), workflow: n.workflow, parent: n.parent, lineage: n.lineage, root: n.root, depth: n.depth,
 		objective: n.objective, context: n.context, mode: n.mode, profile: n.profile, toolNames: n.toolNames,
 		deps: slices.Clone(n.deps), timeout: n.timeout, taskID: n.taskID, hop: n.hop + 1, continuation: n.id,
-		feedback: n.feedback, maxRounds: n.maxRounds, createdAt: now, state: StatePending,
+		feedback: n.feedback, maxRounds: n.maxRounds, taint: n.taint, createdAt: now, state: StatePending,
 	}
 	n.continuedBy = c.id
 	n.delivered = true // superseded: its continuation reports

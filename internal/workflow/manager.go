@@ -392,7 +392,7 @@ func (m *Manager) spawnLocked(ctx context.Context, req SpawnRequest, mode prompt
 	n := &node{
 		id: newID(SessionPrefix), parent: req.Parent, depth: 1, objective: req.Objective, context: req.Context,
 		mode: mode, profile: profile, toolNames: toolNames, notBefore: req.NotBefore, timeout: req.Timeout,
-		taskID: req.TaskID, feedback: feedback, maxRounds: req.MaxRounds, createdAt: now, state: StatePending,
+		taskID: req.TaskID, feedback: feedback, maxRounds: req.MaxRounds, taint: req.Taint, createdAt: now, state: StatePending,
 	}
 	var spawner *node
 	switch {

@@ -38,6 +38,7 @@ type node struct {
 	continuation string // continuation_of
 	feedback     string
 	maxRounds    int
+	taint        string // what tainted the spawning conversation (tool.Taint)
 	createdAt    time.Time
 
 	continuedBy string
@@ -65,7 +66,7 @@ type node struct {
 const nodeColumns = `id, workflow_id, parent, lineage, root_thread, depth, objective, context, mode, profile,
 	tool_names, depends_on, not_before, timeout_ms, task_id, hop, continuation_of, continued_by, resumes,
 	state, result, error, feedback, tool_calls, input_tokens, output_tokens, verdict, delivered,
-	created_at, started_at, finished_at, max_rounds`
+	created_at, started_at, finished_at, max_rounds, taint`
 
 // stmt is one statement of a batch.
 type stmt struct {
@@ -80,12 +81,12 @@ type batch struct{ stmts []stmt }
 func (b *batch) add(query string, args ...any) { b.stmts = append(b.stmts, stmt{query, args}) }
 
 func (b *batch) insertNode(n *node) {
-	b.add(`INSERT INTO workflow_nodes (`+nodeColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	b.add(`INSERT INTO workflow_nodes (`+nodeColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		n.id, n.workflow, string(n.parent), n.lineage, string(n.root), n.depth, n.objective, n.context, string(n.mode), n.profile,
 		encodeNames(n.toolNames), encodeList(n.deps), unixNano(n.notBefore), n.timeout.Milliseconds(), n.taskID, n.hop,
 		n.continuation, n.continuedBy, n.resumes, string(n.state), n.result, n.errText, n.feedback, n.toolCalls,
 		n.usage.InputTokens, n.usage.OutputTokens, n.verdict, boolInt(n.delivered),
-		unixNano(n.createdAt), unixNano(n.startedAt), unixNano(n.finishedAt), n.maxRounds)
+		unixNano(n.createdAt), unixNano(n.startedAt), unixNano(n.finishedAt), n.maxRounds, n.taint)
 }
 
 // updateNode writes every mutable column of n.
@@ -141,7 +142,7 @@ func scanNode(s sqlite.Scanner) (*node, error) {
 	err := s.Scan(&n.id, &n.workflow, &parent, &n.lineage, &root, &n.depth, &n.objective, &n.context, &mode, &n.profile,
 		&tools, &deps, &notBefore, &timeoutMS, &n.taskID, &n.hop, &n.continuation, &n.continuedBy, &n.resumes,
 		&st, &n.result, &n.errText, &n.feedback, &n.toolCalls, &n.usage.InputTokens, &n.usage.OutputTokens, &n.verdict,
-		&delivered, &created, &started, &finished, &n.maxRounds)
+		&delivered, &created, &started, &finished, &n.maxRounds, &n.taint)
 	if err != nil {
 		return nil, err
 	}

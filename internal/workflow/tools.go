@@ -95,6 +95,21 @@ func (t *bound) InOrder() bool { return tool.RunsInOrder(t.Tool) }
 // ReadsPrivate forwards to the shared tool.
 func (t *bound) ReadsPrivate() bool { return tool.ReadsPrivate(t.Tool) }
 
+// UntrustedResults forwards to the shared tool.
+func (t *bound) UntrustedResults() bool { return tool.ReturnsUntrusted(t.Tool) }
+
+// SendsOut forwards to the shared tool.
+func (t *bound) SendsOut() bool {
+	o, ok := t.Tool.(tool.Outward)
+	return ok && o.SendsOut()
+}
+
+// Destinations forwards to the shared tool.
+func (t *bound) Destinations(args json.RawMessage) []tool.Destination {
+	d, _ := tool.DestinationsOf(t.Tool, args)
+	return d
+}
+
 func bindingOf(ctx context.Context) (binding, error) {
 	b, ok := ctx.Value(bindingKey{}).(binding)
 	if !ok {
@@ -172,6 +187,9 @@ func (m *Manager) spawnHandler(ctx context.Context, a spawnArgs) (any, error) {
 		Objective: a.Objective, Context: a.Context, Mode: modeOf(a.SystemPromptMode), ToolNames: a.ToolNames,
 		Profile: a.Profile, DependsOn: a.DependsOn, DependsOnPrevious: a.DependsOnPrevious, NotBefore: notBefore,
 		Timeout: time.Duration(a.Timeout) * time.Second, Parent: b.parent,
+	}
+	if taint, ok := tool.TaintFrom(ctx); ok {
+		req.Taint = taint.Source
 	}
 	pos, positioned := tool.PositionFrom(ctx)
 	if a.DependsOnPrevious && !b.parent.IsSubSession() && b.turn != nil {

@@ -36,6 +36,7 @@ type runSpec struct {
 	timeout      time.Duration
 	baseCalls    int
 	maxRounds    int
+	taint        string
 	deps         []depResult
 }
 
@@ -75,6 +76,7 @@ func (m *Manager) specLocked(ctx context.Context, n *node) (runSpec, error) {
 		id: n.id, workflow: n.workflow, parent: n.parent, root: n.root, depth: n.depth, hop: n.hop,
 		objective: n.objective, context: n.context, feedback: n.feedback, mode: n.mode, profile: n.profile,
 		toolNames: slices.Clone(n.toolNames), timeout: n.timeout, baseCalls: n.toolCalls, maxRounds: n.maxRounds,
+		taint: n.taint,
 	}
 	for _, d := range n.deps {
 		f := m.finalLocked(ctx, d)
@@ -116,6 +118,9 @@ func (m *Manager) execute(ctx context.Context, n *node, sp runSpec) (out runOutc
 		return out
 	}
 	tctx, tcancel := context.WithTimeoutCause(ctx, sp.timeout, errTimedOut)
+	if sp.taint != "" {
+		tctx = tool.WithTaint(tctx, tool.Taint{Source: sp.taint})
+	}
 	defer tcancel()
 
 	// calls counts the tool results saved in this session's list by its

@@ -209,6 +209,11 @@ type SpawnRequest struct {
 	// MaxRounds bounds the worker's rounds of tool calls per run (0:
 	// Options.Loop.MaxRounds, else the tool loop's default).
 	MaxRounds int
+	// Taint names the untrusted input in the conversation the spawn came
+	// from ("": none; see tool.Taint). The worker inherits it: its calls
+	// that could carry data out to a destination not fixed before are
+	// refused, since a worker cannot ask the user.
+	Taint string
 }
 
 // SpawnResult is what Spawn returns at once.

@@ -116,7 +116,9 @@ func SendToChannel(n Notifier, chs Channels, threads Threads) tool.Tool {
 				Thread string `json:"thread"`
 				Note   string `json:"note"`
 			}{true, string(thread), "queued: it is stored in that conversation and delivered in order"}, nil
-		}, tool.WithCategories("orchestration"))
+		}, tool.SendsOutTo(func(a sendArgs) []tool.Destination {
+			return []tool.Destination{{Channel: a.Channel, Thread: a.Thread, Data: a.Text}}
+		}), tool.WithCategories("orchestration"))
 }
 
 func hasChannel(chs Channels, name string) bool {

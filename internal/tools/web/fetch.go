@@ -9,6 +9,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,8 @@ import (
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	"golang.org/x/net/html/charset"
+
+	"github.com/reverie-ai/reverie/tool"
 )
 
 // FetchConfig configures a Fetcher. Zero fields take the defaults.
@@ -87,17 +90,78 @@ func NewFetcher(cfg FetchConfig) (*Fetcher, error) {
 		IdleConnTimeout:       60 * time.Second,
 	}
 	f := &Fetcher{cfg: cfg, guard: g}
+	// Fetch follows redirects itself, one request (and one timeout) per
+	// hop, so that each hop can be checked — by the guard and, between
+	// two requests, by the call's approval gate.
 	f.client = &http.Client{
-		Transport: transport,
-		Timeout:   cfg.Timeout,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > maxRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxRedirects)
-			}
-			return f.checkURL(req.URL)
-		},
+		Transport:     transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return f, nil
+}
+
+// get requests u with the fetch timeout. The caller closes the body, then
+// calls cancel.
+func (f *Fetcher) get(ctx context.Context, u *url.URL) (resp *http.Response, hctx context.Context, cancel context.CancelFunc, err error) {
+	hctx, cancel = context.WithTimeout(ctx, f.cfg.Timeout)
+	req, err := http.NewRequestWithContext(hctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("User-Agent", f.cfg.UserAgent)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.8,*/*;q=0.5")
+	resp, err = f.client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, fmt.Errorf("fetch %s: %w", u.Redacted(), err)
+	}
+	return resp, hctx, cancel, nil
+}
+
+// follow fetches u and follows its redirects (at most maxRedirects). Each
+// new hop passes checkURL and, when the call has an approval gate
+// (tool.GateFrom), the gate with the arguments a fetch of that hop would
+// have: a redirect is a request to a destination the call did not name.
+func (f *Fetcher) follow(ctx context.Context, u *url.URL, a FetchArgs) (*http.Response, context.Context, context.CancelFunc, error) {
+	gate, gated := tool.GateFrom(ctx)
+	for hop := 0; ; hop++ {
+		resp, hctx, cancel, err := f.get(ctx, u)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		loc := resp.Header.Get("Location")
+		switch resp.StatusCode {
+		case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		default:
+			return resp, hctx, cancel, nil
+		}
+		_ = resp.Body.Close()
+		cancel()
+		if loc == "" {
+			return nil, nil, nil, fmt.Errorf("fetch %s: HTTP %s without a Location", u.Redacted(), resp.Status)
+		}
+		if hop >= maxRedirects {
+			return nil, nil, nil, fmt.Errorf("fetch %s: stopped after %d redirects", u.Redacted(), maxRedirects)
+		}
+		next, err := u.Parse(loc)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("fetch %s: bad redirect Location: %w", u.Redacted(), err)
+		}
+		if err := f.checkURL(next); err != nil {
+			return nil, nil, nil, fmt.Errorf("fetch %s: redirect to %s refused: %w", u.Redacted(), next.Redacted(), err)
+		}
+		if gated {
+			args, err := json.Marshal(FetchArgs{URL: next.String(), MaxChars: a.MaxChars})
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("encode the redirect: %w", err)
+			}
+			if err := gate(ctx, args); err != nil {
+				return nil, nil, nil, fmt.Errorf("fetch %s redirected to %s, which was not followed: %w", u.Redacted(), next.Redacted(), err)
+			}
+		}
+		u = next
+	}
 }
 
 // checkURL refuses non-HTTP schemes and, early and with a clear message,
@@ -161,18 +225,11 @@ func (f *Fetcher) Fetch(ctx context.Context, a FetchArgs) (FetchResult, error) {
 	case maxChars > MaxMaxChars:
 		maxChars = MaxMaxChars
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	resp, ctx, cancel, err := f.follow(ctx, u, a)
+	if err != nil {
+		return FetchResult{}, err
+	}
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return FetchResult{}, fmt.Errorf("build request: %w", err)
-	}
-	req.Header.Set("User-Agent", f.cfg.UserAgent)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.8,*/*;q=0.5")
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return FetchResult{}, fmt.Errorf("fetch %s: %w", u.Redacted(), err)
-	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(f.cfg.MaxBytes)+1))
 	if err != nil {
