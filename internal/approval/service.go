@@ -416,9 +416,6 @@ func verdict(state chat.ApprovalState) error {
 // started from a tainted conversation (tool.TaintFrom).
 func (s *Service) facts(ctx context.Context, req toolloop.ApprovalRequest, bg bool) Facts {
 	var f Facts
-	if t, ok := tool.TaintFrom(ctx); ok {
-		f.Taint = t.Source
-	}
 	calls := map[string]llm.ToolCall{}
 	taint := func(source string, hosts ...string) {
 		if f.Taint == "" {
@@ -475,6 +472,12 @@ func (s *Service) facts(ctx context.Context, req toolloop.ApprovalRequest, bg bo
 		if f.Taint == "" {
 			f.UserHosts = appendNew(f.UserHosts, HostsIn(text)...)
 		}
+	}
+	// Inherited: the work was started from a tainted conversation. (A
+	// call's own context carries its conversation's taint too, which the
+	// messages already told.)
+	if t, ok := tool.TaintFrom(ctx); ok && f.Taint == "" {
+		f.Taint = t.Source
 	}
 	return f
 }

@@ -539,3 +539,20 @@ func TestServiceRedactsSecrets(t *testing.T) {
 		}
 	})
 }
+
+// A call's context carries its own conversation's taint (the tool loop
+// puts it there): that must not hide the hosts the user named before the
+// untrusted input arrived, as a redirect hop is judged in that context.
+func TestServiceTaintInContextKeepsUserHosts(t *testing.T) {
+	box := newOutbox()
+	s := open(t, filepath.Join(t.TempDir(), "r.db"), box)
+	pageCall, _ := fetchCall("c1", "https://evil.example.net/page")
+	hopMsg, hop := fetchCall("c2/further", "https://trusted.example.org/r2?d=1")
+	msgs := []llm.Message{llm.UserText("I trust trusted.example.org; summarise https://evil.example.net/page"), pageCall,
+		fetchResult("c1", "injected"), hopMsg}
+	ctx := tool.WithTaint(inThread(t.Context(), "web:s1"), tool.Taint{Source: "a fetch_url result from evil.example.net"})
+	ask, reason, err := asks(t, s, box, ctx, toolloop.ApprovalRequest{Call: hop, Tool: fetchURL, Messages: msgs, Further: true})
+	if ask || err != nil {
+		t.Errorf("a hop to a host the user named first asked (%q) or failed (%v)", reason, err)
+	}
+}
