@@ -90,6 +90,24 @@ func newTelegramCmd(g *globalFlags, env []string) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(approve, pending)
+	clear := &cobra.Command{
+		Use:   "clear",
+		Short: "Remove every waiting pairing code (after a flood of strangers)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, done, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			n, err := st.Clear(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Removed %d waiting pairing code(s); those people get a new code by writing to the bot again.\n", n)
+			return nil
+		},
+	}
+	cmd.AddCommand(approve, pending, clear)
 	return cmd
 }

@@ -150,8 +150,12 @@ func (t *Telegram) pair(ctx context.Context, m *models.Message) {
 	switch {
 	case ans.full:
 		t.log.Warn("too many pairing codes waiting; a stranger got none", "user", m.From.ID, "name", name)
+		t.tellFlood(ctx)
 		return
 	case ans.code != "":
+		t.mu.Lock()
+		t.floodTold = false
+		t.mu.Unlock()
 		t.log.Info("telegram pairing code issued (approve it with `reverie telegram approve CODE` or /approve CODE)",
 			"user", m.From.ID, "name", name, "expires", ans.expires.UTC().Format(time.RFC3339))
 		msg = fmt.Sprintf("Hi! This assistant is private. Your pairing code is:\n\n%s\n\n"+
@@ -165,6 +169,29 @@ func (t *Telegram) pair(ctx context.Context, m *models.Message) {
 	}
 	if err := t.sendPlain(ctx, m.Chat.ID, msg); err != nil {
 		t.log.Warn("could not send the pairing code", "user", m.From.ID, "err", err)
+	}
+}
+
+// floodNotice tells the owners that strangers fill the pairing table.
+const floodNotice = "Pairing is full: %d people are waiting for their pairing code to be approved, so nobody new " +
+	"gets a code until codes expire (each within %s) or you clear them. If you do not know them, this is a flood: " +
+	"`reverie telegram clear` removes every waiting code; `reverie telegram pending` lists who is waiting."
+
+// tellFlood tells the owners (the private chats of telegram.allowed_users)
+// once that the pairing table is full, until a code is issued again.
+func (t *Telegram) tellFlood(ctx context.Context) {
+	t.mu.Lock()
+	told := t.floodTold
+	t.floodTold = true
+	t.mu.Unlock()
+	if told {
+		return
+	}
+	msg := fmt.Sprintf(floodNotice, maxPending, t.cfg.PairingTTL)
+	for _, owner := range t.cfg.AllowedUsers {
+		if err := t.sendPlain(ctx, owner, msg); err != nil {
+			t.log.Warn("could not tell the owner that pairing is full", "user", owner, "err", err)
+		}
 	}
 }
 

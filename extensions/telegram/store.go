@@ -61,6 +61,18 @@ func (s *Store) Approve(ctx context.Context, code string) (extension.Paired, err
 	return s.s.approve(ctx, code)
 }
 
+// Clear removes every waiting pairing code and returns how many there
+// were (a flood of strangers: see Telegram's notice).
+func (s *Store) Clear(ctx context.Context) (int64, error) {
+	ctx, cancel := s.s.ctx(ctx)
+	defer cancel()
+	res, err := s.s.db.ExecContext(ctx, `DELETE FROM telegram_pairing`)
+	if err != nil {
+		return 0, fmt.Errorf("pairing: clear the waiting codes: %w", err)
+	}
+	return res.RowsAffected()
+}
+
 // Pending lists the pairing requests waiting for the owner.
 func (s *Store) Pending(ctx context.Context) ([]PairingRequest, error) { return s.s.pending(ctx) }
 

@@ -96,6 +96,10 @@ type Telegram struct {
 	// another channel both call it, and two readers of the same unnotified
 	// row would each send the notice.
 	notifyMu sync.Mutex
+
+	// floodTold: the owners were told the pairing table is full; reset
+	// when a code is issued again (pair).
+	floodTold bool // guarded by mu
 }
 
 // Init decodes the section, opens the channel's tables and checks the

@@ -52,3 +52,42 @@ func TestTelegramGroupApprovalGoesToTheOwnerPrivately(t *testing.T) {
 		}
 	}
 }
+
+// 50 throwaway accounts fill the pairing table: the next stranger gets no
+// code, and the owners are told once, in their private chats, what
+// happened and how to clear it.
+func TestTelegramPairingFloodTellsTheOwner(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	startTelegram(t, srv)
+	const flood = 50
+	for i := range flood {
+		u := telegramtest.User{ID: int64(700000 + i), FirstName: "Spam"}
+		srv.Send(telegramtest.Incoming{From: u, Chat: telegramtest.Private(u), Text: "hi"})
+		srv.WaitMessages(t, u.ID, 1, nil)
+	}
+	late := telegramtest.User{ID: 799999, FirstName: "Late"}
+	for range 2 {
+		srv.Send(telegramtest.Incoming{From: late, Chat: telegramtest.Private(late), Text: "hello?"})
+	}
+	for _, owner := range []telegramtest.User{alice, bob} {
+		srv.WaitMessages(t, owner.ID, 1, func(ms []telegramtest.Message) bool {
+			return hasPlain(ms, "Pairing is full: 50 people") && hasPlain(ms, "reverie telegram clear")
+		})
+	}
+	// One more stranger: the owners are not told twice.
+	srv.Send(telegramtest.Incoming{From: mallory, Chat: telegramtest.Private(mallory), Text: "hi"})
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/status"})
+	ms := srv.WaitMessages(t, alice.ID, 2, nil)
+	n := 0
+	for _, m := range ms {
+		if strings.Contains(m.Plain, "Pairing is full") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the owner was told %d times", n)
+	}
+	if ms := srv.Messages(late.ID); len(ms) != 0 {
+		t.Errorf("a stranger got a code from a full table: %+v", ms)
+	}
+}
