@@ -76,7 +76,7 @@ func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 	a.Memory = svc
 	a.reconcileMemory(ctx)
 	if cfg.ContextBudget > 0 {
-		a.memoryContext = &memory.RecallContext{Service: svc, Budget: cfg.ContextBudget, Count: count}
+		a.memoryContext = &memory.RecallContext{Service: svc, Budget: cfg.ContextBudget, Count: count, OnRecall: a.publishRecall}
 	}
 	return nil
 }
@@ -188,6 +188,22 @@ func (a *App) memoryStatus(ctx context.Context) string {
 		}
 	}
 	return s
+}
+
+// publishRecall publishes memory.recalled: what a turn's recall added to
+// its prompt ({"thread","lines","memory_tokens"}; the page's event list
+// shows it).
+func (a *App) publishRecall(ctx context.Context, thread chat.ThreadID, st memory.RecallStats) {
+	if a.Bus == nil {
+		return
+	}
+	p := struct {
+		Thread chat.ThreadID `json:"thread"`
+		memory.RecallStats
+	}{thread, st}
+	if err := a.Bus.Publish(ctx, "memory.recalled", p); err != nil && ctx.Err() == nil {
+		a.Logger.Warn("could not publish a recall event", "err", err)
+	}
 }
 
 // publishReembed publishes a re-embedding event (its payload is the

@@ -76,6 +76,7 @@ func TestRecallGateEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	recalled := h.App.Bus.Watch(ctx, "memory.recalled", 4)
 	var mu sync.Mutex
 	var reqs []llmtest.ChatRequest
 	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
@@ -111,6 +112,23 @@ func TestRecallGateEndToEnd(t *testing.T) {
 	}
 	if len(lines) > 3 {
 		t.Errorf("the tea question brought %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	// Each turn's recall is an event the page's event list shows.
+	var got []memory.RecallStats
+	for len(got) < 2 {
+		select {
+		case ev := <-recalled:
+			var st memory.RecallStats
+			if err := json.Unmarshal(ev.Payload, &st); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, st)
+		case <-ctx.Done():
+			t.Fatalf("memory.recalled events: %+v", got)
+		}
+	}
+	if got[0].Lines != 0 || got[1].Lines != len(lines) || got[1].Tokens <= 0 {
+		t.Errorf("memory.recalled events %+v, want 0 lines then %d", got, len(lines))
 	}
 	h.Send(t, "status", "/status")
 	if st := h.Channel.WaitFor(t, "status", 1)[0].Text; !strings.Contains(st, "last turn's recall: ") {

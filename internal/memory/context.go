@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 )
 
@@ -91,13 +92,17 @@ type RecallContext struct {
 	// zero).
 	Gate Gate
 
+	// OnRecall, when set, is told what each turn's recall added (the app
+	// publishes it as a memory.recalled event).
+	OnRecall func(ctx context.Context, thread chat.ThreadID, st RecallStats)
+
 	last atomic.Pointer[RecallStats] // the last turn's, for /status
 }
 
 // RecallStats is what a turn's recall put into the prompt.
 type RecallStats struct {
-	Lines  int // memory lines
-	Tokens int // tokens of the block, header included
+	Lines  int `json:"lines"`         // memory lines
+	Tokens int `json:"memory_tokens"` // tokens of the block, header included
 }
 
 // Last returns the stats of the last turn whose prompt this provider
@@ -254,7 +259,11 @@ func (r *RecallContext) PromptContext(ctx context.Context, req extension.Context
 	if err != nil {
 		return "", err
 	}
-	r.last.Store(&RecallStats{Lines: len(rec.Memories), Tokens: rec.Tokens})
+	st := RecallStats{Lines: len(rec.Memories), Tokens: rec.Tokens}
+	r.last.Store(&st)
+	if r.OnRecall != nil {
+		r.OnRecall(ctx, req.Thread, st)
+	}
 	if len(rec.Memories) == 0 {
 		return "", nil
 	}

@@ -203,6 +203,7 @@ function eventSummary(p) {
   if (p.name) parts.push(p.name);
   if (p.tool) parts.push(p.tool);
   if (p.usage) parts.push(`${fmtNum(p.usage.input_tokens)}→${fmtNum(p.usage.output_tokens)} tok`);
+  if (p.memory_tokens != null) parts.push(`${fmtNum(p.lines)} memory lines, ${fmtNum(p.memory_tokens)} tok`);
   if (p.duration_ms) parts.push(`${p.duration_ms} ms`);
   if (p.error) parts.push('error: ' + p.error);
   if (!parts.length) {
