@@ -48,9 +48,15 @@ too ("reverie send /status"). Exits non-zero when the turn fails.`,
 			defer stop()
 			tctx, tcancel := context.WithTimeout(ctx, timeout)
 			defer tcancel()
+			// The user speaks: their name in the world state is the
+			// speaker memory stores ("" when none is set).
+			sender := chat.Sender{ID: "cli"}
+			if a.World != nil {
+				sender.DisplayName = a.World.Get().Identity.UserName
+			}
 			res, err := a.Router.Handle(tctx, chat.Inbound{
 				Address:  chat.Address{Channel: id.Channel(), Thread: id},
-				Sender:   chat.Sender{ID: "cli", DisplayName: "reverie send"},
+				Sender:   sender,
 				Text:     text,
 				Received: time.Now(),
 			})

@@ -189,6 +189,9 @@ type apiSetup struct{ a *App }
 
 func (s apiSetup) Forms(ctx context.Context) (api.SetupStatus, error) {
 	out := api.SetupStatus{Configured: s.a.Models.Configured(), Forms: []api.SetupForm{s.modelsForm()}}
+	if s.a.World != nil {
+		out.Forms = append(out.Forms, s.namesForm())
+	}
 	provs := s.a.Kernel.SetupProviders()
 	ids := make([]string, 0, len(provs))
 	for id := range provs {
@@ -214,6 +217,9 @@ func formOf(id string, sc extension.SetupSchema) api.SetupForm {
 func (s apiSetup) Apply(ctx context.Context, form string, values map[string]string) (string, error) {
 	if form == modelsFormID {
 		return s.applyModels(ctx, values)
+	}
+	if form == namesFormID && s.a.World != nil {
+		return s.applyNames(ctx, values)
 	}
 	p, ok := s.a.Kernel.SetupProviders()[form]
 	if !ok {

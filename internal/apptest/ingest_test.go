@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
@@ -164,11 +165,22 @@ func TestWebEpisodeSpeakers(t *testing.T) {
 	if u, a := turn("web:before", "hello there"); u != "" || a != world.DefaultAgentName {
 		t.Errorf("no name set: speakers %q / %q, want \"\" / %q", u, a, world.DefaultAgentName)
 	}
+	// The setup screen's Names form.
+	var st api.SetupStatus
+	app.JSON(t, http.MethodGet, "/setup", nil, http.StatusOK, &st)
+	if !slices.ContainsFunc(st.Forms, func(f api.SetupForm) bool { return f.ID == "names" && !f.Configured }) {
+		t.Fatalf("no Names form on the setup screen: %+v", st.Forms)
+	}
+	app.JSON(t, http.MethodPost, "/setup/names", map[string]any{"values": map[string]string{"user_name": "Sam", "agent_name": "Ada"}}, http.StatusOK, nil)
+	if u, a := turn("web:setup", "I moved to Lisbon"); u != "Sam" || a != "Ada" {
+		t.Errorf("speakers %q / %q, want Sam / Ada", u, a)
+	}
+	// The World page (PUT /api/v1/world).
 	var doc map[string]any
 	app.JSON(t, http.MethodGet, "/world", nil, http.StatusOK, &doc)
-	doc["identity"] = map[string]any{"user_name": "Sam", "agent_name": "Ada"}
+	doc["identity"] = map[string]any{"user_name": "Samira", "agent_name": "Ada"}
 	app.JSON(t, http.MethodPut, "/world", doc, http.StatusOK, nil)
-	if u, a := turn("web:after", "I moved to Lisbon"); u != "Sam" || a != "Ada" {
-		t.Errorf("speakers %q / %q, want Sam / Ada", u, a)
+	if u, _ := turn("web:world", "I work at the harbour"); u != "Samira" {
+		t.Errorf("speaker %q, want Samira", u)
 	}
 }
