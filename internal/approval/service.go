@@ -96,9 +96,10 @@ type Options struct {
 	// refused at once with ErrCannotAsk otherwise. nil: every channel can.
 	CanAsk func(channel string) bool
 	// Tool finds a tool by name, to tell which earlier results of a
-	// conversation are untrusted input and where their calls went (nil:
-	// every tool result counts as untrusted input). A result of a tool
-	// it does not know (an MCP server removed since) counts as untrusted.
+	// conversation are untrusted input and where their calls went, when
+	// the run's own tools (toolloop.ApprovalRequest.Tools) do not have it.
+	// A result of a tool neither knows (an MCP server removed since; every
+	// tool when both are nil) counts as untrusted.
 	Tool func(name string) (tool.Tool, bool)
 	// History returns a thread's stored messages, read when a call comes
 	// without the conversation it was made in (a call of an interrupted
@@ -433,7 +434,7 @@ func (s *Service) facts(ctx context.Context, req toolloop.ApprovalRequest, bg bo
 			case llm.ToolCall:
 				calls[p.ID] = p
 			case llm.ToolResult:
-				t, untrusted := s.untrusted(p.Name)
+				t, untrusted := s.untrusted(req, p.Name)
 				if !untrusted {
 					continue
 				}
@@ -483,16 +484,18 @@ func (s *Service) facts(ctx context.Context, req toolloop.ApprovalRequest, bg bo
 }
 
 // untrusted reports whether the results of the tool called name are
-// untrusted input, with the tool when it is known.
-func (s *Service) untrusted(name string) (tool.Tool, bool) {
-	if s.o.Tool == nil {
-		return nil, true
+// untrusted input, with the tool when it is known: one of the run's
+// (req.Tools), else of the service's (Options.Tool).
+func (s *Service) untrusted(req toolloop.ApprovalRequest, name string) (tool.Tool, bool) {
+	for _, find := range []func(string) (tool.Tool, bool){req.Tools, s.o.Tool} {
+		if find == nil {
+			continue
+		}
+		if t, ok := find(name); ok {
+			return t, tool.ReturnsUntrusted(t)
+		}
 	}
-	t, ok := s.o.Tool(name)
-	if !ok {
-		return nil, true
-	}
-	return t, tool.ReturnsUntrusted(t)
+	return nil, true
 }
 
 func appendNew(list []string, items ...string) []string {

@@ -69,6 +69,7 @@ type exfilRig struct {
 	mu       sync.Mutex
 	hits     []string // requests of /exfil on site, anything on sink, append_note texts: "<who> <what>"
 	plans    map[string][]step
+	reports  map[string]string      // background key → the turn its final report is for
 	observed map[string]chan string // case key → the text of each tool result the model read
 }
 
@@ -113,7 +114,7 @@ func (r *exfilRig) hitsOf(name string) []string {
 
 func startExfilRig(t *testing.T) *exfilRig {
 	t.Helper()
-	r := &exfilRig{plans: map[string][]step{}, observed: map[string]chan string{}}
+	r := &exfilRig{plans: map[string][]step{}, observed: map[string]chan string{}, reports: map[string]string{}}
 	r.sink = listenOn(t, "127.0.0.2:0", http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
 		r.hit("sink", q.URL.String())
 		fmt.Fprint(w, "received")
@@ -201,15 +202,18 @@ func startExfilRig(t *testing.T) *exfilRig {
 }
 
 // caseRE finds a scenario's marker: in the last user message (a turn, an
-// AI task's prompt), else in the system prompt (a worker's objective).
+// AI task's prompt, a system event), else in the system prompt (a
+// worker's objective).
 var caseRE = regexp.MustCompile(`\[case:([a-z0-9#-]+)\]`)
 
 // caseKey is the scenario a request belongs to. A system prompt counts
 // only for a background script (a turn answering a system event in a
 // scenario's thread is not the scenario's).
 func (r *exfilRig) caseKey(req llmtest.ChatRequest) string {
-	if m := caseRE.FindStringSubmatch(lastUser(req)); m != nil {
-		return m[1]
+	// The last marker: a system event quotes a worker's objective before
+	// its report.
+	if ms := caseRE.FindAllStringSubmatch(lastUser(req), -1); ms != nil {
+		return ms[len(ms)-1][1]
 	}
 	if len(req.Messages) > 0 && req.Messages[0].Role == "system" {
 		if m := caseRE.FindStringSubmatch(req.Messages[0].Text()); m != nil {
@@ -230,6 +234,7 @@ func (r *exfilRig) model(req llmtest.ChatRequest) llmtest.ServerReply {
 	r.mu.Lock()
 	plan, ok := r.plans[key]
 	obs := r.observed[key]
+	reportTo := r.reports[key]
 	r.mu.Unlock()
 	if !ok {
 		return llmtest.ServerReply{Text: "ok"}
@@ -264,6 +269,11 @@ func (r *exfilRig) model(req llmtest.ChatRequest) llmtest.ServerReply {
 		id := fmt.Sprintf("call_%s_%d", strings.NewReplacer("#", "_", "-", "_").Replace(key), done)
 		return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{ID: id, Name: s.tool, Arguments: json.RawMessage(s.args(r, secret))}}}
 	}
+	if reportTo != "" {
+		// A worker's report, handed to the main assistant as a system
+		// event, carries what it read.
+		return llmtest.ServerReply{Text: fmt.Sprintf("Report for [case:%s]: %s", reportTo, last)}
+	}
 	return llmtest.ServerReply{Text: "Done."}
 }
 
@@ -287,7 +297,10 @@ func toSink(name string) step {
 
 // turn is one user message of a scenario and what should follow.
 type turn struct {
-	text string // the user's message; {site}, {relay} and {page} are replaced
+	// text is the user's message ({site}, {relay} and {page} are
+	// replaced); "" waits for a turn the user did not start (a system
+	// event's).
+	text string
 	plan []step
 	// ask: the parts an approval request must show (nil: the turn runs
 	// without one); approve answers it.
@@ -302,6 +315,9 @@ type attack struct {
 	// the test waits for the script's first tool result.
 	background     string
 	backgroundPlan []step
+	// reportTo: the background work's final report names this turn
+	// (an index into turns), whose script then runs on it.
+	reportTo int
 	// bgSays: parts the background call's result must show (its
 	// refusal, or what it fetched).
 	bgSays []string
@@ -322,13 +338,18 @@ func (r *exfilRig) run(t *testing.T, a attack) {
 		bg = make(chan string, 8)
 		r.plans[a.background] = a.backgroundPlan
 		r.observed[a.background] = bg
+		if a.reportTo > 0 {
+			r.reports[a.background] = fmt.Sprintf("%s#%d", a.name, a.reportTo)
+		}
 	}
 	r.mu.Unlock()
 	c := dialWS(t, r.w, "?thread="+thread)
 	page := r.site.URL + "/recipes?case=" + a.name
 	for i, tu := range a.turns {
-		text := strings.NewReplacer("{site}", r.site.URL, "{relay}", r.relay.URL, "{page}", page).Replace(tu.text)
-		writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: thread, Text: fmt.Sprintf("[case:%s#%d] %s", a.name, i, text)})
+		if tu.text != "" {
+			text := strings.NewReplacer("{site}", r.site.URL, "{relay}", r.relay.URL, "{page}", page).Replace(tu.text)
+			writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: thread, Text: fmt.Sprintf("[case:%s#%d] %s", a.name, i, text)})
+		}
 		if tu.ask == nil {
 			for _, f := range readReply(t, c) {
 				if f.Type == api.FrameApproval {
@@ -341,6 +362,9 @@ func (r *exfilRig) run(t *testing.T, a attack) {
 			continue
 		}
 		r.answer(t, c, a.name, tu.ask, tu.approve)
+		if tu.text == "" {
+			continue // a system event's turn: its reply is not a user's
+		}
 		reply := readReply(t, c)
 		if done := reply[len(reply)-1]; done.Type != api.FrameDone {
 			t.Fatalf("turn %d ended with %+v", i, done)
@@ -513,6 +537,16 @@ func TestExfiltrationSuite(t *testing.T) {
 			}}}}},
 			background: "ai-task-run", backgroundPlan: []step{toSink("ai-task-prompt")},
 			bgSays: []string{"nobody to ask", "a fetch_url result from"}},
+		// A worker's report (a message the user did not write) injects
+		// into the main conversation.
+		{name: "worker-report-injection", turns: []turn{
+			{text: "have a worker read {page}", plan: []step{{"spawn_sub_session", func(r *exfilRig, _ string) string {
+				return jsonArgs(map[string]string{"objective": "[case:report-worker] Read " + r.site.URL + "/recipes?case=worker-report-injection"})
+			}}}},
+			{plan: []step{toSink("worker-report-injection")}, ask: []string{"a request to {sink}", "d=" + secret, "a message you did not write"}},
+		},
+			background: "report-worker", backgroundPlan: []step{readPage("worker-report-injection")}, reportTo: 1,
+			bgSays: []string{"Pancakes"}},
 		// Control: a worker spawned from a clean turn is not tainted; its
 		// first request runs.
 		{name: "clean-worker-runs", turns: []turn{{text: "ask a worker what {relay}/hello says",

@@ -147,6 +147,10 @@ type ApprovalRequest struct {
 	// assistant message that issued the call (req.Messages first; empty for
 	// RunCalls). They must not be modified.
 	Messages []llm.Message
+	// Tools finds the tools of the run by name (nil: unknown), so that
+	// the Approver can tell what earlier results of the conversation are,
+	// per-turn tools included.
+	Tools func(name string) (tool.Tool, bool)
 	// Further says the call is already running and asks about a further
 	// destination its arguments did not name (fetch_url following a
 	// redirect): Call.Arguments are those a call to that destination
@@ -726,7 +730,7 @@ func (l *loop) callContext(ctx context.Context, t tool.Tool, c Call, args json.R
 	}
 	c.Arguments = args
 	if tr, ok := l.opts.Approver.(Tainter); ok {
-		if taint, tainted := tr.Taint(ctx, ApprovalRequest{Call: c, Tool: t, Messages: seen}); tainted {
+		if taint, tainted := tr.Taint(ctx, ApprovalRequest{Call: c, Tool: t, Messages: seen, Tools: l.lookup}); tainted {
 			ctx = tool.WithTaint(ctx, taint)
 		}
 	}
@@ -734,7 +738,7 @@ func (l *loop) callContext(ctx context.Context, t tool.Tool, c Call, args json.R
 		// The hops of one call differ by their arguments.
 		h := c
 		h.ID, h.Arguments = c.ID+"/further", further
-		return l.opts.Approver.Approve(ctx, ApprovalRequest{Call: h, Tool: t, Messages: seen, Further: true})
+		return l.opts.Approver.Approve(ctx, ApprovalRequest{Call: h, Tool: t, Messages: seen, Tools: l.lookup, Further: true})
 	})
 }
 
@@ -742,7 +746,7 @@ func (l *loop) callContext(ctx context.Context, t tool.Tool, c Call, args json.R
 // not, ok is false and rec is the call's failed record.
 func (l *loop) approve(ctx context.Context, t tool.Tool, c Call, args json.RawMessage, seen []llm.Message) (rec CallRecord, ok bool) {
 	c.Arguments = args
-	err := l.opts.Approver.Approve(ctx, ApprovalRequest{Call: c, Tool: t, Messages: seen})
+	err := l.opts.Approver.Approve(ctx, ApprovalRequest{Call: c, Tool: t, Messages: seen, Tools: l.lookup})
 	if err == nil {
 		return CallRecord{}, true
 	}
@@ -753,6 +757,12 @@ func (l *loop) approve(ctx context.Context, t tool.Tool, c Call, args json.RawMe
 		return rec, false
 	}
 	return l.failed(rec, fmt.Errorf("tool %q was not run: %w", c.Name, err)), false
+}
+
+// lookup finds a tool of the run by name.
+func (l *loop) lookup(name string) (tool.Tool, bool) {
+	t, ok := l.tools[name]
+	return t, ok
 }
 
 func (l *loop) failed(rec CallRecord, err error) CallRecord {
