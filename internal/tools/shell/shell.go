@@ -129,7 +129,13 @@ type Shell struct {
 	limits  atomic.Pointer[limitPlan]
 	tmpSize int64  // size of bubblewrap's /tmp tmpfs; 0: unbounded
 	tmpNote string // why /tmp is not bounded although a memory limit is set
-	logger  *slog.Logger
+	// slirp is slirp4netns, which gives a command with network its own
+	// network namespace with a way out but no way to the host's loopback
+	// (the assistant's own API, other local services); "" when network
+	// is off, bubblewrap is not used or slirp4netns is not installed (the
+	// host's network is then shared, and results say so).
+	slirp  string
+	logger *slog.Logger
 
 	// Prepare's state: the fields above (but cfg and logger) are written by
 	// setup, one at a time, and read only once prepared is true.
@@ -311,6 +317,16 @@ func (s *Shell) setup(ctx context.Context) error {
 	if s.bwrap == "" {
 		s.tmpSize, s.tmpNote = 0, ""
 	}
+	if cfg.Network && s.bwrap != "" {
+		if path, err := exec.LookPath("slirp4netns"); err == nil {
+			s.slirp = path
+		} else {
+			s.note = joinNotes(s.note, sharedNetNote)
+			logger.Warn("shell network shares the host's: commands can reach its loopback services (the assistant's own API among them); install slirp4netns to isolate them")
+		}
+	} else if cfg.Network {
+		s.note = joinNotes(s.note, sharedNetNote)
+	}
 	plan := s.planLimits(cfg.noCgroup, "")
 	if plan.missing != "" {
 		logger.Warn("shell resource limits incomplete", "missing", plan.missing)
@@ -423,7 +439,7 @@ func (s *Shell) selfTest(ctx context.Context, exe string, landlock bool) error {
 	cmd.WaitDelay = killGrace
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	failure, err := runLaunched(cmd)
+	failure, err := runLaunched(cmd, nil)
 	got := strings.TrimSpace(out.String())
 	switch {
 	case failure != "":
@@ -711,6 +727,30 @@ func bwrapArgs(ws, workdir string, network bool, launcher string, tmpSize int64)
 	if network {
 		args = append(args, "--share-net")
 	}
+	args = append(args, bwrapMounts(ws, workdir, launcher, tmpSize)...)
+	return args
+}
+
+// sharedNetNote is what results say when network on means the host's.
+const sharedNetNote = "network: the host's own (its loopback services, the assistant's API among them, are reachable; slirp4netns isolates them)"
+
+// userNetArgs are bwrapArgs for a command with its own network namespace
+// that slirp4netns connects (see startUserNet): bubblewrap writes the
+// child's pid to infoFD and waits for a byte on blockFD before the command
+// runs.
+func userNetArgs(ws, workdir, launcher string, tmpSize int64, infoFD, blockFD int, resolv string) []string {
+	args := []string{"--die-with-parent", "--new-session", "--unshare-all",
+		"--info-fd", strconv.Itoa(infoFD), "--block-fd", strconv.Itoa(blockFD)}
+	mounts := bwrapMounts(ws, workdir, launcher, tmpSize)
+	// The name server is slirp4netns's (the host's may be on its
+	// loopback, out of reach).
+	mounts = append(mounts[:len(mounts)-1], "--ro-bind", resolv, "/etc/resolv.conf", "--")
+	return append(args, mounts...)
+}
+
+// bwrapMounts are bubblewrap's file system and environment options.
+func bwrapMounts(ws, workdir, launcher string, tmpSize int64) []string {
+	var args []string
 	args = append(args, "--ro-bind", "/usr", "/usr")
 	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
 		info, err := os.Lstat(d)
@@ -760,6 +800,7 @@ type launch struct {
 	selfTest    bool // /tmp is left out of the writable paths (Landlock must refuse it)
 	limits      sandbox.Limits
 	cg          *cgroupRun // nil without cgroups
+	net         *userNet   // nil: the host's network (or none)
 }
 
 // statusFD is the launcher's status pipe in the child (exec.Cmd's first
@@ -794,10 +835,23 @@ func (s *Shell) command(ctx context.Context, l launch, script string) *exec.Cmd 
 		argv = append([]string{exe}, spec.Args(argv...)...)
 	}
 	var cmd *exec.Cmd
-	if s.bwrap != "" {
+	switch {
+	case s.bwrap != "" && l.net != nil:
+		// The descriptors after the status pipe (runLaunched) and the
+		// cgroups' files.
+		fd := statusFD
+		if l.launcher != "" {
+			fd++
+		}
+		if l.cg != nil {
+			fd += len(l.cg.procs)
+		}
+		args := append(userNetArgs(l.ws, l.workdir, l.launcher, s.tmpSize, fd, fd+1, l.net.resolv), argv...)
+		cmd = exec.CommandContext(ctx, s.bwrap, args...)
+	case s.bwrap != "":
 		args := append(bwrapArgs(l.ws, l.workdir, s.cfg.Network, l.launcher, s.tmpSize), argv...)
 		cmd = exec.CommandContext(ctx, s.bwrap, args...)
-	} else {
+	default:
 		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = l.workdir
 		cmd.Env = hostEnv(l.ws, l.tmp)
@@ -811,6 +865,9 @@ func (s *Shell) command(ctx context.Context, l launch, script string) *exec.Cmd 
 		if l.cg.v2fd != nil {
 			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(l.cg.v2fd.Fd())
 		}
+	}
+	if s.bwrap != "" && l.net != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, l.net.infoW, l.net.blockR)
 	}
 	return cmd
 }
@@ -926,6 +983,14 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if s.slirp != "" {
+		un, err := newUserNet()
+		if err != nil {
+			return Result{}, err
+		}
+		defer un.close(s.logger)
+		l.net = un
+	}
 	cmd := s.command(runCtx, l, a.Command)
 	callerNotes := slices.Clone(notes)
 	notes = append(notes, slices.DeleteFunc([]string{s.note, plan.missing}, func(n string) bool { return n == "" })...)
@@ -944,10 +1009,14 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 	start := time.Now()
 	var err error
 	var failure string
+	var started func() error
+	if l.net != nil {
+		started = func() error { return s.startUserNet(runCtx, l.net, cmd) }
+	}
 	if l.launcher != "" {
-		failure, err = runLaunched(cmd)
+		failure, err = runLaunched(cmd, started)
 	} else {
-		err = cmd.Run()
+		err = runStarted(cmd, started)
 	}
 	if l.cg != nil && runCtx.Err() == nil && (strings.Contains(failure, "join cgroup") || err != nil && !errors.As(err, new(*exec.ExitError)) && !errors.Is(err, exec.ErrWaitDelay)) {
 		// The cgroup could not be used (the command did not start): run
@@ -1012,22 +1081,42 @@ func (s *Shell) run(ctx context.Context, a Args, timeout time.Duration, notes []
 // message ("" when it executed the command) and cmd's error. Only the
 // launcher holds the pipe's write end (the exec closes it), so a command
 // cannot fake a launcher failure.
-func runLaunched(cmd *exec.Cmd) (string, error) {
+func runLaunched(cmd *exec.Cmd, started func() error) (string, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return "", fmt.Errorf("launcher status pipe: %w", err)
 	}
 	defer r.Close()
 	cmd.ExtraFiles = append([]*os.File{w}, cmd.ExtraFiles...)
-	err = cmd.Start()
+	err = runStarted(cmd, func() error {
+		w.Close()
+		if started != nil {
+			return started()
+		}
+		return nil
+	})
 	w.Close()
-	if err == nil {
-		err = cmd.Wait()
-	}
 	// Every writer has exited by now; the deadline only bounds a surprise.
 	_ = r.SetReadDeadline(time.Now().Add(killGrace))
 	msg, _ := io.ReadAll(io.LimitReader(r, 4<<10))
 	return strings.TrimSpace(string(msg)), err
+}
+
+// runStarted runs cmd, calling started (when set) once it has started; an
+// error of started kills cmd's process group and is returned after cmd
+// ended.
+func runStarted(cmd *exec.Cmd, started func() error) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if started != nil {
+		if err := started(); err != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return err
+		}
+	}
+	return cmd.Wait()
 }
 
 // hostEnv is the environment of a command run without bubblewrap: enough to

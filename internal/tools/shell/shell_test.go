@@ -394,6 +394,17 @@ func TestSandboxNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	// A listener on the host's own non-loopback address: what a command
+	// with network must still reach (the way out), when the host has one.
+	outside := ""
+	if ip := hostAddress(); ip != "" {
+		l2, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l2.Close() })
+		outside = l2.Addr().String()
+	}
 	tests := []struct {
 		name     string
 		network  bool
@@ -410,17 +421,52 @@ func TestSandboxNetwork(t *testing.T) {
 				if !tc.network && s.NetworkEnabled() {
 					t.Skipf("%s cannot block the network here (%s)", su.name, s.Status())
 				}
-				copyTestBinary(t, s)
-				res, err := s.Run(t.Context(), Args{Command: helperDialEnv + "=" + ln.Addr().String() + " ./probe"})
-				if err != nil {
-					t.Fatal(err)
+				if tc.network && s.bwrap != "" && s.slirp == "" && inCI() {
+					t.Fatal("CI=true but slirp4netns is missing (.ci/run installs it): a command with network reaches the host's loopback")
 				}
+				copyTestBinary(t, s)
+				dial := func(addr string) Result {
+					t.Helper()
+					res, err := s.Run(t.Context(), Args{Command: helperDialEnv + "=" + addr + " ./probe"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return res
+				}
+				if tc.network && s.slirp != "" {
+					// Its own network namespace: a way out, but not to the
+					// host's loopback (the assistant's API, local services).
+					if res := dial(ln.Addr().String()); res.ExitCode != 3 || !strings.Contains(res.Output, "dial failed") {
+						t.Fatalf("a command with network reached a loopback listener: exit %d output %q", res.ExitCode, res.Output)
+					}
+					if outside != "" {
+						if res := dial(outside); res.ExitCode != 0 || !strings.Contains(res.Output, "dial ok") {
+							t.Fatalf("a command with network could not get out (%s): exit %d output %q", outside, res.ExitCode, res.Output)
+						}
+					}
+					return
+				}
+				res := dial(ln.Addr().String())
 				if res.ExitCode != tc.wantExit || !strings.Contains(res.Output, tc.wantOut) {
 					t.Fatalf("exit %d output %q; want exit %d and %q", res.ExitCode, res.Output, tc.wantExit, tc.wantOut)
 				}
 			})
 		}
 	}
+}
+
+// hostAddress is the host's first global unicast IPv4 address, or "".
+func hostAddress() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	return ""
 }
 
 func TestSandboxFilesystem(t *testing.T) {
@@ -507,7 +553,7 @@ func TestLandlockInsideBubblewrap(t *testing.T) {
 		"echo ok > ok.txt && echo x > /tmp/x")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	failure, err := runLaunched(cmd)
+	failure, err := runLaunched(cmd, nil)
 	if failure != "" {
 		t.Fatalf("launcher failed: %s", failure)
 	}
