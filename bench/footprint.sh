@@ -7,16 +7,22 @@
 # sampled FIRST and SECOND seconds after /healthz answers 200, once on a fresh
 # data dir (just `reverie init`ed: the first start creates reverie.db and runs
 # the migrations) and once on that same, now existing, data dir.
-# No model is configured: this is the idle footprint.
+# No model is configured there: this is the idle footprint.
+# Then the footprint after use: `reverie agent` on a fresh data dir against a
+# local fake model (bench/turnload footprint, turns through the HTTP API,
+# episodes on), RssAnon idle SECOND s after ready, then after 20 and after
+# TURNS turns of one conversation, each at once and SECOND s later (TURNS 0
+# skips it).
 # reverie and reverie-supervisor are built into the same directory, so `run`
 # hands over to the lean supervisor; its line names the executable that
 # supervises (from /proc/PID/exe): `run (reverie-supervisor)`, or `run (reverie)`
 # when it supervises in process (REVERIE_SUPERVISOR=builtin, or REVERIE_BIN
 # without reverie-supervisor next to it).
-# Usage: bench/footprint.sh [FIRST [SECOND]]     (defaults 10 60; `bench/footprint.sh 2 5` for a quick run)
+# Usage: bench/footprint.sh [FIRST [SECOND [TURNS]]]     (defaults 10 60 500; `bench/footprint.sh 2 5 50` for a quick run)
 set -euo pipefail
 FIRST=${1:-10}
 SECOND=${2:-60}
+TURNS=${3:-500}
 [ "$SECOND" -ge "$FIRST" ] || { echo "SECOND ($SECOND) must be >= FIRST ($FIRST)" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -84,3 +90,10 @@ for mode in agent run; do
   measure "$mode" fresh
   measure "$mode" existing
 done
+
+if [ "$TURNS" -gt 0 ]; then
+  go build -o "$work/turnload" ./bench/turnload
+  checkpoints=$TURNS
+  [ "$TURNS" -le 20 ] || checkpoints="20,$TURNS"
+  "$work/turnload" footprint -turns "$checkpoints" -settle "${SECOND}s" "$bin"
+fi

@@ -11,7 +11,7 @@ import (
 // megabytes that are mostly still in use when it is ready, so collecting at
 // the default pace (GOGC=100, a cycle at 4 MB) costs a cycle of marking on
 // the start's path and frees little. The heap this leaves is returned once
-// the agent is idle (footprint.Keeper), so the idle footprint is the same.
+// the agent is idle (footprint.Keeper), so the idle footprint does not keep it.
 const startGCPercent = 400
 
 // relaxGC sets the collector to startGCPercent and returns the function that

@@ -162,6 +162,9 @@ type App struct {
 	// loadMemoryIndex starts loading the memory store's in-memory index
 	// (nil: the backend has none); see memory.VectorStore.LoadIndex.
 	loadMemoryIndex func()
+	// memoryIndexLoaded is closed when that load has finished (nil: no
+	// index); the footprint keeper's first release waits for it.
+	memoryIndexLoaded <-chan struct{}
 	// commitFiles records changed data-dir files in its history and returns
 	// the short revision (nil while versioning is off).
 	commitFiles func(ctx context.Context, message string, paths ...string) (string, error)

@@ -14,7 +14,9 @@ import (
 // the pages its connections cache but no statement uses (a fresh data
 // dir's migrations leave ~1 MiB of them).
 func (a *App) keepFootprint(ctx context.Context) error {
-	k := &footprint.Keeper{Logger: a.Logger, Release: a.releaseMemory}
+	// The first release waits for the memory index's load (at 100k
+	// memories, seconds of reading rows that become garbage).
+	k := &footprint.Keeper{Logger: a.Logger, Release: a.releaseMemory, After: a.memoryIndexLoaded}
 	return k.Run(ctx)
 }
 

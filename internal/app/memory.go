@@ -50,10 +50,13 @@ func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 	if err != nil {
 		return fmt.Errorf("open memory store: %w", err)
 	}
-	if l, ok := store.(interface{ LoadIndex() }); ok {
+	if l, ok := store.(interface {
+		LoadIndex()
+		Loaded() <-chan struct{}
+	}); ok {
 		// A one-shot process's turn recalls soon: load beside the
 		// rest of the start. An agent loads once ready (Run).
-		a.loadMemoryIndex = l.LoadIndex
+		a.loadMemoryIndex, a.memoryIndexLoaded = l.LoadIndex, l.Loaded()
 		if a.opts.OneShot {
 			l.LoadIndex()
 		}

@@ -124,11 +124,21 @@ func Encode(v []float32) []byte {
 }
 
 // Decode parses a BLOB written by Encode.
-func Decode(b []byte) ([]float32, error) {
+func Decode(b []byte) ([]float32, error) { return DecodeInto(nil, b) }
+
+// DecodeInto parses a BLOB written by Encode into dst's array when it is
+// large enough (a new one otherwise) and returns the vector: a loop over
+// many rows decodes them all into one buffer.
+func DecodeInto(dst []float32, b []byte) ([]float32, error) {
 	if len(b)%4 != 0 {
 		return nil, fmt.Errorf("decode vector of %d bytes: %w", len(b), ErrDimensions)
 	}
-	v := make([]float32, len(b)/4)
+	v := dst[:0]
+	if n := len(b) / 4; cap(v) >= n {
+		v = v[:n]
+	} else {
+		v = make([]float32, n)
+	}
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}

@@ -122,6 +122,35 @@ func TestEncodeDecode(t *testing.T) {
 	}
 }
 
+// DecodeInto reuses the buffer it is given when it is large enough.
+func TestDecodeInto(t *testing.T) {
+	v := []float32{0, 1.5, -2.25}
+	tests := []struct {
+		name  string
+		dst   []float32
+		reuse bool
+	}{
+		{name: "nil buffer", dst: nil},
+		{name: "small buffer", dst: make([]float32, 1)},
+		{name: "large buffer", dst: make([]float32, 8), reuse: true},
+		{name: "same size", dst: make([]float32, 3), reuse: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeInto(tc.dst, Encode(v))
+			if err != nil || !slices.Equal(got, v) {
+				t.Fatalf("DecodeInto = %v, %v; want %v", got, err, v)
+			}
+			if reused := cap(tc.dst) > 0 && &got[0] == &tc.dst[:1][0]; reused != tc.reuse {
+				t.Errorf("buffer reused = %v, want %v", reused, tc.reuse)
+			}
+		})
+	}
+	if _, err := DecodeInto(make([]float32, 4), []byte{1, 2, 3}); !errors.Is(err, ErrDimensions) {
+		t.Errorf("odd blob: %v", err)
+	}
+}
+
 type countingEmbedder struct {
 	inner Embedder
 	calls atomic.Int32

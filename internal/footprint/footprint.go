@@ -11,8 +11,13 @@
 //
 // A Keeper does this once start-up has settled and again whenever use has
 // grown the private memory by Slack (checked once a minute by reading
-// /proc/self/status: no other cost while idle), so the idle footprint is the
-// same after a day of use as after a fresh start.
+// /proc/self/status: no other cost while idle), so that what a burst of
+// turns allocated and freed goes back within a minute or two. What use
+// leaves live stays: an agent's idle footprint after use is higher than
+// after a fresh start (the memory index holds every stored memory, recent
+// conversations' histories are cached, the first turn builds the tools'
+// schemas). bench/footprint.sh measures both; docs/architecture.md#footprint
+// has the figures.
 //
 // The executable's own pages (code and constants) are deliberately left
 // alone: dropping them from the process's mappings lowers RSS but not what
@@ -50,6 +55,11 @@ type Keeper struct {
 	// Slack is the growth in bytes that triggers another release
 	// (0: DefaultSlack).
 	Slack int64
+	// After, when set, holds the first release back until it is closed
+	// (then Settle more): start-up work that runs after ready and leaves
+	// much garbage behind, such as loading the memory index, is part of
+	// what the first release hands back.
+	After <-chan struct{}
 	// Logger receives a debug line per release (nil: discarded).
 	Logger *slog.Logger
 	// Release hands freed memory back (nil: Release). A process whose C
@@ -84,6 +94,13 @@ func (k *Keeper) Run(ctx context.Context) error {
 	log := k.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if k.After != nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-k.After:
+		}
 	}
 	t := time.NewTimer(settle)
 	defer t.Stop()

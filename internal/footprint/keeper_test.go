@@ -90,3 +90,25 @@ func TestKeeperWithoutProc(t *testing.T) {
 		}
 	})
 }
+
+// With After, the first release waits for it, then Settle.
+func TestKeeperAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
+		loaded := make(chan struct{})
+		k := &Keeper{Settle: 5 * time.Second, After: loaded, Release: p.release, resident: p.size}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- k.Run(ctx) }()
+		time.Sleep(30 * time.Second) // the index loads for 30 s
+		close(loaded)
+		time.Sleep(10 * time.Second)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got, want := p.trimTimes(), []time.Duration{35 * time.Second}; len(got) != 1 || got[0] != want[0] {
+			t.Fatalf("releases at %v, want %v", got, want)
+		}
+	})
+}

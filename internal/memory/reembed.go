@@ -397,6 +397,11 @@ func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*i
 	}
 	// in id order, so each thread's episodes are linked in the order told
 	stale, wrongDims := 0, 0
+	// Every row's vector is read in place (RawBytes) and decoded into one
+	// buffer: the index keeps only its quantised copy, and at 100k memories
+	// a copy and a decoded vector per row were ~300 MB of garbage, which
+	// the heap grew to hold before the footprint keeper's next release.
+	var buf []float32
 	err := sqlite.Each(ctx, s.db, func(rows *sql.Rows) error {
 		var (
 			id                     int64
@@ -405,7 +410,7 @@ func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*i
 			created, from          int64
 			to, last, event        sql.NullInt64
 			count                  int32
-			blob                   []byte
+			blob                   sql.RawBytes
 		)
 		if err := rows.Scan(&id, &txt, &kind, &created, &from, &to, &count, &last, &event, &thr, &session, &speaker, &role, &blob, &mmodel); err != nil {
 			return err
@@ -416,9 +421,10 @@ func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*i
 		var v []float32
 		if mmodel == model && blob != nil {
 			var err error
-			if v, err = vec.Decode(blob); err != nil {
+			if v, err = vec.DecodeInto(buf, blob); err != nil {
 				return fmt.Errorf("memory %d: %w", id, err)
 			}
+			buf = v
 			if len(v) != dims {
 				wrongDims++
 				v = nil

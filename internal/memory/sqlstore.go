@@ -54,6 +54,7 @@ type VectorStore struct {
 	loadOnce sync.Once
 	loading  sync.WaitGroup
 	loadErr  error
+	loaded   chan struct{} // closed when the load has finished (Loaded)
 	// serve is the model whose vectors idx holds and queries are embedded
 	// with: emb, or the previous model while Reembed migrates (reembed.go).
 	serve      vec.Embedder
@@ -95,7 +96,7 @@ func openVector(ctx context.Context, m *sqlite.Migrations, db *sql.DB, e vec.Emb
 	if err := migrate(ctx, m, db); err != nil {
 		return nil, err
 	}
-	s := &VectorStore{db: db, emb: e, now: now, log: log, model: e.ID()}
+	s := &VectorStore{db: db, emb: e, now: now, log: log, model: e.ID(), loaded: make(chan struct{})}
 	s.SetTuning(tune)
 	if err := s.chooseServing(ctx, prev); err != nil {
 		return nil, err
@@ -118,8 +119,14 @@ func (s *VectorStore) LoadIndex() {
 	s.loadOnce.Do(func() { s.loading.Go(s.load) })
 }
 
+// Loaded is closed once the index load has finished (successfully or
+// not): the load allocates and drops the rows it reads, so the agent hands
+// freed memory back after it (see app's footprint keeper).
+func (s *VectorStore) Loaded() <-chan struct{} { return s.loaded }
+
 // load reads the index and releases the index lock taken by Open.
 func (s *VectorStore) load() {
+	defer close(s.loaded)
 	defer s.mu.Unlock()
 	model, dims := s.serveModel, s.serve.Dimensions()
 	// Nobody waits on this context: the store outlives whoever opened it.
