@@ -190,6 +190,13 @@ type Request struct {
 	MaxTokens int
 	// ResponseFormat asks for JSON matching a schema; nil for free text.
 	ResponseFormat *ResponseFormat
+	// CachePrefix is how many of the leading Messages are the same as in
+	// the previous request of the conversation (the stored conversation
+	// before the turn's message and its per-turn context). Providers whose
+	// prompt caching needs explicit marks (Anthropic) mark the end of the
+	// tools and system prompt, of Messages[:CachePrefix] and of the
+	// request; 0 marks no messages but the last. Others ignore it.
+	CachePrefix int
 }
 
 // Usage counts tokens of one call (or a sum of calls).

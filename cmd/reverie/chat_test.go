@@ -20,6 +20,7 @@ import (
 	"github.com/reverie-ai/reverie/extensions/cli"
 	"github.com/reverie-ai/reverie/extensions/cli/clitest"
 	"github.com/reverie-ai/reverie/extensions/web"
+	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -253,8 +254,9 @@ func checkLastRequest(t *testing.T, model *llmtest.OpenAIServer, question, gone 
 		t.Errorf("the model was asked %q, want %q", got, question)
 	}
 	for _, m := range msgs {
-		// (The system prompt may recall earlier exchanges: memory.)
-		if m.Role != "system" && strings.Contains(m.Text(), gone) {
+		// (The system prompt and the turn context may recall earlier
+		// exchanges: memory.)
+		if m.Role != "system" && !strings.HasPrefix(m.Text(), agent.TurnContextPrefix) && strings.Contains(m.Text(), gone) {
 			t.Errorf("the model still saw %q (%s)", gone, m.Role)
 		}
 	}

@@ -142,6 +142,13 @@ type Options struct {
 	// Sizes measures components after each turn (nil: Sources when it
 	// implements Sizes, else DataDirSources).
 	Sizes Sizes
+	// HistoryTokens is the history budget: a request carries the newest
+	// turns of the conversation that fit it, older ones being represented
+	// by the conversation summary (compacted in chunks, see keepNum) and by
+	// recall. 0 means DefaultHistoryTokens; negative means no budget (the
+	// whole history, compacted only when it would not fit the model's
+	// context window).
+	HistoryTokens int
 	// Limits are the component size limits; the zero value means
 	// prompt.DefaultLimits(). The skills limit also switches the Skills
 	// section to its table of contents.
@@ -263,6 +270,10 @@ type Agent struct {
 	o   Options
 	log *slog.Logger
 
+	// fenceKey fences tool results the same way in every turn (see
+	// toolloop.Options.FenceKey), so that requests keep their prefix.
+	fenceKey []byte
+
 	mu         sync.Mutex
 	condensing map[prompt.Component]bool // a condense event is outstanding
 	toolCounts map[string]toolCount      // by tool name: see toolTokens
@@ -305,6 +316,9 @@ func New(opts Options) (*Agent, error) {
 			opts.Sizes = DataDirSources{Dir: opts.DataDir}
 		}
 	}
+	if opts.HistoryTokens == 0 {
+		opts.HistoryTokens = DefaultHistoryTokens
+	}
 	if opts.Limits == (prompt.Limits{}) {
 		opts.Limits = prompt.DefaultLimits()
 	}
@@ -319,7 +333,7 @@ func New(opts Options) (*Agent, error) {
 		return cmp.Compare(a.ContextPriority(), b.ContextPriority())
 	})
 	opts.ContextProviders = providers
-	return &Agent{o: opts, log: opts.Logger, condensing: map[prompt.Component]bool{}}, nil
+	return &Agent{o: opts, log: opts.Logger, fenceKey: toolloop.NewFenceKey(), condensing: map[prompt.Component]bool{}}, nil
 }
 
 // Seed runs the conversation seed on thread (seed 001): the seed prompt in
@@ -448,29 +462,54 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string, parti
 		return res, err
 	}
 	parts.Summary = sum.Text
-	system := prompt.Assemble(parts)
+	system, turnCtx := prompt.Split(parts)
 
 	model, limits := a.mainModel(ctx, in.Thread)
 	toolTokens := a.toolTokens(tools)
+	// The turn context goes in the request as a message (withTurnContext).
+	turnTokens := 0
+	if turnCtx != "" {
+		turnTokens = a.o.Counter.Count(TurnContextPrefix+turnCtx) + prompt.MessageOverhead
+	}
 	sysTokens := a.o.Counter.Count(system) + toolTokens
-	threshold := prompt.CompactionThreshold(limits.ContextSize, limits.MaxTokens, sysTokens)
-	if tokens > threshold {
-		if cut := prompt.CompactionCut(historyMsgs, prompt.KeepRecent); cut > 0 {
+	threshold := prompt.CompactionThreshold(limits.ContextSize, limits.MaxTokens, sysTokens+turnTokens)
+	budget, budgeted := a.historyBudget(threshold)
+	if tokens > budget {
+		// The oldest turns are summarised in one chunk: with a history
+		// budget, down to a share of it (so that the next compaction is
+		// many turns away); without, down to the newest KeepRecent
+		// messages once the context window is full.
+		cut := prompt.CompactionCut(historyMsgs, prompt.KeepRecent)
+		if budgeted {
+			cut = keepFrom(history, budget*keepNum/keepDen)
+		}
+		if cut > 0 {
 			newSum, _, cerr := a.compact(ctx, in.Thread, sum.Text, history[:cut])
 			if cerr != nil {
-				a.log.Warn("compaction failed; answering with the full history", "thread", in.Thread, "err", cerr)
+				a.log.Warn("compaction failed; answering with the recent history only", "thread", in.Thread, "err", cerr)
+				if budgeted {
+					// The budget holds even so: the request carries the
+					// newest turns that fit it, and the next turn tries
+					// the compaction again.
+					cut = keepFrom(history, budget)
+					history, historyMsgs = history[cut:], historyMsgs[cut:]
+					tokens = historyTokens(history)
+				}
 			} else {
 				res.Compacted = true
 				history, historyMsgs = history[cut:], historyMsgs[cut:]
 				tokens = historyTokens(history)
 				parts.Summary = newSum
-				system = prompt.Assemble(parts)
+				system, turnCtx = prompt.Split(parts)
 				sysTokens = a.o.Counter.Count(system) + toolTokens
-				threshold = prompt.CompactionThreshold(limits.ContextSize, limits.MaxTokens, sysTokens)
+				threshold = prompt.CompactionThreshold(limits.ContextSize, limits.MaxTokens, sysTokens+turnTokens)
 			}
 		}
 	}
 	res.SystemPrompt = system
+	if turnCtx != "" {
+		res.SystemPrompt += prompt.SectionSeparator + turnCtx
+	}
 
 	msgs, truncated := fitMessages(a.o.Counter, history, historyMsgs, tokens, threshold)
 	msgs = a.loadImages(msgs, limits.Vision)
@@ -478,8 +517,9 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string, parti
 	if truncated > 0 {
 		a.log.Info("messages cut for the context window", "thread", in.Thread, "messages", truncated, "budget_tokens", threshold)
 	}
+	msgs, stable := withTurnContext(msgs, turnCtx)
 
-	req := llm.Request{System: system, Messages: msgs}
+	req := llm.Request{System: system, Messages: msgs, CachePrefix: stable}
 	if in.Kind == KindSeed {
 		req.ToolChoice = llm.ToolChoiceNone
 	}
@@ -491,6 +531,7 @@ func (a *Agent) run(ctx context.Context, in Input, blocks func() []string, parti
 		MaxRepeats:     a.o.Loop.MaxRepeats,
 		Approver:       a.o.Loop.Approver,
 		Redact:         a.o.Loop.Redact,
+		FenceKey:       a.fenceKey,
 		Stream:         in.Stream,
 		OnToolCall:     in.OnToolCall,
 		OnToolResult:   in.OnToolResult,

@@ -262,12 +262,13 @@ func seedThread(t testing.TB, s *conversation.Store, id chat.ThreadID, n int, wo
 	}
 }
 
-func TestCompactionBeforeInference(t *testing.T) {
+func TestCompactionBeforeInferenceWithoutBudget(t *testing.T) {
 	compaction := llmtest.NewScripted(t, llmtest.Reply("SUMMARY ONE"), llmtest.Reply("SUMMARY TWO"))
 	main := llmtest.NewScripted(t,
 		llmtest.Reply("first answer").WithCheck(func(r llm.Request) error {
-			if len(r.Messages) != prompt.KeepRecent {
-				return fmt.Errorf("model got %d messages, want %d", len(r.Messages), prompt.KeepRecent)
+			// The kept messages and the turn context.
+			if len(r.Messages) != prompt.KeepRecent+1 {
+				return fmt.Errorf("model got %d messages, want %d", len(r.Messages), prompt.KeepRecent+1)
 			}
 			if !strings.Contains(r.System, "# Conversation Summary\nSUMMARY ONE") {
 				return fmt.Errorf("system prompt lacks the summary:\n%s", r.System)
@@ -276,7 +277,8 @@ func TestCompactionBeforeInference(t *testing.T) {
 		}),
 		llmtest.Reply("second answer"),
 	)
-	e := newEnv(t, main, nil)
+	// Without a history budget, the context window alone decides.
+	e := newEnv(t, main, func(o *Options) { o.HistoryTokens = -1 })
 	e.models.compaction = compaction
 	e.models.limits[modelrouter.RoleMain] = modelrouter.Limits{ContextSize: 700, MaxTokens: 100}
 	e.models.limits[modelrouter.RoleCompaction] = modelrouter.Limits{ContextSize: 32768, MaxTokens: 1024}

@@ -1,9 +1,12 @@
 // Package agent runs one turn of Reverie's main assistant: the message is
 // saved, the system prompt is assembled fresh (BASE_PROMPT.txt with its
-// conditional sections, the current time, MEMORIES.txt, the active pulse,
-// the thread's compaction summary, skills and context providers' blocks),
-// the history is compacted first when it would not fit the model's context,
-// and the tool loop runs with the main model role. Around the reply it checks
+// conditional sections, skills, MEMORIES.txt, the active pulse and the
+// thread's compaction summary; the current time and the context providers'
+// blocks go in the turn context, a message just before the turn's message:
+// see prompt.Split and TurnContextPrefix), the request carries the newest
+// turns that fit the history budget (Options.HistoryTokens; older turns are
+// summarised in chunks, see keepNum), and the tool loop runs with the main
+// model role. Around the reply it checks
 // component size limits, runs the rule-based supervisor check, writes the
 // interaction log and publishes turn events.
 //

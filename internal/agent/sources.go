@@ -154,10 +154,15 @@ func readTemplate(dir, rel string) (string, error) {
 // the English one (from the data dir, else shipped).
 // AppWritten reports whether text, a user-role message the user did not
 // write, is the application's own: the conversation seed (from the data
-// directory dir, in language lang, as a seed turn or before a greeting) or
-// a supervisor's note. Other system events carry what happened elsewhere
-// (a worker's report, a task's answer), which can hold outside content.
+// directory dir, in language lang, as a seed turn or before a greeting), a
+// supervisor's note, or the turn context (TurnContextPrefix: the time and
+// the context providers' blocks, which were in the system prompt before).
+// Other system events carry what happened elsewhere (a worker's report, a
+// task's answer), which can hold outside content.
 func AppWritten(dir, lang, text string) bool {
+	if strings.HasPrefix(text, TurnContextPrefix) {
+		return true
+	}
 	body, ok := strings.CutPrefix(text, SystemEventPrefix)
 	if !ok {
 		return false

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
@@ -38,8 +37,8 @@ func (a *App) buildApprovals(ctx context.Context) error {
 		Shared:       a.sharedThread,
 		Tool:         a.findTool,
 		History:      a.history,
-		FromUser:     func(text string) bool { return !strings.HasPrefix(text, agent.SystemEventPrefix) },
 		AppWritten:   func(text string) bool { return agent.AppWritten(a.opts.DataDir, a.Config.Language, text) },
+		FromUser:     agent.WrittenByUser,
 		Events:       a.Bus,
 		Secrets:      a.Secrets,
 		LeaveOverdue: a.opts.OneShot,

@@ -118,6 +118,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		Counter:       counter,
 		Sources:       a.Sources,
 		Sizes:         a.Sources,
+		HistoryTokens: historyTokens(cfg.Conversations.HistoryTokens),
 		Limits: prompt.Limits{MemoriesChars: cfg.Limits.MemoriesChars, PulseChars: cfg.Limits.PulseChars,
 			SkillsChars: cfg.Limits.SkillsChars},
 		Interactions:     ilog,
@@ -292,4 +293,13 @@ func (a *App) extensionHealth(ctx context.Context) []router.ExtensionHealth {
 		out = append(out, router.ExtensionHealth{ID: st.ID, State: string(st.State), Health: string(st.Health), Detail: detail})
 	}
 	return out
+}
+
+// historyTokens is agent.Options.HistoryTokens for conversations.history_tokens
+// (where 0 means no budget).
+func historyTokens(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

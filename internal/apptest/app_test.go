@@ -92,22 +92,26 @@ func TestMessageToolCallReply(t *testing.T) {
 	}
 
 	// The model saw the tool result, and the request carried the assembled prompt and tools.
-	var sawTool, sawPrompt bool
+	// The time comes in the turn context, a message after the history.
+	var sawTool, sawPrompt, sawTime bool
 	for _, req := range h.Model.ChatRequests() {
 		for _, m := range req.Messages {
 			if m.Role == "tool" && strings.Contains(m.Text(), "notes/today.txt") {
 				sawTool = true
 			}
-			if m.Role == "system" && strings.Contains(m.Text(), "# Core Instructions") && strings.Contains(m.Text(), "# Current Time") {
+			if m.Role == "system" && strings.Contains(m.Text(), "# Core Instructions") {
 				sawPrompt = true
+			}
+			if m.Role == "user" && strings.HasPrefix(m.Text(), agent.TurnContextPrefix) && strings.Contains(m.Text(), "# Current Time") {
+				sawTime = true
 			}
 		}
 		if len(req.Tools) == 0 && !strings.HasPrefix(lastUser(req), "[SYSTEM EVENT]") {
 			t.Errorf("a turn request offered no tools")
 		}
 	}
-	if !sawTool || !sawPrompt {
-		t.Errorf("tool result sent back: %v; system prompt assembled: %v", sawTool, sawPrompt)
+	if !sawTool || !sawPrompt || !sawTime {
+		t.Errorf("tool result sent back: %v; system prompt assembled: %v; time in the turn context: %v", sawTool, sawPrompt, sawTime)
 	}
 
 	// Stored in order: seed event, seed reply, user, assistant tool call, tool result, reply.

@@ -83,7 +83,16 @@ type ConversationsConfig struct {
 	// TitleRole is the model role that writes titles (default scout, the
 	// cheap one; it falls back to main when not configured).
 	TitleRole string `yaml:"title_role"`
+	// HistoryTokens is the history budget: a request carries the newest
+	// turns of a conversation that fit it; older ones are summarised (in
+	// chunks, so not at every turn) and reach the model through that
+	// summary and memory recall. 0: no budget (the whole conversation,
+	// compacted only when it would not fit the model's context window).
+	HistoryTokens int `yaml:"history_tokens"`
 }
+
+// DefaultHistoryTokens is conversations.history_tokens by default.
+const DefaultHistoryTokens = 12000
 
 // Title modes (conversations.titles).
 const (
@@ -172,7 +181,7 @@ func Default() Config {
 		Memory:        defaultMemory(),
 		Dreaming:      defaultDreaming(),
 		Harvest:       defaultHarvest(),
-		Conversations: ConversationsConfig{Titles: TitlesFirstMessage, TitleRole: "scout"},
+		Conversations: ConversationsConfig{Titles: TitlesFirstMessage, TitleRole: "scout", HistoryTokens: DefaultHistoryTokens},
 		Reflection:    defaultReflection(),
 		Scheduler:     defaultScheduler(),
 		Workflow:      defaultWorkflow(),
@@ -493,6 +502,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Conversations.TitleRole == "" {
 		return c.invalid("conversations.title_role", "must name a model role (scout, compaction, main, …)")
+	}
+	if c.Conversations.HistoryTokens < 0 {
+		return c.invalid("conversations.history_tokens", "must be 0 (no budget) or a number of tokens, got %d", c.Conversations.HistoryTokens)
 	}
 	type check struct {
 		key string

@@ -11,15 +11,18 @@ import (
 //	section              main  full  minimal  base_only  none
 //	Core Instructions     ✓     ✓       —        ✓        —   (BASE_PROMPT.txt, conditionals applied)
 //	Execution Instructions —    —       ✓        —        —   (Input.Minimal or DefaultMinimalInstructions)
-//	Current Time          ✓     ✓       ✓        —        —
+//	Skills                ✓ᵃ    TOC     —        —        —
 //	User Memories         ✓     ✓       —        —        —   (MEMORIES.txt + recalled)
 //	Active Pulse          ✓     ✓       —        —        —
 //	Conversation Summary  ✓     —       —        —        —
-//	Skills                ✓ᵃ    TOC     —        —        —
-//	Additional Context    ✓     ✓       —        —        —   (context providers)
+//	Current Time          ✓ᵇ    ✓ᵇ      ✓        —        —
+//	Additional Context    ✓ᵇ    ✓ᵇ      —        —        —   (context providers)
 //	Task                  ✓     ✓       ✓        ✓        ✓   (sub-session objective and context)
 //
 // ᵃ full text, or the table of contents when Input.SkillsAsTOC is set.
+// ᵇ the turn part of Split: the sections above change less often than every
+// turn and come first, so that a request's prefix stays the same from turn
+// to turn (providers' prompt caches).
 //
 // main is the user-facing agent. The sub-session modes follow seeds 003 and
 // 001: full is the assembled prompt without the conversation summary (a
@@ -129,10 +132,9 @@ type Input struct {
 }
 
 // Assemble builds the system prompt for in: the sections of in.Mode in the
-// order of seed 003 (see Mode), each under its heading, divided by
-// SectionSeparator, empty sections omitted. Additional Context comes after
-// Skills: it is the most turn-specific material, so it sits closest to the
-// conversation. Markers in Base that fail validation are dropped and their
+// order of the table of Mode, each under its heading, divided by
+// SectionSeparator, empty sections omitted. Additional Context comes last
+// but the task: it is the most turn-specific material. Markers in Base that fail validation are dropped and their
 // text kept (ValidateDir reports them at start-up).
 func Assemble(in Input) string {
 	mode := in.Mode
@@ -143,15 +145,8 @@ func Assemble(in Input) string {
 	a.b.Grow(inputSize(in))
 	switch mode {
 	case ModeMain, ModeFull:
-		a.section(HeadingCore, conditional(in.Base, in.Tools))
-		a.section(HeadingTime, FormatTime(in.Now, in.Location))
-		a.memories(in.Memories, in.Recalled)
-		a.section(HeadingPulse, in.Pulse)
-		if mode == ModeMain {
-			a.section(HeadingSummary, in.Summary)
-		}
-		a.skills(in.Skills, mode == ModeFull || in.SkillsAsTOC)
-		a.extra(in.Extra)
+		a.stable(in, mode)
+		a.turn(in)
 	case ModeMinimal:
 		instr := in.Minimal
 		if strings.TrimSpace(instr) == "" {
@@ -168,6 +163,51 @@ func Assemble(in Input) string {
 	}
 	a.section(HeadingTask, in.Task)
 	return a.b.String()
+}
+
+// Split is Assemble for a conversation's request in two parts: stable, the
+// sections that stay the same from turn to turn (Core Instructions, Skills,
+// User Memories, Active Pulse, Conversation Summary, in that order: the ones
+// that change least often first), and turn, the two that change with every
+// turn (Current Time and Additional Context, which holds the memories
+// recalled for the message). The agent sends stable as the system prompt and
+// turn after the conversation, just before the turn's message, so that the
+// system prompt and the conversation before the message are the same prefix
+// as in the previous turn's request and providers' prompt caches reuse it.
+// Either part may be empty. Modes other than main and full have no turn part
+// (stable is Assemble's prompt).
+func Split(in Input) (stable, turn string) {
+	mode := in.Mode
+	if mode == "" {
+		mode = ModeMain
+	}
+	if mode != ModeMain && mode != ModeFull {
+		return Assemble(in), ""
+	}
+	var s, t assembler
+	s.b.Grow(inputSize(in))
+	s.stable(in, mode)
+	s.section(HeadingTask, in.Task)
+	t.turn(in)
+	return s.b.String(), t.b.String()
+}
+
+// stable writes the sections of main and full mode that change less often
+// than every turn, the rarest changes first.
+func (a *assembler) stable(in Input, mode Mode) {
+	a.section(HeadingCore, conditional(in.Base, in.Tools))
+	a.skills(in.Skills, mode == ModeFull || in.SkillsAsTOC)
+	a.memories(in.Memories, in.Recalled)
+	a.section(HeadingPulse, in.Pulse)
+	if mode == ModeMain {
+		a.section(HeadingSummary, in.Summary)
+	}
+}
+
+// turn writes the sections that change with every turn.
+func (a *assembler) turn(in Input) {
+	a.section(HeadingTime, FormatTime(in.Now, in.Location))
+	a.extra(in.Extra)
 }
 
 // inputSize bounds the prompt's size so it is built in one allocation.

@@ -115,7 +115,7 @@ func TestAssembleGolden(t *testing.T) {
 func TestAssembleSectionsOrderAndOmission(t *testing.T) {
 	in := fullInput(t)
 	got := Assemble(in)
-	order := []string{HeadingCore, HeadingTime, HeadingMemories, HeadingPulse, HeadingSummary, HeadingSkills, HeadingContext}
+	order := []string{HeadingCore, HeadingSkills, HeadingMemories, HeadingPulse, HeadingSummary, HeadingTime, HeadingContext}
 	last := -1
 	for _, h := range order {
 		i := strings.Index(got, h+"\n")
@@ -242,5 +242,49 @@ func BenchmarkAssemble(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Assemble(in)
+	}
+}
+
+func TestSplit(t *testing.T) {
+	tests := []struct {
+		name string
+		in   func(Input) Input
+	}{
+		{"main", func(in Input) Input { return in }},
+		{"full", func(in Input) Input { in.Mode = ModeFull; return in }},
+		{"minimal", func(in Input) Input { in.Mode = ModeMinimal; return in }},
+		{"no_time_no_context", func(in Input) Input { in.Now, in.Extra = time.Time{}, nil; return in }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in(fullInput(t))
+			stable, turn := Split(in)
+			whole := Assemble(in)
+			switch {
+			case turn == "":
+				if stable != whole {
+					t.Errorf("without a turn part, stable is not Assemble's prompt:\n%s\n---\n%s", stable, whole)
+				}
+			default:
+				if stable+SectionSeparator+turn != whole {
+					t.Errorf("stable + turn is not Assemble's prompt:\n%s\n---\n%s\n---\n%s", stable, turn, whole)
+				}
+				if strings.Contains(stable, HeadingTime) || strings.Contains(stable, HeadingContext) {
+					t.Errorf("the stable part holds a per-turn section:\n%s", stable)
+				}
+				if !strings.HasPrefix(turn, HeadingTime) {
+					t.Errorf("the turn part does not open with the time:\n%s", turn)
+				}
+			}
+			if in.Mode == ModeMinimal {
+				return
+			}
+			// The stable part does not depend on the time or the context.
+			later := in
+			later.Now, later.Extra = in.Now.Add(time.Hour), []string{"other context"}
+			if s2, _ := Split(later); s2 != stable {
+				t.Errorf("the stable part changed with the time and the context")
+			}
+		})
 	}
 }

@@ -308,7 +308,7 @@ func TestGreetingInTheFirstReply(t *testing.T) {
 	m := llmtest.Func(func(ctx context.Context, r llm.Request) (llm.Response, error) {
 		var users []string
 		for _, msg := range r.Messages {
-			if msg.Role == llm.RoleUser {
+			if msg.Role == llm.RoleUser && !strings.HasPrefix(msg.Text(), agent.TurnContextPrefix) {
 				users = append(users, msg.Text())
 			}
 		}
@@ -355,7 +355,9 @@ func TestGreetingInTheFirstReply(t *testing.T) {
 func TestCommands(t *testing.T) {
 	compaction := 0
 	m := llmtest.Func(func(ctx context.Context, r llm.Request) (llm.Response, error) {
-		if r.System == "" { // the compaction call has no system prompt
+		if !slices.ContainsFunc(r.Messages, func(m llm.Message) bool { // the compaction call has no turn context
+			return strings.HasPrefix(m.Text(), agent.TurnContextPrefix)
+		}) {
 			compaction++
 			return llm.Response{Message: llm.AssistantText("the summary")}, nil
 		}

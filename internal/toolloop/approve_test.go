@@ -78,18 +78,28 @@ func TestFenceHistoryAndNonce(t *testing.T) {
 		llm.AssistantText("ok"),
 		llm.UserText("question"),
 	}}
-	nonces := map[string]bool{}
-	for range 2 {
+	// nonceOf runs a turn on history with opts and returns the nonce of the
+	// history's result in its request.
+	nonceOf := func(opts Options) string {
 		m := script(say("done"))
-		mustRun(t, m, history, nil, Options{})
+		mustRun(t, m, history, nil, opts)
 		r := toolResults(m.requests()[0].Messages)[0].Content
 		if c := unfenced(t, r); c != "old page" {
 			t.Fatalf("a result from history is not fenced: %q", r)
 		}
-		nonces[strings.Fields(r)[1]] = true
+		return strings.Fields(r)[1]
 	}
-	if len(nonces) != 2 {
-		t.Errorf("two runs used the same nonce: %v", nonces)
+	if a, b := nonceOf(Options{}), nonceOf(Options{}); a == b {
+		t.Errorf("two runs without a key used the same nonce: %s", a)
+	}
+	// With a key (the agent's), a result is fenced the same way in every
+	// run, so that a request's prefix stays the same from turn to turn.
+	key := NewFenceKey()
+	if a, b := nonceOf(Options{FenceKey: key}), nonceOf(Options{FenceKey: key}); a != b {
+		t.Errorf("two runs with one key fenced a result differently: %s, %s", a, b)
+	}
+	if a, b := nonceOf(Options{FenceKey: key}), nonceOf(Options{FenceKey: NewFenceKey()}); a == b {
+		t.Errorf("two keys gave the same nonce: %s", a)
 	}
 	if c := toolResults(history.Messages)[0].Content; c != "old page" {
 		t.Errorf("Run modified req.Messages: %q", c)

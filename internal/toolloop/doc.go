@@ -32,8 +32,9 @@
 //
 // Untrusted data. In every request to the model, each tool result's
 // content (results from earlier turns in req.Messages included) is fenced
-// between two delimiter lines that carry a nonce drawn at random per Run
-// and say the content is data, not instructions (FenceOpen, FenceClose);
+// between two delimiter lines that carry a nonce (a keyed hash of the
+// result under a secret key: Options.FenceKey, else one drawn per Run) and
+// say the content is data, not instructions (FenceOpen, FenceClose);
 // any "<<<" inside the content is broken up so that it cannot pass for a
 // delimiter. Result.Messages and the callbacks keep the plain content.
 //

@@ -1,7 +1,9 @@
 package toolloop
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"strings"
 
@@ -10,14 +12,18 @@ import (
 
 // fence marks tool results as untrusted data in what the model sees. Every
 // tool result's content is sent between an opening and a closing delimiter
-// line carrying a nonce drawn at random for each Run, so text inside a
-// result (a fetched page, a file) cannot close the block early: it cannot
-// know the nonce, and any "<<<" it contains is broken up (see neutralise)
-// so that it cannot even look like a delimiter. The stored messages
-// (Result.Messages, OnMessage, OnRound) keep the plain content: only the
-// requests to the model are fenced, results from earlier turns included.
+// line carrying a nonce, so text inside a result (a fetched page, a file)
+// cannot close the block early: it cannot know the nonce, and any "<<<" it
+// contains is broken up (see neutralise) so that it cannot even look like a
+// delimiter. The nonce is a keyed hash of the result (its call id, tool name
+// and content) under a secret key: the content cannot hold the nonce of its
+// own fence, and a result is fenced the same way in every request made with
+// the key (Options.FenceKey; without one the key is drawn at random for each
+// Run). The stored messages (Result.Messages, OnMessage, OnRound) keep the
+// plain content: only the requests to the model are fenced, results from
+// earlier turns included.
 type fence struct {
-	nonce string
+	key []byte
 }
 
 // FenceOpen and FenceClose start the delimiter lines around a tool result
@@ -31,10 +37,31 @@ const (
 	FenceClose = "<<<end_tool_output"
 )
 
-func newFence() fence {
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	return fence{nonce: hex.EncodeToString(b[:])}
+// newFence returns the fence with key, or with a random key when key is
+// empty.
+func newFence(key []byte) fence {
+	if len(key) == 0 {
+		key = NewFenceKey()
+	}
+	return fence{key: key}
+}
+
+// NewFenceKey draws a random key for Options.FenceKey.
+func NewFenceKey() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return b
+}
+
+// nonce is r's nonce: 96 bits of HMAC-SHA256 of its call id, tool name and
+// content under the fence's key.
+func (f fence) nonce(r llm.ToolResult) string {
+	mac := hmac.New(sha256.New, f.key)
+	for _, s := range []string{r.CallID, r.Name, r.Content} {
+		mac.Write([]byte(s))
+		mac.Write([]byte{0})
+	}
+	return hex.EncodeToString(mac.Sum(nil)[:12])
 }
 
 // Fenced returns content as the model sees it from tool name with nonce.
@@ -88,7 +115,7 @@ func (f fence) messages(msgs []llm.Message) []llm.Message {
 		parts := make([]llm.Part, len(m.Parts))
 		for j, p := range m.Parts {
 			if r, ok := p.(llm.ToolResult); ok {
-				r.Content = Fenced(f.nonce, r.Name, r.Content)
+				r.Content = Fenced(f.nonce(r), r.Name, r.Content)
 				p = r
 			}
 			parts[j] = p

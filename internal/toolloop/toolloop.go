@@ -95,6 +95,13 @@ type Options struct {
 	// returns (an MCP server printing its environment) reach neither the
 	// model, the live stream and response, nor the turn journal.
 	Redact func(string) string
+	// FenceKey, when set, derives each tool result's nonce from the result
+	// itself (HMAC-SHA256 under this key) instead of drawing one nonce at
+	// random per Run: a result is then fenced the same way in every
+	// request, so a conversation's earlier results stay the same prefix
+	// for providers' prompt caches. It must be secret and random, at least
+	// 16 bytes (the agent draws one when it is built).
+	FenceKey []byte
 }
 
 // redact is Redact, or the text as it is.
@@ -234,7 +241,7 @@ type Result struct {
 // model errors, cancellation and ErrStructuredOutput; the Result then holds
 // what was done so far.
 func Run(ctx context.Context, m Model, req llm.Request, tools []tool.Tool, opts Options) (Result, error) {
-	l := &loop{model: m, opts: opts.withDefaults(), base: req, fence: newFence()}
+	l := &loop{model: m, opts: opts.withDefaults(), base: req, fence: newFence(opts.FenceKey)}
 	if err := l.setTools(tools); err != nil {
 		return Result{}, fmt.Errorf("toolloop: %w", err)
 	}

@@ -81,6 +81,13 @@ type ContentBlock struct {
 	Data      string `json:"data,omitempty"`
 	// Source is an image block's source.
 	Source *ImageSource `json:"source,omitempty"`
+	// CacheControl is the block's prompt-cache breakpoint, if any.
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
+}
+
+// CacheControl is a block's cache_control object ({"type":"ephemeral"}).
+type CacheControl struct {
+	Type string `json:"type"`
 }
 
 // ImageSource is where an image block's picture comes from.

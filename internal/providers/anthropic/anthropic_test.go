@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -599,6 +600,7 @@ func assertJSONEqual(t *testing.T, what string, got json.RawMessage, want string
 // An image with data is an image block with a base64 source, in order with
 // the text; one without data (not loaded) is its note as text.
 func TestImageParts(t *testing.T) {
+	lastMark := &llmtest.CacheControl{Type: "ephemeral"} // the request's end is a cache breakpoint
 	jpeg := []byte("\xff\xd8\xff\xe0 jpeg bytes")
 	tests := []struct {
 		name  string
@@ -608,11 +610,11 @@ func TestImageParts(t *testing.T) {
 		{name: "loaded", image: llm.Image{MediaType: "image/jpeg", Path: "telegram/1/p.jpg", Data: jpeg},
 			want: []llmtest.ContentBlock{
 				{Type: "image", Source: &llmtest.ImageSource{Type: "base64", MediaType: "image/jpeg", Data: base64.StdEncoding.EncodeToString(jpeg)}},
-				{Type: "text", Text: "what is this?"}}},
+				{Type: "text", Text: "what is this?", CacheControl: lastMark}}},
 		{name: "not loaded", image: llm.Image{MediaType: "image/jpeg", Path: "telegram/1/p.jpg"},
 			want: []llmtest.ContentBlock{
 				{Type: "text", Text: "[image saved at workspace/telegram/1/p.jpg; the image was not loaded]"},
-				{Type: "text", Text: "what is this?"}}},
+				{Type: "text", Text: "what is this?", CacheControl: lastMark}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -756,6 +758,69 @@ func TestThinkingOff(t *testing.T) {
 			body := string(srv.Requests()[0].Body)
 			if strings.Contains(body, "Hidden5") || strings.Contains(body, `"thinking"`) {
 				t.Errorf("thinking in the request: %s", body)
+			}
+		})
+	}
+}
+
+func TestCacheBreakpoints(t *testing.T) {
+	history := []llm.Message{
+		llm.UserText("first question"),
+		{Role: llm.RoleAssistant, Parts: []llm.Part{
+			llm.Text{Text: "Let me check."},
+			llm.ToolCall{ID: "toolu_a", Name: "get_time", Arguments: json.RawMessage(`{}`)},
+		}},
+		{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: "toolu_a", Name: "get_time", Content: "09:00"}}},
+		llm.AssistantText("It is nine."),
+	}
+	turn := []llm.Message{llm.UserText("[TURN CONTEXT] time"), llm.UserText("second question")}
+	tests := []struct {
+		name   string
+		req    llm.Request
+		system bool
+		// marked are the marked blocks, as "role:type:text".
+		marked []string
+	}{
+		{"prefix and end", llm.Request{System: "You are Reverie.", Messages: append(slices.Clone(history), turn...), CachePrefix: len(history)},
+			true, []string{"assistant:text:It is nine.", "user:text:second question"}},
+		{"no prefix", llm.Request{System: "You are Reverie.", Messages: append(slices.Clone(history), turn...)},
+			true, []string{"user:text:second question"}},
+		{"prefix is the whole request", llm.Request{Messages: history, CachePrefix: len(history)},
+			false, []string{"assistant:text:It is nine."}},
+		{"ends with tool results", llm.Request{System: "s", Messages: history[:3], CachePrefix: 1},
+			true, []string{"user:text:first question", "user:tool_result:"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewAnthropicServer(t)
+			srv.Enqueue(llmtest.ServerReply{Text: "ok"})
+			c, _ := newClient(t, srv, nil)
+			if _, err := c.Generate(context.Background(), tc.req, nil); err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			got := srv.MessageRequests()[0]
+			var sys []llmtest.ContentBlock
+			if len(got.System) > 0 {
+				if err := json.Unmarshal(got.System, &sys); err != nil {
+					t.Fatalf("system is not blocks: %s", got.System)
+				}
+			}
+			if marked := len(sys) == 1 && sys[0].CacheControl != nil && sys[0].CacheControl.Type == "ephemeral"; marked != tc.system {
+				t.Errorf("system prompt marked: %v, want %v (%s)", marked, tc.system, got.System)
+			}
+			var marked []string
+			for _, m := range got.Messages {
+				for _, b := range m.Content {
+					if b.CacheControl != nil {
+						if b.CacheControl.Type != "ephemeral" {
+							t.Errorf("cache_control type %q", b.CacheControl.Type)
+						}
+						marked = append(marked, m.Role+":"+b.Type+":"+b.Text)
+					}
+				}
+			}
+			if !slices.Equal(marked, tc.marked) {
+				t.Errorf("marked blocks %q, want %q", marked, tc.marked)
 			}
 		})
 	}

@@ -44,6 +44,11 @@ func (c *Client) params(req llm.Request, model string) (sdk.MessageNewParams, st
 		blocks []sdk.ContentBlockParamUnion
 	}
 	var turns []turn
+	// Prompt caching (CachePrefix): a breakpoint closes the messages that
+	// stay the same from turn to turn, another the request, so that the
+	// next round of the tool loop and the next turn read the longest
+	// prefix written before from the cache.
+	marks := 0
 	for i, m := range req.Messages {
 		if m.Role == llm.RoleSystem {
 			if t := m.Text(); t != "" {
@@ -57,6 +62,9 @@ func (c *Client) params(req llm.Request, model string) (sdk.MessageNewParams, st
 		}
 		if len(blocks) == 0 {
 			continue
+		}
+		if (i == req.CachePrefix-1 || i == len(req.Messages)-1) && marks < maxMessageBreakpoints && markCache(blocks) {
+			marks++
 		}
 		if n := len(turns); n > 0 && turns[n-1].role == role {
 			turns[n-1].blocks = append(turns[n-1].blocks, blocks...)
@@ -77,7 +85,8 @@ func (c *Client) params(req llm.Request, model string) (sdk.MessageNewParams, st
 		p.Messages = append(p.Messages, sdk.MessageParam{Role: t.role, Content: t.blocks})
 	}
 	if len(system) > 0 {
-		p.System = []sdk.TextBlockParam{{Text: strings.Join(system, "\n\n")}}
+		// The breakpoint covers the tools too (they come first).
+		p.System = []sdk.TextBlockParam{{Text: strings.Join(system, "\n\n"), CacheControl: sdk.NewCacheControlEphemeralParam()}}
 	}
 
 	names := map[string]bool{}
@@ -138,6 +147,22 @@ func (c *Client) params(req llm.Request, model string) (sdk.MessageNewParams, st
 		p.Temperature = sdk.Float(*temp)
 	}
 	return p, st, nil
+}
+
+// maxMessageBreakpoints is how many cache breakpoints the messages get: the
+// API takes four per request, and the system prompt has one.
+const maxMessageBreakpoints = 2
+
+// markCache sets a cache breakpoint on the last block of blocks that can
+// carry one (not a thinking block) and reports whether there was one.
+func markCache(blocks []sdk.ContentBlockParamUnion) bool {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if cc := blocks[i].GetCacheControl(); cc != nil {
+			*cc = sdk.NewCacheControlEphemeralParam()
+			return true
+		}
+	}
+	return false
 }
 
 // lastCallsUnsigned reports whether the last assistant message calls tools
