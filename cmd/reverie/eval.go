@@ -33,7 +33,9 @@ func newEvalLoCoMoCmd(g *globalFlags, env []string) *cobra.Command {
 		Use:   "locomo --data FILE",
 		Short: "Memory recall@k on a LoCoMo-format file",
 		Long: `Ingest each conversation of a LoCoMo-format JSON file into a fresh memory store, through
-the same code path the assistant uses (one episode per dialogue turn, with its speaker, session and date),
+the function every live channel's messages go through (memory.Ingest), as a group room where its two
+people talk and the assistant listens: one episode per dialogue turn with only what a channel supplies
+(the speaker's name, the words, the session's date; no image captions, no dataset ids). Then
 ask every question and report recall@k = |gold ∩ top-k| / |gold|, averaged per category
 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial) and overall over
 categories 1–4. Uses the offline embedder (no network, no data dir) unless --embedding names a model:
