@@ -33,6 +33,7 @@ type Option func(*settings)
 
 type settings struct {
 	env      []string
+	modelEnv func(baseURL string) []string
 	registry []extension.Info
 	dataDir  string
 	console  io.Writer
@@ -47,6 +48,12 @@ func WithDataDir(dir string) Option { return func(s *settings) { s.dataDir = dir
 
 // WithEnv adds environment variables (REVERIE_… overrides).
 func WithEnv(kv ...string) Option { return func(s *settings) { s.env = append(s.env, kv...) } }
+
+// WithModelEnv adds the environment variables env returns for the fake
+// model server's base URL (…/v1): to configure a model backend on it.
+func WithModelEnv(env func(baseURL string) []string) Option {
+	return func(s *settings) { s.modelEnv = env }
+}
 
 // WithExtensions adds extensions to the registry (the test channel is
 // always present).
@@ -73,6 +80,9 @@ func Start(t testing.TB, opts ...Option) *Harness {
 		"REVERIE_LOG__FILE=false",
 		"REVERIE_TOOLS__SHELL__SANDBOX=off",
 	}, s.env...)
+	if s.modelEnv != nil {
+		env = append(env, s.modelEnv(model.BaseURL())...)
+	}
 	channel := &Channel{}
 	registry := append([]extension.Info{channel.Info()}, s.registry...)
 	ctx, cancel := context.WithCancel(context.Background())

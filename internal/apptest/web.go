@@ -33,7 +33,7 @@ type WebHarness struct {
 // 127.0.0.1:0 and the token WebToken. More REVERIE_WEB__… settings can be
 // given with WithEnv. Until the test scripts the model (Model.Handle or
 // Model.Enqueue), it answers every request with "ok".
-func StartWeb(t *testing.T, opts ...Option) *WebHarness {
+func StartWeb(t testing.TB, opts ...Option) *WebHarness {
 	t.Helper()
 	info, ok := extension.Lookup("web")
 	if !ok {
@@ -60,13 +60,13 @@ func StartWeb(t *testing.T, opts ...Option) *WebHarness {
 // Do sends an API request (path relative to /api/v1, body marshalled to
 // JSON unless it is a []byte or nil) with the bearer token and returns the
 // status and the body.
-func (w *WebHarness) Do(t *testing.T, method, path string, body any) (int, []byte) {
+func (w *WebHarness) Do(t testing.TB, method, path string, body any) (int, []byte) {
 	t.Helper()
 	return w.DoAuth(t, method, path, body, "Bearer "+w.Token)
 }
 
 // DoAuth is Do with the given Authorization header ("" for none).
-func (w *WebHarness) DoAuth(t *testing.T, method, path string, body any, auth string) (int, []byte) {
+func (w *WebHarness) DoAuth(t testing.TB, method, path string, body any, auth string) (int, []byte) {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -106,7 +106,7 @@ func (w *WebHarness) DoAuth(t *testing.T, method, path string, body any, auth st
 
 // JSON is Do for a call that must answer want; the body is decoded into out
 // (when not nil).
-func (w *WebHarness) JSON(t *testing.T, method, path string, body any, want int, out any) {
+func (w *WebHarness) JSON(t testing.TB, method, path string, body any, want int, out any) {
 	t.Helper()
 	code, data := w.Do(t, method, path, body)
 	if code != want {
