@@ -37,7 +37,9 @@ type FetchConfig struct {
 	// AllowHosts lists host names, IP addresses or CIDR prefixes reachable
 	// even though they are not public.
 	AllowHosts []string
-	// Timeout bounds a whole fetch, redirects and body included (default 30s).
+	// Timeout bounds each request of a fetch, its body included: each
+	// redirect hop has its own, and the wait for a hop's approval is not
+	// counted (default 30s).
 	Timeout time.Duration
 	// MaxBytes is how much of a response body is read (default 5 MiB).
 	MaxBytes int
