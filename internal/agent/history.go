@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/reverie-ai/reverie/internal/conversation"
+	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -78,17 +79,7 @@ func keepFrom(h []conversation.StoredMessage, keep int) int {
 // opensTurn reports whether m starts a turn: a user-role message (the
 // user's, a system event, a seed) that is not only tool results.
 func opensTurn(m llm.Message) bool {
-	if m.Role != llm.RoleUser {
-		return false
-	}
-	for _, p := range m.Parts {
-		switch p.(type) {
-		case llm.ToolResult, *llm.ToolResult:
-		default:
-			return true
-		}
-	}
-	return false
+	return m.Role == llm.RoleUser && !prompt.ToolResultsOnly(m)
 }
 
 // withTurnContext returns msgs with the turn context (TurnContextPrefix and

@@ -40,13 +40,16 @@ func CompactionCut(msgs []llm.Message, keep int) int {
 	if cut <= 0 {
 		return 0
 	}
-	for cut > 0 && cut < len(msgs) && isToolResultOnly(msgs[cut]) {
+	for cut > 0 && cut < len(msgs) && ToolResultsOnly(msgs[cut]) {
 		cut--
 	}
 	return cut
 }
 
-func isToolResultOnly(m llm.Message) bool {
+// ToolResultsOnly reports whether m holds tool results and nothing else
+// (false for a message without parts): such a message belongs to the turn
+// of the tool calls it answers.
+func ToolResultsOnly(m llm.Message) bool {
 	if len(m.Parts) == 0 {
 		return false
 	}
