@@ -11,7 +11,7 @@ import (
 
 // The Memories page lists what Reverie knows first: facts and preferences,
 // not the chat lines every turn stores; those are behind the filter,
-// rendered as Markdown with who said them, and "Everything" puts the facts
+// rendered as Markdown with who said them, and "All" puts the facts
 // before them.
 func TestBrowserMemoriesFactsFirst(t *testing.T) {
 	browserPath := chromium(t)
@@ -53,6 +53,6 @@ func TestBrowserMemoriesFactsFirst(t *testing.T) {
 	choose("all")
 	p.waitFor("everything", items+`.length === 3`)
 	if !eval[bool](p, items+`[0].textContent.includes('Prefers tea')`) {
-		t.Error("the fact is not listed first under Everything")
+		t.Error("the fact is not listed first under All")
 	}
 }

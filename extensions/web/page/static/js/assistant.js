@@ -98,9 +98,9 @@ const KINDS = ['fact', 'preference', 'episode', 'procedure', 'opinion'];
 // preferences, procedures, opinions); the conversation's episodes — every
 // message and reply, stored automatically — behind the filter.
 const SHOW = [
-  { value: 'facts', label: 'What it knows', kinds: KINDS.filter((k) => k !== 'episode') },
-  { value: 'episodes', label: 'Conversation episodes', kinds: ['episode'] },
-  { value: 'all', label: 'Everything', kinds: [] },
+  { value: 'facts', label: 'Facts', kinds: KINDS.filter((k) => k !== 'episode') },
+  { value: 'episodes', label: 'Episodes', kinds: ['episode'] },
+  { value: 'all', label: 'All', kinds: [] },
 ];
 
 function memoriesView(body, live) {
@@ -118,7 +118,7 @@ function memoriesView(body, live) {
     load();
   });
   fill(body, head('Memories', 'What Reverie remembers about you. Search, correct (the earlier text is kept as history) or forget for good. ' +
-    'Every message and reply is also kept as a conversation episode: choose them in the filter.', show, search), add, list);
+    'Facts come first; every message and reply is also kept as a conversation episode: choose Episodes to see them.', show, search), add, list);
   const load = async () => {
     const q = search.value.trim();
     const kinds = (SHOW.find((x) => x.value === show.value) || SHOW[0]).kinds;
