@@ -150,8 +150,6 @@ func readTemplate(dir, rel string) (string, error) {
 	return string(b), nil
 }
 
-// seedText returns the seed prompt for lang: prompts/SEED_<lang>.txt, else
-// the English one (from the data dir, else shipped).
 // AppWritten reports whether text, a user-role message the user did not
 // write, is the application's own: the conversation seed (from the data
 // directory dir, in language lang, as a seed turn or before a greeting), a
@@ -178,6 +176,8 @@ func AppWritten(dir, lang, text string) bool {
 	return body == seed || body == seed+"\n\n"+GreetNote
 }
 
+// seedText returns the seed prompt for lang: prompts/SEED_<lang>.txt, else
+// the English one (from the data dir, else shipped).
 func seedText(dir, lang string) (string, error) {
 	if lang != "" && lang != datadir.DefaultLanguage {
 		s, err := readOptional(filepath.Join(dir, filepath.FromSlash(datadir.SeedPrompt(lang))))
