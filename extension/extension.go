@@ -311,7 +311,7 @@ type Pairer interface {
 }
 
 // SharedThreads is a channel some of whose threads other people read too
-// (Telegram groups): an approval request from such a thread shows its data
+// (Telegram groups, Matrix rooms with several members): an approval request from such a thread shows its data
 // only in the owner's private thread, where it is answered.
 type SharedThreads interface {
 	// SharedThread reports whether thread is read by others and, if so,

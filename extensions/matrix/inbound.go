@@ -2,6 +2,8 @@ package matrix
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -401,4 +403,63 @@ func (m *Matrix) saveFile(ctx context.Context, evt *event.Event, content *event.
 		return "", "", err
 	}
 	return rel, mime, nil
+}
+
+// sharedLookup bounds the state-store reads of SharedThread, which the
+// approval service calls without a request context.
+const sharedLookup = 5 * time.Second
+
+// SharedThread implements extension.SharedThreads: a room with more than one
+// member besides the bot is shared (its members would read an approval
+// request's data); the owner's private thread is a room whose only members
+// are the bot and the first of matrix.allowed_users, "" when there is none
+// (the request is then answered on the web page only). When the room's
+// members cannot be read, it counts as shared: the data is never shown to a
+// room Reverie cannot vouch for.
+func (m *Matrix) SharedThread(thread chat.ThreadID) (chat.ThreadID, bool) {
+	room, err := threadRoom(thread)
+	if err != nil || m.stateStore == nil || m.cli == nil {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedLookup)
+	defer cancel()
+	members, err := m.stateStore.GetRoomJoinedOrInvitedMembers(ctx, room)
+	if err == nil {
+		others := 0
+		for _, u := range members {
+			if u != m.cli.UserID {
+				others++
+			}
+		}
+		if others <= 1 {
+			return "", false
+		}
+	} else {
+		m.log.Warn("could not read a matrix room's members; treating it as shared", "room", room, "err", err)
+	}
+	return m.ownerRoom(ctx), true
+}
+
+// ownerRoom returns the thread of a room whose only joined or invited
+// members are the bot and the owner (the first of matrix.allowed_users),
+// or "" when there is none.
+func (m *Matrix) ownerRoom(ctx context.Context) chat.ThreadID {
+	if len(m.cfg.AllowedUsers) == 0 {
+		return ""
+	}
+	owner, bot := m.cfg.AllowedUsers[0], m.cli.UserID.String()
+	var room string
+	err := m.stateStore.QueryRow(ctx, `
+		SELECT room_id FROM mx_user_profile
+		WHERE membership IN ('join', 'invite')
+		GROUP BY room_id
+		HAVING COUNT(*) = 2 AND SUM(user_id = $1) = 1 AND SUM(user_id = $2) = 1
+		ORDER BY room_id LIMIT 1`, owner, bot).Scan(&room)
+	if err != nil {
+		if !errors.Is(err, sql.ErrNoRows) {
+			m.log.Warn("could not look for the owner's private matrix room", "err", err)
+		}
+		return ""
+	}
+	return chat.NewThreadID(ChannelName, room)
 }

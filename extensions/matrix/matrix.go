@@ -645,4 +645,5 @@ var (
 	_ extension.Stopper                  = (*Matrix)(nil)
 	_ extension.Destroyer                = (*Matrix)(nil)
 	_ extension.ConfigChecker            = (*Matrix)(nil)
+	_ extension.SharedThreads            = (*Matrix)(nil)
 )
