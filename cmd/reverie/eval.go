@@ -3,8 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,9 +29,8 @@ func newEvalCmd(g *globalFlags, env []string) *cobra.Command {
 }
 
 func newEvalLoCoMoCmd(g *globalFlags, env []string) *cobra.Command {
-	var data, ks, embedding string
-	var dims int
-	var asJSON, cv, fit bool
+	var f evalFlags
+	var fit bool
 	cmd := &cobra.Command{
 		Use:   "locomo --data FILE",
 		Short: "Memory recall@k on a LoCoMo-format file",
@@ -48,35 +50,13 @@ chosen (coordinate search from a neutral start) on the other conversations and t
 one is scored with them; the figures pool the held-out questions of every fold.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if data == "" {
-				return exitError{code: 2, err: fmt.Errorf("--data FILE is required")}
-			}
-			k, err := parseKs(ks)
+			in, err := f.open(cmd, g, env, "LoCoMo", "conversations")
 			if err != nil {
 				return err
 			}
-			f, err := os.Open(data)
-			if err != nil {
-				return fmt.Errorf("open LoCoMo data: %w", err)
-			}
-			defer f.Close()
-			opts := eval.Options{K: k}
-			if embedding != "" {
-				e, err := evalEmbedder(cmd, g, env, embedding, dims)
-				if err != nil {
-					return err
-				}
-				opts.Embedder = e
-			}
-			if !asJSON {
-				opts.Progress = func(done, total int) {
-					fmt.Fprintf(cmd.ErrOrStderr(), "\rconversations %d/%d", done, total)
-					if done == total {
-						fmt.Fprintln(cmd.ErrOrStderr())
-					}
-				}
-			}
-			convs, err := eval.ParseLoCoMo(f)
+			defer in.file.Close()
+			opts := eval.Options{K: in.k, Embedder: in.embedder, Progress: in.progress}
+			convs, err := eval.ParseLoCoMo(in.file)
 			if err != nil {
 				return err
 			}
@@ -95,44 +75,113 @@ one is scored with them; the figures pool the held-out questions of every fold.`
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
 				return err
 			}
-			if cv {
+			if f.cv {
 				rep, err := eval.CrossValidate(cmd.Context(), convs, opts)
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					b, err := rep.MarshalJSON()
-					if err != nil {
-						return err
-					}
-					_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
-					return err
-				}
-				return rep.WriteTable(cmd.OutOrStdout())
+				return f.print(cmd, rep)
 			}
 			rep, err := eval.Run(cmd.Context(), convs, opts)
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				b, err := rep.MarshalJSON()
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
-				return err
-			}
-			return rep.WriteTable(cmd.OutOrStdout())
+			return f.print(cmd, rep)
 		},
 	}
-	cmd.Flags().StringVar(&data, "data", "", "LoCoMo-format JSON file")
-	cmd.Flags().StringVar(&ks, "k", "1,5,10,25", "recall cut-offs, comma-separated")
-	cmd.Flags().StringVar(&embedding, "embedding", "", "embedding model BACKEND/MODEL instead of the offline embedder")
-	cmd.Flags().IntVar(&dims, "embedding-dimensions", 0, "vector size to ask the --embedding model for (0: its own, asked with one call)")
-	cmd.Flags().BoolVar(&cv, "cv", false, "cross-validate: choose the weights on the other conversations, score each held-out one")
+	f.register(cmd, "LoCoMo-format JSON file",
+		"cross-validate: choose the weights on the other conversations, score each held-out one",
+		`print one JSON object: {"overall":{"recall@1":…},"by_category":{…},"questions":N}`)
 	cmd.Flags().BoolVar(&fit, "fit", false, "choose the weights on all the conversations and print them as JSON (for memory.DefaultTuning)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"overall":{"recall@1":…},"by_category":{…},"questions":N}`)
 	return cmd
+}
+
+// evalFlags are the flags every `reverie eval` dataset command takes.
+type evalFlags struct {
+	data, ks, embedding string
+	dims                int
+	asJSON, cv          bool
+}
+
+func (f *evalFlags) register(cmd *cobra.Command, dataHelp, cvHelp, jsonHelp string) {
+	cmd.Flags().StringVar(&f.data, "data", "", dataHelp)
+	cmd.Flags().StringVar(&f.ks, "k", "1,5,10,25", "recall cut-offs, comma-separated")
+	cmd.Flags().StringVar(&f.embedding, "embedding", "", "embedding model BACKEND/MODEL instead of the offline embedder")
+	cmd.Flags().IntVar(&f.dims, "embedding-dimensions", 0, "vector size to ask the --embedding model for (0: its own, asked with one call)")
+	cmd.Flags().BoolVar(&f.cv, "cv", false, cvHelp)
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, jsonHelp)
+}
+
+// evalInput is what the flags resolve to: the open data file (the caller
+// closes it), the cut-offs, the --embedding model (nil: the offline
+// embedder) and the progress line (nil with --json).
+type evalInput struct {
+	file     *os.File
+	k        []int
+	embedder embed.Embedder
+	progress func(done, total int)
+}
+
+// open checks the flags and opens the dataset; what names the dataset in
+// errors, unit what the progress line counts.
+func (f *evalFlags) open(cmd *cobra.Command, g *globalFlags, env []string, what, unit string) (evalInput, error) {
+	if f.data == "" {
+		return evalInput{}, exitError{code: 2, err: fmt.Errorf("--data FILE is required")}
+	}
+	k, err := parseKs(f.ks)
+	if err != nil {
+		return evalInput{}, err
+	}
+	in := evalInput{k: k}
+	if f.embedding != "" {
+		if in.embedder, err = evalEmbedder(cmd, g, env, f.embedding, f.dims); err != nil {
+			return evalInput{}, err
+		}
+	}
+	if !f.asJSON {
+		in.progress = func(done, total int) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "\r%s %d/%d", unit, done, total)
+			if done == total {
+				fmt.Fprintln(cmd.ErrOrStderr())
+			}
+		}
+	}
+	if in.file, err = os.Open(f.data); err != nil {
+		return evalInput{}, fmt.Errorf("open %s data: %w", what, err)
+	}
+	return in, nil
+}
+
+// evalReport is a report of any dataset.
+type evalReport interface {
+	MarshalJSON() ([]byte, error)
+	WriteTable(w io.Writer) error
+}
+
+// print writes rep as one JSON line (--json) or as tables.
+func (f *evalFlags) print(cmd *cobra.Command, rep evalReport) error {
+	if !f.asJSON {
+		return rep.WriteTable(cmd.OutOrStdout())
+	}
+	b, err := rep.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+	return err
+}
+
+// parseKs reads --k: positive numbers, comma-separated.
+func parseKs(ks string) ([]int, error) {
+	var k []int
+	for _, s := range strings.Split(ks, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, exitError{code: 2, err: fmt.Errorf("--k: %q is not a positive number", s)}
+		}
+		k = append(k, n)
+	}
+	return k, nil
 }
 
 // evalEmbedder builds the --embedding model. The config file is read when
