@@ -40,3 +40,35 @@ func TestBrowserApproveButton(t *testing.T) {
 	}
 	p.checkProblems()
 }
+
+// TestBrowserApprovalNeedsTheTokenWithAuthNone: with web.auth: none the page
+// chats without signing in, but Approve asks for the token (any local
+// process could otherwise approve the assistant's held calls); nothing
+// leaves before that; once signed in, Approve works.
+func TestBrowserApprovalNeedsTheTokenWithAuthNone(t *testing.T) {
+	browserPath := chromium(t)
+	app, in := startInjection(t, WithEnv("REVERIE_WEB__AUTH=none"))
+	p := newBrowser(t, browserPath, "approval-none", 1200, 800)
+	p.allow("status of 401") // the answer refused without the token, logged by the browser
+	p.do("load the page without a token", chromedp.Navigate(app.Base+"/"))
+	p.waitFor("the chat view", `!document.getElementById('view-chat').hidden && document.getElementById('conn').dataset.state === 'online'`)
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "please summarise "+in.page.URL+"/recipes"), chromedp.Click(chromedp.ID("send")))
+	const approve = `.msg.approval button[data-answer="approve"]`
+	p.waitFor("the approval card", `document.querySelector('`+approve+`') !== null`)
+	p.do("approve without the token", chromedp.Click(chromedp.CSS(approve)))
+	p.waitFor("the request for the token", `!document.getElementById('view-login').hidden && document.getElementById('login-error').textContent.includes('answering an approval request')`)
+	if n := in.exfilHits.Load(); n != 0 {
+		t.Fatalf("the exfil host was contacted %d times without the token", n)
+	}
+	p.do("sign in", chromedp.SetValue(chromedp.ID("login-token"), WebToken), chromedp.Click(chromedp.CSS("#login-form button[type=submit]")))
+	p.waitFor("signed in", `document.getElementById('view-login').hidden`)
+	p.do("back to the chat", chromedp.Navigate(app.Base+"/"))
+	p.waitFor("the card, answerable again", `document.querySelector('`+approve+`') !== null && !document.querySelector('`+approve+`').disabled`)
+	p.do("approve with the token", chromedp.Click(chromedp.CSS(approve)))
+	p.waitFor("the outcome", `document.querySelector('.msg.approval [data-state="approved"]') !== null`)
+	p.waitFor("the reply", `[...document.querySelectorAll('.msg.assistant')].some((e) => e.textContent.includes('thanks'))`)
+	if n := in.exfilHits.Load(); n != 1 {
+		t.Errorf("the approved fetch ran %d times", n)
+	}
+	p.checkProblems()
+}

@@ -174,9 +174,10 @@ async function refreshInfo() {
   } catch { /* keep the old one */ }
 }
 
-// With web.auth: none only the setup form answers 401: it always needs the token.
+// With web.auth: none only the setup form and approval answers answer 401:
+// they always need the token.
 api.onUnauthorized(() => showLogin(info && info.auth === 'none'
-  ? 'Changing the setup needs the access token, even with authentication off: paste the one Reverie printed at its first start (kept in secrets/web_token in the data directory).'
+  ? 'Changing the setup and answering an approval request need the access token, even with authentication off: paste the one Reverie printed at its first start (kept in secrets/web_token in the data directory).'
   : 'Please sign in again.'));
 $('login-form').addEventListener('submit', onLogin);
 api.initToken();

@@ -537,9 +537,18 @@ function showApproval(f) {
   if (card.state === state) return;
   card.state = state;
   const first = card.frame;
-  const answer = (approve) => {
-    for (const b of card.el.querySelectorAll('button')) b.disabled = true;
-    st.chat.raw({ type: 'approval', approval: f.approval, approve });
+  // The answer is a POST, not a frame: it needs the token in every auth
+  // mode, and a 401 opens the sign-in form (the buttons come back for a
+  // second click once signed in). The outcome arrives as a frame.
+  const answer = async (approve) => {
+    const buttons = card.el.querySelectorAll('button');
+    for (const b of buttons) b.disabled = true;
+    try {
+      await api.post('/approvals/' + encodeURIComponent(f.approval), { approve });
+    } catch (err) {
+      for (const b of buttons) b.disabled = false;
+      if (err.status !== 401) toast('Could not answer: ' + err.message, 'error');
+    }
   };
   fill(card.el, h('div', { class: 'bubble' },
     h('div', { class: 'badge' }, state === 'pending' ? 'Approval needed' : 'Approval'),
