@@ -152,6 +152,7 @@ func TestRules(t *testing.T) {
 		{"apptest subpackage", "internal/apptest/fakechannel", []string{module + "/extensions/web"}, nil},
 		{"app prefix is not app", "internal/apple", []string{module + "/extensions/web"}, []string{module + "/extensions/web"}},
 		{"cmd imports anything", "cmd/reverie", []string{module + "/internal/app", module + "/extensions/standard"}, nil},
+		{"bench programs import anything", "bench/turnload", []string{module + "/internal/memory", module + "/extensions/web"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,8 +182,8 @@ func violations(rel string, imports []string) []string {
 		mrel, inModule := relative(imp)
 		std := !inModule && isStdlib(imp)
 		switch {
-		case under(rel, "cmd"):
-			// The binaries may import anything.
+		case under(rel, "cmd"), under(rel, "bench"):
+			// The binaries and the benchmark programs may import anything.
 
 		case moduleImportsFor[rel] != nil:
 			switch {
