@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -238,21 +239,39 @@ func (r CVReport) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	folds := make([]foldJSON, len(r.Folds))
+	for i, f := range r.Folds {
+		folds[i] = foldJSON{fmt.Sprintf(`"held_out":%q,"train_recall@10":%s`, f.HeldOut, strconv.FormatFloat(round2(f.Train), 'f', -1, 64)), f.Tuning, f.Test}
+	}
+	return withFolds(base, folds)
+}
+
+// foldJSON is one fold of a cross-validated report: its leading fields
+// (JSON members without braces), the weights chosen and the held-out report.
+type foldJSON struct {
+	head   string
+	tuning memory.Tuning
+	test   json.Marshaler
+}
+
+// withFolds adds "cross_validated":true and "folds":[{head…,"tuning":{…},
+// "test":{…}}, …] to base, the pooled report's JSON object.
+func withFolds(base []byte, folds []foldJSON) ([]byte, error) {
 	var b bytes.Buffer
 	b.Write(base[:len(base)-1])
 	b.WriteString(`,"cross_validated":true,"folds":[`)
-	for i, f := range r.Folds {
+	for i, f := range folds {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"held_out":%q,"train_recall@10":%s,"tuning":{`, f.HeldOut, strconv.FormatFloat(round2(f.Train), 'f', -1, 64))
+		fmt.Fprintf(&b, `{%s,"tuning":{`, f.head)
 		for j, k := range knobs {
 			if j > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, "%q:%s", k.name, strconv.FormatFloat(k.get(&f.Tuning), 'f', -1, 64))
+			fmt.Fprintf(&b, "%q:%s", k.name, strconv.FormatFloat(k.get(&f.tuning), 'f', -1, 64))
 		}
-		tb, err := f.Test.MarshalJSON()
+		tb, err := f.test.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}

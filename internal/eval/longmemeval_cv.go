@@ -1,13 +1,11 @@
 package eval
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"runtime"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -165,28 +163,11 @@ func (r LMECVReport) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	b.Write(base[:len(base)-1])
-	b.WriteString(`,"cross_validated":true,"folds":[`)
+	folds := make([]foldJSON, len(r.Folds))
 	for i, f := range r.Folds {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"questions":%d,"train_objective":%s,"tuning":{`, f.Questions, jsonNum(f.Train))
-		for j, k := range knobs {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, "%q:%s", k.name, strconv.FormatFloat(k.get(&f.Tuning), 'f', -1, 64))
-		}
-		tb, err := f.Test.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(&b, `},"test":%s}`, tb)
+		folds[i] = foldJSON{fmt.Sprintf(`"questions":%d,"train_objective":%s`, f.Questions, jsonNum(f.Train)), f.Tuning, f.Test}
 	}
-	b.WriteString(`]}`)
-	return b.Bytes(), nil
+	return withFolds(base, folds)
 }
 
 // WriteTable prints the pooled tables, then one line per fold.
