@@ -177,7 +177,7 @@ async function refreshInfo() {
 // With web.auth: none only the setup form and approval answers answer 401:
 // they always need the token.
 api.onUnauthorized(() => showLogin(info && info.auth === 'none'
-  ? 'Changing the setup and answering an approval request need the access token, even with authentication off: paste the one Reverie printed at its first start (kept in secrets/web_token in the data directory).'
+  ? 'This needs the access token, even with authentication off (changing the setup, answering an approval request): paste the one Reverie printed at its first start (kept in secrets/web_token in the data directory).'
   : 'Please sign in again.'));
 $('login-form').addEventListener('submit', onLogin);
 api.initToken();
