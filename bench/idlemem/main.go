@@ -17,23 +17,22 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/reverie-ai/reverie/bench/benchproc"
 )
 
 func main() {
@@ -142,19 +141,10 @@ func run(agents, rounds int, after time.Duration, fresh bool, bins []string) err
 
 func mib(kib int) float64 { return float64(kib) / 1024 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // idleOnce starts `agent` on a's data dir, waits for /healthz 200, reads its
 // RssAnon `after` later (in KiB) and stops it again.
 func idleOnce(a *agent, after time.Duration) (int, error) {
-	port, err := freePort()
+	port, err := benchproc.FreePort()
 	if err != nil {
 		return 0, err
 	}
@@ -206,28 +196,9 @@ func idleOnce(a *agent, after time.Duration) (int, error) {
 		return 0, fmt.Errorf("agent exited while idle (%v): %s", err, stderr.String())
 	case <-time.After(after):
 	}
-	kib, err := rssAnon(cmd.Process.Pid)
+	kib, err := benchproc.RssAnon(cmd.Process.Pid)
 	if serr := stop(); err == nil {
 		err = serr
 	}
-	return kib, err
-}
-
-// rssAnon reads the RssAnon line of /proc/PID/status, in KiB.
-func rssAnon(pid int) (int, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "RssAnon:"); ok {
-			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("no RssAnon in /proc/%d/status", pid)
+	return int(kib), err
 }

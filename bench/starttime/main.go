@@ -34,6 +34,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/reverie-ai/reverie/bench/benchproc"
 )
 
 func main() {
@@ -64,7 +66,7 @@ func run(mode string, runs int, bins []string) error {
 	}
 	defer os.RemoveAll(work)
 
-	port, err := freePort()
+	port, err := benchproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -135,15 +137,6 @@ func run(mode string, runs int, bins []string) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // startOnce starts `command` (agent or run), waits for /healthz 200 and
 // stops it again.

@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,7 +49,9 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/api/client"
+	"github.com/reverie-ai/reverie/bench/benchproc"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/sqlite"
@@ -156,7 +157,7 @@ func initData(bin, dir string) error {
 
 // startAgent starts `BIN agent` on dir and waits until /healthz answers.
 func startAgent(bin, dir string, env []string) (*agent, error) {
-	port, err := freePort()
+	port, err := benchproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -234,30 +235,6 @@ func message(client, n int) string {
 		"and add that Anna prefers the %s option.", n, client, n%52+1, []string{"early", "late", "cheaper", "quiet"}[n%4])
 }
 
-// rssAnon reads the process's RssAnon in KiB.
-func rssAnon(pid int) (int64, error) {
-	return procKiB(fmt.Sprintf("/proc/%d/status", pid), "RssAnon:")
-}
-
-// pss reads the process's proportional set size in KiB.
-func pss(pid int) (int64, error) {
-	return procKiB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
-}
-
-// procKiB reads the figure in kB of the line of file that starts with key.
-func procKiB(file, key string) (int64, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in %s", key, file)
-}
-
 // episodesEnv turns episodes off when asked; on is the default (and
 // builds from before episodes existed know no such setting).
 func episodesEnv(on bool) []string {
@@ -306,7 +283,7 @@ func footprintCmd(ctx context.Context, o *owner, args []string) error {
 	defer a.stop()
 	pid := a.cmd.Process.Pid
 	sample := func(label string) error {
-		kib, err := rssAnon(pid)
+		kib, err := benchproc.RssAnon(pid)
 		if err != nil {
 			return err
 		}
@@ -314,7 +291,7 @@ func footprintCmd(ctx context.Context, o *owner, args []string) error {
 		return nil
 	}
 	fmt.Printf("%s agent, fresh data dir, episodes %v, one conversation:\n", bin, *episodes)
-	if err := sleep(ctx, *settle); err != nil {
+	if err := extension.Sleep(ctx, *settle); err != nil {
 		return err
 	}
 	if err := sample(fmt.Sprintf("idle, %v after ready", *settle)); err != nil {
@@ -332,7 +309,7 @@ func footprintCmd(ctx context.Context, o *owner, args []string) error {
 		if err := sample(fmt.Sprintf("after %d turns (%.1f ms/turn)", n, ms(time.Since(t0))/float64(n-from))); err != nil {
 			return err
 		}
-		if err := sleep(ctx, *settle); err != nil {
+		if err := extension.Sleep(ctx, *settle); err != nil {
 			return err
 		}
 		if err := sample(fmt.Sprintf("after %d turns, %v later", n, *settle)); err != nil {
@@ -341,7 +318,7 @@ func footprintCmd(ctx context.Context, o *owner, args []string) error {
 	}
 	if *hold > 0 {
 		fmt.Printf("  holding agent (pid %d) for %v\n", pid, *hold)
-		return sleep(ctx, *hold)
+		return extension.Sleep(ctx, *hold)
 	}
 	return nil
 }
@@ -484,28 +461,7 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(u+s) * tick, nil
 }
 
-// sleep waits d; an error when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 func memoriesCmd(ctx context.Context, o *owner, args []string) error {
 	fs := flag.NewFlagSet("memories", flag.ExitOnError)
@@ -559,15 +515,15 @@ func memoriesOnce(ctx context.Context, bin string, env []string, n int, settle t
 	defer a.stop()
 	pid := a.cmd.Process.Pid
 	sample := func(label string) error {
-		anon, err1 := rssAnon(pid)
-		p, err2 := pss(pid)
+		anon, err1 := benchproc.RssAnon(pid)
+		p, err2 := benchproc.Pss(pid)
 		if err := errors.Join(err1, err2); err != nil {
 			return err
 		}
 		fmt.Printf("  %-34s RssAnon %7d KiB (%5.1f MiB)  Pss %7d KiB\n", label, anon, float64(anon)/1024, p)
 		return nil
 	}
-	if err := sleep(ctx, settle); err != nil {
+	if err := extension.Sleep(ctx, settle); err != nil {
 		return err
 	}
 	if err := sample(fmt.Sprintf("idle, %v after ready", settle)); err != nil {
@@ -576,7 +532,7 @@ func memoriesOnce(ctx context.Context, bin string, env []string, n int, settle t
 	if err := a.send(ctx, "web:memories", "what did Anna say about the trip to Lyon?"); err != nil {
 		return err
 	}
-	if err := sleep(ctx, settle); err != nil {
+	if err := extension.Sleep(ctx, settle); err != nil {
 		return err
 	}
 	return sample(fmt.Sprintf("one turn, %v later", settle))

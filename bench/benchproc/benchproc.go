@@ -1,0 +1,46 @@
+// Package benchproc holds what the benchmark programs under bench/ share
+// about the processes they start and measure: a free loopback port for an
+// agent to listen on and its memory figures from /proc.
+package benchproc
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// RssAnon reads the process's RssAnon (its private resident memory) in KiB.
+func RssAnon(pid int) (int64, error) {
+	return KiB(fmt.Sprintf("/proc/%d/status", pid), "RssAnon:")
+}
+
+// Pss reads the process's proportional set size in KiB.
+func Pss(pid int) (int64, error) {
+	return KiB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
+}
+
+// KiB reads the figure in kB of the line of file that starts with key.
+func KiB(file, key string) (int64, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, key); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in %s", key, file)
+}
