@@ -241,9 +241,15 @@ func (m *Matrix) overheard(ctx context.Context, evt *event.Event, content *event
 // isGroup reports whether the room has more than one member besides the
 // bot (joined or invited).
 func (m *Matrix) isGroup(ctx context.Context, room id.RoomID) bool {
+	n, err := m.othersIn(ctx, room)
+	return err == nil && n > 1
+}
+
+// othersIn counts the room's joined or invited members besides the bot.
+func (m *Matrix) othersIn(ctx context.Context, room id.RoomID) (int, error) {
 	members, err := m.stateStore.GetRoomJoinedOrInvitedMembers(ctx, room)
 	if err != nil {
-		return false
+		return 0, err
 	}
 	n := 0
 	for _, u := range members {
@@ -251,7 +257,7 @@ func (m *Matrix) isGroup(ctx context.Context, room id.RoomID) bool {
 			n++
 		}
 	}
-	return n > 1
+	return n, nil
 }
 
 // addressed reports whether a group message is meant for the bot (it
@@ -423,19 +429,11 @@ func (m *Matrix) SharedThread(thread chat.ThreadID) (chat.ThreadID, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedLookup)
 	defer cancel()
-	members, err := m.stateStore.GetRoomJoinedOrInvitedMembers(ctx, room)
-	if err == nil {
-		others := 0
-		for _, u := range members {
-			if u != m.cli.UserID {
-				others++
-			}
-		}
-		if others <= 1 {
-			return "", false
-		}
-	} else {
+	switch others, err := m.othersIn(ctx, room); {
+	case err != nil:
 		m.log.Warn("could not read a matrix room's members; treating it as shared", "room", room, "err", err)
+	case others <= 1:
+		return "", false
 	}
 	return m.ownerRoom(ctx), true
 }
