@@ -46,7 +46,14 @@ func TestTelegramGroupApprovalGoesToTheOwnerPrivately(t *testing.T) {
 	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "yes"})
 	srv.WaitMessages(t, group.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "The owner approved") })
 	srv.WaitFor(t, "the approved call to run", func() bool { return in.exfilHits.Load() == 1 })
+	// The turn's own reply comes last; it quotes the fetched result, which
+	// the owner allowed. Wait for it so that no message of the turn arrives
+	// after the check, then check everything else the group saw.
+	srv.WaitMessages(t, group.ID, 3, func(ms []telegramtest.Message) bool { return hasPlain(ms, "Pancakes need flour") })
 	for _, m := range srv.Messages(group.ID) {
+		if strings.HasPrefix(m.Plain, "Pancakes need flour") {
+			continue
+		}
 		if strings.Contains(m.Plain, "127.0.0.2") || strings.Contains(m.Plain, "fetch_url") || strings.Contains(m.Plain, "Approval needed") {
 			t.Errorf("the group saw the request's data: %q", m.Plain)
 		}
