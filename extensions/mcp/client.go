@@ -500,7 +500,7 @@ func (s *server) call(ctx context.Context, remote string, args json.RawMessage) 
 	if err != nil {
 		return tool.Result{}, err
 	}
-	return mapResult(res)
+	return mapResult(res, ToolName(s.name, remote), fmt.Sprintf("%s on the MCP server %s", remote, s.name))
 }
 
 // callRaw is call without mapping the result.

@@ -124,8 +124,8 @@ func TestEverythingOverStdio(t *testing.T) {
 	}{
 		{"echo with arguments", "everything__echo", `{"message":"hello MCP"}`, []string{"Echo: hello MCP"}, ""},
 		{"numbers", "everything__get-sum", `{"a":2,"b":40}`, []string{"42"}, ""},
-		{"structured content", "everything__get-structured-content", `{"location":"New York"}`, []string{`"structured_content":{`, `"temperature"`}, ""},
-		{"image", "everything__get-tiny-image", `{}`, []string{`"images":[{"mime_type":"image/png","bytes":`}, ""},
+		{"structured content", "everything__get-structured-content", `{"location":"New York"}`, []string{`"structured":{`, `"temperature"`, `"kind":"tool_output"`}, ""},
+		{"image", "everything__get-tiny-image", `{}`, []string{`"label":"image/png","text":"image, `}, ""},
 		{"missing argument refused by the schema", "everything__echo", `{}`, nil, "message"},
 		{"wrong type refused by the schema", "everything__get-sum", `{"a":"two","b":1}`, nil, `"a"`},
 	}

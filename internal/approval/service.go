@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/evidence"
 	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/toolloop"
@@ -446,11 +447,8 @@ func (s *Service) facts(ctx context.Context, req toolloop.ApprovalRequest, bg bo
 						}
 					}
 				}
-				var final struct {
-					URL string `json:"url"`
-				}
-				if json.Unmarshal([]byte(p.Content), &final) == nil && final.URL != "" {
-					hosts = append(hosts, hostOf(final.URL))
+				if final := finalURL(p.Content); final != "" {
+					hosts = append(hosts, hostOf(final))
 				}
 				source := "a " + p.Name + " result"
 				if len(hosts) > 0 {
@@ -890,3 +888,19 @@ func newID() string {
 
 var _ toolloop.Approver = (*Service)(nil)
 var _ toolloop.Tainter = (*Service)(nil)
+
+// finalURL is the address a tool result says it came from after
+// redirects: an evidence packet's meta.url (fetch_url's), or the "url" of
+// a result stored before results were packets.
+func finalURL(content string) string {
+	if p, ok := evidence.Decode(content); ok {
+		return p.Meta.URL
+	}
+	var old struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal([]byte(content), &old) == nil {
+		return old.URL
+	}
+	return ""
+}

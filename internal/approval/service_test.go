@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/evidence"
 	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/toolloop"
@@ -554,5 +555,25 @@ func TestServiceTaintInContextKeepsUserHosts(t *testing.T) {
 	ask, reason, err := asks(t, s, box, ctx, toolloop.ApprovalRequest{Call: hop, Tool: fetchURL, Messages: msgs, Further: true})
 	if ask || err != nil {
 		t.Errorf("a hop to a host the user named first asked (%q) or failed (%v)", reason, err)
+	}
+}
+
+func TestFinalURL(t *testing.T) {
+	page := evidence.Packet{Kind: evidence.WebPage, Title: "t", Items: []evidence.Item{{URL: "https://a.example/x", Text: "hi"}},
+		Meta: evidence.Meta{Source: "fetch_url", URL: "https://b.example/after-redirect"}}
+	tests := []struct {
+		name, content, want string
+	}{
+		{"packet: meta.url, the address after redirects", page.Encode(), "https://b.example/after-redirect"},
+		{"result stored before packets", `{"url":"https://c.example/","content":"x"}`, "https://c.example/"},
+		{"packet without a url", evidence.Packet{Kind: evidence.WebSearch, Meta: evidence.Meta{Source: "search_web"}}.Encode(), ""},
+		{"plain text", "https://d.example/ is mentioned", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := finalURL(tc.content); got != tc.want {
+				t.Errorf("finalURL = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

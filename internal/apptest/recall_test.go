@@ -3,11 +3,13 @@ package apptest
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/evidence"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -37,26 +39,27 @@ var recallNotes = []string{
 	"The user's son plays football on Wednesdays.",
 }
 
-// memoryLines returns the recalled-memory lines of the system prompt of a
-// chat request.
+// memoryLines returns the recalled memories in the prompt of a chat
+// request (the items of its recall packet), one line each.
 func memoryLines(t *testing.T, req llmtest.ChatRequest) []string {
 	t.Helper()
-	const header = "Long-term memories that may be relevant"
+	start := `{"kind":"memory","title":` + strconv.Quote(memory.RecallTitle)
 	for _, m := range req.Messages {
 		var text string
 		if json.Unmarshal(m.Content, &text) != nil {
 			continue
 		}
-		i := strings.Index(text, header)
+		i := strings.Index(text, start)
 		if i < 0 {
 			continue
 		}
-		var out []string
-		for _, line := range strings.Split(text[i:], "\n")[1:] {
-			if !strings.HasPrefix(line, "- ") {
-				break
-			}
-			out = append(out, line)
+		var p evidence.Packet
+		if err := json.NewDecoder(strings.NewReader(text[i:])).Decode(&p); err != nil {
+			t.Fatalf("the prompt's recall packet does not decode: %v\n%s", err, text[i:])
+		}
+		out := []string{}
+		for _, it := range p.Items {
+			out = append(out, it.Text)
 		}
 		return out
 	}

@@ -34,13 +34,15 @@ var thirdPartyFor = map[string][]string{
 
 // moduleImportsFor lists the module packages a vocabulary package may import.
 var moduleImportsFor = map[string][]string{
-	"chat":      {},
-	"llm":       {},
+	"chat": {},
+	"llm":  {},
+	// evidence is the packet tool results and recall reach the prompt in.
+	"evidence":  {},
 	"tool":      {"chat", "llm"},
 	"extension": {"chat", "llm", "tool"},
 	// api is the HTTP API's contract (JSON types and service interfaces)
 	// that extensions/web serves and the app implements.
-	"api": {"chat", "llm", "tool", "extension"},
+	"api": {"chat", "evidence", "llm", "tool", "extension"},
 }
 
 // internalAllowedForExtensions lists, per extension package, the internal

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/evidence"
 	"github.com/reverie-ai/reverie/extension"
 )
 
@@ -17,7 +18,8 @@ import (
 const DefaultContextBudget = 4000
 
 // ContextBlock recalls the memories most relevant to query from s and
-// formats them, best first, one per line, for the system prompt, stopping
+// writes them, best first, as an evidence packet (kind memory, one item
+// per line) for the system prompt, stopping
 // before the block would exceed budgetTokens (DefaultContextBudget when ≤ 0)
 // as measured by count (about four characters per token when nil). An empty
 // query or an empty store gives "".
@@ -38,33 +40,41 @@ func ContextBlock(ctx context.Context, s Store, query string, budgetTokens int, 
 		}
 		return "", fmt.Errorf("memory context: %w", err)
 	}
-	var b strings.Builder
-	used := 0
+	f := newPacketFit(evidence.Packet{Kind: evidence.Memory, Title: "Long-term memories", Meta: evidence.Meta{Source: "recall", Query: query}}, budgetTokens, count)
 	for _, r := range res {
-		line := formatLine(r.Memory)
-		n := count(line + "\n")
-		if used+n > budgetTokens {
+		if !f.add(memoryItem(r.Memory)) {
 			break
 		}
-		used += n
-		b.WriteString(line)
-		b.WriteByte('\n')
 	}
-	return strings.TrimRight(b.String(), "\n"), nil
+	if len(f.p.Items) == 0 {
+		return "", nil
+	}
+	return f.p.Encode(), nil
 }
 
-// formatLine renders "- [2023-05-08] (episode) text" (date when known).
-func formatLine(m Memory) string {
-	var b strings.Builder
-	b.WriteString("- ")
-	if m.EventTime != nil {
-		b.WriteString("[" + m.EventTime.Format("2006-01-02") + "] ")
+// packetFit fills a packet with items while its encoding stays within a
+// token budget.
+type packetFit struct {
+	p      evidence.Packet
+	used   int // tokens of the packet so far
+	budget int
+	count  func(string) int
+}
+
+func newPacketFit(p evidence.Packet, budget int, count func(string) int) *packetFit {
+	return &packetFit{p: p, used: count(p.Encode()), budget: budget, count: count}
+}
+
+// add appends it when its line still fits the budget and reports whether
+// it did.
+func (f *packetFit) add(it evidence.Item) bool {
+	c := f.count(evidence.EncodeItem(it) + ",\n")
+	if f.used+c > f.budget {
+		return false
 	}
-	if m.Kind != "" && m.Kind != KindFact {
-		b.WriteString("(" + string(m.Kind) + ") ")
-	}
-	b.WriteString(strings.Join(strings.Fields(m.Text), " "))
-	return b.String()
+	f.used += c
+	f.p.Items = append(f.p.Items, it)
+	return true
 }
 
 // ContextBlock is the package ContextBlock over this store.
@@ -176,6 +186,10 @@ const RecallContextPriority = 10
 // ContextPriority implements extension.ContextProvider.
 func (r *RecallContext) ContextPriority() int { return RecallContextPriority }
 
+// RecallTitle is the title of the evidence packet (kind memory, source
+// recall) in which a turn's recalled memories reach its prompt.
+const RecallTitle = "Long-term memories that may be relevant (recalled for this message)"
+
 // Recalled is what a turn's recall puts into the prompt.
 type Recalled struct {
 	Memories []Scored // the memories shown, best first
@@ -214,10 +228,8 @@ func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, err
 		gate = DefaultGate
 	}
 	mm, _ := r.Service.store.(matchMeasurer)
-	const header = "Long-term memories that may be relevant (recalled for this message):\n"
+	f := newPacketFit(evidence.Packet{Kind: evidence.Memory, Title: RecallTitle, Meta: evidence.Meta{Source: "recall"}}, budget, count)
 	var out Recalled
-	var b strings.Builder
-	used := count(header)
 	for i := range res {
 		s := &res[i]
 		if skip[normalise(s.Memory.Text)] {
@@ -233,21 +245,13 @@ func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, err
 		if !gate.pass(s, best, mm != nil && mm.measuresMatch(s.Memory)) {
 			continue
 		}
-		line := formatLine(s.Memory)
-		c := count(line + "\n")
-		if used+c > budget {
+		if !f.add(memoryItem(s.Memory)) {
 			break
 		}
-		if len(out.Memories) == 0 {
-			b.WriteString(header)
-		}
-		used += c
 		out.Memories = append(out.Memories, *s)
-		b.WriteString(line)
-		b.WriteByte('\n')
 	}
 	if len(out.Memories) > 0 {
-		out.Text, out.Tokens = strings.TrimRight(b.String(), "\n"), used
+		out.Text, out.Tokens = f.p.Encode(), f.used
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/evidence"
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
@@ -503,11 +504,11 @@ func TestContextBlockBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(full, "\n") != 2 || !strings.Contains(full, "- [2025-01-02] (episode) The user performed a cello recital") {
+	if strings.Count(full, "\n") != 4 || !strings.Contains(full, `{"label":"episode","when":"2025-01-02","text":"The user performed a cello recital"}`) {
 		t.Fatalf("block:\n%s", full)
 	}
 	small, _ := s.ContextBlock(ctx, "cello", 8, words)
-	if strings.Count(small, "\n") != 0 || small == "" {
+	if p, ok := evidence.Decode(small); !ok || len(p.Items) != 1 {
 		t.Fatalf("budget 8 block:\n%s", small)
 	}
 	if got, _ := s.ContextBlock(ctx, " ", 100, nil); got != "" {

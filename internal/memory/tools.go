@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reverie-ai/reverie/evidence"
 	"github.com/reverie-ai/reverie/tool"
 )
 
@@ -120,15 +121,6 @@ func updateTool(svc *Service) tool.Tool {
 		}, tool.WithCategories("memory"))
 }
 
-type searchHit struct {
-	ID         int64   `json:"id"`
-	Text       string  `json:"text"`
-	Kind       Kind    `json:"kind"`
-	When       string  `json:"when,omitempty"`
-	Superseded bool    `json:"superseded,omitempty"`
-	Score      float64 `json:"score"`
-}
-
 func searchTool(svc *Service) tool.Tool {
 	return tool.New("search_memory",
 		"Search your long-term memory by meaning and words. Returns the best matches with ids (for forget_memory).",
@@ -145,18 +137,7 @@ func searchTool(svc *Service) tool.Tool {
 			if err != nil {
 				return nil, toolError("search", err)
 			}
-			hits := make([]searchHit, 0, len(res))
-			for _, r := range res {
-				h := searchHit{ID: r.Memory.ID, Text: r.Memory.Text, Kind: r.Memory.Kind, Superseded: r.Memory.ValidTo != nil,
-					Score: float64(int(r.Score*1000)) / 1000}
-				if r.Memory.EventTime != nil {
-					h.When = r.Memory.EventTime.Format(time.DateOnly)
-				}
-				hits = append(hits, h)
-			}
-			return struct {
-				Results []searchHit `json:"results"`
-			}{hits}, nil
+			return searchPacket(a.Query, res).Encode(), nil
 		}, tool.ReadOnly(), tool.ReadsPrivateData(), tool.WithCategories("memory"))
 }
 
@@ -223,4 +204,37 @@ func toolError(doing string, err error) error {
 		return fmt.Errorf("%s: no memory with that id (search_memory shows ids)", doing)
 	}
 	return fmt.Errorf("%s: %w", doing, err)
+}
+
+// searchPacket is search_memory's result: the memories found for query,
+// best first, with the ids forget_memory takes.
+func searchPacket(query string, res []Scored) evidence.Packet {
+	p := evidence.Packet{Kind: evidence.Memory, Title: fmt.Sprintf("Memories matching %q", strings.TrimSpace(query)),
+		Items: make([]evidence.Item, 0, len(res)), Meta: evidence.Meta{Source: "search_memory", Query: query}}
+	for _, r := range res {
+		it := memoryItem(r.Memory)
+		it.ID = r.Memory.ID
+		it.Score = float64(int(r.Score*1000)) / 1000
+		p.Items = append(p.Items, it)
+	}
+	return p
+}
+
+// memoryItem is m as an evidence item: its text on one line, its kind as
+// the label unless it is a fact (the usual kind), "superseded" once
+// closed, and its date when known.
+func memoryItem(m Memory) evidence.Item {
+	it := evidence.Item{Text: strings.Join(strings.Fields(m.Text), " ")}
+	var label []string
+	if m.Kind != "" && m.Kind != KindFact {
+		label = append(label, string(m.Kind))
+	}
+	if m.ValidTo != nil {
+		label = append(label, "superseded")
+	}
+	it.Label = strings.Join(label, ", ")
+	if m.EventTime != nil {
+		it.When = m.EventTime.Format(time.DateOnly)
+	}
+	return it
 }

@@ -244,12 +244,24 @@ func (t *Tools) build() []tool.Tool {
 			tool.DescribedBy(t.shellDescription), tool.ReadsPrivateData(), tool.UntrustedResults(),
 			tool.SendsOutTo(t.shellDestinations), tool.WithCategories("execution")),
 		tool.New(NameFetchURL, fetchURLDescription,
-			func(ctx context.Context, a web.FetchArgs) (any, error) { return t.fetcher.Fetch(ctx, a) },
+			func(ctx context.Context, a web.FetchArgs) (any, error) {
+				r, err := t.fetcher.Fetch(ctx, a)
+				if err != nil {
+					return nil, err
+				}
+				return r.Evidence().Encode(), nil
+			},
 			tool.ReadOnly(), tool.UntrustedResults(), tool.SendsOutTo(fetchDestinations), tool.WithCategories("web", "research")),
 		tool.New(NameSearchWeb, searchWebDescription,
 			// The query goes to the configured search engine, a destination
 			// fixed by the configuration: search_web is not outward.
-			func(ctx context.Context, a web.SearchArgs) (any, error) { return t.searcher.Search(ctx, a) },
+			func(ctx context.Context, a web.SearchArgs) (any, error) {
+				r, err := t.searcher.Search(ctx, a)
+				if err != nil {
+					return nil, err
+				}
+				return r.Evidence(a.Query).Encode(), nil
+			},
 			tool.ReadOnly(), tool.UntrustedResults(), tool.WithCategories("web", "research")),
 	}
 }
@@ -280,9 +292,9 @@ Format:
 
 Rules: copy context and removed lines exactly from the file (read it first); give about 3 lines of context around each change; hunks of one file must be in file order; "*** End of File" after a hunk pins it to the end of the file. Returns {"changes":[{"path","action","moved_to"}]}.`
 
-const fetchURLDescription = `Fetch a web page (http or https) and return its main content as markdown: {"url","status","content_type","title","content","truncated"}. Plain text and JSON are returned as they are; images and other binary content are refused. Content is capped at max_chars (default 20000). Private, loopback and link-local addresses are blocked.`
+const fetchURLDescription = `Fetch a web page (http or https) and return its main content as markdown, as an evidence packet: {"kind":"web_page","title","items":[{"url","text"}],"meta":{"url","status","content_type","truncated"}} (the page's text is the item's text; meta.url is the address after redirects). Plain text and JSON are returned as they are; images and other binary content are refused. Content is capped at max_chars (default 20000). Private, loopback and link-local addresses are blocked.`
 
-const searchWebDescription = `Search the web. Returns {"engine","results":[{"title","url","snippet"}]}; use fetch_url to read a result. If the search engine is blocking requests the call fails with an error saying so; try again later.`
+const searchWebDescription = `Search the web. Returns an evidence packet: {"kind":"web_search","title","items":[{"url","title","text"}],"meta":{"query","engine"}}, one item per result with its snippet as text; use fetch_url to read a result. If the search engine is blocking requests the call fails with an error saying so; try again later.`
 
 // fetchDestinations: fetch_url carries its URL (path and query) to the
 // URL's host.

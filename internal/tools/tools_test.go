@@ -146,7 +146,7 @@ func TestCallThroughToolInterface(t *testing.T) {
 		name    string
 		tool    string
 		args    string
-		want    string // JSON the result must equal
+		want    string // the result, exactly
 		errIs   error
 		wantErr string
 	}{
@@ -159,9 +159,11 @@ func TestCallThroughToolInterface(t *testing.T) {
 		{name: "shell", tool: NameExecuteShell, args: `{"command":"cat todo.txt","workdir":"notes"}`,
 			want: `{"exit_code":0,"output":"buy oat milk\n","timed_out":false,"sandbox":"none","limits":"none","note":"WARNING: no sandbox is active (disabled by configuration (shell.sandbox: off)): the command ran directly on the host with this user's full permissions, network access and files outside the workspace"}`},
 		{name: "fetch", tool: NameFetchURL, args: `{"url":"` + page.URL + `"}`,
-			want: `{"url":"` + page.URL + `","status":200,"content_type":"text/plain","content":"hello from the page"}`},
+			want: `{"kind":"web_page","title":"` + page.URL + `","items":[` + "\n" + `{"url":"` + page.URL + `","text":"hello from the page"}` + "\n" +
+				`],"meta":{"source":"fetch_url","url":"` + page.URL + `","status":200,"content_type":"text/plain"}}`},
 		{name: "search", tool: NameSearchWeb, args: `{"query":"reverie"}`,
-			want: `{"engine":"searxng","results":[{"title":"Reverie","url":"https://reverie.example/","snippet":"An assistant."}]}`},
+			want: `{"kind":"web_search","title":"Web results for \"reverie\"","items":[` + "\n" + `{"url":"https://reverie.example/","title":"Reverie","text":"An assistant."}` + "\n" +
+				`],"meta":{"source":"search_web","query":"reverie","engine":"searxng"}}`},
 		{name: "escape is an error", tool: NameReadFile, args: `{"path":"../../etc/passwd"}`, errIs: workspace.ErrOutsideWorkspace},
 		{name: "bad arguments are an error", tool: NameWriteFile, args: `{"path":3}`, wantErr: "decode arguments"},
 	}

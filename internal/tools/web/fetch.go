@@ -26,6 +26,7 @@ import (
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	"golang.org/x/net/html/charset"
 
+	"github.com/reverie-ai/reverie/evidence"
 	"github.com/reverie-ai/reverie/tool"
 )
 
@@ -207,6 +208,17 @@ type FetchResult struct {
 	Content string `json:"content"`
 	// Truncated is set when the body or the content was cut.
 	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Evidence is r as the packet fetch_url returns: one item, the page.
+func (r FetchResult) Evidence() evidence.Packet {
+	title := r.Title
+	if title == "" {
+		title = r.URL
+	}
+	return evidence.Packet{Kind: evidence.WebPage, Title: title,
+		Items: []evidence.Item{{URL: r.URL, Text: r.Content}},
+		Meta:  evidence.Meta{Source: "fetch_url", URL: r.URL, Status: r.Status, ContentType: r.ContentType, Truncated: r.Truncated}}
 }
 
 // Fetch retrieves a URL and returns its readable text.

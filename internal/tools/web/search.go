@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/reverie-ai/reverie/evidence"
 )
 
 // SearchConfig configures a Searcher. Zero fields take the defaults.
@@ -91,6 +93,17 @@ type Hit struct {
 	Title   string `json:"title"`
 	URL     string `json:"url"`
 	Snippet string `json:"snippet"`
+}
+
+// Evidence is r as the packet search_web returns for query: one item per
+// hit, its snippet as the text.
+func (r SearchResult) Evidence(query string) evidence.Packet {
+	p := evidence.Packet{Kind: evidence.WebSearch, Title: fmt.Sprintf("Web results for %q", strings.TrimSpace(query)),
+		Items: make([]evidence.Item, 0, len(r.Results)), Meta: evidence.Meta{Source: "search_web", Query: query, Engine: r.Engine}}
+	for _, h := range r.Results {
+		p.Items = append(p.Items, evidence.Item{URL: h.URL, Title: h.Title, Text: h.Snippet})
+	}
+	return p
 }
 
 // SearchResult is what search_web returns.
