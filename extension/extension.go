@@ -337,6 +337,13 @@ var ErrPairingCode = errors.New("unknown, used or expired pairing code")
 // without the extension.
 var ErrInvalidConfig = errors.New("invalid configuration")
 
+// ErrEnvironment marks a Start error caused by the machine around the
+// agent rather than its configuration or data: the address to listen on is
+// used by another program. Wrap it and the agent exits with its own code
+// (5), which the supervisor does not restart on: restarting does not free
+// the port.
+var ErrEnvironment = errors.New("the environment prevents the start")
+
 // Host is what the kernel gives an extension in Init. The values it returns
 // stay valid until Destroy.
 type Host interface {

@@ -64,6 +64,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "invalid configuration", agent: supervisor.ExitConfigError, want: supervisor.ExitConfigError},
 		{name: "locked", agent: supervisor.ExitLocked, want: supervisor.ExitLocked},
 		{name: "data dir", agent: supervisor.ExitDataDir, want: supervisor.ExitDataDir},
+		{name: "environment", agent: supervisor.ExitEnvironment, want: supervisor.ExitEnvironment},
 		{name: "crash loop", agent: 1, want: 1},
 	}
 	for _, tc := range tests {

@@ -136,9 +136,8 @@ func TestStartUpExitCodes(t *testing.T) {
 				t.Cleanup(func() { ln.Close() })
 				return []string{"REVERIE_WEB__LISTEN=" + ln.Addr().String()}
 			},
-			// Retried (the other program may go away), until the
-			// supervisor's crash-loop limit; the message says why.
-			want: ExitFailure, says: []string{`extension "web"`, "another program", "REVERIE_WEB__LISTEN"},
+			// Not retried: restarting does not free the port.
+			want: ExitEnvironment, says: []string{`extension "web"`, "another program", "REVERIE_WEB__LISTEN"},
 		},
 	}
 	for _, tt := range tests {
@@ -187,9 +186,9 @@ func TestStartOnFullDiskExitCode(t *testing.T) {
 	}
 }
 
-// The supervisor passes the agent's exit code on when it does not retry,
-// and gives up on an agent that cannot start because its port is taken
-// instead of restarting it forever.
+// The supervisor passes the agent's exit code on when it does not retry:
+// another agent on the data dir, and a port another program holds (one
+// start, exit 5, instead of restarting into the same conflict).
 func TestSupervisorExitCodes(t *testing.T) {
 	t.Run("not retried", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
@@ -206,7 +205,7 @@ func TestSupervisorExitCodes(t *testing.T) {
 			t.Fatalf("run on a locked data dir: exit %d, want %d after one start\n%s", code, ExitLocked, stderr)
 		}
 	})
-	t.Run("port in use gives up", func(t *testing.T) {
+	t.Run("port in use is not retried", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -215,9 +214,9 @@ func TestSupervisorExitCodes(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
 		code, _, stderr := runReverie(t, childEnv(t, "REVERIE_WEB__LISTEN="+ln.Addr().String(),
 			"REVERIE_SUPERVISOR__RESTART_BACKOFF_MIN=10ms", "REVERIE_SUPERVISOR__CRASH_LOOP_LIMIT=3"), "run", "--data", dir)
-		if code != ExitFailure || strings.Count(stderr, "agent started") != 3 || !strings.Contains(stderr, "crash-looping") ||
+		if code != ExitEnvironment || strings.Count(stderr, "agent started") != 1 || strings.Contains(stderr, "crash-looping") ||
 			!strings.Contains(stderr, "another program") {
-			t.Fatalf("run with the port taken: exit %d, want %d after 3 starts\n%s", code, ExitFailure, stderr)
+			t.Fatalf("run with the port taken: exit %d, want %d after 1 start\n%s", code, ExitEnvironment, stderr)
 		}
 	})
 }

@@ -21,7 +21,7 @@ import (
 // The supervisor's exit codes are the same whichever program supervises:
 // cmd/reverie's exitCode and the lean supervisor's supervisor.ExitCode.
 func TestSupervisorExitCodesAgree(t *testing.T) {
-	for _, err := range []error{supervisor.ErrConfigInvalid, supervisor.ErrLocked, supervisor.ErrDataDir,
+	for _, err := range []error{supervisor.ErrConfigInvalid, supervisor.ErrLocked, supervisor.ErrDataDir, supervisor.ErrEnvironment,
 		supervisor.ErrCrashLoop, supervisor.ErrKilled, errors.New("start agent: no such file")} {
 		if got, want := exitCode(err), supervisor.ExitCode(err); got != want {
 			t.Errorf("%v: reverie exits %d, reverie-supervisor %d", err, got, want)

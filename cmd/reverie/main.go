@@ -25,8 +25,9 @@ import (
 
 // Exit codes (README "Exit codes"). The supervisor restarts an agent that
 // exits with ExitFailure (with backoff, giving up when it crash-loops) and
-// does not restart one that exits with ExitConfig, ExitLocked or
-// ExitDataDir: the same start would fail again.
+// does not restart one that exits with ExitConfig, ExitLocked, ExitDataDir
+// or ExitEnvironment (supervisor.NoRestartExitCodes): the same start would
+// fail again.
 const (
 	ExitOK      = 0
 	ExitFailure = 1
@@ -38,6 +39,9 @@ const (
 	// ExitDataDir: the data dir cannot be used (not writable, files that
 	// cannot be read, a full disk).
 	ExitDataDir = supervisor.ExitDataDir
+	// ExitEnvironment: something outside Reverie prevents the start (the
+	// web port is used by another program).
+	ExitEnvironment = supervisor.ExitEnvironment
 )
 
 func main() {
@@ -99,6 +103,8 @@ func exitCode(err error) int {
 		return ExitLocked
 	case errors.Is(err, datadir.ErrUnusable), errors.Is(err, supervisor.ErrDataDir), api.IsDiskFull(err):
 		return ExitDataDir
+	case errors.Is(err, extension.ErrEnvironment), errors.Is(err, supervisor.ErrEnvironment):
+		return ExitEnvironment
 	}
 	return ExitFailure
 }

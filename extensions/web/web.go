@@ -261,7 +261,7 @@ func (w *Web) Start(ctx context.Context) error {
 	ln, err := lc.Listen(ctx, "tcp", w.cfg.Listen)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("listen on %s: another program (another Reverie?) uses this address; stop it, or set web.listen "+
-			"(REVERIE_WEB__LISTEN) to a free port: %w", w.cfg.Listen, err)
+			"(REVERIE_WEB__LISTEN) to a free port: %w: %w", w.cfg.Listen, extension.ErrEnvironment, err)
 	}
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", w.cfg.Listen, err)

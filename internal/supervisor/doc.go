@@ -17,6 +17,9 @@
 //     ExitDataDir (4) → the agent cannot use its data dir (not writable,
 //     unreadable files, a full disk); Run returns an error wrapping
 //     ErrDataDir.
+//     ExitEnvironment (5) → something outside Reverie prevents the start (a
+//     program holds the web port); Run returns an error wrapping
+//     ErrEnvironment instead of restarting into the same conflict.
 //     anything else (another code, or death by a signal) → a crash: the
 //     child is restarted after a capped exponential backoff (BackoffMin
 //     doubling up to BackoffMax, back to BackoffMin once a child has stayed

@@ -150,7 +150,7 @@ func ReadSecrets(r io.Reader) ([]string, error) {
 }
 
 // ExitCode is the exit code of a supervisor whose Run returned err: 0 for
-// nil, ExitConfigError, ExitLocked or ExitDataDir when the agent exited
+// nil, ExitConfigError, ExitLocked, ExitDataDir or ExitEnvironment when the agent exited
 // with that code, 1 otherwise (a crash loop, a killed agent, a failure to
 // start it).
 func ExitCode(err error) int {
@@ -163,6 +163,8 @@ func ExitCode(err error) int {
 		return ExitLocked
 	case errors.Is(err, ErrDataDir):
 		return ExitDataDir
+	case errors.Is(err, ErrEnvironment):
+		return ExitEnvironment
 	}
 	return 1
 }

@@ -139,6 +139,7 @@ func TestExitCode(t *testing.T) {
 		{name: "config", err: fmt.Errorf("agent exited 2: %w", ErrConfigInvalid), want: ExitConfigError},
 		{name: "locked", err: fmt.Errorf("x: %w", ErrLocked), want: ExitLocked},
 		{name: "data dir", err: fmt.Errorf("x: %w", ErrDataDir), want: ExitDataDir},
+		{name: "environment", err: fmt.Errorf("x: %w", ErrEnvironment), want: ExitEnvironment},
 		{name: "crash loop", err: fmt.Errorf("x: %w", ErrCrashLoop), want: 1},
 		{name: "killed", err: ErrKilled, want: 1},
 		{name: "other", err: errors.New("start agent: no such file"), want: 1},

@@ -35,7 +35,18 @@ const (
 	// dir: not writable, files it cannot read, a full disk. The supervisor
 	// does not restart it: the same start would fail again.
 	ExitDataDir = 4
+	// ExitEnvironment is the exit code of an agent that the machine
+	// around it prevents from starting: its web port is used by another
+	// program. The supervisor does not restart it: restarting in a loop
+	// does not free the port, and a service manager (systemd's
+	// RestartPreventExitStatus) should not either.
+	ExitEnvironment = 5
 )
+
+// NoRestartExitCodes are the agent's exit codes the supervisor never
+// restarts on and passes on as its own (for systemd's
+// RestartPreventExitStatus=).
+var NoRestartExitCodes = []int{ExitConfigError, ExitLocked, ExitDataDir, ExitEnvironment}
 
 // InstanceEnv is the environment variable through which each started child
 // gets a fresh random instance id; the agent's /healthz echoes it as
@@ -76,6 +87,9 @@ var (
 	// ErrDataDir means the child exited with ExitDataDir: it cannot use its
 	// data dir.
 	ErrDataDir = errors.New("agent cannot use its data dir")
+	// ErrEnvironment means the child exited with ExitEnvironment: something
+	// outside Reverie (a program holding its port) prevents the start.
+	ErrEnvironment = errors.New("agent cannot start in this environment")
 	// ErrKilled means the child did not exit within ShutdownGrace of SIGTERM
 	// during shutdown and was killed.
 	ErrKilled = errors.New("agent did not stop in time and was killed")
@@ -287,6 +301,9 @@ func (s *supervisor) run(ctx context.Context) error {
 			case ExitDataDir:
 				s.log.Error("agent cannot use its data dir; not restarting", "status", end.status)
 				return fmt.Errorf("%w: the agent exited with status %d; fix the data dir or free disk space (see the agent's error above, or run `reverie doctor`) and start again", ErrDataDir, ExitDataDir)
+			case ExitEnvironment:
+				s.log.Error("agent cannot start in this environment (a port in use?); not restarting", "status", end.status)
+				return fmt.Errorf("%w: the agent exited with status %d; free what it needs (see the agent's error above: another program on its port?) or change web.listen, and start again", ErrEnvironment, ExitEnvironment)
 			}
 		}
 

@@ -291,6 +291,18 @@ func TestChildExitsOnItsOwn(t *testing.T) {
 		{name: "exit 2 is a configuration error", code: ExitConfigError, wantErr: ErrConfigInvalid, wantMsg: "fix the configuration"},
 		{name: "exit 3 is another agent on the data dir", code: ExitLocked, wantErr: ErrLocked, wantMsg: "stop the other agent"},
 		{name: "exit 4 is an unusable data dir", code: ExitDataDir, wantErr: ErrDataDir, wantMsg: "free disk space"},
+		{name: "exit 5 is an environment that prevents the start", code: ExitEnvironment, wantErr: ErrEnvironment, wantMsg: "another program on its port"},
+	}
+	// Every code NoRestartExitCodes promises (for a systemd unit) is one
+	// of the cases below.
+	checked := map[int]bool{}
+	for _, tt := range tests {
+		checked[tt.code] = tt.wantErr != nil
+	}
+	for _, code := range NoRestartExitCodes {
+		if !checked[code] {
+			t.Errorf("NoRestartExitCodes has %d, which no case checks", code)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
