@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/evidence"
 )
 
 // ErrorBody is every error answer: {"error":"…"}.
@@ -760,4 +761,86 @@ type PairingApproval struct {
 	Channel string `json:"channel"`
 	UserID  string `json:"user_id"`
 	Name    string `json:"name"`
+}
+
+// ProjectStatus is GET /api/v1/status/project: the manifest of a
+// conversation's work, compiled from state without a model call. Lists are
+// in a fixed order (pulse by priority then id, workflows by creation then
+// id, the trace oldest first), so the same state gives the same bytes.
+type ProjectStatus struct {
+	// Thread is the conversation the trace and evidence come from (""
+	// when there is none yet).
+	Thread chat.ThreadID `json:"thread,omitempty"`
+	// World is the durable world state document.
+	World WorldState `json:"world"`
+	// Pulse lists the open (active) pulse items.
+	Pulse []ProjectPulseItem `json:"pulse"`
+	// Workflows lists the workflows with pending or running workers.
+	Workflows []ProjectWorkflow `json:"workflows"`
+	// Trace is the tool calls of the conversation's last turns (at most
+	// ProjectTraceTurns), oldest first.
+	Trace []TraceEntry `json:"tool_trace"`
+	// Evidence lists the evidence packets those calls returned.
+	Evidence []EvidenceEntry `json:"evidence"`
+	// Text is the manifest as workers read it in their prompt.
+	Text string `json:"text"`
+}
+
+// ProjectTraceTurns is how many of a conversation's last turns the
+// project status traces.
+const ProjectTraceTurns = 3
+
+// ProjectPulseItem is an open pulse item in the project status.
+type ProjectPulseItem struct {
+	ID       int64  `json:"id"`
+	Text     string `json:"text"`
+	Priority int    `json:"priority"`
+	Thread   string `json:"thread,omitempty"`
+}
+
+// ProjectWorkflow is an active workflow in the project status.
+type ProjectWorkflow struct {
+	ID         string          `json:"id"`
+	State      string          `json:"state"`
+	RootThread string          `json:"root_thread,omitempty"`
+	Workers    []ProjectWorker `json:"workers"`
+}
+
+// ProjectWorker is one sub-session of an active workflow.
+type ProjectWorker struct {
+	ID        string `json:"id"`
+	Objective string `json:"objective"`
+	State     string `json:"state"`
+	// Waiting says why a pending worker has not started.
+	Waiting   string `json:"waiting,omitempty"`
+	Profile   string `json:"profile,omitempty"`
+	ToolCalls int    `json:"tool_calls"`
+}
+
+// TraceEntry is one tool call of a recent turn.
+type TraceEntry struct {
+	// Turn numbers the traced turns, 1 for the oldest shown.
+	Turn int `json:"turn"`
+	// MessageID is the assistant message that made the call.
+	MessageID int64  `json:"message_id"`
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	// Arguments are the call's arguments, cut to 300 characters.
+	Arguments string `json:"arguments"`
+	// Outcome is "ok", "error" or "no result" (the turn ended first).
+	Outcome string `json:"outcome"`
+	// Result sums the result up: an evidence packet's kind, title and
+	// item count, else its first 200 characters.
+	Result string `json:"result,omitempty"`
+}
+
+// EvidenceEntry is an evidence packet a traced call returned.
+type EvidenceEntry struct {
+	CallID string        `json:"call_id"`
+	Kind   evidence.Kind `json:"kind"`
+	Title  string        `json:"title"`
+	Source string        `json:"source"`
+	Items  int           `json:"items"`
+	// Refs are the first items' addresses (URLs, memory ids, titles).
+	Refs []string `json:"refs,omitempty"`
 }

@@ -74,6 +74,8 @@ type Services struct {
 	Approvals     Approvals
 	Models        Models
 	Dreams        Dreams
+	// Project compiles GET /status/project.
+	Project Project
 	// Endpoints are the extensions' own HTTP endpoints (MCP's /mcp),
 	// served on the web listener behind the API's authentication.
 	Endpoints Endpoints
@@ -302,4 +304,14 @@ func TimePtr(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// Project compiles the project status: a manifest of what is in progress,
+// built mechanically (no model call) from the world state, the open pulse
+// items, the active workflows and their workers, the last turns' tool
+// trace and the evidence those calls brought in.
+type Project interface {
+	// Status compiles the manifest for thread; "" takes the conversation
+	// active most recently. The same state always gives the same manifest.
+	Status(ctx context.Context, thread chat.ThreadID) (ProjectStatus, error)
 }

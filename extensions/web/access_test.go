@@ -33,7 +33,14 @@ type fakeAPI struct {
 }
 
 func (f *fakeAPI) services() *api.Services {
-	return &api.Services{Chat: fakeChat{f}, Threads: fakeThreads{}, World: fakeWorld{f}, Setup: fakeSetup{f}, Models: fakeModels{f}, Dreams: fakeDreams{f}, Conversations: fakeConversations{f}, Approvals: fakeApprovals{f}}
+	return &api.Services{Chat: fakeChat{f}, Threads: fakeThreads{}, World: fakeWorld{f}, Setup: fakeSetup{f}, Models: fakeModels{f}, Dreams: fakeDreams{f}, Conversations: fakeConversations{f}, Approvals: fakeApprovals{f},
+		Project: fakeProject{}}
+}
+
+type fakeProject struct{}
+
+func (fakeProject) Status(_ context.Context, t chat.ThreadID) (api.ProjectStatus, error) {
+	return api.ProjectStatus{Thread: t, World: api.WorldState("{}")}, nil
 }
 
 type fakeApprovals struct{ f *fakeAPI }
@@ -219,6 +226,7 @@ func TestAccessRules(t *testing.T) {
 		{name: "segments", method: "GET", path: "/api/v1/segments?thread=web:t1", ok: 200},
 		{name: "segment", method: "GET", path: "/api/v1/segments/3", ok: 200},
 		{name: "search", method: "GET", path: "/api/v1/search?q=lyon", ok: 200},
+		{name: "project status", method: "GET", path: "/api/v1/status/project?thread=web:t1", ok: 200},
 	}
 	creds := []string{"bearer", "cookie", "missing", "wrong"}
 	origins := []string{"same", "cross", "absent", "null"}

@@ -237,6 +237,7 @@ func TestDisabledFeaturesAnswer501(t *testing.T) {
 		{"GET", "/api/v1/events/recent", "", "events"},
 		{"GET", "/api/v1/interactions", "", "interactions"},
 		{"GET", "/api/v1/prompt", "", "prompt"},
+		{"GET", "/api/v1/status/project", "", "project"},
 		{"GET", "/api/v1/usage", "", "usage"},
 		{"GET", "/api/v1/memories", "", "memories"},
 		{"POST", "/api/v1/memories", `{"text":"x","kind":"fact"}`, "memories"},

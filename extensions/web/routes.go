@@ -78,6 +78,7 @@ func (w *Web) apiMux() *http.ServeMux {
 
 	m.HandleFunc("GET "+p+"/interactions", w.need("interactions", w.listInteractions))
 	m.HandleFunc("GET "+p+"/prompt", w.need("prompt", w.lastPrompt))
+	m.HandleFunc("GET "+p+"/status/project", w.need("project", w.projectStatus))
 	m.HandleFunc("GET "+p+"/usage", w.need("usage", w.usage))
 
 	m.HandleFunc("GET "+p+"/memories", w.need("memories", w.listMemories))
@@ -164,6 +165,7 @@ var features = map[string]func(*api.Services) bool{
 	"usage":         func(s *api.Services) bool { return s.Usage != nil },
 	"events":        func(s *api.Services) bool { return s.Events != nil },
 	"prompt":        func(s *api.Services) bool { return s.Prompt != nil },
+	"project":       func(s *api.Services) bool { return s.Project != nil },
 	"world":         func(s *api.Services) bool { return s.World != nil },
 	"setup":         func(s *api.Services) bool { return s.Setup != nil },
 	"history":       func(s *api.Services) bool { return s.History != nil },
@@ -551,6 +553,15 @@ func (w *Web) lastPrompt(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(rw, http.StatusOK, p)
+}
+
+func (w *Web) projectStatus(rw http.ResponseWriter, r *http.Request) {
+	st, err := w.svc.Project.Status(r.Context(), chat.ThreadID(r.URL.Query().Get("thread")))
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	writeJSON(rw, http.StatusOK, st)
 }
 
 func (w *Web) usage(rw http.ResponseWriter, r *http.Request) {

@@ -1,7 +1,11 @@
 package app
 
 import (
+	"context"
+
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/projectstatus"
 )
 
 // fillAPIServices sets the services the HTTP API serves (extensions reach
@@ -28,7 +32,35 @@ func (a *App) fillAPIServices(svc *api.Services) {
 		svc.Memories = apiMemories{a.Memory}
 	}
 	a.fillFeatureServices(svc)
+	svc.Project = apiProject{svc}
 }
+
+// apiProject compiles the project status from the API's own services,
+// read at each call (the workflow service is filled in after the others).
+type apiProject struct{ svc *api.Services }
+
+func (p apiProject) compiler() *projectstatus.Compiler {
+	c := &projectstatus.Compiler{}
+	if p.svc.World != nil {
+		c.World = p.svc.World
+	}
+	if p.svc.Pulse != nil {
+		c.Pulse = p.svc.Pulse
+	}
+	if p.svc.Workflows != nil {
+		c.Workflows = p.svc.Workflows
+	}
+	if p.svc.Threads != nil {
+		c.Threads = p.svc.Threads
+	}
+	return c
+}
+
+func (p apiProject) Status(ctx context.Context, thread chat.ThreadID) (api.ProjectStatus, error) {
+	return p.compiler().Status(ctx, thread)
+}
+
+var _ api.Project = apiProject{}
 
 // fillFeatureServices adds the services of the features built on their own
 // stores: pulse (App.Pulse), skills (App.Skills), world state (App.World)

@@ -50,6 +50,7 @@ func (a *App) buildWorkflows(ctx context.Context) error {
 	if a.Sources != nil {
 		opts.Sources = a.Sources
 	}
+	opts.ProjectStatus = a.projectStatusText
 	m, err := workflow.Open(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("open workflows: %w", err)
@@ -57,6 +58,18 @@ func (a *App) buildWorkflows(ctx context.Context) error {
 	a.Workflows = m
 	a.API.Workflows = apiWorkflows{m}
 	return nil
+}
+
+// projectStatusText is the project status of thread as workers read it.
+func (a *App) projectStatusText(ctx context.Context, thread chat.ThreadID) (string, error) {
+	if a.API == nil || a.API.Project == nil {
+		return "", nil
+	}
+	st, err := a.API.Project.Status(ctx, thread)
+	if err != nil {
+		return "", err
+	}
+	return st.Text, nil
 }
 
 // checkProfiles warns about tool profiles naming tools this build does not

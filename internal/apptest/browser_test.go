@@ -621,6 +621,7 @@ func TestBrowserDebugSections(t *testing.T) {
 		{"events", "events", `document.querySelectorAll('#event-list .event').length > 0`},
 		{"interactions", "interactions", `document.querySelectorAll('#ix-list .ix').length > 0`},
 		{"prompt", "prompt", `document.getElementById('prompt-text')?.textContent.length > 0`},
+		{"project", "project", `(document.getElementById('project-text')?.textContent || '').includes('PROJECT STATUS') && document.getElementById('project-text').textContent.includes('Draft the Lyon trip plan')`},
 		{"memories", "memories", `!!document.getElementById('mem-list')?.firstElementChild`},
 		{"pulse", "pulse", `[...document.querySelectorAll('#pulse-list .pulse-item input')].some(i => i.value === 'Draft the Lyon trip plan')`},
 		{"skills", "skills", `document.getElementById('skill-list')?.textContent.includes('book-train')`},

@@ -330,6 +330,13 @@ func (m *Manager) systemPrompt(ctx context.Context, sp runSpec, tools []string) 
 		if in.Skills, err = m.o.Sources.Skills(ctx); err != nil {
 			m.log.Warn("skills unavailable for a worker", "err", err)
 		}
+		if m.o.ProjectStatus != nil {
+			if st, err := m.o.ProjectStatus(ctx, sp.root); err != nil {
+				m.log.Warn("project status unavailable for a worker", "session", sp.id, "err", err)
+			} else if st != "" {
+				in.Extra = append(in.Extra, st)
+			}
+		}
 	}
 	var skills []string
 	for _, s := range in.Skills {

@@ -147,6 +147,10 @@ type Options struct {
 	// Sources supply memories, pulse and skills for full mode (nil:
 	// agent.DataDirSources over DataDir).
 	Sources Sources
+	// ProjectStatus, when set, gives the project status manifest of a
+	// conversation (internal/projectstatus); full-mode workers read their
+	// root conversation's in the Additional Context section.
+	ProjectStatus func(ctx context.Context, thread chat.ThreadID) (string, error)
 	// Location interprets naive not_before times and is shown to workers
 	// (nil: UTC).
 	Location *time.Location

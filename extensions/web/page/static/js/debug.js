@@ -1,5 +1,5 @@
 // The debug panel: live events, the interaction log, the last system
-// prompt, and views to read and edit memories, pulse items, skills,
+// prompt, the project status, and views to read and edit memories, pulse items, skills,
 // tasks/reminders, workflows, world state, the data dir's history
 // (history.js) and token usage. A section whose endpoint answers 501 (or
 // that /info lists as off) shows "not enabled".
@@ -15,6 +15,7 @@ const SECTIONS = [
   { id: 'events', label: 'Events', feature: 'events', view: eventsView },
   { id: 'interactions', label: 'Interactions', feature: 'interactions', view: interactionsView },
   { id: 'prompt', label: 'Prompt', feature: 'prompt', view: promptView },
+  { id: 'project', label: 'Project', feature: 'project', view: projectView },
   { id: 'memories', label: 'Memories', feature: 'memories', view: memoriesView },
   { id: 'pulse', label: 'Pulse', feature: 'pulse', view: pulseView },
   { id: 'skills', label: 'Skills', feature: 'skills', view: skillsView },
@@ -279,6 +280,33 @@ function promptView(body) {
       if (err.status === 404) fill(out, h('p', { class: 'muted' }, 'No turn has run since the start.'));
       else failed(out, err, 'Prompt');
     }
+  };
+  onlyThread.addEventListener('change', load);
+  load();
+}
+
+// ---- project status ---------------------------------------------------------------------
+
+// projectView shows GET /status/project: the manifest Reverie compiles from
+// its state (world, open pulse items, active workflows, the last turns' tool
+// trace and evidence), as workers read it, with the JSON folded below.
+function projectView(body) {
+  const onlyThread = h('input', { type: 'checkbox', id: 'project-thread', checked: true });
+  const out = h('div', { id: 'project-out' });
+  body.append(header('Project status',
+    h('label', { class: 'inline' }, onlyThread, ' this conversation'),
+    button('Refresh', () => load())), out);
+  const load = async () => {
+    fill(out, h('p', { class: 'muted' }, 'Loading…'));
+    try {
+      const res = await api.get('/status/project' + api.q({ thread: onlyThread.checked ? currentThread() : '' }));
+      fill(out,
+        h('p', { class: 'muted small' }, [res.thread ? threadLabel(res.thread) : 'no conversation yet',
+          `${(res.pulse || []).length} open pulse items`, `${(res.workflows || []).length} active workflows`,
+          `${(res.tool_trace || []).length} tool calls`, `${(res.evidence || []).length} evidence packets`].join(' · ')),
+        h('pre', { class: 'prompt', id: 'project-text' }, res.text || ''),
+        h('details', null, h('summary', null, 'JSON'), jsonBlock(res)));
+    } catch (err) { failed(out, err, 'Project status'); }
   };
   onlyThread.addEventListener('change', load);
   load();
