@@ -546,13 +546,12 @@ type SkillList struct {
 // schema belongs to the world state; see docs/api.md).
 type WorldState = json.RawMessage
 
-// Task kinds: a reminder delivers its text, an AI task runs its prompt and
-// delivers the answer, a system task hands its text to the main agent, a
-// job is an extension's scheduled job.
+// Task kinds: a reminder delivers "Reminder: <text>" with no model call,
+// an AI task runs its prompt with the model and delivers the answer, a job
+// is an extension's scheduled job.
 const (
 	TaskReminder = "reminder"
 	TaskAI       = "ai_task"
-	TaskSystem   = "system"
 	TaskJob      = "job"
 )
 
@@ -590,7 +589,7 @@ type TaskQuery struct {
 	Jobs bool
 }
 
-// Task is a scheduled reminder, AI task, system task or job.
+// Task is a scheduled reminder, AI task or job.
 type Task struct {
 	ID          string     `json:"id"`
 	Kind        string     `json:"kind"`
@@ -605,14 +604,18 @@ type Task struct {
 	NextRun     *time.Time `json:"next_run"`
 	LastRun     *time.Time `json:"last_run"`
 	LastOutcome string     `json:"last_outcome,omitempty"`
-	Runs        int        `json:"runs"`
-	Failures    int        `json:"failures"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
+	// DeliveredTo is the thread the newest fired run delivered to.
+	DeliveredTo string    `json:"delivered_to,omitempty"`
+	Runs        int       `json:"runs"`
+	Failures    int       `json:"failures"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 // TaskInput is the body of POST /api/v1/tasks. With AIPrompt it is an AI
-// task; else with Thread a reminder; else a system task.
+// task (without Thread its answer goes to the main agent as a system
+// event); else a reminder (without Thread it goes to the conversation the
+// user wrote in most recently).
 type TaskInput struct {
 	Text       string   `json:"text,omitempty"`
 	AIPrompt   string   `json:"ai_prompt,omitempty"`
@@ -642,8 +645,10 @@ type Receipt struct {
 	Reason      string    `json:"reason,omitempty"`
 	Count       int       `json:"count"`
 	CatchUp     bool      `json:"catch_up,omitempty"`
-	DurationMS  int64     `json:"duration_ms"`
-	Usage       Usage     `json:"usage"`
+	// DeliveredTo is the thread the run delivered to ("": none).
+	DeliveredTo string `json:"delivered_to,omitempty"`
+	DurationMS  int64  `json:"duration_ms"`
+	Usage       Usage  `json:"usage"`
 }
 
 // ReceiptList is GET /api/v1/receipts.

@@ -61,7 +61,7 @@ func TestAPIDTOsInStep(t *testing.T) {
 			name: "task", internal: scheduler.Task{},
 			convert: func(in any) any { return taskOf(in.(scheduler.Task)) },
 			copied: same("ID", "Kind", "Text", "AIPrompt", "Thread", "SubSession", "Job", "Status", "NextRun",
-				"LastRun", "LastOutcome", "Runs", "Failures", "CreatedAt", "UpdatedAt", "Description"),
+				"LastRun", "LastOutcome", "DeliveredTo", "Runs", "Failures", "CreatedAt", "UpdatedAt", "Description"),
 			converted: map[string]string{"Spec": "Schedule"}, // checked by the schedule pair
 			hidden:    map[string]string{"Taint": "the untrusted input the task was set after: enforced by the approvals when it runs, not a setting a client edits"},
 		},
@@ -75,7 +75,7 @@ func TestAPIDTOsInStep(t *testing.T) {
 		{
 			name: "receipt", internal: scheduler.Receipt{},
 			convert:   func(in any) any { return receiptOf(in.(scheduler.Receipt)) },
-			copied:    same("ID", "TaskID", "ScheduledAt", "StartedAt", "Outcome", "Reason", "Count", "CatchUp"),
+			copied:    same("ID", "TaskID", "ScheduledAt", "StartedAt", "Outcome", "Reason", "Count", "CatchUp", "DeliveredTo"),
 			converted: map[string]string{"Duration": "DurationMS", "Usage": "Usage"},
 		},
 		{

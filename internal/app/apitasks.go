@@ -61,7 +61,7 @@ func taskOf(t scheduler.Task) api.Task {
 	return api.Task{ID: t.ID, Kind: string(t.Kind), Text: t.Text, AIPrompt: t.AIPrompt, Thread: string(t.Thread),
 		SubSession: t.SubSession, Job: t.Job, Schedule: scheduleOf(t.Spec), Description: t.Description,
 		Status: string(t.Status), NextRun: api.TimePtr(t.NextRun), LastRun: api.TimePtr(t.LastRun),
-		LastOutcome: string(t.LastOutcome), Runs: t.Runs, Failures: t.Failures, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		LastOutcome: string(t.LastOutcome), DeliveredTo: string(t.DeliveredTo), Runs: t.Runs, Failures: t.Failures, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
 func (t apiTasks) List(ctx context.Context, q api.TaskQuery) ([]api.Task, error) {
@@ -126,6 +126,6 @@ func (t apiTasks) Receipts(ctx context.Context, q api.ReceiptQuery) ([]api.Recei
 
 func receiptOf(r scheduler.Receipt) api.Receipt {
 	return api.Receipt{ID: r.ID, TaskID: r.TaskID, ScheduledAt: r.ScheduledAt, StartedAt: r.StartedAt,
-		Outcome: string(r.Outcome), Reason: r.Reason, Count: r.Count, CatchUp: r.CatchUp,
+		Outcome: string(r.Outcome), Reason: r.Reason, Count: r.Count, CatchUp: r.CatchUp, DeliveredTo: string(r.DeliveredTo),
 		DurationMS: r.Duration.Milliseconds(), Usage: api.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens}}
 }

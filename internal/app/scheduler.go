@@ -19,9 +19,8 @@ import (
 
 // buildScheduler opens the scheduler with the router-backed dispatcher
 // (reminders without a model call, AI tasks as isolated inferences on the
-// sub_sessions role, system tasks as system events on the main thread),
-// adds the reminder tools and replaces the /reminders placeholder. The
-// router must exist.
+// sub_sessions role), adds the reminder tools, replaces the /reminders
+// placeholder and adds /remind. The router must exist.
 func (a *App) buildScheduler(ctx context.Context) error {
 	cfg := a.Config.Scheduler
 	loc := a.Config.Location()
@@ -68,11 +67,20 @@ func (a *App) buildScheduler(ctx context.Context) error {
 	if err := a.buildHeartbeat(ctx); err != nil {
 		return err
 	}
-	return a.Router.Register(router.Command{
+	if err := a.Router.Register(router.Command{
 		Name: "reminders",
 		Help: "list reminders and scheduled tasks with their next run and last outcome",
 		Run: func(ctx context.Context, cc router.CommandContext) (string, error) {
 			return s.Summary(ctx)
+		},
+	}); err != nil {
+		return err
+	}
+	return a.Router.Register(router.Command{
+		Name: "remind",
+		Help: "remind me here: /remind in 20m stretch, /remind tomorrow 9:00 dentist (no model call)",
+		Run: func(ctx context.Context, cc router.CommandContext) (string, error) {
+			return s.Remind(ctx, cc.Thread, cc.Args)
 		},
 	})
 }

@@ -109,6 +109,22 @@ func TestRemindersAndTasks(t *testing.T) {
 	if !strings.Contains(msgs[4].Text, `reminder "water the plants" — daily at 09:00`) || !strings.Contains(msgs[4].Text, "next: ") {
 		t.Errorf("/reminders:\n%s", msgs[4].Text)
 	}
+	if !strings.Contains(msgs[4].Text, "Delivered in the last week:") || !strings.Contains(msgs[4].Text, `reminder "stretch"`) ||
+		!strings.Contains(msgs[4].Text, "to "+string(thread)) {
+		t.Errorf("/reminders does not list the delivered reminder with where it went:\n%s", msgs[4].Text)
+	}
+
+	// /remind sets one from the channel itself: no model call, then it
+	// comes back to the same conversation.
+	requests = len(h.Model.Requests())
+	h.Send(t, "alice", "/remind in 1s drink water")
+	msgs = h.Channel.WaitFor(t, "alice", 7)
+	if !strings.HasPrefix(msgs[5].Text, "I'll remind you on ") || msgs[6].Text != "Reminder: drink water" || msgs[6].Kind != chat.Notify {
+		t.Errorf("/remind: %+v, %+v", msgs[5], msgs[6])
+	}
+	if got := len(h.Model.Requests()) - requests; got != 0 {
+		t.Errorf("/remind and its reminder made %d model calls, want none", got)
+	}
 }
 
 // The heartbeat is wired: its job is on the scheduler; a review with

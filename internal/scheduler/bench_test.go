@@ -61,11 +61,11 @@ type nopExecutor struct {
 	n  int
 }
 
-func (e *nopExecutor) Remind(ctx context.Context, thread chat.ThreadID, text string) error {
+func (e *nopExecutor) Remind(ctx context.Context, thread chat.ThreadID, text string) (chat.ThreadID, error) {
 	e.mu.Lock()
 	e.n++
 	e.mu.Unlock()
-	return nil
+	return thread, nil
 }
 func (e *nopExecutor) runs() int {
 	e.mu.Lock()
@@ -73,7 +73,6 @@ func (e *nopExecutor) runs() int {
 	return e.n
 }
 
-func (e *nopExecutor) SystemEvent(ctx context.Context, text string) error { return nil }
 func (e *nopExecutor) RunAIPrompt(ctx context.Context, t Task) (RunReport, error) {
 	return RunReport{}, nil
 }

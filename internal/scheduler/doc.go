@@ -1,5 +1,5 @@
-// Package scheduler runs Reverie's durable schedules: reminders, AI tasks,
-// system tasks and the extensions' recurring jobs, stored in SQLite
+// Package scheduler runs Reverie's durable schedules: reminders, AI tasks
+// and the extensions' recurring jobs, stored in SQLite
 // (component "scheduler": tables scheduler_tasks and scheduler_receipts).
 //
 // # Schedules
@@ -14,17 +14,17 @@
 //
 // # What a run does
 //
-//   - A reminder (text and a thread) is delivered to its thread through
-//     the router's Notify: stored and sent in the thread's order, with no
-//     model call.
+//   - A reminder (text) is delivered as "Reminder: <text>" to its thread
+//     — or, without one, to the conversation the user wrote in most
+//     recently — through the router's Notify: stored and sent in the
+//     thread's order, with no model call. Its receipt and the task record
+//     the thread it went to. /remind (Remind) sets one from any channel.
 //   - An AI task (ai_prompt) runs an isolated inference — a fresh tool loop
 //     with no conversation history — and delivers its answer to the task's
 //     thread; a system AI task (no thread) hands the answer to the main
 //     agent as a system event. With sub_session the task is given to the
 //     workflow runtime instead (Dispatcher.SubSessions; while that is
 //     absent it runs as an isolated inference and the receipt says so).
-//   - A system task (text, no thread) becomes a system event on the main
-//     thread.
 //   - A job runs its registered function (extension.Job, the heartbeat).
 //
 // # Guarantees

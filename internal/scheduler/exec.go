@@ -16,7 +16,8 @@ import (
 
 // Router is what the Dispatcher needs from the message router
 // (*router.Router): proactive messages without a model call, and system
-// events for the main agent. Both return once the item is durably queued.
+// events for the main agent (an AI task's report). Both return once the
+// item is durably queued.
 type Router interface {
 	Notify(ctx context.Context, out chat.Outbound) error
 	EnqueueSystemEvent(ctx context.Context, thread chat.ThreadID, text string) error
@@ -42,16 +43,16 @@ type SubSessionRequest struct {
 }
 
 // Dispatcher is the Executor the app uses: reminders go out through the
-// router with no model call, system tasks become system events on the main
-// thread, and AI tasks run an isolated inference (seed 001,
+// router with no model call (to their thread, else to the conversation the
+// user wrote in most recently), and AI tasks run an isolated inference (seed 001,
 // "Schedule-triggered Inference"): a fresh tool loop with no conversation
 // history, whose answer is delivered to the task's thread — or, for a
 // system task, handed to the main agent as a system event.
 type Dispatcher struct {
 	// Router delivers (required).
 	Router Router
-	// MainThread names the thread system events go to (nil:
-	// chat.DefaultThread).
+	// MainThread names the thread system events and reminders without
+	// a thread go to (nil: chat.DefaultThread).
 	MainThread func(ctx context.Context) chat.ThreadID
 	// Model runs isolated inferences (the sub_sessions role); nil makes AI
 	// tasks fail with a receipt saying so.
@@ -102,28 +103,20 @@ func (d *Dispatcher) mainThread(ctx context.Context) chat.ThreadID {
 	return chat.DefaultThread
 }
 
-// Remind queues text for thread as a proactive message (stored and
-// delivered by the router in the thread's order; no model call).
-func (d *Dispatcher) Remind(ctx context.Context, thread chat.ThreadID, text string) error {
+// Remind queues text for thread (""; the main thread) as a proactive
+// message (stored and delivered by the router in the thread's order; no
+// model call) and returns the thread it went to.
+func (d *Dispatcher) Remind(ctx context.Context, thread chat.ThreadID, text string) (chat.ThreadID, error) {
 	if d.Router == nil {
-		return errors.New("no router to deliver the reminder")
+		return "", errors.New("no router to deliver the reminder")
+	}
+	if thread == "" {
+		thread = d.mainThread(ctx)
 	}
 	if err := d.Router.Notify(ctx, chat.Outbound{Address: chat.Address{Channel: thread.Channel(), Thread: thread}, Kind: chat.Notify, Text: text}); err != nil {
-		return fmt.Errorf("deliver the reminder to %s: %w", thread, err)
+		return "", fmt.Errorf("deliver the reminder to %s: %w", thread, err)
 	}
-	return nil
-}
-
-// SystemEvent queues text as a system event on the main thread.
-func (d *Dispatcher) SystemEvent(ctx context.Context, text string) error {
-	if d.Router == nil {
-		return errors.New("no router to queue the system event")
-	}
-	thread := d.mainThread(ctx)
-	if err := d.Router.EnqueueSystemEvent(ctx, thread, text); err != nil {
-		return fmt.Errorf("queue the system event on %s: %w", thread, err)
-	}
-	return nil
+	return thread, nil
 }
 
 // RunAIPrompt runs t's ai_prompt: as a sub-session when asked for and
@@ -189,6 +182,7 @@ func (d *Dispatcher) RunAIPrompt(ctx context.Context, t Task) (RunReport, error)
 		if err := d.Router.Notify(ctx, chat.Outbound{Address: chat.Address{Channel: t.Thread.Channel(), Thread: t.Thread}, Kind: chat.Notify, Text: answer}); err != nil {
 			return rep, fmt.Errorf("deliver the answer to %s: %w", t.Thread, err)
 		}
+		rep.DeliveredTo = t.Thread
 		return rep, nil
 	}
 	event := fmt.Sprintf("Scheduled task %s (%s) ran in the background. Its report:\n\n%s", t.ID, t.Description, answer)

@@ -101,6 +101,8 @@ func TestDispatcher(t *testing.T) {
 		at := begin.Add(time.Hour)
 		once := Spec{Kind: Once, At: at}
 		rem := mustAdd(t, s, NewTask{Text: "call mom", Thread: "web:a", Spec: once})
+		// Without a thread, a reminder goes to the main conversation.
+		bare := mustAdd(t, s, NewTask{Text: "stretch", Spec: once})
 		ai := mustAdd(t, s, NewTask{Text: "weather", AIPrompt: "What's the weather?", Thread: "web:a", Spec: once})
 		sleepUntil(at.Add(time.Minute))
 		sys := mustAdd(t, s, NewTask{AIPrompt: "Check the backups", Spec: Spec{Kind: Once, At: at.Add(time.Hour)}})
@@ -113,6 +115,7 @@ func TestDispatcher(t *testing.T) {
 		defer rt.mu.Unlock()
 		want := []chat.Outbound{
 			{Address: chat.Address{Channel: "web", Thread: "web:a"}, Kind: chat.Notify, Text: "Reminder: call mom"},
+			{Address: chat.Address{Channel: "telegram", Thread: "telegram:1"}, Kind: chat.Notify, Text: "Reminder: stretch"},
 			{Address: chat.Address{Channel: "web", Thread: "web:a"}, Kind: chat.Notify, Text: "It is sunny."},
 		}
 		if len(rt.notified) != len(want) {
@@ -145,7 +148,17 @@ func TestDispatcher(t *testing.T) {
 				t.Errorf("receipts of %s: %+v", id, rs)
 			}
 		}
-		check(rem.ID, llm.Usage{}, "")
+		check(rem.ID, llm.Usage{}, "delivered to web:a")
+		check(bare.ID, llm.Usage{}, "delivered to telegram:1")
+		// The receipt and the done task say where each went.
+		for id, want := range map[string]chat.ThreadID{rem.ID: "web:a", bare.ID: "telegram:1", ai.ID: "web:a", sys.ID: ""} {
+			if rs := receipts(t, s, id); len(rs) != 1 || rs[0].DeliveredTo != want {
+				t.Errorf("receipt of %s delivered to %+v, want %q", id, rs, want)
+			}
+			if got, err := s.Get(context.Background(), id); err != nil || got.DeliveredTo != want || got.Status != StatusDone {
+				t.Errorf("task %s: %+v, %v; want delivered to %q", id, got, err, want)
+			}
+		}
 		check(ai.ID, usage(220, 15), "")
 		check(sys.ID, usage(50, 5), "")
 		check(sub.ID, llm.Usage{}, "sub-session sub_42 started")
@@ -169,7 +182,7 @@ func TestDispatcherFailures(t *testing.T) {
 	if err != nil || rep.Usage != usage(1, 1) || !strings.Contains(rep.Note, "sub-sessions are not available") {
 		t.Errorf("sub-session task without sub-sessions: %+v, %v", rep, err)
 	}
-	if err := (&Dispatcher{}).Remind(context.Background(), "web:a", "x"); err == nil {
+	if _, err := (&Dispatcher{}).Remind(context.Background(), "web:a", "x"); err == nil {
 		t.Error("reminder without a router succeeded")
 	}
 }

@@ -25,7 +25,8 @@ func (s *Scheduler) LastReceipts(ctx context.Context) (map[string]Receipt, error
 }
 
 // Summary is the text of the /reminders command: active and paused tasks
-// with their next run and last receipt, then the background jobs.
+// with their next run and last receipt, the one-time reminders and tasks
+// delivered in the last week (when and where), then the background jobs.
 func (s *Scheduler) Summary(ctx context.Context) (string, error) {
 	tasks, err := s.List(ctx, ListOptions{Jobs: true, Limit: 500})
 	if err != nil {
@@ -52,6 +53,23 @@ func (s *Scheduler) Summary(ctx context.Context) (string, error) {
 	for _, t := range user {
 		writeTask(&b, t, last, loc)
 	}
+	done, err := s.List(ctx, ListOptions{Statuses: []Status{StatusDone}, Limit: 200})
+	if err != nil {
+		return "", err
+	}
+	week := s.now().Add(-7 * 24 * time.Hour)
+	var recent []Task
+	for _, t := range done {
+		if t.LastRun.After(week) && len(recent) < 10 {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent) > 0 {
+		b.WriteString("\n\nDelivered in the last week:")
+		for _, t := range recent {
+			writeTask(&b, t, last, loc)
+		}
+	}
 	if len(jobs) > 0 {
 		b.WriteString("\n\nBackground jobs:")
 		for _, t := range jobs {
@@ -62,7 +80,7 @@ func (s *Scheduler) Summary(ctx context.Context) (string, error) {
 }
 
 func writeTask(b *strings.Builder, t Task, last map[string]Receipt, loc *time.Location) {
-	what := map[TaskKind]string{KindReminder: "reminder", KindAITask: "AI task", KindSystem: "system task", KindJob: "job"}[t.Kind]
+	what := map[TaskKind]string{KindReminder: "reminder", KindAITask: "AI task", KindJob: "job"}[t.Kind]
 	title := t.Title()
 	if t.Kind == KindJob {
 		title = t.Job
@@ -78,6 +96,9 @@ func writeTask(b *strings.Builder, t Task, last map[string]Receipt, loc *time.Lo
 		fmt.Fprintf(b, "; last: %s %s", r.Outcome, FormatTime(r.StartedAt, loc))
 		if r.Usage.Total() > 0 {
 			fmt.Fprintf(b, " (%d tokens)", r.Usage.Total())
+		}
+		if r.DeliveredTo != "" {
+			fmt.Fprintf(b, " to %s", r.DeliveredTo)
 		}
 		if r.Reason != "" && r.Outcome != OutcomeFired {
 			reason := r.Reason

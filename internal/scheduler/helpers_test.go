@@ -70,12 +70,11 @@ func (r *recorder) add(d delivery) error {
 	return r.fail
 }
 
-func (r *recorder) Remind(ctx context.Context, thread chat.ThreadID, text string) error {
-	return r.add(delivery{time.Now(), KindReminder, thread, text})
-}
-
-func (r *recorder) SystemEvent(ctx context.Context, text string) error {
-	return r.add(delivery{time.Now(), KindSystem, "", text})
+func (r *recorder) Remind(ctx context.Context, thread chat.ThreadID, text string) (chat.ThreadID, error) {
+	if thread == "" {
+		thread = chat.DefaultThread
+	}
+	return thread, r.add(delivery{time.Now(), KindReminder, thread, text})
 }
 
 func (r *recorder) RunAIPrompt(ctx context.Context, t Task) (RunReport, error) {

@@ -49,8 +49,8 @@ func (s *Scheduler) execute(ctx context.Context, t Task, at time.Time, catchUp b
 	defer wcancel()
 	werr := s.tx(wctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(wctx, `UPDATE scheduler_receipts SET outcome = ?, reason = ?, duration_ms = ?,
-			input_tokens = ?, output_tokens = ? WHERE id = ?`,
-			string(outcome), reason, dur.Milliseconds(), rep.Usage.InputTokens, rep.Usage.OutputTokens, receipt); err != nil {
+			input_tokens = ?, output_tokens = ?, delivered_to = ? WHERE id = ?`,
+			string(outcome), reason, dur.Milliseconds(), rep.Usage.InputTokens, rep.Usage.OutputTokens, string(rep.DeliveredTo), receipt); err != nil {
 			return err
 		}
 		var err error
@@ -62,6 +62,9 @@ func (s *Scheduler) execute(ctx context.Context, t Task, at time.Time, catchUp b
 		case outcome == OutcomeFailed:
 			_, err = tx.ExecContext(wctx, `UPDATE scheduler_tasks SET last_run = ?, last_outcome = 'failed', runs = runs + 1,
 				failures = failures + 1, updated_at = ? WHERE id = ?`, nanos(start), nanos(s.now()), t.ID)
+		case rep.DeliveredTo != "":
+			_, err = tx.ExecContext(wctx, `UPDATE scheduler_tasks SET last_run = ?, last_outcome = ?, runs = runs + 1,
+				failures = 0, delivered_to = ?, updated_at = ? WHERE id = ?`, nanos(start), string(outcome), string(rep.DeliveredTo), nanos(s.now()), t.ID)
 		default:
 			_, err = tx.ExecContext(wctx, `UPDATE scheduler_tasks SET last_run = ?, last_outcome = ?, runs = runs + 1,
 				failures = 0, updated_at = ? WHERE id = ?`, nanos(start), string(outcome), nanos(s.now()), t.ID)
@@ -116,9 +119,11 @@ func (s *Scheduler) call(ctx context.Context, t Task) (rep RunReport, err error)
 	}
 	switch t.Kind {
 	case KindReminder:
-		return RunReport{}, ex.Remind(ctx, t.Thread, ReminderText(t))
-	case KindSystem:
-		return RunReport{}, ex.SystemEvent(ctx, SystemText(t))
+		to, err := ex.Remind(ctx, t.Thread, ReminderText(t))
+		if err != nil {
+			return RunReport{}, err
+		}
+		return RunReport{DeliveredTo: to, Note: "delivered to " + string(to)}, nil
 	case KindAITask:
 		return ex.RunAIPrompt(ctx, t)
 	default:
@@ -128,11 +133,6 @@ func (s *Scheduler) call(ctx context.Context, t Task) (rep RunReport, err error)
 
 // ReminderText is what a plain reminder delivers.
 func ReminderText(t Task) string { return "Reminder: " + t.Text }
-
-// SystemText is the system event a system task (without ai_prompt) raises.
-func SystemText(t Task) string {
-	return fmt.Sprintf("Scheduled task %s (%s) is due: %s", t.ID, t.Description, t.Text)
-}
 
 // TaskEvent is the payload of the scheduler.task.* events.
 type TaskEvent struct {

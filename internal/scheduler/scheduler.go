@@ -58,10 +58,10 @@ const (
 // at most Options.MaxParallel at once, with a context bounded by
 // Options.RunTimeout. Dispatcher is the implementation the app uses.
 type Executor interface {
-	// Remind delivers a plain reminder to thread, without a model call.
-	Remind(ctx context.Context, thread chat.ThreadID, text string) error
-	// SystemEvent hands text to the main agent as a system event.
-	SystemEvent(ctx context.Context, text string) error
+	// Remind delivers a plain reminder to thread ("": the conversation
+	// the user wrote in most recently), without a model call, and returns
+	// the thread it went to.
+	Remind(ctx context.Context, thread chat.ThreadID, text string) (chat.ThreadID, error)
 	// RunAIPrompt runs an AI task and delivers its answer; t.NextRun is
 	// the run time being executed.
 	RunAIPrompt(ctx context.Context, t Task) (RunReport, error)
@@ -76,6 +76,9 @@ type RunReport struct {
 	// Skipped records the run as skipped (it decided there was nothing to
 	// do, e.g. quiet hours) rather than fired.
 	Skipped bool
+	// DeliveredTo is the thread the run delivered to ("": none, or a
+	// system event).
+	DeliveredTo chat.ThreadID
 }
 
 // JobFunc is a registered job's body.
@@ -102,7 +105,7 @@ type Publisher interface {
 type Options struct {
 	// DB holds the tasks and receipts (required).
 	DB *sql.DB
-	// Executor runs reminders, AI tasks and system tasks (nil: their runs
+	// Executor runs reminders and AI tasks (nil: their runs
 	// fail with a receipt saying so).
 	Executor Executor
 	// Location is the configured time zone (nil: UTC).
@@ -297,7 +300,7 @@ func (s *Scheduler) RegisterJob(ctx context.Context, j Job) error {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO scheduler_tasks (`+taskColumns+`)
-				VALUES (?, 'job', ?, '', '', 0, ?, ?, 'active', ?, NULL, '', 0, 0, ?, ?, '')`,
+				VALUES (?, 'job', ?, '', '', 0, ?, ?, 'active', ?, NULL, '', 0, 0, ?, ?, '', '')`,
 				id, sched, name, specJSON, nanos(sch.Next(now)), nanos(now), nanos(now))
 			return err
 		case err != nil:

@@ -22,14 +22,13 @@ type TaskKind string
 
 // Task kinds.
 const (
-	// KindReminder delivers Text to Thread, with no model call.
+	// KindReminder delivers "Reminder: "+Text to Thread (when empty: the
+	// conversation the user wrote in most recently), with no model call.
 	KindReminder TaskKind = "reminder"
 	// KindAITask runs AIPrompt as an isolated inference (or a sub-session)
 	// and delivers the answer to Thread, or to the main agent as a system
 	// event when Thread is empty.
 	KindAITask TaskKind = "ai_task"
-	// KindSystem hands Text to the main agent as a system event.
-	KindSystem TaskKind = "system"
 	// KindJob runs a registered job (an extension's scheduled job).
 	KindJob TaskKind = "job"
 )
@@ -89,13 +88,15 @@ var (
 
 // NewTask is a task to add.
 type NewTask struct {
-	// Text is the reminder's text, the system task's text, or an AI task's
-	// title (default: the start of AIPrompt).
+	// Text is the reminder's text, or an AI task's title (default: the
+	// start of AIPrompt).
 	Text string
 	// AIPrompt makes the task an AI task.
 	AIPrompt string
-	// Thread receives reminders and AI task answers; empty makes a system
-	// task (delivered to the main agent as a system event).
+	// Thread receives reminders and AI task answers. Empty: a reminder
+	// goes to the conversation the user wrote in most recently (resolved
+	// when it fires), an AI task's answer to the main agent as a system
+	// event.
 	Thread chat.ThreadID
 	// SubSession runs an AI task as a sub-session instead of an isolated
 	// inference (when the workflow runtime is available).
@@ -132,6 +133,8 @@ type Task struct {
 	Description string `json:"description"`
 	// Taint is NewTask.Taint.
 	Taint string `json:"taint,omitempty"`
+	// DeliveredTo is the thread the newest fired run delivered to.
+	DeliveredTo chat.ThreadID `json:"delivered_to,omitempty"`
 }
 
 // Title is the task's short name: its text, or the start of its prompt.
@@ -162,9 +165,11 @@ type Receipt struct {
 	// grouped).
 	Count int `json:"count"`
 	// CatchUp marks a run executed late, after downtime.
-	CatchUp  bool          `json:"catch_up,omitempty"`
-	Duration time.Duration `json:"duration"`
-	Usage    llm.Usage     `json:"usage"`
+	CatchUp bool `json:"catch_up,omitempty"`
+	// DeliveredTo is the thread the run delivered to ("": none).
+	DeliveredTo chat.ThreadID `json:"delivered_to,omitempty"`
+	Duration    time.Duration `json:"duration"`
+	Usage       llm.Usage     `json:"usage"`
 }
 
 // ListOptions select tasks for List.
@@ -184,7 +189,7 @@ type ListOptions struct {
 }
 
 const taskColumns = `id, kind, text, ai_prompt, thread, sub_session, job, spec, status, next_run, last_run,
-	last_outcome, runs, failures, created_at, updated_at, taint`
+	last_outcome, runs, failures, created_at, updated_at, taint, delivered_to`
 
 func (s *Scheduler) scanTask(r sqlite.Scanner) (Task, error) {
 	var (
@@ -194,13 +199,14 @@ func (s *Scheduler) scanTask(r sqlite.Scanner) (Task, error) {
 		next, last        sql.NullInt64
 		created, updated  int64
 		kind, status, out string
+		delivered         string
 	)
 	if err := r.Scan(&t.ID, &kind, &t.Text, &t.AIPrompt, &thread, &sub, &t.Job, &spec, &status, &next, &last,
-		&out, &t.Runs, &t.Failures, &created, &updated, &t.Taint); err != nil {
+		&out, &t.Runs, &t.Failures, &created, &updated, &t.Taint, &delivered); err != nil {
 		return Task{}, err
 	}
 	t.Kind, t.Status, t.LastOutcome = TaskKind(kind), Status(status), Outcome(out)
-	t.Thread, t.SubSession = chat.ThreadID(thread), sub != 0
+	t.Thread, t.SubSession, t.DeliveredTo = chat.ThreadID(thread), sub != 0, chat.ThreadID(delivered)
 	t.NextRun, t.LastRun = fromNull(next), fromNull(last)
 	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
 	if err := json.Unmarshal([]byte(spec), &t.Spec); err != nil {
@@ -254,13 +260,9 @@ func (s *Scheduler) Add(ctx context.Context, nt NewTask) (Task, error) {
 	now := s.now()
 	t := Task{Text: strings.TrimSpace(nt.Text), AIPrompt: strings.TrimSpace(nt.AIPrompt), Thread: nt.Thread,
 		SubSession: nt.SubSession, Status: StatusActive, CreatedAt: now, UpdatedAt: now, Taint: nt.Taint}
-	switch {
-	case t.AIPrompt != "":
+	t.Kind = KindReminder
+	if t.AIPrompt != "" {
 		t.Kind = KindAITask
-	case t.Thread != "":
-		t.Kind = KindReminder
-	default:
-		t.Kind = KindSystem
 	}
 	if t.Text == "" && t.AIPrompt == "" {
 		return Task{}, fmt.Errorf("%w: give the reminder text or an ai_prompt", ErrInvalidTask)
@@ -303,7 +305,7 @@ func (s *Scheduler) Add(ctx context.Context, nt NewTask) (Task, error) {
 	for range 3 {
 		t.ID = newID()
 		_, err = s.exec(ctx, `INSERT INTO scheduler_tasks (`+taskColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, '', ?, ?, ?, NULL, '', 0, 0, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, '', ?, ?, ?, NULL, '', 0, 0, ?, ?, ?, '')`,
 			t.ID, string(t.Kind), t.Text, t.AIPrompt, string(t.Thread), boolInt(t.SubSession), string(spec2),
 			string(t.Status), nanos(t.NextRun), nanos(now), nanos(now), t.Taint)
 		if err == nil || !strings.Contains(err.Error(), "UNIQUE") {
@@ -510,7 +512,7 @@ func (s *Scheduler) Receipts(ctx context.Context, taskID string, limit int) ([]R
 }
 
 // receiptColumns are the columns scanReceipt reads, in its order.
-const receiptColumns = `id, task_id, scheduled_at, started_at, outcome, reason, count, catch_up, duration_ms, input_tokens, output_tokens`
+const receiptColumns = `id, task_id, scheduled_at, started_at, outcome, reason, count, catch_up, duration_ms, input_tokens, output_tokens, delivered_to`
 
 func scanReceipt(row sqlite.Scanner) (Receipt, error) {
 	var (
@@ -519,11 +521,13 @@ func scanReceipt(row sqlite.Scanner) (Receipt, error) {
 		outcome        string
 		catchUp        int
 		ms             int64
+		delivered      string
 	)
 	if err := row.Scan(&r.ID, &r.TaskID, &sched, &started, &outcome, &r.Reason, &r.Count, &catchUp, &ms,
-		&r.Usage.InputTokens, &r.Usage.OutputTokens); err != nil {
+		&r.Usage.InputTokens, &r.Usage.OutputTokens, &delivered); err != nil {
 		return Receipt{}, err
 	}
+	r.DeliveredTo = chat.ThreadID(delivered)
 	r.ScheduledAt, r.StartedAt = fromNanos(sched), fromNanos(started)
 	r.Outcome, r.CatchUp, r.Duration = Outcome(outcome), catchUp != 0, time.Duration(ms)*time.Millisecond
 	return r, nil

@@ -57,7 +57,7 @@ func (s *Scheduler) view(t Task) taskView {
 	v := taskView{ID: t.ID, Kind: string(t.Kind), Title: t.Title(), Schedule: t.Description, Status: string(t.Status),
 		Thread: string(t.Thread), AIPrompt: t.AIPrompt, SubSession: t.SubSession, LastOutcome: string(t.LastOutcome),
 		Failures: t.Failures}
-	if t.Kind == KindAITask && t.Thread == "" || t.Kind == KindSystem {
+	if t.Kind == KindAITask && t.Thread == "" {
 		v.Thread = SystemThread
 	}
 	if !t.NextRun.IsZero() {

@@ -80,8 +80,8 @@ func TestTools(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if task := out["task"].(map[string]any); task["kind"] != "system" {
-			t.Errorf("a sub-session's reminder should go to the main agent: %v", task)
+		if task := out["task"].(map[string]any); task["kind"] != "reminder" || task["thread"] != nil {
+			t.Errorf("a sub-session's reminder should go to the user's main conversation: %v", task)
 		}
 		out, err = callTool(t, s, "web:a", "set_reminder", `{"text":"NY call","when":"2026-06-02 09:00","zone":"America/New_York"}`)
 		if err != nil {
@@ -144,7 +144,7 @@ func TestTools(t *testing.T) {
 		sleepUntil(time.Date(2026, 6, 2, 10, 0, 0, 0, tokyo))
 		var tea []delivery
 		for _, d := range rec.deliveries() {
-			if d.Kind == KindSystem && strings.HasSuffix(d.Text, "is due: tea") {
+			if d.Kind == KindReminder && d.Thread == chat.DefaultThread && d.Text == "Reminder: tea" {
 				tea = append(tea, d)
 			}
 		}

@@ -9,6 +9,7 @@ import { h, $, fill, fmtTime, fmtRelative, debounce, toast } from './dom.js';
 import * as api from './api.js';
 import { currentThread } from './chat.js';
 import { render } from './markdown.js';
+import { threadLabel } from './titles.js';
 
 const SECTIONS = [
   { id: 'memories', label: 'Memories', feature: 'memories', view: memoriesView },
@@ -242,34 +243,63 @@ function pulseView(body, live) {
 
 // ---- reminders and tasks ------------------------------------------------------------
 
+// What each kind does, in the words the page shows.
+const TASK_KINDS = {
+  reminder: { label: 'Reminder', does: 'Sends you the text as “Reminder: …”, as is: no model call.' },
+  ai: { label: 'AI task', does: 'Runs the text as a prompt with the model when due and sends you the answer.' },
+};
+const kindLabel = (k) => k === 'ai_task' ? TASK_KINDS.ai.label : k === 'reminder' ? TASK_KINDS.reminder.label : k;
+
 function tasksView(body, live) {
   const list = h('ul', { id: 'task-list', class: 'as-list' });
-  fill(body, head('Reminders & tasks', 'Reminders Reverie sends you and prompts it runs on a schedule. Each run leaves a receipt.'), taskForm(() => load()), list);
+  fill(body, head('Reminders & tasks', 'Reminders Reverie sends you and prompts it runs on a schedule. Each run leaves a receipt; delivered reminders stay listed here.'),
+    taskForm(() => load()), list);
   const load = async () => {
     let res;
-    try { res = await api.get('/tasks'); } catch (err) {
+    // Done one-time reminders stay listed, with when and where they went.
+    try { res = await api.get('/tasks' + api.q({ status: 'active,paused,done' })); } catch (err) {
       if (live()) fill(list, failedText(err, 'load the tasks'));
       return;
     }
     if (!live()) return;
     const ts = (res && res.tasks) || [];
-    fill(list, ts.length ? ts.map((t) => taskItem(t, load)) : h('li', { class: 'muted' }, 'No reminders or tasks.'));
+    // Pending first (in next-run order), then the delivered ones, newest first.
+    const pending = ts.filter((t) => t.status !== 'done');
+    const done = ts.filter((t) => t.status === 'done').sort((a, b) => String(b.last_run || '').localeCompare(String(a.last_run || '')));
+    fill(list, ts.length ? [...pending, ...done].map((t) => taskItem(t, load)) : h('li', { class: 'muted' }, 'No reminders or tasks.'));
   };
   load();
 }
 
+// where says where a task set now will be delivered.
+function where() {
+  const th = currentThread();
+  return th ? { thread: th, text: `To “${threadLabel(th)}”.` } : { thread: undefined, text: 'To the conversation you wrote in last.' };
+}
+
 function taskForm(reload) {
-  const text = h('input', { id: 'task-text', placeholder: 'Remind me to…, or a prompt to run', 'aria-label': 'Reminder text' });
-  const kind = h('select', { id: 'task-kind', 'aria-label': 'Kind' }, h('option', { value: 'reminder' }, 'Reminder'), h('option', { value: 'ai' }, 'AI task'));
+  const text = h('input', { id: 'task-text', placeholder: 'Remind me to…', 'aria-label': 'Reminder text' });
+  const kind = h('select', { id: 'task-kind', 'aria-label': 'Kind' }, Object.entries(TASK_KINDS).map(([v, k]) => h('option', { value: v }, k.label)));
+  const hint = h('p', { id: 'task-kind-hint', class: 'muted small' });
   const sched = h('select', { id: 'task-schedule', 'aria-label': 'When' },
-    h('option', { value: 'once' }, 'once at'), h('option', { value: 'daily' }, 'every day at'), h('option', { value: 'interval' }, 'every'));
+    h('option', { value: 'once' }, 'once at'), h('option', { value: 'in' }, 'once in'), h('option', { value: 'daily' }, 'every day at'), h('option', { value: 'interval' }, 'every'));
   const at = h('input', { id: 'task-at', type: 'datetime-local', 'aria-label': 'Date and time' });
   const time = h('input', { id: 'task-time', type: 'time', value: '09:00', 'aria-label': 'Time', hidden: true });
   const every = h('input', { id: 'task-every', placeholder: '2h, 90m', 'aria-label': 'Interval', hidden: true, size: 6 });
-  const sync = () => { at.hidden = sched.value !== 'once'; time.hidden = sched.value !== 'daily'; every.hidden = sched.value !== 'interval'; };
+  const after = h('input', { id: 'task-in', placeholder: '20m, 2h, 1d', 'aria-label': 'After', hidden: true, size: 6 });
+  const sync = () => {
+    at.hidden = sched.value !== 'once'; time.hidden = sched.value !== 'daily'; every.hidden = sched.value !== 'interval'; after.hidden = sched.value !== 'in';
+    const ai = kind.value === 'ai';
+    text.placeholder = ai ? 'A prompt to run, e.g. Summarise the news on…' : 'Remind me to…';
+    text.setAttribute('aria-label', ai ? 'Prompt' : 'Reminder text');
+    hint.textContent = TASK_KINDS[kind.value].does + ' ' + where().text;
+  };
   sched.addEventListener('change', sync);
-  const form = h('form', { class: 'card as-add', id: 'task-add' }, h('div', { class: 'row' }, kind, text),
-    h('div', { class: 'row' }, sched, at, time, every, h('button', { class: 'btn primary small', type: 'submit' }, 'Create')));
+  kind.addEventListener('change', sync);
+  text.addEventListener('focus', sync); // the open conversation may have changed
+  sync();
+  const form = h('form', { class: 'card as-add', id: 'task-add' }, h('div', { class: 'row' }, kind, text), hint,
+    h('div', { class: 'row' }, sched, at, after, time, every, h('button', { class: 'btn primary small', type: 'submit' }, 'Create')));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const t = text.value.trim();
@@ -278,12 +308,17 @@ function taskForm(reload) {
     if (sched.value === 'once') {
       if (!at.value) { toast('Choose the date and time.', 'error'); return; }
       schedule.at = new Date(at.value).toISOString();
+    } else if (sched.value === 'in') {
+      const ms = parseAfter(after.value);
+      if (!ms) { toast('Say after how long, e.g. 20m, 2h or 1d.', 'error'); return; }
+      schedule.kind = 'once';
+      schedule.at = new Date(Date.now() + ms).toISOString();
     } else if (sched.value === 'daily') {
       schedule.time = time.value;
     } else {
       schedule.every = every.value.trim();
     }
-    const thread = currentThread() || undefined;
+    const { thread } = where();
     const body = kind.value === 'ai' ? { ai_prompt: t, thread, schedule } : { text: t, thread, schedule };
     await run('create it', () => api.post('/tasks', body));
     text.value = '';
@@ -291,6 +326,24 @@ function taskForm(reload) {
     reload();
   });
   return form;
+}
+
+// parseAfter reads "20m", "2h", "1d", "90s" (or "1h30m") into milliseconds (0: unreadable).
+function parseAfter(v) {
+  const text = String(v).trim().toLowerCase().replace(/\s+/g, '');
+  if (!/^(\d+(s|m|h|d))+$/.test(text)) return 0;
+  const unit = { s: 1e3, m: 6e4, h: 36e5, d: 864e5 };
+  let ms = 0;
+  for (const [, n, u] of text.matchAll(/(\d+)([smhd])/g)) ms += Number(n) * unit[u];
+  return ms;
+}
+
+// deliveredTo names where a run went: the conversation and its channel.
+function deliveredTo(thread) {
+  if (!thread) return '';
+  const ch = String(thread).split(':')[0];
+  const channel = ch === 'cli' ? 'terminal' : ch === 'web' ? 'web page' : ch.charAt(0).toUpperCase() + ch.slice(1);
+  return `“${threadLabel(thread)}” (${channel})`;
 }
 
 function taskItem(t, reload) {
@@ -304,22 +357,37 @@ function taskItem(t, reload) {
     receipts.append(rs.length
       ? h('ul', { class: 'as-versions' }, rs.map((r) => h('li', { dataset: { outcome: r.outcome } },
         pill(r.outcome, r.outcome === 'fired' ? 'ok' : r.outcome === 'failed' ? 'err' : ''), ' ',
-        h('span', { class: 'small' }, fmtTime(r.started_at || r.scheduled_at, true)), r.reason ? h('span', { class: 'muted small' }, ' · ' + r.reason) : null)))
+        h('span', { class: 'small' }, fmtTime(r.started_at || r.scheduled_at, true)),
+        r.delivered_to ? h('span', { class: 'small' }, ' → ' + deliveredTo(r.delivered_to)) : null,
+        r.reason && !r.delivered_to ? h('span', { class: 'muted small' }, ' · ' + r.reason) : null)))
       : h('p', { class: 'muted small' }, 'It has not run yet.'));
   });
   const paused = t.status === 'paused';
-  return h('li', { class: 'card as-item', dataset: { id: t.id, status: t.status } },
+  const done = t.status === 'done';
+  const ai = t.kind === 'ai_task';
+  let next;
+  if (done) {
+    next = t.last_outcome === 'fired'
+      ? `Delivered ${fmtTime(t.last_run, true)}${t.delivered_to ? ' to ' + deliveredTo(t.delivered_to) : ''}.`
+      : `Ran ${fmtTime(t.last_run, true)}${t.last_outcome ? ' (' + t.last_outcome + ')' : ''}.`;
+  } else {
+    next = t.next_run && !paused ? `Next: ${fmtTime(t.next_run, true)}` : paused ? 'Paused: it will not run.' : 'No next run.';
+  }
+  const target = t.thread && t.thread !== 'system' ? deliveredTo(t.thread) : ai ? 'the assistant (a background task)' : 'the conversation you wrote in last';
+  return h('li', { class: 'card as-item', dataset: { id: t.id, status: t.status, kind: t.kind } },
     h('p', { class: 'as-text' }, t.text || t.ai_prompt || t.job || t.id),
-    h('div', { class: 'as-meta' }, pill(t.kind === 'ai_task' ? 'AI task' : t.kind), paused ? pill('paused', 'warn') : null,
-      h('span', { class: 'muted small' }, t.description)),
-    h('p', { class: 'small as-next' }, t.next_run && !paused ? `Next: ${fmtTime(t.next_run, true)}` : paused ? 'Paused: it will not run.' : 'No next run.',
-      t.last_run ? h('span', { class: 'muted' }, ` · last ${fmtRelative(t.last_run)}${t.last_outcome ? ' (' + t.last_outcome + ')' : ''}`) : null),
+    h('div', { class: 'as-meta' }, pill(kindLabel(t.kind), ai ? 'subtle' : ''), paused ? pill('paused', 'warn') : null, done ? pill('delivered', 'ok') : null,
+      h('span', { class: 'muted small', title: ai ? TASK_KINDS.ai.does : TASK_KINDS.reminder.does }, ai ? 'runs a prompt' : 'sent as is, no model'),
+      h('span', { class: 'muted small' }, '· ' + t.description)),
+    h('p', { class: 'small as-next' }, next,
+      !done && t.last_run ? h('span', { class: 'muted' }, ` · last ${fmtRelative(t.last_run)}${t.last_outcome ? ' (' + t.last_outcome + ')' : ''}`) : null),
+    done ? null : h('p', { class: 'muted small as-where' }, 'To ' + target + '.'),
     h('div', { class: 'row as-actions' },
-      paused
+      done ? null : paused
         ? btn('Resume', async () => { await run('resume it', () => api.post(`/tasks/${encodeURIComponent(t.id)}/resume`, {})); reload(); })
         : btn('Pause', async () => { await run('pause it', () => api.post(`/tasks/${encodeURIComponent(t.id)}/pause`, {})); reload(); }),
       receipts,
-      confirmBtn('Delete', 'Click again to delete', async () => { await run('delete it', () => api.del(`/tasks/${encodeURIComponent(t.id)}`)); reload(); })));
+      done ? null : confirmBtn('Delete', 'Click again to delete', async () => { await run('delete it', () => api.del(`/tasks/${encodeURIComponent(t.id)}`)); reload(); })));
 }
 
 // ---- skills -------------------------------------------------------------------------

@@ -498,7 +498,7 @@ export function describeSchedule(sc) {
   }
 }
 
-const TASK_KINDS = { reminder: 'reminder', ai_task: 'AI task', system: 'system', job: 'job' };
+const TASK_KINDS = { reminder: 'reminder', ai_task: 'AI task', job: 'job' };
 
 function tasksView(body) {
   const kind = h('select', { 'aria-label': 'Kind' }, h('option', { value: '' }, 'all kinds'),
