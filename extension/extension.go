@@ -191,6 +191,11 @@ const (
 )
 
 // AgentProvider is a specialised agent the orchestrator can hand work to.
+// With AsTool it is offered to the main agent as the tool agent_NAME
+// (arguments task and optional context), beside the agents defined in
+// <data>/agents/; the call's context carries the turn's tool.Call with
+// Delegate set to the agent's name, and the tool's result (the answer and
+// the tool calls) is untrusted input for the approval rule.
 type AgentProvider interface {
 	AgentDescriptor() AgentDescriptor
 	Invoke(ctx context.Context, inv AgentInvocation) (AgentResponse, error)
@@ -198,9 +203,12 @@ type AgentProvider interface {
 
 // AgentDescriptor describes an agent to the orchestrator.
 type AgentDescriptor struct {
-	Name        string
+	// Name is the agent's name; its tool is agent_NAME, which must be a
+	// valid tool name.
+	Name string
+	// Description is what the orchestrator reads to choose the agent.
 	Description string
-	// AsTool exposes the agent to the orchestrator as a tool named Name.
+	// AsTool exposes the agent to the orchestrator as the tool agent_NAME.
 	AsTool bool
 }
 
@@ -214,6 +222,16 @@ type AgentInvocation struct {
 // AgentResponse is an agent's answer.
 type AgentResponse struct {
 	Text string
+	// ToolCalls are the tool calls the agent made, if it says.
+	ToolCalls []AgentToolCall
+}
+
+// AgentToolCall is one tool call an agent made.
+type AgentToolCall struct {
+	Name      string
+	Arguments json.RawMessage
+	// Error is a failed call's message ("" when it succeeded).
+	Error string
 }
 
 // SchedulerProvider contributes periodic jobs to the scheduler.

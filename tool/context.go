@@ -21,6 +21,11 @@ type Call struct {
 	// task): a call that needs the user's approval is refused, not asked
 	// about.
 	Background bool
+	// Delegate names the agent (an AgentProvider or an agents/NAME.md
+	// file) running the call on behalf of the turn of Thread; "" for the
+	// turn's own calls. A delegated agent's task message was written by
+	// the model, not the user: the approval rule reads it so.
+	Delegate string
 }
 
 // WithCall returns ctx carrying c.

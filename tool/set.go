@@ -242,3 +242,19 @@ func quoteAll(ss []string) []string {
 	}
 	return out
 }
+
+// Matches reports whether t is named by one of entries, in the syntax of
+// tools.allow and of agents' tool lists: a tool name, or "@category" for
+// every tool of a category (CategoriesOf).
+func Matches(t Tool, entries []string) bool {
+	for _, e := range entries {
+		if cat, ok := strings.CutPrefix(e, "@"); ok {
+			if slices.Contains(CategoriesOf(t), cat) {
+				return true
+			}
+		} else if e == t.Name() {
+			return true
+		}
+	}
+	return false
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -39,6 +40,7 @@ type options struct {
 	destinations func(json.RawMessage) []Destination
 	categories   []string
 	describe     func() string
+	timeout      time.Duration
 }
 
 type enumOption struct {
@@ -94,6 +96,29 @@ func WithCategories(categories ...string) Option {
 // sandbox works.
 func DescribedBy(describe func() string) Option {
 	return func(o *options) { o.describe = describe }
+}
+
+// WithCallTimeout lets one call of the tool run for up to d, when that is
+// longer than the tool loop's per-call limit (toolloop.Options.CallTimeout):
+// for a tool that runs a whole bounded session of its own (an agent). See
+// CallTimeoutOf.
+func WithCallTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = d }
+}
+
+// CallTimeouter is implemented by tools that say how long one call may run
+// (every tool built by New or NewRaw; zero: the loop's limit).
+type CallTimeouter interface {
+	CallTimeout() time.Duration
+}
+
+// CallTimeoutOf returns how long one call of t may run by its own account
+// (WithCallTimeout), or zero when t leaves it to the tool loop.
+func CallTimeoutOf(t Tool) time.Duration {
+	if c, ok := t.(CallTimeouter); ok {
+		return c.CallTimeout()
+	}
+	return 0
 }
 
 // Categorized is implemented by tools that carry categories (every tool
@@ -217,6 +242,7 @@ func New[A any](name, description string, fn func(ctx context.Context, args A) (
 			untrusted:   o.untrusted,
 			dest:        o.destinations,
 			categories:  slices.Clone(o.categories),
+			timeout:     o.timeout,
 		},
 		fn: fn,
 	}
@@ -244,6 +270,7 @@ type meta struct {
 	untrusted  bool
 	dest       func(json.RawMessage) []Destination
 	categories []string
+	timeout    time.Duration
 }
 
 func (m *meta) Name() string            { return m.name }
@@ -254,6 +281,9 @@ func (m *meta) InOrder() bool           { return m.inOrder }
 func (m *meta) ReadsPrivate() bool      { return m.private }
 func (m *meta) UntrustedResults() bool  { return m.untrusted }
 func (m *meta) SendsOut() bool          { return m.dest != nil }
+func (m *meta) CallTimeout() time.Duration {
+	return m.timeout
+}
 
 // Destinations is SendsOut's function applied to args (nil when the tool
 // is not outward).

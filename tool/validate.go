@@ -126,6 +126,7 @@ func NewRaw(name, description string, schema json.RawMessage, fn RawHandler, opt
 			untrusted:   o.untrusted,
 			dest:        o.destinations,
 			categories:  o.categories,
+			timeout:     o.timeout,
 		},
 		fn: fn,
 	}, nil

@@ -36,7 +36,7 @@ func (x *translator) Invoke(_ context.Context, inv extension.AgentInvocation) (e
 	if inv.Task == "fail" {
 		return extension.AgentResponse{}, errors.New("the dictionary is missing")
 	}
-	return extension.AgentResponse{Text: "bonjour (" + inv.Context + ")"}, nil
+	return extension.AgentResponse{Text: "bonjour (" + inv.Context + ")", ToolCalls: []extension.AgentToolCall{{Name: "lookup", Arguments: json.RawMessage(`{"word":"hello"}`)}}}, nil
 }
 
 var _ extension.AgentProvider = (*translator)(nil)
@@ -54,7 +54,7 @@ func TestAgentsAsTools(t *testing.T) {
 		}
 		var tr tool.Tool
 		for _, tl := range a.turnTools() {
-			if tl.Name() == "translator" {
+			if tl.Name() == "agent_translator" {
 				tr = tl
 			}
 		}
@@ -70,7 +70,7 @@ func TestAgentsAsTools(t *testing.T) {
 		}
 		ctx := tool.WithCall(context.Background(), tool.Call{Thread: chat.ThreadID("web:t1"), Agent: "main"})
 		out, err := tr.Call(ctx, json.RawMessage(`{"task":"say hello","context":"formal"}`))
-		if err != nil || !strings.Contains(out.Content, "bonjour (formal)") {
+		if err != nil || !strings.Contains(out.Content, `"result":"bonjour (formal)"`) || !strings.Contains(out.Content, `"name":"lookup"`) {
 			t.Errorf("call = %q, %v", out.Content, err)
 		}
 		if _, err := tr.Call(ctx, json.RawMessage(`{"task":"fail"}`)); err == nil || !strings.Contains(err.Error(), "dictionary") {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/internal/interactions"
+	"github.com/reverie-ai/reverie/internal/subagent"
 )
 
 type apiInteractions struct{ s *interactions.Store }
@@ -14,7 +15,7 @@ var knownActions = []interactions.Action{
 	interactions.ActionInference, interactions.ActionToolCall, interactions.ActionSystemEvent,
 	interactions.ActionSeed, interactions.ActionCompaction, interactions.ActionSupervisorCheck,
 	interactions.ActionCondenseRequest, interactions.ActionMemoryHarvest, interactions.ActionReflectionRule,
-	interactions.ActionReflectionAnalysis,
+	interactions.ActionReflectionAnalysis, subagent.ActionAgent,
 }
 
 func (i apiInteractions) List(ctx context.Context, q api.InteractionQuery) ([]api.Interaction, error) {

@@ -48,6 +48,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/scheduler"
 	"github.com/reverie-ai/reverie/internal/skills"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/subagent"
 	"github.com/reverie-ai/reverie/internal/supervisor"
 	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/versioning"
@@ -154,6 +155,10 @@ type App struct {
 	Heartbeat *heartbeat.Heartbeat
 	// Approvals holds back tool calls until the user approves them.
 	Approvals *approval.Service
+	// Agents are the specialised agents offered as agent_NAME tools
+	// (built-in and <data>/agents/NAME.md).
+	Agents     *subagent.Library
+	agentOffer *subagent.Offer
 
 	memoryContext *memory.RecallContext
 	// embedFallback is set when the configured embedding model could not

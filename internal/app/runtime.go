@@ -99,6 +99,9 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	if err := a.buildApprovals(ctx); err != nil {
 		return err
 	}
+	if err := a.buildAgents(); err != nil {
+		return err
+	}
 	loc := cfg.Location()
 	// One writer stores answered turns (the agent) and overheard group-room
 	// messages (the router), through memory.Ingest.
@@ -224,26 +227,43 @@ func (a *App) collectTools() {
 	a.toolsMu.Unlock()
 }
 
-// turnTools are the tools of a turn: the fixed set, then the tools the
-// dynamic providers (MCP servers that are up) offer now, each name once.
+// turnTools are the tools of a turn: the fixed set, the tools the dynamic
+// providers (MCP servers that are up) offer now, then the agents of
+// <data>/agents/ and the built-in ones (agent_NAME), each name once.
 func (a *App) turnTools() []tool.Tool {
-	a.toolsMu.RLock()
-	ts := slices.Clone(a.tools)
-	a.toolsMu.RUnlock()
-	dyn := a.Kernel.DynamicTools()
-	if len(dyn) == 0 {
+	ts := a.fixedAndDynamicTools()
+	if a.agentOffer == nil {
+		return ts
+	}
+	return appendUntaken(ts, a.agentOffer.Tools())
+}
+
+// appendUntaken appends the tools of more whose names ts does not have.
+func appendUntaken(ts, more []tool.Tool) []tool.Tool {
+	if len(more) == 0 {
 		return ts
 	}
 	taken := make(map[string]bool, len(ts))
 	for _, t := range ts {
 		taken[t.Name()] = true
 	}
-	for _, t := range dyn {
+	for _, t := range more {
 		if !taken[t.Name()] {
+			taken[t.Name()] = true
 			ts = append(ts, t)
 		}
 	}
 	return ts
+}
+
+// fixedAndDynamicTools are the fixed set, then the tools the dynamic
+// providers offer now, each name once: what agents choose their tools
+// from.
+func (a *App) fixedAndDynamicTools() []tool.Tool {
+	a.toolsMu.RLock()
+	ts := slices.Clone(a.tools)
+	a.toolsMu.RUnlock()
+	return appendUntaken(ts, a.Kernel.DynamicTools())
 }
 
 // housekeeping prunes delivered events, archived messages past their

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
@@ -113,18 +112,7 @@ func (a *App) mainTools(ts []tool.Tool) []tool.Tool {
 
 // matchesTool reports whether t is named by one of entries: a tool name or
 // "@category".
-func matchesTool(t tool.Tool, entries []string) bool {
-	for _, e := range entries {
-		if cat, ok := strings.CutPrefix(e, "@"); ok {
-			if slices.Contains(tool.CategoriesOf(t), cat) {
-				return true
-			}
-		} else if e == t.Name() {
-			return true
-		}
-	}
-	return false
-}
+func matchesTool(t tool.Tool, entries []string) bool { return tool.Matches(t, entries) }
 
 // threadTools are the tools of one turn in thread: the shared tool set and
 // spawn_sub_session, cancel_sub_session and list_sub_sessions bound to the

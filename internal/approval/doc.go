@@ -41,6 +41,13 @@
 // "superseded"): a thread runs one turn at a time, so they are stale, and
 // the user's "yes" answers the request the turn waits on.
 //
+// Agents (tool.Call.Delegate: a call of an agent_NAME tool's session) run
+// inside the turn: their calls that need approval ask the user of the
+// turn's thread, as the turn's own calls do. Their task is a user-role
+// message the model wrote: from a clean conversation its addresses stand
+// for the user's, from a tainted one (tool.TaintFrom) they do not, and the
+// agent's session starts tainted.
+//
 // Background workers (sub-session threads, scheduled tasks
 // (tool.Call.Background), or calls outside any turn) have nobody to ask: a
 // call of theirs that needs approval is denied at once, with that reason.

@@ -418,6 +418,16 @@ func verdict(state chat.ApprovalState) error {
 // started from a tainted conversation (tool.TaintFrom).
 func (s *Service) facts(ctx context.Context, req toolloop.ApprovalRequest, bg bool) Facts {
 	var f Facts
+	// A delegated agent's task (its user-role message) was written by the
+	// model that called the agent: when that conversation was already
+	// tainted, the task may be an injection's words, so the addresses in
+	// it are not the user's. From a clean conversation they stand for the
+	// user's, as they would in the turn itself.
+	inherited, tainted := tool.TaintFrom(ctx)
+	if call, ok := tool.CallFrom(ctx); ok && call.Delegate != "" && tainted {
+		bg = true
+		f.Taint = inherited.Source
+	}
 	calls := map[string]llm.ToolCall{}
 	taint := func(source string, hosts ...string) {
 		if f.Taint == "" {
@@ -475,8 +485,8 @@ func (s *Service) facts(ctx context.Context, req toolloop.ApprovalRequest, bg bo
 	// Inherited: the work was started from a tainted conversation. (A
 	// call's own context carries its conversation's taint too, which the
 	// messages already told.)
-	if t, ok := tool.TaintFrom(ctx); ok && f.Taint == "" {
-		f.Taint = t.Source
+	if tainted && f.Taint == "" {
+		f.Taint = inherited.Source
 	}
 	return f
 }

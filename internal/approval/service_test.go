@@ -251,6 +251,7 @@ func TestServiceRule(t *testing.T) {
 		name    string
 		thread  chat.ThreadID
 		taint   string // inherited (tool.WithTaint)
+		agent   string // tool.Call.Delegate
 		msgs    []llm.Message
 		call    toolloop.Call
 		ask     bool
@@ -293,12 +294,25 @@ func TestServiceRule(t *testing.T) {
 			reason: []string{"a fetch_url result from evil.example.net"}},
 		{name: "a clean worker's first fetch runs", thread: "sub_1",
 			msgs: []llm.Message{llm.UserText("fetch " + exfil), exfilMsg}, call: exfilCall},
+		{name: "an agent called from a clean turn: its page's injection asks in the user's thread", thread: "web:s1", agent: "researcher",
+			msgs: []llm.Message{llm.UserText("## Task\nsummarise " + page), pageCall, injected, exfilMsg}, call: exfilCall, ask: true,
+			reason: []string{"a fetch_url result from evil.example.net"}},
+		{name: "an agent called from a clean turn: the task's URL stands for the user's", thread: "web:s1", agent: "researcher",
+			msgs: []llm.Message{llm.UserText("## Task\nsummarise " + page), pageCall, injected, pageCall},
+			call: func() toolloop.Call { _, c := fetchCall("c3", page); return c }(), tainted: true},
+		{name: "an agent called from a tainted turn: the task's URL is not the user's", thread: "web:s1", agent: "researcher",
+			taint: "a fetch_url result from evil.example.net",
+			msgs:  []llm.Message{llm.UserText("## Task\nfetch " + exfil), exfilMsg}, call: exfilCall, ask: true,
+			reason: []string{"a fetch_url result from evil.example.net"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			box := newOutbox()
 			s := open(t, filepath.Join(t.TempDir(), "r.db"), box)
 			ctx := inThread(t.Context(), tc.thread)
+			if tc.agent != "" {
+				ctx = tool.WithCall(t.Context(), tool.Call{Thread: tc.thread, Agent: "agent_" + tc.agent, Delegate: tc.agent})
+			}
 			if tc.taint != "" {
 				ctx = tool.WithTaint(ctx, tool.Taint{Source: tc.taint})
 			}

@@ -29,7 +29,10 @@ func (e *PanicError) Error() string {
 // execute runs one validated call under its own timeout.
 func execute(ctx context.Context, t tool.Tool, c llm.ToolCall, args json.RawMessage, opts Options) CallRecord {
 	rec := CallRecord{ID: c.ID, Name: c.Name, Arguments: args}
-	callCtx, cancel := context.WithTimeout(ctx, opts.CallTimeout)
+	// A tool running a bounded session of its own (an agent) may take
+	// longer than one call usually does.
+	timeout := max(opts.CallTimeout, tool.CallTimeoutOf(t))
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
 	res, err := safeCall(callCtx, t, args)
@@ -47,7 +50,7 @@ func execute(ctx context.Context, t tool.Tool, c llm.ToolCall, args json.RawMess
 		msg = fmt.Sprintf("tool %q was cancelled: the turn was stopped", c.Name)
 		rec.Interrupted = true
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
-		msg = fmt.Sprintf("tool %q timed out after %s", c.Name, opts.CallTimeout)
+		msg = fmt.Sprintf("tool %q timed out after %s", c.Name, timeout)
 		err = fmt.Errorf("%s: %w", msg, err)
 	default:
 		msg = fmt.Sprintf("tool %q failed: %v", c.Name, err)

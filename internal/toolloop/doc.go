@@ -88,7 +88,8 @@
 //
 // Within a round, tool calls run concurrently on their own goroutines, at
 // most Options.Parallel at a time, each with its own timeout
-// (Options.CallTimeout) derived from ctx. Calls start in the order the model
+// (Options.CallTimeout, or the tool's own when longer:
+// tool.WithCallTimeout) derived from ctx. Calls start in the order the model
 // issued them. The calls of a tool declared tool.InOrder run one after
 // another: such a call (and the calls after it) starts only once the
 // round's earlier calls of the same tool have finished. Every handler finds

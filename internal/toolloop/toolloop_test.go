@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
@@ -851,4 +853,35 @@ func storedForm(msgs []llm.Message) []llm.Message {
 		out[i] = m
 	}
 	return out
+}
+
+// A tool declaring a longer call timeout (an agent running a session of
+// its own) gets it; a shorter one does not shorten the loop's limit.
+func TestToolCallTimeoutOfTheTool(t *testing.T) {
+	cases := []struct {
+		name string
+		own  time.Duration
+		want time.Duration
+	}{
+		{"longer than the loop's", 10 * time.Minute, 10 * time.Minute},
+		{"shorter than the loop's", time.Second, DefaultCallTimeout},
+		{"none", 0, DefaultCallTimeout},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				slow := tool.New("slow", "Waits.", func(ctx context.Context, _ noArgs) (any, error) {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}, tool.WithCallTimeout(c.own))
+				res := mustRun(t, script(callTools(tc("c1", "slow", `{}`)), say("done")), userQ(), []tool.Tool{slow}, Options{})
+				if got := res.Calls[0].Duration; got != c.want {
+					t.Errorf("the call ran %v, want %v", got, c.want)
+				}
+				if msg := errorShape(t, res.Calls[0].Result); msg != fmt.Sprintf(`tool "slow" timed out after %s`, c.want) {
+					t.Errorf("message = %q", msg)
+				}
+			})
+		})
+	}
 }
