@@ -12,7 +12,11 @@
 // A Keeper does this once start-up has settled and again whenever use has
 // grown the private memory by Slack (checked once a minute by reading
 // /proc/self/status: no other cost while idle), so that what a burst of
-// turns allocated and freed goes back within a minute or two. What use
+// turns allocated and freed goes back within a minute or two. The slack is
+// small (256 KiB): the Go runtime's own scavenger keeps freed heap up to
+// its next collection's goal, about twice what is live, and a release costs
+// one collection (milliseconds at an agent's heap size), at most once a
+// minute. What use
 // leaves live stays: an agent's idle footprint after use is higher than
 // after a fresh start (the memory index holds every stored memory, recent
 // conversations' histories are cached, the first turn builds the tools'
@@ -40,7 +44,7 @@ func Release() { debug.FreeOSMemory() }
 const (
 	DefaultSettle = 5 * time.Second
 	DefaultEvery  = time.Minute
-	DefaultSlack  = 2 << 20
+	DefaultSlack  = 256 << 10
 )
 
 // Keeper releases freed heap once start-up has settled and then whenever

@@ -61,8 +61,9 @@ func intern[S ~string](s S) S {
 func normSpeaker(s string) string { return strings.Join(embed.Words(s), " ") }
 
 // index holds every memory's metadata and, for memories embedded with the
-// current model, an int8-quantised copy of its unit vector plus a sign-bit
-// sketch. Vector search scans the sketches by Hamming distance and re-ranks
+// current model, an int8-quantised copy of its unit vector (in the index's
+// vecSpace: a file mapping, not the Go heap, where it can be) plus a
+// sign-bit sketch. Vector search scans the sketches by Hamming distance and re-ranks
 // the closest candidates with the int8 dot product; small indexes are
 // scanned exactly. Not safe for concurrent use: the store guards it.
 type index struct {
@@ -71,7 +72,8 @@ type index struct {
 
 	ids   []int64
 	metas []meta
-	q     []int8    // len(ids)*dims
+	q     []int8 // len(ids)*dims, in space
+	space vecSpace
 	scale []float32 // per-slot dequantisation factor (0 when no vector)
 	sign  []uint64  // len(ids)*words
 	slot  map[int64]int
@@ -81,9 +83,26 @@ type index struct {
 	last map[string]int64
 }
 
-func newIndex(dims int) *index {
-	return &index{dims: dims, words: (dims + 63) / 64, slot: map[int64]int{}, speakers: map[string]int{}, last: map[string]int64{}}
+// newIndex returns an empty index keeping its vectors in the heap.
+func newIndex(dims int) *index { return newIndexIn(dims, heapSpace{}) }
+
+// newIndexIn returns an empty index keeping its vectors in space.
+func newIndexIn(dims int, space vecSpace) *index {
+	return &index{dims: dims, words: (dims + 63) / 64, space: space, slot: map[int64]int{}, speakers: map[string]int{}, last: map[string]int64{}}
 }
+
+// growRows makes room for rows more vectors in x.q (doubling, so that
+// adding one memory at a time copies each row a bounded number of times).
+func (x *index) growRows(rows int) {
+	n := len(x.q) + rows*x.dims
+	if n > cap(x.q) {
+		x.q = x.space.grow(x.q, max(n, 2*cap(x.q)))
+	}
+}
+
+// trim drops the vectors' pages from the process's resident memory when
+// they are in a file mapping (see vecSpace).
+func (x *index) trim() { x.space.trim() }
 
 func (x *index) len() int { return len(x.ids) }
 
@@ -96,7 +115,7 @@ func (x *index) reserve(n int) {
 	}
 	x.ids = slices.Grow(x.ids, n)
 	x.metas = slices.Grow(x.metas, n)
-	x.q = slices.Grow(x.q, n*x.dims)
+	x.growRows(n)
 	x.scale = slices.Grow(x.scale, n)
 	x.sign = slices.Grow(x.sign, n*x.words)
 	if len(x.slot) == 0 {
@@ -112,7 +131,8 @@ func (x *index) put(id int64, m meta, vec []float32) {
 		x.slot[id] = s
 		x.ids = append(x.ids, id)
 		x.metas = append(x.metas, meta{})
-		x.q = append(x.q, make([]int8, x.dims)...)
+		x.growRows(1)
+		x.q = x.q[:len(x.q)+x.dims] // put writes every byte of the row
 		x.scale = append(x.scale, 0)
 		x.sign = append(x.sign, make([]uint64, x.words)...)
 	}

@@ -387,7 +387,7 @@ func (s *VectorStore) switchModel(ctx context.Context) error {
 // model (dims long) and a new text index. stale counts the memories without
 // such a vector.
 func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*index, *textIndex, int, error) {
-	idx, text := newIndex(dims), newTextIndex()
+	idx, text := s.newIndex(dims), newTextIndex()
 	// The count sizes the index: an estimate (a writer may add memories
 	// before the read below), so a failure to count only costs the growth.
 	var n int
@@ -440,6 +440,9 @@ func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*i
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("load memory index: %w", err)
 	}
+	// The load wrote every vector through the mapping: hand the pages to
+	// the file cache, recalls read back the ones they use.
+	idx.trim()
 	if wrongDims > 0 {
 		s.log.Warn("stored vectors have the wrong size for their model; those memories are found by their words",
 			"model", model, "dimensions", dims, "memories", wrongDims)

@@ -43,6 +43,9 @@ type VectorStore struct {
 	log   *slog.Logger
 	tune  atomic.Pointer[Tuning]
 	model string // emb.ID()
+	// vecDir is the directory of the database file, where the index keeps
+	// its vectors (vecSpace); "" for an in-memory database.
+	vecDir string
 
 	writeMu sync.Mutex // serialises write transactions with their index update
 	mu      sync.RWMutex
@@ -97,6 +100,11 @@ func openVector(ctx context.Context, m *sqlite.Migrations, db *sql.DB, e vec.Emb
 		return nil, err
 	}
 	s := &VectorStore{db: db, emb: e, now: now, log: log, model: e.ID(), loaded: make(chan struct{})}
+	dir, err := databaseDir(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("open memory store: %w", err)
+	}
+	s.vecDir = dir
 	s.SetTuning(tune)
 	if err := s.chooseServing(ctx, prev); err != nil {
 		return nil, err
@@ -133,11 +141,12 @@ func (s *VectorStore) load() {
 	idx, text, stale, err := s.loadIndex(context.Background(), model, dims)
 	if err != nil {
 		s.loadErr = err
-		s.idx, s.text = newIndex(dims), newTextIndex()
+		s.idx, s.text = newIndex(dims), newTextIndex() // empty: the heap will do
 		s.log.Error("could not load the memory index: recall fails until the agent restarts", "err", err)
 		return
 	}
 	s.idx, s.text = idx, text
+	s.log.Debug("memory index loaded", "memories", idx.len(), "vectors_in", idx.space.kind())
 	if stale > 0 {
 		s.log.Info("memories need re-embedding", "count", stale, "model", s.model)
 	}
