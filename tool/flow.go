@@ -132,3 +132,48 @@ func SendsOutTo[A any](dest func(a A) []Destination) Option {
 		return dest(a)
 	})
 }
+
+// ApprovalPolicy says when a tool's calls need the user's approval; the
+// values are those of the tools.approval configuration (internal/approval
+// applies them).
+type ApprovalPolicy string
+
+// Approval policies a tool can declare as its default (DefaultApproval).
+const (
+	// ApproveNever: calls run without asking.
+	ApproveNever ApprovalPolicy = "never"
+	// ApproveAlways: every call is asked about.
+	ApproveAlways ApprovalPolicy = "always"
+	// ApproveUntrusted: once the conversation holds untrusted input, a call
+	// to a destination not fixed before it arrived is asked about (the
+	// default of every outward tool).
+	ApproveUntrusted ApprovalPolicy = "untrusted"
+	// ApproveNewDestinations: a call to a destination the user did not fix
+	// (another conversation than this one) is always asked about: the
+	// policy of tools that message other conversations.
+	ApproveNewDestinations ApprovalPolicy = "new_destinations"
+)
+
+// DefaultApproval makes p the tool's approval policy when the
+// configuration (tools.approval) names none. Without it an outward tool
+// (SendsOut) defaults to ApproveUntrusted and the others to ApproveNever.
+// See DefaultApprovalOf.
+func DefaultApproval(p ApprovalPolicy) Option {
+	return func(o *options) { o.approval = p }
+}
+
+// ApprovalDefaulter is implemented by tools that can declare their default
+// approval policy (every tool built by New or NewRaw; "" when they do not).
+type ApprovalDefaulter interface {
+	DefaultApproval() ApprovalPolicy
+}
+
+// DefaultApprovalOf returns the approval policy t declared
+// (DefaultApproval), and whether it declared one.
+func DefaultApprovalOf(t Tool) (ApprovalPolicy, bool) {
+	d, ok := t.(ApprovalDefaulter)
+	if !ok || d.DefaultApproval() == "" {
+		return "", false
+	}
+	return d.DefaultApproval(), true
+}

@@ -41,6 +41,7 @@ type options struct {
 	categories   []string
 	describe     func() string
 	timeout      time.Duration
+	approval     ApprovalPolicy
 }
 
 type enumOption struct {
@@ -243,6 +244,7 @@ func New[A any](name, description string, fn func(ctx context.Context, args A) (
 			dest:        o.destinations,
 			categories:  slices.Clone(o.categories),
 			timeout:     o.timeout,
+			approval:    o.approval,
 		},
 		fn: fn,
 	}
@@ -271,6 +273,7 @@ type meta struct {
 	dest       func(json.RawMessage) []Destination
 	categories []string
 	timeout    time.Duration
+	approval   ApprovalPolicy
 }
 
 func (m *meta) Name() string            { return m.name }
@@ -294,6 +297,8 @@ func (m *meta) Destinations(args json.RawMessage) []Destination {
 	return m.dest(args)
 }
 func (m *meta) Categories() []string { return slices.Clone(m.categories) }
+
+func (m *meta) DefaultApproval() ApprovalPolicy { return m.approval }
 
 // ValidateArgs checks args against the compiled schema.
 func (m *meta) ValidateArgs(args json.RawMessage) error {

@@ -127,6 +127,7 @@ func NewRaw(name, description string, schema json.RawMessage, fn RawHandler, opt
 			dest:        o.destinations,
 			categories:  o.categories,
 			timeout:     o.timeout,
+			approval:    o.approval,
 		},
 		fn: fn,
 	}, nil

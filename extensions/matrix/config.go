@@ -13,6 +13,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extension/channelkit"
 )
 
 // Group modes (matrix.group_mode).
@@ -47,7 +48,7 @@ type Config struct {
 	DeviceName string `yaml:"device_name"`
 	// AllowedUsers are the Matrix user ids the assistant answers and
 	// whose invites it accepts; nobody else is heard.
-	AllowedUsers UserIDs `yaml:"allowed_users"`
+	AllowedUsers channelkit.UserIDs[string] `yaml:"allowed_users"`
 	// Encryption turns end-to-end encryption on (default): encrypted rooms
 	// are read and answered encrypted, cross-signing is set up.
 	Encryption bool `yaml:"encryption"`
@@ -123,41 +124,6 @@ func (c Config) check() error {
 	if c.Encryption && strings.TrimSpace(c.RecoveryKeyFile) == "" {
 		return errors.New("matrix.recovery_key_file is empty: give a path (relative to the data dir) for the cross-signing recovery key")
 	}
-	return nil
-}
-
-// UserIDs is a list of Matrix user ids, written as a YAML list or a
-// comma-separated string (the form of REVERIE_MATRIX__ALLOWED_USERS).
-type UserIDs []string
-
-// UnmarshalYAML accepts a list or a comma-separated string.
-func (u *UserIDs) UnmarshalYAML(unmarshal func(any) error) error {
-	var list []string
-	if err := unmarshal(&list); err == nil {
-		*u = nil
-		for _, s := range list {
-			if s = strings.TrimSpace(s); s != "" {
-				*u = append(*u, s)
-			}
-		}
-		return nil
-	}
-	var text string
-	if err := unmarshal(&text); err != nil {
-		return errors.New("allowed_users is a list of Matrix user ids or a comma-separated string of them")
-	}
-	return u.UnmarshalText([]byte(text))
-}
-
-// UnmarshalText parses a comma-separated list of ids.
-func (u *UserIDs) UnmarshalText(b []byte) error {
-	var out UserIDs
-	for _, f := range strings.Split(string(b), ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	*u = out
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extension/channelkit"
 )
 
 // handleMember follows the bot's memberships: invites from allowed users
@@ -380,32 +380,13 @@ func (m *Matrix) saveFile(ctx context.Context, evt *event.Event, content *event.
 	if name == "" {
 		name = content.Body
 	}
-	name = extension.SafeName(path.Base(name))
-	if name == "" {
-		name = "file"
-	}
-	if len(name) > 80 {
-		name = name[len(name)-80:]
-	}
-	roomDir := extension.SafeName(evt.RoomID.String())
-	dir := path.Join("matrix", roomDir)
 	idPart := extension.SafeName(evt.ID.String())
 	if len(idPart) > 12 {
 		idPart = idPart[:12]
 	}
-	rel = path.Join(dir, fmt.Sprintf("%s-%s-%s", time.UnixMilli(evt.Timestamp).UTC().Format("20060102-150405"), idPart, name))
-	if err := os.MkdirAll(m.wsDir, 0o700); err != nil {
-		return "", "", err
-	}
-	root, err := os.OpenRoot(m.wsDir)
+	rel, err = channelkit.SaveFile(m.wsDir, path.Join("matrix", extension.SafeName(evt.RoomID.String())),
+		time.UnixMilli(evt.Timestamp), idPart, name, data)
 	if err != nil {
-		return "", "", err
-	}
-	defer root.Close()
-	if err := root.MkdirAll(dir, 0o700); err != nil {
-		return "", "", err
-	}
-	if err := root.WriteFile(rel, data, 0o600); err != nil {
 		return "", "", err
 	}
 	return rel, mime, nil

@@ -24,6 +24,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extension/channelkit"
 	"github.com/reverie-ai/reverie/tool"
 )
 
@@ -39,8 +40,6 @@ const (
 	callTimeout = 30 * time.Second
 	// DefaultSyncTimeout is the long-poll timeout asked of /sync.
 	DefaultSyncTimeout = 30 * time.Second
-	minBackoff         = time.Second
-	maxBackoff         = time.Minute
 	// maxAttempts bounds the retries of one call after transient failures.
 	maxAttempts = 5
 	// maxLimitedWait bounds the time one call waits out rate limits.
@@ -66,13 +65,8 @@ type Options struct {
 // Info is the channel's registration with opts (the built-in one uses the
 // zero Options; tests register their own).
 func Info(opts Options) extension.Info {
-	return extension.Info{
-		ID:          ID,
-		New:         func() extension.Extension { return New(opts) },
-		Disabled:    true,
-		AutoEnable:  Configured,
-		Description: "Matrix channel (end-to-end encryption, streaming by message edits)",
-	}
+	return channelkit.Info(ID, "Matrix channel (end-to-end encryption, streaming by message edits)",
+		Configured, func() extension.Extension { return New(opts) })
 }
 
 // New returns an uninitialised channel.
@@ -366,7 +360,8 @@ func (m *Matrix) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	for attempt := 0; !m.isReady(); attempt++ {
+	b := &channelkit.Backoff{Sleep: m.opts.Sleep}
+	for !m.isReady() {
 		err := m.connect(ctx)
 		if ctx.Err() != nil {
 			return nil
@@ -380,13 +375,14 @@ func (m *Matrix) Run(ctx context.Context) error {
 			<-ctx.Done()
 			return nil
 		}
-		if m.sleepAfter(ctx, err, attempt) != nil {
+		if m.sleepAfter(ctx, err, b) != nil {
 			return nil
 		}
 	}
+	b.Succeeded()
 	m.setErr(nil)
 	m.log.Info("matrix connected", "user", m.cfg.UserID, "device", m.cli.DeviceID, "encryption", m.mach != nil)
-	return m.syncLoop(ctx)
+	return m.syncLoop(ctx, b)
 }
 
 // connect logs in when needed and sets up the stores and encryption once.
@@ -412,7 +408,7 @@ func (m *Matrix) connect(ctx context.Context) error {
 // stores the token only once every message of the batch was accepted: a
 // crash or a refused message means the batch is fetched again, and the
 // handled-events table keeps it from being answered twice.
-func (m *Matrix) syncLoop(ctx context.Context) error {
+func (m *Matrix) syncLoop(ctx context.Context, b *channelkit.Backoff) error {
 	since, err := m.store.value(ctx, "next_batch")
 	if err != nil {
 		return err
@@ -422,10 +418,9 @@ func (m *Matrix) syncLoop(ctx context.Context) error {
 		return err
 	}
 	m.first = since == ""
-	attempt := 0
 	for {
 		timeout := int(m.opts.SyncTimeout.Milliseconds())
-		if attempt > 0 || since == "" {
+		if b.Failures() > 0 || since == "" {
 			timeout = 0
 		}
 		resp, err := m.cli.FullSyncRequest(ctx, mautrix.ReqSync{Timeout: timeout, Since: since, FilterID: filterID})
@@ -451,16 +446,14 @@ func (m *Matrix) syncLoop(ctx context.Context) error {
 				}
 				err = lerr
 			}
-			if m.sleepAfter(ctx, m.scrub(err), attempt) != nil {
+			if m.sleepAfter(ctx, m.scrub(err), b) != nil {
 				return nil
 			}
-			attempt++
 			continue
 		}
-		if attempt > 0 {
+		if b.Succeeded() {
 			m.log.Info("matrix sync works again")
 		}
-		attempt = 0
 		m.setErr(nil)
 		if err := m.store.setValue(ctx, "next_batch", resp.NextBatch); err != nil {
 			m.log.Error("could not store the Matrix sync token; a restart fetches this batch again", "err", err)
@@ -518,24 +511,22 @@ func (m *Matrix) filter(ctx context.Context) (string, error) {
 
 // sleepAfter reports a failure of the sync loop and waits before the next
 // attempt: retry_after_ms when the homeserver asks to slow down, else a
-// backoff from one second doubling to a minute.
-func (m *Matrix) sleepAfter(ctx context.Context, err error, attempt int) error {
+// backoff from one second doubling to a minute (b).
+func (m *Matrix) sleepAfter(ctx context.Context, err error, b *channelkit.Backoff) error {
 	m.setErr(err)
-	wait := backoff(attempt + 1)
+	attempt, wait := b.Failures(), b.Next()
 	if ra, ok := retryAfter(err); ok {
 		wait = ra
 		m.log.Warn("the Matrix homeserver asks to slow down", "retry_after", wait)
 	} else if attempt == 0 || attempt%10 == 0 {
 		m.log.Warn("matrix sync failed; retrying with backoff", "err", err, "wait", wait)
 	}
-	return m.opts.Sleep(ctx, wait)
+	return b.Fail(ctx, wait)
 }
 
-// backoff is the wait before attempt n (from 1): 1 s doubling to a minute,
+// retryDelays space the retries of one call: 1 s doubling to a minute,
 // jittered into the upper half.
-func backoff(n int) time.Duration {
-	return extension.Backoff{Base: minBackoff, Max: maxBackoff}.Delay(n - 1)
-}
+var retryDelays = extension.Backoff{Base: channelkit.DefaultBackoffBase, Max: channelkit.DefaultBackoffMax}
 
 // retryAfter returns how long an M_LIMIT_EXCEEDED answer asks to wait
 // (retry_after_ms, or the Retry-After header; a second when it says
@@ -594,7 +585,7 @@ func (m *Matrix) retry(ctx context.Context, call func(ctx context.Context) error
 		case !transient(err) || attempt >= maxAttempts:
 			return m.scrub(err)
 		default:
-			wait = backoff(attempt)
+			wait = retryDelays.Delay(attempt - 1)
 			attempt++
 		}
 		if serr := m.opts.Sleep(ctx, wait); serr != nil {
@@ -618,7 +609,24 @@ func (m *Matrix) Destroy(context.Context) error {
 }
 
 // Tools offers matrix_send_file.
-func (m *Matrix) Tools() []tool.Tool { return []tool.Tool{m.sendFileTool()} }
+func (m *Matrix) Tools() []tool.Tool {
+	return []tool.Tool{channelkit.SendFileTool(channelkit.SendFile{
+		Channel: ChannelName,
+		Description: "Send a file from the workspace to the user on Matrix (images as pictures, anything else as a file; " +
+			"encrypted in encrypted rooms).",
+		ThreadForm:  "matrix:<room id>",
+		Workspace:   m.wsDir,
+		MaxBytes:    maxUpload,
+		CheckThread: func(th chat.ThreadID) error { _, err := threadRoom(th); return err },
+		Ready: func() error {
+			if !m.isReady() {
+				return errors.New("matrix is not connected yet")
+			}
+			return nil
+		},
+		Upload: m.uploadFile,
+	})}
+}
 
 // threadRoom returns the room id of a matrix thread.
 func threadRoom(th chat.ThreadID) (id.RoomID, error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 
@@ -38,45 +37,6 @@ func TestRender(t *testing.T) {
 			}
 			if tc.body != "" && c.Body != tc.body {
 				t.Errorf("body %q, want %q", c.Body, tc.body)
-			}
-		})
-	}
-}
-
-func TestSplit(t *testing.T) {
-	para := strings.Repeat("word ", 150)
-	long := strings.Repeat(para+"\n\n", 40)
-	code := "```python\n" + strings.Repeat("print('x')\n", 3000) + "```\nafter"
-	emoji := strings.Repeat("😀", 10000)
-	for _, tc := range []struct {
-		name string
-		in   string
-		max  int
-	}{
-		{"short", "hello", 100},
-		{"paragraphs", long, MaxMessageLen},
-		{"code fence", code, MaxMessageLen},
-		{"no spaces", emoji, 1000},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pieces := split(tc.in, tc.max)
-			joined := strings.Join(pieces, "")
-			for i, p := range pieces {
-				if len(p) > tc.max {
-					t.Errorf("piece %d is %d bytes > %d", i, len(p), tc.max)
-				}
-				if !utf8.ValidString(p) {
-					t.Errorf("piece %d cut a character", i)
-				}
-				if strings.Count(p, "```")%2 != 0 {
-					t.Errorf("piece %d leaves a code fence open", i)
-				}
-			}
-			strip := func(s string) string {
-				return strings.NewReplacer("```", "", "\n", "", " ", "").Replace(s)
-			}
-			if strip(joined) != strip(tc.in) {
-				t.Error("text lost or changed by splitting")
 			}
 		})
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path"
 	"strings"
 	"time"
 
@@ -17,7 +15,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
-	"github.com/reverie-ai/reverie/tool"
+	"github.com/reverie-ai/reverie/extension/channelkit"
 )
 
 // MaxMessageLen is the longest text (in bytes) put in one message; longer
@@ -44,7 +42,7 @@ func (m *Matrix) Send(ctx context.Context, msg chat.Outbound) error {
 	if !m.isReady() {
 		return fmt.Errorf("matrix is not connected yet: %w", m.Health(ctx))
 	}
-	for _, piece := range split(msg.Text, MaxMessageLen) {
+	for _, piece := range channelkit.Split(msg.Text, MaxMessageLen, channelkit.Bytes) {
 		if _, err := m.sendContent(ctx, room, render(piece)); err != nil {
 			return err
 		}
@@ -87,13 +85,25 @@ func (m *Matrix) OpenStream(ctx context.Context, addr chat.Address) (extension.S
 		return nil, fmt.Errorf("matrix is not connected yet: %w", m.Health(ctx))
 	}
 	tctx, cancel := context.WithCancel(ctx)
-	s := &stream{m: m, room: room, now: m.host.Now, stopTyping: cancel}
 	m.streams.Add(1)
 	go func() { // owned by m.streams (Stop waits for it)
 		defer m.streams.Done()
 		m.keepTyping(tctx, room)
 	}()
-	return s, nil
+	every := m.cfg.EditInterval
+	if !m.cfg.Edits {
+		every = 0
+	}
+	return channelkit.NewStream(channelkit.StreamOptions{
+		Poster: poster{m: m, room: room},
+		Limit:  MaxMessageLen, Measure: channelkit.Bytes,
+		Every: every,
+		Now:   m.host.Now, Sleep: m.opts.Sleep, Redact: m.host.Redact,
+		Log: m.log.With("room", room), Platform: "Matrix",
+		// "typing…" is cleared while the reply goes out; a rate limit
+		// delays the clearing, not the reply.
+		Stopped: cancel,
+	}), nil
 }
 
 // keepTyping shows "typing…" now and every typingEvery until ctx ends,
@@ -124,222 +134,56 @@ func (m *Matrix) keepTyping(ctx context.Context, room id.RoomID) {
 	}
 }
 
-// stream is one reply being streamed to a room. Its methods are called
-// from one goroutine (extension.Stream); each homeserver call is bounded
-// by callTimeout.
-type stream struct {
-	m          *Matrix
-	room       id.RoomID
-	now        func() time.Time
-	stopTyping context.CancelFunc
-
-	buf       strings.Builder
-	eventID   id.EventID // the message being edited ("": none yet)
-	shown     string     // what it shows
-	lastEdit  time.Time  // of the last send or edit
-	notBefore time.Time  // after a rate limit
-	failed    bool       // stop editing; Close still delivers the whole reply
+// poster shows a streamed reply in a room (channelkit.Poster).
+type poster struct {
+	m    *Matrix
+	room id.RoomID
 }
 
-func (s *stream) Delta(text string) error {
-	s.buf.WriteString(text)
-	s.flush()
-	return nil
+// Post sends md as a new message: with retries (sendContent), else once.
+func (p poster) Post(ctx context.Context, md string, retry bool) (string, error) {
+	content := render(md)
+	return p.send(ctx, &content, retry)
 }
 
-func (s *stream) Status(extension.StreamStatus) error {
-	s.flush()
-	return nil
+// Edit replaces message evID's text with md (m.replace).
+func (p poster) Edit(ctx context.Context, evID, md string, retry bool) error {
+	content := render(md)
+	content.SetEdit(id.EventID(evID))
+	_, err := p.send(ctx, &content, retry)
+	return err
 }
 
-// flush shows the text so far when edits are on and the rate allows it.
-func (s *stream) flush() {
-	now := s.now()
-	if !s.m.cfg.Edits || s.failed || now.Sub(s.lastEdit) < s.m.cfg.EditInterval || now.Before(s.notBefore) {
-		return
-	}
-	text := strings.TrimSpace(s.buf.String())
-	if text == "" {
-		return
-	}
-	if len(text) > MaxMessageLen-2 {
-		text = split(text, MaxMessageLen-2)[0] + " …"
-	}
-	if text == s.shown {
-		return
-	}
-	err := s.show(context.Background(), text, false)
-	s.lastEdit = s.now()
-	if err != nil {
-		if wait, ok := retryAfter(err); ok {
-			s.notBefore = s.now().Add(wait)
-			return
-		}
-		s.m.log.Warn("streaming to matrix failed; the whole reply follows at the end", "room", s.room, "err", err)
-		s.failed = true
-		return
-	}
-	s.shown = text
-}
-
-// show sends text as the streamed message, or replaces it by an edit;
-// retry makes the call with retries (Close), else once.
-func (s *stream) show(ctx context.Context, text string, retry bool) error {
-	content := render(text)
-	if s.eventID != "" {
-		content.SetEdit(s.eventID)
-	}
+func (p poster) send(ctx context.Context, content *event.MessageEventContent, retry bool) (string, error) {
 	if retry {
-		evID, err := s.m.sendContent(ctx, s.room, &content)
-		if err == nil && s.eventID == "" {
-			s.eventID = evID
-		}
-		return err
+		evID, err := p.m.sendContent(ctx, p.room, content)
+		return string(evID), err
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	resp, err := s.m.cli.SendMessageEvent(cctx, s.room, event.EventMessage, &content)
+	resp, err := p.m.cli.SendMessageEvent(cctx, p.room, event.EventMessage, content)
 	if err != nil {
-		return s.m.scrub(err)
+		return "", p.m.scrub(err)
 	}
-	if s.eventID == "" {
-		s.eventID = resp.EventID
-	}
-	return nil
+	return string(resp.EventID), nil
 }
 
-// Close delivers the complete reply: the streamed message gets the first
-// piece (by an edit), further pieces follow as new messages.
-func (s *stream) Close(final string, err error) error {
-	s.stopTyping() // cleared while the reply goes out; a rate limit delays the clearing, not the reply
-	text := strings.TrimSpace(final)
-	if text == "" && err != nil {
-		text = "Sorry, that failed: " + s.m.host.Redact(err.Error())
-	}
-	pieces := split(text, MaxMessageLen)
-	if len(pieces) == 0 {
-		return nil
-	}
-	ctx := context.Background() // the reply is stored; deliver it even if the turn's context ended
-	if wait := s.notBefore.Sub(s.now()); wait > 0 {
-		_ = s.m.opts.Sleep(ctx, wait) // the homeserver asked for a pause
-	}
-	first := 0
-	if s.eventID != "" {
-		if pieces[0] == s.shown {
-			first = 1
-		} else if eerr := s.show(ctx, pieces[0], true); eerr == nil {
-			first = 1
-		} else {
-			s.m.log.Warn("could not edit the streamed matrix reply; sending it as a new message", "room", s.room, "err", eerr)
-		}
-	}
-	for _, p := range pieces[first:] {
-		if _, serr := s.m.sendContent(ctx, s.room, render(p)); serr != nil {
-			return serr
-		}
-	}
-	return nil
-}
-
-// split cuts md into pieces of at most max bytes, preferring paragraph,
-// then line, then word boundaries, and never cutting inside a UTF-8
-// character. A cut inside a code fence closes the fence and reopens it in
-// the next piece.
-func split(md string, max int) []string {
-	md = strings.TrimSpace(md)
-	var out []string
-	for md != "" {
-		if len(md) <= max {
-			out = append(out, md)
-			break
-		}
-		limit := max - 8 // room for a fence to be closed
-		cut := -1
-		for _, sep := range []string{"\n\n", "\n", " "} {
-			if i := strings.LastIndex(md[:limit], sep); i > limit/2 {
-				cut = i
-				break
-			}
-		}
-		if cut <= 0 {
-			cut = limit
-			for cut > 0 && md[cut]&0xC0 == 0x80 { // not inside a character
-				cut--
-			}
-		}
-		piece := strings.TrimRight(md[:cut], " \n")
-		rest := strings.TrimLeft(md[cut:], " \n")
-		if strings.Count(piece, "```")%2 == 1 {
-			piece += "\n```"
-			rest = "```\n" + rest
-		}
-		out = append(out, piece)
-		md = rest
-	}
-	return out
-}
-
-// sendFileArgs are matrix_send_file's arguments.
-type sendFileArgs struct {
-	Path    string `json:"path" jsonschema:"the file's path in the workspace (as read_file takes it)"`
-	Caption string `json:"caption,omitempty" jsonschema:"a short text sent with the file"`
-	Thread  string `json:"thread,omitempty" jsonschema:"the matrix thread (matrix:<room id>); default: this conversation when it is on Matrix"`
-}
+func (poster) RetryAfter(err error) (time.Duration, bool) { return retryAfter(err) }
 
 // maxUpload bounds a file the bot uploads.
 const maxUpload = 50 << 20
 
-func (m *Matrix) sendFileTool() tool.Tool {
-	return tool.New("matrix_send_file",
-		"Send a file from the workspace to the user on Matrix (images as pictures, anything else as a file; "+
-			"encrypted in encrypted rooms). In a Matrix conversation it goes to that room.",
-		func(ctx context.Context, a sendFileArgs) (any, error) {
-			th := chat.ThreadID(strings.TrimSpace(a.Thread))
-			if th == "" {
-				if c, ok := tool.CallFrom(ctx); ok {
-					th = c.Thread
-				}
-			} else if th.Channel() == "" {
-				th = chat.NewThreadID(ChannelName, string(th))
-			}
-			room, err := threadRoom(th)
-			if err != nil {
-				return nil, fmt.Errorf("%w: give thread (matrix:<room id>) when this conversation is not on Matrix", err)
-			}
-			if !m.isReady() {
-				return nil, fmt.Errorf("matrix is not connected yet")
-			}
-			root, err := os.OpenRoot(m.wsDir)
-			if err != nil {
-				return nil, fmt.Errorf("open the workspace: %w", err)
-			}
-			defer root.Close()
-			rel := strings.TrimPrefix(path.Clean("/"+strings.TrimPrefix(a.Path, "workspace/")), "/")
-			f, err := root.Open(rel)
-			if err != nil {
-				return nil, fmt.Errorf("open %s in the workspace: %w", a.Path, err)
-			}
-			defer f.Close()
-			fi, err := f.Stat()
-			switch {
-			case err != nil:
-				return nil, err
-			case fi.IsDir():
-				return nil, fmt.Errorf("%s is a directory", a.Path)
-			case fi.Size() > maxUpload:
-				return nil, fmt.Errorf("%s is %d bytes; the bot sends at most %d", a.Path, fi.Size(), maxUpload)
-			}
-			data, err := io.ReadAll(f)
-			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", a.Path, err)
-			}
-			kind, err := m.sendFile(ctx, room, path.Base(rel), data, a.Caption)
-			if err != nil {
-				return nil, fmt.Errorf("send %s: %w", a.Path, err)
-			}
-			return map[string]any{"ok": true, "sent_as": kind, "thread": string(th)}, nil
-		}, tool.SendsOutTo(sendFileDestinations), tool.WithCategories("orchestration"))
+// uploadFile sends a workspace file to a room (matrix_send_file).
+func (m *Matrix) uploadFile(ctx context.Context, thread chat.ThreadID, f channelkit.OutgoingFile) (string, error) {
+	room, err := threadRoom(thread)
+	if err != nil {
+		return "", err
+	}
+	data, err := io.ReadAll(f.Content)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", f.Name, err)
+	}
+	return m.sendFile(ctx, room, f.Name, data, f.Caption)
 }
 
 // sendFile uploads data (encrypted first in an encrypted room) and sends
@@ -384,13 +228,4 @@ func (m *Matrix) sendFile(ctx context.Context, room id.RoomID, name string, data
 		return "", err
 	}
 	return strings.TrimPrefix(string(content.MsgType), "m."), nil
-}
-
-// sendFileDestinations: the file goes to the thread named, or to this
-// conversation (no destination of its own) when none is.
-func sendFileDestinations(a sendFileArgs) []tool.Destination {
-	if strings.TrimSpace(a.Thread) == "" {
-		return nil
-	}
-	return []tool.Destination{{Thread: strings.TrimSpace(a.Thread), Data: strings.TrimSpace("the file " + a.Path + " " + a.Caption)}}
 }

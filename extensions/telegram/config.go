@@ -7,12 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extension/channelkit"
 )
 
 // Group modes (telegram.group_mode).
@@ -39,7 +38,7 @@ type Config struct {
 	APIURL string `yaml:"api_url"`
 	// AllowedUsers are the numeric Telegram user ids let in without
 	// pairing.
-	AllowedUsers UserIDs `yaml:"allowed_users"`
+	AllowedUsers channelkit.UserIDs[int64] `yaml:"allowed_users"`
 	// GroupMode is mention, all or off.
 	GroupMode string `yaml:"group_mode"`
 	// PairingTTL is how long a pairing code stays valid.
@@ -93,49 +92,6 @@ func (c Config) check() error {
 			return fmt.Errorf("telegram.allowed_users: %d is not a user id (user ids are positive numbers)", id)
 		}
 	}
-	return nil
-}
-
-// UserIDs is a list of numeric Telegram user ids, written as a YAML list
-// ([123, 456]) or a comma-separated string ("123,456", the form of
-// REVERIE_TELEGRAM__ALLOWED_USERS).
-type UserIDs []int64
-
-// UnmarshalYAML accepts a list, a single number or a comma-separated
-// string.
-func (u *UserIDs) UnmarshalYAML(unmarshal func(any) error) error {
-	var list []int64
-	if err := unmarshal(&list); err == nil {
-		*u = list
-		return nil
-	}
-	var one int64
-	if err := unmarshal(&one); err == nil {
-		*u = UserIDs{one}
-		return nil
-	}
-	var text string
-	if err := unmarshal(&text); err != nil {
-		return errors.New("allowed_users is a list of numeric user ids or a comma-separated string of them")
-	}
-	return u.UnmarshalText([]byte(text))
-}
-
-// UnmarshalText parses a comma-separated list of ids.
-func (u *UserIDs) UnmarshalText(b []byte) error {
-	var out UserIDs
-	for _, f := range strings.Split(string(b), ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		id, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%q is not a numeric user id", f)
-		}
-		out = append(out, id)
-	}
-	*u = out
 	return nil
 }
 

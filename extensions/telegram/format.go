@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -199,91 +198,6 @@ func emphasis(s string, i int) (tag, inner string, n int, ok bool) {
 
 func isWordByte(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
-}
-
-// textLen is a text's length as Telegram counts it (UTF-16 code units).
-func textLen(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
-}
-
-// split cuts markdown into pieces of at most limit UTF-16 units each,
-// preferring paragraph boundaries, then line breaks, then spaces. A code
-// block cut in two is closed and reopened, so each piece renders alone.
-func split(md string, limit int) []string {
-	md = strings.TrimSpace(md)
-	if md == "" {
-		return nil
-	}
-	if textLen(md) <= limit {
-		return []string{md}
-	}
-	var out []string
-	var fence string // the open fence line carried into the next piece
-	for md != "" {
-		budget := limit - textLen(fence) - 5 // room for the reopened and closing fences
-		if textLen(md) <= budget {
-			out = append(out, fence+md)
-			break
-		}
-		cut := cutPoint(md, budget)
-		piece, rest := md[:cut], strings.TrimLeft(md[cut:], "\n ")
-		open := openFence(fence + piece)
-		text := fence + strings.TrimRight(piece, "\n ")
-		if open != "" {
-			text += "\n```"
-			fence = open + "\n"
-		} else {
-			fence = ""
-		}
-		out = append(out, text)
-		md = rest
-	}
-	return out
-}
-
-// cutPoint is the byte offset at which to cut s so the first part has at
-// most budget units: the last paragraph break, else line break, else space
-// within the budget, else the budget itself (on a rune boundary).
-func cutPoint(s string, budget int) int {
-	max, n := 0, 0
-	for i, r := range s {
-		n += utf16.RuneLen(r)
-		if n > budget {
-			break
-		}
-		max = i + utf8.RuneLen(r)
-	}
-	head := s[:max]
-	for _, sep := range []string{"\n\n", "\n", " "} {
-		if i := strings.LastIndex(head, sep); i > max/3 {
-			return i
-		}
-	}
-	if max == 0 { // a single rune over the budget cannot happen with sane limits
-		_, size := utf8.DecodeRuneInString(s)
-		return size
-	}
-	return max
-}
-
-// openFence returns the fence line of a code block left open in s, or "".
-func openFence(s string) string {
-	open := ""
-	for _, line := range strings.Split(s, "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "```") {
-			if open == "" {
-				open = t
-			} else {
-				open = ""
-			}
-		}
-	}
-	return open
 }
 
 // plainFallback is the text sent when Telegram cannot parse the HTML: the

@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"regexp"
 	"strconv"
@@ -16,7 +15,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/reverie-ai/reverie/chat"
-	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extension/channelkit"
 )
 
 // handle takes one update: a message from an allowed user goes to the
@@ -269,28 +268,6 @@ func (t *Telegram) saveFile(ctx context.Context, m *models.Message, fileID, name
 	if err != nil {
 		return "", err
 	}
-	name = extension.SafeName(path.Base(name))
-	if name == "" {
-		name = "file"
-	}
-	if len(name) > 80 {
-		name = name[len(name)-80:]
-	}
-	dir := path.Join("telegram", strconv.FormatInt(m.Chat.ID, 10))
-	rel := path.Join(dir, fmt.Sprintf("%s-%d-%s", time.Unix(int64(m.Date), 0).UTC().Format("20060102-150405"), m.ID, name))
-	if err := os.MkdirAll(t.wsDir, 0o700); err != nil {
-		return "", err
-	}
-	root, err := os.OpenRoot(t.wsDir)
-	if err != nil {
-		return "", err
-	}
-	defer root.Close()
-	if err := root.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	if err := root.WriteFile(rel, data, 0o600); err != nil {
-		return "", err
-	}
-	return rel, nil
+	return channelkit.SaveFile(t.wsDir, path.Join("telegram", strconv.FormatInt(m.Chat.ID, 10)),
+		time.Unix(int64(m.Date), 0), strconv.Itoa(m.ID), name, data)
 }

@@ -3,8 +3,9 @@ package telegram
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
-	"github.com/reverie-ai/reverie/tool"
+	"github.com/reverie-ai/reverie/extension/channelkit"
 )
 
 // Streaming limits.
@@ -41,7 +42,7 @@ func (t *Telegram) Send(ctx context.Context, msg chat.Outbound) error {
 // sendText sends markdown as HTML, split to Telegram's limit; a piece
 // Telegram cannot parse is sent again as plain text.
 func (t *Telegram) sendText(ctx context.Context, chatID int64, md string) error {
-	for _, piece := range split(md, MaxMessageLen) {
+	for _, piece := range channelkit.Split(md, MaxMessageLen, channelkit.UTF16Len) {
 		if _, err := t.sendPiece(ctx, chatID, piece); err != nil {
 			return err
 		}
@@ -114,12 +115,12 @@ func (t *Telegram) OpenStream(ctx context.Context, addr chat.Address) (extension
 		return nil, err
 	}
 	tctx, cancel := context.WithCancel(ctx)
-	s := &stream{t: t, chat: chatID, now: t.host.Now, stopTyping: cancel}
-	s.typing.Add(1)
+	var typing sync.WaitGroup
+	typing.Add(1)
 	t.streams.Add(1)
 	go func() {
 		defer t.streams.Done()
-		defer s.typing.Done()
+		defer typing.Done()
 		keepTyping(tctx, func(ctx context.Context) error {
 			_, err := t.api.bot.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: chatID, Action: models.ChatActionTyping})
 			if err != nil && tctx.Err() == nil {
@@ -128,7 +129,15 @@ func (t *Telegram) OpenStream(ctx context.Context, addr chat.Address) (extension
 			return err
 		})
 	}()
-	return s, nil
+	return channelkit.NewStream(channelkit.StreamOptions{
+		Poster: poster{t: t, chat: chatID},
+		Limit:  MaxMessageLen, Measure: channelkit.UTF16Len,
+		Every: editInterval, SpaceFinalEdit: true,
+		Now: t.host.Now, Sleep: t.opts.Sleep, Redact: t.host.Redact,
+		Log: t.log.With("chat", chatID), Platform: "Telegram",
+		// The typing indicator ends before the reply goes out.
+		Stopped: func() { cancel(); typing.Wait() },
+	}), nil
 }
 
 // keepTyping shows "typing…" (send) now and every typingEvery until ctx
@@ -148,122 +157,39 @@ func keepTyping(ctx context.Context, send func(ctx context.Context) error) {
 	}
 }
 
-// stream is one reply being streamed to a chat. Its methods are called from
-// one goroutine (extension.Stream).
-//
-// Stream methods take no context: each Bot API call they make is bounded by
-// callTimeout instead, and the typing indicator ends with the turn's
-// context or Close.
-type stream struct {
-	t          *Telegram
-	chat       int64
-	now        func() time.Time
-	stopTyping context.CancelFunc
-	typing     sync.WaitGroup
-
-	buf       strings.Builder
-	msgID     int       // the message being edited (0: none yet)
-	shown     string    // what it shows
-	lastEdit  time.Time // of the last send or edit
-	notBefore time.Time // after a 429
-	failed    bool      // stop editing; Close still delivers the whole reply
+// poster shows a streamed reply in a chat (channelkit.Poster).
+type poster struct {
+	t    *Telegram
+	chat int64
 }
 
-func (s *stream) Delta(text string) error {
-	s.buf.WriteString(text)
-	s.flush()
-	return nil
-}
-
-func (s *stream) Status(extension.StreamStatus) error {
-	s.flush()
-	return nil
-}
-
-// flush shows the text so far when the edit rate allows it.
-func (s *stream) flush() {
-	now := s.now()
-	if s.failed || now.Sub(s.lastEdit) < editInterval || now.Before(s.notBefore) {
-		return
+// Post sends md as HTML: with retries, the plain-text fallback and an
+// error naming the chat (sendPiece); else one attempt.
+func (p poster) Post(ctx context.Context, md string, retry bool) (string, error) {
+	if retry {
+		id, err := p.t.sendPiece(ctx, p.chat, md)
+		return strconv.Itoa(id), err
 	}
-	text := strings.TrimSpace(s.buf.String())
-	if text == "" {
-		return
-	}
-	if textLen(text) > MaxMessageLen-2 {
-		pieces := split(text, MaxMessageLen-2)
-		text = pieces[0] + " …"
-	}
-	if text == s.shown {
-		return
-	}
-	var err error
-	if s.msgID == 0 {
-		cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		var m *models.Message
-		m, err = s.t.api.bot.SendMessage(cctx, &bot.SendMessageParams{ChatID: s.chat, Text: toHTML(text), ParseMode: models.ParseModeHTML, LinkPreviewOptions: noPreview})
-		cancel()
-		err = s.t.api.scrub(err)
-		if err == nil {
-			s.msgID = m.ID
-		}
-	} else {
-		err = s.t.editPiece(context.Background(), s.chat, s.msgID, text, false)
-	}
-	s.lastEdit = s.now()
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	m, err := p.t.api.bot.SendMessage(cctx, &bot.SendMessageParams{ChatID: p.chat, Text: toHTML(md), ParseMode: models.ParseModeHTML, LinkPreviewOptions: noPreview})
 	if err != nil {
-		if kind, wait := classify(err); kind == errRateLimited {
-			s.notBefore = s.now().Add(wait)
-			return
-		}
-		s.t.log.Warn("streaming to Telegram failed; the whole reply follows at the end", "chat", s.chat, "err", err)
-		s.failed = true
-		return
+		return "", p.t.api.scrub(err)
 	}
-	s.shown = text
+	return strconv.Itoa(m.ID), nil
 }
 
-// Close delivers the complete reply: the streamed message gets the first
-// piece, further pieces follow as new messages.
-func (s *stream) Close(final string, err error) error {
-	s.stopTyping()
-	s.typing.Wait()
-	text := strings.TrimSpace(final)
-	if text == "" && err != nil {
-		text = "Sorry, that failed: " + s.t.host.Redact(err.Error())
+func (p poster) Edit(ctx context.Context, id, md string, retry bool) error {
+	msgID, err := strconv.Atoi(id)
+	if err != nil {
+		return fmt.Errorf("telegram message id %q: %w", id, err)
 	}
-	pieces := split(text, MaxMessageLen)
-	if len(pieces) == 0 {
-		return nil
-	}
-	ctx := context.Background() // the reply is stored; deliver it even if the turn's context ended
-	if wait := s.notBefore.Sub(s.now()); wait > 0 {
-		_ = s.t.opts.Sleep(ctx, wait) // Telegram asked for a pause (429)
-	}
-	first := 0
-	// Even after a failed edit the streamed message gets the whole reply
-	// (with retries) rather than a second copy; only if that fails too is
-	// the reply sent anew.
-	if s.msgID != 0 {
-		if pieces[0] != s.shown {
-			if wait := editInterval - s.now().Sub(s.lastEdit); wait > 0 {
-				_ = s.t.opts.Sleep(ctx, wait)
-			}
-			if eerr := s.t.editPiece(ctx, s.chat, s.msgID, pieces[0], true); eerr == nil {
-				first = 1
-			} else {
-				s.t.log.Warn("could not edit the streamed reply; sending it as a new message", "chat", s.chat, "err", eerr)
-			}
-		} else {
-			first = 1
-		}
-	}
-	for _, p := range pieces[first:] {
-		if _, serr := s.t.sendPiece(ctx, s.chat, p); serr != nil {
-			return serr
-		}
-	}
-	return nil
+	return p.t.editPiece(ctx, p.chat, msgID, md, retry)
+}
+
+func (p poster) RetryAfter(err error) (time.Duration, bool) {
+	kind, wait := classify(err)
+	return wait, kind == errRateLimited
 }
 
 // Stop waits for the typing indicators of open streams.
@@ -272,77 +198,37 @@ func (t *Telegram) Stop(context.Context) error {
 	return nil
 }
 
-// sendFileArgs are telegram_send_file's arguments.
-type sendFileArgs struct {
-	Path    string `json:"path" jsonschema:"the file's path in the workspace (as read_file takes it)"`
-	Caption string `json:"caption,omitempty" jsonschema:"a short text shown with the file"`
-	Thread  string `json:"thread,omitempty" jsonschema:"the telegram thread (telegram:<chat id>); default: this conversation when it is on Telegram"`
-}
-
 // maxUpload is the Bot API's limit for files a bot sends.
 const maxUpload = 50 << 20
 
-func (t *Telegram) sendFileTool() tool.Tool {
-	return tool.New("telegram_send_file",
-		"Send a file from the workspace to the user on Telegram (images as photos, anything else as a document). "+
-			"In a Telegram conversation it goes to that chat.",
-		func(ctx context.Context, a sendFileArgs) (any, error) {
-			th := chat.ThreadID(strings.TrimSpace(a.Thread))
-			if th == "" {
-				if c, ok := tool.CallFrom(ctx); ok {
-					th = c.Thread
-				}
-			} else if th.Channel() == "" {
-				th = chat.NewThreadID(ChannelName, string(th))
-			}
-			chatID, err := threadChat(th)
-			if err != nil {
-				return nil, fmt.Errorf("%w: give thread (telegram:<chat id>) when this conversation is not on Telegram", err)
-			}
-			root, err := os.OpenRoot(t.wsDir)
-			if err != nil {
-				return nil, fmt.Errorf("open the workspace: %w", err)
-			}
-			defer root.Close()
-			rel := strings.TrimPrefix(path.Clean("/"+strings.TrimPrefix(a.Path, "workspace/")), "/")
-			f, err := root.Open(rel)
-			if err != nil {
-				return nil, fmt.Errorf("open %s in the workspace: %w", a.Path, err)
-			}
-			defer f.Close()
-			fi, err := f.Stat()
-			switch {
-			case err != nil:
-				return nil, err
-			case fi.IsDir():
-				return nil, fmt.Errorf("%s is a directory", a.Path)
-			case fi.Size() > maxUpload:
-				return nil, fmt.Errorf("%s is %d bytes; Telegram takes at most %d from a bot", a.Path, fi.Size(), maxUpload)
-			}
-			name := path.Base(rel)
-			photo := isImage(name)
-			err = t.retry(ctx, func(ctx context.Context) error {
-				if _, err := f.Seek(0, 0); err != nil {
-					return err
-				}
-				up := &models.InputFileUpload{Filename: name, Data: f}
-				var err error
-				if photo {
-					_, err = t.api.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chatID, Photo: up, Caption: a.Caption})
-				} else {
-					_, err = t.api.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chatID, Document: up, Caption: a.Caption})
-				}
-				return err
-			})
-			if err != nil {
-				return nil, fmt.Errorf("send %s: %w", a.Path, err)
-			}
-			kind := "document"
-			if photo {
-				kind = "photo"
-			}
-			return map[string]any{"ok": true, "sent_as": kind, "thread": string(th)}, nil
-		}, tool.SendsOutTo(sendFileDestinations), tool.WithCategories("orchestration"))
+// uploadFile sends a workspace file to a chat (telegram_send_file): an
+// image as a photo, anything else as a document.
+func (t *Telegram) uploadFile(ctx context.Context, thread chat.ThreadID, f channelkit.OutgoingFile) (string, error) {
+	chatID, err := threadChat(thread)
+	if err != nil {
+		return "", err
+	}
+	photo := isImage(f.Name)
+	err = t.retry(ctx, func(ctx context.Context) error {
+		if _, err := f.Content.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		up := &models.InputFileUpload{Filename: f.Name, Data: f.Content}
+		var err error
+		if photo {
+			_, err = t.api.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chatID, Photo: up, Caption: f.Caption})
+		} else {
+			_, err = t.api.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chatID, Document: up, Caption: f.Caption})
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if photo {
+		return "photo", nil
+	}
+	return "document", nil
 }
 
 func isImage(name string) bool {
@@ -378,13 +264,4 @@ func (t *Telegram) SetupSchema(ctx context.Context) extension.SetupSchema {
 func (t *Telegram) ApplySetup(ctx context.Context, values extension.SetupValues) error {
 	_, err := t.ApprovePairing(ctx, values["code"])
 	return err
-}
-
-// sendFileDestinations: the file goes to the thread named, or to this
-// conversation (no destination of its own) when none is.
-func sendFileDestinations(a sendFileArgs) []tool.Destination {
-	if strings.TrimSpace(a.Thread) == "" {
-		return nil
-	}
-	return []tool.Destination{{Thread: strings.TrimSpace(a.Thread), Data: strings.TrimSpace("the file " + a.Path + " " + a.Caption)}}
 }

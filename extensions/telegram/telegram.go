@@ -17,6 +17,7 @@ import (
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extension/channelkit"
 	"github.com/reverie-ai/reverie/tool"
 )
 
@@ -26,14 +27,13 @@ const (
 	ChannelName = "telegram"
 )
 
-// Backoff of the poller after failures.
-const (
-	minBackoff = time.Second
-	maxBackoff = time.Minute
-	// maxUpdateAttempts: an update the router keeps refusing is skipped
-	// (and its sender told) after this many attempts.
-	maxUpdateAttempts = 5
-)
+// maxUpdateAttempts: an update the router keeps refusing is skipped (and
+// its sender told) after this many attempts.
+const maxUpdateAttempts = 5
+
+// retryDelays space the retries of one call and of a refused update: 1 s
+// doubling to a minute, jittered into the upper half.
+var retryDelays = extension.Backoff{Base: channelkit.DefaultBackoffBase, Max: channelkit.DefaultBackoffMax}
 
 func init() { extension.Register(Info(Options{})) }
 
@@ -53,13 +53,8 @@ type Options struct {
 // Info is the channel's registration with opts (the built-in one uses the
 // zero Options; tests register their own).
 func Info(opts Options) extension.Info {
-	return extension.Info{
-		ID:          ID,
-		New:         func() extension.Extension { return New(opts) },
-		Disabled:    true,
-		AutoEnable:  Configured,
-		Description: "Telegram channel (long polling, pairing codes, streaming by message edits)",
-	}
+	return channelkit.Info(ID, "Telegram channel (long polling, pairing codes, streaming by message edits)",
+		Configured, func() extension.Extension { return New(opts) })
 }
 
 // New returns an uninitialised channel.
@@ -209,7 +204,8 @@ func (t *Telegram) ChannelName() string { return ChannelName }
 // Run polls Telegram until ctx ends.
 func (t *Telegram) Run(ctx context.Context) error {
 	defer t.opts.HTTPClient.CloseIdleConnections()
-	for attempt := 0; t.bot() == nil; attempt++ {
+	b := &channelkit.Backoff{Sleep: t.opts.Sleep}
+	for t.bot() == nil {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		me, err := t.api.bot.GetMe(cctx)
 		cancel()
@@ -220,10 +216,11 @@ func (t *Telegram) Run(ctx context.Context) error {
 			t.setMe(me)
 			break
 		}
-		if t.sleepAfter(ctx, t.api.scrub(err), attempt) != nil {
+		if t.sleepAfter(ctx, t.api.scrub(err), b) != nil {
 			return nil
 		}
 	}
+	b.Succeeded()
 	t.setErr(nil)
 	t.log.Info("telegram bot connected", "bot", "@"+t.bot().Username)
 	t.setCommands(ctx)
@@ -231,7 +228,6 @@ func (t *Telegram) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	attempt := 0
 	var stuck int64 // the update the router refused last
 	stuckTries := 0
 	for {
@@ -241,16 +237,14 @@ func (t *Telegram) Run(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
-			if t.sleepAfter(ctx, err, attempt) != nil {
+			if t.sleepAfter(ctx, err, b) != nil {
 				return nil
 			}
-			attempt++
 			continue
 		}
-		if attempt > 0 {
+		if b.Succeeded() {
 			t.log.Info("telegram polling works again")
 		}
-		attempt = 0
 		t.setErr(nil)
 		for _, u := range ups {
 			if u.ID < offset {
@@ -266,7 +260,7 @@ func (t *Telegram) Run(ctx context.Context) error {
 				stuckTries++
 				if stuckTries < maxUpdateAttempts {
 					t.log.Warn("could not hand a Telegram message to the router; retrying", "update", u.ID, "err", err)
-					if t.opts.Sleep(ctx, backoff(stuckTries)) != nil {
+					if t.opts.Sleep(ctx, retryDelays.Delay(stuckTries-1)) != nil {
 						return nil
 					}
 					break // ask again from this update
@@ -282,11 +276,12 @@ func (t *Telegram) Run(ctx context.Context) error {
 	}
 }
 
-// sleepAfter reports a poll failure and waits before the next attempt.
-func (t *Telegram) sleepAfter(ctx context.Context, err error, attempt int) error {
+// sleepAfter reports a poll failure and waits before the next attempt:
+// retry_after when Telegram asks to slow down, else b's next wait.
+func (t *Telegram) sleepAfter(ctx context.Context, err error, b *channelkit.Backoff) error {
 	t.setErr(err)
 	kind, retryAfter := classify(err)
-	wait := backoff(attempt + 1)
+	attempt, wait := b.Failures(), b.Next()
 	switch kind {
 	case errRateLimited:
 		wait = retryAfter
@@ -305,13 +300,7 @@ func (t *Telegram) sleepAfter(ctx context.Context, err error, attempt int) error
 			t.log.Warn("Telegram polling failed; retrying with backoff", "err", err, "wait", wait)
 		}
 	}
-	return t.opts.Sleep(ctx, wait)
-}
-
-// backoff is the wait before attempt n (from 1): 1 s doubling to a minute,
-// jittered into the upper half.
-func backoff(n int) time.Duration {
-	return extension.Backoff{Base: minBackoff, Max: maxBackoff}.Delay(n - 1)
+	return b.Fail(ctx, wait)
 }
 
 // setCommands registers the slash commands with Telegram (the menu).
@@ -419,7 +408,17 @@ func (t *Telegram) tellRefused(ctx context.Context, u *models.Update, err error)
 }
 
 // Tools offers telegram_send_file.
-func (t *Telegram) Tools() []tool.Tool { return []tool.Tool{t.sendFileTool()} }
+func (t *Telegram) Tools() []tool.Tool {
+	return []tool.Tool{channelkit.SendFileTool(channelkit.SendFile{
+		Channel:     ChannelName,
+		Description: "Send a file from the workspace to the user on Telegram (images as photos, anything else as a document).",
+		ThreadForm:  "telegram:<chat id>",
+		Workspace:   t.wsDir,
+		MaxBytes:    maxUpload,
+		CheckThread: func(th chat.ThreadID) error { _, err := threadChat(th); return err },
+		Upload:      t.uploadFile,
+	})}
+}
 
 // threadChat returns the chat id of a telegram thread.
 func threadChat(th chat.ThreadID) (int64, error) {
@@ -449,7 +448,7 @@ func (t *Telegram) retry(ctx context.Context, call func(ctx context.Context) err
 		switch kind {
 		case errRateLimited:
 		case errTransient:
-			wait = backoff(attempt)
+			wait = retryDelays.Delay(attempt - 1)
 		default:
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extension/channelkit"
 	"github.com/reverie-ai/reverie/extension/extensiontest"
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
 )
@@ -90,7 +91,7 @@ func TestSplit(t *testing.T) {
 		{"surrogates", emoji, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pieces := split(tc.md, MaxMessageLen)
+			pieces := channelkit.Split(tc.md, MaxMessageLen, channelkit.UTF16Len)
 			switch {
 			case tc.n == -1 && len(pieces) != 0:
 				t.Fatalf("pieces for blank text: %q", pieces)
@@ -101,8 +102,8 @@ func TestSplit(t *testing.T) {
 			}
 			var words int
 			for i, p := range pieces {
-				if textLen(p) > MaxMessageLen {
-					t.Errorf("piece %d has %d units", i, textLen(p))
+				if n := channelkit.UTF16Len(p); n > MaxMessageLen {
+					t.Errorf("piece %d has %d units", i, n)
 				}
 				if strings.TrimSpace(p) == "" {
 					t.Errorf("piece %d is empty", i)
@@ -110,7 +111,7 @@ func TestSplit(t *testing.T) {
 				if _, err := telegramtest.Visible(toHTML(p), "HTML"); err != nil {
 					t.Errorf("piece %d does not parse: %v", i, err)
 				}
-				if openFence(p) != "" {
+				if channelkit.OpenFence(p) != "" {
 					t.Errorf("piece %d leaves a code block open", i)
 				}
 				words += strings.Count(p, "word")
@@ -127,30 +128,6 @@ func TestSplit(t *testing.T) {
 			}
 			if tc.name == "code block" && !strings.HasPrefix(pieces[1], "```python\n") {
 				t.Errorf("the code block is not reopened: %q", pieces[1][:20])
-			}
-		})
-	}
-}
-
-func TestUserIDs(t *testing.T) {
-	for _, tc := range []struct {
-		name, text string
-		want       UserIDs
-		bad        bool
-	}{
-		{"comma list", "123, 456,789", UserIDs{123, 456, 789}, false},
-		{"one", "42", UserIDs{42}, false},
-		{"empty", "", nil, false},
-		{"not a number", "12,abc", nil, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var u UserIDs
-			err := u.UnmarshalText([]byte(tc.text))
-			if (err != nil) != tc.bad {
-				t.Fatalf("err = %v", err)
-			}
-			if !tc.bad && fmt.Sprint(u) != fmt.Sprint(tc.want) {
-				t.Fatalf("got %v, want %v", u, tc.want)
 			}
 		})
 	}
@@ -225,15 +202,6 @@ func TestScrubAndClassify(t *testing.T) {
 	}
 	if _, wait := classify(&bot.TooManyRequestsError{RetryAfter: 9}); wait != 9*time.Second {
 		t.Errorf("retry_after wait %s", wait)
-	}
-}
-
-func TestBackoffIsCapped(t *testing.T) {
-	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute}
-	for i, w := range want {
-		if got := backoff(i + 1); got < w/2 || got > w {
-			t.Errorf("backoff(%d) = %s, want within [%s, %s]", i+1, got, w/2, w)
-		}
 	}
 }
 
@@ -343,13 +311,10 @@ func TestStreamEditRate(t *testing.T) {
 	if err := tg.Init(t.Context(), h); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	st, err := tg.OpenStream(t.Context(), chat.Address{Channel: ChannelName, Thread: "telegram:77"})
+	s, err := tg.OpenStream(t.Context(), chat.Address{Channel: ChannelName, Thread: "telegram:77"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := st.(*stream)
-	s.now = func() time.Time { return now }
 	var full strings.Builder
 	for i := range 40 { // a delta every 100 ms for 4 s
 		d := fmt.Sprintf("w%d ", i)
@@ -357,7 +322,7 @@ func TestStreamEditRate(t *testing.T) {
 		if err := s.Delta(d); err != nil {
 			t.Fatal(err)
 		}
-		now = now.Add(100 * time.Millisecond)
+		h.Clock().Advance(100 * time.Millisecond)
 	}
 	if err := s.Close(full.String(), nil); err != nil {
 		t.Fatal(err)
@@ -386,21 +351,19 @@ func TestStreamRecoversFromAFailedEdit(t *testing.T) {
 	if err := tg.Init(t.Context(), h); err != nil {
 		t.Fatal(err)
 	}
-	st, err := tg.OpenStream(t.Context(), chat.Address{Channel: ChannelName, Thread: "telegram:78"})
+	s, err := tg.OpenStream(t.Context(), chat.Address{Channel: ChannelName, Thread: "telegram:78"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := st.(*stream)
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.now = func() time.Time { return now }
 	_ = s.Delta("first part")
 	srv.Fail("editMessageText", telegramtest.Failure{Code: 500, Desc: "Internal Server Error"})
-	now = now.Add(2 * time.Second)
+	h.Clock().Advance(2 * time.Second)
 	_ = s.Delta(", second part")
-	now = now.Add(2 * time.Second)
+	edits := len(srv.Calls("editMessageText"))
+	h.Clock().Advance(2 * time.Second)
 	_ = s.Delta(", third part")
-	if !s.failed {
-		t.Fatal("the failed edit was not noticed")
+	if n := len(srv.Calls("editMessageText")); n != edits {
+		t.Fatalf("%d edits after a failed one, want none (the failure was not noticed)", n-edits)
 	}
 	if err := s.Close("first part, second part, third part", nil); err != nil {
 		t.Fatal(err)

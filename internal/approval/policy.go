@@ -31,7 +31,8 @@ const (
 	// NewDestinations: a call needs approval whenever one of its
 	// destinations is not fixed, untrusted input or not (the default of
 	// the tools that message other conversations: send_to_channel,
-	// set_reminder, telegram_send_file, matrix_send_file).
+	// set_reminder, and the channels' send-file tools, which declare it
+	// with tool.DefaultApproval).
 	NewDestinations Policy = "new_destinations"
 
 	// The policies of earlier versions, still accepted: each is now a
@@ -76,16 +77,15 @@ func (p Policy) Canonical() Policy {
 	return p
 }
 
-// DefaultPolicies are the policies of the tools the configuration does
-// not name, beyond the general default (Untrusted for an outward tool,
-// Never for the others; see Service.PolicyFor): the tools that message
-// another conversation ask whenever it is not this one.
+// DefaultPolicies are the policies of the core tools the configuration
+// does not name, beyond the general default (Untrusted for an outward
+// tool, Never for the others; see Service.PolicyFor): the tools that
+// message another conversation ask whenever it is not this one. A tool
+// of an extension declares its own default instead (tool.DefaultApproval).
 func DefaultPolicies() map[string]Policy {
 	return map[string]Policy{
-		"send_to_channel":    NewDestinations,
-		"set_reminder":       NewDestinations,
-		"telegram_send_file": NewDestinations,
-		"matrix_send_file":   NewDestinations,
+		"send_to_channel": NewDestinations,
+		"set_reminder":    NewDestinations,
 	}
 }
 

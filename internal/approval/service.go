@@ -191,14 +191,18 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 }
 
 // PolicyFor returns the policy of t, called name: the configured one, else
-// DefaultPolicies' entry, else Untrusted for an outward tool
-// (tool.SendsOut) and Never for the others.
+// DefaultPolicies' entry, else the one t declares (tool.DefaultApproval),
+// else Untrusted for an outward tool (tool.SendsOut) and Never for the
+// others.
 func (s *Service) PolicyFor(t tool.Tool, name string) Policy {
 	if p, ok := s.o.Policies[name]; ok {
 		return p.Canonical()
 	}
 	if p, ok := DefaultPolicies()[name]; ok {
 		return p
+	}
+	if p, ok := tool.DefaultApprovalOf(t); ok && Policy(p).Valid() {
+		return Policy(p).Canonical()
 	}
 	if o, ok := t.(tool.Outward); ok && o.SendsOut() {
 		return Untrusted

@@ -591,3 +591,36 @@ func TestFinalURL(t *testing.T) {
 		})
 	}
 }
+
+// A tool's policy: the configuration's, else the core default, else what
+// the tool declares (tool.DefaultApproval), else untrusted for an outward
+// tool and never for the others.
+func TestPolicyFor(t *testing.T) {
+	sendFile := tool.New("chat_send_file", "Send a file.", func(context.Context, fetchArgs) (any, error) { return "", nil },
+		tool.SendsOutTo(func(a fetchArgs) []tool.Destination { return []tool.Destination{{Thread: a.URL}} }),
+		tool.DefaultApproval(tool.ApproveNewDestinations))
+	oddDefault := tool.New("odd_tool", "Declares an unknown policy.", func(context.Context, noArgs) (any, error) { return "", nil },
+		tool.DefaultApproval("sometimes"))
+	for _, tc := range []struct {
+		name       string
+		configured map[string]Policy
+		tool       tool.Tool
+		toolName   string
+		want       Policy
+	}{
+		{"declared default", nil, sendFile, "chat_send_file", NewDestinations},
+		{"configuration wins over the declared default", map[string]Policy{"chat_send_file": Never}, sendFile, "chat_send_file", Never},
+		{"older configured name made current", map[string]Policy{"chat_send_file": OtherChannels}, sendFile, "chat_send_file", NewDestinations},
+		{"core default", nil, nil, "send_to_channel", NewDestinations},
+		{"outward tool without a declaration", nil, fetchURL, "fetch_url", Untrusted},
+		{"inward tool", nil, searchMemory, "search_memory", Never},
+		{"unknown declared policy ignored", nil, oddDefault, "odd_tool", Never},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Service{o: Options{Policies: tc.configured}}
+			if got := s.PolicyFor(tc.tool, tc.toolName); got != tc.want {
+				t.Errorf("PolicyFor(%s) = %s, want %s", tc.toolName, got, tc.want)
+			}
+		})
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extension/channelkit"
 	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
 	"github.com/reverie-ai/reverie/internal/app"
@@ -549,13 +550,13 @@ func TestTelegramConfigForms(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string
 		env        []string
-		want       telegram.UserIDs
+		want       channelkit.UserIDs[int64]
 		bad        string
 	}{
-		{"yaml list", "telegram:\n  token: {env: TG}\n  allowed_users: [1, 2]\n", nil, telegram.UserIDs{1, 2}, ""},
-		{"comma string", "telegram:\n  allowed_users: \"3,4\"\n", nil, telegram.UserIDs{3, 4}, ""},
-		{"env comma list", "", []string{"REVERIE_TELEGRAM__ALLOWED_USERS=5, 6"}, telegram.UserIDs{5, 6}, ""},
-		{"env one id", "", []string{"REVERIE_TELEGRAM__ALLOWED_USERS=7"}, telegram.UserIDs{7}, ""},
+		{"yaml list", "telegram:\n  token: {env: TG}\n  allowed_users: [1, 2]\n", nil, channelkit.UserIDs[int64]{1, 2}, ""},
+		{"comma string", "telegram:\n  allowed_users: \"3,4\"\n", nil, channelkit.UserIDs[int64]{3, 4}, ""},
+		{"env comma list", "", []string{"REVERIE_TELEGRAM__ALLOWED_USERS=5, 6"}, channelkit.UserIDs[int64]{5, 6}, ""},
+		{"env one id", "", []string{"REVERIE_TELEGRAM__ALLOWED_USERS=7"}, channelkit.UserIDs[int64]{7}, ""},
 		{"bad id", "telegram:\n  allowed_users: [x]\n", nil, nil, "config.yaml:2"},
 		{"unknown key", "telegram:\n  tokn: x\n", nil, nil, "tokn"},
 	} {

@@ -9,8 +9,7 @@ import (
 )
 
 func TestToolsApproval(t *testing.T) {
-	defaults := map[string]string{"send_to_channel": "new_destinations", "set_reminder": "new_destinations",
-		"telegram_send_file": "new_destinations", "matrix_send_file": "new_destinations"}
+	defaults := map[string]string{"send_to_channel": "new_destinations", "set_reminder": "new_destinations"}
 	with := func(m map[string]string) map[string]string {
 		out := maps.Clone(defaults)
 		maps.Copy(out, m)
