@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/evidence"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/subagent"
 	"github.com/reverie-ai/reverie/internal/toolloop"
@@ -69,11 +70,11 @@ func TestAgentResearcherAsTool(t *testing.T) {
 		switch {
 		case last.Role == "tool" && last.ToolCallID == "m1":
 			c, _ := toolloop.Unfence(last.Text())
-			var out subagent.Output
-			if err := json.Unmarshal([]byte(c), &out); err != nil {
+			p, ok := evidence.Decode(c)
+			if !ok || p.Kind != evidence.AgentResult || len(p.Items) < 2 || p.Items[0].Label != "answer" {
 				return llmtest.ServerReply{Text: "bad agent result: " + c}
 			}
-			return llmtest.ServerReply{Text: "The researcher says: " + out.Result + " (calls: " + out.ToolCalls[0].Name + ")"}
+			return llmtest.ServerReply{Text: "The researcher says: " + p.Items[0].Text + " (calls: " + p.Items[1].Title + ")"}
 		case strings.Contains(lastUser(req), "what do pancakes need"):
 			return callReply("m1", "agent_researcher", map[string]string{"task": "What do pancakes need? Read " + page.URL + "/pancakes"})
 		}

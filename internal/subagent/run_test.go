@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/evidence"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
@@ -90,13 +91,11 @@ func TestRunnerRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out Output
-	if err := json.Unmarshal([]byte(res.Content), &out); err != nil {
-		t.Fatal(err)
-	}
-	if out.Agent != "lexicographer" || out.Result != "Hello is a greeting." || len(out.ToolCalls) != 1 ||
-		out.ToolCalls[0].Name != "lookup" || !out.ToolCalls[0].OK || string(out.ToolCalls[0].Arguments) != `{"word":"hello"}` {
-		t.Errorf("output %+v", out)
+	p, ok := evidence.Decode(res.Content)
+	if !ok || p.Kind != evidence.AgentResult || p.Meta.Source != "agent_lexicographer" || len(p.Items) != 2 ||
+		p.Items[0] != (evidence.Item{Label: "answer", Text: "Hello is a greeting."}) ||
+		p.Items[1] != (evidence.Item{Title: "lookup", Label: "tool call", Text: `{"word":"hello"}`}) {
+		t.Errorf("result %s", res.Content)
 	}
 	req := model.Requests()[0]
 	if !strings.Contains(req.System, "You define words precisely.") || !strings.Contains(req.System, "untrusted data") {

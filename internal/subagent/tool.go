@@ -17,11 +17,12 @@ type Args struct {
 	Context string `json:"context,omitempty" jsonschema:"background the agent needs (facts, earlier results, constraints)"`
 }
 
-// Output is an agent tool's result.
+// Output is an agent's answer and the calls it made; agent_NAME returns it
+// as an evidence packet (Output.Packet).
 type Output struct {
-	Agent     string     `json:"agent"`
-	Result    string     `json:"result"`
-	ToolCalls []CallInfo `json:"tool_calls"`
+	Agent     string
+	Result    string
+	ToolCalls []CallInfo
 }
 
 // CallInfo is one tool call an agent made.
@@ -76,7 +77,11 @@ func NewTool(name, description string, timeout time.Duration, invoke Invoke) too
 		if t.Task == "" {
 			return nil, errors.New("task is empty: say what the agent should do")
 		}
-		return invoke(ctx, t)
+		out, err := invoke(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		return out.Packet().Encode(), nil
 	}, tool.UntrustedResults(), tool.WithCategories("agents"), tool.WithCallTimeout(timeout))
 }
 
