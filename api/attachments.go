@@ -8,6 +8,10 @@ const (
 	// AttachmentFile is any other file: the model is told its name, type,
 	// size and workspace path (its tools can read it).
 	AttachmentFile = "file"
+	// AttachmentAudio is a recording (Ogg, WebM, WAV, MP3, M4A, FLAC: the
+	// page's microphone records WebM/Opus or Ogg/Opus): it is transcribed
+	// by the speech-to-text model and the words handled as typed text.
+	AttachmentAudio = "audio"
 )
 
 // AttachmentUpload is the body of POST /api/v1/threads/{thread}/attachments:

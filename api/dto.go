@@ -285,6 +285,13 @@ const (
 	FrameError      = "error"
 	FrameNotify     = "notify"
 	FramePong       = "pong"
+	// FrameTranscript shows what was heard in the user's voice message
+	// (Text), before the reply.
+	FrameTranscript = "transcript"
+	// FrameVoice is a reply spoken aloud, after its text: Audio is the URL
+	// path of the file (GET, with the token), Text what it says, Part and
+	// Parts its place in a reply spoken in parts.
+	FrameVoice = "voice"
 )
 
 // ClientFrame is a frame a WebSocket client sends.
@@ -325,6 +332,12 @@ type ServerFrame struct {
 	Approval string     `json:"approval,omitempty"`
 	State    string     `json:"state,omitempty"`
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// Audio, MediaType, Part and Parts describe a spoken reply (type
+	// "voice").
+	Audio     string `json:"audio,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Part      int    `json:"part,omitempty"`
+	Parts     int    `json:"parts,omitempty"`
 }
 
 // Approval is a tool call waiting for (or decided by) the user's approval:

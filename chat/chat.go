@@ -123,6 +123,10 @@ const (
 	// AttachImage is a picture (image/jpeg, image/png, image/gif or
 	// image/webp): a model that accepts images sees it.
 	AttachImage AttachmentKind = "image"
+	// AttachAudio is a recording (a voice note: audio/ogg, audio/webm,
+	// audio/wav, audio/mpeg…): the router has it transcribed by the
+	// speech-to-text model and handles the words as typed text.
+	AttachAudio AttachmentKind = "audio"
 )
 
 // MaxAttachments bounds the attachments of one inbound message.
@@ -144,7 +148,7 @@ var ErrInvalidAttachment = errors.New("invalid attachment")
 // Validate checks that the attachment has a known kind and a local
 // workspace path (relative, slash-separated, no "..").
 func (a Attachment) Validate() error {
-	if a.Kind != AttachImage {
+	if a.Kind != AttachImage && a.Kind != AttachAudio {
 		return fmt.Errorf("%w: unknown kind %q", ErrInvalidAttachment, a.Kind)
 	}
 	p := a.Path
@@ -179,7 +183,28 @@ const (
 	// plain-text version that ends by asking for a "yes" or "no" reply, for
 	// channels that cannot show buttons.
 	AskApproval OutboundKind = "approval"
+	// Transcript shows the user what was heard in their voice message,
+	// before the reply: Text is a complete line ("🎤 …") that channels
+	// without a better place for it send as it is.
+	Transcript OutboundKind = "transcript"
 )
+
+// Speech is a reply spoken aloud: an audio file in the workspace that a
+// channel able to play it sends after the text reply
+// (extension.VoiceChannelProvider).
+type Speech struct {
+	// Path is the file's slash-separated path relative to the workspace.
+	Path string
+	// MediaType is the file's MIME type ("audio/ogg" for Ogg/Opus).
+	MediaType string
+	// Text is what the file says (the reply, or a part of it).
+	Text string
+	// Part and Parts number the pieces of a long reply spoken in parts
+	// (1 of 1 for a short one).
+	Part, Parts int
+	// Seconds is the audio's length when known, else 0.
+	Seconds float64
+}
 
 // Outbound is a message for a user on a channel.
 type Outbound struct {

@@ -154,6 +154,17 @@ type StreamingChannelProvider interface {
 	OpenStream(ctx context.Context, addr chat.Address) (Stream, error)
 }
 
+// VoiceChannelProvider is a channel that can play a reply spoken aloud (a
+// Telegram voice note, a Matrix m.audio event, the web page's play
+// button). The router calls SendVoice after the text reply, once per part,
+// when the conversation's voice_replies setting asks for speech; channels
+// without it get the text only.
+type VoiceChannelProvider interface {
+	ChannelProvider
+	// SendVoice delivers speech (a file in the workspace) to addr.
+	SendVoice(ctx context.Context, addr chat.Address, speech chat.Speech) error
+}
+
 // Stream is one reply being streamed. Calls come from one goroutine, in
 // order; Close is always called last, exactly once.
 type Stream interface {

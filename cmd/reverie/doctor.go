@@ -25,6 +25,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/tools/shell"
+	"github.com/reverie-ai/reverie/internal/voice"
 	"github.com/reverie-ai/reverie/internal/world"
 	"github.com/reverie-ai/reverie/termtext"
 )
@@ -116,6 +117,7 @@ func (d *doctor) run(ctx context.Context) {
 	// Models: every configured backend answers.
 	if d.cfg != nil {
 		d.checkModels(ctx)
+		d.checkVoice(ctx)
 	}
 
 	// Telegram: the token works.
@@ -255,6 +257,31 @@ func (d *doctor) checkModels(ctx context.Context) {
 		} else {
 			d.add(name, checkOK, "%s answers (%s; roles %s)", h.Backend, h.Elapsed.Round(time.Millisecond), strings.Join(h.Roles, ", "))
 		}
+	}
+}
+
+// checkVoice calls the stt and tts models once each (a half-second of
+// silence transcribed, "OK." spoken), or says that voice is off.
+func (d *doctor) checkVoice(ctx context.Context) {
+	probes, err := voice.Check(ctx, voice.Options{Config: d.cfg.Voice, Models: d.cfg.Models, Env: d.env})
+	if err != nil {
+		d.add("voice", checkFail, "%v", err)
+		return
+	}
+	roles := map[string]bool{}
+	for _, p := range probes {
+		roles[p.Role] = true
+		if p.Err != nil {
+			d.add("voice", checkFail, "%s model %s: %v", p.Role, p.Backend, p.Err)
+		} else {
+			d.add("voice", checkOK, "%s model %s answers (%s)", p.Role, p.Backend, p.Elapsed.Round(time.Millisecond))
+		}
+	}
+	if !roles[config.RoleSTT] {
+		d.add("voice", checkSkip, "no stt model: voice messages get a line saying how to enable them (REVERIE_STT_MODEL or models.roles.stt)")
+	}
+	if !roles[config.RoleTTS] {
+		d.add("voice", checkSkip, "no tts model: replies are written only (REVERIE_TTS_MODEL or models.roles.tts)")
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -227,6 +229,8 @@ func TestAccessRules(t *testing.T) {
 		{name: "segment", method: "GET", path: "/api/v1/segments/3", ok: 200},
 		{name: "search", method: "GET", path: "/api/v1/search?q=lyon", ok: 200},
 		{name: "project status", method: "GET", path: "/api/v1/status/project?thread=web:t1", ok: 200},
+		// A spoken reply: a GET like the other reads.
+		{name: "speech", method: "GET", path: "/api/v1/threads/web:t1/speech/reply-1.ogg", ok: 200},
 	}
 	creds := []string{"bearer", "cookie", "missing", "wrong"}
 	origins := []string{"same", "cross", "absent", "null"}
@@ -240,6 +244,13 @@ func TestAccessRules(t *testing.T) {
 			s := startWeb(t, "rate_per_second: 0\nauth_failures_per_minute: 0\nauth: "+auth, f.services())
 			_, port, _ := net.SplitHostPort(s.w.Addr().String())
 			cookie := s.login(t, s.base, "")
+			speech := filepath.Join(s.host.DataDir(), workspaceDir, "voice", "web", "t1")
+			if err := os.MkdirAll(speech, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(speech, "reply-1.ogg"), []byte("OggS fake"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			for _, rt := range routes {
 				unsafe := rt.method != "GET"
 				for _, cred := range creds {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -120,6 +121,9 @@ func classify(data []byte, claimed string) (kind, media string) {
 	if imageTypes[sniffed] {
 		return api.AttachmentImage, sniffed
 	}
+	if media, ok := audioType(data, claimed); ok {
+		return api.AttachmentAudio, media
+	}
 	if claimed != "" && len(claimed) < 128 && !strings.ContainsAny(claimed, " \t\r\n;\"") && strings.Count(claimed, "/") == 1 {
 		return api.AttachmentFile, claimed
 	}
@@ -129,12 +133,35 @@ func classify(data []byte, claimed string) (kind, media string) {
 	return api.AttachmentFile, sniffed
 }
 
+// audioType recognises a recording from its container (the page's
+// microphone records WebM/Opus or Ogg/Opus; uploads may be WAV, MP3, FLAC
+// or M4A). An MP4 container counts as audio only when claimed says so (an
+// .m4a name); a WebM video's sound is transcribed like a recording.
+func audioType(data []byte, claimed string) (string, bool) {
+	switch {
+	case bytes.HasPrefix(data, []byte("OggS")):
+		return "audio/ogg", true
+	case len(data) >= 12 && bytes.HasPrefix(data, []byte("RIFF")) && string(data[8:12]) == "WAVE":
+		return "audio/wav", true
+	case bytes.HasPrefix(data, []byte("fLaC")):
+		return "audio/flac", true
+	case bytes.HasPrefix(data, []byte("ID3")):
+		return "audio/mpeg", true
+	case bytes.HasPrefix(data, []byte{0x1a, 0x45, 0xdf, 0xa3}):
+		return "audio/webm", true
+	case len(data) >= 12 && string(data[4:8]) == "ftyp" && strings.HasPrefix(claimed, "audio/"):
+		return "audio/mp4", true
+	}
+	return "", false
+}
+
 // errAttachment is a message's attachment that cannot be used.
 var errAttachment = errors.New("attachment")
 
 // inbound turns a message's attachment references into the image
-// attachments the model sees and the lines that name the other files
-// (put before text). Each must be a file uploaded to thread t.
+// attachments the model sees, the recordings the router has transcribed
+// (audio attachments) and the lines that name the other files (put before
+// text). Each must be a file uploaded to thread t.
 func (w *Web) inbound(t chat.ThreadID, refs []api.AttachmentRef) (notes []string, images []chat.Attachment, err error) {
 	if len(refs) > chat.MaxAttachments {
 		return nil, nil, fmt.Errorf("%w: %d attachments, the limit is %d", errAttachment, len(refs), chat.MaxAttachments)
@@ -161,9 +188,13 @@ func (w *Web) inbound(t chat.ThreadID, refs []api.AttachmentRef) (notes []string
 			return nil, nil, fmt.Errorf("%w %q: %w", errAttachment, p, err)
 		}
 		name := uploadName(p)
-		kind, media := classify(head, "")
-		if kind == api.AttachmentImage {
+		kind, media := classify(head, mimeByExt(path.Ext(name)))
+		switch kind {
+		case api.AttachmentImage:
 			images = append(images, chat.Attachment{Kind: chat.AttachImage, Path: p, MediaType: media})
+			continue
+		case api.AttachmentAudio:
+			images = append(images, chat.Attachment{Kind: chat.AttachAudio, Path: p, MediaType: media})
 			continue
 		}
 		if ext := path.Ext(name); ext != "" {
@@ -232,6 +263,7 @@ func mimeByExt(ext string) string {
 		".json": "application/json", ".html": "text/html", ".zip": "application/zip",
 		".doc": "application/msword", ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 		".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ".mp3": "audio/mpeg", ".ogg": "audio/ogg",
+		".m4a": "audio/mp4", ".wav": "audio/wav", ".webm": "audio/webm", ".flac": "audio/flac",
 	}[strings.ToLower(ext)]
 }
 

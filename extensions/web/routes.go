@@ -60,6 +60,7 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/threads/{thread}/messages", w.need("threads", w.listMessages))
 	m.HandleFunc("POST "+p+"/threads/{thread}/messages", w.need("chat", w.postMessage))
 	m.HandleFunc("POST "+p+"/threads/{thread}/attachments", w.need("chat", w.uploadAttachment))
+	m.HandleFunc("GET "+p+"/threads/{thread}/speech/{file}", w.need("chat", w.getSpeech))
 	m.HandleFunc("GET "+p+"/threads/{thread}/model", w.need("models", w.threadModel))
 	m.HandleFunc("PUT "+p+"/threads/{thread}/model", w.need("models", w.setThreadModel))
 	m.HandleFunc("GET "+p+"/models", w.need("models", w.listModels))

@@ -625,6 +625,8 @@ func (w *Web) Send(_ context.Context, msg chat.Outbound) error {
 		f.Type, f.Error = api.FrameError, w.host.Redact(msg.Text)
 	case chat.Notify:
 		f.Type, f.Text = api.FrameNotify, msg.Text
+	case chat.Transcript:
+		f.Type, f.Text = api.FrameTranscript, msg.Text
 	case chat.AskApproval:
 		if msg.Approval == nil {
 			return errors.New("an approval message without its request")
@@ -713,5 +715,6 @@ func validJSON(b json.RawMessage) json.RawMessage {
 var (
 	_ extension.ChannelProvider          = (*Web)(nil)
 	_ extension.StreamingChannelProvider = (*Web)(nil)
+	_ extension.VoiceChannelProvider     = (*Web)(nil)
 	_ extension.Stream                   = (*wsStream)(nil)
 )

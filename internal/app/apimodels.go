@@ -7,12 +7,18 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
+	"github.com/reverie-ai/reverie/internal/voice"
 )
 
-// apiModels serves the model picker: the router's roles and backends, and
-// the model chosen per conversation.
-type apiModels struct{ m *modelrouter.Router }
+// apiModels serves the model picker: the router's roles and backends, the
+// speech roles (stt, tts: audio models, not choosable for a conversation),
+// and the model chosen per conversation.
+type apiModels struct {
+	m *modelrouter.Router
+	v *voice.Service
+}
 
 func (s apiModels) List(context.Context) (api.ModelList, error) {
 	out := api.ModelList{Backends: []api.ModelBackend{}, Roles: []api.ModelRole{}}
@@ -25,6 +31,13 @@ func (s apiModels) List(context.Context) (api.ModelList, error) {
 			bs = []string{}
 		}
 		out.Roles = append(out.Roles, api.ModelRole{Role: r.Role, Backends: bs, FallsBackTo: r.FallsBackTo})
+	}
+	for _, role := range config.SpeechRoles {
+		bs := s.v.Backends(role)
+		if bs == nil {
+			bs = []string{}
+		}
+		out.Roles = append(out.Roles, api.ModelRole{Role: role, Backends: bs})
 	}
 	return out, nil
 }

@@ -20,7 +20,7 @@ func (a *App) fillAPIServices(svc *api.Services) {
 	svc.Conversations = apiConversations{c: a.Conversations, r: a.Router}
 	svc.Interactions = apiInteractions{a.Interactions}
 	svc.Usage = apiUsage{a.Models}
-	svc.Models = apiModels{a.Models}
+	svc.Models = apiModels{a.Models, a.Voice}
 	svc.Events = apiEvents{bus: a.Bus, db: a.DB}
 	svc.Setup = apiSetup{a}
 	svc.Pairing = apiPairing{a}

@@ -52,6 +52,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/supervisor"
 	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/versioning"
+	"github.com/reverie-ai/reverie/internal/voice"
 	"github.com/reverie-ai/reverie/internal/workflow"
 	"github.com/reverie-ai/reverie/internal/world"
 	"github.com/reverie-ai/reverie/tool"
@@ -124,7 +125,10 @@ type App struct {
 	Kernel *kernel.Kernel
 	World  *world.Store
 	// The agent runtime.
-	Models        *modelrouter.Router
+	Models *modelrouter.Router
+	// Voice hears voice messages and speaks replies (the stt and tts
+	// roles).
+	Voice         *voice.Service
 	Conversations *conversation.Store
 	Interactions  *interactions.Store
 	Agent         *agent.Agent

@@ -92,6 +92,11 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	}
 	a.core = core
 	a.coreTools = append(core.All(), memory.Tools(a.Memory)...)
+	// Channels save recordings in the data dir's workspace (whatever
+	// tools.workspace says), and the web page plays speech from there.
+	if err := a.buildVoice(ctx, filepath.Join(a.opts.DataDir, "workspace")); err != nil {
+		return err
+	}
 	if err := a.buildPulseAndSkills(ctx); err != nil {
 		return err
 	}
@@ -183,6 +188,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		Answers:  a.Approvals,
 		Titles:   a.titler(cfg.Conversations, conv, models),
 		Listener: listener,
+		Voice:    a.Voice,
 		Now:      a.opts.Now,
 		Logger:   a.Logger.With("component", "router"),
 	})
@@ -191,6 +197,9 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	}
 	a.Router = rt
 	if err := a.registerPulseCommand(rt); err != nil {
+		return fmt.Errorf("set up router: %w", err)
+	}
+	if err := a.registerVoiceCommand(rt); err != nil {
 		return fmt.Errorf("set up router: %w", err)
 	}
 	a.runtimeTools = []tool.Tool{

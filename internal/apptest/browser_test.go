@@ -71,9 +71,11 @@ func chromium(t *testing.T) string {
 //
 // Call it after starting the app, so that its cleanup (the screenshot) runs
 // before the app stops.
-func newBrowser(t *testing.T, path, name string, width, height int) *browserPage {
+//
+// extra adds flags (a fake microphone, say).
+func newBrowser(t *testing.T, path, name string, width, height int, extra ...chromedp.ExecAllocatorOption) *browserPage {
 	t.Helper()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
 		chromedp.NoSandbox,
@@ -86,7 +88,7 @@ func newBrowser(t *testing.T, path, name string, width, height int) *browserPage
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(width, height),
-	)
+	}, extra...)...)
 	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
 	ctx, cancelTimeout := context.WithTimeout(tabCtx, 3*time.Minute)
 	p := &browserPage{t: t, ctx: ctx}

@@ -69,6 +69,8 @@ type Config struct {
 	Workflow   WorkflowConfig   `yaml:"workflow"`
 	// Conversations: how conversations get their titles.
 	Conversations ConversationsConfig `yaml:"conversations"`
+	// Voice: hearing voice messages and speaking replies.
+	Voice VoiceConfig `yaml:"voice"`
 
 	meta *meta
 }
@@ -185,6 +187,7 @@ func Default() Config {
 		Reflection:    defaultReflection(),
 		Scheduler:     defaultScheduler(),
 		Workflow:      defaultWorkflow(),
+		Voice:         defaultVoice(),
 		Models:        ModelsConfig{Backends: map[string]ModelBackend{}, Roles: map[string][]string{}},
 	}
 }
@@ -552,7 +555,10 @@ func (c *Config) Validate() error {
 	if err := c.validateWorkflow(); err != nil {
 		return err
 	}
-	return c.validateModels()
+	if err := c.validateModels(); err != nil {
+		return err
+	}
+	return c.validateVoice()
 }
 
 // validLanguage accepts BCP-47-like codes: "en", "pt-BR", "zh-Hans".

@@ -18,7 +18,9 @@ type ModelsConfig struct {
 	// Roles map a role (main, compaction, sub_sessions, dreaming,
 	// reflection, scout, supervisor, or one an extension registers) to an
 	// ordered list of "backend/model" entries; later entries are fallbacks
-	// used only while earlier ones are unavailable.
+	// used only while earlier ones are unavailable. The speech roles stt
+	// (speech to text) and tts (text to speech) name audio models of openai
+	// backends and never fall back to main.
 	Roles map[string][]string `yaml:"roles"`
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -100,7 +101,9 @@ func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 		built := map[string]bool{}
 		roles := make([]string, 0, len(s.Models.Roles))
 		for role := range s.Models.Roles {
-			roles = append(roles, role)
+			if !slices.Contains(config.SpeechRoles, role) { // audio models: internal/voice
+				roles = append(roles, role)
+			}
 		}
 		sort.Strings(roles)
 		for _, role := range roles {

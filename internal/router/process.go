@@ -50,6 +50,11 @@ func (r *Router) process(ctx context.Context, j *job) outcome {
 func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	start := r.o.Now()
 	deliver := j.done == nil
+	if hasAudio(j.attachments) {
+		if reply, ok := r.hear(ctx, j, deliver); !ok {
+			return outcome{res: agent.Result{Reply: reply}}
+		}
+	}
 	// A new conversation is greeted in the same model call that answers
 	// its first message (the seed is stored before the message): one wait,
 	// and the stored order is the order shown.
@@ -57,6 +62,9 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Sender: j.sender, Received: j.received,
 		Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}, deliver, chat.Reply)
 	r.publishReplied(ctx, j, start, res, err)
+	if err == nil && deliver {
+		r.speak(ctx, j, res.Reply)
+	}
 	if err == nil && r.o.Titles != nil {
 		r.o.Titles.Title(ctx, j.thread, j.text, res.Reply)
 	}

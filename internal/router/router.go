@@ -140,7 +140,11 @@ type Options struct {
 	// Listener, when set, remembers the messages the assistant only
 	// listens to (chat.Inbound.Overheard); without it they are dropped.
 	Listener Listener
-	Logger   *slog.Logger
+	// Voice, when set, transcribes voice messages (audio attachments)
+	// before their turn and speaks replies on channels that play audio;
+	// without it a recording reaches the model as a line naming its file.
+	Voice  Voice
+	Logger *slog.Logger
 	// Migrations, when set, is the start's shared record of applied
 	// migrations (one read for every component); nil: this component
 	// reads its own.
@@ -201,6 +205,9 @@ type job struct {
 	received    time.Time
 	// target is the user message an edit replaces.
 	target int64
+	// spoken: the message was a voice message, transcribed before its
+	// turn (its reply may be spoken: voice_replies when_spoken_to).
+	spoken bool
 	// started: a turn for this item began before the last stop (the row
 	// was found marked at start-up); afterID is the thread's last message
 	// id before the turn stored the item; attempts counts turn starts.

@@ -41,7 +41,7 @@ import (
 var staticFS embed.FS
 
 // ContentSecurityPolicy is sent with every response of the handler.
-const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src blob:; " +
 	"connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; " +
 	"frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
 
@@ -158,7 +158,8 @@ func setSecurityHeaders(h http.Header) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
+	// The microphone records voice messages from this page only.
+	h.Set("Permissions-Policy", "camera=(), microphone=(self), geolocation=(), payment=()")
 }
 
 func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {

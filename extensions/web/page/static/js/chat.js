@@ -6,6 +6,7 @@ import { render, installCopy } from './markdown.js';
 import * as api from './api.js';
 import * as drawer from './drawer.js';
 import * as attach from './attach.js';
+import * as voice from './voice.js';
 import { setTitles, threadLabel } from './titles.js';
 
 const THREAD_KEY = 'reverie.thread';
@@ -58,6 +59,7 @@ export function initChat({ chat, info }) {
 
   installCopy($('messages'));
   attach.init({ currentThread: () => st.current });
+  voice.init({ currentThread: () => st.current, send: sendVoice });
   onThreadShown(attach.clear);
   $('composer').addEventListener('submit', (ev) => { ev.preventDefault(); sendInput(); });
   $('stop').addEventListener('click', () => { if (st.current) st.chat.cancel(st.current); });
@@ -669,7 +671,10 @@ function renderEntry(e) {
     return;
   }
   const body = h('div', { class: 'md' });
-  if (e.role === 'user') body.append(...textParagraphs(e.text));
+  if (e.role === 'user' && e.spoken) {
+    // a voice message: what was heard, once the server has transcribed it
+    body.append(h('p', { class: 'plain heard', title: 'Voice message, as it was heard' }, '🎤 ', e.text || 'listening…'));
+  } else if (e.role === 'user') body.append(...textParagraphs(e.text));
   else body.append(render(e.text));
   if (e.streaming && !e.text && !e.tools.length) body.append(typingDots());
   const bubble = h('div', { class: 'bubble' });
@@ -693,6 +698,7 @@ function actions(e) {
   if (e.role !== 'user' && e.role !== 'assistant' && e.role !== 'notify') return null;
   const btn = (act, label, fn) => h('button', { type: 'button', class: 'act', dataset: { act }, on: { click: fn } }, label);
   const out = [];
+  if (e.voice && e.voice.length) out.push(voice.playButton(e.voice));
   if (e.text) out.push(btn('copy', 'Copy', (ev) => copyEntry(e, ev.currentTarget)));
   if (!e.readOnly && conversations()) {
     if (e.role === 'user' && e.id) out.push(btn('edit', 'Edit', () => editEntry(e)));
@@ -946,6 +952,28 @@ function sendInput() {
   scrollToEnd(true);
 }
 
+// sendVoice sends a recorded voice message (an uploaded audio attachment);
+// its bubble shows the transcript once the server has heard it.
+function sendVoice(thread, atts) {
+  if (thread !== st.current) return;
+  st.emptyThreads.delete(thread);
+  const e = newEntry('user', '');
+  e.attachments = atts;
+  e.spoken = true;
+  renderEntry(e);
+  append(e);
+  touchThread(thread, '');
+  expect(thread, 1);
+  st.chat.send(thread, '', atts);
+  scrollToEnd(true);
+}
+
+// lastEntry is the newest entry of role (for a transcript, or a spoken reply).
+function lastEntry(role) {
+  for (let i = st.entries.length - 1; i >= 0; i--) if (st.entries[i].role === role) return st.entries[i];
+  return null;
+}
+
 function suggestCommands() {
   const box = document.getElementById('suggest');
   const v = $('input').value;
@@ -1053,6 +1081,25 @@ function onFrame(f) {
     case 'notify':
       showNotify(f);
       break;
+    case 'transcript': {
+      // What was heard in the voice message: its bubble shows it.
+      const e = lastEntry('user');
+      if (e) {
+        e.text = (f.text || '').replace(/^🎤\s*/u, '');
+        e.spoken = true;
+        renderEntry(e);
+      }
+      break;
+    }
+    case 'voice': {
+      // A spoken part of the reply: the reply gets a play button.
+      const e = lastEntry('assistant');
+      if (e && f.audio) {
+        e.voice = (e.voice || []).filter((p) => p.part !== f.part).concat([{ audio: f.audio, part: f.part || 1, parts: f.parts || 1 }]);
+        renderEntry(e);
+      }
+      break;
+    }
     case 'approval':
       showApproval(f);
       break;

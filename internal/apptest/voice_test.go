@@ -1,0 +1,94 @@
+package apptest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/llm/llmtest"
+)
+
+// sendRecording saves a recording in the workspace and hands it to the
+// router as a channel does with a voice note, with an optional caption.
+func sendRecording(t *testing.T, h *Harness, thread, caption string) string {
+	t.Helper()
+	rel := "testchan/" + thread + "/voice.ogg"
+	p := filepath.Join(h.DataDir, "workspace", filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, llmtest.SpokenOgg(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := chat.NewThreadID(ChannelName, thread)
+	if err := h.Channel.host.Receive(context.Background(), chat.Inbound{
+		Address: chat.Address{Channel: ChannelName, Thread: id}, Sender: chat.Sender{ID: "tester"}, Text: caption,
+		Attachments: []chat.Attachment{{Kind: chat.AttachAudio, Path: rel, MediaType: "audio/ogg"}},
+	}); err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	return rel
+}
+
+// Without an stt model a voice message gets one line saying how to enable
+// it and where the recording is; no turn runs, and the file stays.
+func TestVoiceMessageWithoutSTT(t *testing.T) {
+	h := Start(t)
+	rel := sendRecording(t, h, "v1", "")
+	got := h.Channel.WaitFor(t, "v1", 1)
+	if got[0].Kind != chat.Error || !strings.Contains(got[0].Text, "REVERIE_STT_MODEL") || !strings.Contains(got[0].Text, rel) {
+		t.Fatalf("delivered %+v", got)
+	}
+	if n := len(h.Model.ChatRequests()); n != 0 {
+		t.Errorf("%d model calls for a voice message nobody could hear", n)
+	}
+	if _, err := os.Stat(filepath.Join(h.DataDir, "workspace", filepath.FromSlash(rel))); err != nil {
+		t.Errorf("the recording is gone: %v", err)
+	}
+}
+
+// With an stt model the voice message is transcribed and answered as typed
+// text; the channel is shown the transcript first. A channel that cannot
+// play audio gets no speech, and no speech is made for it. A server that
+// fails gets one line naming the recording, and a caption is still
+// answered with the model told of the recording.
+func TestVoiceMessageTranscribed(t *testing.T) {
+	audio := llmtest.NewAudioServer(t)
+	h := Start(t, voiceEnv(audio), WithEnv("REVERIE_VOICE__REPLIES=always"))
+	h.Model.Handle(answerSpoken)
+	sendRecording(t, h, "v2", "")
+	got := h.Channel.WaitFor(t, "v2", 2)
+	if got[0].Kind != chat.Transcript || got[0].Text != "🎤 "+llmtest.SpokenText {
+		t.Errorf("first delivered %+v, want the transcript", got[0])
+	}
+	if got[1].Kind != chat.Reply || !strings.Contains(got[1].Text, "It is noon in Lisbon.") {
+		t.Errorf("then %+v, want the reply", got[1])
+	}
+	var asked string
+	for _, req := range h.Model.ChatRequests() {
+		for _, m := range req.Messages {
+			if m.Role == "user" && strings.Contains(m.Text(), llmtest.SpokenText) {
+				asked = m.Text()
+			}
+		}
+	}
+	if !strings.HasSuffix(strings.TrimSpace(asked), llmtest.SpokenText) || strings.Contains(asked, "voice.ogg") {
+		t.Errorf("the model was asked %q, want the words as typed", asked)
+	}
+	if n := len(audio.Speeches()); n != 0 {
+		t.Errorf("%d speech requests for a channel that cannot play audio", n)
+	}
+
+	audio.Enqueue(llmtest.AudioReply{Status: 500, ErrorMessage: "the GPU is on fire"}, llmtest.AudioReply{Status: 500, ErrorMessage: "the GPU is on fire"})
+	rel := sendRecording(t, h, "v3", "what did I say?")
+	got = h.Channel.WaitFor(t, "v3", 2)
+	if got[0].Kind != chat.Error || !strings.Contains(got[0].Text, "GPU is on fire") || !strings.Contains(got[0].Text, rel) {
+		t.Errorf("failure line %+v", got[0])
+	}
+	if got[1].Kind != chat.Reply {
+		t.Errorf("the caption was not answered: %+v", got[1])
+	}
+}
