@@ -57,10 +57,11 @@ func Open(ctx context.Context, file string) (*sql.DB, error) {
 	q.Set("_txlock", "immediate")
 	q.Set("_time_format", "sqlite")
 	dsn := "file:" + file + "?" + q.Encode()
-	db, err := sql.Open("sqlite", dsn)
+	connector, err := newCachingConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", file, err)
 	}
+	db := sql.OpenDB(connector)
 	if file == ":memory:" {
 		// Every connection to :memory: is a separate database.
 		db.SetMaxOpenConns(1)
