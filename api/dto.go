@@ -543,6 +543,10 @@ type Skill struct {
 	Content   string    `json:"content,omitempty"`
 	Chars     int       `json:"chars"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Folder marks a skill in the shared format (skills/NAME/SKILL.md):
+	// Summary is its description; it is read-only here (PUT and DELETE
+	// answer 409).
+	Folder bool `json:"folder,omitempty"`
 }
 
 // SkillInput is the body of PUT /api/v1/skills/{name}.

@@ -54,7 +54,7 @@ func TestAPIDTOsInStep(t *testing.T) {
 		{
 			name: "skill", internal: skills.Skill{},
 			convert: func(in any) any { return skillOf(in.(skills.Skill)) },
-			copied: merge(same("Name", "Summary", "Chars"),
+			copied: merge(same("Name", "Summary", "Chars", "Folder"),
 				map[string]string{"Body": "Content", "Modified": "UpdatedAt"}),
 		},
 		{

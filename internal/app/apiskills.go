@@ -18,6 +18,8 @@ func skillError(err error) error {
 		return nil
 	case errors.Is(err, skills.ErrNotFound):
 		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
+	case errors.Is(err, skills.ErrFolder):
+		return fmt.Errorf("%w: %w", api.ErrConflict, err)
 	case errors.Is(err, skills.ErrInvalidName), errors.Is(err, skills.ErrEmpty), errors.Is(err, skills.ErrTooLong),
 		errors.Is(err, skills.ErrSecret):
 		return fmt.Errorf("%w: %w", api.ErrInvalid, err)
@@ -26,7 +28,7 @@ func skillError(err error) error {
 }
 
 func skillOf(s skills.Skill) api.Skill {
-	return api.Skill{Name: s.Name, Summary: s.Summary, Content: s.Body, Chars: s.Chars, UpdatedAt: s.Modified}
+	return api.Skill{Name: s.Name, Summary: s.Summary, Content: s.Body, Chars: s.Chars, UpdatedAt: s.Modified, Folder: s.Folder}
 }
 
 func (s apiSkills) List(ctx context.Context) ([]api.Skill, error) {

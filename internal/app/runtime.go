@@ -15,6 +15,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/router"
+	"github.com/reverie-ai/reverie/internal/skills"
 	"github.com/reverie-ai/reverie/internal/tools"
 	"github.com/reverie-ai/reverie/internal/tools/channels"
 	"github.com/reverie-ai/reverie/internal/tools/shell"
@@ -75,6 +76,12 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	if !filepath.IsAbs(workspace) {
 		workspace = filepath.Join(a.opts.DataDir, workspace)
 	}
+	// Skill folders' scripts run from where they are: the sandbox may
+	// read (not write) the skills directory.
+	skillsDir, err := filepath.Abs(filepath.Join(a.opts.DataDir, skills.DirName))
+	if err != nil {
+		return fmt.Errorf("set up core tools: %w", err)
+	}
 	core, err := tools.New(tools.Config{
 		Workspace: workspace,
 		Files:     tools.FilesConfig{MaxFileBytes: cfg.Tools.MaxFileBytes},
@@ -82,7 +89,8 @@ func (a *App) buildRuntime(ctx context.Context) error {
 			DefaultTimeout: cfg.Tools.Shell.Timeout, MaxTimeout: cfg.Tools.Shell.MaxTimeout,
 			MaxOutput: cfg.Tools.Shell.MaxOutputBytes,
 			Limits: shell.Limits{Processes: cfg.Tools.Shell.Limits.Processes, Memory: int64(cfg.Tools.Shell.Limits.Memory),
-				FileSize: int64(cfg.Tools.Shell.Limits.FileSize), CPUSeconds: cfg.Tools.Shell.Limits.CPUSeconds}},
+				FileSize: int64(cfg.Tools.Shell.Limits.FileSize), CPUSeconds: cfg.Tools.Shell.Limits.CPUSeconds},
+			ReadOnly: []string{skillsDir}},
 		Fetch: tools.FetchConfig{AllowPrivate: cfg.Tools.Fetch.AllowPrivate, AllowHosts: cfg.Tools.Fetch.AllowHosts,
 			Timeout: cfg.Tools.Fetch.Timeout, MaxBytes: cfg.Tools.Fetch.MaxBytes},
 		Search: tools.SearchConfig{SearXNGURL: cfg.Tools.Search.SearXNGURL, Timeout: cfg.Tools.Search.Timeout},

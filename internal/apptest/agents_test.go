@@ -223,3 +223,59 @@ func TestAgentInjectionNeedsApproval(t *testing.T) {
 		t.Fatalf("the other host was contacted %d times after a denial", n)
 	}
 }
+
+// TestSkillFolderWrittenByHand: a skill folder in the shared format
+// (front matter, scripts/) written into <data>/skills/ while the app runs
+// is in the next turn's prompt (its description in the table of contents
+// or its text); read_skill reads its script and execute_shell runs it
+// from the folder.
+func TestSkillFolderWrittenByHand(t *testing.T) {
+	h := Start(t)
+	dir := filepath.Join(h.DataDir, "skills", "word-count")
+	script := filepath.Join(dir, "scripts", "count.sh")
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == "tool" && last.ToolCallID == "s1":
+			return callReply("s2", "execute_shell", map[string]string{"command": "sh " + script + " one two three"})
+		case last.Role == "tool" && last.ToolCallID == "s2":
+			c, _ := toolloop.Unfence(last.Text())
+			return llmtest.ServerReply{Text: "Counted: " + c}
+		case strings.Contains(lastUser(req), "count these words") && strings.Contains(systemOf(req), "Counts the words of a text"):
+			return callReply("s1", "read_skill", map[string]string{"name": "word-count", "path": "scripts/count.sh"})
+		case strings.Contains(lastUser(req), "count these words"):
+			return llmtest.ServerReply{Text: "No such skill."}
+		}
+		return llmtest.ServerReply{Text: "Hello."}
+	})
+	h.Send(t, "w", "count these words")
+	if got := h.Channel.WaitFor(t, "w", 1); got[0].Text != "No such skill." {
+		t.Fatalf("before the folder: %q", got[0].Text)
+	}
+	if err := os.MkdirAll(filepath.Dir(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"words: $#\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	skill := "---\nname: word-count\ndescription: Counts the words of a text with a script.\nlicense: MIT\n---\n\n# Word count\n\nRun `scripts/count.sh WORDS…`; it prints the count.\n"
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(skill), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.Send(t, "w", "count these words")
+	got := h.Channel.WaitFor(t, "w", 2)
+	if !strings.Contains(got[1].Text, "words: 3") {
+		t.Fatalf("with the folder: %q", got[1].Text)
+	}
+	var read string
+	for _, req := range h.Model.ChatRequests() {
+		for _, m := range req.Messages {
+			if m.Role == "tool" && m.ToolCallID == "s1" {
+				read = m.Text()
+			}
+		}
+	}
+	if !strings.Contains(read, `echo \"words: $#\"`) {
+		t.Errorf("read_skill's result = %q", read)
+	}
+}

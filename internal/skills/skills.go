@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/reverie-ai/reverie/internal/frontmatter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/textcheck"
@@ -41,6 +42,9 @@ const (
 	// DirName is the skills directory inside the data dir (the same as
 	// datadir.SkillsDir).
 	DirName = "skills"
+	// FolderFile is the instructions file of a skill in the shared
+	// format: skills/NAME/SKILL.md.
+	FolderFile = "SKILL.md"
 )
 
 // Errors. Each is wrapped with detail; test with errors.Is.
@@ -57,6 +61,9 @@ var (
 	ErrSecret = textcheck.ErrSecret
 	// ErrNotFound: no skill has that name.
 	ErrNotFound = errors.New("no such skill")
+	// ErrFolder: the skill is a folder (skills/NAME/SKILL.md), which the
+	// store reads but never writes or deletes.
+	ErrFolder = errors.New("the skill is a folder")
 )
 
 // Skill is one learned procedure.
@@ -70,11 +77,20 @@ type Skill struct {
 	// Chars is Body's length in characters (runes).
 	Chars    int       `json:"chars"`
 	Modified time.Time `json:"modified"`
+	// Folder is set for a skill in the shared format, skills/NAME/SKILL.md:
+	// Summary is its front matter's description, Body the text after the
+	// front matter, and its other files are read with ReadFile.
+	Folder bool `json:"folder,omitempty"`
 }
 
 // Path is the skill's data-dir-relative path, slash-separated
-// ("skills/NAME.md").
-func (s Skill) Path() string { return RelPath(s.Name) }
+// ("skills/NAME.md", or "skills/NAME/SKILL.md" for a folder).
+func (s Skill) Path() string {
+	if s.Folder {
+		return DirName + "/" + s.Name + "/" + FolderFile
+	}
+	return RelPath(s.Name)
+}
 
 // RelPath is the data-dir-relative path of skill name.
 func RelPath(name string) string { return DirName + "/" + name + Ext }
@@ -137,6 +153,17 @@ type cached struct {
 	skill Skill
 	size  int64
 	mod   time.Time
+	// folder: skills/NAME/SKILL.md; absent: a folder without SKILL.md
+	// (yet: a copy in progress), looked at again at every pass.
+	folder, absent bool
+}
+
+// file is the path of the file holding skill name.
+func (s *Store) file(name string, folder bool) string {
+	if folder {
+		return filepath.Join(s.dir, name, FolderFile)
+	}
+	return filepath.Join(s.dir, name+Ext)
 }
 
 //go:embed migrations/*.sql
@@ -241,6 +268,28 @@ func parse(name string, data []byte, mod time.Time) Skill {
 	return Skill{Name: name, Summary: Summarize(body), Body: body, Chars: utf8.RuneCountInString(body), Modified: mod.UTC()}
 }
 
+// parseFolder reads a SKILL.md: front matter (name, description; other
+// keys are ignored), then the instructions. The table of contents shows
+// the description. Front matter that does not parse leaves the whole text
+// as the body, summarised by its first line.
+func parseFolder(name string, data []byte, mod time.Time) Skill {
+	var fm struct {
+		Description string `yaml:"description"`
+	}
+	text, err := frontmatter.Parse(data, &fm)
+	if err != nil {
+		sk := parse(name, data, mod)
+		sk.Folder = true
+		return sk
+	}
+	body := normalizeBody(text)
+	sum := strings.Join(strings.Fields(fm.Description), " ")
+	if sum == "" {
+		sum = Summarize(body)
+	}
+	return Skill{Name: name, Summary: sum, Body: body, Chars: utf8.RuneCountInString(body), Modified: mod.UTC(), Folder: true}
+}
+
 // List returns every skill, sorted by name (empty files included, with an
 // empty body). It reads only what changed since the last call; see the
 // package documentation.
@@ -338,21 +387,29 @@ func (s *Store) refresh() error {
 		if err != nil {
 			return err
 		}
-		for name := range s.files {
-			if !names[name] {
+		for name, c := range s.files {
+			if folder, ok := names[name]; !ok || folder != c.folder {
 				delete(s.files, name)
 				dirty = true
 			}
 		}
-		for name := range names {
+		for name, folder := range names {
 			if _, ok := s.files[name]; !ok {
-				s.files[name] = nil // read below
+				s.files[name] = &cached{folder: folder, absent: true} // read below
 			}
 		}
 		s.dirKnown, s.dirMod = true, di.ModTime()
 	}
 	for name, c := range s.files {
-		fi, err := os.Stat(filepath.Join(s.dir, name+Ext))
+		path := s.file(name, c.folder)
+		fi, err := os.Stat(path)
+		if c.folder && errors.Is(err, fs.ErrNotExist) {
+			// A folder without SKILL.md (yet): looked at again next time.
+			if !c.absent {
+				c.absent, dirty = true, true
+			}
+			continue
+		}
 		if err != nil || !fi.Mode().IsRegular() {
 			// Gone since the listing, or not a file: drop it; a
 			// re-created file changes the directory and is listed again.
@@ -360,15 +417,19 @@ func (s *Store) refresh() error {
 			dirty = true
 			continue
 		}
-		if c != nil && c.size == fi.Size() && c.mod.Equal(fi.ModTime()) {
+		if !c.absent && c.size == fi.Size() && c.mod.Equal(fi.ModTime()) {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(s.dir, name+Ext))
+		data, err := os.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("read skill %s: %w", name, err)
 		}
 		s.reads++
-		s.files[name] = &cached{skill: parse(name, data, fi.ModTime()), size: fi.Size(), mod: fi.ModTime()}
+		sk := parse(name, data, fi.ModTime())
+		if c.folder {
+			sk = parseFolder(name, data, fi.ModTime())
+		}
+		s.files[name] = &cached{skill: sk, size: fi.Size(), mod: fi.ModTime(), folder: c.folder}
 		dirty = true
 	}
 	if dirty || s.list == nil {
@@ -386,8 +447,9 @@ func (s *Store) invalidate() {
 	s.mu.Unlock()
 }
 
-// listDir returns the skill names in the directory: "*.md" entries that are
-// not hidden.
+// listDir returns the skill names in the directory, each with whether it
+// is a folder: "*.md" files and folders that are not hidden. A file and a
+// folder of the same name: the file is the skill.
 func (s *Store) listDir() (map[string]bool, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -395,11 +457,18 @@ func (s *Store) listDir() (map[string]bool, error) {
 	}
 	names := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), Ext)
-		if !ok || name == "" || strings.HasPrefix(name, ".") || e.IsDir() {
+		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		names[name] = true
+		if e.IsDir() {
+			if _, taken := names[e.Name()]; !taken {
+				names[e.Name()] = true
+			}
+			continue
+		}
+		if name, ok := strings.CutSuffix(e.Name(), Ext); ok && name != "" {
+			names[name] = false
+		}
 	}
 	return names, nil
 }
@@ -408,12 +477,19 @@ func (s *Store) listDir() (map[string]bool, error) {
 func (s *Store) rebuild() {
 	s.list = make([]Skill, 0, len(s.files))
 	for _, c := range s.files {
-		s.list = append(s.list, c.skill)
+		if !c.absent {
+			s.list = append(s.list, c.skill)
+		}
 	}
 	slices.SortFunc(s.list, func(a, b Skill) int { return strings.Compare(a.Name, b.Name) })
 	s.prompt = make([]prompt.Skill, 0, len(s.list))
 	for _, sk := range s.list {
-		if sk.Body != "" {
+		switch {
+		case sk.Body == "":
+		case sk.Folder:
+			s.prompt = append(s.prompt, prompt.Skill{Name: sk.Name, Summary: sk.Summary,
+				Body: sk.Summary + "\n\n" + sk.Body + "\n\n" + s.folderNote(sk.Name)})
+		default:
 			s.prompt = append(s.prompt, prompt.Skill{Name: sk.Name, Summary: sk.Summary, Body: sk.Body})
 		}
 	}

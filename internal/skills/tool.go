@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/reverie-ai/reverie/tool"
@@ -75,6 +76,7 @@ func AddTool(s *Store) tool.Tool {
 // ReadArgs are read_skill's arguments.
 type ReadArgs struct {
 	Name string `json:"name" jsonschema:"the skill's name as the table of contents lists it"`
+	Path string `json:"path,omitempty" jsonschema:"for a skill that is a folder: a file of it that its text names, relative to the folder (e.g. reference.md or scripts/fill.py); omit to read the skill itself"`
 }
 
 // ReadResult is read_skill's result.
@@ -83,6 +85,17 @@ type ReadResult struct {
 	Name    string `json:"name"`
 	Summary string `json:"summary"`
 	Body    string `json:"body"`
+	// Folder is the skill's folder, for a skill in the shared format.
+	Folder string `json:"folder,omitempty"`
+}
+
+// FileResult is read_skill's result for a file of a folder skill.
+type FileResult struct {
+	OK        bool   `json:"ok"`
+	Name      string `json:"name"`
+	Path      string `json:"path"`
+	Content   string `json:"content"`
+	Truncated bool   `json:"truncated,omitempty"`
 }
 
 // ReadTool is the read_skill tool: a skill's full text, for skills the
@@ -90,8 +103,16 @@ type ReadResult struct {
 // is recorded as a LoadRead of the turn's thread.
 func ReadTool(s *Store) tool.Tool {
 	return tool.New(ReadToolName,
-		"Read the full text of one of your skills (learned procedures). When your instructions list skills only by name and summary, read the matching skill before following it.",
+		"Read the full text of one of your skills (learned procedures). When your instructions list skills only by name and summary, read the matching skill before following it. "+
+			"A skill that is a folder (skills/NAME/SKILL.md) may name other files of it (references, scripts): read one with path.",
 		func(ctx context.Context, a ReadArgs) (any, error) {
+			if strings.TrimSpace(a.Path) != "" {
+				text, p, cut, err := s.ReadFile(ctx, a.Name, a.Path)
+				if err != nil {
+					return nil, err
+				}
+				return FileResult{OK: true, Name: a.Name, Path: p, Content: text, Truncated: cut}, nil
+			}
 			sk, err := s.Get(ctx, a.Name)
 			if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidName) {
 				names, lerr := s.Names(ctx)
@@ -111,6 +132,10 @@ func ReadTool(s *Store) tool.Tool {
 					s.log.Warn("could not record a skill read", "skill", sk.Name, "thread", c.Thread, "err", err)
 				}
 			}
-			return ReadResult{OK: true, Name: sk.Name, Summary: sk.Summary, Body: sk.Body}, nil
+			res := ReadResult{OK: true, Name: sk.Name, Summary: sk.Summary, Body: sk.Body}
+			if sk.Folder {
+				res.Folder = filepath.Join(s.dir, sk.Name)
+			}
+			return res, nil
 		}, tool.ReadOnly(), tool.ReadsPrivateData(), tool.WithCategories("memory"))
 }

@@ -76,6 +76,9 @@ func (s *Store) Save(ctx context.Context, name, body string) (Saved, error) {
 	if err != nil {
 		return Saved{}, fmt.Errorf("save skill: %w", err)
 	}
+	if sk, ok := s.folderSkill(ctx, n); ok {
+		return Saved{}, fmt.Errorf("save skill: %w", errFolder(sk))
+	}
 	b, err := CleanBody(body, s.maxBody)
 	if err != nil {
 		return Saved{}, fmt.Errorf("save skill %s: %w", n, err)
@@ -126,6 +129,9 @@ func (s *Store) saveLocked(ctx context.Context, n, b string) (Saved, error) {
 func (s *Store) Delete(ctx context.Context, name string) error {
 	n := name
 	if sk, err := s.Get(ctx, name); err == nil {
+		if sk.Folder {
+			return fmt.Errorf("delete skill: %w", errFolder(sk))
+		}
 		n = sk.Name
 	} else if n, err = CleanName(name); err != nil {
 		return fmt.Errorf("delete skill: %w", err)

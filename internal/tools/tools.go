@@ -60,6 +60,9 @@ type ShellConfig struct {
 	// Limits bound each command's processes, memory, file size and CPU
 	// time (zero fields: unlimited).
 	Limits shell.Limits
+	// ReadOnly are absolute paths commands may read at their own place
+	// (the skills directory, whose folders' scripts run from there).
+	ReadOnly []string
 }
 
 // FetchConfig configures fetch_url.
@@ -121,6 +124,7 @@ func New(cfg Config, logger *slog.Logger) (*Tools, error) {
 		MaxTimeout:     cfg.Shell.MaxTimeout,
 		MaxOutput:      cfg.Shell.MaxOutput,
 		Limits:         cfg.Shell.Limits,
+		ReadOnly:       cfg.Shell.ReadOnly,
 	}, logger.With("tool", "execute_shell"))
 	if err != nil {
 		return nil, fmt.Errorf("execute_shell: %w", err)

@@ -94,6 +94,11 @@ type Config struct {
 	// defaults). They need the sandbox launcher: with Mode off, or when the
 	// launcher does not work, no limit applies and results say so.
 	Limits Limits
+	// ReadOnly are absolute paths commands may read (never write) at the
+	// same place, besides the workspace and the system directories: the
+	// skills directory, whose scripts run from their folder. Paths missing
+	// when a command starts are left out.
+	ReadOnly []string
 
 	// launcher replaces os.Executable as the program serving
 	// sandbox.Subcommand, and landlockABI the kernel probe (tests).
@@ -693,7 +698,7 @@ func probe(ctx context.Context, bwrap string) (string, error) {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
 	defer cancel()
-	args := append(bwrapArgs(dir, dir, false, "", 0), "/bin/sh", "-c", "echo sandbox-ok")
+	args := append(bwrapArgs(dir, dir, nil, false, "", 0), "/bin/sh", "-c", "echo sandbox-ok")
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.WaitDelay = killGrace
 	out, err := cmd.CombinedOutput()
@@ -722,12 +727,12 @@ const sandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // bwrapArgs builds the bubblewrap options for a command run in workdir with
 // ws bound read-write and, when launcher is set, the launcher mounted at
 // innerLauncher; the command follows.
-func bwrapArgs(ws, workdir string, network bool, launcher string, tmpSize int64) []string {
+func bwrapArgs(ws, workdir string, ro []string, network bool, launcher string, tmpSize int64) []string {
 	args := []string{"--die-with-parent", "--new-session", "--unshare-all"}
 	if network {
 		args = append(args, "--share-net")
 	}
-	args = append(args, bwrapMounts(ws, workdir, launcher, tmpSize)...)
+	args = append(args, bwrapMounts(ws, workdir, ro, launcher, tmpSize)...)
 	return args
 }
 
@@ -738,10 +743,10 @@ const sharedNetNote = "network: the host's own (its loopback services, the assis
 // that slirp4netns connects (see startUserNet): bubblewrap writes the
 // child's pid to infoFD and waits for a byte on blockFD before the command
 // runs.
-func userNetArgs(ws, workdir, launcher string, tmpSize int64, infoFD, blockFD int, resolv string) []string {
+func userNetArgs(ws, workdir string, ro []string, launcher string, tmpSize int64, infoFD, blockFD int, resolv string) []string {
 	args := []string{"--die-with-parent", "--new-session", "--unshare-all",
 		"--info-fd", strconv.Itoa(infoFD), "--block-fd", strconv.Itoa(blockFD)}
-	mounts := bwrapMounts(ws, workdir, launcher, tmpSize)
+	mounts := bwrapMounts(ws, workdir, ro, launcher, tmpSize)
 	// The name server is slirp4netns's (the host's may be on its
 	// loopback, out of reach).
 	mounts = append(mounts[:len(mounts)-1], "--ro-bind", resolv, "/etc/resolv.conf", "--")
@@ -749,7 +754,7 @@ func userNetArgs(ws, workdir, launcher string, tmpSize int64, infoFD, blockFD in
 }
 
 // bwrapMounts are bubblewrap's file system and environment options.
-func bwrapMounts(ws, workdir, launcher string, tmpSize int64) []string {
+func bwrapMounts(ws, workdir string, ro []string, launcher string, tmpSize int64) []string {
 	var args []string
 	args = append(args, "--ro-bind", "/usr", "/usr")
 	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
@@ -772,6 +777,9 @@ func bwrapMounts(ws, workdir, launcher string, tmpSize int64) []string {
 		args = append(args, "--size", strconv.FormatInt(tmpSize, 10))
 	}
 	args = append(args, "--tmpfs", "/tmp", "--bind", ws, ws)
+	for _, p := range ro {
+		args = append(args, "--ro-bind", p, p)
+	}
 	if launcher != "" {
 		args = append(args, "--ro-bind", launcher, innerLauncher)
 	}
@@ -789,6 +797,17 @@ func bwrapMounts(ws, workdir, launcher string, tmpSize int64) []string {
 		"--",
 	)
 	return args
+}
+
+// existing returns the paths of ps that exist now.
+func existing(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // launch says how to start one command.
@@ -812,8 +831,9 @@ const statusFD = 3
 // runLaunched.
 func (s *Shell) command(ctx context.Context, l launch, script string) *exec.Cmd {
 	argv := []string{"/bin/sh", "-c", script}
+	ro := existing(s.cfg.ReadOnly)
 	if l.launcher != "" {
-		spec := sandbox.Spec{ReadWrite: []string{l.ws}, Network: s.cfg.Network, Landlock: l.landlock, StatusFD: statusFD, Limits: l.limits}
+		spec := sandbox.Spec{ReadWrite: []string{l.ws}, ReadOnly: ro, Network: s.cfg.Network, Landlock: l.landlock, StatusFD: statusFD, Limits: l.limits}
 		if l.cg != nil {
 			for i := range l.cg.procs {
 				spec.CgroupFDs = append(spec.CgroupFDs, statusFD+1+i)
@@ -846,10 +866,10 @@ func (s *Shell) command(ctx context.Context, l launch, script string) *exec.Cmd 
 		if l.cg != nil {
 			fd += len(l.cg.procs)
 		}
-		args := append(userNetArgs(l.ws, l.workdir, l.launcher, s.tmpSize, fd, fd+1, l.net.resolv), argv...)
+		args := append(userNetArgs(l.ws, l.workdir, ro, l.launcher, s.tmpSize, fd, fd+1, l.net.resolv), argv...)
 		cmd = exec.CommandContext(ctx, s.bwrap, args...)
 	case s.bwrap != "":
-		args := append(bwrapArgs(l.ws, l.workdir, s.cfg.Network, l.launcher, s.tmpSize), argv...)
+		args := append(bwrapArgs(l.ws, l.workdir, ro, s.cfg.Network, l.launcher, s.tmpSize), argv...)
 		cmd = exec.CommandContext(ctx, s.bwrap, args...)
 	default:
 		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)

@@ -774,3 +774,35 @@ func TestDescribeDoesNotWait(t *testing.T) {
 		t.Fatalf("the layers present passed their test, but the description changed:\nbefore %q\nafter  %q", before, after)
 	}
 }
+
+// TestSandboxReadOnlyPaths: a Config.ReadOnly path (the skills directory)
+// is readable at its own place, and its scripts run, in every sandboxed
+// setup; it cannot be written; a missing one is left out.
+func TestSandboxReadOnlyPaths(t *testing.T) {
+	skills := t.TempDir()
+	script := filepath.Join(skills, "pdf", "scripts", "hello.sh")
+	if err := os.MkdirAll(filepath.Dir(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("echo hello from the skill\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, su := range sandboxedSetups(t, false) {
+		t.Run(su.name, func(t *testing.T) {
+			cfg := su.cfg
+			cfg.ReadOnly = []string{skills, filepath.Join(skills, "missing")}
+			s := newShell(t, cfg)
+			res, err := s.Run(t.Context(), Args{Command: "sh " + script})
+			if err != nil || res.ExitCode != 0 || !strings.Contains(res.Output, "hello from the skill") {
+				t.Fatalf("running the skill's script: %+v, %v", res, err)
+			}
+			res, err = s.Run(t.Context(), Args{Command: "echo x > " + filepath.Join(skills, "pdf", "pwned")})
+			if err != nil || res.ExitCode == 0 {
+				t.Fatalf("writing into the read-only path: %+v, %v", res, err)
+			}
+			if _, err := os.Stat(filepath.Join(skills, "pdf", "pwned")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the read-only path was written: %v", err)
+			}
+		})
+	}
+}
