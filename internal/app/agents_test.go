@@ -70,7 +70,8 @@ func TestAgentsAsTools(t *testing.T) {
 		}
 		ctx := tool.WithCall(context.Background(), tool.Call{Thread: chat.ThreadID("web:t1"), Agent: "main"})
 		out, err := tr.Call(ctx, json.RawMessage(`{"task":"say hello","context":"formal"}`))
-		if err != nil || !strings.Contains(out.Content, `"result":"bonjour (formal)"`) || !strings.Contains(out.Content, `"name":"lookup"`) {
+		if err != nil || !strings.Contains(out.Content, `"kind":"agent_result"`) || !strings.Contains(out.Content, `"text":"bonjour (formal)"`) ||
+			!strings.Contains(out.Content, `"title":"lookup"`) {
 			t.Errorf("call = %q, %v", out.Content, err)
 		}
 		if _, err := tr.Call(ctx, json.RawMessage(`{"task":"fail"}`)); err == nil || !strings.Contains(err.Error(), "dictionary") {
