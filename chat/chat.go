@@ -101,6 +101,14 @@ type Sender struct {
 type Inbound struct {
 	Address Address
 	Sender  Sender
+	// ID is the channel's id for the message, unique on the channel and
+	// the same when the platform delivers the message again (Telegram:
+	// "<chat id>/<message id>", Matrix: the event id); "" when the channel
+	// has none. The router accepts a message with a given channel and ID
+	// once (for MaxSeenAge): one the channel hands over again after a
+	// crash or a refetch is dropped, so that it is never answered or
+	// remembered twice. At most MaxInboundIDLen bytes.
+	ID string
 	// Text may be empty when the message has attachments.
 	Text string
 	// Attachments are files the channel saved in the workspace for this
@@ -128,6 +136,13 @@ const (
 	// speech-to-text model and handles the words as typed text.
 	AttachAudio AttachmentKind = "audio"
 )
+
+// MaxInboundIDLen bounds Inbound.ID.
+const MaxInboundIDLen = 256
+
+// MaxSeenAge is how long the router remembers an Inbound.ID: a message
+// delivered again later than that is taken as new.
+const MaxSeenAge = 30 * 24 * time.Hour
 
 // MaxAttachments bounds the attachments of one inbound message.
 const MaxAttachments = 10

@@ -50,9 +50,9 @@
 // # Delivery guarantees
 //
 // The sync token is stored only after every message of a /sync batch was
-// accepted by the router (which stores it); a handled-events table keeps a
-// batch fetched again (after a crash or a refusal) from being answered
-// twice. Messages older than the bot's invite to a room, or than its first
+// accepted by the router (which stores it). Each message carries its event
+// id (chat.Inbound.ID) and the router accepts an id once, so a batch
+// fetched again (after a crash or a refusal) is not answered twice. Messages older than the bot's invite to a room, or than its first
 // login, are history and not answered. An encrypted message whose key has
 // not arrived is retried after every sync, its key is requested from the
 // sender's devices, and if it stays unreadable the sender is told once.

@@ -132,12 +132,6 @@ func (m *Matrix) handleMessage(ctx context.Context, evt *event.Event) {
 	if evt.Timestamp < floor {
 		return
 	}
-	if done, err := m.store.handled(ctx, evt.ID.String()); err != nil || done {
-		if err != nil {
-			m.batchErr = err
-		}
-		return
-	}
 	content.RemoveReplyFallback()
 	text := content.Body
 	if content.MsgType != event.MsgText && content.MsgType != event.MsgEmote && content.MsgType != "" {
@@ -177,6 +171,7 @@ func (m *Matrix) handleMessage(ctx context.Context, evt *event.Event) {
 	thread := chat.NewThreadID(ChannelName, evt.RoomID.String())
 	err = m.host.Receive(ctx, chat.Inbound{
 		Address:     chat.Address{Channel: ChannelName, Thread: thread},
+		ID:          evt.ID.String(),
 		Sender:      m.sender(ctx, evt),
 		Text:        text,
 		Attachments: atts,
@@ -186,9 +181,6 @@ func (m *Matrix) handleMessage(ctx context.Context, evt *event.Event) {
 		m.log.Warn("could not hand a matrix message to the router; the batch is fetched again", "room", evt.RoomID, "err", err)
 		m.batchErr = err
 		return
-	}
-	if err := m.store.markHandled(ctx, evt.ID.String(), evt.RoomID.String()); err != nil {
-		m.log.Error("could not remember a handled matrix message; a restart may answer it again", "err", err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, callTimeout)
 	if err := m.cli.MarkRead(rctx, evt.RoomID, evt.ID); err != nil {
@@ -223,6 +215,7 @@ func (m *Matrix) overheard(ctx context.Context, evt *event.Event, content *event
 	}
 	err := m.host.Receive(ctx, chat.Inbound{
 		Address:   chat.Address{Channel: ChannelName, Thread: chat.NewThreadID(ChannelName, evt.RoomID.String())},
+		ID:        evt.ID.String(),
 		Sender:    m.sender(ctx, evt),
 		Text:      text,
 		Received:  time.UnixMilli(evt.Timestamp),
@@ -231,10 +224,6 @@ func (m *Matrix) overheard(ctx context.Context, evt *event.Event, content *event
 	if err != nil {
 		m.log.Warn("could not hand an overheard matrix message to the router; the batch is fetched again", "room", evt.RoomID, "err", err)
 		m.batchErr = err
-		return
-	}
-	if err := m.store.markHandled(ctx, evt.ID.String(), evt.RoomID.String()); err != nil {
-		m.log.Error("could not remember a handled matrix message; a restart may store it again", "err", err)
 	}
 }
 

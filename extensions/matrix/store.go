@@ -20,9 +20,6 @@ const component = "matrix"
 // dbTimeout bounds every statement.
 const dbTimeout = 10 * time.Second
 
-// handledKeep is how long handled event ids are remembered.
-const handledKeep = 30 * 24 * time.Hour
-
 // store is the channel's tables in the shared database.
 type store struct {
 	db  *sql.DB
@@ -58,30 +55,19 @@ func (s *store) setValue(ctx context.Context, key, v string) error {
 	return nil
 }
 
-// handled reports whether the event was already handed to the router.
+// handled reports whether the router accepted the event already: it
+// records the id of every message a channel hands it (chat.Inbound.ID) in
+// router_seen, which migration 003 made sure exists. Only read here, to
+// keep an event that can no longer be decrypted, but was answered, from
+// being reported to its sender.
 func (s *store) handled(ctx context.Context, eventID string) (bool, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM matrix_handled WHERE event_id = ?`, eventID).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM router_seen WHERE channel = ? AND message_id = ?`, ChannelName, eventID).Scan(&n); err != nil {
 		return false, fmt.Errorf("check matrix event %s: %w", eventID, err)
 	}
 	return n > 0, nil
-}
-
-// markHandled remembers an event (and forgets those older than handledKeep).
-func (s *store) markHandled(ctx context.Context, eventID, roomID string) error {
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	now := s.now()
-	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO matrix_handled (event_id, room_id, handled_at) VALUES (?, ?, ?)`,
-		eventID, roomID, now.UnixMilli()); err != nil {
-		return fmt.Errorf("remember matrix event %s: %w", eventID, err)
-	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM matrix_handled WHERE handled_at < ?`, now.Add(-handledKeep).UnixMilli()); err != nil {
-		return fmt.Errorf("forget old matrix events: %w", err)
-	}
-	return nil
 }
 
 // floor returns the time (Unix ms) before which a room's messages are not

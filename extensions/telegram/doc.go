@@ -37,9 +37,11 @@
 // request) only after each update's message was accepted by the router,
 // which stores it before returning. A crash before that leaves the update
 // at Telegram, and it is fetched again at the next start: nothing is lost.
-// A restart never answers a message twice, except when the process dies in
-// the instant between the router storing a message and the offset being
-// written (at least once). Replies are stored by the router before they are
+// A restart never answers a message twice: each message carries its id
+// ("<chat id>/<message id>", chat.Inbound.ID), and the router accepts an id
+// once, so an update fetched again because the process died between the
+// router storing its message and the offset being written is dropped.
+// Replies are stored by the router before they are
 // sent; a send that fails after retries is logged, never lost from the
 // conversation.
 //

@@ -74,6 +74,7 @@ func (t *Telegram) handle(ctx context.Context, u *models.Update) error {
 	thread := chat.NewThreadID(ChannelName, strconv.FormatInt(m.Chat.ID, 10))
 	return t.host.Receive(ctx, chat.Inbound{
 		Address:     chat.Address{Channel: ChannelName, Thread: thread},
+		ID:          messageID(m),
 		Sender:      chat.Sender{ID: strconv.FormatInt(m.From.ID, 10), DisplayName: senderName(m.From)},
 		Text:        text,
 		Attachments: atts,
@@ -90,11 +91,20 @@ func (t *Telegram) overheard(ctx context.Context, m *models.Message, text string
 	}
 	return t.host.Receive(ctx, chat.Inbound{
 		Address:   chat.Address{Channel: ChannelName, Thread: chat.NewThreadID(ChannelName, strconv.FormatInt(m.Chat.ID, 10))},
+		ID:        messageID(m),
 		Sender:    chat.Sender{ID: strconv.FormatInt(m.From.ID, 10), DisplayName: senderName(m.From)},
 		Text:      text,
 		Received:  time.Unix(int64(m.Date), 0),
 		Overheard: true,
 	})
+}
+
+// messageID is the message's id on the channel (chat.Inbound.ID): a
+// message id is unique within its chat only. The router accepts it once,
+// so an update fetched again after a crash (the offset is stored after the
+// router accepted the message) is not answered twice.
+func messageID(m *models.Message) string {
+	return strconv.FormatInt(m.Chat.ID, 10) + "/" + strconv.Itoa(m.ID)
 }
 
 var startCommand = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/start(@\S+)?(\s|$)`) })

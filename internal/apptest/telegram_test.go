@@ -25,6 +25,7 @@ import (
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -324,6 +325,49 @@ func TestTelegramRestartWithPendingUpdates(t *testing.T) {
 				t.Logf("request: %q", lastUser(r))
 			}
 		}
+	}
+}
+
+// A crash between the router accepting a message and the channel storing
+// the offset (Telegram's at-least-once window) fetches the update again at
+// the next start: it is not answered twice, since the router accepts a
+// message id (chat.Inbound.ID) once.
+func TestTelegramUpdateRedeliveredAfterACrashIsAnsweredOnce(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	h, _ := startTelegram(t, srv)
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "alpha note"})
+	srv.WaitMessages(t, alice.ID, 1, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: alpha note") })
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The offset write never happened, and Telegram never saw it.
+	db, err := sqlite.Open(t.Context(), filepath.Join(h.DataDir, "reverie.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM telegram_state WHERE key = 'offset'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Redeliver()
+
+	h2, _ := startTelegram(t, srv, WithDataDir(h.DataDir))
+	srv.WaitFor(t, "the redelivered update acknowledged", func() bool { return srv.Pending() == 0 })
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "beta note"})
+	ms := srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: beta note") })
+	answers := 0
+	for _, m := range ms {
+		if strings.Contains(m.Plain, "You said: alpha note") {
+			answers++
+		}
+	}
+	if answers != 1 {
+		t.Errorf("alpha answered %d times, want once: %+v", answers, ms)
+	}
+	if n := sawUser(h, "alpha note") + sawUser(h2, "alpha note"); n != 1 {
+		t.Errorf("alpha reached the model %d times, want 1", n)
 	}
 }
 

@@ -13,6 +13,13 @@
 //     failure reported), the command ran, the notification was stored — so
 //     an item accepted before a crash or a shutdown is handled, in order,
 //     when Run starts again. Nothing accepted is lost.
+//   - A message that carries its channel's id (chat.Inbound.ID) is accepted
+//     once per channel and id: the id is recorded with the inbox row, in
+//     one transaction (router_seen, kept chat.MaxSeenAge), and a message
+//     handed over again — a Telegram update fetched again after a crash
+//     before its offset was stored, a Matrix sync batch replayed — is
+//     dropped (Receive returns nil; Handle and Submit return ErrDuplicate).
+//     Overheard messages and answers to approvals are recorded once handled.
 //   - A turn leaves a durable trace while it runs (the turn journal): its
 //     inbox row is marked started, with the thread's last message id, before
 //     the item is stored in the conversation; every tool call is recorded

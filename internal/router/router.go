@@ -53,6 +53,10 @@ var (
 	// ErrOverheard: Handle or Submit was given a message the assistant only
 	// listens to (chat.Inbound.Overheard); only Receive takes those.
 	ErrOverheard = errors.New("an overheard message is remembered, not answered: hand it to Receive")
+	// ErrDuplicate: Handle or Submit was given a message whose channel and
+	// ID (chat.Inbound.ID) were accepted before. Receive returns nil for
+	// one: the channel handed it over again, and it was accepted then.
+	ErrDuplicate = errors.New("this message was received before")
 )
 
 // Agent runs turns (*agent.Agent).
@@ -197,8 +201,11 @@ type job struct {
 	kind    jobKind
 	thread  chat.ThreadID
 	channel string
-	sender  chat.Sender
-	text    string
+	// msgID is the channel's id of the message (chat.Inbound.ID), "" for
+	// none: accept records it, and refuses one seen before.
+	msgID  string
+	sender chat.Sender
+	text   string
 	// attachments are the message's files in the workspace.
 	attachments []chat.Attachment
 	origin      agent.Origin
@@ -250,6 +257,7 @@ type Router struct {
 	replayMu sync.RWMutex
 
 	mu     sync.Mutex
+	pruned time.Time // when router_seen last lost its old rows
 	queues map[chat.ThreadID]*threadQueue
 	queued map[int64]bool // inbox ids in memory
 	// unforgotten are inbox rows whose removal failed (a full disk): their
@@ -316,33 +324,44 @@ func New(ctx context.Context, opts Options) (*Router, error) {
 // Receive accepts a user's message from a channel (extension.Host.Receive):
 // it returns once the message is stored in the inbox; the reply goes back
 // through the channel.
+//
+// A message whose channel and ID (chat.Inbound.ID) were accepted before is
+// dropped, and Receive returns nil: the channel handed it over again (after
+// a crash, or refetching what it could not confirm) and it is answered, or
+// remembered, once.
 func (r *Router) Receive(ctx context.Context, msg chat.Inbound) error {
 	j, err := r.inbound(msg)
 	if err != nil {
 		return err
 	}
+	if dup, err := r.seen(ctx, j); err != nil || dup {
+		return err
+	}
 	if msg.Overheard {
-		return r.overheard(ctx, msg, j.received)
+		return r.overheard(ctx, msg, j)
 	}
 	if _, ok := r.intercept(ctx, msg); ok {
+		r.markSeen(ctx, j)
 		return nil
 	}
-	return r.accept(ctx, j)
+	if err := r.accept(ctx, j); !errors.Is(err, ErrDuplicate) {
+		return err
+	}
+	return nil
 }
 
 // overheard remembers a message the assistant only listens to: no turn, no
 // reply, no inbox row; it returns once the listener stored it.
-func (r *Router) overheard(ctx context.Context, msg chat.Inbound, received time.Time) error {
+func (r *Router) overheard(ctx context.Context, msg chat.Inbound, j *job) error {
 	if r.o.Listener == nil {
 		return nil
 	}
-	msg.Received = received
-	if msg.Address.Channel == "" {
-		msg.Address.Channel = msg.Address.Thread.Channel()
-	}
+	msg.Received = j.received
+	msg.Address.Channel = j.channel
 	if err := r.o.Listener.Overheard(ctx, msg); err != nil {
 		return fmt.Errorf("remember a message on %s: %w", msg.Address.Thread, err)
 	}
+	r.markSeen(ctx, j)
 	return nil
 }
 
@@ -374,7 +393,11 @@ func (r *Router) Handle(ctx context.Context, msg chat.Inbound) (agent.Result, er
 	if err != nil {
 		return agent.Result{Reply: "The message was not accepted: " + err.Error() + "."}, err
 	}
+	if dup, err := r.seen(ctx, j); err != nil || dup {
+		return agent.Result{}, cmp.Or(err, ErrDuplicate)
+	}
 	if reply, ok := r.intercept(ctx, msg); ok {
+		r.markSeen(ctx, j)
 		return agent.Result{Reply: reply}, nil
 	}
 	j.done = make(chan outcome, 1)
@@ -402,8 +425,12 @@ func (r *Router) Submit(ctx context.Context, msg chat.Inbound) (<-chan error, er
 	if err != nil {
 		return nil, err
 	}
+	if dup, err := r.seen(ctx, j); err != nil || dup {
+		return nil, cmp.Or(err, ErrDuplicate)
+	}
 	j.finished = make(chan error, 1)
 	if _, ok := r.intercept(ctx, msg); ok {
+		r.markSeen(ctx, j)
 		j.finished <- nil
 		return j.finished, nil
 	}
@@ -483,6 +510,9 @@ func (r *Router) inbound(msg chat.Inbound) (*job, error) {
 	if len(msg.Text) > r.o.MaxMessageBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(msg.Text), r.o.MaxMessageBytes)
 	}
+	if len(msg.ID) > chat.MaxInboundIDLen {
+		return nil, fmt.Errorf("%w: a message id of %d bytes, the limit is %d", ErrTooLarge, len(msg.ID), chat.MaxInboundIDLen)
+	}
 	ch := msg.Address.Channel
 	if ch == "" {
 		ch = t.Channel()
@@ -491,7 +521,7 @@ func (r *Router) inbound(msg chat.Inbound) (*job, error) {
 	if received.IsZero() {
 		received = r.o.Now()
 	}
-	return &job{kind: jobMessage, thread: t, channel: ch, sender: msg.Sender, text: msg.Text,
+	return &job{kind: jobMessage, thread: t, channel: ch, msgID: msg.ID, sender: msg.Sender, text: msg.Text,
 		attachments: slices.Clone(msg.Attachments), received: received}, nil
 }
 
@@ -510,14 +540,38 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 
 	r.replayMu.RLock()
 	defer r.replayMu.RUnlock()
-	res, err := r.o.DB.ExecContext(ctx,
-		`INSERT INTO router_inbox (thread, kind, channel, sender_id, sender_name, text, attachments, origin, received_at, target_message_id) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		string(j.thread), string(j.kind), j.channel, j.sender.ID, j.sender.DisplayName, j.text, encodeAttachments(j.attachments), string(j.origin), j.received.UnixNano(), j.target)
+	// The message's id is recorded with its inbox row, in one transaction:
+	// a message is in the inbox at most once, and its id is recorded
+	// exactly when it is.
+	err := sqlite.Tx(ctx, r.o.DB, func(tx *sql.Tx) error {
+		if j.msgID != "" {
+			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO router_seen (channel, message_id, seen_at) VALUES (?,?,?)`,
+				j.channel, j.msgID, r.o.Now().UnixMilli())
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return cmp.Or(err, ErrDuplicate)
+			}
+		}
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO router_inbox (thread, kind, channel, sender_id, sender_name, text, attachments, origin, received_at, target_message_id) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+			string(j.thread), string(j.kind), j.channel, j.sender.ID, j.sender.DisplayName, j.text, encodeAttachments(j.attachments), string(j.origin), j.received.UnixNano(), j.target)
+		if err != nil {
+			return err
+		}
+		j.id, err = res.LastInsertId()
+		return err
+	})
+	if errors.Is(err, ErrDuplicate) {
+		r.log.Debug("a message received before was handed over again; dropped", "channel", j.channel, "id", j.msgID)
+		return ErrDuplicate
+	}
 	if err != nil {
 		return fmt.Errorf("store inbound %s for %s: %w", j.kind, j.thread, err)
 	}
-	if j.id, err = res.LastInsertId(); err != nil {
-		return fmt.Errorf("store inbound %s for %s: %w", j.kind, j.thread, err)
+	if j.msgID != "" {
+		r.pruneSeen(ctx)
 	}
 	if j.kind == jobMessage {
 		r.publish(ctx, TopicMessageReceived, struct {
@@ -828,4 +882,59 @@ func decodeAttachments(s string) ([]chat.Attachment, error) {
 		out = append(out, chat.Attachment(a))
 	}
 	return out, nil
+}
+
+// seen reports whether j's channel and message id were accepted before (a
+// message without an id never was).
+func (r *Router) seen(ctx context.Context, j *job) (bool, error) {
+	if j.msgID == "" {
+		return false, nil
+	}
+	var n int
+	err := r.o.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM router_seen WHERE channel = ? AND message_id = ?`, j.channel, j.msgID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("check whether message %s on %s was received before: %w", j.msgID, j.channel, err)
+	}
+	if n > 0 {
+		r.log.Debug("a message received before was handed over again; dropped", "channel", j.channel, "id", j.msgID)
+	}
+	return n > 0, nil
+}
+
+// markSeen records j's message id for a message handled without an inbox
+// row (an overheard one, an answer to an approval): it is handled, so a
+// failure only risks handling a redelivery again, and is logged.
+func (r *Router) markSeen(ctx context.Context, j *job) {
+	if j.msgID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := r.o.DB.ExecContext(ctx, `INSERT OR IGNORE INTO router_seen (channel, message_id, seen_at) VALUES (?,?,?)`,
+		j.channel, j.msgID, r.o.Now().UnixMilli()); err != nil {
+		r.log.Error("could not record a handled message's id; the channel handing it over again would have it handled twice",
+			"channel", j.channel, "id", j.msgID, "err", err)
+		return
+	}
+	r.pruneSeen(ctx)
+}
+
+// pruneSeen forgets message ids older than chat.MaxSeenAge, at most once
+// an hour.
+func (r *Router) pruneSeen(ctx context.Context) {
+	now := r.o.Now()
+	r.mu.Lock()
+	due := now.Sub(r.pruned) >= time.Hour
+	if due {
+		r.pruned = now
+	}
+	r.mu.Unlock()
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := r.o.DB.ExecContext(ctx, `DELETE FROM router_seen WHERE seen_at < ?`, now.Add(-chat.MaxSeenAge).UnixMilli()); err != nil {
+		r.log.Warn("could not forget old message ids", "err", err)
+	}
 }
