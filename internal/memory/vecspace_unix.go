@@ -51,9 +51,12 @@ func (mp *mapped) unmap() {
 }
 
 // remap sizes the file to size bytes and replaces the mapping with one of
-// the whole file (which holds the rows, so the new mapping has them).
+// the whole file (which holds the rows, so the new mapping has them). The
+// file's blocks are allocated here (fallocate), not when a row is first
+// written through the mapping: a full disk then fails this call, and the
+// rows move to the heap, instead of the write faulting with SIGBUS.
 func (mp *mapped) remap(size int) ([]byte, error) {
-	if err := mp.f.Truncate(int64(size)); err != nil {
+	if err := allocate(mp.f, int64(size)); err != nil {
 		return nil, fmt.Errorf("grow the vector file: %w", err)
 	}
 	m, err := unix.Mmap(int(mp.f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
