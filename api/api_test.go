@@ -78,6 +78,8 @@ func TestJSONContract(t *testing.T) {
 		{"prompt", SystemPrompt{Thread: "web:a", At: at, Text: "p", Chars: 1}},
 		{"usage row", UsageRow{Day: "2025-05-01", Role: "main", Backend: "b", Model: "m", Calls: 1, InputTokens: 2, OutputTokens: 3}},
 		{"memory", Memory{ID: 1, Text: "t", Kind: "fact", Source: "agent", CreatedAt: at, UpdatedAt: at, ValidFrom: at, Score: &score}},
+		{"memory found on add", Memory{ID: 1, Text: "t", Kind: "fact", Source: "user_explicit", CreatedAt: at, UpdatedAt: at, ValidFrom: at, Existing: true}},
+		{"memory input not kept", MemoryInput{Text: "t", Kind: "fact", Keep: &isErr}},
 		{"pulse item", PulseItem{ID: 1, Text: "t", Priority: 2, Status: PulseActive, Thread: "web:a", Source: "user", CreatedAt: at, UpdatedAt: at}},
 		{"skill", Skill{Name: "s", Summary: "x", Content: "x\ny", Chars: 3, UpdatedAt: at}},
 		{"task", Task{ID: "t_1", Kind: TaskReminder, Text: "t", Thread: "web:a", Schedule: Schedule{Kind: "weekly", Weekdays: []string{"mon"}, Time: "08:30"},

@@ -14,6 +14,10 @@ type Dreams interface {
 	// id, ErrConflict when it was already reverted, ErrBusy while a dream
 	// runs.
 	Revert(ctx context.Context, id int64) (DreamRevert, error)
+	// Dream consolidates now (trigger says who asked: "cli", "api") and
+	// returns the report. ErrBusy while a dream runs, ErrConflict
+	// when no language model is configured.
+	Dream(ctx context.Context, trigger string) (Dream, error)
 }
 
 // Dream is the report of one consolidation: GET /api/v1/dreams.

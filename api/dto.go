@@ -444,6 +444,8 @@ type MemorySearch struct {
 	Text  string
 	Limit int
 	Kinds []string
+	// IncludeClosed recalls superseded memories too.
+	IncludeClosed bool
 }
 
 // MemoryFilter selects memories for listing.
@@ -462,6 +464,9 @@ type MemoryInput struct {
 	Source    string     `json:"source,omitempty"`
 	EventTime *time.Time `json:"event_time,omitempty"`
 	Thread    string     `json:"thread,omitempty"`
+	// Keep (POST only): false leaves the new memory out of MEMORIES.txt
+	// (absent or true: it is kept there, always in the prompt).
+	Keep *bool `json:"keep,omitempty"`
 }
 
 // Memory is a long-term memory.
@@ -488,6 +493,9 @@ type Memory struct {
 	// SupersededBy is the id of the memory that replaced this one when an
 	// edit of its text closed it; absent otherwise.
 	SupersededBy int64 `json:"superseded_by,omitempty"`
+	// Existing (POST only): an equal current memory was found and
+	// returned instead of a new one.
+	Existing bool `json:"existing,omitempty"`
 }
 
 // MemoryList is GET /api/v1/memories.

@@ -27,6 +27,19 @@ import (
 // Prefix is the path prefix of every API endpoint.
 const Prefix = "/api/v1"
 
+// The control socket: a running agent serves the same API on a Unix socket
+// in its data dir (mode 0600, peers of another uid refused), for the
+// command line on the same machine (docs/api.md "Control socket"). A
+// request over it carries the control token, kept in the data dir, as its
+// bearer token.
+const (
+	// ControlSocket is the socket's file name in the data dir.
+	ControlSocket = "reverie.sock"
+	// ControlTokenFile is where the control token is kept, relative to
+	// the data dir (mode 0600).
+	ControlTokenFile = "secrets/control_token"
+)
+
 // Errors the services return (wrapped, with details) so the web extension
 // can choose the HTTP status. Anything else is a 500.
 var (

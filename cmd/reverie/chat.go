@@ -32,10 +32,12 @@ Keys:
   ` + strings.ReplaceAll(cli.Keys, " · ", "\n  ") + `
 The input history is kept in <data>/cli_history.
 
-By default the agent runs in this process on the data dir (stop a running agent first: one
-agent per data dir; the web page and the other channels do not run meanwhile); the
-conversation is the thread cli:$USER. With --remote URL it attaches to a running server
-through its WebSocket API instead (token from --token, $REVERIE_TOKEN or
+While an agent runs on the data dir, chat attaches to it through its control socket (the
+conversation is then the thread web:cli-$USER, as with --remote). Otherwise the agent runs
+in this process (the web page and the other channels do not run meanwhile) and the
+conversation is the thread cli:$USER; piped input first waits a few seconds for the
+configured MCP servers and says which are not up. With --remote URL it attaches to a
+server elsewhere through its WebSocket API (token from --token, $REVERIE_TOKEN or
 <data>/secrets/web_token).
 
 When standard input is not a terminal, chat reads one message per line (a trailing backslash
@@ -54,7 +56,18 @@ status is non-zero when a message failed.`,
 				return err
 			}
 			if remote != "" {
-				return chatRemote(ctx, cmd, dir, remote, token, thread, env)
+				c, err := remoteClient(dir, remote, token)
+				if err != nil {
+					return err
+				}
+				return chatRemote(ctx, cmd, dir, c, thread, env)
+			}
+			c, err := runningAgent(ctx, dir)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				return chatRemote(ctx, cmd, dir, c, thread, env)
 			}
 			return chatInProcess(ctx, cmd, g, dir, thread, env)
 		},
@@ -122,6 +135,9 @@ func chatInProcess(ctx context.Context, cmd *cobra.Command, g *globalFlags, dir,
 		return err
 	}
 	defer stop()
+	if !isTerminal(cmd.InOrStdin()) {
+		waitMCP(ctx, cmd, a, defaultMCPWait)
+	}
 	ext, ok := a.Kernel.Extension(cli.ID)
 	c, isCLI := ext.(*cli.CLI)
 	if !ok || !isCLI {
@@ -135,22 +151,26 @@ func chatInProcess(ctx context.Context, cmd *cobra.Command, g *globalFlags, dir,
 	return converse(ctx, cmd, b, dir, env)
 }
 
-func chatRemote(ctx context.Context, cmd *cobra.Command, dir, url, token, thread string, env []string) error {
+// remoteClient is a client of the server at url, with token, else the
+// data dir's web token.
+func remoteClient(dir, url, token string) (*client.Client, error) {
 	if token == "" {
 		if b, err := os.ReadFile(filepath.Join(dir, "secrets", "web_token")); err == nil {
 			token = strings.TrimSpace(string(b))
 		}
 	}
+	return client.New(url, token)
+}
+
+// chatRemote chats with the agent c reaches, on thread (default
+// web:cli-$USER).
+func chatRemote(ctx context.Context, cmd *cobra.Command, dir string, c *client.Client, thread string, env []string) error {
 	id := chat.NewThreadID("web", webSession("cli-"+chatUser(env)))
 	if thread != "" {
 		id = chat.ThreadID(thread)
 	}
 	if err := id.Validate(); err != nil {
 		return fmt.Errorf("thread: %w", err)
-	}
-	c, err := client.New(url, token)
-	if err != nil {
-		return err
 	}
 	b, err := cli.DialRemote(ctx, c, id)
 	if err != nil {

@@ -7,8 +7,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/reverie-ai/reverie/api"
 
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/app"
@@ -23,19 +26,16 @@ func newDreamCmd(g *globalFlags, env []string) *cobra.Command {
 		Short: "Consolidate memories, pulse and skills now and print the report",
 		Long: `Run one dream now (the nightly consolidation): merge duplicate memories, resolve
 contradictions, prune stale ones, refresh MEMORIES.txt, review the pulse, tidy the skills.
-Every dream can be undone with "reverie dream revert ID". Runs in this process: stop a
-running agent first, or use /dream in a chat.`,
+Every dream can be undone with "reverie dream revert ID". While an agent runs on the data
+dir, the dream runs in it (through its control socket); otherwise in this process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withApp(cmd, g, env, func(ctx context.Context, a *app.App) error {
-				if !a.Models.Configured() {
-					return errors.New("dreaming needs a language model; none is configured (see reverie doctor)")
-				}
-				rep, err := a.Dreamer.Dream(ctx, "cli")
+			return withServices(cmd, g, env, func(ctx context.Context, s services) error {
+				rep, err := s.dreams.Dream(ctx, "cli")
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), termtext.Text(rep.Format()))
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), termtext.Text(formatDream(rep)))
 				return err
 			})
 		},
@@ -46,8 +46,8 @@ running agent first, or use /dream in a chat.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, _ := cmd.Flags().GetInt("limit")
-			return withApp(cmd, g, env, func(ctx context.Context, a *app.App) error {
-				reps, err := a.Dreamer.Reports(ctx, n)
+			return withServices(cmd, g, env, func(ctx context.Context, s services) error {
+				reps, err := s.dreams.List(ctx, n)
 				if err != nil {
 					return err
 				}
@@ -57,7 +57,7 @@ running agent first, or use /dream in a chat.`,
 				}
 				var b strings.Builder
 				for _, r := range reps {
-					b.WriteString(termtext.Text(r.Format()) + "\n\n")
+					b.WriteString(termtext.Text(formatDream(r)) + "\n\n")
 				}
 				_, err = io.WriteString(cmd.OutOrStdout(), b.String())
 				return err
@@ -74,18 +74,43 @@ running agent first, or use /dream in a chat.`,
 			if err != nil {
 				return fmt.Errorf("%q is not a dream number", args[0])
 			}
-			return withApp(cmd, g, env, func(ctx context.Context, a *app.App) error {
-				n, err := a.Dreamer.Revert(ctx, id)
+			return withServices(cmd, g, env, func(ctx context.Context, s services) error {
+				r, err := s.dreams.Revert(ctx, id)
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "dream #%d reverted (%d change(s) undone)\n", id, n)
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "dream #%d reverted (%d change(s) undone)\n", id, r.Undone)
 				return err
 			})
 		},
 	}
 	cmd.AddCommand(list, revert)
 	return cmd
+}
+
+// formatDream is a dream's report as the terminal shows it.
+func formatDream(d api.Dream) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Dream #%d (%s) — %s, %d model call(s)", d.ID, d.Trigger, d.Finished.Sub(d.Started).Round(time.Millisecond), d.ModelCalls)
+	if d.Revision != "" {
+		fmt.Fprintf(&b, ", files at revision %s", d.Revision)
+	}
+	if d.Reverted {
+		b.WriteString(" [reverted]")
+	}
+	b.WriteString("\n")
+	for _, c := range d.Components {
+		fmt.Fprintf(&b, "- %s: %s", c.Name, c.Status)
+		if c.Detail != "" {
+			b.WriteString(" — " + c.Detail)
+		}
+		b.WriteString("\n")
+		for _, l := range c.Lines {
+			b.WriteString("    " + l + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "Undo with: reverie dream revert %d", d.ID)
+	return b.String()
 }
 
 // withApp builds the agent in this process without extensions (no

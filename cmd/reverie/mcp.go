@@ -16,9 +16,10 @@ func newMCPCmd(g *globalFlags, env []string) *cobra.Command {
 		Short: "Serve Reverie's memory, pulse and reminders to an MCP client over stdio",
 		Long: `Run Reverie as an MCP server on standard input and output, for Claude Desktop, Claude Code,
 Cursor or another agent: tools search_memory, remember, list_pulse, add_pulse_item, set_reminder,
-list_reminders and send_message; resources MEMORIES.txt, the world state and each skill. The agent
-runs in this process on the data dir (stop a running agent first: one agent per data dir; while
-it runs, use its /mcp endpoint instead). Logs go to standard error with --verbose.`,
+list_reminders and send_message; resources MEMORIES.txt, the world state and each skill. While an
+agent runs on the data dir, this is a bridge to its /mcp endpoint through its control socket (so a
+client that launches "reverie mcp" works beside the service); otherwise the agent runs in this
+process. Logs go to standard error with --verbose.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := g.dataDir(env)
@@ -27,6 +28,13 @@ it runs, use its /mcp endpoint instead). Logs go to standard error with --verbos
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			c, err := runningAgent(ctx, dir)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				return mcp.BridgeStdio(ctx, c.MCPEndpoint(), c.HTTPClient(), cmd.InOrStdin(), cmd.OutOrStdout())
+			}
 			a, stopAgent, err := inProcess{dir: dir, env: env,
 				keep:       func(info extension.Info) bool { return !channelExtensions[info.ID] },
 				lockedHint: "an agent is running on this data dir: use its streamable HTTP endpoint (/mcp on the web listener) instead",

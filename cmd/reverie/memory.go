@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/termtext"
@@ -25,8 +26,8 @@ func newMemoryCmd(g *globalFlags, env []string, children ...*cobra.Command) *cob
 	cmd := &cobra.Command{
 		Use:   "memory",
 		Short: "Search, add, list, edit and forget long-term memories",
-		Long: `Work with the long-term memory of the data dir. The commands open the store in this
-process, so stop a running agent first (one agent per data dir), or use the web page.`,
+		Long: `Work with the long-term memory of the data dir. While an agent runs on the data dir the
+commands go through its control socket; otherwise they open the store in this process.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newMemorySearchCmd(g, env), newMemoryAddCmd(g, env), newMemoryListCmd(g, env), newMemoryEditCmd(g, env),
@@ -35,23 +36,29 @@ process, so stop a running agent first (one agent per data dir), or use the web 
 	return cmd
 }
 
-// withMemory opens the data dir's memory (no extensions, no channels) for
-// the duration of fn.
+// withMemory opens the data dir's memory store in this process (no
+// extensions, no channels) for the duration of fn.
 func withMemory(cmd *cobra.Command, g *globalFlags, env []string, fn func(ctx context.Context, svc *memory.Service) error) error {
 	return withApp(cmd, g, env, func(ctx context.Context, a *app.App) error { return fn(ctx, a.Memory) })
 }
 
-func parseKinds(s string) ([]memory.Kind, error) {
+// withMemories gives fn the data dir's memories: the running agent's
+// through its control socket, else the store opened in this process.
+func withMemories(cmd *cobra.Command, g *globalFlags, env []string, fn func(ctx context.Context, svc api.Memories) error) error {
+	return withServices(cmd, g, env, func(ctx context.Context, s services) error { return fn(ctx, s.memories) })
+}
+
+func parseKinds(s string) ([]string, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var out []memory.Kind
+	var out []string
 	for _, k := range strings.Split(s, ",") {
 		kind := memory.Kind(strings.TrimSpace(k))
 		if !kind.Valid() {
 			return nil, fmt.Errorf("--kind: unknown kind %q (want %s)", kind, strings.Join(memory.Kind("").EnumValues(), ", "))
 		}
-		out = append(out, kind)
+		out = append(out, string(kind))
 	}
 	return out, nil
 }
@@ -69,25 +76,16 @@ func newMemorySearchCmd(g *globalFlags, env []string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
-				res, err := svc.Search(ctx, memory.Query{Text: strings.Join(args, " "), Limit: limit, Kinds: ks,
-					IncludeClosed: history, Peek: true})
+			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
+				res, err := svc.Search(ctx, api.MemorySearch{Text: strings.Join(args, " "), Limit: limit, Kinds: ks,
+					IncludeClosed: history})
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					out := make([]memoryJSON, len(res))
-					for i, r := range res {
-						out[i] = toJSON(r.Memory)
-						out[i].Score = r.Score
-					}
-					return writeJSON(cmd.OutOrStdout(), out)
+					return writeJSON(cmd.OutOrStdout(), memoriesJSON(res))
 				}
-				ms := make([]memory.Memory, len(res))
-				for i, r := range res {
-					ms[i] = r.Memory
-				}
-				return writeMemories(cmd.OutOrStdout(), ms)
+				return writeMemories(cmd.OutOrStdout(), res)
 			})
 		},
 	}
@@ -110,7 +108,8 @@ func newMemoryAddCmd(g *globalFlags, env []string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m := memory.Memory{Text: strings.Join(args, " "), Kind: memory.KindFact, Source: memory.SourceUserExplicit}
+			m := api.MemoryInput{Text: strings.Join(args, " "), Kind: string(memory.KindFact), Source: string(memory.SourceUserExplicit),
+				Keep: &keep}
 			if len(ks) == 1 {
 				m.Kind = ks[0]
 			} else if len(ks) > 1 {
@@ -123,8 +122,8 @@ func newMemoryAddCmd(g *globalFlags, env []string) *cobra.Command {
 				}
 				m.EventTime = &t
 			}
-			return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
-				r, err := svc.Remember(ctx, m, keep)
+			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
+				r, err := svc.Add(ctx, m)
 				if err != nil {
 					return err
 				}
@@ -156,17 +155,30 @@ func newMemoryListCmd(g *globalFlags, env []string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
-				ms, err := svc.List(ctx, memory.Filter{Kinds: ks, IncludeClosed: closed, Limit: limit, OrderByAccess: byAccess})
+			if byAccess {
+				// The API has no such order: the store in this process.
+				return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
+					ms, err := svc.List(ctx, memory.Filter{Kinds: memoryKinds(ks), IncludeClosed: closed, Limit: limit, OrderByAccess: true})
+					if err != nil {
+						return err
+					}
+					out := make([]api.Memory, len(ms))
+					for i, m := range ms {
+						out[i] = memoryOf(m)
+					}
+					if asJSON {
+						return writeJSON(cmd.OutOrStdout(), memoriesJSON(out))
+					}
+					return writeMemories(cmd.OutOrStdout(), out)
+				})
+			}
+			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
+				ms, err := svc.List(ctx, api.MemoryFilter{Kinds: ks, IncludeClosed: closed, Limit: limit})
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					out := make([]memoryJSON, len(ms))
-					for i, m := range ms {
-						out[i] = toJSON(m)
-					}
-					return writeJSON(cmd.OutOrStdout(), out)
+					return writeJSON(cmd.OutOrStdout(), memoriesJSON(ms))
 				}
 				return writeMemories(cmd.OutOrStdout(), ms)
 			})
@@ -202,22 +214,23 @@ With TEXT equal to the current text only --kind changes, in place.`,
 			if len(ks) > 1 {
 				return errors.New("--kind: give one kind")
 			}
-			return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
+			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
 				m, err := svc.Get(ctx, id)
 				if err != nil {
 					return fmt.Errorf("#%d: %w", id, err)
 				}
-				m.Text, m.Source = strings.Join(args[1:], " "), ""
+				in := api.MemoryInput{Text: strings.Join(args[1:], " "), Kind: m.Kind, EventTime: m.EventTime}
 				if len(ks) == 1 {
-					m.Kind = ks[0]
+					in.Kind = ks[0]
 				}
-				cur, err := svc.Update(ctx, m)
-				if errors.Is(err, memory.ErrClosed) {
-					return fmt.Errorf("#%d: %w; edit the current version", id, err)
+				if m.ValidTo != nil {
+					return fmt.Errorf("#%d: %w; edit the current version", id, memory.ErrClosed)
 				}
+				updated, err := svc.Update(ctx, id, in)
 				if err != nil {
 					return fmt.Errorf("#%d: %w", id, err)
 				}
+				cur := updated.ID
 				if cur == id {
 					fmt.Fprintf(cmd.OutOrStdout(), "updated #%d\n", id)
 				} else {
@@ -245,10 +258,13 @@ func newMemoryForgetCmd(g *globalFlags, env []string) *cobra.Command {
 				}
 				ids[i] = id
 			}
-			return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
+			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
 				var errs []error
 				for _, id := range ids {
-					m, err := svc.Forget(ctx, id)
+					m, err := svc.Get(ctx, id)
+					if err == nil {
+						err = svc.Forget(ctx, id)
+					}
 					if err != nil {
 						errs = append(errs, fmt.Errorf("#%d: %w", id, err))
 						continue
@@ -275,9 +291,12 @@ type memoryJSON struct {
 	SupersededBy int64 `json:"superseded_by,omitempty"`
 }
 
-func toJSON(m memory.Memory) memoryJSON {
-	j := memoryJSON{ID: m.ID, Text: m.Text, Kind: string(m.Kind), Source: string(m.Source),
+func toJSON(m api.Memory) memoryJSON {
+	j := memoryJSON{ID: m.ID, Text: m.Text, Kind: m.Kind, Source: m.Source,
 		CreatedAt: m.CreatedAt.Format(time.RFC3339), AccessCount: m.AccessCount}
+	if m.Score != nil {
+		j.Score = *m.Score
+	}
 	if m.EventTime != nil {
 		j.EventTime = m.EventTime.Format(time.DateOnly)
 	}
@@ -288,13 +307,35 @@ func toJSON(m memory.Memory) memoryJSON {
 	return j
 }
 
+func memoriesJSON(ms []api.Memory) []memoryJSON {
+	out := make([]memoryJSON, len(ms))
+	for i, m := range ms {
+		out[i] = toJSON(m)
+	}
+	return out
+}
+
+// memoryOf is m as the API shows it.
+func memoryOf(m memory.Memory) api.Memory {
+	return api.Memory{ID: m.ID, Text: m.Text, Kind: string(m.Kind), Source: string(m.Source), CreatedAt: m.CreatedAt,
+		ValidTo: m.ValidTo, AccessCount: m.AccessCount, EventTime: m.EventTime, SupersededBy: m.SupersededBy}
+}
+
+func memoryKinds(ks []string) []memory.Kind {
+	out := make([]memory.Kind, len(ks))
+	for i, k := range ks {
+		out[i] = memory.Kind(k)
+	}
+	return out
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-func writeMemories(w io.Writer, ms []memory.Memory) error {
+func writeMemories(w io.Writer, ms []api.Memory) error {
 	if len(ms) == 0 {
 		_, err := fmt.Fprintln(w, "no memories")
 		return err
@@ -313,7 +354,7 @@ func writeMemories(w io.Writer, ms []memory.Memory) error {
 		case m.ValidTo != nil:
 			text += " (superseded)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.ID, termtext.Line(string(m.Kind)), date, text)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.ID, termtext.Line(m.Kind), date, text)
 	}
 	return tw.Flush()
 }

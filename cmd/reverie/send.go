@@ -17,13 +17,15 @@ import (
 
 func newSendCmd(g *globalFlags, env []string) *cobra.Command {
 	var thread string
-	var timeout time.Duration
+	var timeout, mcpWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "send TEXT",
 		Short: "Send one message and print the reply",
-		Long: `Send one message to the assistant and print its reply. The agent runs in this process
-on the data dir (stop a running agent first: one agent per data dir). Slash commands work
-too ("reverie send /status"). Exits non-zero when the turn fails.`,
+		Long: `Send one message to the assistant and print its reply. While an agent runs on the data
+dir the message goes to it through its control socket; otherwise the agent runs in this
+process for the one exchange, after waiting (up to --mcp-wait) for the configured MCP
+servers, and says which are not up. Slash commands work too ("reverie send /status").
+Exits non-zero when the turn fails.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text := strings.Join(args, " ")
@@ -37,6 +39,16 @@ too ("reverie send /status"). Exits non-zero when the turn fails.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			c, err := runningAgent(ctx, dir)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				tctx, tcancel := context.WithTimeout(ctx, timeout)
+				defer tcancel()
+				res, err := c.Send(tctx, id, text)
+				return printReply(cmd, res.SeedReply, res.Reply, err)
+			}
 			a, stop, err := inProcess{dir: dir, env: env,
 				keep:       func(info extension.Info) bool { return !channelExtensions[info.ID] },
 				lockedHint: "stop the running agent first (one agent per data dir)",
@@ -46,6 +58,7 @@ too ("reverie send /status"). Exits non-zero when the turn fails.`,
 				return err
 			}
 			defer stop()
+			waitMCP(ctx, cmd, a, mcpWait)
 			tctx, tcancel := context.WithTimeout(ctx, timeout)
 			defer tcancel()
 			// The user speaks: their name in the world state is the
@@ -60,26 +73,32 @@ too ("reverie send /status"). Exits non-zero when the turn fails.`,
 				Text:     text,
 				Received: time.Now(),
 			})
-			out := cmd.OutOrStdout()
-			if res.SeedReply != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), termtext.Text(res.SeedReply))
-				fmt.Fprintln(cmd.ErrOrStderr())
-			}
-			if res.Reply != "" {
-				fmt.Fprintln(out, termtext.Text(res.Reply))
-			}
-			if err != nil {
-				if res.Reply != "" {
-					// The reply already tells the user what went wrong.
-					return exitError{code: ExitFailure}
-				}
-				return exitError{code: ExitFailure, err: fmt.Errorf("the turn failed: %w", err)}
-			}
-			return nil
+			return printReply(cmd, res.SeedReply, res.Reply, err)
 		},
 	}
 	cmd.Flags().StringVar(&thread, "thread", string(chat.DefaultThread), "conversation to send to")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up waiting for the reply after this long")
 	cmd.Flags().BoolP("verbose", "v", false, "show the agent's logs")
+	cmd.Flags().DurationVar(&mcpWait, "mcp-wait", defaultMCPWait, "in process: wait this long for the configured MCP servers before sending")
 	return cmd
+}
+
+// printReply prints a turn's seed reply (to stderr), its reply and the
+// exit status of a failed turn.
+func printReply(cmd *cobra.Command, seed, reply string, err error) error {
+	if seed != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), termtext.Text(seed))
+		fmt.Fprintln(cmd.ErrOrStderr())
+	}
+	if reply != "" {
+		fmt.Fprintln(cmd.OutOrStdout(), termtext.Text(reply))
+	}
+	if err != nil {
+		if reply != "" {
+			// The reply already tells the user what went wrong.
+			return exitError{code: ExitFailure}
+		}
+		return exitError{code: ExitFailure, err: fmt.Errorf("the turn failed: %w", err)}
+	}
+	return nil
 }

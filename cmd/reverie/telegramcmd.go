@@ -17,8 +17,10 @@ import (
 )
 
 // newTelegramCmd is `reverie telegram`: the Telegram channel's pairing
-// codes. It works while the agent runs (it writes to the database, and the
-// running channel tells the person at its next poll).
+// codes. approve goes through the running agent's control socket when one
+// runs (its channel tells the person at once); the others, and approve
+// without an agent, work on the database (a channel started later tells
+// the person).
 func newTelegramCmd(g *globalFlags, env []string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "telegram",
@@ -50,6 +52,22 @@ func newTelegramCmd(g *globalFlags, env []string) *cobra.Command {
 		Short: "Let in the person who got this pairing code from the bot",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := g.dataDir(env)
+			if err != nil {
+				return err
+			}
+			c, err := runningAgent(cmd.Context(), dir)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				p, err := c.ApprovePairing(cmd.Context(), telegram.ID, args[0])
+				if err != nil {
+					return fmt.Errorf("%w (an unknown, used or expired code, or no Telegram channel running; the person gets a new code by writing to the bot again)", err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Approved: %s (Telegram user %s). The running assistant has told them.\n", termtext.Line(p.Name), termtext.Line(p.UserID))
+				return nil
+			}
 			st, done, err := open(cmd)
 			if err != nil {
 				return err
@@ -62,7 +80,7 @@ func newTelegramCmd(g *globalFlags, env []string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Approved: %s (Telegram user %s). The running assistant tells them within a minute.\n", termtext.Line(p.Name), termtext.Line(p.UserID))
+			fmt.Fprintf(cmd.OutOrStdout(), "Approved: %s (Telegram user %s). The assistant tells them when its Telegram channel next runs.\n", termtext.Line(p.Name), termtext.Line(p.UserID))
 			return nil
 		},
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/reverie-ai/reverie/api"
@@ -445,4 +446,120 @@ func (h *httpServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(rw).SetWriteDeadline(time.Time{})
 	}
 	h.handler().ServeHTTP(rw, r.WithContext(ctx))
+}
+
+// BridgeStdio relays the MCP client on in and out to the streamable HTTP
+// MCP endpoint at endpoint (a running agent's /mcp, reached with hc), so
+// that a client that can only launch a stdio server (Claude Desktop) talks
+// to the running agent. It returns when ctx ends, when the endpoint fails,
+// or when in ends and every request read from it has been answered.
+func BridgeStdio(ctx context.Context, endpoint string, hc *http.Client, in io.Reader, out io.Writer) error {
+	local, err := (&sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}).Connect(ctx)
+	if err != nil {
+		return fmt.Errorf("open standard input and output: %w", err)
+	}
+	remote, err := (&sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}).Connect(ctx)
+	if err != nil {
+		_ = local.Close()
+		return fmt.Errorf("connect to %s: %w", endpoint, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b := &bridge{pending: map[string]bool{}, idle: make(chan struct{})}
+	var wg sync.WaitGroup
+	var upErr, downErr error
+	wg.Go(func() {
+		upErr = b.pump(ctx, local, remote, true)
+		// The client's input ended: wait for the answers it is owed.
+		b.waitIdle(ctx)
+		cancel()
+	})
+	wg.Go(func() {
+		downErr = b.pump(ctx, remote, local, false)
+		cancel()
+	})
+	<-ctx.Done()
+	_ = local.Close()
+	_ = remote.Close()
+	wg.Wait()
+	for _, err := range []error{downErr, upErr} {
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, sdk.ErrConnectionClosed) && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("MCP bridge: %w", err)
+		}
+	}
+	return nil
+}
+
+// bridge tracks the client's requests the endpoint has not answered.
+type bridge struct {
+	mu      sync.Mutex
+	pending map[string]bool
+	done    bool          // the client's input ended
+	idle    chan struct{} // closed once done and nothing is pending
+	closed  bool
+}
+
+// pump copies messages from one connection to the other until a read or
+// write fails; up is the client → endpoint direction.
+func (b *bridge) pump(ctx context.Context, from, to sdk.Connection, up bool) error {
+	for {
+		msg, err := from.Read(ctx)
+		if err != nil {
+			if up {
+				b.finish()
+			}
+			return err
+		}
+		b.track(msg, up)
+		if err := to.Write(ctx, msg); err != nil {
+			return err
+		}
+	}
+}
+
+func (b *bridge) track(msg jsonrpc.Message, up bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if up && m.IsCall() {
+			b.pending[fmt.Sprint(m.ID.Raw())] = true
+		}
+	case *jsonrpc.Response:
+		if !up {
+			delete(b.pending, fmt.Sprint(m.ID.Raw()))
+		}
+	}
+	b.check()
+}
+
+func (b *bridge) finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done = true
+	b.check()
+}
+
+// check closes idle once the input ended with nothing pending; b.mu held.
+func (b *bridge) check() {
+	if b.done && len(b.pending) == 0 && !b.closed {
+		b.closed = true
+		close(b.idle)
+	}
+}
+
+// waitIdle waits, when the input ended, until every request is answered
+// or ctx ends; it returns at once when the input did not end (a write
+// failed).
+func (b *bridge) waitIdle(ctx context.Context) {
+	b.mu.Lock()
+	done := b.done
+	b.mu.Unlock()
+	if !done {
+		return
+	}
+	select {
+	case <-b.idle:
+	case <-ctx.Done():
+	}
 }

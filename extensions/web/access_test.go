@@ -58,6 +58,9 @@ func (a fakeApprovals) Answer(_ context.Context, id string, approve bool, via st
 type fakeDreams struct{ f *fakeAPI }
 
 func (fakeDreams) List(context.Context, int) ([]api.Dream, error) { return nil, nil }
+func (fakeDreams) Dream(_ context.Context, trigger string) (api.Dream, error) {
+	return api.Dream{ID: 1, Trigger: trigger}, nil
+}
 func (d fakeDreams) Revert(_ context.Context, id int64) (api.DreamRevert, error) {
 	d.f.mu.Lock()
 	defer d.f.mu.Unlock()

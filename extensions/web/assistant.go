@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/reverie-ai/reverie/api"
 )
@@ -42,6 +44,25 @@ func (w *Web) listDreams(rw http.ResponseWriter, r *http.Request) {
 		ds[i].Components = nonNil(ds[i].Components)
 	}
 	writeJSON(rw, http.StatusOK, api.DreamList{Dreams: nonNil(ds)})
+}
+
+// dreamNow is POST /api/v1/dreams: one dream now, answered with its
+// report once it is done (it may take minutes, as a turn may).
+func (w *Web) dreamNow(rw http.ResponseWriter, r *http.Request) {
+	_ = http.NewResponseController(rw).SetWriteDeadline(time.Now().Add(w.cfg.TurnTimeout + 10*time.Second))
+	ctx, cancel := context.WithTimeout(r.Context(), w.cfg.TurnTimeout)
+	defer cancel()
+	trigger := "api"
+	if viaControl(r) {
+		trigger = "cli"
+	}
+	d, err := w.svc.Dreams.Dream(ctx, trigger)
+	if err != nil {
+		w.serviceError(rw, r, err)
+		return
+	}
+	d.Components = nonNil(d.Components)
+	writeJSON(rw, http.StatusOK, d)
 }
 
 // revertDream is POST /api/v1/dreams/{id}/revert: every change the dream

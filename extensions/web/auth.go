@@ -58,23 +58,29 @@ func loadToken(cfg Secret, dataDir string) (token string, created bool, err erro
 		}
 		return token, false, nil
 	}
-	path := filepath.Join(dataDir, TokenFile)
+	return loadTokenFile(filepath.Join(dataDir, TokenFile), "web token")
+}
+
+// loadTokenFile returns the token kept at path, generating and storing a
+// random one (mode 0600) when there is none; created reports that it was
+// generated now. what names the token in errors.
+func loadTokenFile(path, what string) (token string, created bool, err error) {
 	switch token, err := readSecretFile(path); {
 	case err == nil && token != "":
 		return token, false, nil
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return "", false, fmt.Errorf("read the web token: %w", err)
+		return "", false, fmt.Errorf("read the %s: %w", what, err)
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return "", false, fmt.Errorf("generate the web token: %w", err)
+		return "", false, fmt.Errorf("generate the %s: %w", what, err)
 	}
 	token = hex.EncodeToString(raw[:])
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", false, fmt.Errorf("store the web token: %w", err)
+		return "", false, fmt.Errorf("store the %s: %w", what, err)
 	}
 	if err := writeFileAtomic(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", false, fmt.Errorf("store the web token: %w", err)
+		return "", false, fmt.Errorf("store the %s: %w", what, err)
 	}
 	return token, true, nil
 }
@@ -135,10 +141,14 @@ const (
 	authBearer
 	authCookie
 	authOff // web.auth: none, and no valid credentials
+	// authControl: a request over the control socket from a peer of the
+	// agent's uid with the control token (control.go). It counts as the
+	// token: the peer can read the data dir's secrets.
+	authControl
 )
 
 // withToken reports whether the request proved it knows the token.
-func (k authKind) withToken() bool { return k == authBearer || k == authCookie }
+func (k authKind) withToken() bool { return k == authBearer || k == authCookie || k == authControl }
 
 // check authenticates r. A present but wrong Authorization header fails
 // even when a valid cookie is present (with web.auth: none it only does

@@ -90,6 +90,7 @@ func (w *Web) apiMux() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/memories/{id}/history", w.need("memories", w.memoryHistory))
 
 	m.HandleFunc("GET "+p+"/dreams", w.need("dreams", w.listDreams))
+	m.HandleFunc("POST "+p+"/dreams", w.need("dreams", w.dreamNow))
 	m.HandleFunc("POST "+p+"/dreams/{id}/revert", w.need("dreams", w.revertDream))
 
 	m.HandleFunc("GET "+p+"/pulse", w.need("pulse", w.listPulse))
@@ -212,7 +213,8 @@ func securityHeaders(next http.Handler) http.Handler {
 // tells nothing.
 func (w *Web) checkHost(next *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/healthz" && !w.hostAllowed(r.Host) {
+		// The control socket has no Host check (control.go).
+		if r.URL.Path != "/healthz" && !viaControl(r) && !w.hostAllowed(r.Host) {
 			misdirected(rw, r.Host)
 			return
 		}
@@ -234,6 +236,10 @@ func (w *Web) guard(next http.Handler) http.Handler {
 		key := clientKey(r)
 		login := r.URL.Path == api.Prefix+"/login"
 		kind := w.auth.check(r)
+		if viaControl(r) {
+			// The control token, from a peer of the agent's uid.
+			key, kind = "control socket", w.ctl.check(r)
+		}
 		// While a client's failures are over the limit a wrong token gets
 		// 429; valid credentials (token or session cookie) always pass,
 		// so that strangers sharing the owner's address (a NAT, a proxy)
@@ -462,8 +468,16 @@ func (w *Web) listMessages(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
-	// The same threads as the WebSocket: web:<session> (or <session>).
+	// The same threads as the WebSocket: web:<session> (or <session>);
+	// over the control socket any thread, as `reverie send` in process.
 	t, err := webThread(r.PathValue("thread"))
+	sender := "api"
+	if viaControl(r) {
+		t, err, sender = chat.ThreadID(r.PathValue("thread")), nil, "cli"
+		if verr := t.Validate(); verr != nil {
+			err = verr
+		}
+	}
 	if err != nil {
 		w.serviceError(rw, r, fmt.Errorf("%w: %v", api.ErrInvalid, err))
 		return
@@ -487,7 +501,7 @@ func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
 	w.runTurn(rw, r, t, func(ctx context.Context) (api.Reply, error) {
 		return w.svc.Chat.Handle(ctx, chat.Inbound{
 			Address:     chat.Address{Channel: channel, Thread: t},
-			Sender:      w.sender(ctx, "api"),
+			Sender:      w.sender(ctx, sender),
 			Text:        text,
 			Attachments: images,
 			Received:    w.now(),

@@ -48,7 +48,7 @@ func (w *Web) listMemories(rw http.ResponseWriter, r *http.Request) {
 		err error
 	)
 	if text != "" {
-		ms, err = s.Search(r.Context(), api.MemorySearch{Text: text, Limit: limit, Kinds: kinds})
+		ms, err = s.Search(r.Context(), api.MemorySearch{Text: text, Limit: limit, Kinds: kinds, IncludeClosed: closed})
 	} else {
 		ms, err = s.List(r.Context(), api.MemoryFilter{Kinds: kinds, Sources: sources, IncludeClosed: closed, Limit: limit, Offset: offset})
 	}

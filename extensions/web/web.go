@@ -14,6 +14,11 @@
 // Sec-Fetch-Site, JSON bodies) in the order guard applies them, and setup
 // writes need the token even with web.auth: none.
 //
+// The same handler is also served on the control socket, <data>/reverie.sock
+// (control.go): to peers of the agent's uid only, with the control token
+// instead of the web token and without the Host check, for the command
+// line beside a running agent (api/client.Local).
+//
 // The extension is the channel "web" (threads web:<session>): messages
 // arrive over the WebSocket and go to the router through Host.Receive;
 // replies stream back to the connections following the thread. The data
@@ -141,6 +146,7 @@ type Web struct {
 
 	ln       net.Listener
 	srv      *http.Server
+	ctl      *control // the control socket (control.go)
 	ready    atomic.Bool
 	serving  atomic.Bool
 	served   chan struct{}
@@ -195,6 +201,12 @@ func (w *Web) Init(ctx context.Context, host extension.Host) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(w.log.Handler(), slog.LevelWarn),
 	}
+	ctl, ctlToken, err := newControl(host.DataDir(), w.srv.Handler, w.srv, w.log)
+	if err != nil {
+		return err
+	}
+	host.RegisterSecret(ctlToken)
+	w.ctl = ctl
 	return nil
 }
 
@@ -268,6 +280,7 @@ func (w *Web) Start(ctx context.Context) error {
 	}
 	w.ln = ln
 	w.served = make(chan struct{})
+	w.ctl.bind(ctx)
 	w.log.Info("web listener bound", "addr", ln.Addr().String(), "url", w.BaseURL()+"/")
 	if w.tokenCreated {
 		// The URL carries the token: it goes to the terminal only (at
@@ -370,11 +383,13 @@ func (w *Web) Run(ctx context.Context) error {
 		return errors.New("web: Run before Start")
 	}
 	errc := make(chan error, 1)
+	ctlErr := make(chan error, 1)
 	w.serving.Store(true)
 	go func() {
 		defer close(w.served)
 		errc <- w.srv.Serve(w.ln)
 	}()
+	go func() { ctlErr <- w.ctl.serve() }()
 	pctx, stopPings := context.WithCancel(ctx)
 	var pinger sync.WaitGroup
 	pinger.Go(func() { w.hub.pingAll(pctx) })
@@ -392,12 +407,14 @@ func (w *Web) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	herr := w.hub.close(sctx)
+	cerr := w.ctl.shutdown(sctx)
 	err := w.srv.Shutdown(sctx)
 	if err != nil {
 		// Requests still running after the grace period are cut.
 		_ = w.srv.Close()
 	}
 	<-w.served
+	herr = errors.Join(herr, cerr, <-ctlErr)
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serve http: %w", serveErr)
 	}
@@ -413,8 +430,9 @@ func (w *Web) Stop(context.Context) error {
 	if w.ln != nil && !w.serving.Load() {
 		// Run never handed the listener to the server: close it here.
 		if err := w.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			return fmt.Errorf("close web listener: %w", err)
+			return errors.Join(fmt.Errorf("close web listener: %w", err), w.ctl.close())
 		}
+		return w.ctl.close()
 	}
 	return nil
 }

@@ -9,8 +9,23 @@ import (
 	"github.com/reverie-ai/reverie/internal/dreaming"
 )
 
-// apiDreams serves the dream reports and their revert.
-type apiDreams struct{ d *dreaming.Dreamer }
+// apiDreams serves the dream reports, their revert and a dream now.
+type apiDreams struct {
+	d *dreaming.Dreamer
+	// configured reports whether a language model is configured.
+	configured func() bool
+}
+
+func (s apiDreams) Dream(ctx context.Context, trigger string) (api.Dream, error) {
+	if !s.configured() {
+		return api.Dream{}, fmt.Errorf("%w: dreaming needs a language model; none is configured (see reverie doctor)", api.ErrConflict)
+	}
+	rep, err := s.d.Dream(ctx, trigger)
+	if err != nil {
+		return api.Dream{}, dreamError(err)
+	}
+	return dreamOf(rep), nil
+}
 
 func dreamError(err error) error {
 	switch {

@@ -44,7 +44,7 @@ func TestAPIDTOsInStep(t *testing.T) {
 			copied: same("ID", "Text", "Kind", "Source", "CreatedAt", "UpdatedAt", "ValidFrom", "ValidTo",
 				"SupersededBy", "AccessCount", "LastAccess", "EventTime", "Thread", "Session", "Speaker", "Role"),
 			hidden:   map[string]string{"Embedding": "a vector of the store's embedder, meaningless to a client"},
-			unfilled: map[string]string{"Score": "set by apiMemories.Search from the search hit"},
+			unfilled: map[string]string{"Score": "set by apiMemories.Search from the search hit", "Existing": "set by apiMemories.Add from memory.Remembered"},
 		},
 		{
 			name: "pulse item", internal: pulse.Item{},

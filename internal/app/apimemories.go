@@ -42,7 +42,8 @@ func kindsOf(ks []string) []memory.Kind {
 }
 
 func (m apiMemories) Search(ctx context.Context, q api.MemorySearch) ([]api.Memory, error) {
-	res, err := m.s.Search(ctx, memory.Query{Text: q.Text, Limit: q.Limit, Kinds: kindsOf(q.Kinds), Peek: true})
+	res, err := m.s.Search(ctx, memory.Query{Text: q.Text, Limit: q.Limit, Kinds: kindsOf(q.Kinds), IncludeClosed: q.IncludeClosed,
+		Peek: true})
 	if err != nil {
 		return nil, memoryError(err)
 	}
@@ -80,14 +81,17 @@ func (m apiMemories) Get(ctx context.Context, id int64) (api.Memory, error) {
 	return memoryOf(x), nil
 }
 
-// Add remembers a memory the user wrote: it is also kept in MEMORIES.txt.
+// Add remembers a memory the user wrote: it is also kept in MEMORIES.txt
+// unless in.Keep is false.
 func (m apiMemories) Add(ctx context.Context, in api.MemoryInput) (api.Memory, error) {
 	r, err := m.s.Remember(ctx, memory.Memory{Text: in.Text, Kind: memory.Kind(in.Kind), Source: memory.Source(in.Source),
-		EventTime: in.EventTime, Thread: in.Thread}, true)
+		EventTime: in.EventTime, Thread: in.Thread}, in.Keep == nil || *in.Keep)
 	if err != nil {
 		return api.Memory{}, memoryError(err)
 	}
-	return m.Get(ctx, r.ID)
+	out, err := m.Get(ctx, r.ID)
+	out.Existing = r.Existing
+	return out, err
 }
 
 func (m apiMemories) Update(ctx context.Context, id int64, in api.MemoryInput) (api.Memory, error) {

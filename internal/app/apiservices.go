@@ -84,7 +84,7 @@ func (a *App) fillFeatureServices(svc *api.Services) {
 		svc.History = apiHistory{a}
 	}
 	if a.Dreamer != nil {
-		svc.Dreams = apiDreams{a.Dreamer}
+		svc.Dreams = apiDreams{d: a.Dreamer, configured: a.Models.Configured}
 	}
 }
 

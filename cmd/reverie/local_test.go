@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startAgent runs `reverie agent` on dir in a child process until the test
+// ends, and returns once it is ready.
+func startAgent(t *testing.T, dir string, env []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cmd := exec.CommandContext(ctx, os.Args[0], "agent", "--data", dir)
+	cmd.Env = env
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	ready := false
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "agent ready") {
+			ready = true
+			break
+		}
+	}
+	drained := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, stderr); close(drained) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-drained
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("reverie agent after SIGTERM: %v", err)
+		}
+		cancel()
+	})
+	if !ready {
+		t.Fatalf("the agent never got ready:\n%s", seen.String())
+	}
+}
+
+// The command line works beside a running agent: send, memory, dream,
+// chat and mcp go through the agent's control socket instead of saying
+// "stop the running agent first".
+func TestCommandsBesideARunningAgent(t *testing.T) {
+	model, _ := chatModel(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	env := chatEnv(t, model, "REVERIE_WEB__LISTEN="+freeAddr(t))
+	startAgent(t, dir, append(childEnv(t), env...))
+	if _, err := os.Stat(filepath.Join(dir, "reverie.sock")); err != nil {
+		t.Fatalf("no control socket: %v", err)
+	}
+	mustRun := func(stdin string, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append(args, "--data", dir), strings.NewReader(stdin), &out, &errb, env)
+		if code != ExitOK {
+			t.Fatalf("%v beside the agent: exit %d\n%s%s", args, code, out.String(), errb.String())
+		}
+		return out.String()
+	}
+	if out := mustRun("", "send", "hello"); !strings.Contains(out, "Echo9: **hello**") {
+		t.Errorf("send: %q", out)
+	}
+	if out := mustRun("", "memory", "add", "My sister Ana lives in Porto."); !strings.Contains(out, "remembered as #") {
+		t.Errorf("memory add: %q", out)
+	}
+	if out := mustRun("", "memory", "add", "my sister ana lives in porto"); !strings.Contains(out, "already remembered as #") {
+		t.Errorf("memory add of a duplicate: %q", out)
+	}
+	out := mustRun("", "memory", "search", "where does my sister live")
+	if !strings.Contains(out, "Ana lives in Porto") {
+		t.Errorf("memory search: %q", out)
+	}
+	id := strings.Fields(strings.Split(out, "\n")[1])[0]
+	if out := mustRun("", "memory", "edit", id, "My sister Ana lives in Lisbon."); !strings.Contains(out, "#"+id+" is now #") {
+		t.Errorf("memory edit: %q", out)
+	}
+	if out := mustRun("", "memory", "list", "--superseded"); !strings.Contains(out, "Lisbon") || !strings.Contains(out, "(superseded by #") {
+		t.Errorf("memory list --superseded: %q", out)
+	}
+	if out := mustRun("", "dream", "list"); !strings.Contains(out, "no dreams yet") {
+		t.Errorf("dream list: %q", out)
+	}
+	if out := mustRun("hi there\n", "chat"); !strings.Contains(out, "Echo9: **hi there**") {
+		t.Errorf("piped chat: %q", out)
+	}
+	// An MCP client on stdio reaches the agent's /mcp through the bridge.
+	mcpIn := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_memory","arguments":{"query":"where does my sister live"}}}
+`
+	if out := mustRun(mcpIn, "mcp"); !strings.Contains(out, `"id":2`) || !strings.Contains(out, "Lisbon") {
+		t.Errorf("mcp bridge: %q", out)
+	}
+}

@@ -1,0 +1,14 @@
+//go:build !linux && !darwin
+
+package web
+
+import (
+	"errors"
+	"net"
+)
+
+// peerUID cannot read a peer's credentials on this platform: every
+// connection to the control socket is refused.
+func peerUID(net.Conn) (int, error) {
+	return -1, errors.New("peer credentials are not supported on this platform")
+}
