@@ -68,7 +68,10 @@
 // at most once per edit_interval, or sent once when edits are off. The
 // user's messages get read receipts. Images and files the user sends are
 // saved under <data>/workspace/matrix/<room>/; images reach the model as
-// image parts. The matrix_send_file tool sends a workspace file to a room.
+// image parts, an m.audio message is an audio attachment (transcribed by
+// the router and answered as typed text). SendVoice sends a spoken reply as
+// an m.audio voice message (MSC3245). The matrix_send_file tool sends a
+// workspace file to a room.
 //
 // # Concurrency
 //

@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -300,7 +301,8 @@ func stripMention(text string, names []string) string {
 
 // saveAttachment downloads (and decrypts) a file the user sent into
 // workspace/matrix/<room>/. An image becomes an image attachment for the
-// model; other files, and files that could not be saved, a line of text.
+// model, an m.audio message an audio attachment (transcribed by the
+// router); other files, and files that could not be saved, a line of text.
 func (m *Matrix) saveAttachment(ctx context.Context, evt *event.Event, content *event.MessageEventContent) (string, *chat.Attachment) {
 	kind := strings.TrimPrefix(string(content.MsgType), "m.")
 	rel, mime, err := m.saveFile(ctx, evt, content)
@@ -310,6 +312,10 @@ func (m *Matrix) saveAttachment(ctx context.Context, evt *event.Event, content *
 	}
 	if content.MsgType == event.MsgImage && isImageType(mime) {
 		return "", &chat.Attachment{Kind: chat.AttachImage, Path: rel, MediaType: mime}
+	}
+	if content.MsgType == event.MsgAudio {
+		// A recording: transcribed before the turn, answered as typed text.
+		return "", &chat.Attachment{Kind: chat.AttachAudio, Path: rel, MediaType: cmp.Or(mime, "audio/ogg")}
 	}
 	desc := kind
 	if mime != "" {

@@ -649,6 +649,7 @@ var (
 	_ extension.ServiceProvider          = (*Matrix)(nil)
 	_ extension.HealthChecker            = (*Matrix)(nil)
 	_ extension.StreamingChannelProvider = (*Matrix)(nil)
+	_ extension.VoiceChannelProvider     = (*Matrix)(nil)
 	_ extension.ToolProvider             = (*Matrix)(nil)
 	_ extension.Stopper                  = (*Matrix)(nil)
 	_ extension.Destroyer                = (*Matrix)(nil)

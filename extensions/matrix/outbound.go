@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -201,10 +203,51 @@ func (m *Matrix) sendFile(ctx context.Context, room id.RoomID, name string, data
 	if caption != "" {
 		content.Body = caption
 	}
-	upload, uploadType := data, mime
+	if err := m.sendMedia(ctx, room, content, data); err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(string(content.MsgType), "m."), nil
+}
+
+// SendVoice implements extension.VoiceChannelProvider: a spoken reply
+// (Ogg/Opus from the workspace) as an m.audio message marked as a voice
+// message (MSC3245, which Element shows as one), numbered when the reply is
+// spoken in parts.
+func (m *Matrix) SendVoice(ctx context.Context, addr chat.Address, sp chat.Speech) error {
+	room, err := threadRoom(addr.Thread)
+	if err != nil {
+		return err
+	}
+	if !m.isReady() {
+		return fmt.Errorf("matrix is not connected yet: %w", m.Health(ctx))
+	}
+	root, err := os.OpenRoot(m.wsDir)
+	if err != nil {
+		return fmt.Errorf("open the workspace: %w", err)
+	}
+	defer root.Close()
+	data, err := root.ReadFile(sp.Path)
+	if err != nil {
+		return fmt.Errorf("read the spoken reply: %w", err)
+	}
+	ms := int(sp.Seconds * 1000)
+	body := "Spoken reply"
+	if sp.Parts > 1 {
+		body = fmt.Sprintf("Spoken reply, part %d of %d", sp.Part, sp.Parts)
+	}
+	content := &event.MessageEventContent{MsgType: event.MsgAudio, Body: body, FileName: path.Base(sp.Path),
+		Info: &event.FileInfo{MimeType: sp.MediaType, Size: len(data), Duration: ms}, Mentions: &event.Mentions{},
+		MSC1767Audio: &event.MSC1767Audio{Duration: ms}, MSC3245Voice: &event.MSC3245Voice{}}
+	return m.sendMedia(ctx, room, content, data)
+}
+
+// sendMedia uploads data (encrypted first in an encrypted room) and sends
+// content pointing at it.
+func (m *Matrix) sendMedia(ctx context.Context, room id.RoomID, content *event.MessageEventContent, data []byte) error {
+	upload, uploadType := data, content.Info.MimeType
 	encrypted, err := m.stateStore.IsEncrypted(ctx, room)
 	if err != nil {
-		return "", err
+		return err
 	}
 	var ef *attachment.EncryptedFile
 	if encrypted && m.mach != nil {
@@ -217,15 +260,13 @@ func (m *Matrix) sendFile(ctx context.Context, room id.RoomID, name string, data
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("upload: %w", err)
+		return fmt.Errorf("upload: %w", err)
 	}
 	if ef != nil {
 		content.File = &event.EncryptedFileInfo{EncryptedFile: *ef, URL: up.ContentURI.CUString()}
 	} else {
 		content.URL = up.ContentURI.CUString()
 	}
-	if _, err := m.sendContent(ctx, room, content); err != nil {
-		return "", err
-	}
-	return strings.TrimPrefix(string(content.MsgType), "m."), nil
+	_, err = m.sendContent(ctx, room, content)
+	return err
 }

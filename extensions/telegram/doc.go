@@ -60,10 +60,12 @@
 // plain text. Replies over 4,096 characters are split on paragraph
 // boundaries. While a turn runs the chat shows "typing…" (refreshed every
 // 4 seconds) and the reply is streamed by editing one message at most once
-// per second. Photos, documents and voice notes are saved under
-// <data>/workspace/telegram/<chat>/ and their path is handed to the model
-// with the caption (Reverie's model messages carry text only, so the model
-// reads the path, not the pixels). The telegram_send_file tool sends a
+// per second. Photos, documents, voice notes and audio files are saved
+// under <data>/workspace/telegram/<chat>/; a photo is an image attachment,
+// a voice note or audio file an audio attachment (the router has it
+// transcribed and answers the words as typed text), a document's path is
+// handed to the model with the caption. SendVoice sends a spoken reply as a
+// voice note (sendVoice, Ogg/Opus). The telegram_send_file tool sends a
 // workspace file to the chat.
 //
 // # Concurrency

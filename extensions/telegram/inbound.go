@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path"
@@ -204,16 +205,17 @@ func (t *Telegram) tellFlood(ctx context.Context) {
 	}
 }
 
-// saveAttachments downloads the message's photo, document or voice note
-// into the workspace. The photo becomes an image attachment (the model sees
-// it when it accepts images); documents and voice notes, and a photo that
-// could not be saved, become a line of text for the model.
+// saveAttachments downloads the message's photo, document, voice note or
+// audio file into the workspace. The photo becomes an image attachment (the
+// model sees it when it accepts images), a voice note or audio file an
+// audio attachment (transcribed before the turn); documents, and a file
+// that could not be saved, become a line of text for the model.
 func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) ([]string, []chat.Attachment) {
 	type attachment struct {
 		kind, fileID, name string
 		size               int64
-		extra              string
-		image              bool
+		extra, media       string
+		image, audio       bool
 	}
 	var atts []attachment
 	if n := len(m.Photo); n > 0 {
@@ -230,9 +232,15 @@ func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) ([]st
 	if d := m.Document; d != nil {
 		atts = append(atts, attachment{kind: "document", fileID: d.FileID, name: d.FileName, size: d.FileSize, extra: d.MimeType})
 	}
+	// A voice note (Ogg/Opus) and an audio file are recordings: the router
+	// has them transcribed and answers the words as typed text.
 	if v := m.Voice; v != nil {
 		atts = append(atts, attachment{kind: "voice note", fileID: v.FileID, name: "voice.ogg", size: v.FileSize,
-			extra: fmt.Sprintf("%d s, no transcript", v.Duration)})
+			media: cmp.Or(v.MimeType, "audio/ogg"), audio: true})
+	}
+	if a := m.Audio; a != nil {
+		atts = append(atts, attachment{kind: "audio file", fileID: a.FileID, name: cmp.Or(a.FileName, "audio"), size: a.FileSize,
+			media: cmp.Or(a.MimeType, "audio/mpeg"), audio: true})
 	}
 	var notes []string
 	var images []chat.Attachment
@@ -246,6 +254,10 @@ func (t *Telegram) saveAttachments(ctx context.Context, m *models.Message) ([]st
 		if a.image {
 			// Telegram re-encodes every photo as JPEG.
 			images = append(images, chat.Attachment{Kind: chat.AttachImage, Path: rel, MediaType: "image/jpeg"})
+			continue
+		}
+		if a.audio {
+			images = append(images, chat.Attachment{Kind: chat.AttachAudio, Path: rel, MediaType: a.media})
 			continue
 		}
 		desc := a.kind

@@ -1,9 +1,11 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -229,6 +231,41 @@ func (t *Telegram) uploadFile(ctx context.Context, thread chat.ThreadID, f chann
 		return "photo", nil
 	}
 	return "document", nil
+}
+
+// SendVoice implements extension.VoiceChannelProvider: a spoken reply
+// (Ogg/Opus from the workspace) as a voice note, numbered when the reply is
+// spoken in parts.
+func (t *Telegram) SendVoice(ctx context.Context, addr chat.Address, sp chat.Speech) error {
+	chatID, err := threadChat(addr.Thread)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(t.wsDir)
+	if err != nil {
+		return fmt.Errorf("open the workspace: %w", err)
+	}
+	defer root.Close()
+	data, err := root.ReadFile(sp.Path)
+	if err != nil {
+		return fmt.Errorf("read the spoken reply: %w", err)
+	}
+	if len(data) > maxUpload {
+		return fmt.Errorf("the spoken reply is %d bytes, over the Bot API's %d", len(data), maxUpload)
+	}
+	caption := ""
+	if sp.Parts > 1 {
+		caption = fmt.Sprintf("%d/%d", sp.Part, sp.Parts)
+	}
+	params := &bot.SendVoiceParams{ChatID: chatID, Caption: caption}
+	if sp.Seconds > 0 {
+		params.Duration = int(sp.Seconds + 0.5)
+	}
+	return t.retry(ctx, func(ctx context.Context) error {
+		params.Voice = &models.InputFileUpload{Filename: path.Base(sp.Path), Data: bytes.NewReader(data)}
+		_, err := t.api.bot.SendVoice(ctx, params)
+		return err
+	})
 }
 
 func isImage(name string) bool {

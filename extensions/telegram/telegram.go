@@ -478,6 +478,7 @@ var (
 	_ extension.ServiceProvider          = (*Telegram)(nil)
 	_ extension.HealthChecker            = (*Telegram)(nil)
 	_ extension.StreamingChannelProvider = (*Telegram)(nil)
+	_ extension.VoiceChannelProvider     = (*Telegram)(nil)
 	_ extension.Pairer                   = (*Telegram)(nil)
 	_ extension.SharedThreads            = (*Telegram)(nil)
 	_ extension.ToolProvider             = (*Telegram)(nil)

@@ -20,10 +20,8 @@ func voiceEnv(audio *llmtest.AudioServer) Option {
 // answerSpoken makes the model answer the spoken question, and anything
 // else with "OK.".
 func answerSpoken(req llmtest.ChatRequest) llmtest.ServerReply {
-	for _, m := range req.Messages {
-		if m.Role == "user" && strings.Contains(m.Text(), llmtest.SpokenText) {
-			return llmtest.ServerReply{Text: "It is noon in Lisbon."}
-		}
+	if strings.Contains(lastUser(req), llmtest.SpokenText) {
+		return llmtest.ServerReply{Text: "It is noon in Lisbon."}
 	}
 	return llmtest.ServerReply{Text: "OK."}
 }

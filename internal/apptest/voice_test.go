@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -91,4 +93,65 @@ func TestVoiceMessageTranscribed(t *testing.T) {
 	if got[1].Kind != chat.Reply {
 		t.Errorf("the caption was not answered: %+v", got[1])
 	}
+}
+
+// A Telegram voice note (espeak-ng's Ogg/Opus recording, downloaded through
+// the fake Bot API) is transcribed and answered on the same chat as typed
+// text: the chat is shown what was heard, gets the written reply and, as it
+// answers a voice note, the reply as a voice note (sendVoice with the
+// Ogg/Opus the speech server made for it). A typed message is answered in
+// writing only; /voice always makes it spoken too.
+func TestTelegramVoiceNote(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	audio := llmtest.NewAudioServer(t)
+	h, _ := startTelegram(t, srv, voiceEnv(audio))
+	h.Model.Handle(answerSpoken)
+	srv.AddFile("vn1", llmtest.SpokenOgg())
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), VoiceID: "vn1"})
+	ms := srv.WaitMessages(t, alice.ID, 3, func(ms []telegramtest.Message) bool {
+		return slices.ContainsFunc(ms, func(m telegramtest.Message) bool { return m.Kind == "voice" })
+	})
+	var kinds []string
+	for _, m := range ms {
+		kinds = append(kinds, m.Kind+": "+m.Plain)
+	}
+	heard := slices.IndexFunc(ms, func(m telegramtest.Message) bool { return m.Plain == "🎤 "+llmtest.SpokenText })
+	reply := slices.IndexFunc(ms, func(m telegramtest.Message) bool { return strings.Contains(m.Plain, "It is noon in Lisbon.") })
+	voice := slices.IndexFunc(ms, func(m telegramtest.Message) bool { return m.Kind == "voice" })
+	if heard < 0 || reply < 0 || voice < 0 || !(heard < reply && reply < voice) {
+		t.Fatalf("messages %q: want the transcript, the written reply, then the voice note", kinds)
+	}
+	if string(ms[voice].File) != string(llmtest.SpeechOgg()) {
+		t.Errorf("the voice note is %d bytes, not the speech server's Ogg/Opus", len(ms[voice].File))
+	}
+	trans := audio.Transcriptions()
+	if len(trans) != 1 || string(trans[0].Audio) != string(llmtest.SpokenOgg()) || !strings.HasSuffix(trans[0].FileName, "voice.ogg") {
+		t.Fatalf("transcriptions: %+v", trans)
+	}
+	if sp := audio.Speeches(); len(sp) != 1 || sp[0].ResponseFormat != "opus" || sp[0].Input != "It is noon in Lisbon." {
+		t.Errorf("speech requests %+v", sp)
+	}
+	files, _ := filepath.Glob(filepath.Join(h.DataDir, "workspace", "telegram", "1001", "*-voice.ogg"))
+	if len(files) != 1 {
+		t.Errorf("the voice note is not kept in the workspace: %v", files)
+	}
+
+	// Typed: written only. After /voice always: spoken too.
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "and tomorrow?"})
+	srv.WaitMessages(t, alice.ID, len(ms)+1, func(ms []telegramtest.Message) bool { return hasPlain(ms, "OK.") })
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/voice always"})
+	srv.WaitMessages(t, alice.ID, len(ms)+2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "every reply is spoken too") })
+	if n := len(audio.Speeches()); n != 1 {
+		t.Errorf("a typed message was answered aloud under when_spoken_to (%d speech requests)", n)
+	}
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "thanks"})
+	srv.WaitMessages(t, alice.ID, len(ms)+4, func(ms []telegramtest.Message) bool {
+		n := 0
+		for _, m := range ms {
+			if m.Kind == "voice" {
+				n++
+			}
+		}
+		return n == 2
+	})
 }

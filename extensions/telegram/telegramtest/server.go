@@ -70,8 +70,8 @@ type Message struct {
 	ParseMode string
 	Plain     string // what the user sees: tags stripped, entities decoded
 	Edits     int
-	File      []byte // for photos and documents
-	Kind      string // "text", "photo", "document"
+	File      []byte // for photos, documents and voice notes
+	Kind      string // "text", "photo", "document", "voice"
 	Caption   string
 }
 
@@ -390,7 +390,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeOK(w, map[string]any{"file_id": id, "file_unique_id": "u" + id, "file_size": len(data), "file_path": "files/" + id})
-	case "sendPhoto", "sendDocument":
+	case "sendPhoto", "sendDocument", "sendVoice":
 		s.sendFile(w, method, call)
 	default:
 		writeErr(w, Failure{Code: 404, Desc: "Not Found: method not found"})
@@ -510,12 +510,20 @@ func (s *Server) editMessage(w http.ResponseWriter, call Call) {
 func (s *Server) sendFile(w http.ResponseWriter, method string, call Call) {
 	chatID, _ := strconv.ParseInt(call.Params["chat_id"], 10, 64)
 	field, kind := "document", "document"
-	if method == "sendPhoto" {
+	switch method {
+	case "sendPhoto":
 		field, kind = "photo", "photo"
+	case "sendVoice":
+		field, kind = "voice", "voice"
 	}
 	data, ok := call.Files[field]
 	if !ok {
 		writeErr(w, Failure{Code: 400, Desc: "Bad Request: there is no " + field + " in the request"})
+		return
+	}
+	if method == "sendVoice" && !bytes.HasPrefix(data, []byte("OggS")) {
+		// A voice note must be Ogg/Opus to show as one.
+		writeErr(w, Failure{Code: 400, Desc: "Bad Request: VOICE_MESSAGES_FORBIDDEN or wrong file type: voice must be an OGG file encoded with OPUS"})
 		return
 	}
 	s.mu.Lock()
