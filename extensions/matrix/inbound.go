@@ -133,6 +133,14 @@ func (m *Matrix) handleMessage(ctx context.Context, evt *event.Event) {
 	if evt.Timestamp < floor {
 		return
 	}
+	// The router drops a message it accepted before anyway; skipping it
+	// here saves a batch fetched again its downloads and lookups.
+	if done, err := m.store.handled(ctx, evt.ID.String()); err != nil || done {
+		if err != nil {
+			m.batchErr = err
+		}
+		return
+	}
 	content.RemoveReplyFallback()
 	text := content.Body
 	if content.MsgType != event.MsgText && content.MsgType != event.MsgEmote && content.MsgType != "" {

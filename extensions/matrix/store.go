@@ -57,9 +57,10 @@ func (s *store) setValue(ctx context.Context, key, v string) error {
 
 // handled reports whether the router accepted the event already: it
 // records the id of every message a channel hands it (chat.Inbound.ID) in
-// router_seen, which migration 003 made sure exists. Only read here, to
-// keep an event that can no longer be decrypted, but was answered, from
-// being reported to its sender.
+// router_seen, which migration 003 made sure exists. Only read here: a
+// batch fetched again skips the events it accepted (no second download),
+// and an event that can no longer be decrypted, but was answered, is not
+// reported to its sender.
 func (s *store) handled(ctx context.Context, eventID string) (bool, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
