@@ -253,9 +253,9 @@ func (d *doctor) checkModels(ctx context.Context) {
 	for _, h := range r.Health(ctx, 15*time.Second) {
 		name := "model"
 		if h.Err != nil {
-			d.add(name, checkFail, "%s (roles %s): %v", h.Backend, strings.Join(h.Roles, ", "), h.Err)
+			d.add(name, checkFail, "%s (roles %s): %s failed: %v", h.Backend, strings.Join(h.Roles, ", "), h.Checked, h.Err)
 		} else {
-			d.add(name, checkOK, "%s answers (%s; roles %s)", h.Backend, h.Elapsed.Round(time.Millisecond), strings.Join(h.Roles, ", "))
+			d.add(name, checkOK, "%s answers %s (%s; roles %s)", h.Backend, h.Checked, h.Elapsed.Round(time.Millisecond), strings.Join(h.Roles, ", "))
 		}
 	}
 }

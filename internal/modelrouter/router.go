@@ -58,8 +58,10 @@ type Backend interface {
 	Name() string
 	// Model is the model it calls.
 	Model() string
-	// Ping checks reachability (for `reverie doctor`).
-	Ping(ctx context.Context) error
+	// Ping checks reachability and the credentials with the smallest
+	// authenticated call the provider offers, and says which call it made
+	// (for `reverie doctor`).
+	Ping(ctx context.Context) (checked string, err error)
 }
 
 // Limits describe what a backend's model accepts: its context window (for
@@ -462,6 +464,9 @@ type BackendHealth struct {
 	Roles   []string
 	Err     error
 	Elapsed time.Duration
+	// Checked says what the ping asked ("a 1-token completion of … with
+	// the API key").
+	Checked string
 }
 
 // Health pings every backend (each bounded by timeout) concurrently and
@@ -486,8 +491,9 @@ func (r *Router) Health(ctx context.Context, timeout time.Duration) []BackendHea
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			start := time.Now()
-			err := r.opts.Secrets.RedactError(b.Ping(pctx))
-			out[i] = BackendHealth{Backend: n, Model: b.Model(), Roles: roles, Err: err, Elapsed: time.Since(start)}
+			checked, err := b.Ping(pctx)
+			out[i] = BackendHealth{Backend: n, Model: b.Model(), Roles: roles, Err: r.opts.Secrets.RedactError(err),
+				Elapsed: time.Since(start), Checked: checked}
 		})
 	}
 	wg.Wait()

@@ -28,7 +28,7 @@ type fakeBackend struct {
 
 func (f *fakeBackend) Name() string                   { return f.name }
 func (f *fakeBackend) Model() string                  { return "m-" + f.name }
-func (f *fakeBackend) Ping(ctx context.Context) error { return nil }
+func (f *fakeBackend) Ping(ctx context.Context) (string, error) { return "nothing (a fake)", nil }
 func (f *fakeBackend) Generate(ctx context.Context, req llm.Request, stream llm.StreamFunc) (llm.Response, error) {
 	f.mu.Lock()
 	f.calls++

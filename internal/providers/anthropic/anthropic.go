@@ -173,13 +173,14 @@ func (c *Client) Generate(ctx context.Context, req llm.Request, stream llm.Strea
 // pingTimeouts bound a health check.
 var pingTimeouts = providers.Timeouts{Connect: 5 * time.Second, FirstByte: 10 * time.Second, Idle: 10 * time.Second, Total: 20 * time.Second}
 
-// Ping checks that the API answers and accepts the key by listing models.
-// It does not retry.
-func (c *Client) Ping(ctx context.Context) error {
+// Ping checks that the API answers and accepts the key by listing one
+// model (Anthropic's model list needs the key: the smallest authenticated
+// call, and free) and says so. It does not retry.
+func (c *Client) Ping(ctx context.Context) (string, error) {
 	p := c.policy
 	p.MaxRetries = -1
 	p.Timeouts = pingTimeouts
-	return p.Run(ctx, c.o.Model, nil, func(ctx context.Context, a *providers.Attempt) error {
+	return "the model list with the API key", p.Run(ctx, c.o.Model, nil, func(ctx context.Context, a *providers.Attempt) error {
 		_, err := c.sdk.Models.List(ctx, sdk.ModelListParams{Limit: sdk.Int(1)}, option.WithMiddleware(a.Middleware))
 		return err
 	})

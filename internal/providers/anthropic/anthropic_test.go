@@ -556,14 +556,14 @@ func TestIdleTimeout(t *testing.T) {
 func TestPing(t *testing.T) {
 	srv := llmtest.NewAnthropicServer(t)
 	c, _ := newClient(t, srv, nil)
-	if err := c.Ping(context.Background()); err != nil {
-		t.Fatalf("Ping: %v", err)
+	if what, err := c.Ping(context.Background()); err != nil || what != "the model list with the API key" {
+		t.Fatalf("Ping: %q %v", what, err)
 	}
 	if rs := srv.Requests(); len(rs) != 1 || rs[0].Method != http.MethodGet || rs[0].Path != "/v1/models" {
 		t.Errorf("requests = %+v", rs)
 	}
 	srv.SetModelsStatus(http.StatusUnauthorized)
-	if err := c.Ping(context.Background()); !errors.Is(err, providers.ErrAuth) {
+	if _, err := c.Ping(context.Background()); !errors.Is(err, providers.ErrAuth) {
 		t.Fatalf("Ping = %v, want ErrAuth", err)
 	}
 }

@@ -207,27 +207,38 @@ func (c *Client) complete(ctx context.Context, a *providers.Attempt, params sdk.
 // pingTimeouts bound a health check.
 var pingTimeouts = providers.Timeouts{Connect: 5 * time.Second, FirstByte: 10 * time.Second, Idle: 10 * time.Second, Total: 20 * time.Second}
 
-// Ping checks that the server answers and accepts the credentials: it lists
-// the models, and when the server has no /models endpoint it asks for a
-// one-token completion instead. It does not retry.
-func (c *Client) Ping(ctx context.Context) error {
+// Ping checks that the server answers and accepts the credentials, and
+// says what it checked. With an API key it asks for a one-token completion
+// of the model: the smallest call every OpenAI-compatible server
+// authenticates (many list their models to anyone, so a listing proves
+// nothing about the key), and it checks the model name too. Without a key
+// (a local server) it lists the models, and asks for the completion when
+// the server has no /models endpoint. It does not retry.
+func (c *Client) Ping(ctx context.Context) (string, error) {
 	p := c.policy
 	p.MaxRetries = -1
 	p.Timeouts = pingTimeouts
+	completion := func(why string) (string, error) {
+		probe := llm.Request{Messages: []llm.Message{llm.UserText("ping")}, MaxTokens: 1}
+		params, perr := c.params(probe, c.o.Model)
+		what := "a 1-token completion of " + c.o.Model + " " + why
+		if perr != nil {
+			return what, &providers.Error{Provider: c.o.Name, Model: c.o.Model, Err: perr}
+		}
+		return what, p.Run(ctx, c.o.Model, nil, func(ctx context.Context, a *providers.Attempt) error {
+			_, err := c.complete(ctx, a, params)
+			return err
+		})
+	}
+	if c.o.APIKey != "" {
+		return completion("with the API key")
+	}
 	err := p.Run(ctx, c.o.Model, nil, func(ctx context.Context, a *providers.Attempt) error {
 		_, err := c.sdk.models.List(ctx, option.WithMiddleware(a.Middleware))
 		return err
 	})
 	if err == nil || !errors.Is(err, providers.ErrNotFound) {
-		return err
+		return "the model list (no API key is set)", err
 	}
-	probe := llm.Request{Messages: []llm.Message{llm.UserText("ping")}, MaxTokens: 1}
-	params, perr := c.params(probe, c.o.Model)
-	if perr != nil {
-		return &providers.Error{Provider: c.o.Name, Model: c.o.Model, Err: perr}
-	}
-	return p.Run(ctx, c.o.Model, nil, func(ctx context.Context, a *providers.Attempt) error {
-		_, err := c.complete(ctx, a, params)
-		return err
-	})
+	return completion("(no API key is set; the server has no model list)")
 }

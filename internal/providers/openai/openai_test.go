@@ -674,42 +674,61 @@ func TestUnknownHost(t *testing.T) {
 }
 
 func TestPing(t *testing.T) {
-	t.Run("models listed", func(t *testing.T) {
-		srv := llmtest.NewOpenAIServer(t)
-		c, _ := newClient(t, srv, nil)
-		if err := c.Ping(context.Background()); err != nil {
-			t.Fatalf("Ping: %v", err)
-		}
-		if rs := srv.Requests(); len(rs) != 1 || rs[0].Method != http.MethodGet || rs[0].Path != "/v1/models" {
-			t.Errorf("requests = %+v", rs)
-		}
-	})
-	t.Run("no models endpoint falls back to a one-token completion", func(t *testing.T) {
-		srv := llmtest.NewOpenAIServer(t)
-		srv.SetModelsStatus(http.StatusNotFound)
-		srv.Enqueue(llmtest.ServerReply{Text: "p", StopReason: "length"})
-		c, _ := newClient(t, srv, nil)
-		if err := c.Ping(context.Background()); err != nil {
-			t.Fatalf("Ping: %v", err)
-		}
+	noKey := func(o *openai.Options) { o.APIKey = "" }
+	oneToken := func(t *testing.T, srv *llmtest.OpenAIServer) {
+		t.Helper()
 		chats := srv.ChatRequests()
 		if len(chats) != 1 || chats[0].MaxTokens == nil || *chats[0].MaxTokens != 1 {
-			t.Errorf("fallback completion = %+v", chats)
+			t.Errorf("completion = %+v, want one of 1 token", chats)
+		}
+	}
+	t.Run("a key is checked with a one-token completion, not the model list anyone may read", func(t *testing.T) {
+		srv := llmtest.NewOpenAIServer(t)
+		srv.Enqueue(llmtest.ServerReply{Text: "p", StopReason: "length"})
+		c, _ := newClient(t, srv, nil)
+		what, err := c.Ping(context.Background())
+		if err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+		oneToken(t, srv)
+		if what != "a 1-token completion of gpt-test with the API key" {
+			t.Errorf("checked %q", what)
 		}
 	})
-	t.Run("bad key", func(t *testing.T) {
+	t.Run("a wrong key fails even where the model list is open", func(t *testing.T) {
 		srv := llmtest.NewOpenAIServer(t)
-		srv.SetModelsStatus(http.StatusUnauthorized)
+		srv.Enqueue(llmtest.ServerReply{Status: http.StatusUnauthorized, ErrorMessage: "invalid api key"})
 		c, _ := newClient(t, srv, nil)
-		if err := c.Ping(context.Background()); !errors.Is(err, providers.ErrAuth) {
+		if _, err := c.Ping(context.Background()); !errors.Is(err, providers.ErrAuth) {
 			t.Fatalf("Ping = %v, want ErrAuth", err)
 		}
 	})
+	t.Run("without a key the models are listed", func(t *testing.T) {
+		srv := llmtest.NewOpenAIServer(t)
+		c, _ := newClient(t, srv, noKey)
+		what, err := c.Ping(context.Background())
+		if err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+		if rs := srv.Requests(); len(rs) != 1 || rs[0].Method != http.MethodGet || rs[0].Path != "/v1/models" || !strings.Contains(what, "no API key") {
+			t.Errorf("requests = %+v, checked %q", rs, what)
+		}
+	})
+	t.Run("no key and no models endpoint: a one-token completion", func(t *testing.T) {
+		srv := llmtest.NewOpenAIServer(t)
+		srv.SetModelsStatus(http.StatusNotFound)
+		srv.Enqueue(llmtest.ServerReply{Text: "p", StopReason: "length"})
+		c, _ := newClient(t, srv, noKey)
+		if _, err := c.Ping(context.Background()); err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+		oneToken(t, srv)
+	})
 	t.Run("server down is not retried", func(t *testing.T) {
 		srv := llmtest.NewOpenAIServer(t)
-		srv.SetModelsStatus(http.StatusServiceUnavailable)
+		srv.Enqueue(llmtest.ServerReply{Status: http.StatusServiceUnavailable})
 		c, clock := newClient(t, srv, nil)
-		if err := c.Ping(context.Background()); !errors.Is(err, providers.ErrUnavailable) {
+		if _, err := c.Ping(context.Background()); !errors.Is(err, providers.ErrUnavailable) {
 			t.Fatalf("Ping = %v, want ErrUnavailable", err)
 		}
 		if len(clock.Sleeps()) != 0 {
