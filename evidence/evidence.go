@@ -118,14 +118,6 @@ func (p Packet) Encode() string {
 // handler returns p.Encode(), which keeps one item per line.
 func (p Packet) MarshalJSON() ([]byte, error) { return []byte(p.Encode()), nil }
 
-// ItemSize is the length in bytes that it adds to an encoded packet
-// (its line and separator), for callers that fit items into a budget.
-func ItemSize(it Item) int {
-	var b strings.Builder
-	writeJSON(&b, it)
-	return b.Len() + 2
-}
-
 // EncodeItem is the line Encode writes for it.
 func EncodeItem(it Item) string {
 	var b strings.Builder

@@ -81,12 +81,12 @@ func TestDecode(t *testing.T) {
 	}
 }
 
-func TestItemSize(t *testing.T) {
+func TestEncodeItem(t *testing.T) {
 	it := Item{Text: "a line", When: "2026-01-02"}
 	with := Packet{Kind: Memory, Items: []Item{it, it}}.Encode()
 	without := Packet{Kind: Memory, Items: []Item{it}}.Encode()
-	if d := len(with) - len(without); d != ItemSize(it) {
-		t.Errorf("a second item added %d bytes, ItemSize says %d", d, ItemSize(it))
+	if d := len(with) - len(without); d != len(EncodeItem(it))+2 {
+		t.Errorf("a second item added %d bytes, its line and separator are %d", d, len(EncodeItem(it))+2)
 	}
 	if EncodeItem(it) != `{"when":"2026-01-02","text":"a line"}` {
 		t.Errorf("EncodeItem = %s", EncodeItem(it))
