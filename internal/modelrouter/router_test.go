@@ -26,8 +26,8 @@ type fakeBackend struct {
 	gen   func(ctx context.Context, stream llm.StreamFunc) (llm.Response, error)
 }
 
-func (f *fakeBackend) Name() string                   { return f.name }
-func (f *fakeBackend) Model() string                  { return "m-" + f.name }
+func (f *fakeBackend) Name() string                             { return f.name }
+func (f *fakeBackend) Model() string                            { return "m-" + f.name }
 func (f *fakeBackend) Ping(ctx context.Context) (string, error) { return "nothing (a fake)", nil }
 func (f *fakeBackend) Generate(ctx context.Context, req llm.Request, stream llm.StreamFunc) (llm.Response, error) {
 	f.mu.Lock()
