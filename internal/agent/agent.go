@@ -107,8 +107,13 @@ type Publisher interface {
 // delivered it (its sender's display name is the speaker) and the reply —
 // as episode memories, with no model call (the app's adapter over
 // memory.Service.Ingest).
+//
+// replaces is, for a regeneration or an edit, the text of the first user
+// message the turn took out of the conversation ("" otherwise): the
+// episodes stored from that message on are removed first, so a redone turn
+// replaces its episodes instead of adding to them.
 type Episodes interface {
-	RecordEpisodes(ctx context.Context, msg chat.Inbound, reply string) error
+	RecordEpisodes(ctx context.Context, msg chat.Inbound, reply, replaces string) error
 }
 
 // Options configure an Agent.
@@ -213,6 +218,10 @@ type Input struct {
 	// the rounds the interrupted turn had stored. A regeneration runs the
 	// same way, after the replies it replaces were taken out of the history.
 	Resume bool
+	// Replaces is, for a regeneration or an edit, the text of the first
+	// user message taken out of the conversation: its episodes and those
+	// after it are replaced by this turn's (Episodes.RecordEpisodes).
+	Replaces string
 	// Greet opens a new conversation in the same call that answers the
 	// user's first message: the conversation seed is stored before the
 	// message (as with Seed) with a note to greet briefly and answer, and
@@ -844,7 +853,7 @@ func (a *Agent) recordEpisodes(ctx context.Context, in Input, start time.Time, r
 		at = start
 	}
 	msg := chat.Inbound{Address: chat.Address{Channel: in.Thread.Channel(), Thread: in.Thread}, Sender: in.Sender, Text: in.Text, Received: at}
-	if err := a.o.Episodes.RecordEpisodes(ectx, msg, res.Reply); err != nil {
+	if err := a.o.Episodes.RecordEpisodes(ectx, msg, res.Reply, in.Replaces); err != nil {
 		a.log.Warn("could not store the turn as episodes", "thread", in.Thread, "err", err)
 	}
 }

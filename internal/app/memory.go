@@ -262,8 +262,14 @@ func (w episodeWriter) assistantName() string {
 	return world.DefaultAgentName
 }
 
-// RecordEpisodes stores an answered turn (agent.Episodes).
-func (w episodeWriter) RecordEpisodes(ctx context.Context, msg chat.Inbound, reply string) error {
+// RecordEpisodes stores an answered turn (agent.Episodes), after removing
+// the episodes of the turns it redoes.
+func (w episodeWriter) RecordEpisodes(ctx context.Context, msg chat.Inbound, reply, replaces string) error {
+	if replaces != "" {
+		if _, err := w.mem.ForgetEpisodesFrom(ctx, string(msg.Address.Thread), replaces); err != nil {
+			return err
+		}
+	}
 	_, err := w.mem.Ingest(ctx, w.loc, msg, memory.Reply{Speaker: w.assistantName(), Text: reply})
 	return err
 }

@@ -3,6 +3,8 @@ package apptest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,7 +12,9 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/agent"
+	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/world"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -74,5 +78,60 @@ func TestEpisodesEndToEnd(t *testing.T) {
 	}
 	if err != nil || !found {
 		t.Fatalf("recall after the turn: %+v, %v", res, err)
+	}
+}
+
+// A regenerated or edited turn replaces its episodes: the message and the
+// reply are stored once, with the new reply or the edited text.
+func TestRedoneTurnReplacesItsEpisodes(t *testing.T) {
+	h := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := 0
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		n++
+		return llmtest.ServerReply{Text: fmt.Sprintf("reply %d", n)}
+	})
+	th := chat.NewThreadID(ChannelName, "bob")
+	episodes := func() []string {
+		t.Helper()
+		eps, err := h.App.Memory.List(ctx, memory.Filter{Kinds: []memory.Kind{memory.KindEpisode}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range eps {
+			out = append(out, string(e.Role)+":"+e.Text)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, text := range []string{"I adopted a kitten called Miso", "She likes tuna"} {
+		if _, err := h.App.Router.Handle(ctx, chat.Inbound{Address: chat.Address{Channel: ChannelName, Thread: th},
+			Sender: chat.Sender{ID: "bob", DisplayName: "Bob"}, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.App.Router.HandleRedo(ctx, router.Action{Kind: router.ActionRegenerate, Thread: th}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"assistant:reply 1", "assistant:reply 3", "user:I adopted a kitten called Miso", "user:She likes tuna"}
+	if got := episodes(); !slices.Equal(got, want) {
+		t.Errorf("after regenerate: episodes %q, want %q", got, want)
+	}
+	hist, err := h.App.Conversations.History(ctx, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := slices.IndexFunc(hist, func(m conversation.StoredMessage) bool { return m.Message.Text() == "I adopted a kitten called Miso" })
+	if first < 0 {
+		t.Fatalf("no first message in %+v", hist)
+	}
+	if _, err := h.App.Router.HandleRedo(ctx, router.Action{Kind: router.ActionEdit, Thread: th, MessageID: hist[first].ID, Text: "I adopted a puppy called Miso"}); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"assistant:reply 4", "user:I adopted a puppy called Miso"}
+	if got := episodes(); !slices.Equal(got, want) {
+		t.Errorf("after the edit of the first message: episodes %q, want %q", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -150,4 +151,38 @@ func (s *Service) Ingest(ctx context.Context, loc *time.Location, msg chat.Inbou
 		return nil, nil
 	}
 	return Ingest(ctx, s.store, loc, msg, reply)
+}
+
+// ForgetEpisodesFrom removes the episodes of thread from the latest user
+// message stored with text (as Ingest stores it) on, that message's
+// episode included: the episodes of the turns a regeneration or an edit
+// took out of the conversation, which the redone turn's episodes replace.
+// It returns how many it removed: none when no message episode holds text
+// (the turn failed before it was stored, episodes were off, dreaming
+// condensed them), and none with the flat backend, which stores no
+// episodes.
+func (s *Service) ForgetEpisodesFrom(ctx context.Context, thread, text string) (int, error) {
+	text = strings.TrimSpace(text)
+	if s.flat || thread == "" || text == "" {
+		return 0, nil
+	}
+	if utf8.RuneCountInString(text) > MaxTextLen {
+		text = cutMiddle(text, MaxTextLen)
+	}
+	want := normalise(text)
+	// newest first: the message's episode and what was told after it
+	ms, err := s.store.List(ctx, Filter{Kinds: []Kind{KindEpisode}, Sources: []Source{SourceConversation}, Thread: thread})
+	if err != nil {
+		return 0, fmt.Errorf("find the redone turn's episodes on %s: %w", thread, err)
+	}
+	from := slices.IndexFunc(ms, func(m Memory) bool { return m.Role == RoleUser && normalise(m.Text) == want })
+	if from < 0 {
+		return 0, nil
+	}
+	for i, m := range ms[:from+1] {
+		if err := s.store.Delete(ctx, m.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			return i, fmt.Errorf("forget the redone turn's episodes on %s: %w", thread, err)
+		}
+	}
+	return from + 1, nil
 }

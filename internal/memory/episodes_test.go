@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,55 @@ func TestIngest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ForgetEpisodesFrom removes a redone turn's episodes and those after it
+// in its thread, and nothing when the message was never stored.
+func TestForgetEpisodesFrom(t *testing.T) {
+	ctx := context.Background()
+	say := func(svc *Service, thread, text, reply string) {
+		t.Helper()
+		msg := chat.Inbound{Address: chat.Address{Channel: "web", Thread: chat.ThreadID(thread)}, Sender: chat.Sender{DisplayName: "Sam"}, Text: text}
+		if _, err := svc.Ingest(ctx, nil, msg, Reply{Speaker: "Reverie", Text: reply}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, text string
+		removed    int
+		left       int
+	}{
+		{"the last turn", "and the second?", 2, 6},
+		{"from an earlier turn on, its text matched loosely", "  First question ", 4, 4},
+		{"a message never stored", "a failed turn", 0, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, _, _ := newService(t, false)
+			say(svc, "web:1", "first question", "first answer")
+			say(svc, "web:2", "first question", "an answer elsewhere")
+			say(svc, "web:1", "And the second?", "second answer")
+			say(svc, "web:2", "and the second?", "another thread")
+			n, err := svc.ForgetEpisodesFrom(ctx, "web:1", tc.text)
+			if err != nil || n != tc.removed {
+				t.Fatalf("ForgetEpisodesFrom = %d, %v, want %d", n, err, tc.removed)
+			}
+			left, err := svc.List(ctx, Filter{Kinds: []Kind{KindEpisode}})
+			if err != nil || len(left) != tc.left {
+				t.Fatalf("%d episodes left (%v), want %d", len(left), err, tc.left)
+			}
+			for _, m := range left {
+				if m.Thread == "web:2" {
+					continue
+				}
+				if tc.removed == 4 || (tc.removed == 2 && strings.Contains(m.Text, "second")) {
+					t.Errorf("episode %q of web:1 was not removed", m.Text)
+				}
+			}
+		})
+	}
+	flat, _, _ := newService(t, true)
+	if n, err := flat.ForgetEpisodesFrom(ctx, "web:1", "x"); n != 0 || err != nil {
+		t.Errorf("flat: %d, %v", n, err)
 	}
 }

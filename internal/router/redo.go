@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/agent"
@@ -125,6 +126,12 @@ type redoPlan struct {
 	From   int64
 	Text   string
 	Resume bool
+	// Replaces is the text of the first user message taken out (the
+	// edited one) or answered again, whose episodes the turn replaces;
+	// At is when that message was stored (zero for an edit: the new text
+	// is said now).
+	Replaces string
+	At       time.Time
 }
 
 func (r *Router) redoPlan(ctx context.Context, j *job) (redoPlan, error) {
@@ -139,7 +146,7 @@ func (r *Router) redoPlan(ctx context.Context, j *job) (redoPlan, error) {
 		i := slices.IndexFunc(msgs, func(m conversation.StoredMessage) bool { return m.ID == j.target })
 		switch {
 		case i >= 0 && isUser(msgs[i]):
-			return redoPlan{From: j.target, Text: j.text}, nil
+			return redoPlan{From: j.target, Text: j.text, Replaces: msgs[i].Message.Text()}, nil
 		case i >= 0 || !j.started:
 			return redoPlan{}, ErrNotEditable
 		}
@@ -191,7 +198,7 @@ func (r *Router) resumePlanFor(j *job, msgs []conversation.StoredMessage, isUser
 			return redoPlan{}, ErrNotRetryable
 		}
 	}
-	p := redoPlan{Resume: true}
+	p := redoPlan{Resume: true, Replaces: msgs[last].Message.Text(), At: msgs[last].CreatedAt}
 	if len(after) > 0 {
 		p.From = after[0].ID
 	}
@@ -230,7 +237,7 @@ func (r *Router) processRedo(ctx context.Context, j *job) outcome {
 			return fail(fmt.Errorf("keep the replaced messages: %w", err))
 		}
 	}
-	in := agent.Input{Thread: j.thread, Sender: j.sender, Kind: agent.KindUser, Text: plan.Text}
+	in := agent.Input{Thread: j.thread, Sender: j.sender, Kind: agent.KindUser, Text: plan.Text, Replaces: plan.Replaces, Received: plan.At}
 	if plan.Resume {
 		// The message is stored: the turn answers the history as it is.
 		j.resume = true
