@@ -244,6 +244,7 @@ func ingestLME(ctx context.Context, q LMEQuestion, opts LMEOptions) (*lmeStore, 
 			g.goldSes = append(g.goldSes, si)
 		}
 		clk.set(when)
+		at = maxTime(at, when)
 		for _, r := range lmeRounds(chat.NewThreadID("web", fmt.Sprintf("s%d", si+1)), when, turns, user, assistant) {
 			ids, err := g.svc.Ingest(ctx, time.UTC, r.msg, r.reply)
 			if err != nil && !errors.Is(err, memory.ErrSecret) {
@@ -262,8 +263,20 @@ func ingestLME(ctx context.Context, q LMEQuestion, opts LMEOptions) (*lmeStore, 
 			nextRound++
 		}
 	}
+	// The question comes after everything told: some haystacks have
+	// sessions stamped later on the question's day than the question
+	// itself, which a live user could not have asked about yet (their
+	// episodes would not be valid at the question's time).
+	g.at = at
 	clk.set(at)
 	return g, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // lmeRankLimit is how many episodes a question's ranking reads: enough for

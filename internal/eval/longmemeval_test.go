@@ -43,6 +43,30 @@ func TestParseLongMemEvalErrors(t *testing.T) {
 	}
 }
 
+// A session stamped later on the question's day than the question (some
+// LongMemEval haystacks have them) is still recalled: the question is asked
+// after everything told, as a live user would ask it.
+func TestLongMemEvalAsksAfterTheLastSession(t *testing.T) {
+	q := LMEQuestion{ID: "late", Type: "temporal-reasoning", Question: "Which seeds did I start under the grow lights?",
+		Date:       "2023/03/10 (Fri) 15:30",
+		Dates:      []string{"2023/03/01 (Wed) 10:00", "2023/03/10 (Fri) 17:13"},
+		SessionIDs: []string{"a", "b"},
+		Sessions: [][]LMETurn{
+			{{Role: "user", Content: "What should I cook tonight?"}, {Role: "assistant", Content: "A lentil soup."}},
+			{{Role: "user", Content: "I started tomato seeds under grow lights in the basement.", HasAnswer: true},
+				{Role: "assistant", Content: "Keep them warm."}},
+		},
+		AnswerSessionIDs: []string{"b"},
+	}
+	rep, err := RunLongMemEval(context.Background(), []LMEQuestion{q}, LMEOptions{K: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Figure(RoundLevel, true, 1); got != 100 {
+		t.Errorf("round recall_all@1 = %v, want 100: the evidence told at 17:13 was not recalled for a question dated 15:30", got)
+	}
+}
+
 // TestLongMemEvalStoresWhatAWebTurnStores checks the stored rows: what a
 // private web turn stores (text, speaker, role, thread, the day's session,
 // the time said), nothing of the dataset (no ids, no answer marks).
@@ -193,7 +217,7 @@ func readLMEDevSplit(t *testing.T) []LMEQuestion {
 
 // TestLongMemEvalDevSplit runs the dev split through the live path. The
 // floors are set with a margin below the measured figures (README: round
-// recall_all@10 70.1, session recall_any@5 89.8 with DefaultTuning).
+// recall_all@10 81.0, session recall_any@5 94.2 with DefaultTuning).
 func TestLongMemEvalDevSplit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("LongMemEval dev split skipped in -short mode")
@@ -228,6 +252,6 @@ func TestLongMemEvalDevSplit(t *testing.T) {
 
 // The dev split's floors, a margin below the measured figures.
 const (
-	lmeMinRoundAll10  = 64
-	lmeMinSessionAny5 = 87
+	lmeMinRoundAll10  = 76
+	lmeMinSessionAny5 = 91
 )

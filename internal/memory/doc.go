@@ -46,7 +46,14 @@
 //     fused(n) = max(fused(n), own(n) + w·Spread^(d−1)·own(m)) at distance d,
 //     w = Spread backwards and forwards, or AnswerSpread forwards when the
 //     next episode's stored speaker differs (a reply), so an answer is found
-//     through the question that preceded it.
+//     through the question that preceded it. An episode of an exchange with
+//     the assistant (a user's message whose next episode is the assistant's
+//     reply, stored Role assistant, or that reply) passes relevance only
+//     within the exchange (AnswerSpread to the reply, Spread back to the
+//     message) and, from a reply, AnswerSpread to the message after it (the
+//     user's answer to what the assistant asked): the exchanges around are
+//     other topics, which the chain's reach would otherwise pull into the
+//     top ranks. A group room's overheard messages spread along the chain.
 //  5. Re-scores: score(m) = fused(m)/((Wt+Wv)/(k+1)) ·
 //     (1 + Br·e^(−age/τr) + Bs·R + Bi·intent) · (1 + Bsp if the query names
 //     m's speaker) · (1 + Bd if m is dated within the time the query names)

@@ -220,6 +220,20 @@ func (r *recallRun) spread() {
 		if t.AnswerSpread > 0 {
 			fwd = t.AnswerSpread
 		}
+		if nb, ok := idx.partner(sl); ok {
+			// an exchange with the assistant: relevance passes to the
+			// other half, and from a reply to the message after it (the
+			// user's answer to what the assistant asked), no further
+			w := back
+			if idx.metas[sl].role == RoleUser {
+				w = fwd
+			}
+			pass(nb, w*f)
+			if idx.metas[sl].role == RoleAssistant {
+				pass(idx.neighbour(sl, true), fwd*f)
+			}
+			continue
+		}
 		prev, next := sl, sl
 		for range max(t.SpreadReach, 1) {
 			if next >= 0 {
@@ -239,6 +253,25 @@ func (r *recallRun) spread() {
 			f *= t.Spread
 		}
 	}
+}
+
+// partner returns the other half of the exchange with the assistant that
+// the episode at slot sl belongs to: the assistant's reply after a user's
+// message, the message before a reply. ok is false for an episode outside
+// such an exchange (a group room's overheard messages, a message with no
+// reply).
+func (x *index) partner(sl int) (int, bool) {
+	switch x.metas[sl].role {
+	case RoleUser:
+		if nx := x.neighbour(sl, true); nx >= 0 && x.metas[nx].role == RoleAssistant {
+			return nx, true
+		}
+	case RoleAssistant:
+		if pv := x.neighbour(sl, false); pv >= 0 && x.metas[pv].role == RoleUser {
+			return pv, true
+		}
+	}
+	return -1, false
 }
 
 // rescore is phase 5: the fused score times the boosts of doc.go.

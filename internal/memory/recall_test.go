@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -104,6 +105,51 @@ func TestRecallReplyToMatchingQuestion(t *testing.T) {
 	// matches, and ranks above what merely precedes the question
 	if pos[ids[2]] == 0 || (pos[ids[0]] != 0 && pos[ids[0]] < pos[ids[2]]) {
 		t.Fatalf("Recall = %q: the answer to the matching question should rank above the memory before it", texts(got))
+	}
+}
+
+// In a conversation with the assistant, relevance spreads within the
+// exchange (a message and the reply to it) and from a reply to the
+// message after it, not to the exchanges around: those are other topics
+// that would crowd out the other matches.
+func TestRecallSpreadStaysInExchange(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	tune := DefaultTuning
+	tune.VectorWeight, tune.LengthPrior = 0, 0
+	s.SetTuning(tune)
+	var ids []int64
+	for _, r := range [][2]string{
+		{"My sister moved to Lisbon last spring", "Lisbon is lovely, the trams are famous"},
+		{"Can you suggest a present for a gardener?", "Seed kits, pruning shears or a kneeling pad"},
+		{"How do I repot a cactus?", "Use thick leather and a dry gritty mix"},
+	} {
+		got, err := recordExchange(ctx, s, exchange{Thread: "web:1", Session: "1", Said: []utterance{
+			{Speaker: "Sam", Role: RoleUser, Text: r[0]}, {Speaker: "Reverie", Role: RoleAssistant, Text: r[1]}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	// memories reached by the vector ranking alone score 0 (weight 0)
+	rank := func(q string) ([]Scored, error) {
+		got, err := s.Rank(ctx, Query{Text: q, Limit: 10})
+		return slices.DeleteFunc(got, func(x Scored) bool { return x.Score <= 0 }), err
+	}
+	got, err := rank("what present for the gardener")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != ids[2] || got[1].ID != ids[3] {
+		t.Fatalf("Rank = %v, want the matching message %d and its reply %d only", got, ids[2], ids[3])
+	}
+	// the user's answer to a question the assistant asked is reached
+	got, err = rank("pruning shears and kneeling pad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].ID != ids[3] || !slices.ContainsFunc(got, func(x Scored) bool { return x.ID == ids[4] }) {
+		t.Fatalf("Rank = %v, want the reply %d, its message and the message after it %d", got, ids[3], ids[4])
 	}
 }
 
