@@ -155,6 +155,22 @@ func (d *doctor) run(ctx context.Context) {
 		}
 	}
 
+	// Browser tools: the Chromium they would run.
+	if d.cfg != nil {
+		switch b := d.cfg.Tools.Browser; {
+		case !b.Enabled:
+			d.add("browser", checkOK, "browser tools off (tools.browser.enabled: false)")
+		default:
+			if exe, err := tools.BrowserStatus(b.Path); err != nil && b.Path != "" {
+				d.add("browser", checkFail, "tools.browser.path: %v", err)
+			} else if err != nil {
+				d.add("browser", checkWarn, "browser tools absent: %v (install chromium, or set tools.browser.path)", err)
+			} else {
+				d.add("browser", checkOK, "browser tools use %s", exe)
+			}
+		}
+	}
+
 	// Database.
 	dbPath := filepath.Join(d.dir, app.DatabaseFile)
 	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {

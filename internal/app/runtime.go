@@ -94,11 +94,15 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		Fetch: tools.FetchConfig{AllowPrivate: cfg.Tools.Fetch.AllowPrivate, AllowHosts: cfg.Tools.Fetch.AllowHosts,
 			Timeout: cfg.Tools.Fetch.Timeout, MaxBytes: cfg.Tools.Fetch.MaxBytes},
 		Search: tools.SearchConfig{SearXNGURL: cfg.Tools.Search.SearXNGURL, Timeout: cfg.Tools.Search.Timeout},
+		Browser: tools.BrowserConfig{Disabled: !cfg.Tools.Browser.Enabled, Path: cfg.Tools.Browser.Path,
+			Timeout: cfg.Tools.Browser.Timeout, IdleTimeout: cfg.Tools.Browser.IdleTimeout,
+			MaxBrowsers: cfg.Tools.Browser.MaxBrowsers, MaxMemory: int64(cfg.Tools.Browser.MaxMemory)},
 	}, a.Logger.With("component", "tools"))
 	if err != nil {
 		return fmt.Errorf("set up core tools: %w", err)
 	}
 	a.core = core
+	a.onClose("browsers", core.Close)
 	a.coreTools = append(core.All(), memory.Tools(a.Memory)...)
 	// Channels save recordings in the data dir's workspace (whatever
 	// tools.workspace says), and the web page plays speech from there.

@@ -21,6 +21,7 @@ type ToolsConfig struct {
 	Shell        ShellToolConfig `yaml:"shell"`
 	Fetch        FetchToolConfig `yaml:"fetch"`
 	Search       SearchConfig    `yaml:"search"`
+	Browser      BrowserConfig   `yaml:"browser"`
 	// Allow limits the main assistant's tools to these tool names and
 	// "@category" entries (empty: every tool). Sub-sessions get theirs from
 	// their mode and profile (workflow.profiles).
@@ -106,6 +107,25 @@ type FetchToolConfig struct {
 	MaxBytes   int           `yaml:"max_bytes"`
 }
 
+// BrowserConfig is `tools.browser`: the browser_* tools on a headless
+// Chromium. They reach what fetch_url may (tools.fetch.allow_private and
+// allow_hosts).
+type BrowserConfig struct {
+	// Enabled offers the browser tools when Chromium is found.
+	Enabled bool `yaml:"enabled"`
+	// Path is Chromium's executable; empty: chromium, chromium-browser,
+	// google-chrome… in PATH.
+	Path string `yaml:"path"`
+	// Timeout bounds each browser call (an approval's wait excepted).
+	Timeout time.Duration `yaml:"timeout"`
+	// IdleTimeout closes a conversation's browser unused that long.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxBrowsers is how many browsers run at once.
+	MaxBrowsers int `yaml:"max_browsers"`
+	// MaxMemory bounds one browser's resident memory, all its processes.
+	MaxMemory ByteSize `yaml:"max_memory"`
+}
+
 // SearchConfig configures search_web.
 type SearchConfig struct {
 	// SearXNGURL selects a SearXNG instance (JSON format enabled) instead of
@@ -120,10 +140,12 @@ func defaultTools() ToolsConfig {
 		MaxFileBytes: 10 << 20,
 		Shell: ShellToolConfig{Sandbox: "auto", Timeout: time.Minute, MaxTimeout: 10 * time.Minute, MaxOutputBytes: 32 << 10,
 			Limits: ShellLimitsConfig{Processes: 256, Memory: 1 << 30, FileSize: 256 << 20, CPUSeconds: 60}},
-		Fetch:           FetchToolConfig{AllowHosts: []string{}, Timeout: 30 * time.Second, MaxBytes: 5 << 20},
-		Allow:           []string{},
-		Deny:            []string{},
-		Search:          SearchConfig{Timeout: 15 * time.Second},
+		Fetch:  FetchToolConfig{AllowHosts: []string{}, Timeout: 30 * time.Second, MaxBytes: 5 << 20},
+		Allow:  []string{},
+		Deny:   []string{},
+		Search: SearchConfig{Timeout: 15 * time.Second},
+		Browser: BrowserConfig{Enabled: true, Timeout: 30 * time.Second, IdleTimeout: 5 * time.Minute,
+			MaxBrowsers: 2, MaxMemory: 1 << 30},
 		Approval:        defaultApprovals(),
 		ApprovalTimeout: approval.DefaultTimeout,
 	}
@@ -159,6 +181,10 @@ func (c *Config) validateTools() error {
 		{"tools.fetch.timeout", t.Fetch.Timeout <= 0, "must be positive"},
 		{"tools.fetch.max_bytes", t.Fetch.MaxBytes <= 0, "must be positive"},
 		{"tools.search.timeout", t.Search.Timeout <= 0, "must be positive"},
+		{"tools.browser.timeout", t.Browser.Timeout <= 0, "must be positive"},
+		{"tools.browser.idle_timeout", t.Browser.IdleTimeout <= 0, "must be positive"},
+		{"tools.browser.max_browsers", t.Browser.MaxBrowsers <= 0, "must be positive"},
+		{"tools.browser.max_memory", t.Browser.MaxMemory <= 0, "must be positive"},
 		{"tools.approval_timeout", t.ApprovalTimeout <= 0, "must be positive"},
 	}
 	for _, ch := range checks {

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/reverie-ai/reverie/internal/tools/browser"
 	"github.com/reverie-ai/reverie/internal/tools/files"
 	"github.com/reverie-ai/reverie/internal/tools/shell"
 	"github.com/reverie-ai/reverie/internal/tools/web"
@@ -34,6 +35,28 @@ type Config struct {
 	Shell     ShellConfig
 	Fetch     FetchConfig
 	Search    SearchConfig
+	Browser   BrowserConfig
+}
+
+// BrowserConfig configures the browser_* tools (internal/tools/browser).
+// They use Fetch's AllowPrivate and AllowHosts: the browser reaches what
+// fetch_url may.
+type BrowserConfig struct {
+	// Disabled leaves the browser tools out even when Chromium is found.
+	Disabled bool
+	// Path is Chromium's executable; empty: looked for in PATH.
+	Path string
+	// Timeout bounds each browser call (default 30s).
+	Timeout time.Duration
+	// IdleTimeout closes a conversation's browser unused that long
+	// (default 5m).
+	IdleTimeout time.Duration
+	// MaxBrowsers is how many browsers run at once (default 2).
+	MaxBrowsers int
+	// MaxMemory bounds one browser's resident memory (default 1 GiB).
+	MaxMemory int64
+	// Clock schedules idle closes (tests).
+	Clock browser.Clock
 }
 
 // FilesConfig limits the file tools.
@@ -92,12 +115,14 @@ type SearchConfig struct {
 
 // Tools holds the configured core tools.
 type Tools struct {
-	ws       *workspace.Workspace
-	files    *files.Files
-	shell    *shell.Shell
-	fetcher  *web.Fetcher
-	searcher *web.Searcher
-	all      []tool.Tool
+	ws            *workspace.Workspace
+	files         *files.Files
+	shell         *shell.Shell
+	fetcher       *web.Fetcher
+	searcher      *web.Searcher
+	browser       *browser.Manager // nil without Chromium
+	browserStatus string
+	all           []tool.Tool
 }
 
 // New validates cfg, creates the workspace and builds the tools. With
@@ -153,8 +178,11 @@ func New(cfg Config, logger *slog.Logger) (*Tools, error) {
 		fetcher:  fetcher,
 		searcher: searcher,
 	}
-	t.all = t.build()
-	logger.Info("core tools ready", "workspace", ws.Dir(), "search", searcher.Engine())
+	if err := t.setUpBrowser(cfg, logger); err != nil {
+		return nil, err
+	}
+	t.all = append(t.build(), t.browserTools()...)
+	logger.Info("core tools ready", "workspace", ws.Dir(), "search", searcher.Engine(), "browser", t.browserStatus)
 	return t, nil
 }
 
@@ -188,6 +216,9 @@ func (c Config) validate() error {
 	if c.Fetch.Timeout < 0 || c.Fetch.MaxBytes < 0 {
 		errs = append(errs, errors.New("fetch timeout and max_bytes must not be negative"))
 	}
+	if c.Browser.Timeout < 0 || c.Browser.IdleTimeout < 0 || c.Browser.MaxBrowsers < 0 || c.Browser.MaxMemory < 0 {
+		errs = append(errs, errors.New("browser timeouts and limits must not be negative"))
+	}
 	if c.Search.Timeout < 0 {
 		errs = append(errs, errors.New("search timeout must not be negative"))
 	}
@@ -198,7 +229,8 @@ func (c Config) validate() error {
 }
 
 // All returns the tools, in order: read_file, write_file, apply_patch,
-// execute_shell, fetch_url, search_web. The slice is a copy.
+// execute_shell, fetch_url, search_web, then the browser tools when
+// Chromium was found. The slice is a copy.
 func (t *Tools) All() []tool.Tool {
 	return append([]tool.Tool(nil), t.all...)
 }

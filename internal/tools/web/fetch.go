@@ -15,7 +15,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -64,7 +63,7 @@ var ErrBinaryContent = errors.New("response is binary")
 // Fetcher fetches web pages.
 type Fetcher struct {
 	cfg    FetchConfig
-	guard  *guard
+	guard  *Guard
 	client *http.Client
 }
 
@@ -79,13 +78,13 @@ func NewFetcher(cfg FetchConfig) (*Fetcher, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = defaultUserAgent
 	}
-	g, err := newGuard(cfg.AllowPrivate, cfg.AllowHosts)
+	g, err := NewGuard(cfg.AllowPrivate, cfg.AllowHosts)
 	if err != nil {
 		return nil, fmt.Errorf("fetch config: %w", err)
 	}
 	transport := &http.Transport{
 		Proxy:                 nil, // a proxy would dial on our behalf, past the guard
-		DialContext:           g.dialContext(10 * time.Second),
+		DialContext:           g.DialContext(10 * time.Second),
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: cfg.Timeout,
@@ -151,7 +150,7 @@ func (f *Fetcher) follow(ctx context.Context, u *url.URL, a FetchArgs) (*http.Re
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("fetch %s: bad redirect Location: %w", u.Redacted(), err)
 		}
-		if err := f.checkURL(next); err != nil {
+		if err := f.guard.CheckURL(next); err != nil {
 			return nil, nil, nil, fmt.Errorf("fetch %s: redirect to %s refused: %w", u.Redacted(), next.Redacted(), err)
 		}
 		if gated {
@@ -165,30 +164,6 @@ func (f *Fetcher) follow(ctx context.Context, u *url.URL, a FetchArgs) (*http.Re
 		}
 		u = next
 	}
-}
-
-// checkURL refuses non-HTTP schemes and, early and with a clear message,
-// literal IP addresses the guard would refuse at dial time anyway.
-func (f *Fetcher) checkURL(u *url.URL) error {
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("only http and https URLs can be fetched, not %q", u.Scheme)
-	}
-	host := u.Hostname()
-	if host == "" {
-		return errors.New("the URL has no host")
-	}
-	if f.guard.hostAllowed(host) {
-		return nil
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return f.guard.check(ip)
-	}
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		if !f.cfg.AllowPrivate {
-			return fmt.Errorf("%w: %s", ErrBlockedAddress, host)
-		}
-	}
-	return nil
 }
 
 // FetchArgs are the arguments of fetch_url.
@@ -227,7 +202,7 @@ func (f *Fetcher) Fetch(ctx context.Context, a FetchArgs) (FetchResult, error) {
 	if err != nil {
 		return FetchResult{}, fmt.Errorf("parse URL: %w", err)
 	}
-	if err := f.checkURL(u); err != nil {
+	if err := f.guard.CheckURL(u); err != nil {
 		return FetchResult{}, err
 	}
 	maxChars := a.MaxChars

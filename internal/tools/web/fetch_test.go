@@ -208,6 +208,10 @@ func TestFetchGuard(t *testing.T) {
 		{name: "allowlisted IP", cfg: FetchConfig{AllowHosts: []string{"127.0.0.1"}}, url: srv.URL + "/notes.txt", allowed: true},
 		{name: "allowlisted prefix", cfg: FetchConfig{AllowHosts: []string{"127.0.0.0/8"}}, url: srv.URL + "/notes.txt", allowed: true},
 		{name: "allowlisted host name", cfg: FetchConfig{AllowHosts: []string{"localhost"}}, url: "http://localhost:" + port + "/notes.txt", allowed: true},
+		{name: "allowlisted address and port", cfg: FetchConfig{AllowHosts: []string{"127.0.0.1:" + port}}, url: srv.URL + "/notes.txt", allowed: true},
+		{name: "allowlisted name and port", cfg: FetchConfig{AllowHosts: []string{"localhost:" + port}}, url: "http://localhost:" + port + "/notes.txt", allowed: true},
+		{name: "another port of an allowlisted address is refused", cfg: FetchConfig{AllowHosts: []string{"127.0.0.1:1"}}, url: srv.URL + "/notes.txt"},
+		{name: "another port of an allowlisted name is refused", cfg: FetchConfig{AllowHosts: []string{"localhost:1"}}, url: "http://localhost:" + port + "/notes.txt"},
 		{name: "other allowlist entries do not help", cfg: FetchConfig{AllowHosts: []string{"intranet.example", "10.0.0.0/8"}}, url: srv.URL + "/notes.txt"},
 		{
 			name: "redirect from an allowlisted name to a blocked address",
@@ -257,6 +261,9 @@ func TestFetchGuardAtDialTime(t *testing.T) {
 }
 
 func TestNewFetcherBadAllowlist(t *testing.T) {
+	if _, err := NewFetcher(FetchConfig{AllowHosts: []string{"intranet.local:http"}}); err == nil {
+		t.Error("a host with a non-numeric port was accepted")
+	}
 	if _, err := NewFetcher(FetchConfig{AllowHosts: []string{"10.0.0.0/99"}}); err == nil {
 		t.Fatal("want an error for an invalid prefix")
 	}

@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
 // ErrBlockedAddress is returned (wrapped) when a URL resolves to an address
-// fetch_url may not reach: loopback, private, link-local, unspecified,
+// fetch_url (or the browser) may not reach: loopback, private, link-local, unspecified,
 // multicast or otherwise reserved, unless configuration allows it.
 var ErrBlockedAddress = errors.New("address is not publicly routable and is blocked")
 
@@ -50,15 +52,23 @@ var (
 	sixTo4 = netip.MustParsePrefix("2002::/16")
 )
 
-// guard decides which addresses fetch_url may connect to.
-type guard struct {
+// Guard decides which addresses fetch_url and the browser's proxy may
+// connect to: public unicast addresses, and what the configuration allows
+// (everything with allowPrivate; allowlisted host names, addresses, CIDR
+// prefixes and exact host:port pairs). Safe for concurrent use.
+type Guard struct {
 	allowPrivate bool
-	hosts        map[string]bool // lower-case host names allowed whatever they resolve to
-	prefixes     []netip.Prefix  // addresses allowed even when not public
+	hosts        map[string]bool         // lower-case host names allowed whatever they resolve to
+	hostPorts    map[string]bool         // lower-case "host:port" pairs allowed whatever the host resolves to
+	prefixes     []netip.Prefix          // addresses allowed even when not public
+	addrPorts    map[netip.AddrPort]bool // address and port pairs allowed even when not public
 }
 
-func newGuard(allowPrivate bool, allow []string) (*guard, error) {
-	g := &guard{allowPrivate: allowPrivate, hosts: map[string]bool{}}
+// NewGuard builds a Guard. allow lists host names, IP addresses, CIDR
+// prefixes ("10.0.0.0/8") and "host:port" pairs ("127.0.0.1:8080",
+// "[::1]:8080", "intranet.local:8443"): a pair allows only that port.
+func NewGuard(allowPrivate bool, allow []string) (*Guard, error) {
+	g := &Guard{allowPrivate: allowPrivate, hosts: map[string]bool{}, hostPorts: map[string]bool{}, addrPorts: map[netip.AddrPort]bool{}}
 	for _, a := range allow {
 		a = strings.TrimSpace(a)
 		switch {
@@ -74,21 +84,75 @@ func newGuard(allowPrivate bool, allow []string) (*guard, error) {
 				g.prefixes = append(g.prefixes, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
 				continue
 			}
-			g.hosts[strings.ToLower(strings.TrimSuffix(a, "."))] = true
+			if ap, err := netip.ParseAddrPort(a); err == nil {
+				g.addrPorts[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = true
+				continue
+			}
+			if host, port, err := net.SplitHostPort(a); err == nil {
+				if _, perr := strconv.ParseUint(port, 10, 16); perr != nil || host == "" {
+					return nil, fmt.Errorf("allowed host %q: bad port", a)
+				}
+				g.hostPorts[hostPort(host, port)] = true
+				continue
+			}
+			g.hosts[normHost(a)] = true
 		}
 	}
 	return g, nil
 }
 
-// hostAllowed reports whether host (a name from a URL) is on the allowlist.
-func (g *guard) hostAllowed(host string) bool {
-	return g.hosts[strings.ToLower(strings.TrimSuffix(host, "."))]
+func normHost(h string) string { return strings.ToLower(strings.TrimSuffix(h, ".")) }
+
+func hostPort(host, port string) string { return net.JoinHostPort(normHost(host), port) }
+
+// hostAllowed reports whether host (a name from a URL) with port ("" when
+// unknown) is on the allowlist.
+func (g *Guard) hostAllowed(host, port string) bool {
+	return g.hosts[normHost(host)] || (port != "" && g.hostPorts[hostPort(host, port)])
 }
 
-// check returns nil when ip may be dialled.
-func (g *guard) check(ip netip.Addr) error {
-	ip = ip.Unmap()
-	if g.allowPrivate || public(ip) {
+// AllowsPrivate reports whether every address is allowed (allow_private).
+func (g *Guard) AllowsPrivate() bool { return g.allowPrivate }
+
+// CheckURL refuses non-HTTP schemes and, early and with a clear message,
+// literal IP addresses (and localhost names) the guard would refuse at
+// dial time anyway. Host names that resolve are checked when dialled.
+func (g *Guard) CheckURL(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("only http and https URLs can be fetched, not %q", u.Scheme)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return errors.New("the URL has no host")
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return g.CheckHost(host, port)
+}
+
+// CheckHost is CheckURL for a host and port (a proxy's CONNECT target).
+func (g *Guard) CheckHost(host, port string) error {
+	if g.hostAllowed(host, port) {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		p, _ := strconv.ParseUint(port, 10, 16)
+		return g.check(netip.AddrPortFrom(ip, uint16(p)))
+	}
+	if h := normHost(host); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		if !g.allowPrivate {
+			return fmt.Errorf("%w: %s", ErrBlockedAddress, host)
+		}
+	}
+	return nil
+}
+
+// check returns nil when ap may be dialled.
+func (g *Guard) check(ap netip.AddrPort) error {
+	ip := ap.Addr().Unmap()
+	if g.allowPrivate || public(ip) || g.addrPorts[netip.AddrPortFrom(ip, ap.Port())] {
 		return nil
 	}
 	for _, p := range g.prefixes {
@@ -124,28 +188,25 @@ func public(ip netip.Addr) bool {
 	return true
 }
 
-// dialContext connects to addr ("host:port") with the guard enforced on the
-// resolved address at connect time, so every DNS answer, rebinding and
-// redirect target is checked. Allowlisted host names skip the check.
-func (g *guard) dialContext(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// DialContext returns a dial function that connects to addr ("host:port")
+// with the guard enforced on the resolved address at connect time, so
+// every DNS answer, rebinding and redirect target is checked. Allowlisted
+// host names skip the check.
+func (g *Guard) DialContext(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	guarded := &net.Dialer{
 		Timeout: timeout,
 		Control: func(network, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
+			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return fmt.Errorf("%w: %q", ErrBlockedAddress, address)
+				return fmt.Errorf("%w: %q is not an IP address and port", ErrBlockedAddress, address)
 			}
-			ip, err := netip.ParseAddr(host)
-			if err != nil {
-				return fmt.Errorf("%w: %q is not an IP address", ErrBlockedAddress, host)
-			}
-			return g.check(ip)
+			return g.check(ap)
 		},
 	}
 	open := &net.Dialer{Timeout: timeout}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		host, _, err := net.SplitHostPort(addr)
-		if err == nil && g.hostAllowed(host) {
+		host, port, err := net.SplitHostPort(addr)
+		if err == nil && g.hostAllowed(host, port) {
 			return open.DialContext(ctx, network, addr)
 		}
 		return guarded.DialContext(ctx, network, addr)

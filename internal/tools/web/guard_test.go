@@ -82,7 +82,7 @@ func samples(p netip.Prefix) []netip.Addr {
 }
 
 func TestSpecialPurposeRegistriesAreRefused(t *testing.T) {
-	g, err := newGuard(false, nil)
+	g, err := NewGuard(false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestSpecialPurposeRegistriesAreRefused(t *testing.T) {
 					netip.MustParseAddr("::ffff:169.254.169.254"), netip.MustParseAddr("::ffff:255.255.255.255")}
 			}
 			for _, a := range addrs {
-				if err := g.check(a); err == nil {
+				if err := g.check(netip.AddrPortFrom(a, 80)); err == nil {
 					t.Errorf("%s (%s, %s) is allowed", a, tc.prefix, tc.name)
 				}
 			}
@@ -107,7 +107,7 @@ func TestSpecialPurposeRegistriesAreRefused(t *testing.T) {
 	// Global unicast next to the refused ranges stays allowed.
 	for _, a := range []string{"8.8.8.8", "1.1.1.1", "192.0.1.1", "198.20.0.1", "2001:200::1", "2001:4860:4860::8888",
 		"2606:4700:4700::1111", "64:ff9b::808:808", "3001::1", "2002:808:808::1"} {
-		if err := g.check(netip.MustParseAddr(a)); err != nil {
+		if err := g.check(netip.AddrPortFrom(netip.MustParseAddr(a), 443)); err != nil {
 			t.Errorf("%s refused: %v", a, err)
 		}
 	}
