@@ -71,6 +71,9 @@ func TestAll(t *testing.T) {
 		t.Fatalf("NewSet: %v", err)
 	}
 	want := []string{NameReadFile, NameWriteFile, NameApplyPatch, NameExecuteShell, NameFetchURL, NameSearchWeb}
+	if tl.browser != nil {
+		want = append(want, NameBrowserOpen, NameBrowserSnapshot, NameBrowserClick, NameBrowserType, NameBrowserScreenshot, NameBrowserClose)
+	}
 	if got := set.Names(); !slices.Equal(got, want) {
 		t.Fatalf("names = %v; want %v", got, want)
 	}
@@ -81,8 +84,12 @@ func TestAll(t *testing.T) {
 		NameExecuteShell: {"command"},
 		NameFetchURL:     {"url"},
 		NameSearchWeb:    {"query"},
+		NameBrowserOpen:  {"url"},
+		NameBrowserClick: {"ref"},
+		NameBrowserType:  {"ref", "text"},
 	}
-	readOnly := map[string]bool{NameReadFile: true, NameFetchURL: true, NameSearchWeb: true}
+	readOnly := map[string]bool{NameReadFile: true, NameFetchURL: true, NameSearchWeb: true,
+		NameBrowserOpen: true, NameBrowserSnapshot: true, NameBrowserScreenshot: true}
 	for _, tt := range all {
 		t.Run(tt.Name(), func(t *testing.T) {
 			var schema struct {
@@ -109,6 +116,50 @@ func TestAll(t *testing.T) {
 	}
 	if !strings.Contains(set.Tools()[3].Description(), "no sandbox is active") {
 		t.Error("execute_shell description does not warn about the missing sandbox")
+	}
+}
+
+// Without Chromium, or with the tools disabled, there are no browser
+// tools; a configured path that does not exist is an error.
+func TestBrowserToolsNeedChromium(t *testing.T) {
+	names := func(tl *Tools) []string {
+		var out []string
+		for _, tt := range tl.All() {
+			if strings.HasPrefix(tt.Name(), "browser_") {
+				out = append(out, tt.Name())
+			}
+		}
+		return out
+	}
+	if got := names(newTools(t, func(c *Config) { c.Browser.Disabled = true })); len(got) != 0 {
+		t.Errorf("disabled: %v", got)
+	}
+	if _, err := New(Config{Workspace: t.TempDir(), Shell: ShellConfig{Sandbox: "off"}, Browser: BrowserConfig{Path: "/nonexistent/chromium"}}, nil); err == nil {
+		t.Error("a missing tools.browser.path was accepted")
+	}
+	t.Setenv("PATH", t.TempDir())
+	tl := newTools(t, nil)
+	if got := names(tl); len(got) != 0 {
+		t.Errorf("no Chromium in PATH: %v", got)
+	}
+	if !strings.HasPrefix(tl.BrowserStatus(), "absent") {
+		t.Errorf("status %q", tl.BrowserStatus())
+	}
+	// The outward rule: browser_open carries its URL; a request of the
+	// page, put to the gate, its method, URL and body.
+	for _, tc := range []struct {
+		name, args, url, data string
+	}{
+		{"open", `{"url":"https://example.org/a?b=1"}`, "https://example.org/a?b=1", "https://example.org/a?b=1"},
+		{"request", `{"url":"https://x.example/p","request":"POST https://x.example/p secret=1"}`, "https://x.example/p", "POST https://x.example/p secret=1"},
+	} {
+		d := browserDestinations(json.RawMessage(tc.args))
+		if len(d) != 1 || d[0].URL != tc.url || d[0].Data != tc.data {
+			t.Errorf("%s: destinations %+v", tc.name, d)
+		}
+	}
+	if d := browserDestinations(json.RawMessage(`{"ref":"e3"}`)); len(d) != 0 {
+		t.Errorf("a click carries %+v", d)
 	}
 }
 
