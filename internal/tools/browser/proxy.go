@@ -109,6 +109,11 @@ func (p *proxy) close() {
 }
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Host == p.addr() || r.URL.Host == p.addr() {
+		// Chromium's own service requests, pointed here (gaia-url…).
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	defer p.begin()()
 	if r.Method == http.MethodConnect {
 		p.tunnel(w, r)

@@ -119,6 +119,13 @@ func (s *session) start() error {
 			"CertificateTransparencyComponentUpdater,PrivacySandboxSettings4,SafeBrowsingEnhancedProtection,LoadingPredictorUseLocalPredictions,"+
 			"SpareRendererForSitePerProcess,HttpsUpgrades,LensOverlay,GlobalMediaControls,AcceptCHFrame"),
 		chromedp.Flag("password-store", "basic"),
+		// Chromium's Google account checks (ListAccounts, sent whenever a
+		// profile's network starts) and its search engine's preconnects go
+		// to the proxy itself, which drops them.
+		chromedp.Flag("gaia-url", "http://"+p.addr()+"/"),
+		chromedp.Flag("google-base-url", "http://"+p.addr()+"/"),
+		chromedp.Flag("google-apis-url", "http://"+p.addr()+"/"),
+		chromedp.Flag("lso-url", "http://"+p.addr()+"/"),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
@@ -406,6 +413,7 @@ type snapshotResult struct {
 	URL       string `json:"url"`
 	Text      string `json:"text"`
 	Truncated bool   `json:"truncated"`
+	Ready     bool   `json:"ready"`
 }
 
 // snapshot waits for the page to settle, then reads it as text.
@@ -418,10 +426,12 @@ func (s *session) snapshot(c *call) (Page, error) {
 	var r snapshotResult
 	for attempt := 0; ; attempt++ {
 		r, err = chromedp.Run(c.ctx, chromedp.Evaluate[snapshotResult](expr))
-		if err == nil || attempt >= 3 || c.ctx.Err() != nil {
+		if (err == nil && r.Ready) || attempt >= 5 || c.ctx.Err() != nil {
 			break
 		}
-		// The page navigated while it was read: read the new one.
+		// The page navigated while it was read, or the new one is still
+		// loading (an action's navigation began after the old page had
+		// settled): wait for it and read again.
 		s.settle(c)
 	}
 	if err != nil {

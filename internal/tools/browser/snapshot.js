@@ -1,7 +1,8 @@
 // The page as text for the model: headings, paragraphs, links, form fields
 // and buttons, each element that can be acted on marked with a short
 // reference ("e12") kept in the attribute named by the first argument.
-// Returns {title, url, text, truncated}.
+// Returns {title, url, text, truncated, ready}; ready is false while the
+// document is still loading.
 (attr, maxChars) => {
   const out = [];
   let size = 0;
@@ -108,5 +109,5 @@
   };
   if (document.body) walk(document.body);
   flush();
-  return { title: document.title, url: location.href, text: out.join("\n"), truncated };
+  return { title: document.title, url: location.href, text: out.join("\n"), truncated, ready: document.readyState === "complete" };
 }
