@@ -192,6 +192,7 @@ func (s apiSetup) Forms(ctx context.Context) (api.SetupStatus, error) {
 	if s.a.World != nil {
 		out.Forms = append(out.Forms, s.namesForm())
 	}
+	out.Forms = append(out.Forms, s.voiceForm())
 	provs := s.a.Kernel.SetupProviders()
 	ids := make([]string, 0, len(provs))
 	for id := range provs {
@@ -220,6 +221,9 @@ func (s apiSetup) Apply(ctx context.Context, form string, values map[string]stri
 	}
 	if form == namesFormID && s.a.World != nil {
 		return s.applyNames(ctx, values)
+	}
+	if form == voiceFormID {
+		return s.testVoice(ctx)
 	}
 	p, ok := s.a.Kernel.SetupProviders()[form]
 	if !ok {

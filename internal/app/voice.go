@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/voice"
@@ -76,4 +78,55 @@ func (a *App) voiceStatus(mode string, own bool) string {
 	}
 	b.WriteString("\nChange it with /voice off, /voice when_spoken_to, /voice always or /voice default.")
 	return b.String()
+}
+
+// voiceFormID is the setup screen's voice form: it shows the stt and tts
+// models (configured in config.yaml or the environment, not on the form) and
+// tests them with one call each.
+const voiceFormID = "voice"
+
+func (s apiSetup) voiceForm() api.SetupForm {
+	v := s.a.Voice
+	var b strings.Builder
+	stt, tts := v.Describe(config.RoleSTT), v.Describe(config.RoleTTS)
+	if stt != "" {
+		fmt.Fprintf(&b, "Voice messages are transcribed by %s. ", stt)
+	} else {
+		b.WriteString("Voice messages cannot be heard: no speech-to-text (stt) model. ")
+	}
+	if tts != "" {
+		fmt.Fprintf(&b, "Replies are spoken by %s (voice.replies: %s). ", tts, s.a.Config.Voice.Replies)
+	} else {
+		b.WriteString("Replies are written only: no text-to-speech (tts) model. ")
+	}
+	b.WriteString("Set them with REVERIE_STT_MODEL / REVERIE_TTS_MODEL (and _BASE_URL, _API_KEY for a local server) " +
+		"or the stt and tts roles of models.roles in config.yaml, then restart.")
+	if stt != "" || tts != "" {
+		b.WriteString(" Test calls each model once.")
+	}
+	return api.SetupForm{ID: voiceFormID, Title: "Voice", Description: b.String(), Configured: v.CanHear() || v.CanSpeak(),
+		Fields: []api.SetupField{}}
+}
+
+// testVoice calls each stt and tts model once (voice.Check).
+func (s apiSetup) testVoice(ctx context.Context) (string, error) {
+	probes, err := voice.Check(ctx, voice.Options{Config: s.a.Config.Voice, Models: s.a.Config.Models, Env: s.a.opts.Env, Secrets: s.a.Secrets})
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", api.ErrTestFailed, s.a.Secrets.Redact(err.Error()))
+	}
+	if len(probes) == 0 {
+		return "", fmt.Errorf("%w: no stt or tts model is configured", api.ErrInvalid)
+	}
+	var ok, failed []string
+	for _, p := range probes {
+		if p.Err != nil {
+			failed = append(failed, fmt.Sprintf("%s model %s: %v", p.Role, p.Backend, p.Err))
+			continue
+		}
+		ok = append(ok, fmt.Sprintf("%s model %s answers (%s)", p.Role, p.Backend, p.Elapsed.Round(10*time.Millisecond)))
+	}
+	if len(failed) > 0 {
+		return "", fmt.Errorf("%w: %s", api.ErrTestFailed, strings.Join(append(failed, ok...), "; "))
+	}
+	return strings.Join(ok, "; ") + ".", nil
 }

@@ -2,12 +2,14 @@ package apptest
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -154,4 +156,35 @@ func TestTelegramVoiceNote(t *testing.T) {
 		}
 		return n == 2
 	})
+}
+
+// The setup screen shows the voice models and tests them with one call
+// each; a failing one is a failed test naming it. Without them the form
+// says how to enable voice.
+func TestSetupVoiceForm(t *testing.T) {
+	audio := llmtest.NewAudioServer(t)
+	app := StartWeb(t, voiceEnv(audio))
+	var st api.SetupStatus
+	app.JSON(t, http.MethodGet, "/setup", nil, http.StatusOK, &st)
+	i := slices.IndexFunc(st.Forms, func(f api.SetupForm) bool { return f.ID == "voice" })
+	if i < 0 || !st.Forms[i].Configured || !strings.Contains(st.Forms[i].Description, "env/whisper-1") || !strings.Contains(st.Forms[i].Description, "env/tts-1") {
+		t.Fatalf("setup forms: %+v", st.Forms)
+	}
+	var res api.SetupResult
+	app.JSON(t, http.MethodPost, "/setup/voice", api.SetupRequest{Values: map[string]string{}}, http.StatusOK, &res)
+	if !strings.Contains(res.Message, "stt model env/whisper-1 answers") || !strings.Contains(res.Message, "tts model env/tts-1 answers") {
+		t.Errorf("test result %q", res.Message)
+	}
+	audio.Enqueue(llmtest.AudioReply{Status: 401, ErrorMessage: "bad key"})
+	code, body := app.Do(t, http.MethodPost, "/setup/voice", api.SetupRequest{Values: map[string]string{}})
+	if code != http.StatusUnprocessableEntity || !strings.Contains(string(body), "stt model env/whisper-1") {
+		t.Errorf("failing test: %d %s", code, body)
+	}
+
+	plain := StartWeb(t)
+	plain.JSON(t, http.MethodGet, "/setup", nil, http.StatusOK, &st)
+	i = slices.IndexFunc(st.Forms, func(f api.SetupForm) bool { return f.ID == "voice" })
+	if i < 0 || st.Forms[i].Configured || !strings.Contains(st.Forms[i].Description, "REVERIE_STT_MODEL") {
+		t.Fatalf("setup forms without voice: %+v", st.Forms)
+	}
 }

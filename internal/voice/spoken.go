@@ -23,7 +23,7 @@ var (
 	mdLink     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`!?\[([^\]]*)\]\([^)]*\)`) })
 	bareURL    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`https?://\S+`) })
 	mdMarks    = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile("(?m)^[ \\t]{0,3}(#{1,6}\\s+|[-*+]\\s+|>\\s?|\\d+[.)]\\s+)|[*_`~|]+")
+		return regexp.MustCompile("(?m)^[ \\t]{0,3}(#{1,6}\\s+|[-*+]\\s+|>\\s?|\\d+[.)]\\s+)|[*`~|]+|\\b_+|_+\\b")
 	})
 	blankRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\n{3,}`) })
 )

@@ -83,6 +83,7 @@ func TestSpeakable(t *testing.T) {
 		{"markdown marks go", "**Yes**, it is _noon_.\n\n# Title\n- one\n- two", "Yes, it is noon.\n\nTitle\none\ntwo"},
 		{"code blocks are not read", "Run this:\n```sh\nrm -rf /tmp/x\n```\nDone.", "Run this:\n\n(code in the written reply)\n\nDone."},
 		{"links say their text", "See [the docs](https://example.org/docs) or https://example.org.", "See the docs or a link"},
+		{"snake_case stays", "Set `voice.replies` to when_spoken_to.", "Set voice.replies to when_spoken_to."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := voice.Speakable(tc.in); got != tc.want {

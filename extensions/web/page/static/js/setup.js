@@ -69,11 +69,13 @@ function formView(f) {
     }
     return h('div', { class: 'field' }, label, input, fd.help ? h('p', { class: 'help' }, fd.help) : null);
   });
-  const btn = h('button', { class: 'btn primary', type: 'submit' }, 'Test & save');
+  // A form without fields (voice) only shows what is configured and tests it.
+  const testOnly = !fields.length;
+  const btn = h('button', { class: 'btn primary', type: 'submit' }, testOnly ? 'Test' : 'Test & save');
   const form = h('form', { class: 'card setup-form', dataset: { form: f.id } },
     h('h2', null, f.title || f.id, f.configured ? h('span', { class: 'pill ok' }, 'configured') : h('span', { class: 'pill' }, 'not configured')),
     f.description ? h('p', { class: 'muted' }, f.description) : null,
-    fields, h('div', { class: 'actions' }, btn), status);
+    fields, testOnly && !f.configured ? null : h('div', { class: 'actions' }, btn), status);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const values = {};
@@ -90,12 +92,14 @@ function formView(f) {
       const res = await api.post(`/setup/${encodeURIComponent(f.id)}`, { values }, { timeout: 90000 });
       status.className = 'form-status ok';
       status.textContent = (res && res.message) || 'Saved.';
+      if (testOnly) return;
       form.querySelector('h2 .pill').replaceWith(h('span', { class: 'pill ok' }, 'configured'));
       await ctx.onSaved();
       if (f.id === 'models') status.append(' ', h('a', { href: '#chat' }, 'Start chatting →'));
     } catch (err) {
       status.className = 'form-status error-text';
-      status.textContent = err.status === 422 ? 'The test failed, nothing was saved: ' + err.message : 'Could not save: ' + err.message;
+      status.textContent = testOnly ? 'The test failed: ' + err.message
+        : err.status === 422 ? 'The test failed, nothing was saved: ' + err.message : 'Could not save: ' + err.message;
     } finally {
       btn.disabled = false;
       // The result is right under the button: keep it on screen (a
