@@ -32,7 +32,7 @@ func TestBasePromptConditionals(t *testing.T) {
 	}
 	all := []string{
 		"append_memory", "update_memories", "pulse", "add_skill", "spawn_sub_session", "set_reminder",
-		"list_reminders", "search_web", "fetch_url", "read_file", "write_file", "execute_shell",
+		"list_reminders", "search_web", "fetch_url", "read_file", "write_file", "execute_shell", "browser_open",
 	}
 	tests := []struct {
 		name    string
@@ -43,13 +43,13 @@ func TestBasePromptConditionals(t *testing.T) {
 		{
 			name:    "all tools",
 			tools:   all,
-			present: []string{"You are Reverie", "## Memory", "## Pulse", "## Background workers", "depends_on", "## Reminders", "## Research", "## Files"},
+			present: []string{"You are Reverie", "## Memory", "## Pulse", "## Background workers", "depends_on", "## Reminders", "## Research", "## Files", "browser_click"},
 		},
 		{
 			name:    "minimal worker",
 			tools:   []string{"search_web", "fetch_url"},
 			present: []string{"You are Reverie", "## Honesty about actions", "## Research"},
-			absent:  []string{"## Memory", "spawn_sub_session", "set_reminder", "## Files", "add_skill"},
+			absent:  []string{"## Memory", "spawn_sub_session", "set_reminder", "## Files", "add_skill", "browser_open"},
 		},
 		{
 			name:    "no tools",

@@ -359,9 +359,23 @@ func TestBrowserCrashIsAToolErrorAndTheNextCallStartsAnew(t *testing.T) {
 		t.Errorf("page: %+v", p)
 	}
 	m.mu.Lock()
-	npid := m.sessions["web:crash"].pid()
+	s = m.sessions["web:crash"]
 	m.mu.Unlock()
+	npid := s.pid()
 	if npid == pid || npid == 0 {
 		t.Errorf("new pid %d, old %d", npid, pid)
+	}
+
+	// A crash in the middle of a call: that call fails, the next one
+	// starts a new browser at once.
+	if err := syscall.Kill(npid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-s.tabCtx.Done()
+	if _, err := m.Click(ctx, ClickArgs{Ref: "e1"}); err == nil || !strings.Contains(err.Error(), "crashed") {
+		t.Fatalf("a click in the crashed browser gave %v", err)
+	}
+	if _, err := m.Open(ctx, OpenArgs{URL: srv.URL + "/form"}); err != nil {
+		t.Fatalf("the call after a crash did not start a new browser: %v", err)
 	}
 }

@@ -260,6 +260,12 @@ func (s *session) do(ctx context.Context, f func(c *call) (Page, error)) (Page, 
 		s.mu.Unlock()
 	}()
 	page, err := f(c)
+	if err != nil && s.dead() {
+		// It crashed during the call: this call reports it, the next
+		// starts a new browser.
+		s.m.drop(s)
+		s.m.closeSession(s)
+	}
 	if err != nil && c.budget.expired() {
 		err = fmt.Errorf("%w (the browser call took longer than %s)", err, s.m.cfg.Timeout)
 	}
