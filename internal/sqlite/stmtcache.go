@@ -57,8 +57,8 @@ type stmt interface {
 }
 
 // stmtConn is a connection that keeps the statements run through
-// ExecContext and QueryContext prepared, the stmtCacheSize most recently
-// used, so that running a statement again does not parse it again: the
+// ExecContext and QueryContext, or prepared with PrepareContext, prepared:
+// the stmtCacheSize most recently used, so that running a statement again does not parse it again: the
 // pure-Go SQLite spends ~60 µs parsing a typical statement, and a turn runs
 // dozens (parsing was ~15 % of the agent's CPU time under concurrent turns).
 // A statement is cached only when its text is one statement (no ';' but a
@@ -82,6 +82,7 @@ type cachedStmt struct {
 var (
 	_ conn        = (*stmtConn)(nil)
 	_ driver.Rows = (*cachedRows)(nil)
+	_ driver.Stmt = (*heldStmt)(nil)
 )
 
 func newStmtConn(c driver.Conn) (driver.Conn, error) {
@@ -194,12 +195,53 @@ func (c *stmtConn) QueryContext(ctx context.Context, query string, args []driver
 	return &cachedRows{Rows: rows, cs: cs}, nil
 }
 
+// PrepareContext hands out query's cached statement for the caller to use
+// until it closes it (database/sql's Prepare, in a transaction or on the
+// pool); while it is held, or when query is not cached, the statement is
+// prepared for the caller alone.
+func (c *stmtConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	cs, err := c.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if cs == nil {
+		return c.conn.PrepareContext(ctx, query)
+	}
+	cs.busy = true
+	return &heldStmt{stmt: cs.s, cs: cs}, nil
+}
+
+// Prepare is PrepareContext without a context.
+func (c *stmtConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
 // Close closes the cached statements, then the connection.
 func (c *stmtConn) Close() error {
 	for q := range c.cache {
 		c.drop(q)
 	}
 	return c.conn.Close()
+}
+
+// heldStmt is a cached statement handed out by PrepareContext: closing it
+// gives it back to the cache.
+type heldStmt struct {
+	stmt
+	cs     *cachedStmt
+	closed bool
+}
+
+func (h *heldStmt) Close() error {
+	if h.closed {
+		return nil
+	}
+	h.closed = true
+	h.cs.busy = false
+	if h.cs.gone {
+		return h.cs.s.Close()
+	}
+	return nil
 }
 
 // cachedRows are rows of a cached statement: closing them frees the

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -63,6 +64,38 @@ func TestStatementCache(t *testing.T) {
 		}
 		if fmt.Sprint(got) != "[ab bb]" {
 			t.Errorf("nested queries read %v, want [ab bb]", got)
+		}
+	})
+
+	t.Run("prepared statements", func(t *testing.T) {
+		const ins = `INSERT INTO t (v) VALUES (?)`
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		// the second is prepared while the first holds the cached one
+		first, err := tx.PrepareContext(ctx, ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := tx.PrepareContext(ctx, ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, st := range []*sql.Stmt{first, second, first} {
+			if _, err := st.ExecContext(ctx, fmt.Sprintf("p%d", i)); err != nil {
+				t.Fatalf("insert %d: %v", i, err)
+			}
+		}
+		first.Close()
+		second.Close()
+		if _, err := tx.ExecContext(ctx, ins, "p3"); err != nil {
+			t.Fatalf("the statement given back: %v", err)
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM t WHERE v LIKE 'p%'`).Scan(&n); err != nil || n != 4 {
+			t.Fatalf("%d rows inserted through prepared statements (%v), want 4", n, err)
 		}
 	})
 
