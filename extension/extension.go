@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
 )
 
@@ -245,17 +246,38 @@ type AgentToolCall struct {
 	Error string
 }
 
-// SchedulerProvider contributes periodic jobs to the scheduler.
+// SchedulerProvider contributes periodic jobs to the scheduler. The
+// built-in heartbeat ("heartbeat/review") and nightly dreaming
+// ("dreaming/nightly") register through it too.
 type SchedulerProvider interface {
 	ScheduledJobs() []Job
 }
 
 // Job is a periodic job. Schedule is a cron expression (5 fields) or
-// "@every <duration>".
+// "@every <duration>". The scheduler names it "<extension>/<Name>" and
+// records every run in a receipt.
 type Job struct {
 	Name     string
 	Schedule string
-	Run      func(ctx context.Context) error
+	// Run is the job's body; Report replaces it for a job that can say
+	// what a run did. One of the two is required.
+	Run func(ctx context.Context) error
+	// Report, when set, is the job's body instead of Run: its JobReport
+	// goes into the run's receipt (model tokens spent, a note, or that
+	// there was nothing to do).
+	Report func(ctx context.Context) (JobReport, error)
+	// Timeout bounds one run when the job needs longer than the
+	// scheduler's run timeout (scheduler.run_timeout); zero: that one.
+	Timeout time.Duration
+}
+
+// JobReport is what a run of a job did, for its receipt.
+type JobReport struct {
+	Usage llm.Usage
+	Note  string
+	// Skipped records the run as skipped (nothing to do, quiet hours)
+	// rather than fired.
+	Skipped bool
 }
 
 // ServiceProvider runs a long-lived background service. Run blocks until ctx

@@ -336,7 +336,7 @@ func TestChecks(t *testing.T) {
 				{Name: "bad", Schedule: "every day", Run: run},
 				{Schedule: "@daily", Run: run},
 			})
-		}, []string{`"every" used twice`, `"norun" has no Run`, `"bad" schedule "every day"`, "has no name"}},
+		}, []string{`"every" used twice`, `"norun" has neither a Run nor a Report function`, `"bad" schedule "every day"`, "has no name"}},
 		{"setup", func(tb testing.TB) {
 			extensiontest.CheckSetupSchema(tb, extension.SetupSchema{Fields: []extension.SetupField{
 				{Key: "k", Label: "K", Kind: extension.FieldText},

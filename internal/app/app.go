@@ -600,7 +600,6 @@ func (a *App) startBackground(ctx context.Context, run func(func() error)) {
 	run(func() error { return a.Bus.Run(ctx) })
 	run(func() error { return a.housekeeping(ctx) })
 	run(func() error { return a.reembed(ctx) })
-	run(func() error { return a.runDreaming(ctx) })
 	run(func() error { return a.Scheduler.Run(ctx) })
 	run(func() error { return a.runBackground(ctx) })
 	// The shell sandbox's self-test starts child processes; the first

@@ -85,12 +85,3 @@ func (a *App) cmdDream(ctx context.Context, cc router.CommandContext) (string, e
 	}
 	return "Usage: /dream, /dream last, /dream revert N", nil
 }
-
-// runDreaming runs the nightly dream when enabled and a model is configured.
-func (a *App) runDreaming(ctx context.Context) error {
-	if !a.Config.Dreaming.Enabled || a.Dreamer == nil || !a.Models.Configured() {
-		return nil
-	}
-	h, m, _ := a.Config.Dreaming.DreamTime() // validated
-	return a.Dreamer.Run(ctx, h, m, a.Config.Location())
-}

@@ -9,8 +9,11 @@ import (
 	"slices"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/conversation"
+	"github.com/reverie-ai/reverie/internal/dreaming"
 	"github.com/reverie-ai/reverie/internal/heartbeat"
+	"github.com/reverie-ai/reverie/internal/kernel"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/router"
@@ -116,28 +119,52 @@ func (a *App) buildHeartbeat(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("set up the heartbeat: %w", err)
 	}
-	a.Heartbeat = hb
-	if err := a.Scheduler.RegisterJob(ctx, hb.Job()); err != nil {
-		return fmt.Errorf("schedule the heartbeat: %w", err)
-	}
+	a.Heartbeat = hb // its job is registered with the extensions' (registerJobs)
 	return nil
 }
 
-// registerJobs puts the extensions' scheduled jobs on the scheduler. It
-// runs once the extensions have started and before the scheduler runs; a
-// job that cannot be registered (a bad schedule) is logged and left out.
+// builtinJobs are the scheduled jobs of the built-in background features,
+// offered through the kernel's capability (extension.SchedulerProvider)
+// like the extensions' jobs: the heartbeat (heartbeat/review, when it is
+// on) and the nightly dream (dreaming/nightly, when dreaming is enabled
+// and a model is configured). A feature left out this start has its job
+// set inactive by the scheduler.
+func (a *App) builtinJobs() []kernel.ScopedJob {
+	type owned struct {
+		owner string
+		p     extension.SchedulerProvider
+	}
+	var providers []owned
+	if a.Heartbeat != nil {
+		providers = append(providers, owned{heartbeat.Owner, a.Heartbeat})
+	}
+	if a.Config.Dreaming.Enabled && a.Dreamer != nil && a.Models.Configured() {
+		h, m, _ := a.Config.Dreaming.DreamTime() // validated
+		providers = append(providers, owned{dreaming.Owner, dreaming.Nightly{Dreamer: a.Dreamer, Hour: h, Minute: m}})
+	}
+	var out []kernel.ScopedJob
+	for _, p := range providers {
+		for _, j := range p.p.ScheduledJobs() {
+			out = append(out, kernel.ScopedJob{Extension: p.owner, Job: j})
+		}
+	}
+	return out
+}
+
+// registerJobs puts the built-in features' and the extensions' scheduled
+// jobs on the scheduler, each as "<owner>/<job>". It runs once the
+// extensions have started and before the scheduler runs; a job that
+// cannot be registered (a bad schedule) is logged and left out.
 func (a *App) registerJobs(ctx context.Context) {
-	for _, j := range a.Kernel.Jobs() {
-		run := j.Job.Run
-		err := a.Scheduler.RegisterJob(ctx, scheduler.Job{
-			Name:     j.Extension + "/" + j.Job.Name,
-			Schedule: j.Job.Schedule,
-			Run: func(ctx context.Context) (scheduler.RunReport, error) {
-				return scheduler.RunReport{}, run(ctx)
-			},
-		})
-		if err != nil {
-			a.Logger.Error("extension job not scheduled", "ext", j.Extension, "job", j.Job.Name, "err", err)
+	builtin := a.builtinJobs()
+	owners := map[string]bool{heartbeat.Owner: true, dreaming.Owner: true}
+	for i, j := range append(builtin, a.Kernel.Jobs()...) {
+		if i >= len(builtin) && owners[j.Extension] {
+			a.Logger.Error("extension job not scheduled: its extension id names a built-in feature's jobs", "ext", j.Extension, "job", j.Job.Name)
+			continue
+		}
+		if err := a.Scheduler.RegisterJob(ctx, scheduler.ExtensionJob(j.Extension, j.Job)); err != nil {
+			a.Logger.Error("scheduled job not registered", "owner", j.Extension, "job", j.Job.Name, "err", err)
 		}
 	}
 }

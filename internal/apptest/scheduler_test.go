@@ -167,6 +167,11 @@ func TestHeartbeat(t *testing.T) {
 	if job, err := h.App.Scheduler.Get(ctx, "job:heartbeat/review"); err != nil || job.Status != scheduler.StatusActive {
 		t.Fatalf("heartbeat job %+v, %v", job, err)
 	}
+	// The nightly dream is a scheduled job too, offered through the same
+	// capability (extension.SchedulerProvider), at dreaming.at.
+	if job, err := h.App.Scheduler.Get(ctx, "job:dreaming/nightly"); err != nil || job.Status != scheduler.StatusActive || job.Text != "0 1 * * *" {
+		t.Fatalf("dreaming job %+v, %v", job, err)
+	}
 	h.Send(t, "bob", "hi")
 	h.Channel.WaitFor(t, "bob", 1)
 	before := len(h.Model.Requests())

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/prompt"
@@ -493,65 +494,40 @@ func (d *Dreamer) Revert(ctx context.Context, id int64) (int, error) {
 // writeAtomic writes body to path through a temp file, fsync and rename.
 func writeAtomic(path, body string) error { return datadir.WriteFile(path, []byte(body), 0o600) }
 
-// Run dreams every day at the given time of day (hour, minute) in loc until
-// ctx ends. A night missed while Reverie was stopped is caught up once at
-// start, when the last dream is older than the last scheduled time. Errors
-// of a dream are logged; Run itself returns nil when ctx ends.
-func (d *Dreamer) Run(ctx context.Context, hour, minute int, loc *time.Location) error {
-	if loc == nil {
-		loc = time.UTC
-	}
-	if last, ok := d.lastStart(ctx); ok {
-		if prev := previousAt(d.o.Now(), hour, minute, loc); last.Before(prev) && d.o.Now().Sub(prev) < 12*time.Hour {
-			d.dreamLogged(ctx, "catch-up")
-		}
-	}
-	for {
-		next := nextAt(d.o.Now(), hour, minute, loc)
-		t := time.NewTimer(next.Sub(d.o.Now()))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-		d.dreamLogged(ctx, "schedule")
-	}
+// Owner and Job name the nightly dream's scheduled job ("dreaming/nightly").
+const (
+	Owner = "dreaming"
+	Job   = "nightly"
+	// JobTimeout bounds one scheduled dream: longer than the scheduler's
+	// run timeout, a dream with many skills on a slow local model takes a
+	// while.
+	JobTimeout = 3 * time.Hour
+)
+
+// Nightly is the nightly dream at Hour:Minute (in the scheduler's time
+// zone) as a scheduled job, offered like an extension's job
+// (extension.SchedulerProvider): the scheduler runs it, catches up a night
+// missed while Reverie was stopped, and leaves a receipt with the dream's
+// tokens for every run.
+type Nightly struct {
+	Dreamer      *Dreamer
+	Hour, Minute int
 }
 
-func (d *Dreamer) dreamLogged(ctx context.Context, trigger string) {
-	if _, err := d.Dream(ctx, trigger); err != nil && ctx.Err() == nil {
-		d.log.Error("dreaming failed", "trigger", trigger, "err", err)
-	}
+// ScheduledJobs is the one job, "nightly", daily at Hour:Minute.
+func (n Nightly) ScheduledJobs() []extension.Job {
+	return []extension.Job{{Name: Job, Schedule: fmt.Sprintf("%d %d * * *", n.Minute, n.Hour), Timeout: JobTimeout, Report: n.dream}}
 }
 
-// lastStart is when the last dream started; ok is false when there was none.
-func (d *Dreamer) lastStart(ctx context.Context) (time.Time, bool) {
-	var ns sql.NullInt64
-	if err := d.o.DB.QueryRowContext(ctx, `SELECT MAX(started_at) FROM dream_runs`).Scan(&ns); err != nil || !ns.Valid {
-		return time.Time{}, false
+func (n Nightly) dream(ctx context.Context) (extension.JobReport, error) {
+	rep, err := n.Dreamer.Dream(ctx, "schedule")
+	switch {
+	case errors.Is(err, ErrBusy):
+		return extension.JobReport{Skipped: true, Note: "a dream was already running"}, nil
+	case err != nil:
+		return extension.JobReport{Usage: rep.Usage}, err
 	}
-	return time.Unix(0, ns.Int64), true
+	return extension.JobReport{Usage: rep.Usage, Note: fmt.Sprintf("dream #%d, %d model call(s)", rep.ID, rep.ModelCalls)}, nil
 }
 
-// nextAt is the first hour:minute in loc strictly after now. On a day when
-// that wall time does not exist (a DST gap), time.Date normalises it to the
-// same instant an hour later.
-func nextAt(now time.Time, hour, minute int, loc *time.Location) time.Time {
-	l := now.In(loc)
-	t := time.Date(l.Year(), l.Month(), l.Day(), hour, minute, 0, 0, loc)
-	if !t.After(now) {
-		t = time.Date(l.Year(), l.Month(), l.Day()+1, hour, minute, 0, 0, loc)
-	}
-	return t
-}
-
-// previousAt is the last hour:minute in loc at or before now.
-func previousAt(now time.Time, hour, minute int, loc *time.Location) time.Time {
-	l := now.In(loc)
-	t := time.Date(l.Year(), l.Month(), l.Day(), hour, minute, 0, 0, loc)
-	if t.After(now) {
-		t = time.Date(l.Year(), l.Month(), l.Day()-1, hour, minute, 0, 0, loc)
-	}
-	return t
-}
+var _ extension.SchedulerProvider = Nightly{}

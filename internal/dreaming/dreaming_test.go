@@ -20,6 +20,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/pulse"
+	"github.com/reverie-ai/reverie/internal/scheduler"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -549,7 +550,9 @@ func TestFindSimilarLSHFindsPlantedDuplicates(t *testing.T) {
 	}
 }
 
-func TestRunNightly(t *testing.T) {
+// The nightly dream runs as a scheduled job (dreaming/nightly) at its
+// time in the configured zone, one receipt per night.
+func TestNightlyJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		dir := t.TempDir()
@@ -567,22 +570,38 @@ func TestRunNightly(t *testing.T) {
 			t.Fatal(err)
 		}
 		loc, _ := time.LoadLocation("Europe/Berlin")
+		sch, err := scheduler.Open(ctx, scheduler.Options{DB: db, Location: loc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := Nightly{Dreamer: d, Hour: 1}.ScheduledJobs()
+		if len(jobs) != 1 || jobs[0].Timeout != JobTimeout {
+			t.Fatalf("jobs %+v", jobs)
+		}
+		if err := sch.RegisterJob(ctx, scheduler.ExtensionJob(Owner, jobs[0])); err != nil {
+			t.Fatal(err)
+		}
 		done := make(chan error)
-		go func() { done <- d.Run(ctx, 1, 0, loc) }()
+		go func() { done <- sch.Run(ctx) }()
 		time.Sleep(3*24*time.Hour + time.Hour) // fake time inside the bubble
 		synctest.Wait()
 		reps, _ := d.Reports(ctx, 10)
+		rs, _ := sch.Receipts(ctx, "job:"+Owner+"/"+Job, 10)
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if len(reps) != 3 {
-			t.Fatalf("%d dreams in 3 days, want 3", len(reps))
+		sch.Close()
+		if len(reps) != 3 || len(rs) != 3 {
+			t.Fatalf("%d dreams and %d receipts in 3 days, want 3", len(reps), len(rs))
 		}
 		for _, r := range reps {
 			if h := r.Started.In(loc).Hour(); h != 1 || r.Trigger != "schedule" {
 				t.Errorf("dream at %v (%s)", r.Started.In(loc), r.Trigger)
 			}
+		}
+		if rs[0].Outcome != scheduler.OutcomeFired || !strings.HasPrefix(rs[0].Reason, "dream #") {
+			t.Errorf("receipt %+v", rs[0])
 		}
 		// The first night condenses the starter skills; later nights, with
 		// nothing changed, make no model call at all.
@@ -592,22 +611,6 @@ func TestRunNightly(t *testing.T) {
 			}
 		}
 	})
-}
-
-func TestNextAtAcrossDST(t *testing.T) {
-	loc, _ := time.LoadLocation("Europe/Berlin")
-	// 2026-03-29: clocks jump from 02:00 to 03:00.
-	now := time.Date(2026, 3, 28, 12, 0, 0, 0, loc)
-	got := nextAt(now, 2, 30, loc) // 02:30 does not exist that night: 03:30 CEST
-	if got.In(loc).Day() != 29 || got.In(loc).Hour() != 3 {
-		t.Errorf("next = %v", got)
-	}
-	if nextAt(got, 2, 30, loc).In(loc).Day() != 30 {
-		t.Errorf("after %v next = %v", got, nextAt(got, 2, 30, loc))
-	}
-	if p := previousAt(now, 1, 0, loc); p.In(loc).Day() != 28 || p.In(loc).Hour() != 1 {
-		t.Errorf("previous = %v", p.In(loc))
-	}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -64,8 +64,13 @@ var migrationFiles embed.FS
 // Component is the name under which the schema is versioned.
 const Component = "heartbeat"
 
-// JobName is the heartbeat's scheduler job.
-const JobName = "heartbeat/review"
+// Owner and Job name the heartbeat's scheduled job, JobName
+// ("heartbeat/review"), which it offers as a SchedulerProvider.
+const (
+	Owner   = "heartbeat"
+	Job     = "review"
+	JobName = Owner + "/" + Job
+)
 
 // DefaultInterval is the review period when Options.Interval is zero.
 const DefaultInterval = time.Hour
@@ -233,10 +238,18 @@ func New(ctx context.Context, opts Options) (*Heartbeat, error) {
 	return h, nil
 }
 
-// Job is the heartbeat's scheduler job ("@every <interval>").
-func (h *Heartbeat) Job() scheduler.Job {
-	return scheduler.Job{Name: JobName, Schedule: "@every " + h.o.Interval.String(), Run: h.Tick}
+// ScheduledJobs offers the review as a job ("@every <interval>"),
+// registered under Owner like an extension's (scheduler.ExtensionJob);
+// every tick's tokens, and whether it had nothing to do, go into its
+// receipt.
+func (h *Heartbeat) ScheduledJobs() []extension.Job {
+	return []extension.Job{{Name: Job, Schedule: "@every " + h.o.Interval.String(), Report: func(ctx context.Context) (extension.JobReport, error) {
+		r, err := h.Tick(ctx)
+		return extension.JobReport{Usage: r.Usage, Note: r.Note, Skipped: r.Skipped}, err
+	}}}
 }
+
+var _ extension.SchedulerProvider = (*Heartbeat)(nil)
 
 // Quiet reports whether t falls into the quiet hours.
 func (h *Heartbeat) Quiet(t time.Time) bool {

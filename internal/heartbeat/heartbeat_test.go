@@ -118,7 +118,7 @@ func newWorld(t *testing.T, interval time.Duration, quietStart, quietEnd string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.sched.RegisterJob(ctx, w.hb.Job()); err != nil {
+	if err := w.sched.RegisterJob(ctx, scheduler.ExtensionJob(Owner, w.hb.ScheduledJobs()[0])); err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
@@ -213,7 +213,7 @@ func newWorldOn(t *testing.T, w *world) *world {
 		Interval: 5 * time.Minute, Location: loc}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w2.sched.RegisterJob(ctx, w2.hb.Job()); err != nil {
+	if err := w2.sched.RegisterJob(ctx, scheduler.ExtensionJob(Owner, w2.hb.ScheduledJobs()[0])); err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithCancel(ctx)

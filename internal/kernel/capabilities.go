@@ -139,7 +139,7 @@ func (k *Kernel) index() {
 			}
 		}
 		for _, j := range jobs {
-			if j.Name == "" || j.Run == nil {
+			if j.Name == "" || (j.Run == nil && j.Report == nil) {
 				k.log.Error("scheduled job without a name or function dropped", "ext", id, "job", j.Name)
 				continue
 			}

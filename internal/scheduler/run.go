@@ -24,7 +24,13 @@ var errNoExecutor = errors.New("nothing can execute tasks (no executor configure
 func (s *Scheduler) execute(ctx context.Context, t Task, at time.Time, catchUp bool, receipt int64) {
 	start := s.now()
 	t.NextRun = at // the run time being executed
-	rctx, cancel := context.WithTimeout(ctx, s.o.RunTimeout)
+	timeout := s.o.RunTimeout
+	if t.Kind == KindJob {
+		s.mu.Lock()
+		timeout = max(timeout, s.jobTimeouts[t.Job])
+		s.mu.Unlock()
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	rep, err := s.call(rctx, t)
 	cancel()
 	dur := s.now().Sub(start)
@@ -35,7 +41,7 @@ func (s *Scheduler) execute(ctx context.Context, t Task, at time.Time, catchUp b
 	case err != nil && ctx.Err() != nil:
 		outcome, reason, interrupted = OutcomeSkipped, "interrupted by shutdown; it runs again at the next start (catch-up)", true
 	case err != nil && errors.Is(err, context.DeadlineExceeded) && rctx.Err() != nil:
-		outcome, reason = OutcomeFailed, fmt.Sprintf("timed out after %s: %v", s.o.RunTimeout, err)
+		outcome, reason = OutcomeFailed, fmt.Sprintf("timed out after %s: %v", timeout, err)
 	case err != nil:
 		outcome, reason = OutcomeFailed, err.Error()
 	case rep.Skipped:

@@ -94,6 +94,9 @@ type Job struct {
 	// (at least 1s).
 	Schedule string
 	Run      JobFunc
+	// Timeout bounds one run when longer than Options.RunTimeout (a
+	// nightly dream); zero: RunTimeout.
+	Timeout time.Duration
 }
 
 // Publisher publishes bus events (*eventbus.Bus).
@@ -157,10 +160,12 @@ type Scheduler struct {
 	// Prepared statements of the timer loop (parsing dominates their cost).
 	stmtDue, stmtNext *sql.Stmt
 
-	mu      sync.Mutex
-	jobs    map[string]JobFunc
-	running map[string]bool
-	pruned  time.Time
+	mu   sync.Mutex
+	jobs map[string]JobFunc
+	// jobTimeouts are the registered jobs' own run timeouts (Job.Timeout).
+	jobTimeouts map[string]time.Duration
+	running     map[string]bool
+	pruned      time.Time
 }
 
 // Open migrates the scheduler's tables and returns a Scheduler. Nothing runs
@@ -202,7 +207,7 @@ func Open(ctx context.Context, opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		o: opts, db: opts.DB, log: opts.Logger,
-		wake: make(chan struct{}, 1), wsem: make(chan struct{}, 1), jobs: map[string]JobFunc{}, running: map[string]bool{},
+		wake: make(chan struct{}, 1), wsem: make(chan struct{}, 1), jobs: map[string]JobFunc{}, jobTimeouts: map[string]time.Duration{}, running: map[string]bool{},
 	}
 	if s.stmtDue, err = opts.DB.PrepareContext(ctx, `SELECT `+taskColumns+` FROM scheduler_tasks
 		WHERE status = 'active' AND next_run <= ? ORDER BY next_run LIMIT ?`); err != nil {
@@ -333,6 +338,7 @@ func (s *Scheduler) RegisterJob(ctx context.Context, j Job) error {
 	}
 	s.mu.Lock()
 	s.jobs[name] = j.Run
+	s.jobTimeouts[name] = j.Timeout
 	s.mu.Unlock()
 	s.signal()
 	return nil

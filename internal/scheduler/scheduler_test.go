@@ -495,3 +495,38 @@ func TestInterruptedAndFailingRuns(t *testing.T) {
 		}
 	})
 }
+
+// A job with its own Timeout (a nightly dream) may run longer than
+// RunTimeout; the others are cut at RunTimeout.
+func TestJobTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+		sleepUntil(begin)
+		s := open(t, openDB(t), Options{Location: time.UTC, RunTimeout: 10 * time.Minute})
+		work := func(ctx context.Context) (RunReport, error) {
+			select {
+			case <-time.After(30 * time.Minute):
+				return RunReport{Note: "done"}, nil
+			case <-ctx.Done():
+				return RunReport{}, ctx.Err()
+			}
+		}
+		for _, j := range []Job{
+			{Name: "x/long", Schedule: "0 1 * * *", Run: work, Timeout: time.Hour},
+			{Name: "x/short", Schedule: "0 1 * * *", Run: work},
+		} {
+			if err := s.RegisterJob(context.Background(), j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop := start(t, s)
+		sleepUntil(begin.Add(2 * time.Hour))
+		stop()
+		if rs := receipts(t, s, "job:x/long"); len(rs) != 1 || rs[0].Outcome != OutcomeFired || rs[0].Reason != "done" {
+			t.Errorf("long job receipts %+v", rs)
+		}
+		if rs := receipts(t, s, "job:x/short"); len(rs) != 1 || rs[0].Outcome != OutcomeFailed || !strings.Contains(rs[0].Reason, "timed out after 10m0s") {
+			t.Errorf("short job receipts %+v", rs)
+		}
+	})
+}
