@@ -71,6 +71,18 @@ type ConfigChecker interface {
 	CheckConfig(decode func(v any) error) error
 }
 
+// Diagnoser is a ConfigChecker that can also check, without starting, that
+// what its settings name works: a token the service accepts, a server that
+// answers. `reverie doctor` calls Diagnose (after CheckConfig passed) on
+// every enabled extension that has it, through the kernel, and prints one
+// verdict per extension; doctor names no extension itself. Diagnose returns
+// what it found ("the bot token works (bot @reverie_bot)"); an error is
+// the verdict's failure. It must bound its own calls (ctx has the doctor's
+// overall deadline) and start nothing that outlives it.
+type Diagnoser interface {
+	Diagnose(ctx context.Context, decode func(v any) error, dataDir string) (string, error)
+}
+
 // Starter is implemented by extensions with work to do once every extension
 // is initialised (open a listener, connect to a server). Start must return
 // promptly; ongoing work belongs in ServiceProvider.Run.

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reverie-ai/reverie/extensions/matrix"
-	"github.com/reverie-ai/reverie/extensions/mcp"
 	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
@@ -88,7 +87,7 @@ func (d *doctor) run(ctx context.Context) {
 		d.cfg = cfg
 		cfg.SetDataDir(d.dir)
 		// Before the warnings: decoding the extensions' sections adds theirs.
-		d.checkExtensions()
+		d.checkExtensions(ctx)
 		if ws := cfg.Warnings(); len(ws) > 0 {
 			for _, w := range ws {
 				d.add("config", checkWarn, "%s", w)
@@ -120,15 +119,9 @@ func (d *doctor) run(ctx context.Context) {
 		d.checkVoice(ctx)
 	}
 
-	// Telegram: the token works.
+	// Channels left off for want of credentials.
 	if d.cfg != nil {
-		d.checkTelegram(ctx)
-		d.checkMatrix(ctx)
-	}
-
-	// MCP servers: each starts and lists its tools.
-	if d.cfg != nil {
-		d.checkMCP(ctx)
+		d.warnUnconfigured()
 	}
 
 	// Shell sandbox.
@@ -190,67 +183,42 @@ func (d *doctor) run(ctx context.Context) {
 	}
 }
 
-// checkExtensions decodes and validates the section of every enabled
-// extension the way the agent's start does, without starting anything.
-func (d *doctor) checkExtensions() {
+// checkExtensions gives one verdict per enabled extension, as the
+// extensions judge themselves through the kernel: their settings decoded
+// and validated the way the agent's start does, then, for an
+// extension.Diagnoser, what those settings name checked live (a bot token
+// with its service, MCP servers started once), without starting anything.
+func (d *doctor) checkExtensions(ctx context.Context) {
 	k, err := kernel.New(kernel.Options{Config: d.cfg, DataDir: d.dir})
 	if err != nil {
 		d.add("extensions", checkFail, "%v", err)
 		return
 	}
-	var valid, unchecked []string
-	for _, c := range k.CheckConfig() {
+	for _, c := range k.Diagnose(ctx) {
 		switch {
 		case c.Err != nil:
-			d.add("extensions", checkFail, "%s: %v", c.ID, c.Err)
+			d.add(c.ID, checkFail, "%v", c.Err)
+		case c.Diagnosis != "":
+			d.add(c.ID, checkOK, "settings valid; %s", c.Diagnosis)
 		case c.Checked:
-			valid = append(valid, c.ID)
+			d.add(c.ID, checkOK, "settings valid")
 		default:
-			unchecked = append(unchecked, c.ID)
+			d.add(c.ID, checkSkip, "its settings cannot be checked without starting it")
 		}
-	}
-	if len(valid) > 0 {
-		d.add("extensions", checkOK, "settings of %s are valid", strings.Join(valid, ", "))
-	}
-	if len(unchecked) > 0 {
-		d.add("extensions", checkSkip, "%s cannot check their settings without starting", strings.Join(unchecked, ", "))
 	}
 }
 
-// checkTelegram asks getMe with the configured token when the channel is on.
-func (d *doctor) checkTelegram(ctx context.Context) {
-	decode := func(v any) error { return d.cfg.DecodeExtension(telegram.ID, v) }
-	if !d.cfg.ExtensionEnabled(telegram.ID, telegram.Configured(decode)) {
-		if d.cfg.HasExtensionSection(telegram.ID) && d.cfg.ExtensionEnabled(telegram.ID, true) && !telegram.Configured(decode) {
-			d.add("telegram", checkWarn, "the telegram: section has no token, so the channel is off (set telegram.token or REVERIE_TELEGRAM__TOKEN)")
-		}
-		return
+// warnUnconfigured points out a channel section that lacks the credentials
+// the channel needs, which leaves the channel off.
+func (d *doctor) warnUnconfigured() {
+	tg := func(v any) error { return d.cfg.DecodeExtension(telegram.ID, v) }
+	if d.cfg.HasExtensionSection(telegram.ID) && d.cfg.ExtensionEnabled(telegram.ID, true) && !telegram.Configured(tg) {
+		d.add("telegram", checkWarn, "the telegram: section has no token, so the channel is off (set telegram.token or REVERIE_TELEGRAM__TOKEN)")
 	}
-	name, err := telegram.Check(ctx, decode, d.dir)
-	if err != nil {
-		d.add("telegram", checkFail, "%v", err)
-		return
+	mx := func(v any) error { return d.cfg.DecodeExtension(matrix.ID, v) }
+	if d.cfg.HasExtensionSection(matrix.ID) && d.cfg.ExtensionEnabled(matrix.ID, true) && !matrix.Configured(mx) {
+		d.add("matrix", checkWarn, "the matrix: section lacks homeserver, user_id or a password/access_token, so the channel is off")
 	}
-	d.add("telegram", checkOK, "the bot token works (bot %s)", name)
-}
-
-// checkMatrix reaches the homeserver and tries the credential the channel
-// would use (without logging in, which would create a device) when the
-// channel is on.
-func (d *doctor) checkMatrix(ctx context.Context) {
-	decode := func(v any) error { return d.cfg.DecodeExtension(matrix.ID, v) }
-	if !d.cfg.ExtensionEnabled(matrix.ID, matrix.Configured(decode)) {
-		if d.cfg.HasExtensionSection(matrix.ID) && d.cfg.ExtensionEnabled(matrix.ID, true) && !matrix.Configured(decode) {
-			d.add("matrix", checkWarn, "the matrix: section lacks homeserver, user_id or a password/access_token, so the channel is off")
-		}
-		return
-	}
-	what, err := matrix.Check(ctx, decode, d.dir)
-	if err != nil {
-		d.add("matrix", checkFail, "%v", err)
-		return
-	}
-	d.add("matrix", checkOK, "%s", what)
 }
 
 func (d *doctor) checkModels(ctx context.Context) {
@@ -298,28 +266,6 @@ func (d *doctor) checkVoice(ctx context.Context) {
 	}
 	if !roles[config.RoleTTS] {
 		d.add("voice", checkSkip, "no tts model: replies are written only (REVERIE_TTS_MODEL or models.roles.tts)")
-	}
-}
-
-func (d *doctor) checkMCP(ctx context.Context) {
-	if !d.cfg.ExtensionEnabled(mcp.ID, true) || !d.cfg.HasExtensionSection(mcp.ID) {
-		return
-	}
-	// An invalid section is reported by the extensions' settings check.
-	cfg := mcp.ParseConfig()
-	if err := d.cfg.DecodeExtension(mcp.ID, &cfg); err != nil {
-		return
-	}
-	sts, err := mcp.Probe(ctx, cfg, d.dir)
-	if err != nil {
-		return
-	}
-	for _, st := range sts {
-		if st.State != mcp.StateUp {
-			d.add("mcp", checkFail, "server %s is down: %s", st.Name, st.Err)
-			continue
-		}
-		d.add("mcp", checkOK, "server %s is up with %d tool(s)", st.Name, len(st.Tools))
 	}
 }
 

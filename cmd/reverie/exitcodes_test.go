@@ -305,13 +305,14 @@ func TestDoctorChecksExtensionSettings(t *testing.T) {
 		t.Fatalf("init: %d %s%s", code, out, errs)
 	}
 	code, out, _ := runCLI(t, env, "doctor", "--data", dir)
-	if code != ExitOK || !strings.Contains(out, "settings of kv, mcp, web are valid") {
+	if code != ExitOK || !strings.Contains(out, "[ok  ] kv           settings valid") || !strings.Contains(out, "[ok  ] web          settings valid") ||
+		!strings.Contains(out, "[ok  ] mcp          settings valid; no MCP servers configured") {
 		t.Fatalf("doctor on a fresh data dir: %d\n%s", code, out)
 	}
 	for _, bad := range []string{"REVERIE_WEB__LISTEN=localhost", "REVERIE_KV__MAX_KEYS=0"} {
 		code, out, _ := runCLI(t, append(env, bad), "doctor", "--data", dir)
 		name, _, _ := strings.Cut(strings.TrimPrefix(bad, "REVERIE_"), "__")
-		if code != ExitFailure || !strings.Contains(out, "FAIL") || !strings.Contains(out, strings.ToLower(name)+":") {
+		if code != ExitFailure || !strings.Contains(out, "FAIL") || !strings.Contains(out, "[FAIL] "+strings.ToLower(name)) {
 			t.Errorf("doctor with %s: exit %d\n%s", bad, code, out)
 		}
 		code, _, errs := runCLI(t, append(env, bad, "REVERIE_LOG__FILE=false"), "agent", "--data", dir)

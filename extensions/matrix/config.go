@@ -140,12 +140,12 @@ func decodeConfig(decode func(v any) error) (Config, error) {
 	return cfg, nil
 }
 
-// Check is `reverie doctor`'s test of the section (decode is the section's
-// decoder): the homeserver answers, and the credential the channel would
-// use is accepted (the stored session's token, or the configured access
-// token; a password is not tried, as that would create a device). It
-// returns a line describing what was checked.
-func Check(ctx context.Context, decode func(v any) error, dataDir string) (string, error) {
+// Diagnose is `reverie doctor`'s test of the section (extension.Diagnoser;
+// decode is the section's decoder): the homeserver answers, and the
+// credential the channel would use is accepted (the stored session's
+// token, or the configured access token; a password is not tried, as that
+// would create a device). It returns a line describing what was checked.
+func (*Matrix) Diagnose(ctx context.Context, decode func(v any) error, dataDir string) (string, error) {
 	cfg, err := decodeConfig(decode)
 	if err != nil {
 		return "", err

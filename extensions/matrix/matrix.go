@@ -654,5 +654,6 @@ var (
 	_ extension.Stopper                  = (*Matrix)(nil)
 	_ extension.Destroyer                = (*Matrix)(nil)
 	_ extension.ConfigChecker            = (*Matrix)(nil)
+	_ extension.Diagnoser                = (*Matrix)(nil)
 	_ extension.SharedThreads            = (*Matrix)(nil)
 )

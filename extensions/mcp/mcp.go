@@ -182,6 +182,35 @@ func (m *MCP) Health(context.Context) error {
 	return nil
 }
 
+// Diagnose starts every configured MCP server once and lists its tools
+// (`reverie doctor`, extension.Diagnoser): it fails naming the servers
+// that do not come up, and says how many tools each other one offers.
+func (m *MCP) Diagnose(ctx context.Context, decode func(v any) error, dataDir string) (string, error) {
+	cfg, err := decodeConfig(decode)
+	if err != nil {
+		return "", err
+	}
+	sts, err := Probe(ctx, cfg, dataDir)
+	if err != nil {
+		return "", err
+	}
+	if len(sts) == 0 {
+		return "no MCP servers configured", nil
+	}
+	var up, down []string
+	for _, st := range sts {
+		if st.State != StateUp {
+			down = append(down, fmt.Sprintf("server %s is down: %s", st.Name, st.Err))
+			continue
+		}
+		up = append(up, fmt.Sprintf("server %s is up with %d tool(s)", st.Name, len(st.Tools)))
+	}
+	if len(down) > 0 {
+		return "", errors.New(strings.Join(append(down, up...), "; "))
+	}
+	return strings.Join(up, "; "), nil
+}
+
 // HTTPEndpoints serves Reverie's MCP server at /mcp (mcp.serve.http).
 func (m *MCP) HTTPEndpoints() []extension.HTTPEndpoint {
 	if m.httpMCP == nil {
@@ -193,6 +222,7 @@ func (m *MCP) HTTPEndpoints() []extension.HTTPEndpoint {
 var (
 	_ extension.Extension           = (*MCP)(nil)
 	_ extension.ConfigChecker       = (*MCP)(nil)
+	_ extension.Diagnoser           = (*MCP)(nil)
 	_ extension.ServiceProvider     = (*MCP)(nil)
 	_ extension.DynamicToolProvider = (*MCP)(nil)
 	_ extension.HealthChecker       = (*MCP)(nil)

@@ -95,11 +95,11 @@ func (c Config) check() error {
 	return nil
 }
 
-// Check is `reverie doctor`'s test of the section (decode is the
-// section's decoder): the token is resolved and sent to getMe. It returns
-// the bot's @name; a token Telegram refuses, or an unreachable server, is
-// an error without the token in it.
-func Check(ctx context.Context, decode func(v any) error, dataDir string) (string, error) {
+// Diagnose is `reverie doctor`'s test of the section (extension.Diagnoser;
+// decode is the section's decoder): the token is resolved and sent to
+// getMe. It says which bot the token belongs to; a token Telegram refuses,
+// or an unreachable server, is an error without the token in it.
+func (*Telegram) Diagnose(ctx context.Context, decode func(v any) error, dataDir string) (string, error) {
 	cfg, err := decodeConfig(decode)
 	if err != nil {
 		return "", err
@@ -127,5 +127,5 @@ func Check(ctx context.Context, decode func(v any) error, dataDir string) (strin
 		}
 		return "", fmt.Errorf("Telegram at %s does not answer: %w", cfg.APIURL, err)
 	}
-	return "@" + me.Username, nil
+	return "the bot token works (bot @" + me.Username + ", asked with getMe)", nil
 }

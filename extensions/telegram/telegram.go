@@ -180,7 +180,7 @@ func (t *Telegram) Health(context.Context) error {
 
 // CheckConfig decodes and validates the section as Init does, without
 // reading the token or calling Telegram (`reverie doctor`; its getMe check
-// is Check).
+// is Diagnose).
 func (t *Telegram) CheckConfig(decode func(v any) error) error {
 	_, err := decodeConfig(decode)
 	return err
@@ -475,6 +475,7 @@ func senderName(u *models.User) string {
 
 var (
 	_ extension.Extension                = (*Telegram)(nil)
+	_ extension.Diagnoser                = (*Telegram)(nil)
 	_ extension.ServiceProvider          = (*Telegram)(nil)
 	_ extension.HealthChecker            = (*Telegram)(nil)
 	_ extension.StreamingChannelProvider = (*Telegram)(nil)

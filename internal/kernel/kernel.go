@@ -522,6 +522,9 @@ type ConfigCheck struct {
 	// or its constructor failed (Err says so).
 	Checked bool
 	Err     error
+	// Diagnosis is what the extension's Diagnose found ("" when it is no
+	// extension.Diagnoser, or was not diagnosed).
+	Diagnosis string
 }
 
 // CheckConfig checks the configuration of every enabled extension that is an
@@ -546,6 +549,33 @@ func (k *Kernel) CheckConfig() []ConfigCheck {
 		}
 		out = append(out, c)
 	}
+	return out
+}
+
+// Diagnose checks every enabled extension as CheckConfig does and then,
+// for each whose configuration passed and that is an
+// extension.Diagnoser, that what its settings name works (`reverie
+// doctor`: one verdict per extension). The extensions are diagnosed
+// concurrently; a panic is that extension's error.
+func (k *Kernel) Diagnose(ctx context.Context) []ConfigCheck {
+	out := k.CheckConfig()
+	var wg sync.WaitGroup
+	for i := range out {
+		e := k.byID[out[i].ID]
+		d, ok := e.ext.(extension.Diagnoser)
+		if out[i].Err != nil || !ok {
+			continue
+		}
+		wg.Go(func() {
+			var what string
+			out[i].Err = safely(func() (err error) {
+				what, err = d.Diagnose(ctx, e.host.DecodeConfig, k.opts.DataDir)
+				return err
+			})
+			out[i].Diagnosis = what
+		})
+	}
+	wg.Wait()
 	return out
 }
 

@@ -974,3 +974,60 @@ func TestCheckConfig(t *testing.T) {
 		t.Errorf("CheckConfig initialised something: %v", calls)
 	}
 }
+
+// diagnoser is a checker whose Diagnose reports its greeting, fails on
+// "refused" and panics on "panic".
+type diagnoser struct{ checker }
+
+func (d *diagnoser) Diagnose(_ context.Context, decode func(any) error, dataDir string) (string, error) {
+	var s fakeSettings
+	if err := decode(&s); err != nil {
+		return "", err
+	}
+	switch s.Greeting {
+	case "refused":
+		return "", errors.New("the service refuses the token")
+	case "panic":
+		panic("diagnose")
+	}
+	return "greets with " + s.Greeting + " in " + dataDir, nil
+}
+
+// Diagnose gives one verdict per extension: its settings, then what they
+// name for a Diagnoser; a bad configuration is not diagnosed.
+func TestDiagnose(t *testing.T) {
+	c := &calls{}
+	info := func(id string) extension.Info {
+		return extension.Info{ID: id, Description: "diagnoses itself", New: func() extension.Extension {
+			return &diagnoser{checker{fake{id: id, calls: c}}}
+		}}
+	}
+	checkerOnly := extension.Info{ID: "checker", Description: "checks its config", New: func() extension.Extension {
+		return &checker{fake{id: "checker", calls: c}}
+	}}
+	reg := []extension.Info{info("good"), info("refused"), info("panics"), info("empty"), checkerOnly}
+	cfg := &fakeConfig{sections: map[string]string{"good": `{"greeting":"hi"}`, "refused": `{"greeting":"refused"}`,
+		"panics": `{"greeting":"panic"}`, "empty": `{}`, "checker": `{"greeting":"hi"}`}}
+	k := mustNew(t, Options{Registry: reg, Config: cfg, DataDir: "/data"})
+	got := map[string]string{}
+	for _, r := range k.Diagnose(context.Background()) {
+		s := r.Diagnosis
+		if r.Err != nil {
+			s = "err=" + r.Err.Error()
+		}
+		got[r.ID] = s
+	}
+	want := map[string]string{
+		"good":    "greets with hi in /data",
+		"refused": "err=the service refuses the token",
+		"panics":  "err=panic: diagnose",
+		"empty":   "err=greeting is empty: invalid configuration",
+		"checker": "",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Diagnose =\n%v\nwant\n%v", got, want)
+	}
+	if calls := c.list(); len(calls) != 0 {
+		t.Errorf("Diagnose initialised something: %v", calls)
+	}
+}
