@@ -78,6 +78,9 @@ func (d *doctor) run(ctx context.Context) {
 		d.add("data dir", checkOK, "%s is writable", d.dir)
 	}
 
+	// The agent running on the data dir, if any.
+	d.checkRunningAgent(ctx)
+
 	// Configuration.
 	cfg, err := loadConfig(d.cfgPath, d.env)
 	switch {
@@ -204,6 +207,35 @@ func (d *doctor) checkExtensions(ctx context.Context) {
 			d.add(c.ID, checkOK, "settings valid")
 		default:
 			d.add(c.ID, checkSkip, "its settings cannot be checked without starting it")
+		}
+	}
+}
+
+// checkRunningAgent asks the agent running on the data dir, through its
+// control socket, how its extensions fare (the checks below look at the
+// configuration and the services it names, not at that agent).
+func (d *doctor) checkRunningAgent(ctx context.Context) {
+	c, err := runningAgent(ctx, d.dir)
+	switch {
+	case err != nil:
+		d.add("agent", checkFail, "an agent seems to run on this data dir, but its control socket does not answer: %v", err)
+		return
+	case c == nil:
+		d.add("agent", checkSkip, "no agent runs on this data dir")
+		return
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		d.add("agent", checkFail, "the running agent does not answer on its control socket: %v", err)
+		return
+	}
+	d.add("agent", checkOK, "an agent (version %s) runs on this data dir and answers on its control socket", info.Version)
+	for _, e := range info.Extensions {
+		switch {
+		case e.State == "failed" || e.State == "skipped":
+			d.add("agent", checkFail, "in the running agent, extension %s %s: %s", e.ID, e.State, e.Error)
+		case e.Health == "failing":
+			d.add("agent", checkWarn, "in the running agent, extension %s is unhealthy: %s", e.ID, e.Error)
 		}
 	}
 }

@@ -94,6 +94,9 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 	if out := mustRun("", "memory", "list", "--superseded"); !strings.Contains(out, "Lisbon") || !strings.Contains(out, "(superseded by #") {
 		t.Errorf("memory list --superseded: %q", out)
 	}
+	if out := mustRun("", "doctor"); !strings.Contains(out, "[ok  ] agent") || !strings.Contains(out, "answers on its control socket") {
+		t.Errorf("doctor: %q", out)
+	}
 	if out := mustRun("", "dream", "list"); !strings.Contains(out, "no dreams yet") {
 		t.Errorf("dream list: %q", out)
 	}
