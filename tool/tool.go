@@ -7,6 +7,8 @@ package tool
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/reverie-ai/reverie/llm"
 )
 
 // Tool is something the model can call.
@@ -26,4 +28,9 @@ type Tool interface {
 // Result is what a tool returns to the model. Content is usually JSON.
 type Result struct {
 	Content string
+	// Images are pictures the result shows (a screenshot), as references
+	// to files in the workspace (llm.Image's Path and MediaType, no Data):
+	// a model that accepts images sees them with the result, others a
+	// note naming each file.
+	Images []llm.Image
 }

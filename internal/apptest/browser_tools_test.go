@@ -76,7 +76,8 @@ const answerPage = `<html><body><h1>Result</h1><p id="out"></p><img src="TRACKER
 // to another loopback port are refused inside the proxy (nothing reaches
 // that port's listener); the form post after untrusted content asks for
 // approval (approved), and the result page's tracker on another host asks
-// too (denied: nothing reaches it).
+// too (denied: nothing reaches it). A screenshot then reaches the model
+// (with vision) as an image after its result.
 func TestBrowserToolsWholeApp(t *testing.T) {
 	needChromium(t)
 	var other, tracker, site hitLog
@@ -106,7 +107,8 @@ func TestBrowserToolsWholeApp(t *testing.T) {
 	}))
 	t.Cleanup(siteSrv.Close)
 	hostPort := func(u string) string { return strings.TrimPrefix(u, "http://") }
-	w := StartWeb(t, WithEnv(fmt.Sprintf("REVERIE_TOOLS__FETCH__ALLOW_HOSTS=[%s, %s]", hostPort(siteSrv.URL), hostPort(trackerSrv.URL))))
+	w := StartWeb(t, WithEnv(fmt.Sprintf("REVERIE_TOOLS__FETCH__ALLOW_HOSTS=[%s, %s]", hostPort(siteSrv.URL), hostPort(trackerSrv.URL)),
+		"REVERIE_MODEL_VISION=true"))
 
 	fieldRE := regexp.MustCompile(`\[field (e\d+) text label="Your name"`)
 	var seen sync.Map // call id → the unfenced tool result the model read
@@ -134,11 +136,18 @@ func TestBrowserToolsWholeApp(t *testing.T) {
 			}
 			return call("call_type", "browser_type", fmt.Sprintf(`{"ref":%q,"text":"Ada","submit":true}`, m[1]))
 		case last.Role == "tool" && last.ToolCallID == "call_type":
-			text := page.Content
-			if i := strings.Index(text, "The answer for"); i >= 0 {
-				return llmtest.ServerReply{Text: "The page says: " + strings.SplitN(text[i:], "\n", 2)[0]}
+			return call("call_shot", "browser_screenshot", `{}`)
+		case last.Role == "user" && len(req.Messages) > 1 && req.Messages[len(req.Messages)-2].ToolCallID == "call_shot":
+			// The screenshot follows its result, as an image (vision).
+			typed, _ := seen.Load("call_type")
+			var p struct {
+				Content string `json:"content"`
 			}
-			return llmtest.ServerReply{Text: "no answer in: " + last.Text()}
+			_ = json.Unmarshal([]byte(fmt.Sprint(typed)), &p)
+			if i := strings.Index(p.Content, "The answer for"); i >= 0 && len(last.Images()) == 1 {
+				return llmtest.ServerReply{Text: "The page says: " + strings.SplitN(p.Content[i:], "\n", 2)[0]}
+			}
+			return llmtest.ServerReply{Text: fmt.Sprintf("no answer in %q or no screenshot (%d images)", p.Content, len(last.Images()))}
 		case strings.Contains(lastUser(req), "quiz"):
 			return call("call_open", "browser_open", fmt.Sprintf(`{"url":%q}`, siteSrv.URL+"/quiz"))
 		}

@@ -39,6 +39,11 @@ func execute(ctx context.Context, t tool.Tool, c llm.ToolCall, args json.RawMess
 	rec.Duration = time.Since(start)
 	if err == nil {
 		rec.Result = capContent(opts.redact(res.Content), opts.MaxResultChars)
+		for _, img := range res.Images {
+			// References only: the agent reads the file when it builds a
+			// request for a model that accepts images.
+			rec.Images = append(rec.Images, llm.Image{MediaType: img.MediaType, Path: img.Path})
+		}
 		return rec
 	}
 	var msg string

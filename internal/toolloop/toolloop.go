@@ -197,7 +197,10 @@ type CallRecord struct {
 	// model's raw arguments when they could not be parsed.
 	Arguments json.RawMessage
 	// Result is the content sent back to the model.
-	Result  string
+	Result string
+	// Images are the result's pictures (tool.Result.Images): the result
+	// message carries them after the result.
+	Images  []llm.Image
 	IsError bool
 	// Err is the detailed cause when IsError (a panic's value and stack, the
 	// handler's error, the validation error). It is for logs only.
@@ -688,9 +691,13 @@ func (l *loop) mustWait(calls []llm.ToolCall, i int, finished []bool) bool {
 
 // resultMessage is the tool message answering r's call.
 func resultMessage(r CallRecord) llm.Message {
-	return llm.Message{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{
+	m := llm.Message{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{
 		CallID: r.ID, Name: r.Name, Content: r.Result, IsError: r.IsError,
 	}}}
+	for _, img := range r.Images {
+		m.Parts = append(m.Parts, img)
+	}
+	return m
 }
 
 // reportResult announces a finished call; its result message goes to

@@ -219,6 +219,29 @@ func TestResultTruncated(t *testing.T) {
 	}
 }
 
+// A result's images (references into the workspace) follow the result in
+// its tool message; data a tool put in them is dropped.
+func TestResultImages(t *testing.T) {
+	m := script(callTools(tc("c1", "shot", `{}`)), say("ok"))
+	shot := funcTool("shot", func(context.Context) (any, error) {
+		return tool.Result{Content: `{"path":"s.png"}`, Images: []llm.Image{{MediaType: "image/png", Path: "s.png", Data: []byte("x")}}}, nil
+	})
+	res := mustRun(t, m, userQ(), []tool.Tool{shot}, Options{})
+	var msg llm.Message
+	for _, mm := range res.Messages {
+		if mm.Role == llm.RoleTool {
+			msg = mm
+		}
+	}
+	if len(msg.Parts) != 2 {
+		t.Fatalf("tool message parts = %#v", msg.Parts)
+	}
+	img, ok := msg.Parts[1].(llm.Image)
+	if !ok || img.Path != "s.png" || img.MediaType != "image/png" || img.Data != nil {
+		t.Errorf("image part = %#v", msg.Parts[1])
+	}
+}
+
 func TestParallelLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const calls, limit = 7, 3

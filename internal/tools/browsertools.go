@@ -8,6 +8,7 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/tools/browser"
 	"github.com/reverie-ai/reverie/internal/tools/web"
+	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
 )
 
@@ -105,12 +106,26 @@ func (t *Tools) browserTools() []tool.Tool {
 			func(ctx context.Context, a browser.TypeArgs) (any, error) { return b.Type(ctx, a) },
 			tool.UntrustedResults(), out, cat),
 		tool.New(NameBrowserScreenshot, browserScreenshotDescription,
-			func(ctx context.Context, a browser.NoArgs) (any, error) { return b.Screenshot(ctx, a) },
+			func(ctx context.Context, a browser.NoArgs) (any, error) { return screenshot(ctx, b, a) },
 			tool.ReadOnly(), tool.UntrustedResults(), out, cat),
 		tool.New(NameBrowserClose, browserCloseDescription,
 			func(ctx context.Context, a browser.NoArgs) (any, error) { return b.CloseBrowser(ctx, a) },
 			cat),
 	}
+}
+
+// screenshot takes the screenshot and hands the image to the model with
+// the result (a model without vision gets a note naming the file).
+func screenshot(ctx context.Context, b *browser.Manager, a browser.NoArgs) (tool.Result, error) {
+	shot, err := b.Screenshot(ctx, a)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	content, err := json.Marshal(shot)
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("encode the screenshot's result: %w", err)
+	}
+	return tool.Result{Content: string(content), Images: []llm.Image{{MediaType: "image/png", Path: shot.Path}}}, nil
 }
 
 const browserPageResult = `Returns the page as text: {"url","title","content","truncated","refused","note"}; in content, headings start with #, and links, buttons and form fields appear as [link e3 "text" -> URL], [button e4 "text"], [field e5 type label="…" value="…"], where e3… are references for browser_click and browser_type (they change when the page does: use those of the latest result). refused lists requests of the page that were blocked (private addresses, or ones you were not allowed to make).`
@@ -123,6 +138,6 @@ const browserClickDescription = `Click a link or button of the open page by its 
 
 const browserTypeDescription = `Put text into a form field of the open page by its reference (such as e7), replacing what it holds; for a list, text names the option; for a checkbox, "true" or "false". With submit, the field's form is submitted. Returns the page afterwards. ` + browserPageResult
 
-const browserScreenshotDescription = `Take a screenshot of the visible part of the open page. It is saved in the workspace; returns {"path","url","title"}.`
+const browserScreenshotDescription = `Take a screenshot of the visible part of the open page. It is saved in the workspace; returns {"path","url","title"}, and the image itself when you can see images.`
 
 const browserCloseDescription = `Close this conversation's browser (its cookies stay in its profile for next time). Returns {"closed"}.`

@@ -22,13 +22,30 @@ func (c *Client) params(req llm.Request, model string) (sdk.ChatCompletionNewPar
 	if req.System != "" {
 		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
 	}
+	// A tool result's images (and notes) cannot be in its role=tool
+	// message: they follow in a user message, after the last tool message
+	// of the round (the API wants a call's tool messages right after it).
+	var shown []sdk.ChatCompletionContentPartUnionParam
+	flush := func() {
+		if len(shown) > 0 {
+			p.Messages = append(p.Messages, sdk.UserMessage(shown))
+			shown = nil
+		}
+	}
 	for i, m := range req.Messages {
+		if m.Role != llm.RoleTool {
+			flush()
+		}
 		msgs, err := toMessages(m)
 		if err != nil {
 			return p, providers.BadRequest(err, "message %d", i)
 		}
 		p.Messages = append(p.Messages, msgs...)
+		if m.Role == llm.RoleTool {
+			shown = append(shown, toolExtras(m)...)
+		}
 	}
+	flush()
 	if len(p.Messages) == 0 {
 		return p, providers.BadRequest(nil, "no messages")
 	}
@@ -166,11 +183,17 @@ func toMessages(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	for _, part := range m.Parts {
 		switch p := part.(type) {
 		case llm.Text:
+			if m.Role == llm.RoleTool {
+				continue // toolExtras
+			}
 			text = joinText(m.Role, text, p.Text)
 			if content != nil && p.Text != "" {
 				content = append(content, sdk.TextContentPart(p.Text))
 			}
 		case llm.Image:
+			if m.Role == llm.RoleTool {
+				continue // toolExtras
+			}
 			if len(p.Data) == 0 || m.Role != llm.RoleUser {
 				note := p.Note("the image was not loaded").Text
 				text = joinText(m.Role, text, note)
@@ -237,13 +260,38 @@ func toMessages(m llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 		a.ToolCalls = calls
 		out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
 	case llm.RoleTool:
-		if text != "" {
-			return nil, fmt.Errorf("tool message with text outside a tool result")
-		}
 	default:
 		return nil, fmt.Errorf("unknown role %q", m.Role)
 	}
 	return out, nil
+}
+
+// toolExtras are the parts of a tool message besides its results: the
+// images a result shows (tool.Result.Images), or their notes for a model
+// without vision, as user-message content naming the call they belong to.
+func toolExtras(m llm.Message) []sdk.ChatCompletionContentPartUnionParam {
+	var out []sdk.ChatCompletionContentPartUnionParam
+	var call string
+	for _, part := range m.Parts {
+		switch p := part.(type) {
+		case llm.ToolResult:
+			call = p.Name
+		case llm.Text:
+			if p.Text != "" {
+				out = append(out, sdk.TextContentPart(p.Text))
+			}
+		case llm.Image:
+			if len(p.Data) == 0 {
+				out = append(out, sdk.TextContentPart(p.Note("the image was not loaded").Text))
+				continue
+			}
+			out = append(out, sdk.TextContentPart("[the image the "+call+" result above shows, saved at workspace/"+p.Path+"]"),
+				sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{
+					URL: "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data),
+				}))
+		}
+	}
+	return out
 }
 
 // joinText appends a text part to a message's text. A user message's parts

@@ -851,6 +851,61 @@ func TestImageParts(t *testing.T) {
 	}
 }
 
+// A tool result's image cannot be in its role=tool message: it follows in
+// a user message after the round's last tool message (loaded: the image;
+// not loaded: its note), before the next message.
+func TestToolResultImages(t *testing.T) {
+	png := []byte("\x89PNG fake")
+	calls := []llm.ToolCall{{ID: "c1", Name: "browser_screenshot", Arguments: json.RawMessage(`{}`)}, {ID: "c2", Name: "clock", Arguments: json.RawMessage(`{}`)}}
+	tests := []struct {
+		name       string
+		image      llm.Image
+		wantText   string
+		wantImages []string
+	}{
+		{name: "loaded", image: llm.Image{MediaType: "image/png", Path: "shot.png", Data: png},
+			wantText:   "[the image the browser_screenshot result above shows, saved at workspace/shot.png]",
+			wantImages: []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(png)}},
+		{name: "not loaded", image: llm.Image{MediaType: "image/png", Path: "shot.png"},
+			wantText: "[image saved at workspace/shot.png; the image was not loaded]"},
+		{name: "a note (model without vision)", image: llm.Image{},
+			wantText: "[image saved at workspace/shot.png; this model cannot see images]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewOpenAIServer(t)
+			srv.Enqueue(llmtest.ServerReply{Text: "a page"})
+			c, _ := newClient(t, srv, nil)
+			var extra llm.Part = tc.image
+			if tc.image.Path == "" {
+				extra = llm.Text{Text: "[image saved at workspace/shot.png; this model cannot see images]"}
+			}
+			req := llm.Request{Messages: []llm.Message{
+				llm.UserText("show me"),
+				{Role: llm.RoleAssistant, Parts: []llm.Part{calls[0], calls[1]}},
+				{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: "c1", Name: "browser_screenshot", Content: `{"path":"shot.png"}`}, extra}},
+				{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: "c2", Name: "clock", Content: "noon"}}},
+				llm.UserText("and now?"),
+			}}
+			if _, err := c.Generate(context.Background(), req, nil); err != nil {
+				t.Fatal(err)
+			}
+			msgs := srv.Requests()[0].Decoded.Messages
+			var roles []string
+			for _, m := range msgs {
+				roles = append(roles, m.Role)
+			}
+			if want := []string{"user", "assistant", "tool", "tool", "user", "user"}; !reflect.DeepEqual(roles, want) {
+				t.Fatalf("roles = %v, want %v", roles, want)
+			}
+			m := msgs[4]
+			if m.Text() != tc.wantText || !reflect.DeepEqual(m.Images(), tc.wantImages) {
+				t.Errorf("message after the results = %q %q, want %q %q", m.Text(), m.Images(), tc.wantText, tc.wantImages)
+			}
+		})
+	}
+}
+
 // TestThinking: reasoning in each OpenAI-compatible wire field (DeepSeek,
 // vLLM and llama.cpp's reasoning_content; Ollama's /v1 and OpenRouter's
 // reasoning) becomes a thinking part, streamed as thinking deltas apart from
