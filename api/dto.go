@@ -281,10 +281,15 @@ const (
 	FrameThinking   = "thinking"
 	FrameToolCall   = "tool_call"
 	FrameToolResult = "tool_result"
-	FrameDone       = "done"
-	FrameError      = "error"
-	FrameNotify     = "notify"
-	FramePong       = "pong"
+	// FrameWait: the model call failed for a while (a rate limit, a
+	// server error) and is tried again in WaitMS; Text says so in plain
+	// words ("rate limited by the provider, retrying in 30 s"). The reply
+	// is still coming.
+	FrameWait   = "wait"
+	FrameDone   = "done"
+	FrameError  = "error"
+	FrameNotify = "notify"
+	FramePong   = "pong"
 	// FrameTranscript shows what was heard in the user's voice message
 	// (Text), before the reply.
 	FrameTranscript = "transcript"
@@ -338,6 +343,8 @@ type ServerFrame struct {
 	MediaType string `json:"media_type,omitempty"`
 	Part      int    `json:"part,omitempty"`
 	Parts     int    `json:"parts,omitempty"`
+	// WaitMS is how long until the model is asked again (type "wait").
+	WaitMS int64 `json:"wait_ms,omitempty"`
 }
 
 // Approval is a tool call waiting for (or decided by) the user's approval:

@@ -199,8 +199,12 @@ type StreamStatus struct {
 	Result    string          // set for ToolCallFinished
 	IsError   bool
 	// Text is a piece of the model's reasoning, set for Thinking: shown
-	// apart from the reply (folded), never part of its text.
+	// apart from the reply (folded), never part of its text. For Waiting
+	// it is the wait in plain words ("rate limited by the provider,
+	// retrying in 30 s").
 	Text string
+	// Wait is how long until the model is asked again, set for Waiting.
+	Wait time.Duration
 }
 
 // StatusKind names a StreamStatus.
@@ -212,6 +216,11 @@ const (
 	// Thinking is reasoning the model streams before (or between) its
 	// reply's text; channels that cannot fold it away ignore it.
 	Thinking StatusKind = "thinking"
+	// Waiting: the model call failed for a while (a rate limit, a server
+	// error) and is tried again after Wait; channels show Text as it
+	// happens, until the reply (or another Waiting) comes, and keep their
+	// typing indicator going.
+	Waiting StatusKind = "waiting"
 )
 
 // AgentProvider is a specialised agent the orchestrator can hand work to.

@@ -15,7 +15,9 @@ package llm
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"time"
 )
 
 // Role is who wrote a message.
@@ -246,18 +248,59 @@ const (
 	EventToolCallDelta EventKind = "tool_call_delta"
 	EventUsage         EventKind = "usage"
 	EventDone          EventKind = "done"
+	// EventWait: the call failed and will be tried again after a wait
+	// (a rate limit, a server error); Wait says why and how long. Nothing
+	// of the reply has been streamed yet.
+	EventWait EventKind = "wait"
 )
 
 // Event is one streaming event. Which fields are set depends on Kind:
 // TextDelta → Text; ThinkingDelta → Text (reasoning, not reply);
 // ToolCallDelta → ToolCall (Index always, ID and Name when
-// first seen, ArgumentsDelta as it arrives); Usage → Usage; Done → Response.
+// first seen, ArgumentsDelta as it arrives); Usage → Usage; Done → Response;
+// Wait → Wait.
 type Event struct {
 	Kind     EventKind
 	Text     string
 	ToolCall ToolCallDelta
 	Usage    Usage
 	Response *Response
+	Wait     *Wait
+}
+
+// WaitReason says why a model call waits before trying again.
+type WaitReason string
+
+const (
+	// WaitRateLimited: the provider said to slow down (HTTP 429).
+	WaitRateLimited WaitReason = "rate_limited"
+	// WaitUnavailable: the provider failed or did not answer in time (5xx,
+	// a timeout, a dropped connection).
+	WaitUnavailable WaitReason = "unavailable"
+)
+
+// Wait is a retry the caller is waiting for.
+type Wait struct {
+	Reason WaitReason
+	// Delay is how long until the next attempt.
+	Delay time.Duration
+	// Attempt is the attempt that failed, counted from 1.
+	Attempt int
+}
+
+// Words says the wait in plain words for the person waiting, as a
+// sentence without its full stop: "Rate limited by the provider, retrying
+// in 30 s".
+func (w Wait) Words() string {
+	secs := int((w.Delay + time.Second - 1) / time.Second)
+	in := fmt.Sprintf("%d s", secs)
+	if secs >= 120 {
+		in = fmt.Sprintf("%d min", (secs+30)/60)
+	}
+	if w.Reason == WaitRateLimited {
+		return "Rate limited by the provider, retrying in " + in
+	}
+	return "The model provider did not answer, retrying in " + in
 }
 
 // ToolCallDelta is a fragment of a tool call being streamed.

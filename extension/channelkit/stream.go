@@ -69,6 +69,7 @@ type Stream struct {
 	buf       strings.Builder
 	id        string    // the message being edited ("": none yet)
 	shown     string    // what it shows
+	waiting   string    // a retry wait, shown until the reply's text comes
 	lastEdit  time.Time // of the last post or edit
 	notBefore time.Time // after a rate limit
 	failed    bool      // stop editing; Close still delivers the whole reply
@@ -93,8 +94,13 @@ func (s *Stream) Delta(text string) error {
 }
 
 // Status shows the reply so far when the edit rate allows (tool activity
-// is not shown).
-func (s *Stream) Status(extension.StreamStatus) error {
+// is not shown). A retry wait (extension.Waiting: a rate-limited model) is
+// shown in the reply's place until the reply comes, while the typing
+// indicator goes on: a wait is not a hang.
+func (s *Stream) Status(st extension.StreamStatus) error {
+	if st.Kind == extension.Waiting {
+		s.waiting = "⏳ " + st.Text + "…"
+	}
 	s.flush()
 	return nil
 }
@@ -106,6 +112,9 @@ func (s *Stream) flush() {
 		return
 	}
 	text := strings.TrimSpace(s.buf.String())
+	if text == "" {
+		text = s.waiting
+	}
 	if text == "" {
 		return
 	}

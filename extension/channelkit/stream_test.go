@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extension/extensiontest"
 )
 
@@ -144,5 +145,31 @@ func TestStream(t *testing.T) {
 				t.Errorf("slept %s, want %s", got, tc.slept)
 			}
 		})
+	}
+}
+
+// A retry wait (a rate-limited model, extension.Waiting) is shown in the
+// reply's place as it happens; the reply then replaces it in the same
+// message (Telegram and Matrix stream through this).
+func TestStreamShowsAWait(t *testing.T) {
+	clock := extensiontest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := &board{}
+	s := NewStream(StreamOptions{Poster: b, Limit: 100, Measure: Bytes, Every: time.Second, Now: clock.Now,
+		Sleep: func(context.Context, time.Duration) error { return nil }, Redact: func(s string) string { return s }, Platform: "Test"})
+	if err := s.Status(extension.StreamStatus{Kind: extension.Waiting, Text: "Rate limited by the provider, retrying in 30 s", Wait: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(b.msgs) != "[⏳ Rate limited by the provider, retrying in 30 s…]" {
+		t.Fatalf("while waiting: %q", b.msgs)
+	}
+	clock.Advance(30 * time.Second)
+	if err := s.Delta("Here I am."); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close("Here I am.", nil); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(b.msgs) != "[Here I am.]" || fmt.Sprint(b.calls) != "[post 1 edit 1]" {
+		t.Errorf("after the reply: %q, calls %v", b.msgs, b.calls)
 	}
 }

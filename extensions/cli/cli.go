@@ -36,6 +36,11 @@ const (
 	// EventThinking is the next piece of the model's reasoning (Text),
 	// shown folded apart from the reply.
 	EventThinking EventKind = "thinking"
+	// EventWait: the model call failed for a while (a rate limit, a
+	// server error) and is tried again later; Text says so in plain words
+	// ("rate limited by the provider, retrying in 30 s"). The reply is
+	// still coming.
+	EventWait EventKind = "wait"
 	// EventToolCall: a tool started (Tool, CallID, Arguments).
 	EventToolCall EventKind = "tool_call"
 	// EventToolResult: it finished (Tool, CallID, Result, IsError).
@@ -242,6 +247,8 @@ func (s *stream) Status(st extension.StreamStatus) error {
 		ev.Kind, ev.Result, ev.IsError = EventToolResult, st.Result, st.IsError
 	case extension.Thinking:
 		ev.Kind, ev.Text = EventThinking, st.Text
+	case extension.Waiting:
+		ev.Kind, ev.Text = EventWait, st.Text
 	default:
 		return nil
 	}

@@ -130,6 +130,8 @@ func plainExchange(ctx context.Context, b Backend, text string, out, errOut io.W
 			failure = ev.Text
 		case EventNotify:
 			fmt.Fprintln(errOut, "notice: "+sanitize(ev.Text))
+		case EventWait:
+			fmt.Fprintln(errOut, "wait: "+sanitize(ev.Text))
 		case EventApproval:
 			if ev.State == chat.ApprovalPending {
 				fmt.Fprintf(errOut, "approval needed: %s %s (%s); answer it on the web page or in the interactive chat\n",

@@ -335,6 +335,10 @@ func (r *Remote) frame(f api.ServerFrame) {
 		if !muted {
 			r.q.Push(Event{Kind: EventThinking, Thread: f.Thread, Text: f.Text})
 		}
+	case api.FrameWait:
+		if !muted {
+			r.q.Push(Event{Kind: EventWait, Thread: f.Thread, Text: f.Text})
+		}
 	case api.FrameToolCall:
 		if !muted {
 			r.q.Push(Event{Kind: EventToolCall, Thread: f.Thread, Tool: f.Name, CallID: f.CallID, Arguments: f.Arguments})

@@ -710,6 +710,11 @@ func (m *model) event(ev Event) {
 	case EventThinking:
 		m.thinking.WriteString(ev.Text)
 		m.activity = "thinking"
+	case EventWait:
+		// Said as it happens; the spinner keeps going.
+		m.flushLive()
+		m.print(m.st.dim.Render("⏳ " + sanitize(ev.Text)))
+		m.activity = "waiting: " + sanitize(ev.Text)
 	case EventDelta:
 		m.live.WriteString(ev.Text)
 		m.activity = "writing"

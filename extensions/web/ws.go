@@ -675,6 +675,8 @@ func (s *wsStream) Status(st extension.StreamStatus) error {
 		f.Result, f.IsError = &result, &isErr
 	case extension.Thinking:
 		f.Type, f.Text = api.FrameThinking, st.Text
+	case extension.Waiting:
+		f.Type, f.Text, f.WaitMS = api.FrameWait, st.Text, st.Wait.Milliseconds()
 	default:
 		return nil
 	}

@@ -34,22 +34,25 @@ func TestTurnProviderErrorsKeepTheMessage(t *testing.T) {
 		wantReply []string
 	}{
 		{"unavailable", &providers.Error{Provider: "openai", Model: "gpt-x", Status: 503, Err: fmt.Errorf("%w: overloaded", providers.ErrUnavailable)},
-			[]string{"had a problem", "openai/gpt-x, HTTP 503: overloaded", "Try again in a moment", "Your message is saved"}},
+			[]string{"had a problem (overloaded)", "Try again in a moment", "Your message is saved"}},
 		{"unauthorised", &providers.Error{Provider: "anthropic", Model: "claude", Status: 401, Err: fmt.Errorf("%w: bad key", providers.ErrAuth)},
-			[]string{"refused the API key", "anthropic/claude, HTTP 401: bad key", "Check the key", "saved"}},
+			[]string{"refused the API key (bad key)", "Check the key", "saved"}},
 		{"unreachable", &providers.Error{Provider: "local", Model: "qwen3", Err: fmt.Errorf("%w: %w: %w", providers.ErrUnavailable, providers.ErrUnreachable,
 			&net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 11434}, Err: errors.New("connect: connection refused")})},
-			[]string{"Could not reach the model server at 127.0.0.1:11434 (local/qwen3, connection refused)", "base URL", "saved"}},
+			[]string{"Could not reach the model server at 127.0.0.1:11434 (connection refused)", "base URL", "saved"}},
 		{"rate limited", &providers.Error{Provider: "openai", Model: "gpt-x", Status: 429, RetryAfter: 20 * time.Second,
 			Err: fmt.Errorf("%w: rate_limit_exceeded: Rate limit reached for requests", providers.ErrUnavailable)},
 			[]string{"limiting how often", "Rate limit reached for requests", "Wait 20 seconds", "saved"}},
 		{"bad request keeps the reason", &providers.Error{Provider: "openai", Model: "gpt-x", Status: 400,
 			Err: fmt.Errorf("%w: invalid_request_error: maximum context length is 8192 tokens", providers.ErrBadRequest)},
-			[]string{"refused the request", "HTTP 400: invalid_request_error: maximum context length is 8192 tokens", "saved"}},
+			[]string{"refused the request (invalid_request_error: maximum context length is 8192 tokens)", "saved"}},
 		{"timed out", &providers.Error{Provider: "openai", Model: "gpt-x", Err: fmt.Errorf("%w: %w", providers.ErrUnavailable, context.DeadlineExceeded)},
-			[]string{"took too long", "openai/gpt-x", "saved"}},
+			[]string{"took too long", "saved"}},
 		{"not found", &providers.Error{Provider: "openai", Model: "gpt-x", Status: 404, Err: fmt.Errorf("%w: 404 page not found", providers.ErrNotFound)},
 			[]string{"not found", "base URL", "/v1"}},
+		{"rate limited after retries", &providers.Error{Provider: "setup/fake-model", Model: "fake-model", Status: 429, Attempts: 4,
+			Err: fmt.Errorf("%w: slow down", providers.ErrUnavailable)},
+			[]string{"limiting how often it can be asked (slow down)", "Wait a minute", "saved"}},
 		{"no model", modelrouter.ErrNoModel, []string{modelrouter.NoModelMessage}},
 		{"garbage", &providers.Error{Provider: "openai", Model: "m", Err: fmt.Errorf("%w: no choices", providers.ErrBadResponse)},
 			[]string{"could not be read", "no choices", "saved"}},
@@ -67,6 +70,13 @@ func TestTurnProviderErrorsKeepTheMessage(t *testing.T) {
 			for _, w := range tc.wantReply {
 				if !strings.Contains(res.Reply, w) {
 					t.Errorf("reply %q lacks %q", res.Reply, w)
+				}
+			}
+			// No internal labels: backend, model, HTTP status, retries
+			// stay in the error (the log, the turn's details).
+			for _, label := range []string{"openai/", "anthropic/", "local/", "gpt-x", "qwen3", "fake-model", "HTTP ", "gave up after", "attempts"} {
+				if strings.Contains(res.Reply, label) {
+					t.Errorf("reply %q shows the internal label %q", res.Reply, label)
 				}
 			}
 			// The message is kept, and so is the reply that did not

@@ -7,6 +7,8 @@
 package app
 
 import (
+	"github.com/reverie-ai/reverie/internal/providers"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -77,6 +79,10 @@ type Options struct {
 	Registry []extension.Info
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ModelClock drives the model providers' retry waits and timeouts
+	// (nil: the real clock); tests inject one so that a 429's wait takes
+	// no time.
+	ModelClock providers.Clock
 	// ProbeClient is used to probe for a local Ollama (nil: a default with
 	// short timeouts).
 	ProbeClient *http.Client

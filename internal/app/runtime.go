@@ -45,7 +45,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	models, desc, err := modelrouter.FromConfig(ctx, modelrouter.Setup{
 		Migrations: a.migrations,
 		Models:     cfg.Models, Env: a.opts.Env, DB: a.DB, Logger: a.Logger.With("component", "models"), Now: a.opts.Now,
-		Probe: a.opts.ProbeClient, Secrets: a.Secrets,
+		Probe: a.opts.ProbeClient, Secrets: a.Secrets, Clock: a.opts.ModelClock,
 	})
 	if err != nil {
 		return fmt.Errorf("set up models: %w", err)

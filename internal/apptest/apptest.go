@@ -1,6 +1,8 @@
 package apptest
 
 import (
+	"github.com/reverie-ai/reverie/internal/providers"
+
 	"context"
 	"io"
 	"path/filepath"
@@ -37,7 +39,12 @@ type settings struct {
 	registry []extension.Info
 	dataDir  string
 	console  io.Writer
+	clock    providers.Clock
 }
+
+// WithModelClock drives the model providers' retry waits and timeouts
+// with clock (providerstest.Clock: a 429's Retry-After takes no time).
+func WithModelClock(clock providers.Clock) Option { return func(s *settings) { s.clock = clock } }
 
 // WithConsole copies the app's console log to w (it also goes to the test
 // log).
@@ -90,7 +97,7 @@ func Start(t testing.TB, opts ...Option) *Harness {
 	if s.console != nil {
 		console = io.MultiWriter(console, s.console)
 	}
-	a, err := app.New(ctx, app.Options{DataDir: dir, Env: env, Console: console, Registry: registry})
+	a, err := app.New(ctx, app.Options{DataDir: dir, Env: env, Console: console, Registry: registry, ModelClock: s.clock})
 	if err != nil {
 		cancel()
 		t.Fatalf("start app: %v", err)

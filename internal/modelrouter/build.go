@@ -37,14 +37,15 @@ func Build(spec Spec, timeout time.Duration) (Backend, error) {
 			base = OllamaV1(base)
 		}
 		c, err := openai.New(openai.Options{Name: spec.Name, BaseURL: base, APIKey: spec.APIKey, Model: spec.Model,
-			MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, Timeouts: t})
+			MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, Timeouts: t, Clock: spec.Clock})
 		if err != nil {
 			return nil, fmt.Errorf("model backend %s: %w", spec.Name, err)
 		}
 		return c, nil
 	case ProviderAnthropic:
 		c, err := anthropic.New(anthropic.Options{Name: spec.Name, BaseURL: spec.BaseURL, APIKey: spec.APIKey,
-			Model: spec.Model, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, ThinkingBudget: spec.ThinkingBudget, Timeouts: t})
+			Model: spec.Model, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, ThinkingBudget: spec.ThinkingBudget, Timeouts: t,
+			Clock: spec.Clock})
 		if err != nil {
 			return nil, fmt.Errorf("model backend %s: %w", spec.Name, err)
 		}
@@ -78,6 +79,9 @@ type Setup struct {
 	DB     *sql.DB
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Clock drives the providers' retry waits and timeouts (nil: the real
+	// clock).
+	Clock providers.Clock
 	// Probe is the HTTP client for the Ollama probe (nil: a short-timeout
 	// default).
 	Probe *http.Client
@@ -135,7 +139,8 @@ func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 				}
 				lim.Vision = bc.Vision
 				b, err := Build(Spec{Name: name, Provider: bc.Kind, BaseURL: bc.BaseURL, APIKey: key, Model: ref.Model,
-					ContextSize: lim.ContextSize, MaxTokens: lim.MaxTokens, Temperature: bc.Temperature, ThinkingBudget: bc.ThinkingBudget}, bc.Timeout)
+					ContextSize: lim.ContextSize, MaxTokens: lim.MaxTokens, Temperature: bc.Temperature, ThinkingBudget: bc.ThinkingBudget,
+					Clock: s.Clock}, bc.Timeout)
 				if err != nil {
 					return nil, "", err
 				}
@@ -148,6 +153,7 @@ func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 	} else if spec, ok := EnvDefaults(ctx, s.Env, s.Probe); ok {
 		s.Secrets.Add(spec.APIKey)
 		spec.Name = spec.Provider + "/" + spec.Model
+		spec.Clock = s.Clock
 		b, err := Build(spec, 0)
 		if err != nil {
 			return nil, "", err

@@ -1,6 +1,8 @@
 package modelrouter
 
 import (
+	"github.com/reverie-ai/reverie/internal/providers"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,6 +34,9 @@ type Spec struct {
 	Vision bool
 	// ThinkingBudget turns on Anthropic's extended thinking (0: off).
 	ThinkingBudget int
+	// Clock drives the provider's retry waits and timeouts (nil: the
+	// real clock); tests inject one so that nothing waits.
+	Clock providers.Clock
 }
 
 // Default model names when the environment names none.

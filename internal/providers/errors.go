@@ -31,20 +31,13 @@ var (
 
 // Explain says in words what a failed model call means for the person
 // waiting on it and what to do about it, keeping the provider's own reason
-// (a 400's message, a 429's wait). ok is false when err is not a provider's
-// *Error.
+// (a 400's message, a 429's wait). It names no backend, model, HTTP status
+// or retry count: those internal labels stay in the error itself (the log,
+// the turn's details). ok is false when err is not a provider's *Error.
 func Explain(err error) (words string, ok bool) {
 	var pe *Error
 	if !errors.As(err, &pe) {
 		return "", false
-	}
-	who := pe.Provider
-	if pe.Model != "" {
-		who += "/" + pe.Model
-	}
-	who = strings.TrimPrefix(who, "/")
-	if pe.Status != 0 {
-		who += fmt.Sprintf(", HTTP %d", pe.Status)
 	}
 	reason := ""
 	if pe.Err != nil {
@@ -56,9 +49,10 @@ func Explain(err error) (words string, ok bool) {
 	if r := []rune(strings.TrimSpace(reason)); len(r) > 300 {
 		reason = string(r[:300]) + "…"
 	}
-	because := who
-	if reason != "" {
-		because += ": " + strings.TrimSpace(reason)
+	// said is the provider's reason, quoted in parentheses (or nothing).
+	said := ""
+	if reason = strings.TrimSpace(reason); reason != "" {
+		said = " (" + reason + ")"
 	}
 	switch {
 	case errors.Is(err, ErrUnreachable):
@@ -67,27 +61,30 @@ func Explain(err error) (words string, ok bool) {
 		if addr != "" {
 			where += " at " + addr
 		}
-		return "Could not reach " + where + " (" + who + ", " + why + "). Check that the server is running and that its base URL is right.", true
+		if why != "" {
+			where += " (" + why + ")"
+		}
+		return "Could not reach " + where + ". Check that the server is running and that its base URL is right.", true
 	case pe.Status == http.StatusTooManyRequests:
 		wait := "a minute"
 		if pe.RetryAfter > 0 {
 			wait = roundWait(pe.RetryAfter)
 		}
-		return "The model provider is limiting how often it can be asked (" + because + "). Wait " + wait + " and send it again; if it keeps happening, check the plan or quota of the API key.", true
+		return "The model provider is limiting how often it can be asked" + said + ". Wait " + wait + " and send it again; if it keeps happening, check the plan or quota of the API key.", true
 	case errors.Is(err, errDeadline):
-		return "The model took too long to answer (" + who + "). Send it again, or use a faster model or a longer timeout (models.backends.<name>.timeout).", true
+		return "The model took too long to answer. Send it again, or use a faster model or a longer timeout (models.backends.<name>.timeout).", true
 	case errors.Is(err, ErrAuth):
-		return "The model provider refused the API key (" + because + "). Check the key.", true
+		return "The model provider refused the API key" + said + ". Check the key.", true
 	case errors.Is(err, ErrNotFound):
-		return "The model or its API was not found (" + because + "). Check the model name, and the base URL (an OpenAI-compatible server's usually ends in /v1).", true
+		return "The model or its API was not found" + said + ". Check the model name, and the base URL (an OpenAI-compatible server's usually ends in /v1).", true
 	case errors.Is(err, ErrUnavailable):
-		return "The model server had a problem (" + because + "). Try again in a moment; if it lasts, the provider may be down.", true
+		return "The model server had a problem" + said + ". Try again in a moment; if it lasts, the provider may be down.", true
 	case errors.Is(err, ErrBadRequest):
-		return "The model refused the request (" + because + "). A new conversation (/new) or a shorter message may help.", true
+		return "The model refused the request" + said + ". A new conversation (/new) or a shorter message may help.", true
 	case errors.Is(err, ErrBadResponse):
-		return "The model sent a reply that could not be read (" + because + "). Try again.", true
+		return "The model sent a reply that could not be read" + said + ". Try again.", true
 	}
-	return "The model call failed (" + because + ").", true
+	return "The model call failed" + said + ".", true
 }
 
 // roundWait says a wait the way a person would: "12 seconds", "2 minutes".
@@ -162,6 +159,9 @@ type Error struct {
 	RetryAfter time.Duration
 	// Err wraps one of the sentinels (or ctx.Err()) and the cause.
 	Err error
+	// Attempts is how many attempts were made when retries ran out (0 or
+	// 1: the failure was not retried).
+	Attempts int
 }
 
 func (e *Error) Error() string {
@@ -172,10 +172,14 @@ func (e *Error) Error() string {
 	if e.Model != "" {
 		name += " model " + e.Model
 	}
-	if e.Status != 0 {
-		return fmt.Sprintf("%s: HTTP %d: %v", name, e.Status, e.Err)
+	tried := ""
+	if e.Attempts > 1 {
+		tried = fmt.Sprintf(" (gave up after %d attempts)", e.Attempts)
 	}
-	return fmt.Sprintf("%s: %v", name, e.Err)
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: HTTP %d: %v%s", name, e.Status, e.Err, tried)
+	}
+	return fmt.Sprintf("%s: %v%s", name, e.Err, tried)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

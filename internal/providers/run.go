@@ -266,7 +266,8 @@ func (w *watchdog) stop() {
 }
 
 // Run calls fn until it succeeds, fails for good, or retries are exhausted,
-// and returns nil or an *Error for model. fn must make its HTTP request with
+// and returns nil or an *Error for model. Before each wait for a retry it
+// hands stream (when not nil) an llm.EventWait saying why and how long. fn must make its HTTP request with
 // the context it is given and install a.Middleware in the SDK client; it
 // returns the SDK's error (or one made with BadResponse, BadRequest or
 // Unavailable) unchanged. stream is the caller's StreamFunc (may be nil);
@@ -294,7 +295,7 @@ func (p Policy) Run(ctx context.Context, model string, stream llm.StreamFunc, fn
 		e, retryable := p.classify(ctx, callCtx, cause, a, model, err)
 		if !retryable || a.streamed || n >= p.MaxRetries {
 			if retryable && n > 0 {
-				e.Err = fmt.Errorf("%w (gave up after %d attempts)", e.Err, n+1)
+				e.Attempts = n + 1
 			}
 			return e
 		}
@@ -303,6 +304,15 @@ func (p Policy) Run(ctx context.Context, model string, stream llm.StreamFunc, fn
 			delay = min(delay, p.MaxRetryAfter)
 		} else {
 			delay = p.Backoff(n)
+		}
+		if stream != nil {
+			// The caller shows the wait as it happens (a retry is not
+			// a hang); nothing of the reply has been emitted.
+			w := &llm.Wait{Reason: llm.WaitUnavailable, Delay: delay, Attempt: n + 1}
+			if e.Status == http.StatusTooManyRequests {
+				w.Reason = llm.WaitRateLimited
+			}
+			stream(llm.Event{Kind: llm.EventWait, Wait: w})
 		}
 		if err := p.Clock.Sleep(callCtx, delay); err != nil {
 			if ctx.Err() != nil {

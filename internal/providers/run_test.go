@@ -83,9 +83,28 @@ func TestRunClassifies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := providerstest.NewClock()
 			p := providers.Policy{Provider: "prov", MaxRetries: 2, BaseDelay: time.Second, Clock: clock, Jitter: func() float64 { return 0 }}
-			err := p.Run(context.Background(), "mod", nil, respond(tc.statuses, tc.headers...))
+			// Each wait is announced before it starts, with its reason.
+			var waits []llm.Wait
+			stream := func(ev llm.Event) {
+				if ev.Kind == llm.EventWait {
+					waits = append(waits, *ev.Wait)
+				}
+			}
+			err := p.Run(context.Background(), "mod", stream, respond(tc.statuses, tc.headers...))
 			if got := clock.Sleeps(); !reflect.DeepEqual(got, tc.wantSleeps) && (len(got)+len(tc.wantSleeps) > 0) {
 				t.Errorf("sleeps = %v, want %v", got, tc.wantSleeps)
+			}
+			if len(waits) != len(tc.wantSleeps) {
+				t.Fatalf("waits announced = %+v, want one per sleep %v", waits, tc.wantSleeps)
+			}
+			for i, w := range waits {
+				reason := llm.WaitUnavailable
+				if tc.statuses[i] == http.StatusTooManyRequests {
+					reason = llm.WaitRateLimited
+				}
+				if w.Delay != tc.wantSleeps[i] || w.Attempt != i+1 || w.Reason != reason {
+					t.Errorf("wait %d = %+v, want %v after attempt %d (%s)", i, w, tc.wantSleeps[i], i+1, reason)
+				}
 			}
 			if tc.want == nil {
 				if err != nil {

@@ -386,7 +386,14 @@ func (s *stream) check(err error) {
 }
 
 func (s *stream) stream(ev llm.Event) {
-	if s.failed || ev.Text == "" {
+	if s.failed {
+		return
+	}
+	if ev.Kind == llm.EventWait && ev.Wait != nil {
+		s.check(s.s.Status(extension.StreamStatus{Kind: extension.Waiting, Text: ev.Wait.Words(), Wait: ev.Wait.Delay}))
+		return
+	}
+	if ev.Text == "" {
 		return
 	}
 	switch ev.Kind {

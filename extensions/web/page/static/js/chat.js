@@ -677,6 +677,10 @@ function renderEntry(e) {
   } else if (e.role === 'user') body.append(...textParagraphs(e.text));
   else body.append(render(e.text));
   if (e.streaming && !e.text && !e.tools.length) body.append(typingDots());
+  // A retry the server waits for (a rate limit): said as it happens, with
+  // the time left, so that a wait does not look like a hang.
+  const waiting = e.streaming && e.wait ? waitWords(e.wait) : '';
+  if (waiting) body.append(h('p', { class: 'wait-note', role: 'status' }, waiting));
   const bubble = h('div', { class: 'bubble' });
   if (e.role === 'notify') bubble.append(h('div', { class: 'badge' }, e.label || 'Notification'));
   if (e.text || e.role === 'user' || e.streaming) bubble.append(body);
@@ -686,7 +690,9 @@ function renderEntry(e) {
   if (e.status === 'stopped') bubble.append(h('div', { class: 'stopped-mark' }, 'Stopped'));
   const kids = [];
   if (e.thinking) kids.push(thinkingView(e));
-  if (e.text || failed || e.status || e.streaming || e.role !== 'assistant') kids.push(bubble);
+  // While tools run with nothing written yet, the tool list alone shows
+  // the activity: no empty bubble above it.
+  if (e.text || failed || e.status || waiting || (e.streaming && !e.tools.length) || e.role !== 'assistant') kids.push(bubble);
   if (e.tools.length) kids.push(toolsView(e));
   kids.push(h('div', { class: 'meta' }, e.streaming ? 'writing…' : fmtClock(e.at), e.streaming ? null : actions(e)));
   fill(el, kids);
@@ -1022,8 +1028,16 @@ function onFrame(f) {
     return;
   }
   switch (f.type) {
+    case 'wait': {
+      const e = liveEntry();
+      e.wait = { text: f.text || 'waiting for the model provider', until: Date.now() + (f.wait_ms || 0) };
+      touch(e);
+      tickWait();
+      break;
+    }
     case 'delta': {
       const e = liveEntry();
+      e.wait = null;
       e.text += f.text || '';
       e.deltas++;
       touch(e);
@@ -1031,12 +1045,14 @@ function onFrame(f) {
     }
     case 'thinking': {
       const e = liveEntry();
+      e.wait = null;
       e.thinking += f.text || '';
       touch(e);
       break;
     }
     case 'tool_call': {
       const e = liveEntry();
+      e.wait = null;
       e.tools.push({ call_id: f.call_id, name: f.name, arguments: f.arguments });
       touch(e);
       break;
@@ -1106,6 +1122,24 @@ function onFrame(f) {
     default:
       break;
   }
+}
+
+// waitWords says a wait with the seconds left: the server's words, their
+// "in N s" counted down.
+function waitWords(w) {
+  const left = Math.max(0, Math.ceil((w.until - Date.now()) / 1000));
+  return w.text.replace(/in \d+ s$/, `in ${left} s`) + '…';
+}
+
+let waitTimer = 0;
+// tickWait re-renders the live entry every second while it waits.
+function tickWait() {
+  clearInterval(waitTimer);
+  waitTimer = setInterval(() => {
+    const e = st.live;
+    if (!e || !e.wait || !e.streaming) { clearInterval(waitTimer); return; }
+    renderEntry(e);
+  }, 1000);
 }
 
 function liveEntry() {
