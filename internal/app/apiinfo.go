@@ -22,7 +22,7 @@ func (i apiInfo) Info(ctx context.Context) (api.AgentInfo, error) {
 		out.Extensions = append(out.Extensions, api.ExtensionStatus{ID: st.ID, State: string(st.State), Health: string(st.Health), Error: msg})
 	}
 	if i.a.Memory != nil {
-		if vs, ok := i.a.Memory.Vectors(); ok {
+		if vs, ok := i.a.Memory.LocalVectors(); ok {
 			if st, err := vs.Embedding(ctx); err == nil {
 				out.Embedding = &api.EmbeddingInfo{Model: st.Model, Serving: st.Serving, Dimensions: st.Dimensions, Pending: st.Pending,
 					Reembedding: st.Running, Done: st.Done, Total: st.Total, Error: i.a.Secrets.Redact(st.Error)}

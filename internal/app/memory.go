@@ -115,7 +115,7 @@ func (a *App) dataChangeHook(ctx context.Context, message string, paths ...strin
 // (from a minute doubling to half an hour, jittered) while memories remain; an
 // interrupted one resumes at the next start.
 func (a *App) reembed(ctx context.Context) error {
-	vs, ok := a.Memory.Vectors()
+	vs, ok := a.Memory.LocalVectors()
 	if !ok || a.embedFallback {
 		return nil // with the fallback model nothing is re-embedded (the vectors would be thrown away later)
 	}
@@ -165,7 +165,7 @@ func (a *App) memoryStatus(ctx context.Context) string {
 	if a.Memory == nil {
 		return ""
 	}
-	vs, ok := a.Memory.Vectors()
+	vs, ok := a.Memory.LocalVectors()
 	if !ok {
 		return ""
 	}

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extensions/mcp"
 	"github.com/reverie-ai/reverie/extensions/mcp/mcptest"
+	"github.com/reverie-ai/reverie/internal/dreaming"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -194,5 +196,49 @@ memory:
 	}
 	if err != nil || !fact || !episode {
 		t.Errorf("recall over both stores (the external fact and the local reply): %+v, %v", res, err)
+	}
+
+	// Dreaming condenses the local episodes of an old session into facts
+	// kept locally (the external server consolidates its own), and a
+	// revert restores them.
+	oldAt := time.Now().Add(-10 * 24 * time.Hour)
+	old, err := memory.Ingest(ctx, h.App.Memory.Store(), nil, chat.Inbound{Address: chat.Address{Channel: ChannelName, Thread: "test:mem"},
+		Sender: chat.Sender{ID: "mem", DisplayName: "Mem"}, Text: "I adopted a kitten called Miso", Received: oldAt}, memory.Reply{Speaker: "Reverie", Text: "Congratulations!"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		if strings.Contains(lastUser(req), "worth remembering about the user") {
+			return llmtest.ServerReply{Text: "- The user adopted a kitten called Miso."}
+		}
+		return llmtest.ServerReply{Text: "NONE"}
+	})
+	rep, err := h.App.Dreamer.Dream(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mc dreaming.ComponentReport
+	for _, c := range rep.Components {
+		if c.Name == "memories" {
+			mc = c
+		}
+	}
+	if mc.Status != dreaming.StatusOK || !strings.Contains(mc.Detail, "2 episode(s) condensed into 1 fact(s)") {
+		t.Fatalf("memories component of the dream: %+v", mc)
+	}
+	facts, err := h.App.Memory.List(ctx, memory.Filter{Sources: []memory.Source{memory.SourceDream}})
+	if err != nil || len(facts) != 1 || facts[0].Text != "The user adopted a kitten called Miso." {
+		t.Fatalf("condensed facts %+v, %v", facts, err)
+	}
+	if data, err := os.ReadFile(graph); err != nil || strings.Contains(string(data), "adopted a kitten") {
+		t.Errorf("a fact condensed from local episodes reached the external server: %q, %v", data, err)
+	}
+	if _, err := h.App.Dreamer.Revert(ctx, rep.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range old {
+		if m, err := h.App.Memory.Get(ctx, id); err != nil || m.ValidTo != nil {
+			t.Errorf("episode #%d after the revert: %+v, %v", id, m, err)
+		}
 	}
 }

@@ -438,7 +438,7 @@ func (d *Dreamer) Revert(ctx context.Context, id int64) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("revert dream %d: %w", id, err)
 	}
-	vs, _ := d.o.Memory.Vectors()
+	vs, _ := d.o.Memory.LocalVectors() // the dream changed only Reverie's own store
 	touched := map[string]bool{}
 	var errs []error
 	for _, c := range changes {

@@ -152,6 +152,9 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 	svc := r.d.o.Memory
 	vs, ok := svc.Vectors()
 	if !ok {
+		if lv, ok := svc.LocalVectors(); ok {
+			return r.localEpisodes(ctx, svc, lv)
+		}
 		return ComponentReport{Status: StatusSkipped, Detail: "the memory backend has no vectors"}
 	}
 	var rep ComponentReport
@@ -354,6 +357,29 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 	if condensed > 0 {
 		rep.Detail += fmt.Sprintf(", %d episode(s) condensed into %d fact(s)", condensed, facts)
 	}
+	return rep
+}
+
+// localEpisodes is the pipeline of memory.backend: mcp, where the external
+// server holds the facts and consolidates them itself: only the episodes,
+// which stay in Reverie's own store (lv), are condensed, into dream facts
+// kept in that store with them (what the transcript says does not leave the
+// machine), journalled like every change so Revert restores them.
+func (r *run) localEpisodes(ctx context.Context, svc *memory.Service, lv memory.Vectors) ComponentReport {
+	eps, err := svc.List(ctx, memory.Filter{Kinds: []memory.Kind{memory.KindEpisode}})
+	if err != nil {
+		return ComponentReport{Status: StatusFailed, Detail: err.Error()}
+	}
+	if len(eps) == 0 {
+		return ComponentReport{Status: StatusSkipped, Detail: "no episodes (the external memory server consolidates the facts)"}
+	}
+	var rep ComponentReport
+	condensed, facts, err := r.condenseEpisodes(ctx, lv, eps, r.d.o.Now(), &rep)
+	if err != nil {
+		return r.partial(rep, err)
+	}
+	rep.Status = StatusOK
+	rep.Detail = fmt.Sprintf("%d episode(s) condensed into %d fact(s); the external memory server consolidates its facts", condensed, facts)
 	return rep
 }
 

@@ -90,6 +90,17 @@ func (s *Service) Store() Store { return s.store }
 // (local_vector); ok is false for flat and mcp.
 func (s *Service) Vectors() (Vectors, bool) { return VectorsOf(s.store) }
 
+// LocalVectors returns the vector part of Reverie's own store: the store
+// itself with local_vector, the store of the episodes with mcp (the facts
+// are the external server's, which embeds them itself); ok is false for
+// flat. Re-embedding after a model change and the embedding status use it.
+func (s *Service) LocalVectors() (Vectors, bool) {
+	if sp, ok := s.store.(*SplitStore); ok {
+		return VectorsOf(sp.episodes)
+	}
+	return VectorsOf(s.store)
+}
+
 // Flat reports whether the backend is MEMORIES.txt itself.
 func (s *Service) Flat() bool { return s.flat }
 
