@@ -36,7 +36,7 @@ const TranscriptPrefix = "🎤 "
 // be heard gets one line saying why. It reports false, with the reply, when
 // nothing is left to answer.
 func (r *Router) hear(ctx context.Context, j *job, deliver bool) (string, bool) {
-	var heard, unheard []string
+	var heard, unheard, notes []string
 	var rest []chat.Attachment
 	for _, a := range j.attachments {
 		if a.Kind != chat.AttachAudio {
@@ -44,7 +44,9 @@ func (r *Router) hear(ctx context.Context, j *job, deliver bool) (string, bool) 
 			continue
 		}
 		if r.o.Voice == nil {
-			unheard = append(unheard, fmt.Sprintf("[voice message saved in the workspace as %s; voice is not available in this build]", a.Path))
+			// No voice service (a router built without one): the model
+			// is told of the file, as of any other.
+			notes = append(notes, fmt.Sprintf("[voice message saved in the workspace as %s; voice is not available in this build]", a.Path))
 			continue
 		}
 		text, err := r.o.Voice.Hear(ctx, a)
@@ -68,13 +70,13 @@ func (r *Router) hear(ctx context.Context, j *job, deliver bool) (string, bool) 
 		}
 	}
 	j.spoken = len(heard) > 0
-	if len(heard) == 0 && strings.TrimSpace(j.text) == "" && len(rest) == 0 {
+	if len(heard) == 0 && len(notes) == 0 && strings.TrimSpace(j.text) == "" && len(rest) == 0 {
 		r.forget(ctx, j)
 		return strings.Join(unheard, "\n"), false
 	}
-	parts := heard
+	parts := append(heard, notes...)
 	if len(heard) == 0 {
-		parts = unheard // the model learns of the recording it did not hear
+		parts = append(unheard, notes...) // the model learns of the recording it did not hear
 	}
 	j.text = strings.TrimSpace(strings.Join(parts, "\n") + "\n" + j.text)
 	j.attachments = rest
