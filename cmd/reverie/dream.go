@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/dreaming"
 	"github.com/reverie-ai/reverie/termtext"
 )
 
@@ -88,29 +88,15 @@ dir, the dream runs in it (through its control socket); otherwise in this proces
 	return cmd
 }
 
-// formatDream is a dream's report as the terminal shows it.
+// formatDream is a dream's report as the terminal shows it: the same
+// text as /dream in a chat (dreaming.Report.Format).
 func formatDream(d api.Dream) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Dream #%d (%s) — %s, %d model call(s)", d.ID, d.Trigger, d.Finished.Sub(d.Started).Round(time.Millisecond), d.ModelCalls)
-	if d.Revision != "" {
-		fmt.Fprintf(&b, ", files at revision %s", d.Revision)
+	r := dreaming.Report{ID: d.ID, Trigger: d.Trigger, Started: d.Started, Finished: d.Finished, ModelCalls: d.ModelCalls,
+		Revision: d.Revision, Reverted: d.Reverted, Components: make([]dreaming.ComponentReport, len(d.Components))}
+	for i, c := range d.Components {
+		r.Components[i] = dreaming.ComponentReport{Name: c.Name, Status: dreaming.Status(c.Status), Detail: c.Detail, Lines: c.Lines}
 	}
-	if d.Reverted {
-		b.WriteString(" [reverted]")
-	}
-	b.WriteString("\n")
-	for _, c := range d.Components {
-		fmt.Fprintf(&b, "- %s: %s", c.Name, c.Status)
-		if c.Detail != "" {
-			b.WriteString(" — " + c.Detail)
-		}
-		b.WriteString("\n")
-		for _, l := range c.Lines {
-			b.WriteString("    " + l + "\n")
-		}
-	}
-	fmt.Fprintf(&b, "Undo with: reverie dream revert %d", d.ID)
-	return b.String()
+	return r.Format()
 }
 
 // withApp builds the agent in this process without extensions (no

@@ -100,6 +100,12 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 	if out := mustRun("", "dream", "list"); !strings.Contains(out, "no dreams yet") {
 		t.Errorf("dream list: %q", out)
 	}
+	if out := mustRun("", "dream"); !strings.Contains(out, "Dream #1 (cli)") || !strings.Contains(out, "Undo with: reverie dream revert 1") {
+		t.Errorf("dream: %q", out)
+	}
+	if out := mustRun("", "dream", "list"); !strings.Contains(out, "Dream #1 (cli)") {
+		t.Errorf("dream list after a dream: %q", out)
+	}
 	if out := mustRun("hi there\n", "chat"); !strings.Contains(out, "Echo9: **hi there**") {
 		t.Errorf("piped chat: %q", out)
 	}
@@ -110,5 +116,20 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 `
 	if out := mustRun(mcpIn, "mcp"); !strings.Contains(out, `"id":2`) || !strings.Contains(out, "Lisbon") {
 		t.Errorf("mcp bridge: %q", out)
+	}
+}
+
+// Without an agent, dream runs in process and prints the same report.
+func TestDreamInProcess(t *testing.T) {
+	model, _ := chatModel(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	env := chatEnv(t, model)
+	code, out, errs := runCLI(t, env, "dream", "--data", dir)
+	if code != ExitOK || !strings.Contains(out, "Dream #1 (cli)") || !strings.Contains(out, "Undo with: reverie dream revert 1") {
+		t.Fatalf("dream in process: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, env, "dream", "revert", "1", "--data", dir)
+	if code != ExitOK || !strings.Contains(out, "dream #1 reverted") {
+		t.Fatalf("dream revert: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -204,6 +204,24 @@ func (l *peerListener) Accept() (net.Conn, error) {
 	}
 }
 
+// peerUID is the uid of the process at the other end of a Unix socket
+// connection (fdPeerUID: per platform).
+func peerUID(conn net.Conn) (int, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return -1, errors.New("not a Unix socket connection")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	uid, uerr := -1, error(nil)
+	if err := raw.Control(func(fd uintptr) { uid, uerr = fdPeerUID(int(fd)) }); err != nil {
+		return -1, err
+	}
+	return uid, uerr
+}
+
 // checkPeer decides whether a peer whose credentials are (uid, err) may
 // use the socket of an agent running as own: only the same uid, and never
 // a peer whose credentials could not be read.

@@ -1,32 +1,13 @@
 package web
 
-import (
-	"errors"
-	"net"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// peerUID is the uid of the process at the other end of a Unix socket
-// connection, from LOCAL_PEERCRED (what getpeereid reads).
-func peerUID(conn net.Conn) (int, error) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return -1, errors.New("not a Unix socket connection")
-	}
-	raw, err := uc.SyscallConn()
+// fdPeerUID is the uid of the peer of the Unix socket fd, from
+// LOCAL_PEERCRED (what getpeereid reads).
+func fdPeerUID(fd int) (int, error) {
+	cred, err := unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
 	if err != nil {
 		return -1, err
-	}
-	var cred *unix.Xucred
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, serr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if serr != nil {
-		return -1, serr
 	}
 	return int(cred.Uid), nil
 }

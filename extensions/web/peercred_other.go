@@ -2,13 +2,10 @@
 
 package web
 
-import (
-	"errors"
-	"net"
-)
+import "errors"
 
-// peerUID cannot read a peer's credentials on this platform: every
+// fdPeerUID cannot read a peer's credentials on this platform: every
 // connection to the control socket is refused.
-func peerUID(net.Conn) (int, error) {
+func fdPeerUID(int) (int, error) {
 	return -1, errors.New("peer credentials are not supported on this platform")
 }
