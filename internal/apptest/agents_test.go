@@ -279,3 +279,58 @@ func TestSkillFolderWrittenByHand(t *testing.T) {
 		t.Errorf("read_skill's result = %q", read)
 	}
 }
+
+// builderPrompt is a line of the built-in builder's prompt.
+const builderPrompt = "You are a careful builder."
+
+// TestAgentBuilderSavesASkill: the builder writes a script in the
+// workspace, runs it with the shell, and saves the procedure as a skill
+// when the task asks; the skill is in the next turn's prompt.
+func TestAgentBuilderSavesASkill(t *testing.T) {
+	h := Start(t)
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		last := req.Messages[len(req.Messages)-1]
+		if strings.Contains(systemOf(req), builderPrompt) {
+			switch {
+			case last.Role == "user":
+				return callReply("b1", "write_file", map[string]string{"path": "tools/greet.sh", "content": "#!/bin/sh\necho \"hello, $1\"\n"})
+			case last.ToolCallID == "b1":
+				return callReply("b2", "execute_shell", map[string]string{"command": "sh tools/greet.sh Ada"})
+			case last.ToolCallID == "b2":
+				if c, _ := toolloop.Unfence(last.Text()); !strings.Contains(c, "hello, Ada") {
+					return llmtest.ServerReply{Text: "The script failed: " + c}
+				}
+				return callReply("b3", "add_skill", map[string]string{"name": "greet", "summary": "Greet someone by name with tools/greet.sh",
+					"content": "1. Run `sh tools/greet.sh NAME` in the workspace.\n2. It prints the greeting."})
+			case last.ToolCallID == "b3":
+				return llmtest.ServerReply{Text: "Built tools/greet.sh, tested with `sh tools/greet.sh Ada` (printed hello, Ada), saved as skill greet."}
+			}
+		}
+		switch {
+		case last.Role == "tool" && last.ToolCallID == "m1":
+			c, _ := toolloop.Unfence(last.Text())
+			return llmtest.ServerReply{Text: "Builder: " + c}
+		case strings.Contains(lastUser(req), "make me a greeting script"):
+			return callReply("m1", "agent_builder", map[string]string{"task": "Write a shell script that greets a name, test it, and save it as a skill named greet."})
+		case strings.Contains(lastUser(req), "which skills"):
+			if strings.Contains(systemOf(req), "Greet someone by name") {
+				return llmtest.ServerReply{Text: "I know greet."}
+			}
+			return llmtest.ServerReply{Text: "none"}
+		}
+		return llmtest.ServerReply{Text: "Hello."}
+	})
+	h.Send(t, "b", "make me a greeting script")
+	got := h.Channel.WaitFor(t, "b", 1)
+	if !strings.Contains(got[0].Text, "saved as skill greet") || !strings.Contains(got[0].Text, "execute_shell") {
+		t.Fatalf("reply = %q", got[0].Text)
+	}
+	b, err := os.ReadFile(filepath.Join(h.DataDir, "skills", "greet.md"))
+	if err != nil || !strings.Contains(string(b), "tools/greet.sh") {
+		t.Fatalf("skill file %q, %v", b, err)
+	}
+	h.Send(t, "b", "which skills do you know?")
+	if got := h.Channel.WaitFor(t, "b", 2); got[1].Text != "I know greet." {
+		t.Errorf("next turn: %q", got[1].Text)
+	}
+}
