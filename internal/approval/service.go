@@ -616,13 +616,15 @@ func (s *Service) decide(ctx context.Context, id string, state chat.ApprovalStat
 	}
 	s.log.Info("approval decided", "id", id, "thread", rec.Thread, "tool", rec.Tool, "state", state, "via", via)
 	s.publish(ctx, TopicDecided, rec)
+	// The outcome is shown before the waiting call goes on, so that it
+	// comes before anything the resumed turn says.
+	s.deliver(ctx, rec)
 	s.mu.Lock()
 	if w, ok := s.waiters[id]; ok {
 		close(w.decided)
 		delete(s.waiters, id)
 	}
 	s.mu.Unlock()
-	s.deliver(ctx, rec)
 	return rec, nil
 }
 
