@@ -883,7 +883,7 @@ func (s *Shell) command(ctx context.Context, l launch, script string) *exec.Cmd 
 		// runLaunched puts the status pipe first (statusFD).
 		cmd.ExtraFiles = append(cmd.ExtraFiles, l.cg.procs...)
 		if l.cg.v2fd != nil {
-			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(l.cg.v2fd.Fd())
+			startInCgroup(cmd.SysProcAttr, int(l.cg.v2fd.Fd()))
 		}
 	}
 	if s.bwrap != "" && l.net != nil {
