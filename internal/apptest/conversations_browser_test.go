@@ -204,7 +204,11 @@ func TestBrowserConversationList(t *testing.T) {
 	}
 	p.do("/new", chromedp.SendKeys(chromedp.ID("input"), "/new"), chromedp.KeyEvent(kb.Enter))
 	p.waitFor("the greeting of the new conversation", `[...document.querySelectorAll('#messages .msg.assistant')].some(m => m.textContent.includes("I'm Reverie"))`)
-	p.do("reopen the archive", chromedp.Evaluate[chromedp.Void](`(() => { const a = document.getElementById('archive'); a.open = false; a.open = true; })()`))
+	// Closed and opened again in two steps: two toggle events, the second
+	// loading the archive after /new made its segment.
+	p.do("close the archive", chromedp.Evaluate[chromedp.Void](`document.getElementById('archive').open = false`))
+	p.waitFor("the archive closed", `!document.getElementById('archive').open`)
+	p.do("reopen the archive", chromedp.Evaluate[chromedp.Void](`document.getElementById('archive').open = true`))
 	p.waitFor("the closed conversation", `[...document.querySelectorAll('#archived li[data-segment] .thread-title')].some(e => e.textContent === 'Lyon trip')`)
 	p.waitFor("the terminal's closed conversation", `[...document.querySelectorAll('#archived li[data-segment] .thread-title')].some(e => e.textContent === 'Plan the garden · terminal')`)
 	p.click("open it", `#archived li[data-segment] a`)

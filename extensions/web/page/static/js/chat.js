@@ -240,8 +240,14 @@ async function runSearch(text) {
   }));
 }
 
+// archiveSeq numbers the archive's loads: when several overlap (the
+// section opened while a delete or restore refreshes it), only the newest
+// fills the list, never an older answer arriving last.
+let archiveSeq = 0;
+
 async function loadArchive() {
   const ul = $('archived');
+  const seq = ++archiveSeq;
   let threads = [];
   let segments = [];
   try {
@@ -249,12 +255,13 @@ async function loadArchive() {
       api.get('/threads' + api.q({ archived: true, limit: 200 })),
       api.get('/segments' + api.q({ kind: 'conversation', limit: 200 })),
     ]);
+    if (seq !== archiveSeq) return;
     threads = ((a && a.threads) || []).filter((t) => isWebThread(t.id));
     // Closed conversations of every channel (the terminal's /new too) are
     // readable here; deleted threads are the web's own (they reopen as chats).
     segments = (b && b.segments) || [];
   } catch (err) {
-    fill(ul, h('li', { class: 'muted small pad' }, 'Could not load the archive: ' + err.message));
+    if (seq === archiveSeq) fill(ul, h('li', { class: 'muted small pad' }, 'Could not load the archive: ' + err.message));
     return;
   }
   setTitles(threads);
