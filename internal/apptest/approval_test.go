@@ -235,8 +235,8 @@ func TestApprovalPendingSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w2 := StartWeb(t, WithDataDir(w.DataDir), WithEnv("REVERIE_TOOLS__FETCH__ALLOW_PRIVATE=true"))
-	w2.Model.Handle(in.model)
+	// The interrupted turn resumes as the app starts: script the model first.
+	w2 := StartWeb(t, WithDataDir(w.DataDir), WithEnv("REVERIE_TOOLS__FETCH__ALLOW_PRIVATE=true"), WithModel(in.model))
 	var list api.ApprovalList
 	w2.JSON(t, "GET", "/approvals", nil, http.StatusOK, &list)
 	if len(list.Approvals) != 1 || list.Approvals[0].ID != asked.Approval || list.Approvals[0].State != "pending" {

@@ -40,6 +40,14 @@ type settings struct {
 	dataDir  string
 	console  io.Writer
 	clock    providers.Clock
+	handler  func(llmtest.ChatRequest) llmtest.ServerReply
+}
+
+// WithModel scripts the model before the app starts: for a restart whose
+// resumed turn calls the model at once (Model.Handle after Start would
+// leave it unscripted for a moment).
+func WithModel(handler func(llmtest.ChatRequest) llmtest.ServerReply) Option {
+	return func(s *settings) { s.handler = handler }
 }
 
 // WithModelClock drives the model providers' retry waits and timeouts
@@ -75,6 +83,9 @@ func Start(t testing.TB, opts ...Option) *Harness {
 	s := &settings{}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.handler != nil {
+		model.Handle(s.handler)
 	}
 	dir := s.dataDir
 	if dir == "" {

@@ -32,7 +32,7 @@ type WebHarness struct {
 // StartWeb starts the app (see Start) with the web extension on
 // 127.0.0.1:0 and the token WebToken. More REVERIE_WEB__… settings can be
 // given with WithEnv. Until the test scripts the model (Model.Handle or
-// Model.Enqueue), it answers every request with "ok".
+// Model.Enqueue, or WithModel), it answers every request with "ok".
 func StartWeb(t testing.TB, opts ...Option) *WebHarness {
 	t.Helper()
 	info, ok := extension.Lookup("web")
@@ -53,7 +53,13 @@ func StartWeb(t testing.TB, opts ...Option) *WebHarness {
 	if inst == nil || inst.Addr() == nil {
 		t.Fatal("the web extension did not start")
 	}
-	h.Model.Handle(func(llmtest.ChatRequest) llmtest.ServerReply { return llmtest.ServerReply{Text: "ok"} })
+	var set settings
+	for _, o := range opts {
+		o(&set)
+	}
+	if set.handler == nil {
+		h.Model.Handle(func(llmtest.ChatRequest) llmtest.ServerReply { return llmtest.ServerReply{Text: "ok"} })
+	}
 	return &WebHarness{Harness: h, Base: "http://" + inst.Addr().String(), Token: WebToken, Web: inst}
 }
 
