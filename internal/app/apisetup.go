@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/agent"
+	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/providers"
@@ -41,11 +43,15 @@ var setupProviders = []string{modelrouter.ProviderOpenAI, modelrouter.ProviderAn
 func (s apiSetup) modelsForm() api.SetupForm {
 	desc := "Where Reverie's model runs. The settings are tested with a real call before they are saved " +
 		"(to config.yaml, the key to " + modelKeyFile + "); Reverie then restarts to use them."
-	model := ""
+	model, provider, base := "", modelrouter.ProviderOpenAI, ""
 	if s.a.Models.Configured() {
-		// The saved model shows after saving (and the restart).
+		// The saved model shows after saving (and the restart), with the
+		// provider and base URL of its backend in config.yaml.
 		desc = "Now using " + s.a.Models.Describe(modelrouter.RoleMain) + ". " + desc
 		model = s.a.Models.ModelName(modelrouter.RoleMain)
+		if b, ok := s.mainBackend(); ok {
+			provider, base = cmp.Or(b.Kind, provider), b.BaseURL
+		}
 	}
 	return api.SetupForm{
 		ID:          modelsFormID,
@@ -54,9 +60,9 @@ func (s apiSetup) modelsForm() api.SetupForm {
 		Configured:  s.a.Models.Configured(),
 		Fields: []api.SetupField{
 			{Key: "provider", Label: "Provider", Kind: string(extension.FieldSelect), Options: setupProviders,
-				Default: modelrouter.ProviderOpenAI, Required: true,
+				Default: provider, Required: true,
 				Help: "openai: OpenAI and every OpenAI-compatible server (OpenRouter, vLLM, llama.cpp, LM Studio); anthropic; ollama"},
-			{Key: "base_url", Label: "Base URL", Kind: string(extension.FieldURL),
+			{Key: "base_url", Label: "Base URL", Kind: string(extension.FieldURL), Default: base,
 				Help: "openai: the API root including /v1 (default https://api.openai.com/v1); ollama: the server (default http://127.0.0.1:11434); anthropic: leave empty"},
 			{Key: "api_key", Label: "API key", Kind: string(extension.FieldSecret),
 				Help: "required for OpenAI and Anthropic; local servers usually need none"},
@@ -64,6 +70,19 @@ func (s apiSetup) modelsForm() api.SetupForm {
 				Help: "e.g. gpt-4.1-mini, claude-sonnet-4-5, llama3.1:8b"},
 		},
 	}
+}
+
+// mainBackend is config.yaml's backend of the main role's first entry
+// ("backend/model"); ok is false when the model comes from elsewhere (the
+// environment).
+func (s apiSetup) mainBackend() (config.ModelBackend, bool) {
+	entries := s.a.Config.Models.Roles[modelrouter.RoleMain]
+	if len(entries) == 0 {
+		return config.ModelBackend{}, false
+	}
+	name, _, _ := strings.Cut(entries[0], "/")
+	b, ok := s.a.Config.Models.Backends[name]
+	return b, ok
 }
 
 // The models section as `reverie init` writes it: empty backends and roles

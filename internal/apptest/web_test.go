@@ -831,6 +831,21 @@ func TestWebSetupTestsThenSavesTheModel(t *testing.T) {
 	if key, err := loaded.Models.Backends["setup"].APIKey.Resolve(); err != nil || key != "sk-setup-key-456" {
 		t.Fatalf("api key: %v", err)
 	}
+
+	// After the restart the form shows what was saved (the base URL was
+	// empty before), never the key.
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	w2 := StartWeb(t, WithDataDir(w.DataDir))
+	w2.JSON(t, "GET", "/setup", nil, 200, &st)
+	saved := map[string]string{}
+	for _, f := range st.Forms[0].Fields {
+		saved[f.Key] = f.Default
+	}
+	if saved["provider"] != "openai" || saved["base_url"] != w.Model.BaseURL() || saved["model"] != "gpt-setup" || saved["api_key"] != "" {
+		t.Errorf("the models form after saving shows %v", saved)
+	}
 }
 
 func body2s(b []byte) string { return string(b) }
