@@ -18,24 +18,34 @@ import (
 // ends, and returns once it is ready.
 func startAgent(t *testing.T, dir string, env []string) {
 	t.Helper()
+	startChild(t, env, "agent ready", "agent", "--data", dir)
+}
+
+// startChild runs reverie with args in a child process until the test
+// ends (then SIGTERM, which it must exit cleanly on), and returns once a
+// line of its stderr contains ready.
+func startChild(t *testing.T, env []string, ready string, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cmd := exec.CommandContext(ctx, os.Args[0], "agent", "--data", dir)
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = env
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	var seen strings.Builder
-	ready := false
+	found := false
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		seen.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), "agent ready") {
-			ready = true
+		if strings.Contains(sc.Text(), ready) {
+			found = true
 			break
 		}
 	}
@@ -45,12 +55,12 @@ func startAgent(t *testing.T, dir string, env []string) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-drained
 		if err := cmd.Wait(); err != nil {
-			t.Errorf("reverie agent after SIGTERM: %v", err)
+			t.Errorf("reverie %v after SIGTERM: %v", args, err)
 		}
 		cancel()
 	})
-	if !ready {
-		t.Fatalf("the agent never got ready:\n%s", seen.String())
+	if !found {
+		t.Fatalf("reverie %v never said %q:\n%s", args, ready, seen.String())
 	}
 }
 

@@ -220,6 +220,8 @@ func TestAccessRules(t *testing.T) {
 		{name: "get threads", method: "GET", path: "/api/v1/threads", ok: 200},
 		{name: "put thread model", method: "PUT", path: "/api/v1/threads/web:t1/model", body: `{"backend":"b"}`, ok: 200},
 		{name: "revert a dream", method: "POST", path: "/api/v1/dreams/7/revert", body: `{}`, ok: 200},
+		// A dream costs model calls: a page from elsewhere must not start one.
+		{name: "dream now", method: "POST", path: "/api/v1/dreams", body: `{}`, ok: 200},
 		// Uploads are JSON (base64) too: the same rules, no multipart exception.
 		{name: "upload an attachment", method: "POST", path: "/api/v1/threads/web:t1/attachments", body: uploadBody("a.png", "image/png", onePixelPNG), ok: 201},
 		{name: "rename thread", method: "PUT", path: "/api/v1/threads/web:t1", body: `{"title":"x"}`, ok: 200},
