@@ -14,6 +14,7 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/textclip"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -226,7 +227,7 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 		if err != nil {
 			return ComponentReport{Status: StatusFailed, Detail: err.Error()}
 		}
-		text := oneLine(stripFences(out))
+		text := textclip.OneLine(stripFences(out))
 		if bad := badMemoryText(text); bad != "" {
 			rep.Lines = append(rep.Lines, fmt.Sprintf("kept a cluster of %d as it was: the merge %s", len(members), bad))
 			continue
@@ -261,7 +262,7 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 		switch dec.Decision {
 		case "keep_first", "keep_second":
 		case "merge":
-			dec.Merged = oneLine(dec.Merged)
+			dec.Merged = textclip.OneLine(dec.Merged)
 			if bad := badMemoryText(dec.Merged); bad != "" {
 				rep.Lines = append(rep.Lines, fmt.Sprintf("left #%d and #%d alone: the merged entry %s", a.ID, b.ID, bad))
 				continue
@@ -463,7 +464,7 @@ func (r *run) export(ctx context.Context, svc *memory.Service) (int, int, error)
 	out := make([]string, len(all))
 	keep := map[string]bool{}
 	for i, m := range all {
-		out[i] = oneLine(m.Text)
+		out[i] = textclip.OneLine(m.Text)
 		keep[strings.ToLower(out[i])] = true
 	}
 	old, err := svc.WorkingSet(ctx)
@@ -472,7 +473,7 @@ func (r *run) export(ctx context.Context, svc *memory.Service) (int, int, error)
 	}
 	left := 0
 	for _, l := range lines(old) {
-		if !keep[strings.ToLower(oneLine(l))] {
+		if !keep[strings.ToLower(textclip.OneLine(l))] {
 			left++
 		}
 	}
@@ -497,7 +498,7 @@ var contradictionFormat = &llm.ResponseFormat{Name: "contradiction_decision", Sc
 // describe renders a memory for a prompt: text with its date and kind.
 func describe(m memory.Memory) string {
 	var b strings.Builder
-	b.WriteString(oneLine(m.Text))
+	b.WriteString(textclip.OneLine(m.Text))
 	var meta []string
 	if m.EventTime != nil {
 		meta = append(meta, "happened "+m.EventTime.Format(time.DateOnly))
@@ -554,8 +555,6 @@ func lines(s string) []string {
 	}
 	return out
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // stripFences removes a Markdown code fence around a whole answer.
 func stripFences(s string) string {
@@ -646,7 +645,7 @@ func (r *run) condenseEpisodes(ctx context.Context, vs memory.Vectors, eps []mem
 		var facts []string
 		if t := strings.TrimSpace(stripFences(out)); t != "NONE" {
 			for _, l := range lines(t) {
-				l = oneLine(strings.TrimLeft(strings.TrimSpace(l), "-*•0123456789.) "))
+				l = textclip.OneLine(strings.TrimLeft(strings.TrimSpace(l), "-*•0123456789.) "))
 				if l == "" || l == "NONE" {
 					continue
 				}
@@ -706,7 +705,7 @@ func episodeTranscript(ms []memory.Memory) string {
 		case m.Role != "":
 			who += " (" + string(m.Role) + ")" // "Sam (user)", "Reverie (assistant)"
 		}
-		line := "[" + episodeTime(m).Format(time.DateOnly) + "] " + who + ": " + oneLine(m.Text)
+		line := "[" + episodeTime(m).Format(time.DateOnly) + "] " + who + ": " + textclip.OneLine(m.Text)
 		if total+len(line)+1 > maxEpisodeTranscript {
 			break
 		}

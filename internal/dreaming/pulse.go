@@ -11,6 +11,7 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/pulse"
+	"github.com/reverie-ai/reverie/internal/textclip"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -126,7 +127,7 @@ func (r *run) pulse(ctx context.Context) ComponentReport {
 			patch.Status = &st
 			rep.Lines = append(rep.Lines, fmt.Sprintf("completed #%d %q (%s)", a.ID, byID[a.ID].Text, a.Reason))
 		case "update":
-			if t := oneLine(a.Content); t != "" {
+			if t := textclip.OneLine(a.Content); t != "" {
 				patch.Text = &t
 			}
 			if a.Priority != 0 {
@@ -134,7 +135,7 @@ func (r *run) pulse(ctx context.Context) ComponentReport {
 				patch.Priority = &pr
 			}
 			rep.Lines = append(rep.Lines, fmt.Sprintf("updated #%d → [P%d] %q (%s)", a.ID, cmp.Or(a.Priority, byID[a.ID].Priority),
-				cmp.Or(oneLine(a.Content), byID[a.ID].Text), a.Reason))
+				cmp.Or(textclip.OneLine(a.Content), byID[a.ID].Text), a.Reason))
 		}
 		if _, err := p.Update(ctx, a.ID, patch); err != nil {
 			rep.Lines = append(rep.Lines, fmt.Sprintf("could not change #%d: %v", a.ID, err))

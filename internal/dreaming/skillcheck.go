@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/internal/skills"
+	"github.com/reverie-ai/reverie/internal/textclip"
 )
 
 // A model-written skill replaces the skills it came from only when it
@@ -66,7 +67,7 @@ func (c skillCheck) condensed(out string, name, orig string) (string, string) {
 	oldFirst, oldRest, _ := strings.Cut(orig, "\n")
 	first, rest, _ := strings.Cut(body, "\n")
 	if !keepsSummary(first, oldFirst) {
-		return "", fmt.Sprintf("lost the first-line summary (it begins %q instead of %q)", clipText(first, 80), clipText(oldFirst, 80))
+		return "", fmt.Sprintf("lost the first-line summary (it begins %q instead of %q)", textclip.Line(first, 80), textclip.Line(oldFirst, 80))
 	}
 	if strings.TrimSpace(oldRest) != "" && strings.TrimSpace(rest) == "" {
 		return "", "has no procedure below the summary"
@@ -97,11 +98,11 @@ func (c skillCheck) merged(out string, names, originals []string) (string, strin
 		f, r, _ := strings.Cut(o, "\n")
 		kept = kept || keepsSummary(first, f)
 		hadSteps = hadSteps || strings.TrimSpace(r) != ""
-		firsts = append(firsts, clipText(f, 60))
+		firsts = append(firsts, textclip.Line(f, 60))
 		total += utf8.RuneCountInString(o)
 	}
 	if !kept {
-		return "", fmt.Sprintf("lost the first-line summary (it begins %q; the skills begin %q)", clipText(first, 80), strings.Join(firsts, `", "`))
+		return "", fmt.Sprintf("lost the first-line summary (it begins %q; the skills begin %q)", textclip.Line(first, 80), strings.Join(firsts, `", "`))
 	}
 	if hadSteps && strings.TrimSpace(rest) == "" {
 		return "", "has no procedure below the summary"
@@ -204,13 +205,13 @@ func chatter(line string, list []string, withInterjections bool) string {
 	if withInterjections {
 		for _, p := range interjections {
 			if r, ok := next(p); ok && (r == utf8.RuneError || unicode.IsPunct(r)) {
-				return clipText(line, 40)
+				return textclip.Line(line, 40)
 			}
 		}
 	}
 	for _, p := range list {
 		if r, ok := next(p); ok && (r == utf8.RuneError || strings.HasSuffix(p, ":") || !unicode.IsLetter(r)) {
-			return clipText(line, 40)
+			return textclip.Line(line, 40)
 		}
 	}
 	return ""
@@ -292,13 +293,4 @@ func shingles(s string) []string {
 		out = append(out, strings.Join(w[i:i+echoRun], " "))
 	}
 	return out
-}
-
-func clipText(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
 }

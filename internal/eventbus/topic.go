@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/reverie-ai/reverie/internal/textclip"
 )
 
 // MaxTopicLen is the longest topic accepted, in bytes.
@@ -34,7 +36,7 @@ func validateTopic(topic string) error {
 // allowed.
 func validatePrefix(prefix string) error {
 	if len(prefix) > MaxTopicLen {
-		return fmt.Errorf("%w: %q is %d bytes, the limit is %d", ErrInvalidTopic, truncate(prefix, 40), len(prefix), MaxTopicLen)
+		return fmt.Errorf("%w: %q is %d bytes, the limit is %d", ErrInvalidTopic, textclip.Runes(prefix, 40), len(prefix), MaxTopicLen)
 	}
 	if !utf8.ValidString(prefix) {
 		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidTopic, prefix)
@@ -43,13 +45,6 @@ func validatePrefix(prefix string) error {
 		return fmt.Errorf("%w: %q contains a space or control character at byte %d", ErrInvalidTopic, prefix, i)
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // matches reports whether topic is selected by prefix ("" selects all).

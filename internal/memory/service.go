@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/internal/datadir"
+	"github.com/reverie-ai/reverie/internal/textclip"
 )
 
 // MaxWorkingSetChars bounds a full rewrite of MEMORIES.txt. The prompt's own
@@ -162,7 +163,7 @@ func (s *Service) Remember(ctx context.Context, m Memory, keep bool) (Remembered
 		r.InWorkingSet = true
 		return r, nil
 	}
-	if err := s.writeLines(append(lines, oneLine(text))); err != nil {
+	if err := s.writeLines(append(lines, textclip.OneLine(text))); err != nil {
 		return r, err
 	}
 	r.InWorkingSet = true
@@ -468,7 +469,7 @@ func (s *Service) replaceLine(ctx context.Context, old, repl, message string) er
 		if normalise(l) == want {
 			changed = true
 			if repl != "" {
-				out = append(out, oneLine(repl))
+				out = append(out, textclip.OneLine(repl))
 			}
 			continue
 		}
@@ -539,12 +540,9 @@ func normSet(lines []string) map[string]bool {
 	return m
 }
 
-// oneLine collapses white space so a memory stays one line of the file.
-func oneLine(text string) string { return strings.Join(strings.Fields(text), " ") }
-
 // summary shortens text for a change message.
 func summary(text string) string {
-	t := oneLine(text)
+	t := textclip.OneLine(text)
 	if utf8.RuneCountInString(t) <= 60 {
 		return t
 	}

@@ -18,6 +18,7 @@ import (
 
 	vec "github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/textclip"
 )
 
 //go:embed migrations/*.sql
@@ -718,13 +719,13 @@ func lookupText(ctx context.Context, q queryer, text string) (int64, EnsureOutco
 		return 0, "", err
 	}
 	defer rows.Close()
-	want := oneLine(text)
+	want := textclip.OneLine(text)
 	for rows.Next() {
 		var t string
 		if err := rows.Scan(&id, &t); err != nil {
 			return 0, "", err
 		}
-		if oneLine(t) == want {
+		if textclip.OneLine(t) == want {
 			return id, EnsureReopened, nil
 		}
 	}

@@ -18,11 +18,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/evidence"
+	"github.com/reverie-ai/reverie/internal/textclip"
 )
 
 // The sources a Compiler reads: the API's own services, so the manifest
@@ -164,7 +164,7 @@ func trace(ms []api.Message, turns int) ([]api.TraceEntry, []api.EvidenceEntry) 
 		for _, c := range m.ToolCalls {
 			byCall[c.ID] = len(entries)
 			entries = append(entries, api.TraceEntry{Turn: max(turn, 1), MessageID: m.ID, CallID: c.ID, Tool: c.Name,
-				Arguments: clip(compactJSON(c.Arguments), maxArgs), Outcome: "no result"})
+				Arguments: textclip.Runes(compactJSON(c.Arguments), maxArgs), Outcome: "no result"})
 		}
 		for _, r := range m.ToolResults {
 			i, ok := byCall[r.CallID]
@@ -178,7 +178,7 @@ func trace(ms []api.Message, turns int) ([]api.TraceEntry, []api.EvidenceEntry) 
 			}
 			p, isPacket := evidence.Decode(r.Result)
 			if !isPacket || r.IsError {
-				e.Result = clip(strings.Join(strings.Fields(r.Result), " "), maxResult)
+				e.Result = textclip.Line(r.Result, maxResult)
 				continue
 			}
 			e.Result = fmt.Sprintf("%s %q (%s)", p.Kind, p.Title, plural(len(p.Items), "item"))
@@ -214,10 +214,10 @@ func Text(st api.ProjectStatus) string {
 	if st.Thread != "" {
 		fmt.Fprintf(&b, "Conversation: %s\n", st.Thread)
 	}
-	fmt.Fprintf(&b, "\nWorld state: %s\n", clip(compactJSON(json.RawMessage(st.World)), maxWorldText))
+	fmt.Fprintf(&b, "\nWorld state: %s\n", textclip.Runes(compactJSON(json.RawMessage(st.World)), maxWorldText))
 	fmt.Fprintf(&b, "\nOpen pulse items (%d):\n", len(st.Pulse))
 	for _, p := range st.Pulse {
-		fmt.Fprintf(&b, "- #%d (priority %d) %s\n", p.ID, p.Priority, oneLine(p.Text, 0))
+		fmt.Fprintf(&b, "- #%d (priority %d) %s\n", p.ID, p.Priority, textclip.OneLine(p.Text))
 	}
 	fmt.Fprintf(&b, "\nActive workflows (%d):\n", len(st.Workflows))
 	for _, wf := range st.Workflows {
@@ -227,7 +227,7 @@ func Text(st api.ProjectStatus) string {
 			if w.Waiting != "" {
 				state += ", waiting for " + w.Waiting
 			}
-			fmt.Fprintf(&b, "  - %s (%s, %s): %s\n", w.ID, state, plural(w.ToolCalls, "tool call"), oneLine(w.Objective, maxObjective))
+			fmt.Fprintf(&b, "  - %s (%s, %s): %s\n", w.ID, state, plural(w.ToolCalls, "tool call"), textclip.Line(w.Objective, maxObjective))
 		}
 	}
 	fmt.Fprintf(&b, "\nTool trace of the last %d turns (%s):\n", api.ProjectTraceTurns, plural(len(st.Trace), "call"))
@@ -257,24 +257,6 @@ func compactJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
-}
-
-// clip cuts s to n characters, marking the cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
-}
-
-// oneLine is s on one line, cut to n characters (0: not cut).
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if n > 0 {
-		s = clip(s, n)
-	}
-	return s
 }
 
 func plural(n int, what string) string {

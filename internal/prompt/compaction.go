@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/reverie-ai/reverie/internal/textclip"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -135,7 +136,7 @@ func writeCall(b *strings.Builder, role string, c llm.ToolCall) {
 	b.WriteString(c.Name)
 	if args := strings.TrimSpace(string(c.Arguments)); args != "" && args != "{}" {
 		b.WriteString(" ")
-		b.WriteString(oneLine(MidTruncate(args, MaxSummaryArgsChars)))
+		b.WriteString(textclip.OneLine(MidTruncate(args, MaxSummaryArgsChars)))
 	}
 }
 
@@ -147,13 +148,6 @@ func writeResult(b *strings.Builder, r llm.ToolResult) {
 	}
 	b.WriteString(": ")
 	b.WriteString(strings.TrimSpace(MidTruncate(r.Content, MaxSummaryResultChars)))
-}
-
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // MidTruncate shortens s to at most maxChars runes by cutting its middle,

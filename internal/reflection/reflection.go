@@ -75,6 +75,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/internal/scheduler"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/textclip"
 	"github.com/reverie-ai/reverie/internal/workflow"
 	"github.com/reverie-ai/reverie/llm"
 )
@@ -282,7 +283,7 @@ func (r *Reflector) Rules(ctx context.Context) ([]Finding, error) {
 			return o.Status == workflow.StateFailed || o.Status == workflow.StateTimeout
 		}); n >= r.set.ConsecutiveFailures {
 			found = append(found, Finding{Rule: RuleConsecutiveFailures, Subject: id,
-				Detail: fmt.Sprintf("the last %d sub-sessions of task %s failed (latest: %s)", n, id, clip(hist[0].Error, 200)),
+				Detail: fmt.Sprintf("the last %d sub-sessions of task %s failed (latest: %s)", n, id, cmp.Or(textclip.Line(hist[0].Error, 200), "no error text")),
 				key:    RuleConsecutiveFailures + ":" + id + ":" + hist[0].SessionID})
 		} else if known && task.Failures >= r.set.ConsecutiveFailures {
 			found = append(found, Finding{Rule: RuleConsecutiveFailures, Subject: id,
@@ -690,14 +691,6 @@ func (r *Reflector) signal() {
 	case r.wake <- struct{}{}:
 	default: // Run is already due to read the row
 	}
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return cmp.Or(s, "no error text")
-	}
-	return s[:n] + "…"
 }
 
 // decodeJSON decodes the first JSON object in s.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/textclip"
 )
 
 // planDeliveriesLocked decides, deterministically and without a model,
@@ -135,10 +136,10 @@ func groupText(nodes []*node, cause *node) string {
 		rest = nodes[1:]
 	} else {
 		fmt.Fprintf(&s, "These sub-sessions were not run because their dependency %s (%q) %s:",
-			cause.id, oneLine(cause.objective, 120), failureWords(cause))
+			cause.id, textclip.Line(cause.objective, 120), failureWords(cause))
 	}
 	for _, n := range rest {
-		fmt.Fprintf(&s, "\n- %s: %s", n.id, oneLine(n.objective, 200))
+		fmt.Fprintf(&s, "\n- %s: %s", n.id, textclip.Line(n.objective, 200))
 	}
 	return s.String()
 }
@@ -149,14 +150,14 @@ func reportText(n *node, maxResult int) string {
 	switch n.state {
 	case StateCompleted:
 		fmt.Fprintf(&s, "Sub-session %s completed%s.\nObjective: %s\nResult:\n%s",
-			n.id, stats(n), oneLine(n.objective, 500), prompt.MidTruncate(orNone(n.result), maxResult))
+			n.id, stats(n), textclip.Line(n.objective, 500), prompt.MidTruncate(orNone(n.result), maxResult))
 	case StateCancelled:
-		fmt.Fprintf(&s, "Sub-session %s was cancelled%s.\nObjective: %s\nReason: %s", n.id, stats(n), oneLine(n.objective, 500), n.errText)
+		fmt.Fprintf(&s, "Sub-session %s was cancelled%s.\nObjective: %s\nReason: %s", n.id, stats(n), textclip.Line(n.objective, 500), n.errText)
 	default:
 		if n.startedAt.IsZero() {
-			fmt.Fprintf(&s, "Sub-session %s was not run.\nObjective: %s\nReason: %s", n.id, oneLine(n.objective, 500), n.errText)
+			fmt.Fprintf(&s, "Sub-session %s was not run.\nObjective: %s\nReason: %s", n.id, textclip.Line(n.objective, 500), n.errText)
 		} else {
-			fmt.Fprintf(&s, "Sub-session %s failed%s.\nObjective: %s\nReason: %s", n.id, stats(n), oneLine(n.objective, 500), n.errText)
+			fmt.Fprintf(&s, "Sub-session %s failed%s.\nObjective: %s\nReason: %s", n.id, stats(n), textclip.Line(n.objective, 500), n.errText)
 		}
 	}
 	return s.String()
@@ -177,7 +178,7 @@ func aggregateText(parent *node, kids []*node) string {
 	var s strings.Builder
 	if parent != nil {
 		fmt.Fprintf(&s, "The %d sub-sessions started by background worker %s (objective: %s) have all finished (%s).",
-			len(kids), parent.id, oneLine(parent.objective, 300), strings.Join(parts, ", "))
+			len(kids), parent.id, textclip.Line(parent.objective, 300), strings.Join(parts, ", "))
 	} else {
 		fmt.Fprintf(&s, "%d nested sub-sessions have all finished (%s).", len(kids), strings.Join(parts, ", "))
 	}
@@ -210,15 +211,6 @@ func stats(n *node) string {
 func orNone(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "(the worker gave no report)"
-	}
-	return s
-}
-
-// oneLine collapses whitespace and caps s at n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
 	}
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/textclip"
 )
 
 // recordOutcomeLocked adds n's run to sub_session_outcomes (sessions that
@@ -141,12 +142,12 @@ func (m *Manager) feedback(ctx context.Context, objective string) string {
 			continue
 		}
 		dur := (time.Duration(durMS) * time.Millisecond).Round(time.Second)
-		line := fmt.Sprintf("- %q → %s after %s, %d tool calls", oneLine(obj, 120), st, dur, calls)
+		line := fmt.Sprintf("- %q → %s after %s, %d tool calls", textclip.Line(obj, 120), st, dur, calls)
 		if hops > 0 {
 			line += fmt.Sprintf(", continuation %d", hops)
 		}
 		if State(st) == StateFailed && errText != "" {
-			line += ": " + oneLine(errText, 160)
+			line += ": " + textclip.Line(errText, 160)
 		}
 		found = append(found, past{line, State(st), score})
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/internal/textclip"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
@@ -146,7 +147,7 @@ func describe(msgs []llm.Message) string {
 			}
 			s = append(s, string(m.Role)+" calls "+strings.Join(ids, ","))
 		default:
-			s = append(s, string(m.Role)+": "+oneLine(m.Text(), 40))
+			s = append(s, string(m.Role)+": "+textclip.Line(m.Text(), 40))
 		}
 	}
 	return "[" + strings.Join(s, " | ") + "]"
@@ -190,7 +191,7 @@ func TestStopBetweenCallsOfARound(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if got := describe(msgs); got != "[user: "+oneLine(startNote, 40)+" | assistant calls c0,c1 | result c0]" {
+					if got := describe(msgs); got != "[user: "+textclip.Line(startNote, 40)+" | assistant calls c0,c1 | result c0]" {
 						t.Errorf("saved while the second call runs: %s", got)
 					}
 					if n := e1.node(a.ID); n.ToolCalls != 1 {
@@ -234,7 +235,7 @@ func TestStopBetweenCallsOfARound(t *testing.T) {
 					t.Fatalf("%d model calls after the restart, want 1 (the report)", len(reqs))
 				}
 				checkValid(t, reqs[0].Messages)
-				want := "[user: " + oneLine(startNote, 40) + " | assistant calls c0,c1 | result c0 | result c1 | user: " + oneLine(resumeNote, 40) + "]"
+				want := "[user: " + textclip.Line(startNote, 40) + " | assistant calls c0,c1 | result c0 | result c1 | user: " + textclip.Line(resumeNote, 40) + "]"
 				if got := describe(reqs[0].Messages); got != want {
 					t.Errorf("resumed with\n%s\nwant\n%s", got, want)
 				}

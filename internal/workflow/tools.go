@@ -11,6 +11,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/textclip"
 	"github.com/reverie-ai/reverie/tool"
 )
 
@@ -293,8 +294,8 @@ func (m *Manager) listHandler(ctx context.Context, a listArgs) (any, error) {
 	for _, w := range wfs {
 		lw := listedWorkflow{ID: w.ID, State: w.State}
 		for _, n := range w.Nodes {
-			ln := listedNode{ID: n.ID, State: n.State, Objective: oneLine(n.Objective, 160), Waiting: n.Waiting,
-				DependsOn: n.DependsOn, Depth: n.Depth, Hop: n.Hop, Result: oneLine(n.Result, 300), Error: oneLine(n.Error, 300)}
+			ln := listedNode{ID: n.ID, State: n.State, Objective: textclip.Line(n.Objective, 160), Waiting: n.Waiting,
+				DependsOn: n.DependsOn, Depth: n.Depth, Hop: n.Hop, Result: textclip.Line(n.Result, 300), Error: textclip.Line(n.Error, 300)}
 			if n.StartedAt != nil {
 				end := m.now()
 				if n.FinishedAt != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/prompt"
+	"github.com/reverie-ai/reverie/internal/textclip"
 	"github.com/reverie-ai/reverie/internal/toolloop"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/tool"
@@ -362,7 +363,7 @@ func (m *Manager) taskText(sp runSpec, tools []string) string {
 		s.WriteString("\n\n## Results of the sessions this task depends on")
 		per := max(MaxResultChars/len(sp.deps), 2000)
 		for _, d := range sp.deps {
-			fmt.Fprintf(&s, "\n\n### %s: %s\n%s", d.id, oneLine(d.objective, 200), prompt.MidTruncate(orNone(d.result), per))
+			fmt.Fprintf(&s, "\n\n### %s: %s\n%s", d.id, textclip.Line(d.objective, 200), prompt.MidTruncate(orNone(d.result), per))
 		}
 	}
 	if sp.feedback != "" {
@@ -415,7 +416,7 @@ func (m *Manager) logRun(sp runSpec, start time.Time, out runOutcome) {
 		prompt.MidTruncate(sp.objective, 2000), prompt.MidTruncate(out.result, 2000)})
 	entries := []interactions.Entry{{
 		At: start, Thread: chat.ThreadID(sp.id), Action: ActionSubSession,
-		Summary: state + ": " + oneLine(sp.objective, 140), Detail: detail,
+		Summary: state + ": " + textclip.Line(sp.objective, 140), Detail: detail,
 		InputTokens: out.usage.InputTokens, OutputTokens: out.usage.OutputTokens,
 		Duration: m.now().Sub(start), Error: errText,
 	}}
