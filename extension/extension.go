@@ -509,6 +509,11 @@ type Info struct {
 	// Telegram channel runs once a token is set). An explicit enabled key
 	// always wins.
 	AutoEnable func(decode func(v any) error) bool
+	// NotConfigured, with AutoEnable, is the warning `reverie doctor`
+	// gives when the extension's section is present (and not enabled:
+	// false) but AutoEnable finds nothing in it that turns the extension
+	// on, so it stays off: what is missing and how to set it.
+	NotConfigured string
 	// Description is one line for `reverie doctor` and the debug panel.
 	Description string
 }

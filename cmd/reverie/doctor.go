@@ -12,8 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reverie-ai/reverie/extensions/matrix"
-	"github.com/reverie-ai/reverie/extensions/telegram"
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
@@ -240,16 +239,18 @@ func (d *doctor) checkRunningAgent(ctx context.Context) {
 	}
 }
 
-// warnUnconfigured points out a channel section that lacks the credentials
-// the channel needs, which leaves the channel off.
+// warnUnconfigured points out an extension section that lacks what turns
+// the extension on (a channel's credentials), which leaves it off: the
+// extension says what is missing (extension.Info.NotConfigured).
 func (d *doctor) warnUnconfigured() {
-	tg := func(v any) error { return d.cfg.DecodeExtension(telegram.ID, v) }
-	if d.cfg.HasExtensionSection(telegram.ID) && d.cfg.ExtensionEnabled(telegram.ID, true) && !telegram.Configured(tg) {
-		d.add("telegram", checkWarn, "the telegram: section has no token, so the channel is off (set telegram.token or REVERIE_TELEGRAM__TOKEN)")
-	}
-	mx := func(v any) error { return d.cfg.DecodeExtension(matrix.ID, v) }
-	if d.cfg.HasExtensionSection(matrix.ID) && d.cfg.ExtensionEnabled(matrix.ID, true) && !matrix.Configured(mx) {
-		d.add("matrix", checkWarn, "the matrix: section lacks homeserver, user_id or a password/access_token, so the channel is off")
+	for _, info := range extension.Registered() {
+		if info.AutoEnable == nil || info.NotConfigured == "" ||
+			!d.cfg.HasExtensionSection(info.ID) || !d.cfg.ExtensionEnabled(info.ID, true) {
+			continue
+		}
+		if !info.AutoEnable(func(v any) error { return d.cfg.DecodeExtension(info.ID, v) }) {
+			d.add(info.ID, checkWarn, "%s", info.NotConfigured)
+		}
 	}
 }
 

@@ -104,6 +104,13 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 	if out := mustRun("", "memory", "list", "--superseded"); !strings.Contains(out, "Lisbon") || !strings.Contains(out, "(superseded by #") {
 		t.Errorf("memory list --superseded: %q", out)
 	}
+	// telegram approve (an extension's command) asks the running agent,
+	// which runs no Telegram channel here.
+	var tgOut, tgErr bytes.Buffer
+	if code := run(context.Background(), []string{"telegram", "approve", "ABCD2345", "--data", dir}, strings.NewReader(""), &tgOut, &tgErr, env); code != ExitFailure ||
+		!strings.Contains(tgErr.String(), "or no Telegram channel running") {
+		t.Errorf("telegram approve beside the agent: exit %d\n%s%s", code, tgOut.String(), tgErr.String())
+	}
 	if out := mustRun("", "doctor"); !strings.Contains(out, "[ok  ] agent") || !strings.Contains(out, "answers on its control socket") {
 		t.Errorf("doctor: %q", out)
 	}

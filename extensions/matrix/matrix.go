@@ -65,8 +65,10 @@ type Options struct {
 // Info is the channel's registration with opts (the built-in one uses the
 // zero Options; tests register their own).
 func Info(opts Options) extension.Info {
-	return channelkit.Info(ID, "Matrix channel (end-to-end encryption, streaming by message edits)",
+	info := channelkit.Info(ID, "Matrix channel (end-to-end encryption, streaming by message edits)",
 		Configured, func() extension.Extension { return New(opts) })
+	info.NotConfigured = "the matrix: section lacks homeserver, user_id or a password/access_token, so the channel is off"
+	return info
 }
 
 // New returns an uninitialised channel.

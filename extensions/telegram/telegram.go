@@ -53,8 +53,10 @@ type Options struct {
 // Info is the channel's registration with opts (the built-in one uses the
 // zero Options; tests register their own).
 func Info(opts Options) extension.Info {
-	return channelkit.Info(ID, "Telegram channel (long polling, pairing codes, streaming by message edits)",
+	info := channelkit.Info(ID, "Telegram channel (long polling, pairing codes, streaming by message edits)",
 		Configured, func() extension.Extension { return New(opts) })
+	info.NotConfigured = "the telegram: section has no token, so the channel is off (set telegram.token or REVERIE_TELEGRAM__TOKEN)"
+	return info
 }
 
 // New returns an uninitialised channel.

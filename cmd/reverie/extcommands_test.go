@@ -1,15 +1,58 @@
 package main
 
 import (
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/extension/command"
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
+
+// The extensions' commands reach the command line through the bundle
+// (command.Register from their init), each under the name it registered,
+// listed in the help beside the built-in ones; cmd/reverie names none.
+func TestExtensionCommands(t *testing.T) {
+	root := newRoot(strings.NewReader(""), os.Stdout, os.Stderr, nil, nil)
+	registered := command.Registered()
+	if len(registered) == 0 {
+		t.Fatal("no extension registered a command (the bundle brings reverie telegram)")
+	}
+	_, help, _ := runCLI(t, nil, "--help")
+	for _, info := range registered {
+		c, _, err := root.Find([]string{info.Name})
+		if err != nil || c.Name() != info.Name {
+			t.Errorf("reverie %s (from %s) is not a command: %v", info.Name, info.Extension, err)
+		}
+		if !strings.Contains(help, "\n  "+info.Name+" ") {
+			t.Errorf("reverie --help does not list %s:\n%s", info.Name, help)
+		}
+	}
+	if c, _, err := root.Find([]string{"telegram", "approve"}); err != nil || c.Name() != "approve" {
+		t.Errorf("reverie telegram approve: %v", err)
+	}
+}
+
+// Doctor judges the extensions through the kernel (extension.Diagnoser,
+// extension.Info.NotConfigured): it imports none of them.
+func TestDoctorNamesNoExtension(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "doctor.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		if strings.HasPrefix(path, "github.com/reverie-ai/reverie/extensions/") {
+			t.Errorf("doctor.go imports %s", path)
+		}
+	}
+}
 
 // doctor checks the Telegram token with getMe (without printing it), and
 // `reverie telegram` refuses unknown codes and lists who is waiting.
