@@ -58,6 +58,8 @@ const (
 	jsUsers      = `[...document.querySelectorAll('#messages .msg.user')].map(m => m.querySelector('.bubble').textContent.trim())`
 	jsAssistants = `[...document.querySelectorAll('#messages .msg.assistant:not(.streaming)')].map(m => m.querySelector('.md')?.textContent.trim() || '')`
 	jsOrder      = `[...document.querySelectorAll('#messages .msg')].map(m => m.classList.contains('user') ? 'U' : m.classList.contains('assistant') ? 'A' : m.classList.contains('system') ? 'S' : 'N').join('')`
+	// jsOrderLinks is jsOrder with the earlier-version links (B).
+	jsOrderLinks = `[...document.querySelectorAll('#messages .msg, #messages .branch-link')].map(m => m.classList.contains('branch-link') ? 'B' : m.classList.contains('user') ? 'U' : m.classList.contains('assistant') ? 'A' : 'N').join('')`
 )
 
 // TestBrowserGreetingOrderAndMessages: the first message is answered by one
@@ -107,8 +109,17 @@ func TestBrowserGreetingOrderAndMessages(t *testing.T) {
 	if got := eval[[]string](p, jsAssistants); len(got) != 1 {
 		t.Errorf("after regenerate the replies shown are %q, want the new one only", got)
 	}
+	// The earlier version is marked as soon as the new reply ends, where a
+	// reload puts it: between the question and the new reply.
+	p.waitFor("the earlier version link, live", `!!document.querySelector('#messages .branch-link a')`)
+	if got := eval[string](p, jsOrderLinks); got != "UBA" {
+		t.Errorf("order shown after regenerate %q, want UBA (question, earlier version, new reply)", got)
+	}
 	p.do("reload", chromedp.Reload())
 	p.waitFor("the earlier version link", `!!document.querySelector('#messages .branch-link a')`)
+	if got := eval[string](p, jsOrderLinks); got != "UBA" {
+		t.Errorf("order after a reload %q, want UBA", got)
+	}
 
 	// Edit the question and resend.
 	p.waitFor("the message id", `!!document.querySelector('#messages .msg.user[data-id] button[data-act="edit"]')`)
@@ -117,6 +128,12 @@ func TestBrowserGreetingOrderAndMessages(t *testing.T) {
 	p.do("change the text", chromedp.SetValue(chromedp.CSS(`#messages .edit-box`), "plan a trip to Lyon"),
 		chromedp.Click(chromedp.CSS(`#messages button[data-act="send-edit"]`)))
 	p.waitFor("the answer to the edit", `[...document.querySelectorAll('#messages .msg.assistant:not(.streaming)')].some(m => m.textContent.includes('answer 3: plan a trip to Lyon'))`)
+	// The edit's earlier version (the question as it was, and the
+	// regenerated reply's link with it) is marked live too.
+	p.waitFor("both earlier versions, live", `document.querySelectorAll('#messages .branch-link a').length === 2`)
+	if got := eval[string](p, jsOrderLinks); got != "BBUA" {
+		t.Errorf("order shown after the edit %q, want BBUA (both earlier versions before the edited question)", got)
+	}
 	p.do("reload", chromedp.Reload())
 	p.waitFor("the history", `document.querySelectorAll('#messages .msg.assistant').length >= 1`)
 	if got := eval[[]string](p, jsUsers); len(got) != 1 || got[0] != "plan a trip to Lyon" {

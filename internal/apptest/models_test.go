@@ -108,9 +108,11 @@ func TestWebModelPerConversation(t *testing.T) {
 }
 
 // TestBrowserModelPicker: the bar above the composer shows the default
-// model and the roles; choosing another model for the conversation makes
-// it answer, the choice survives a reload, and the context meter shows
-// the conversation's tokens against the chosen model's window.
+// model, and the roles and the context meter folded until "Details" shows
+// them (remembered across reloads); choosing another model for the
+// conversation makes it answer, the choice survives a reload, and the
+// context meter shows the conversation's tokens against the chosen model's
+// window.
 func TestBrowserModelPicker(t *testing.T) {
 	browserPath := chromium(t)
 	app, _ := startTwoModels(t)
@@ -123,6 +125,14 @@ func TestBrowserModelPicker(t *testing.T) {
 	if !eval[bool](p, `document.querySelector('#model-roles tr[data-role="scout"]')?.textContent.includes('fakebig/gpt-big')`) {
 		t.Error("the roles table does not show the scout's model")
 	}
+	// The roles and the meter are folded until asked for; the choice is
+	// remembered across a reload.
+	const shown = `(() => { const r = document.getElementById('model-roles').getBoundingClientRect(), m = document.getElementById('model-usage').getBoundingClientRect(); return r.width > 0 && m.width > 0; })()`
+	if eval[bool](p, shown) || eval[string](p, `document.getElementById('model-more').getAttribute('aria-expanded')`) != "false" {
+		t.Error("the roles and the token meter are shown before being asked for")
+	}
+	p.click("show the details", `#model-more`)
+	p.waitFor("the roles and the meter", shown+` && document.getElementById('model-more').getAttribute('aria-expanded') === 'true'`)
 	p.do("choose the big model", chromedp.SetValue(chromedp.ID("model-select"), "fakebig/gpt-big"))
 	eval[bool](p, `document.getElementById('model-select').dispatchEvent(new Event('change')), true`)
 	p.waitFor("saved", `[...document.querySelectorAll('.toast')].some(t => t.textContent.includes('fakebig/gpt-big'))`)
@@ -131,9 +141,19 @@ func TestBrowserModelPicker(t *testing.T) {
 	p.waitFor("the context meter", `document.getElementById('model-usage-text').textContent.startsWith('1.2k / 200k tokens')`)
 	p.do("reload", chromedp.Reload())
 	p.waitFor("the choice after the reload", `document.getElementById('model-select')?.value === 'fakebig/gpt-big' && document.getElementById('model-usage-text').textContent.startsWith('1.2k / 200k')`)
+	if !eval[bool](p, shown) {
+		t.Error("the details unfolded before the reload are folded after it")
+	}
 	if v := eval[float64](p, `document.getElementById('model-meter').value`); v != 1200 {
 		t.Errorf("meter value %v", v)
 	}
 	p.snapshot("model-picker")
+	p.click("fold the details", `#model-more`)
+	p.waitFor("folded", `!(`+shown+`) && document.getElementById('model-more').textContent === 'Details'`)
+	p.do("reload", chromedp.Reload())
+	p.waitFor("the picker after the reload", `document.getElementById('model-select')?.value === 'fakebig/gpt-big'`)
+	if eval[bool](p, shown) {
+		t.Error("the details folded before the reload are shown after it")
+	}
 	p.checkProblems()
 }

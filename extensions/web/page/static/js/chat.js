@@ -28,6 +28,7 @@ const st = {
   emptyThreads: new Set(), // threads known to have no messages yet
   segment: null,       // the archived conversation or branch shown (read-only), or null
   focus: 0,            // a message id to scroll to once shown (a search hit)
+  redone: new Set(),   // threads with a regeneration, retry or edit whose earlier version is not marked yet
 };
 
 /** conversations reports whether the server manages conversations. */
@@ -479,14 +480,9 @@ async function loadThread(id, { keepScroll = false } = {}) {
     fill(box, h('p', { class: 'error-text center pad' }, 'Could not load the conversation: ' + err.message));
     return;
   }
-  let branches = [];
-  if (conversations() && msgs.length) {
-    try {
-      const res = await api.get('/segments' + api.q({ thread: id, kind: 'branch', limit: 100 }));
-      branches = (res && res.segments) || [];
-    } catch { /* the markers are a convenience */ }
-  }
+  const branches = msgs.length ? await loadBranches(id) : [];
   if (seq !== st.loadSeq || id !== st.current) return;
+  st.redone.delete(id);
   if (msgs.length === 0) st.emptyThreads.add(id); else st.emptyThreads.delete(id);
   st.entries = fromHistory(msgs);
   box.replaceChildren();
@@ -503,6 +499,16 @@ async function loadThread(id, { keepScroll = false } = {}) {
   loadApprovals(id);
 }
 
+// loadBranches lists the thread's branches (earlier versions), [] when the
+// server keeps none or cannot say (the markers are a convenience).
+async function loadBranches(thread) {
+  if (!conversations()) return [];
+  try {
+    const res = await api.get('/segments' + api.q({ thread, kind: 'branch', limit: 100 }));
+    return (res && res.segments) || [];
+  } catch { return []; }
+}
+
 // placeBranches shows, where an edit or a regeneration replaced turns, a
 // link to the earlier version (kept as a branch).
 function placeBranches(branches) {
@@ -511,10 +517,24 @@ function placeBranches(branches) {
     const link = h('div', { class: 'branch-link', dataset: { segment: String(b.id) } },
       h('a', { href: '#archive/' + b.id }, `↺ earlier version (${b.messages} message${b.messages === 1 ? '' : 's'})`));
     // Before the first message shown after the one it followed (that one
-    // may not be shown: the opening of the conversation).
+    // may not be shown: the opening of the conversation). A reply written
+    // live has no id yet: then right after the message it followed (after
+    // the links already there).
     const next = [...box.querySelectorAll('.msg[data-id]')].find((el) => Number(el.dataset.id) > b.after_message_id);
-    if (next) next.before(link); else box.append(link);
+    let after = next ? null : box.querySelector(`.msg[data-id="${b.after_message_id}"]`);
+    while (after && after.nextElementSibling && after.nextElementSibling.classList.contains('branch-link')) after = after.nextElementSibling;
+    if (next) next.before(link); else if (after) after.after(link); else box.append(link);
   }
+}
+
+// markBranches marks, live, the earlier version a regeneration, a retry or
+// an edit just made (once its reply has ended and the ids are known).
+async function markBranches(thread) {
+  if (!st.redone.has(thread)) return;
+  const branches = await loadBranches(thread);
+  if (thread !== st.current || st.loading || !st.redone.delete(thread)) return;
+  for (const el of $('messages').querySelectorAll('.branch-link')) el.remove();
+  placeBranches(branches);
 }
 
 // ---- approvals --------------------------------------------------------------
@@ -757,7 +777,7 @@ function markLast() {
 }
 
 // dropFrom removes entries from index i on: they are replaced (kept by the
-// server as a branch, shown after a reload as "earlier version").
+// server as a branch, marked "earlier version" once the new reply ends).
 function dropFrom(i) {
   for (const e of st.entries.splice(i)) e.el.remove();
 }
@@ -769,6 +789,7 @@ function redo(kind) {
   while (i > 0 && st.entries[i - 1].role !== 'user') i--;
   dropFrom(i);
   expect(thread, 1);
+  st.redone.add(thread);
   st.chat.raw({ type: kind, thread });
   scrollToEnd(true);
 }
@@ -790,6 +811,7 @@ function editEntry(e) {
     renderEntry(ne);
     append(ne);
     expect(thread, 1);
+    st.redone.add(thread);
     st.chat.raw({ type: 'edit', thread, message: e.id, text });
     scrollToEnd(true);
   };
@@ -828,6 +850,7 @@ async function syncIds(thread) {
       renderEntry(e);
     }
   }
+  await markBranches(thread);
 }
 
 function textParagraphs(text) {

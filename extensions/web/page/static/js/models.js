@@ -1,8 +1,9 @@
 // The model picker, above the composer: the conversation's model (one of
 // the model router's backends, or the main role's; stored per conversation
-// with PUT /threads/{thread}/model), the roles and their models, and how
-// much of the model's context window the conversation fills with its
-// token use so far (GET /threads/{thread}/model).
+// with PUT /threads/{thread}/model), and, folded behind "Details" until
+// asked for, the roles and their models and how much of the model's context
+// window the conversation fills with its token use so far
+// (GET /threads/{thread}/model).
 
 import { h, $, fill, toast } from './dom.js';
 import * as api from './api.js';
@@ -25,15 +26,39 @@ const fmt = (n) => (n >= 10000 ? Math.round(n / 1000) + 'k' : n >= 1000 ? (n / 1
 export function init(info) {
   st.on = !!(info && info.features && info.features.models);
   if (!st.on || $('model-bar')) return;
-  const bar = h('div', { id: 'model-bar', class: 'model-bar' },
-    h('label', { for: 'model-select', class: 'sr-only' }, 'Model for this conversation'),
-    h('select', { id: 'model-select', title: 'Model for this conversation', on: { change: choose } }),
+  // The roles and the context window's use are folded behind "Details"
+  // until asked for; the choice is remembered.
+  const open = detailsOpen();
+  const extra = h('span', { id: 'model-extra', class: 'model-extra', hidden: !open },
     h('details', { id: 'model-roles', class: 'model-roles' }, h('summary', null, 'Roles'), h('div', { id: 'model-roles-body', class: 'model-roles-body' })),
     h('span', { id: 'model-usage', class: 'model-usage' },
       h('meter', { id: 'model-meter', min: '0', max: '1', value: '0' }),
       h('span', { id: 'model-usage-text', class: 'muted small' })));
+  const more = h('button', {
+    type: 'button', id: 'model-more', class: 'btn small model-more', 'aria-controls': 'model-extra', 'aria-expanded': String(open),
+    title: 'Show or hide the model roles and how full the context window is', on: { click: () => setDetails(extra.hidden) },
+  }, open ? 'Less' : 'Details');
+  const bar = h('div', { id: 'model-bar', class: 'model-bar' },
+    h('label', { for: 'model-select', class: 'sr-only' }, 'Model for this conversation'),
+    h('select', { id: 'model-select', title: 'Model for this conversation', on: { change: choose } }),
+    extra, more);
   $('composer').before(bar);
   loadList();
+}
+
+const DETAILS_KEY = 'reverie.model-details';
+
+function detailsOpen() {
+  try { return localStorage.getItem(DETAILS_KEY) === 'open'; } catch { return false; /* private mode */ }
+}
+
+/** setDetails shows or folds the roles and the token meter, and remembers it. */
+function setDetails(open) {
+  $('model-extra').hidden = !open;
+  const more = $('model-more');
+  more.setAttribute('aria-expanded', String(open));
+  more.textContent = open ? 'Less' : 'Details';
+  try { localStorage.setItem(DETAILS_KEY, open ? 'open' : 'folded'); } catch { /* private mode */ }
 }
 
 async function loadList() {
