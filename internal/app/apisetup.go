@@ -3,11 +3,8 @@ package app
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -85,14 +82,6 @@ func (s apiSetup) mainBackend() (config.ModelBackend, bool) {
 	return b, ok
 }
 
-// The models section as `reverie init` writes it: empty backends and roles
-// are replaced; any other models section is left to the user.
-var (
-	modelsSection = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^models:`) })
-	emptyBackends = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^  backends: \{\}[ \t]*$`) })
-	emptyRoles    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^  roles: \{\}[ \t]*$`) })
-)
-
 // safeValue matches what may go into config.yaml unescaped in quotes.
 var safeValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^"\\\x00-\x1f\x7f]*$`) })
 
@@ -122,17 +111,12 @@ func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (st
 			return "", fmt.Errorf("%w: base URL %q is not an http(s) URL", api.ErrInvalid, base)
 		}
 	}
-	cfgPath := s.a.configPath()
-	data, err := os.ReadFile(cfgPath)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("read %s: %w", cfgPath, err)
+	cfg, err := s.a.readSetupConfig()
+	if err != nil {
+		return "", err
 	}
-	if len(s.a.Config.Models.Backends) > 0 {
-		return "", fmt.Errorf("%w: config.yaml already names model backends; change the model there", api.ErrConflict)
-	}
-	hasSection := modelsSection().Match(data)
-	if hasSection && (len(emptyBackends().FindAllIndex(data, -1)) != 1 || len(emptyRoles().FindAllIndex(data, -1)) != 1) {
-		return "", fmt.Errorf("%w: config.yaml's models: section was edited by hand; add the backend there", api.ErrConflict)
+	if _, saved := cfg.models[modelrouter.RoleMain]; saved || len(s.a.Config.Models.Roles[modelrouter.RoleMain]) > 0 {
+		return "", fmt.Errorf("%w: config.yaml already names the main model; change the model there", api.ErrConflict)
 	}
 
 	// The key is a secret from now on, whether or not the test passes:
@@ -155,43 +139,29 @@ func (s apiSetup) applyModels(ctx context.Context, values map[string]string) (st
 		return "", fmt.Errorf("%w: %s", api.ErrTestFailed, s.a.Secrets.Redact(words))
 	}
 
-	var block strings.Builder
-	block.WriteString("  backends:\n    # Written by the setup screen.\n    " + setupBackend + ":\n")
-	fmt.Fprintf(&block, "      kind: %s\n", provider)
-	if base != "" {
-		fmt.Fprintf(&block, "      base_url: \"%s\"\n", base)
-	}
+	saved := setupModel{Kind: provider, BaseURL: base, Model: model}
 	if key != "" {
-		keyPath := filepath.Join(s.a.opts.DataDir, modelKeyFile)
-		if err := os.MkdirAll(filepath.Dir(keyPath), 0o700); err != nil {
-			return "", fmt.Errorf("store the API key: %w", err)
+		if err := s.a.storeKey(modelKeyFile, key); err != nil {
+			return "", err
 		}
-		if err := datadir.WriteFile(keyPath, []byte(key+"\n"), 0o600); err != nil {
-			return "", fmt.Errorf("store the API key: %w", err)
-		}
-		fmt.Fprintf(&block, "      api_key: {file: %s}\n", modelKeyFile)
+		saved.KeyFile = modelKeyFile
 	}
-	roles := fmt.Sprintf("  roles:\n    main: [\"%s/%s\"]\n", setupBackend, model)
-	content := string(data)
-	if hasSection {
-		content = emptyBackends().ReplaceAllLiteralString(content, strings.TrimSuffix(block.String(), "\n"))
-		content = emptyRoles().ReplaceAllLiteralString(content, strings.TrimSuffix(roles, "\n"))
-	} else {
-		if content != "" && !strings.HasSuffix(content, "\n") {
-			content += "\n"
-		}
-		content += "\nmodels:\n" + block.String() + roles
-	}
-	if err := datadir.WriteFile(cfgPath, []byte(content), 0o600); err != nil {
-		return "", fmt.Errorf("save %s: %w", cfgPath, err)
+	cfg.models[modelrouter.RoleMain] = saved
+	if err := cfg.write(cfg.models); err != nil {
+		return "", err
 	}
 	s.a.Logger.Info("model configured on the setup screen; restarting", "provider", provider, "model", model)
-	restart := filepath.Join(s.a.opts.DataDir, datadir.RestartFile)
-	if err := datadir.WriteFile(restart, []byte("model configured on the setup screen\n"+s.a.opts.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
-		s.a.Logger.Warn("could not request a restart", "err", err)
-	}
+	s.a.requestRestart("model configured on the setup screen")
 	return fmt.Sprintf("Saved: the main model is %s (%s). Reverie restarts to use it: within seconds when it was started "+
 		"with reverie run (or just reverie); an agent started with reverie agent must be restarted by hand.", model, provider), nil
+}
+
+// requestRestart asks the supervisor (reverie run) to restart Reverie.
+func (a *App) requestRestart(why string) {
+	restart := filepath.Join(a.opts.DataDir, datadir.RestartFile)
+	if err := datadir.WriteFile(restart, []byte(why+"\n"+a.opts.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
+		a.Logger.Warn("could not request a restart", "err", err)
+	}
 }
 
 // configPath is the configuration file in use.
@@ -242,7 +212,7 @@ func (s apiSetup) Apply(ctx context.Context, form string, values map[string]stri
 		return s.applyNames(ctx, values)
 	}
 	if form == voiceFormID {
-		return s.testVoice(ctx)
+		return s.applyVoice(ctx, values)
 	}
 	p, ok := s.a.Kernel.SetupProviders()[form]
 	if !ok {

@@ -337,6 +337,19 @@ func (a *App) prepareDataDir(context.Context) error {
 	return datadir.CheckWritable(dir)
 }
 
+// extensionIDs are the ids of the extensions built in and registered.
+func (a *App) extensionIDs() []string {
+	ids := make([]string, 0, len(a.opts.Registry))
+	for _, infos := range [][]extension.Info{a.opts.Registry, extension.Registered()} {
+		for _, info := range infos {
+			if !slices.Contains(ids, info.ID) {
+				ids = append(ids, info.ID)
+			}
+		}
+	}
+	return ids
+}
+
 // loadConfig loads and validates the configuration. Sections of every
 // extension built in are known, also those this process does not load
 // (reverie memory, dream: no extensions), so a config.yaml with a web: or
@@ -346,15 +359,7 @@ func (a *App) loadConfig(context.Context) error {
 	if cfgPath == "" {
 		cfgPath = filepath.Join(a.opts.DataDir, "config.yaml")
 	}
-	ids := make([]string, 0, len(a.opts.Registry))
-	for _, infos := range [][]extension.Info{a.opts.Registry, extension.Registered()} {
-		for _, info := range infos {
-			if !slices.Contains(ids, info.ID) {
-				ids = append(ids, info.ID)
-			}
-		}
-	}
-	cfg, err := config.Load(cfgPath, a.opts.Env, ids)
+	cfg, err := config.Load(cfgPath, a.opts.Env, a.extensionIDs())
 	if err != nil {
 		return err
 	}

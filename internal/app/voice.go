@@ -1,13 +1,21 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/config"
+	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/voice"
 )
@@ -81,9 +89,12 @@ func (a *App) voiceStatus(mode string, own bool) string {
 }
 
 // voiceFormID is the setup screen's voice form: it shows the stt and tts
-// models (configured in config.yaml or the environment, not on the form) and
-// tests them with one call each.
+// models, saves new ones to config.yaml after one real call each, and
+// tests the configured ones when it is sent empty.
 const voiceFormID = "voice"
+
+// openAIBaseURL is the default base URL of a speech model.
+const openAIBaseURL = "https://api.openai.com/v1"
 
 func (s apiSetup) voiceForm() api.SetupForm {
 	v := s.a.Voice
@@ -99,13 +110,135 @@ func (s apiSetup) voiceForm() api.SetupForm {
 	} else {
 		b.WriteString("Replies are written only: no text-to-speech (tts) model. ")
 	}
-	b.WriteString("Set them with REVERIE_STT_MODEL / REVERIE_TTS_MODEL (and _BASE_URL, _API_KEY for a local server) " +
-		"or the stt and tts roles of models.roles in config.yaml, then restart.")
-	if stt != "" || tts != "" {
-		b.WriteString(" Test calls each model once.")
+	b.WriteString("Any server speaking OpenAI's audio API works (OpenAI, Groq, a local whisper.cpp, faster-whisper or Kokoro server). " +
+		"A model entered here is tested with one real call, then saved to config.yaml (models.roles." + config.RoleSTT +
+		" / " + config.RoleTTS + ", a key to secrets/) and Reverie restarts; a role left empty is not changed. " +
+		"Sent with every field empty, the form tests the configured models. " +
+		"REVERIE_STT_MODEL / REVERIE_TTS_MODEL set them from the environment instead.")
+	var fields []api.SetupField
+	for _, role := range config.SpeechRoles {
+		model, base := s.speechDefaults(role)
+		what := map[string]string{config.RoleSTT: "Speech to text", config.RoleTTS: "Text to speech"}[role]
+		eg := map[string]string{config.RoleSTT: "whisper-1, whisper-large-v3 (Groq), or your local server's model",
+			config.RoleTTS: "gpt-4o-mini-tts, tts-1, kokoro"}[role]
+		fields = append(fields,
+			api.SetupField{Key: role + "_model", Label: what + " model", Kind: string(extension.FieldText), Default: model,
+				Help: "e.g. " + eg + "; empty: leave this role as it is"},
+			api.SetupField{Key: role + "_base_url", Label: what + " base URL", Kind: string(extension.FieldURL), Default: base,
+				Help: "the API root including /v1 (default " + openAIBaseURL + ")"},
+			api.SetupField{Key: role + "_api_key", Label: what + " API key", Kind: string(extension.FieldSecret),
+				Help: "empty: none, or the saved key of the same server (the main model's or this role's)"})
 	}
 	return api.SetupForm{ID: voiceFormID, Title: "Voice", Description: b.String(), Configured: v.CanHear() || v.CanSpeak(),
-		Fields: []api.SetupField{}}
+		Fields: fields}
+}
+
+// speechDefaults is the model and base URL role is configured with in
+// config.yaml ("" when it is not).
+func (s apiSetup) speechDefaults(role string) (model, base string) {
+	entries := s.a.Config.Models.Roles[role]
+	if len(entries) == 0 {
+		return "", ""
+	}
+	ref, err := config.ParseModelRef(entries[0])
+	if err != nil {
+		return "", ""
+	}
+	return ref.Model, s.a.Config.Models.Backends[ref.Backend].BaseURL
+}
+
+// applyVoice tests the speech models entered on the voice form with one
+// call each and saves them to config.yaml; with nothing entered it tests
+// the configured ones.
+func (s apiSetup) applyVoice(ctx context.Context, values map[string]string) (string, error) {
+	v := func(k string) string { return strings.TrimSpace(values[k]) }
+	if !slices.ContainsFunc(slices.Collect(maps.Values(values)), func(x string) bool { return strings.TrimSpace(x) != "" }) {
+		return s.testVoice(ctx)
+	}
+	cfg, err := s.a.readSetupConfig()
+	if err != nil {
+		return "", err
+	}
+	models := maps.Clone(cfg.models)
+	test := config.ModelsConfig{Backends: map[string]config.ModelBackend{}, Roles: map[string][]string{}}
+	keys := map[string]string{} // role → a new key to store
+	var saved []string
+	for _, role := range config.SpeechRoles {
+		model, base, key := v(role+"_model"), v(role+"_base_url"), v(role+"_api_key")
+		if model == "" {
+			if base != "" || key != "" {
+				return "", fmt.Errorf("%w: the %s model is required with its base URL or key", api.ErrInvalid, role)
+			}
+			continue
+		}
+		if !safeValue().MatchString(base) || !safeValue().MatchString(model) || strings.ContainsAny(key, "\r\n") {
+			return "", fmt.Errorf("%w: quotes, backslashes and control characters are not allowed", api.ErrInvalid)
+		}
+		base = cmp.Or(base, openAIBaseURL)
+		if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "", fmt.Errorf("%w: the %s base URL %q is not an http(s) URL", api.ErrInvalid, role, base)
+		}
+		m := setupModel{Kind: config.ModelKindOpenAI, BaseURL: base, Model: model}
+		if key != "" {
+			m.KeyFile = "secrets/" + role + "_api_key"
+			keys[role] = key
+		} else {
+			// The saved key of the same server: this role's, else the
+			// main model's.
+			for _, other := range []string{role, modelrouter.RoleMain} {
+				if o, ok := cfg.models[other]; ok && o.BaseURL == base && o.KeyFile != "" {
+					data, err := os.ReadFile(filepath.Join(s.a.opts.DataDir, filepath.FromSlash(o.KeyFile)))
+					if err != nil {
+						return "", fmt.Errorf("read the saved API key: %w", err)
+					}
+					m.KeyFile, key = o.KeyFile, strings.TrimSpace(string(data))
+					break
+				}
+			}
+		}
+		// A secret from now on, whether or not the test passes.
+		s.a.Secrets.Add(key)
+		name := setupRoleBackends[role]
+		var secret config.Secret // none: a local server
+		if key != "" {
+			secret = config.LiteralSecret(key)
+		}
+		test.Backends[name] = config.ModelBackend{Kind: config.ModelKindOpenAI, BaseURL: base, APIKey: secret}
+		test.Roles[role] = []string{name + "/" + model}
+		models[role] = m
+		saved = append(saved, fmt.Sprintf("%s model %s", role, model))
+	}
+	if len(keys) == 0 && maps.Equal(models, cfg.models) {
+		return s.testVoice(ctx) // the page sends the saved models back
+	}
+	probes, err := voice.Check(ctx, voice.Options{Config: s.a.Config.Voice, Models: test, Secrets: s.a.Secrets})
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", api.ErrTestFailed, s.a.Secrets.Redact(err.Error()))
+	}
+	var failed []string
+	for _, p := range probes {
+		if p.Err != nil {
+			failed = append(failed, fmt.Sprintf("%s model %s: %v", p.Role, p.Backend, p.Err))
+		}
+	}
+	if len(failed) > 0 {
+		return "", fmt.Errorf("%w: %s (nothing was saved)", api.ErrTestFailed, strings.Join(failed, "; "))
+	}
+	for _, role := range config.SpeechRoles {
+		if key, ok := keys[role]; ok {
+			if err := s.a.storeKey(models[role].KeyFile, key); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := cfg.write(models); err != nil {
+		return "", err
+	}
+	s.a.Logger.Info("voice models configured on the setup screen; restarting", "models", strings.Join(saved, ", "))
+	s.a.requestRestart("voice models configured on the setup screen")
+	return fmt.Sprintf("Saved: the %s (tested with a real call). Reverie restarts to use them: within seconds when it was "+
+		"started with reverie run (or just reverie); an agent started with reverie agent must be restarted by hand.",
+		strings.Join(saved, " and the ")), nil
 }
 
 // testVoice calls each stt and tts model once (voice.Check).

@@ -12,6 +12,7 @@ import (
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
+	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -186,5 +187,108 @@ func TestSetupVoiceForm(t *testing.T) {
 	i = slices.IndexFunc(st.Forms, func(f api.SetupForm) bool { return f.ID == "voice" })
 	if i < 0 || st.Forms[i].Configured || !strings.Contains(st.Forms[i].Description, "REVERIE_STT_MODEL") {
 		t.Fatalf("setup forms without voice: %+v", st.Forms)
+	}
+}
+
+// The voice form saves the stt and tts models it was given, after one real
+// call each, to config.yaml's models section beside the main model, the
+// keys to secrets/; a failing call saves nothing. After the restart the
+// form shows them, and the models form still saves the main model.
+func TestSetupVoiceFormSaves(t *testing.T) {
+	audio := llmtest.NewAudioServer(t)
+	w := StartWeb(t)
+	var st api.SetupStatus
+	w.JSON(t, http.MethodGet, "/setup", nil, http.StatusOK, &st)
+	i := slices.IndexFunc(st.Forms, func(f api.SetupForm) bool { return f.ID == "voice" })
+	if i < 0 || st.Forms[i].Configured || len(st.Forms[i].Fields) != 6 {
+		t.Fatalf("voice form: %+v", st.Forms)
+	}
+	cfgPath := filepath.Join(w.DataDir, "config.yaml")
+	before, _ := os.ReadFile(cfgPath)
+	values := map[string]string{"stt_model": "whisper-1", "stt_base_url": audio.BaseURL(), "stt_api_key": "sk-stt-saved-1",
+		"tts_model": "tts-1", "tts_base_url": audio.BaseURL()}
+
+	audio.Enqueue(llmtest.AudioReply{Status: 401, ErrorMessage: "bad key"})
+	code, body := w.Do(t, http.MethodPost, "/setup/voice", api.SetupRequest{Values: values})
+	if code != http.StatusUnprocessableEntity || !strings.Contains(string(body), "bad key") || strings.Contains(string(body), "sk-stt-saved") {
+		t.Fatalf("failing stt model: %d %s", code, body)
+	}
+	if after, _ := os.ReadFile(cfgPath); string(after) != string(before) {
+		t.Fatalf("config.yaml changed after a failed test:\n%s", after)
+	}
+	for name, bad := range map[string]map[string]string{
+		"base URL without a model": {"tts_base_url": audio.BaseURL()},
+		"not http":                 {"stt_model": "whisper-1", "stt_base_url": "ftp://x"},
+		"quote in model":           {"tts_model": `tts"`},
+	} {
+		if code, body := w.Do(t, http.MethodPost, "/setup/voice", api.SetupRequest{Values: bad}); code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", name, code, body)
+		}
+	}
+
+	var res api.SetupResult
+	w.JSON(t, http.MethodPost, "/setup/voice", api.SetupRequest{Values: values}, http.StatusOK, &res)
+	if !res.OK || !strings.Contains(res.Message, "stt model whisper-1") || !strings.Contains(res.Message, "tts model tts-1") {
+		t.Fatalf("result %+v", res)
+	}
+	trans := audio.Transcriptions()
+	// Two test calls each: the failed test's and this one's.
+	if len(trans) != 2 || trans[1].Authorization != "Bearer sk-stt-saved-1" || len(audio.Speeches()) != 2 {
+		t.Fatalf("test calls: %d transcriptions, %d speeches", len(trans), len(audio.Speeches()))
+	}
+	cfg, _ := os.ReadFile(cfgPath)
+	for _, want := range []string{`stt: ["setup_stt/whisper-1"]`, `tts: ["setup_tts/tts-1"]`, "api_key: {file: secrets/stt_api_key}"} {
+		if !strings.Contains(string(cfg), want) {
+			t.Errorf("config.yaml lacks %s:\n%s", want, cfg)
+		}
+	}
+	if strings.Contains(string(cfg), "sk-stt-saved") {
+		t.Errorf("the key is in config.yaml:\n%s", cfg)
+	}
+	if fi, err := os.Stat(filepath.Join(w.DataDir, "secrets", "stt_api_key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(w.DataDir, "restart.request")); err != nil {
+		t.Fatalf("no restart requested: %v", err)
+	}
+
+	// After the restart: both roles in use and shown, the chat model still
+	// from the environment.
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	w2 := StartWeb(t, WithDataDir(w.DataDir))
+	w2.JSON(t, http.MethodGet, "/setup", nil, http.StatusOK, &st)
+	i = slices.IndexFunc(st.Forms, func(f api.SetupForm) bool { return f.ID == "voice" })
+	if !st.Configured || i < 0 || !st.Forms[i].Configured || !strings.Contains(st.Forms[i].Description, "setup_stt/whisper-1") ||
+		!strings.Contains(st.Forms[i].Description, "setup_tts/tts-1") {
+		t.Fatalf("after the restart: %+v", st)
+	}
+	shown := map[string]string{}
+	for _, f := range st.Forms[i].Fields {
+		shown[f.Key] = f.Default
+	}
+	if shown["stt_model"] != "whisper-1" || shown["tts_base_url"] != audio.BaseURL() || shown["stt_api_key"] != "" {
+		t.Errorf("the voice form shows %v", shown)
+	}
+	w2.JSON(t, http.MethodPost, "/setup/voice", api.SetupRequest{Values: map[string]string{}}, http.StatusOK, &res)
+	if !strings.Contains(res.Message, "stt model setup_stt/whisper-1 answers") || audio.Transcriptions()[2].Authorization != "Bearer sk-stt-saved-1" {
+		t.Errorf("testing the saved models: %q", res.Message)
+	}
+
+	// The models form adds the main model to the same section.
+	w2.JSON(t, http.MethodPost, "/setup/models", api.SetupRequest{Values: map[string]string{
+		"provider": "openai", "base_url": w2.Model.BaseURL(), "model": "gpt-setup"}}, http.StatusOK, &res)
+	loaded, err := config.Load(cfgPath, nil, []string{"web"})
+	if err == nil {
+		loaded.SetDataDir(w.DataDir)
+		err = loaded.Validate()
+	}
+	if err != nil {
+		cfg, _ = os.ReadFile(cfgPath)
+		t.Fatalf("config.yaml does not load: %v\n%s", err, cfg)
+	}
+	if r := loaded.Models.Roles; len(r["main"]) != 1 || r["main"][0] != "setup/gpt-setup" || r["stt"][0] != "setup_stt/whisper-1" || r["tts"][0] != "setup_tts/tts-1" {
+		t.Errorf("roles after saving the main model: %v", r)
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -151,8 +152,33 @@ func (c *Config) validateModels() error {
 			}
 		}
 	}
-	if len(m.Backends) > 0 && len(m.Roles["main"]) == 0 {
+	if len(m.Backends) > 0 && len(m.Roles["main"]) == 0 && !m.SpeechOnly() {
 		return c.invalid("models.roles", "backends are defined but the main role lists none")
 	}
 	return nil
+}
+
+// SpeechOnly reports whether the section names only speech models: every
+// listed role is stt or tts and every backend serves one of them. The chat
+// models then come from the environment, as with no models section (the
+// setup screen's voice form writes such a section when the main model is
+// not configured in config.yaml).
+func (m ModelsConfig) SpeechOnly() bool {
+	used := map[string]bool{}
+	for role, entries := range m.Roles {
+		if !slices.Contains(SpeechRoles, role) {
+			return false
+		}
+		for _, e := range entries {
+			if ref, err := ParseModelRef(e); err == nil {
+				used[ref.Backend] = true
+			}
+		}
+	}
+	for name := range m.Backends {
+		if !used[name] {
+			return false
+		}
+	}
+	return len(m.Roles) > 0
 }

@@ -33,6 +33,8 @@ func TestModelsSection(t *testing.T) {
 		{"role names undefined backend", strings.Replace(good, "scout: [local/qwen3:8b]", "scout: [lokal/qwen3:8b]", 1), `names backend "lokal"`},
 		{"role entry without model", strings.Replace(good, "scout: [local/qwen3:8b]", "scout: [local]", 1), "not of the form backend/model"},
 		{"no main role", strings.Replace(good, "main: [openrouter/anthropic/claude-sonnet-4, local/qwen3:8b]", "dreaming: [local/x]", 1), "main role lists none"},
+		{"speech models only", "models:\n  backends:\n    whisper: {kind: openai, base_url: \"http://127.0.0.1:9/v1\"}\n  roles:\n    stt: [whisper/base]\n", ""},
+		{"a backend beside speech models and no main", "models:\n  backends:\n    whisper: {kind: openai}\n    other: {kind: openai}\n  roles:\n    stt: [whisper/base]\n", "main role lists none"},
 		{"max tokens over context", strings.Replace(good, "max_tokens: 8192", "max_tokens: 300000", 1), "smaller than context_size"},
 		{"unknown backend key", strings.Replace(good, "context_size: 200000", "context: 200000", 1), `unknown key "models.backends.openrouter.context"`},
 		{"thinking budget for anthropic", strings.Replace(good, "kind: ollama", "kind: anthropic\n      thinking_budget: 4096", 1), ""},

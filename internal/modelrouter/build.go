@@ -94,14 +94,15 @@ type Setup struct {
 }
 
 // FromConfig builds the Router from the models section, or, when it
-// defines no backend, from the environment (EnvDefaults). It returns a
+// defines no backend or only speech models (config.ModelsConfig.SpeechOnly),
+// from the environment (EnvDefaults). It returns a
 // one-line description of where the models came from, for the start-up log.
 // With neither, the Router has no backend and every call returns ErrNoModel.
 func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 	opts := Options{DB: s.DB, Logger: s.Logger, Now: s.Now, Roles: map[string][]string{}, Limits: map[string]Limits{},
 		Secrets: s.Secrets, Migrations: s.Migrations}
 	var desc string
-	if len(s.Models.Backends) > 0 {
+	if len(s.Models.Backends) > 0 && !s.Models.SpeechOnly() {
 		built := map[string]bool{}
 		roles := make([]string, 0, len(s.Models.Roles))
 		for role := range s.Models.Roles {
@@ -125,9 +126,11 @@ func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
 				if !ok {
 					return nil, "", fmt.Errorf("models.roles.%s: unknown backend %q", role, ref.Backend)
 				}
-				key, err := bc.APIKey.Resolve()
-				if err != nil {
-					return nil, "", fmt.Errorf("models.backends.%s.api_key: %w", ref.Backend, err)
+				var key string // none: a local server
+				if bc.APIKey.IsSet() {
+					if key, err = bc.APIKey.Resolve(); err != nil {
+						return nil, "", fmt.Errorf("models.backends.%s.api_key: %w", ref.Backend, err)
+					}
 				}
 				s.Secrets.Add(key)
 				lim := kindDefaults[bc.Kind]

@@ -132,3 +132,18 @@ func TestErrorsEchoingTheKeyAreRedacted(t *testing.T) {
 		})
 	}
 }
+
+// A backend without api_key (a local server) needs no key: Ollama, the
+// setup screen's keyless servers.
+func TestFromConfigKeylessBackend(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	models := config.ModelsConfig{Backends: map[string]config.ModelBackend{"local": {Kind: "ollama", BaseURL: "http://127.0.0.1:1"}},
+		Roles: map[string][]string{"main": {"local/llama3"}}}
+	if _, _, err := FromConfig(context.Background(), Setup{Models: models, DB: db}); err != nil {
+		t.Fatal(err)
+	}
+}

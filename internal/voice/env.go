@@ -52,9 +52,11 @@ func roleSpecs(m config.ModelsConfig, env []string) ([]spec, error) {
 			if b.Kind != config.ModelKindOpenAI {
 				return nil, fmt.Errorf("models.roles.%s: backend %q is of kind %s, which has no audio API", role, ref.Backend, b.Kind)
 			}
-			key, err := b.APIKey.Resolve()
-			if err != nil {
-				return nil, fmt.Errorf("models.backends.%s.api_key: %w", ref.Backend, err)
+			var key string // none: a local server
+			if b.APIKey.IsSet() {
+				if key, err = b.APIKey.Resolve(); err != nil {
+					return nil, fmt.Errorf("models.backends.%s.api_key: %w", ref.Backend, err)
+				}
 			}
 			out = append(out, spec{role: role, name: ref.String(), base: b.BaseURL, key: key, model: ref.Model})
 		}
