@@ -455,3 +455,26 @@ func BenchmarkChatPlainInProcess(b *testing.B) {
 		b.Fatalf("exit %d, %d replies for %d messages", code, strings.Count(out.String(), "ok\n"), b.N)
 	}
 }
+
+// The terminal cannot play audio: with a tts model and voice.replies
+// always, `reverie chat` still answers in writing, nothing is spoken for
+// it, and /voice says so.
+func TestChatWithVoiceReplies(t *testing.T) {
+	model, _ := chatModel(t)
+	audio := llmtest.NewAudioServer(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	env := chatEnv(t, model, "REVERIE_TTS_MODEL=tts-1", "REVERIE_TTS_BASE_URL="+audio.BaseURL(), "REVERIE_VOICE__REPLIES=always")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"chat", "--data", dir}, strings.NewReader("hello\n/voice\n"), &out, &errb, env)
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	if !strings.HasPrefix(out.String(), "Hello9, I'm Reverie. Echo9: **hello**\n") ||
+		!strings.Contains(out.String(), "This channel cannot play audio: replies here are written only") ||
+		!strings.Contains(out.String(), "Voice replies: always") {
+		t.Errorf("stdout:\n%s", out.String())
+	}
+	if n := len(audio.Speeches()); n != 0 {
+		t.Errorf("%d speech requests for the terminal", n)
+	}
+}

@@ -56,7 +56,15 @@ func (a *App) registerVoiceCommand(rt *router.Router) error {
 			if err != nil {
 				return "", err
 			}
-			return a.voiceStatus(mode, own), nil
+			status := a.voiceStatus(mode, own)
+			if ch, ok := a.Kernel.Channel(cc.Channel); ok {
+				if _, plays := ch.(extension.VoiceChannelProvider); !plays {
+					// The terminal (reverie chat) and other text-only
+					// channels: the setting is kept, nothing is spoken here.
+					status = "This channel cannot play audio: replies here are written only, whatever the setting.\n" + status
+				}
+			}
+			return status, nil
 		},
 	})
 }

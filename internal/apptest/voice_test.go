@@ -292,3 +292,64 @@ func TestSetupVoiceFormSaves(t *testing.T) {
 		t.Errorf("roles after saving the main model: %v", r)
 	}
 }
+
+// A regenerated or edited reply is spoken like the reply to a typed
+// message: under voice.replies always a voice frame follows its text on
+// the page's WebSocket; under when_spoken_to (the click is not speech) it
+// is not spoken.
+func TestRedoneReplyIsSpoken(t *testing.T) {
+	audio := llmtest.NewAudioServer(t)
+	w := StartWeb(t, voiceEnv(audio), WithEnv("REVERIE_VOICE__REPLIES=always"))
+	w.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		return llmtest.ServerReply{Text: "Answer to " + strings.TrimSpace(lastUser(req)) + "."}
+	})
+	c := dialWS(t, w, "?thread=web:redo")
+	// untilVoice reads frames until a spoken reply's; an error frame fails.
+	untilVoice := func(what string) api.ServerFrame {
+		t.Helper()
+		for {
+			f := readFrame(t, c)
+			switch f.Type {
+			case api.FrameVoice:
+				return f
+			case api.FrameError:
+				t.Fatalf("%s: error frame %+v", what, f)
+			}
+		}
+	}
+	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:redo", Text: "hello"})
+	untilVoice("the message")
+	writeFrame(t, c, api.ClientFrame{Type: api.FrameRegenerate, Thread: "web:redo"})
+	if f := untilVoice("the regeneration"); f.Audio == "" || f.Thread != "web:redo" {
+		t.Fatalf("voice frame %+v", f)
+	}
+	var list api.MessageList
+	w.JSON(t, http.MethodGet, "/threads/web:redo/messages", nil, http.StatusOK, &list)
+	q := slices.IndexFunc(list.Messages, func(m api.Message) bool { return m.Role == "user" && m.Text == "hello" })
+	if q < 0 {
+		t.Fatalf("messages %+v", list.Messages)
+	}
+	writeFrame(t, c, api.ClientFrame{Type: api.FrameEdit, Thread: "web:redo", Message: list.Messages[q].ID, Text: "good morning"})
+	untilVoice("the edit")
+	sp := audio.Speeches()
+	if len(sp) != 3 || sp[1].Input != "Answer to hello." || sp[2].Input != "Answer to good morning." {
+		t.Fatalf("speech requests %+v", sp)
+	}
+
+	// when_spoken_to: the regeneration is written only. The command after
+	// it runs on the same queue, so any speech of the regeneration is made
+	// before its answer arrives.
+	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:redo", Text: "/voice when_spoken_to"})
+	readReply(t, c)
+	writeFrame(t, c, api.ClientFrame{Type: api.FrameRegenerate, Thread: "web:redo"})
+	readReply(t, c)
+	writeFrame(t, c, api.ClientFrame{Type: api.FrameMessage, Thread: "web:redo", Text: "/voice"})
+	for f := readFrame(t, c); !strings.Contains(f.Text, "Voice replies: when_spoken_to"); f = readFrame(t, c) {
+		if f.Type == api.FrameVoice {
+			t.Fatalf("a regeneration was spoken under when_spoken_to: %+v", f)
+		}
+	}
+	if n := len(audio.Speeches()); n != 3 {
+		t.Errorf("%d speech requests, want 3", n)
+	}
+}

@@ -253,5 +253,11 @@ func (r *Router) processRedo(ctx context.Context, j *job) outcome {
 	}
 	res, err := r.turn(ctx, j, in, j.done == nil, chat.Reply)
 	r.publishReplied(ctx, j, start, res, err)
+	if err == nil && j.done == nil {
+		// Spoken like the reply to a typed message: the user asked for it
+		// with a click or by typing, so voice.replies when_spoken_to does
+		// not speak it, always does.
+		r.speak(ctx, j, res.Reply)
+	}
 	return outcome{res, err}
 }
