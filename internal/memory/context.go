@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
@@ -165,11 +166,17 @@ var (
 	_ matchMeasurer = (*SplitStore)(nil)
 )
 
+// matches reports whether s holds enough of the query's words, or is close
+// enough in meaning, to be shown (of a memory whose Match is measured).
+func (g Gate) matches(s *Scored) bool {
+	return s.Match >= g.MinMatch || (g.MinCosine > 0 && s.Cosine >= g.MinCosine)
+}
+
 // pass reports whether s may be shown after best (the best memory shown
 // so far; nil for the first). A store that does not measure Match (an
 // external one) is trusted with its own ranking.
 func (g Gate) pass(s, best *Scored, measured bool) bool {
-	if measured && s.Match < g.MinMatch && (g.MinCosine <= 0 || s.Cosine < g.MinCosine) {
+	if measured && !g.matches(s) {
 		return false
 	}
 	return best == nil || s.Score >= g.Ratio*best.Score
@@ -216,13 +223,6 @@ func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, err
 	if count == nil {
 		count = func(s string) int { return (utf8.RuneCountInString(s) + 3) / 4 }
 	}
-	res, err := r.Service.Search(ctx, Query{Text: query, Limit: RecallContextLimit, Peek: true})
-	if err != nil {
-		if errors.Is(err, ErrEmpty) {
-			return Recalled{}, nil
-		}
-		return Recalled{}, fmt.Errorf("memory context: %w", err)
-	}
 	gate := r.Gate
 	if gate == (Gate{}) {
 		gate = DefaultGate
@@ -230,30 +230,93 @@ func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, err
 	mm, _ := r.Service.store.(matchMeasurer)
 	f := newPacketFit(evidence.Packet{Kind: evidence.Memory, Title: RecallTitle, Meta: evidence.Meta{Source: "recall"}}, budget, count)
 	var out Recalled
-	for i := range res {
-		s := &res[i]
+	// consider shows s when it earns a line; done: no later memory can.
+	consider := func(s *Scored) (done bool) {
 		if skip[normalise(s.Memory.Text)] {
-			continue
+			return false
 		}
 		var best *Scored
 		if len(out.Memories) > 0 {
 			best = &out.Memories[0]
 		}
 		if len(out.Memories) >= gate.MaxLines {
-			break
+			return true
 		}
 		if !gate.pass(s, best, mm != nil && mm.measuresMatch(s.Memory)) {
-			continue
+			return false
 		}
 		if !f.add(memoryItem(s.Memory)) {
-			break
+			return true
 		}
 		out.Memories = append(out.Memories, *s)
+		return false
+	}
+	q := Query{Text: query, Limit: RecallContextLimit, Peek: true}
+	left := func() int { return gate.MaxLines - len(out.Memories) }
+	if err := r.recallInto(ctx, q, left, gate, consider); err != nil {
+		if errors.Is(err, ErrEmpty) {
+			return Recalled{}, nil
+		}
+		return Recalled{}, fmt.Errorf("memory context: %w", err)
 	}
 	if len(out.Memories) > 0 {
 		out.Text, out.Tokens = f.p.Encode(), f.used
 	}
 	return out, nil
+}
+
+// rankReader is a store that ranks without reading the memories and reads
+// the ranked ones afterwards (VectorStore).
+type rankReader interface {
+	Rank(ctx context.Context, q Query) ([]Scored, error)
+	materialise(ctx context.Context, out []Scored, peek bool) ([]Scored, error)
+}
+
+var _ rankReader = (*VectorStore)(nil)
+
+// recallInto recalls q and hands the memories to consider in rank order
+// until it says done. From a rankReader it reads the memories only as
+// consider reaches them, as many at a time as left says may still be shown,
+// and none that the gate's word-and-meaning test refuses (that test needs
+// no memory's text): a turn ranks RecallContextLimit memories but shows at
+// most Gate.MaxLines, and reading every ranked row was a third of its
+// recall's CPU. What consider sees is what a full Recall would have given
+// it, in the same order.
+func (r *RecallContext) recallInto(ctx context.Context, q Query, left func() int, gate Gate, consider func(*Scored) bool) error {
+	rr, ok := r.Service.store.(rankReader)
+	if !ok {
+		res, err := r.Service.Search(ctx, q)
+		if err != nil {
+			return err
+		}
+		for i := range res {
+			if consider(&res[i]) {
+				return nil
+			}
+		}
+		return nil
+	}
+	ranked, err := rr.Rank(ctx, q)
+	if err != nil {
+		return err
+	}
+	// A memory the match test refuses is never shown (every memory of a
+	// rankReader has a measured Match: measuresMatch).
+	ranked = slices.DeleteFunc(ranked, func(s Scored) bool { return !gate.matches(&s) })
+	for len(ranked) > 0 {
+		part := ranked[:min(max(left(), 1), len(ranked))]
+		ranked = ranked[len(part):]
+		read, err := rr.materialise(ctx, slices.Clone(part), q.Peek)
+		if err != nil {
+			return err
+		}
+		for i := range read {
+			if consider(&read[i]) {
+				return nil
+			}
+		}
+	}
+	return nil
 }
 
 // PromptContext implements extension.ContextProvider: the block of Recall,

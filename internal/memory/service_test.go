@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -366,5 +367,101 @@ func TestWorkingSetSeesHandEdits(t *testing.T) {
 	}
 	if ws, _ := svc.WorkingSet(ctx); ws != "A.\nB.\n" {
 		t.Fatalf("own write not seen: %q", ws)
+	}
+}
+
+// countingReader is the vector store counting the rows a recall reads.
+type countingReader struct {
+	*VectorStore
+	read int
+}
+
+func (c *countingReader) materialise(ctx context.Context, out []Scored, peek bool) ([]Scored, error) {
+	c.read += len(out)
+	return c.VectorStore.materialise(ctx, out, peek)
+}
+
+// wholeRecall hides the vector store's ranking, so a turn's recall reads
+// every ranked memory (the path of the stores that cannot rank alone).
+type wholeRecall struct{ Store }
+
+func (wholeRecall) measuresMatch(Memory) bool { return true }
+
+func TestRecallContextReadsOnlyWhatItMayShow(t *testing.T) {
+	ctx := context.Background()
+	vs, _, _ := newStore(t)
+	dir := t.TempDir()
+	lazy := &countingReader{VectorStore: vs}
+	svc, err := NewService(ServiceOptions{Store: lazy, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := NewService(ServiceOptions{Store: wholeRecall{vs}, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In MEMORIES.txt (never shown again), facts close to the query, and
+	// an exchange of episodes that share some of its words.
+	for _, s := range []string{"The garden plan: red tomatoes by the shed.", "Anna waters the garden on Sundays."} {
+		if _, err := svc.Remember(ctx, Memory{Text: s, Kind: KindFact, Source: SourceAgent}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ms []Memory
+	for i := range 50 {
+		text := fmt.Sprintf("Week %d: we talked about the garden plan and the %s tomatoes.", i, []string{"red", "yellow", "green"}[i%3])
+		if i%4 == 0 {
+			text = fmt.Sprintf("Note %d about the car insurance renewal.", i)
+		}
+		ms = append(ms, Memory{Text: text, Kind: KindEpisode, Source: SourceConversation, Thread: "web:g", Role: []Role{RoleUser, RoleAssistant}[i%2]})
+	}
+	ids, err := vs.AddBatch(ctx, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// deleted after the index saw it: recall drops it when reading
+	if err := vs.Delete(ctx, ids[7]); err != nil {
+		t.Fatal(err)
+	}
+	query := "what was the garden plan for the red tomatoes?"
+	for _, tc := range []struct {
+		name    string
+		budget  int
+		gate    Gate
+		maxRead int // the lines shown, the two of MEMORIES.txt and the deleted one
+	}{
+		{"default gate", 0, Gate{}, 13},
+		{"three lines", 0, Gate{MinMatch: 0.3, MinCosine: 0.6, Ratio: 0.3, MaxLines: 3}, 6},
+		// the budget fills first: one chunk of MaxLines read
+		{"small budget", 90, Gate{}, 10},
+		// more lines allowed than are ranked: every ranked memory that
+		// holds enough of the words is read
+		{"every word counts", 0, Gate{MinMatch: 0.05, Ratio: 0.01, MaxLines: 40}, RecallContextLimit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lazy.read = 0
+			got, err := (&RecallContext{Service: svc, Budget: tc.budget, Gate: tc.gate}).Recall(ctx, query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := (&RecallContext{Service: whole, Budget: tc.budget, Gate: tc.gate}).Recall(ctx, query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want.Memories) == 0 {
+				t.Fatal("nothing recalled: the case tests nothing")
+			}
+			if got.Text != want.Text || got.Tokens != want.Tokens || len(got.Memories) != len(want.Memories) {
+				t.Fatalf("reading as needed shows\n%s (%d tokens)\nreading every ranked memory shows\n%s (%d tokens)", got.Text, got.Tokens, want.Text, want.Tokens)
+			}
+			for i := range got.Memories {
+				if g, w := got.Memories[i], want.Memories[i]; g.ID != w.ID || g.Score != w.Score || g.Text != w.Text {
+					t.Errorf("memory %d: %d %q, want %d %q", i, g.ID, g.Text, w.ID, w.Text)
+				}
+			}
+			if lazy.read == 0 || lazy.read > tc.maxRead {
+				t.Errorf("read %d memories to show %d, want at most %d", lazy.read, len(got.Memories), tc.maxRead)
+			}
+		})
 	}
 }
