@@ -6,8 +6,9 @@
 // Store is the backend interface. Open selects one by Options.Backend:
 //
 //   - local_vector (default, VectorStore): rows in the SQLite table
-//     "memories" (migration component "memory"), an FTS5 index kept in sync
-//     by triggers (external content, porter + unicode61 tokenizer), the
+//     "memories" (migration component "memory"), an FTS5 index for
+//     TextSearch (external content, porter + unicode61 tokenizer) that takes
+//     new memories in batches (ftsBatch; TextSearch catches up first), the
 //     float32 embedding stored as a BLOB next to the id of the model that
 //     made it, and an in-memory index holding every memory's
 //     metadata plus an int8-quantised copy and a sign-bit sketch of its

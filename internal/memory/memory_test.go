@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -635,4 +636,110 @@ func TestAddBatchEpisodesThenDuplicate(t *testing.T) {
 	if n, _ := s.Count(ctx, true); n != 2 {
 		t.Errorf("count = %d, want 2 (the fact and the episode)", n)
 	}
+}
+
+// TestTextSearchIndexesInBatches: the full-text index takes memories in
+// batches (ftsBatch) and TextSearch first indexes what it lags behind by;
+// deletes and text changes of memories it holds, and of those it does not
+// hold yet, keep it consistent with the table (FTS5's integrity-check).
+func TestTextSearchIndexesInBatches(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	checkIndex := func(when string) {
+		t.Helper()
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
+			t.Fatalf("%s: full-text index inconsistent: %v", when, err)
+		}
+	}
+	mark := func() (done, max int64) {
+		t.Helper()
+		if err := s.db.QueryRowContext(ctx, `SELECT (SELECT id FROM memories_fts_done), (SELECT coalesce(max(id), 0) FROM memories)`).Scan(&done, &max); err != nil {
+			t.Fatal(err)
+		}
+		return done, max
+	}
+	search := func(text string) []int64 {
+		t.Helper()
+		ids, err := s.TextSearch(ctx, text, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	add := func(texts ...string) []int64 {
+		t.Helper()
+		ms := make([]Memory, len(texts))
+		for i, x := range texts {
+			ms[i] = Memory{Text: x, Kind: KindEpisode, Source: SourceConversation, Thread: "web:fts", Role: RoleUser}
+		}
+		ids, err := s.AddBatch(ctx, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+
+	first := add("The kayak trip to Lake Bled is in June.", "Remember the kayak paddles.", "Buy sunscreen.")
+	if done, max := mark(); done >= max {
+		t.Fatalf("index mark %d after a small batch (largest id %d): want the index behind", done, max)
+	}
+	// not indexed yet: deleted, and its text changed, before any search
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM memories WHERE id = ?`, first[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE memories SET text = 'Buy sunscreen and a kayak map.' WHERE id = ?`, first[2]); err != nil {
+		t.Fatal(err)
+	}
+	if got := search("kayak"); !slices.Equal(sortedIDs(got), []int64{first[0], first[2]}) {
+		t.Fatalf("kayak after a search caught up = %v, want %v", got, []int64{first[0], first[2]})
+	}
+	checkIndex("after catching up")
+	if done, max := mark(); done != max {
+		t.Fatalf("index mark %d after a search, want the largest id %d", done, max)
+	}
+
+	// held by the index: text changed and deleted
+	if _, err := s.db.ExecContext(ctx, `UPDATE memories SET text = 'The canoe trip to Lake Bled is in June.' WHERE id = ?`, first[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := search("kayak"); !slices.Equal(got, []int64{first[2]}) {
+		t.Fatalf("kayak after a text change = %v, want [%d]", got, first[2])
+	}
+	checkIndex("after a text change")
+
+	// a batch's worth of inserts indexes in the insert's own transaction
+	var many []string
+	for i := range ftsBatch {
+		many = append(many, fmt.Sprintf("Canoe lesson number %d.", i))
+	}
+	more := add(many...)
+	if done, max := mark(); done != max || max != more[len(more)-1] {
+		t.Fatalf("index mark %d after a full batch (largest id %d), want them equal", done, max)
+	}
+	checkIndex("after a full batch")
+
+	// the largest id, indexed, deleted: the next memory takes its id and
+	// must be indexed anew
+	last := more[len(more)-1]
+	if err := s.Delete(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	again := add("A paddleboard for the lake.")
+	if again[0] != last {
+		t.Logf("the new memory took id %d, not the deleted %d", again[0], last)
+	}
+	if got := search("paddleboard"); !slices.Equal(got, again) {
+		t.Fatalf("paddleboard = %v, want %v", got, again)
+	}
+	// the trip whose text changed and the lessons left
+	if got := search("canoe"); len(got) != 1+ftsBatch-1 {
+		t.Fatalf("canoe found %d memories, want %d", len(got), ftsBatch)
+	}
+	checkIndex("after a deleted largest id was given again")
+}
+
+func sortedIDs(ids []int64) []int64 {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	return ids
 }

@@ -346,7 +346,8 @@ func (s *VectorStore) materialise(ctx context.Context, out []Scored, peek bool) 
 // TextSearch is plain full-text search through the FTS5 index (porter
 // stemming, BM25 order), current and closed memories alike, without
 // re-scoring or access recording: for the CLI, the web API and debugging.
-// It returns ids, best first.
+// It indexes the memories the index lags behind by first (ftsBatch). It
+// returns ids, best first.
 func (s *VectorStore) TextSearch(ctx context.Context, text string, limit int) ([]int64, error) {
 	fq := ftsQuery(text, nil)
 	if fq == "" {
@@ -354,6 +355,9 @@ func (s *VectorStore) TextSearch(ctx context.Context, text string, limit int) ([
 	}
 	if limit <= 0 {
 		limit = DefaultLimit
+	}
+	if err := s.catchUpIndex(ctx); err != nil {
+		return nil, fmt.Errorf("recall: %w", err)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?`, fq, limit)
 	if err != nil {

@@ -303,6 +303,16 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 			ids[i] = id
 			fresh = append(fresh, added{id: id, vec: vecs[i], text: m.Text, m: mt})
 		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		var done int64
+		if err := tx.QueryRowContext(ctx, `SELECT id FROM memories_fts_done`).Scan(&done); err != nil {
+			return fmt.Errorf("read the search index's mark: %w", err)
+		}
+		if fresh[len(fresh)-1].id-done >= ftsBatch {
+			return indexPending(ctx, tx)
+		}
 		return nil
 	})
 	if err != nil {
@@ -315,6 +325,43 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 	}
 	s.mu.Unlock()
 	return ids, nil
+}
+
+// ftsBatch is how many memories the full-text index (memories_fts, read
+// by TextSearch) may lag behind the inserts (see
+// migrations/007_fts_batched.sql): the AddBatch that brings the backlog to
+// it indexes the batch in its own transaction, and TextSearch indexes what
+// is left first. Recall does not read that index (it has its own in
+// memory, textIndex).
+const ftsBatch = 32
+
+// indexPending adds the memories stored since the full-text index's mark
+// to it, within tx, and moves the mark to the largest id stored.
+func indexPending(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO memories_fts (rowid, text)
+		SELECT id, text FROM memories WHERE id > (SELECT id FROM memories_fts_done)`); err != nil {
+		return fmt.Errorf("index memories for full-text search: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE memories_fts_done SET id = (SELECT coalesce(max(id), 0) FROM memories)`); err != nil {
+		return fmt.Errorf("index memories for full-text search: %w", err)
+	}
+	return nil
+}
+
+// catchUpIndex indexes the memories the full-text index has not taken in
+// yet (see ftsBatch); nothing is written when there are none.
+func (s *VectorStore) catchUpIndex(ctx context.Context) error {
+	var pending bool
+	if err := s.db.QueryRowContext(ctx,
+		`SELECT (SELECT id FROM memories_fts_done) < (SELECT coalesce(max(id), 0) FROM memories)`).Scan(&pending); err != nil {
+		return fmt.Errorf("index memories for full-text search: %w", err)
+	}
+	if !pending {
+		return nil
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error { return indexPending(ctx, tx) })
 }
 
 const insertSQL = `INSERT INTO memories (text, norm, kind, source, created_at, updated_at, valid_from, event_time, thread,
