@@ -80,11 +80,40 @@ type Verifier struct {
 	SAS       chan []rune
 	Done      chan id.VerificationTransactionID
 	Cancelled chan string
+	// TheirMAC receives a transaction once the other side's MAC came and
+	// checked out (the other side confirmed).
+	TheirMAC chan id.VerificationTransactionID
 }
 
 func newVerifier() *Verifier {
 	return &Verifier{Ready: make(chan id.VerificationTransactionID, 4), SAS: make(chan []rune, 4),
-		Done: make(chan id.VerificationTransactionID, 4), Cancelled: make(chan string, 4)}
+		Done: make(chan id.VerificationTransactionID, 4), Cancelled: make(chan string, 4),
+		TheirMAC: make(chan id.VerificationTransactionID, 4)}
+}
+
+// macStore is the helper's in-memory transaction store, reporting on
+// TheirMAC when a transaction is first saved with their MAC received.
+type macStore struct {
+	*verificationhelper.InMemoryVerificationStore
+	theirMAC chan<- id.VerificationTransactionID
+
+	mu   sync.Mutex
+	told map[id.VerificationTransactionID]bool
+}
+
+var _ verificationhelper.VerificationStore = (*macStore)(nil)
+
+func (s *macStore) SaveVerificationTransaction(ctx context.Context, txn verificationhelper.VerificationTransaction) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if txn.ReceivedTheirMAC && !s.told[txn.TransactionID] {
+		s.told[txn.TransactionID] = true
+		select {
+		case s.theirMAC <- txn.TransactionID:
+		default:
+		}
+	}
+	return s.InMemoryVerificationStore.SaveVerificationTransaction(ctx, txn)
 }
 
 func (v *Verifier) VerificationRequested(context.Context, id.VerificationTransactionID, id.UserID, id.DeviceID) {
@@ -170,7 +199,9 @@ func (s *Server) Login(t testing.TB, name, password string, opts ...LoginOption)
 	u.syncer.OnEvent(u.record)
 	if o.verifier {
 		u.verifier = newVerifier()
-		u.verifier.VH = verificationhelper.NewVerificationHelper(cli, u.mach, nil, u.verifier, false, false, true)
+		store := &macStore{InMemoryVerificationStore: verificationhelper.NewInMemoryVerificationStore(),
+			theirMAC: u.verifier.TheirMAC, told: map[id.VerificationTransactionID]bool{}}
+		u.verifier.VH = verificationhelper.NewVerificationHelper(cli, u.mach, store, u.verifier, false, false, true)
 		if err := u.verifier.VH.Init(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -90,6 +90,7 @@ type VerificationTransaction struct {
 	EphemeralPublicKeyShared bool                                 `json:"ephemeral_public_key_shared,omitzero"` // Whether this device's ephemeral public key has been shared
 	OtherPublicKey           *ECDHPublicKey                       `json:"other_public_key,omitempty"`           // The other device's ephemeral public key
 	ReceivedTheirMAC         bool                                 `json:"received_their_mac,omitzero"`          // Whether we have received their MAC
+	TheirMasterKey           string                               `json:"their_master_key,omitempty"`           // The master key their MAC covered (Reverie: ConfirmSAS trusts it)
 	SentOurMAC               bool                                 `json:"sent_our_mac,omitzero"`                // Whether we have sent our MAC
 	ReceivedTheirDone        bool                                 `json:"received_their_done,omitzero"`         // Whether we have received their done event
 	SentOurDone              bool                                 `json:"sent_our_done,omitzero"`               // Whether we have sent our done event
