@@ -40,8 +40,11 @@ const (
 	callTimeout = 30 * time.Second
 	// DefaultSyncTimeout is the long-poll timeout asked of /sync.
 	DefaultSyncTimeout = 30 * time.Second
-	// maxAttempts bounds the retries of one call after transient failures.
-	maxAttempts = 5
+	// maxTransientWait bounds the time one call waits between retries
+	// after transient failures (the network, a timeout, a 5xx answer): a
+	// homeserver that errors for a minute (a restart, a locked database)
+	// delays a reply, it does not drop it.
+	maxTransientWait = 2 * time.Minute
 	// maxLimitedWait bounds the time one call waits out rate limits.
 	maxLimitedWait = 5 * time.Minute
 )
@@ -564,12 +567,14 @@ func transient(err error) bool {
 }
 
 // retry runs call (each attempt bounded by callTimeout). Transient
-// failures are retried with backoff, up to maxAttempts; rate limits are
-// waited out as the homeserver asks (retry_after_ms) as often as it asks,
-// up to maxLimitedWait in all: a busy homeserver delays a reply, it does
-// not drop it.
+// failures are retried with backoff (1 s doubling to a minute) for up to
+// maxTransientWait of waiting; rate limits are waited out as the
+// homeserver asks (retry_after_ms) as often as it asks, up to
+// maxLimitedWait in all: a busy or failing homeserver delays a reply, it
+// does not drop it. A call that sends an event repeats its transaction id,
+// so a retry after a lost answer is not a second message.
 func (m *Matrix) retry(ctx context.Context, call func(ctx context.Context) error) error {
-	var limitedFor time.Duration
+	var limitedFor, failingFor time.Duration
 	for attempt := 1; ; {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		err := call(cctx)
@@ -584,11 +589,16 @@ func (m *Matrix) retry(ctx context.Context, call func(ctx context.Context) error
 		case limited:
 			limitedFor += wait
 			m.log.Debug("the Matrix homeserver asks to slow down", "retry_after", wait)
-		case !transient(err) || attempt >= maxAttempts:
+		case !transient(err):
 			return m.scrub(err)
 		default:
 			wait = retryDelays.Delay(attempt - 1)
+			if failingFor+wait > maxTransientWait {
+				return fmt.Errorf("failing for %s (%d attempts): %w", failingFor, attempt, m.scrub(err))
+			}
+			failingFor += wait
 			attempt++
+			m.log.Debug("a Matrix homeserver call failed; retrying", "err", m.scrub(err), "wait", wait)
 		}
 		if serr := m.opts.Sleep(ctx, wait); serr != nil {
 			return errors.Join(m.scrub(err), serr)

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -570,6 +571,11 @@ func TestMatrixVerification(t *testing.T) {
 		}
 		return false
 	})
+	// The bot confirms as soon as it has posted its emojis: alice
+	// confirms once its MAC came, as a person comparing emojis does (the
+	// order that failed "master keys do not match" before the mautrix
+	// fork's fix, seen in runs under load).
+	waitChan(t, "the bot's MAC", v.TheirMAC, v.Cancelled)
 	if err := v.VH.ConfirmSAS(ctx, txn); err != nil {
 		t.Fatal(err)
 	}
@@ -661,6 +667,7 @@ func TestMatrixUndecryptable(t *testing.T) {
 type sleepRecorder struct {
 	d      time.Duration
 	waited chan struct{}
+	once   atomic.Bool // a wait of d happened (count does not reset it)
 }
 
 func newSleepRecorder(d time.Duration) *sleepRecorder {
@@ -669,6 +676,7 @@ func newSleepRecorder(d time.Duration) *sleepRecorder {
 
 func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
 	if d == r.d {
+		r.once.Store(true)
 		select {
 		case r.waited <- struct{}{}:
 		default:
@@ -683,6 +691,9 @@ func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// any reports whether a wait of d happened.
+func (r *sleepRecorder) any() bool { return r.once.Load() }
 
 // count returns how many such waits happened since the last count.
 func (r *sleepRecorder) count() int {
@@ -738,8 +749,9 @@ func botClient(w *mxWorld, dataDir string) (*mautrix.Client, error) {
 
 // keepRateLimited keeps the bot device's rate-limit budget spent (whoami
 // with its own access token) until done reports true or the wait times
-// out; it reports a failure with t.Error, so it may run in a goroutine.
-func keepRateLimited(t *testing.T, w *mxWorld, dataDir string, done func() bool) {
+// out; it reports a failure (what did not happen) with t.Error, so it may
+// run in a goroutine.
+func keepRateLimited(t *testing.T, w *mxWorld, dataDir, what string, done func() bool) {
 	cli, err := botClient(w, dataDir)
 	if err != nil {
 		t.Error(err)
@@ -750,7 +762,7 @@ func keepRateLimited(t *testing.T, w *mxWorld, dataDir string, done func() bool)
 	defer cancel()
 	for !done() {
 		if _, err := cli.Whoami(ctx); ctx.Err() != nil {
-			t.Errorf("the channel did not report the refused start within %s: %v", matrixtest.WaitTimeout, err)
+			t.Errorf("%s within %s: %v", what, matrixtest.WaitTimeout, err)
 			return
 		}
 	}
@@ -785,8 +797,17 @@ func TestMatrixRateLimited(t *testing.T) {
 	alice := w.srv.Login(t, "alice", mxAlicePass)
 
 	// The bot's budget is spent, then it is invited to three rooms at once.
+	// The budget is kept spent until a join was refused, so the check
+	// does not depend on creating the rooms and inviting being quicker
+	// than the cooloff (it is not always, on a loaded machine).
 	exhaustRateLimit(t, w, h.DataDir, threshold)
+	spent := make(chan struct{})
+	go func() {
+		defer close(spent)
+		keepRateLimited(t, w, h.DataDir, "no join was rate-limited", rec.any)
+	}()
 	rooms := []id.RoomID{alice.CreateRoom(t, true, w.bot), alice.CreateRoom(t, false, w.bot), alice.CreateRoom(t, false, w.bot)}
+	<-spent
 	alice.Wait(t, "the bot to join the three rooms", func(evs []*event.Event) bool {
 		return joined(rooms[0], w.bot)(evs) && joined(rooms[1], w.bot)(evs) && joined(rooms[2], w.bot)(evs)
 	})
@@ -844,10 +865,11 @@ func TestMatrixRateLimited(t *testing.T) {
 	// cooloff (it is not, on a loaded machine under -race).
 	const slowDown = "asks to slow down; the channel logs in after the wait"
 	exhaustRateLimit(t, w, dir, threshold)
-	spent := make(chan struct{})
+	spent = make(chan struct{})
 	go func() {
 		defer close(spent)
-		keepRateLimited(t, w, dir, func() bool { return strings.Contains(console.String(), slowDown) })
+		keepRateLimited(t, w, dir, "the channel did not report the refused start",
+			func() bool { return strings.Contains(console.String(), slowDown) })
 	}()
 	h = start(WithDataDir(dir), WithConsole(console))
 	<-spent
@@ -1054,5 +1076,71 @@ func TestMatrixSendRateLimited(t *testing.T) {
 		if n := countSaid(evs, room, w.bot, "You said:"); n != len(texts) {
 			t.Errorf("%s: %d replies, want %d", room, n, len(texts))
 		}
+	}
+}
+
+// A homeserver that fails for a while (HTTP 500 to every send, here after
+// storing the event, as when its answer is lost) delays a reply; it does
+// not drop it or send it twice: the channel retries the send with
+// backoff, more than a handful of times, with the same transaction id.
+// (Dendrite on SQLite answers 500 for seconds when its database is
+// locked under load.)
+func TestMatrixSendFailsForAWhile(t *testing.T) {
+	const failures = 6 // the first waits add up to at most 63 s, within the channel's two minutes
+	w := newMatrixWorld(t)
+	proxy := w.srv.LimitSends(t, 0, 0)
+	var mu sync.Mutex
+	var waits []time.Duration
+	// The backoff is recorded, not waited: the test does not take a minute.
+	sleep := func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		return ctx.Err()
+	}
+	h := Start(t, WithExtensions(matrix.Info(matrix.Options{Sleep: sleep})), WithEnv(
+		"REVERIE_MATRIX__HOMESERVER="+proxy.URL(),
+		"REVERIE_MATRIX__USER_ID="+w.bot,
+		"REVERIE_MATRIX__PASSWORD="+mxBotPass,
+		"REVERIE_MATRIX__ALLOWED_USERS="+w.alice,
+		"REVERIE_MATRIX__EDITS=false", // every send of the reply is the final one, with retries
+	))
+	h.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		user := lastUser(req)
+		if strings.HasPrefix(user, "[SYSTEM EVENT]") {
+			return llmtest.ServerReply{Text: "Hello, I'm Reverie."}
+		}
+		return llmtest.ServerReply{Text: "You said: " + user}
+	})
+	alice := w.srv.Login(t, "alice", mxAlicePass)
+	room := alice.CreateRoom(t, false, w.bot)
+	alice.Wait(t, "the bot to join", joined(room, w.bot))
+
+	mu.Lock()
+	before := len(waits)
+	mu.Unlock()
+	sent := proxy.Sent()
+	proxy.FailNext(failures)
+	alice.Send(t, room, "are you there?")
+	// The first failed send stored the reply; the channel retries until
+	// a send is answered.
+	alice.Wait(t, "the answer", func(evs []*event.Event) bool {
+		return botSaid(evs, room, w.bot, "You said: are you there?")
+	})
+	proxy.WaitSent(t, sent+1)
+	if n := proxy.Failed(); n != failures {
+		t.Errorf("%d sends answered 500, want %d", n, failures)
+	}
+	// Every attempt reached the homeserver before alice's next message:
+	// the room shows any second copy before it.
+	alice.Send(t, room, "thanks")
+	evs := alice.Wait(t, "alice's next message", func(evs []*event.Event) bool { return botSaid(evs, room, w.alice, "thanks") })
+	if n := countSaid(evs, room, w.bot, "You said: are you there?"); n != 1 {
+		t.Errorf("the reply is in the room %d times, want once", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(waits) - before; n < failures {
+		t.Errorf("%d waits between the attempts, want at least %d: %v", n, failures, waits[before:])
 	}
 }
