@@ -83,6 +83,11 @@ func TestBrowserAssistantPages(t *testing.T) {
 
 	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
 	p.waitFor("online", `document.getElementById('conn').dataset.state === 'online'`)
+	// The page shows a conversation once its list has loaded (the hash
+	// becomes #chat/<id>); a reminder created below goes to it. Opened
+	// before that, the form rightly says "the conversation you wrote in
+	// last" and the task has no thread.
+	p.waitFor("a conversation shown", `location.hash.startsWith('#chat/')`)
 	p.do("open the assistant", chromedp.Click(chromedp.ID("tab-assistant")))
 	item := `document.querySelector('#mem-list li[data-id="` + strconv.FormatInt(m.ID, 10) + `"]')`
 	p.waitFor("the memories", item+`?.textContent.includes('Anna lives in Lyon')`)
