@@ -462,6 +462,9 @@ type MemoryFilter struct {
 	IncludeClosed bool
 	Limit         int
 	Offset        int
+	// OrderByAccess lists the most recalled first (access count, then the
+	// last access) instead of the newest first (?order=access).
+	OrderByAccess bool
 }
 
 // MemoryInput is the body of POST and PUT /api/v1/memories.

@@ -10,8 +10,9 @@ import (
 	"github.com/reverie-ai/reverie/api"
 )
 
-// The assistant's state: memories, dreams, pairing codes and the MCP
-// endpoint, for the command line working beside a running agent.
+// The assistant's state: memories, dreams, the data dir's history,
+// pairing codes and the MCP endpoint, for the command line working beside
+// a running agent.
 
 // Memories is the client's api.Memories: the /memories endpoints.
 type Memories struct{ c *Client }
@@ -43,6 +44,9 @@ func (m Memories) Search(ctx context.Context, q api.MemorySearch) ([]api.Memory,
 func (m Memories) List(ctx context.Context, f api.MemoryFilter) ([]api.Memory, error) {
 	v := url.Values{}
 	setMemoryFilter(v, f.Kinds, f.Sources, f.IncludeClosed, f.Limit, f.Offset)
+	if f.OrderByAccess {
+		v.Set("order", "access")
+	}
 	return m.get(ctx, "/memories", v)
 }
 
@@ -127,6 +131,45 @@ func (d Dreams) Revert(ctx context.Context, id int64) (api.DreamRevert, error) {
 func (d Dreams) Dream(ctx context.Context, _ string) (api.Dream, error) {
 	var out api.Dream
 	err := d.c.do(ctx, http.MethodPost, d.c.endpoint("/dreams", "/dreams", nil), nil, &out, DefaultTurnTimeout)
+	return out, err
+}
+
+// History is the client's api.History: the /history endpoints of the data
+// dir's versioned files.
+type History struct{ c *Client }
+
+var _ api.History = History{}
+
+// History returns the history endpoints.
+func (c *Client) History() History { return History{c} }
+
+// List is GET /api/v1/history?path=&limit=.
+func (h History) List(ctx context.Context, q api.HistoryQuery) ([]api.Revision, error) {
+	v := url.Values{}
+	if q.Path != "" {
+		v.Set("path", q.Path)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out api.RevisionList
+	err := h.c.do(ctx, http.MethodGet, h.c.endpoint("/history", "/history", v), nil, &out, DefaultTimeout)
+	return out.Revisions, err
+}
+
+// Get is GET /api/v1/history/{rev}: one change with its diff.
+func (h History) Get(ctx context.Context, rev string) (api.RevisionDiff, error) {
+	var out api.RevisionDiff
+	err := h.c.do(ctx, http.MethodGet, h.c.endpoint("/history/"+rev, "/history/"+url.PathEscape(rev), nil), nil, &out, DefaultTimeout)
+	return out, err
+}
+
+// Restore is POST /api/v1/history/{rev}/restore: the versioned files put
+// back as they were at rev, in the running agent.
+func (h History) Restore(ctx context.Context, rev string) (api.RestoreResult, error) {
+	var out api.RestoreResult
+	p, raw := "/history/"+rev+"/restore", "/history/"+url.PathEscape(rev)+"/restore"
+	err := h.c.do(ctx, http.MethodPost, h.c.endpoint(p, raw, nil), struct{}{}, &out, DefaultTimeout)
 	return out, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reverie-ai/reverie/internal/versioning"
 )
 
 // startAgent runs `reverie agent` on dir in a child process until the test
@@ -103,6 +106,26 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 	}
 	if out := mustRun("", "memory", "list", "--superseded"); !strings.Contains(out, "Lisbon") || !strings.Contains(out, "(superseded by #") {
 		t.Errorf("memory list --superseded: %q", out)
+	}
+	if out := mustRun("", "memory", "list", "--by-access"); !strings.Contains(out, "Lisbon") || strings.Contains(out, "Porto") {
+		t.Errorf("memory list --by-access: %q", out)
+	}
+	// Restoring MEMORIES.txt as it was before the edit goes through the
+	// agent, which re-syncs its store: Porto is a current memory again.
+	var revs []versioning.Revision
+	if err := json.Unmarshal([]byte(mustRun("", "memory", "history", "--json", "--path", "MEMORIES.txt")), &revs); err != nil || len(revs) < 2 {
+		t.Fatalf("memory history beside the agent: %v %+v", err, revs)
+	}
+	out = mustRun("", "memory", "restore", revs[1].Short)
+	if !strings.Contains(out, "Restored "+revs[1].Short) || !strings.Contains(out, "Undo with: reverie memory restore "+revs[0].Short) ||
+		!strings.Contains(out, "re-syncs its memory store") {
+		t.Errorf("memory restore beside the agent: %q", out)
+	}
+	if out := mustRun("", "memory", "list"); !strings.Contains(out, "Ana lives in Porto") {
+		t.Errorf("memory list after the restore: %q", out)
+	}
+	if out := mustRun("", "memory", "restore", revs[1].Short); !strings.Contains(out, "Nothing to restore") {
+		t.Errorf("second restore beside the agent: %q", out)
 	}
 	// telegram approve (an extension's command) asks the running agent,
 	// which runs no Telegram channel here.

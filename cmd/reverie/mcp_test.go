@@ -112,4 +112,28 @@ func TestMemoryImportFromMCP(t *testing.T) {
 	if code == ExitOK || !strings.Contains(errs, "no such MCP server") {
 		t.Fatalf("unknown server: %d %q", code, errs)
 	}
+
+	// Beside a running agent the memories go through its control socket
+	// (in this process the data dir would be locked).
+	more := `{"type":"entity","name":"Bob","entityType":"person","observations":["plays the cello"]}` + "\n"
+	if err := os.WriteFile(graph, []byte(lines+more), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startAgent(t, dir, childEnv(t, "REVERIE_WEB__LISTEN="+freeAddr(t), "REVERIE_LOG__FILE=false"))
+	code, out, errs = runCLI(t, env, "memory", "import", "--data", dir, "--from-mcp", "kg", "--tool", "read_graph")
+	if code != ExitOK || !strings.Contains(out, "imported 1 memories from MCP server kg (3 already known, 0 refused)") {
+		t.Fatalf("import beside the agent: %d %q %q", code, out, errs)
+	}
+	code, out, _ = runCLI(t, env, "memory", "list", "--data", dir, "--json")
+	var ms []memoryJSON
+	if err := json.Unmarshal([]byte(out), &ms); code != ExitOK || err != nil {
+		t.Fatalf("list beside the agent: %d %v %q", code, err, out)
+	}
+	found := false
+	for _, m := range ms {
+		found = found || m.Text == "Bob: plays the cello" && m.Source == "import"
+	}
+	if !found {
+		t.Errorf("the imported memory is not in the running agent's store: %q", out)
+	}
 }

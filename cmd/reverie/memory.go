@@ -155,25 +155,8 @@ func newMemoryListCmd(g *globalFlags, env []string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if byAccess {
-				// The API has no such order: the store in this process.
-				return withMemory(cmd, g, env, func(ctx context.Context, svc *memory.Service) error {
-					ms, err := svc.List(ctx, memory.Filter{Kinds: memoryKinds(ks), IncludeClosed: closed, Limit: limit, OrderByAccess: true})
-					if err != nil {
-						return err
-					}
-					out := make([]api.Memory, len(ms))
-					for i, m := range ms {
-						out[i] = memoryOf(m)
-					}
-					if asJSON {
-						return writeJSON(cmd.OutOrStdout(), memoriesJSON(out))
-					}
-					return writeMemories(cmd.OutOrStdout(), out)
-				})
-			}
 			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
-				ms, err := svc.List(ctx, api.MemoryFilter{Kinds: ks, IncludeClosed: closed, Limit: limit})
+				ms, err := svc.List(ctx, api.MemoryFilter{Kinds: ks, IncludeClosed: closed, Limit: limit, OrderByAccess: byAccess})
 				if err != nil {
 					return err
 				}
@@ -311,20 +294,6 @@ func memoriesJSON(ms []api.Memory) []memoryJSON {
 	out := make([]memoryJSON, len(ms))
 	for i, m := range ms {
 		out[i] = toJSON(m)
-	}
-	return out
-}
-
-// memoryOf is m as the API shows it.
-func memoryOf(m memory.Memory) api.Memory {
-	return api.Memory{ID: m.ID, Text: m.Text, Kind: string(m.Kind), Source: string(m.Source), CreatedAt: m.CreatedAt,
-		ValidTo: m.ValidTo, AccessCount: m.AccessCount, EventTime: m.EventTime, SupersededBy: m.SupersededBy}
-}
-
-func memoryKinds(ks []string) []memory.Kind {
-	out := make([]memory.Kind, len(ks))
-	for i, k := range ks {
-		out[i] = memory.Kind(k)
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/versioning"
@@ -96,8 +97,8 @@ change with its diff. Put a change back with "reverie memory restore REV".`,
 	return cmd
 }
 
-// newMemoryRestoreCmd is `reverie memory restore REV`. It changes files, so
-// it takes the data dir lock and refuses while an agent runs.
+// newMemoryRestoreCmd is `reverie memory restore REV`: through the running
+// agent when one runs, else in this process under the data dir lock.
 func newMemoryRestoreCmd(g *globalFlags, env []string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "restore REV",
@@ -108,8 +109,9 @@ since are removed, files removed since come back. Nothing else is touched. The r
 recorded as a new change, so it can itself be undone with another restore; edits not yet
 recorded are recorded first. When MEMORIES.txt comes back, the memory store is re-synced
 with it: its lines are current memories again (a superseded or forgotten one is reopened
-or re-imported); memories not in the file stay in the store. Stop a running agent first
-(one agent per data dir), or use the web page.`,
+or re-imported); memories not in the file stay in the store. While an agent runs on the
+data dir the restore goes through its control socket and the agent rereads the restored
+files (as a restore from the web page does); otherwise it is done in this process.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := g.dataDir(env)
@@ -118,6 +120,13 @@ or re-imported); memories not in the file stay in the store. Stop a running agen
 			}
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 				return fmt.Errorf("no data dir at %s (run \"reverie init\" first)", dir)
+			}
+			c, err := runningAgent(cmd.Context(), dir)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				return restoreInAgent(cmd, c.History(), args[0])
 			}
 			rev, err := restoreFiles(cmd, dir, args[0])
 			if err != nil || !slices.Contains(rev.Files, memory.MemoriesFile) {
@@ -147,6 +156,40 @@ or re-imported); memories not in the file stay in the store. Stop a running agen
 			return nil
 		},
 	}
+}
+
+// restoreInAgent is `reverie memory restore` through the running agent:
+// it restores, rereads what it keeps in memory (MEMORIES.txt into the
+// memory store, the world state, skills) and says so as restoreFiles does.
+func restoreInAgent(cmd *cobra.Command, h api.History, target string) error {
+	res, err := h.Restore(cmd.Context(), target)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	at := res.Target
+	if res.Revision == nil {
+		fmt.Fprintf(out, "Nothing to restore: the files already match %s (%s).\n", at.Short, termtext.Line(subject(at)))
+		return nil
+	}
+	rev := *res.Revision
+	fmt.Fprintf(out, "Restored %s (%s) as %s; %d file(s) changed: %s\n",
+		at.Short, termtext.Line(subject(at)), rev.Short, len(rev.Files), termtext.Line(strings.Join(rev.Files, ", ")))
+	undo := rev.Short + "~1"
+	if revs, err := h.List(cmd.Context(), api.HistoryQuery{Limit: 2}); err == nil && len(revs) == 2 && revs[0].Hash == rev.Hash {
+		undo = revs[1].Short
+	}
+	fmt.Fprintf(out, "Undo with: reverie memory restore %s\n", undo)
+	if slices.Contains(rev.Files, memory.MemoriesFile) {
+		fmt.Fprintln(out, "The running agent re-syncs its memory store with the restored MEMORIES.txt (its log says if it could not).")
+	}
+	return nil
+}
+
+// subject is the first line of a change's message.
+func subject(r api.Revision) string {
+	s, _, _ := strings.Cut(r.Message, "\n")
+	return s
 }
 
 // restoreFiles is the file part of `reverie memory restore`: under the data

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/extensions/mcp"
-	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/memory"
 )
 
@@ -27,7 +27,8 @@ func newMemoryImportCmd(g *globalFlags, env []string) *cobra.Command {
 list_memories as OpenMemory names it; read_graph for @modelcontextprotocol/server-memory) and add
 every memory it returns to Reverie's long-term store (source "import"; equal memories are not
 duplicated). Knowledge-graph results become one memory per observation, "<entity>: <observation>".
-Stop a running agent first (one agent per data dir).`,
+While an agent runs on the data dir the memories are added through its control socket; otherwise
+the store is opened in this process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if server == "" {
@@ -58,15 +59,16 @@ Stop a running agent first (one agent per data dir).`,
 			if err != nil {
 				return err
 			}
-			return withApp(cmd, g, env, func(ctx context.Context, a *app.App) error {
+			keep := false
+			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
 				added, existing, refused := 0, 0, 0
 				for _, t := range texts {
-					r, err := a.Memory.Remember(ctx, memory.Memory{Text: t, Kind: memory.KindFact, Source: memory.SourceImport}, false)
+					m, err := svc.Add(ctx, api.MemoryInput{Text: t, Kind: string(memory.KindFact), Source: string(memory.SourceImport), Keep: &keep})
 					switch {
 					case err != nil:
 						refused++
 						fmt.Fprintf(cmd.ErrOrStderr(), "not imported (%v): %.80s\n", err, t)
-					case r.Existing:
+					case m.Existing:
 						existing++
 					default:
 						added++

@@ -410,7 +410,8 @@ func TestLimiterEvictsLeastRecentlySeen(t *testing.T) {
 // fakeServices records what the handlers pass on.
 type fakeMemories struct {
 	api.Memories
-	added []api.MemoryInput
+	added  []api.MemoryInput
+	listed []api.MemoryFilter
 }
 
 func (f *fakeMemories) Add(_ context.Context, in api.MemoryInput) (api.Memory, error) {
@@ -424,6 +425,44 @@ func (f *fakeMemories) Update(context.Context, int64, api.MemoryInput) (api.Memo
 
 func (f *fakeMemories) Get(_ context.Context, id int64) (api.Memory, error) {
 	return api.Memory{}, api.ErrNotFound
+}
+
+func (f *fakeMemories) List(_ context.Context, filter api.MemoryFilter) ([]api.Memory, error) {
+	f.listed = append(f.listed, filter)
+	return nil, nil
+}
+
+// GET /api/v1/memories?order= picks the listing order (reverie memory list
+// --by-access); another order is refused, naming the two.
+func TestMemoryListOrder(t *testing.T) {
+	mem := &fakeMemories{}
+	s := startWeb(t, "rate_per_second: 0", &api.Services{Memories: mem})
+	tests := []struct {
+		name, query string
+		code        int
+		byAccess    bool
+	}{
+		{"default", "", 200, false},
+		{"newest first", "?order=created", 200, false},
+		{"most recalled first", "?order=access&kind=fact", 200, true},
+		{"unknown", "?order=random", 400, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem.listed = nil
+			code, _, body := s.do(t, "GET", "/api/v1/memories"+tc.query, "", "Bearer "+testToken)
+			switch {
+			case code != tc.code:
+				t.Fatalf("%d %s, want %d", code, body, tc.code)
+			case code == 400:
+				if len(mem.listed) != 0 || !strings.Contains(body, `unknown order \"random\" (created or access)`) {
+					t.Errorf("refused: %s, listed %+v", body, mem.listed)
+				}
+			case len(mem.listed) != 1 || mem.listed[0].OrderByAccess != tc.byAccess:
+				t.Errorf("listed %+v, want OrderByAccess %v", mem.listed, tc.byAccess)
+			}
+		})
+	}
 }
 
 func TestServiceErrorsMapToStatuses(t *testing.T) {

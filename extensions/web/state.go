@@ -29,6 +29,14 @@ func (w *Web) listMemories(rw http.ResponseWriter, r *http.Request) {
 	limit := int(q.int("limit", 50, 1, 1000))
 	offset := int(q.int("offset", 0, 0, 1<<31))
 	closed := q.bool("include_closed")
+	byAccess := false
+	switch order := q.str("order"); order {
+	case "", "created":
+	case "access":
+		byAccess = true
+	default:
+		q.fail("unknown order %q (created or access)", order)
+	}
 	for _, k := range kinds {
 		if !slices.Contains(api.MemoryKinds, k) {
 			q.fail("unknown kind %q (one of %s)", k, strings.Join(api.MemoryKinds, ", "))
@@ -50,7 +58,8 @@ func (w *Web) listMemories(rw http.ResponseWriter, r *http.Request) {
 	if text != "" {
 		ms, err = s.Search(r.Context(), api.MemorySearch{Text: text, Limit: limit, Kinds: kinds, IncludeClosed: closed})
 	} else {
-		ms, err = s.List(r.Context(), api.MemoryFilter{Kinds: kinds, Sources: sources, IncludeClosed: closed, Limit: limit, Offset: offset})
+		ms, err = s.List(r.Context(), api.MemoryFilter{Kinds: kinds, Sources: sources, IncludeClosed: closed, Limit: limit, Offset: offset,
+			OrderByAccess: byAccess})
 	}
 	w.reply(rw, r, api.MemoryList{Memories: nonNil(ms)}, err)
 }

@@ -62,7 +62,7 @@ func (m apiMemories) List(ctx context.Context, f api.MemoryFilter) ([]api.Memory
 		srcs[i] = memory.Source(s)
 	}
 	ms, err := m.s.List(ctx, memory.Filter{Kinds: kindsOf(f.Kinds), Sources: srcs, IncludeClosed: f.IncludeClosed,
-		Limit: f.Limit, Offset: f.Offset})
+		Limit: f.Limit, Offset: f.Offset, OrderByAccess: f.OrderByAccess})
 	if err != nil {
 		return nil, memoryError(err)
 	}

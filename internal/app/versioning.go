@@ -81,8 +81,9 @@ func (a *App) dataChanged(ctx context.Context, message string, paths ...string) 
 // records that as a new commit (versioning.Repo.Restore), then makes the
 // running components reread what they cache (reloadRestored: world state,
 // skills, MEMORIES.txt and the memory store). It is what the web page's
-// history panel calls (apiHistory); `reverie memory restore` does the same
-// with the agent stopped. Like the tools' commits it is serialised with
+// history panel and `reverie memory restore` beside a running agent call
+// (apiHistory); without an agent the command does the same in its own
+// process. Like the tools' commits it is serialised with
 // every other commit by the history's lock and is not stopped half way
 // when ctx is cancelled (a client going away).
 func (a *App) RestoreData(ctx context.Context, rev string) (versioning.Revision, error) {
