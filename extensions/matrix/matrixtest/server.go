@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -158,6 +159,21 @@ func Start(tb testing.TB, opts ...Option) *Server {
 			tb.Fatalf("generated Dendrite config lacks %q", r[0])
 		}
 		text = strings.ReplaceAll(text, r[0], r[1])
+	}
+	// Every SQLite database in WAL mode. In the default rollback journal a
+	// commit waits for every reader; on a loaded machine it can wait out
+	// Dendrite's 10 s busy timeout, and a COMMIT that fails busy leaves
+	// its connection inside the transaction, holding the lock, back in
+	// the pool: the database answers "database is locked" (HTTP 500 to
+	// sends) and "cannot start a transaction within a transaction" (a
+	// panic in the sync API) until the connection goes. In WAL readers do
+	// not block the writer. Dendrite keeps only the path of the file: URI,
+	// so the query is escaped into it (%3F), where the SQLite driver reads
+	// it as the DSN's options.
+	n, sqliteURI := 0, regexp.MustCompile(`(?m)connection_string: file:\S+\.db$`)
+	text = sqliteURI.ReplaceAllStringFunc(text, func(m string) string { n++; return m + "%3F_pragma=journal_mode(WAL)" })
+	if n == 0 {
+		tb.Fatalf("generated Dendrite config has no SQLite database")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "dendrite.yaml"), []byte(text), 0o600); err != nil {
 		tb.Fatal(err)
