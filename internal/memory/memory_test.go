@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -742,4 +743,94 @@ func sortedIDs(ids []int64) []int64 {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	return ids
+}
+
+// TestAddBatchGroupCommit: AddBatch calls that wait for the write lock are
+// written together by the first to take it (one transaction, a savepoint
+// each): each caller gets its own ids once they are committed, twins
+// across calls are stored once, and a call whose rows fail leaves the
+// others' in place.
+func TestAddBatchGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	// a memory whose text says "explode" cannot be stored
+	if _, err := s.db.ExecContext(ctx, `CREATE TRIGGER test_refuse BEFORE INSERT ON memories
+		WHEN new.text LIKE '%explode%' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`); err != nil {
+		t.Fatal(err)
+	}
+	const callers = 12
+	type outcome struct {
+		ids []int64
+		err error
+	}
+	outs := make([]outcome, callers)
+	s.writeMu.Lock() // the calls queue up behind it
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			ms := []Memory{
+				{Text: fmt.Sprintf("Caller %d asked about the ferry.", c), Kind: KindEpisode, Source: SourceConversation, Thread: "web:gc", Role: RoleUser},
+				{Text: fmt.Sprintf("Caller %d got the timetable.", c), Kind: KindEpisode, Source: SourceConversation, Thread: "web:gc", Role: RoleAssistant},
+				{Text: "The ferry leaves at nine.", Kind: KindFact, Source: SourceAgent}, // the same in every call
+			}
+			if c == 5 {
+				ms[1].Text = "This one will explode."
+			}
+			ids, err := s.AddBatch(ctx, ms)
+			outs[c] = outcome{ids, err}
+		})
+	}
+	for {
+		s.addMu.Lock()
+		n := len(s.queued)
+		s.addMu.Unlock()
+		if n == callers {
+			break
+		}
+		runtime.Gosched()
+	}
+	s.writeMu.Unlock()
+	wg.Wait()
+
+	var fact int64
+	seen := map[int64]bool{}
+	for c, o := range outs {
+		if c == 5 {
+			if o.err == nil || !strings.Contains(o.err.Error(), "refused by the test") || o.ids != nil {
+				t.Fatalf("caller 5 = %v, %v; want the trigger's refusal and no ids", o.ids, o.err)
+			}
+			continue
+		}
+		if o.err != nil || len(o.ids) != 3 {
+			t.Fatalf("caller %d = %v, %v", c, o.ids, o.err)
+		}
+		for _, id := range o.ids[:2] {
+			if seen[id] {
+				t.Fatalf("id %d given twice", id)
+			}
+			seen[id] = true
+		}
+		if fact == 0 {
+			fact = o.ids[2]
+		} else if o.ids[2] != fact {
+			t.Fatalf("caller %d stored the shared fact as %d, another as %d", c, o.ids[2], fact)
+		}
+	}
+	all, err := s.List(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2*(callers-1) + 1; len(all) != want {
+		t.Fatalf("%d memories stored, want %d", len(all), want)
+	}
+	for _, m := range all {
+		if strings.Contains(m.Text, "Caller 5") {
+			t.Fatalf("the failed call's first row stayed: %q", m.Text)
+		}
+	}
+	// the committed rows are in the in-memory indexes too
+	res, err := s.Recall(ctx, Query{Text: "did caller 7 get the timetable?", Limit: 3, Peek: true})
+	if err != nil || len(res) < 2 || !strings.HasPrefix(res[0].Text, "Caller 7 ") || !strings.HasPrefix(res[1].Text, "Caller 7 ") {
+		t.Fatalf("recall after the group commit = %v, %v", res, err)
+	}
 }

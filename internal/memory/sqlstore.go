@@ -49,9 +49,13 @@ type VectorStore struct {
 	vecDir string
 
 	writeMu sync.Mutex // serialises write transactions with their index update
-	mu      sync.RWMutex
-	idx     *index
-	text    *textIndex
+	// addMu guards queued: AddBatch calls waiting for writeMu, written
+	// together by whichever of them takes it first (writeAdditions).
+	addMu  sync.Mutex
+	queued []*addition
+	mu     sync.RWMutex
+	idx    *index
+	text   *textIndex
 	// loadOnce starts, and loading runs, the index load (LoadIndex), which
 	// releases mu, held since Open, once idx and text are set; loadErr
 	// (under mu) is why the load failed.
@@ -249,19 +253,60 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 	if err != nil {
 		return nil, fmt.Errorf("add memories: embed: %w", err)
 	}
+	a := &addition{ms: ms, vecs: vecs, done: make(chan struct{})}
+	s.addMu.Lock()
+	s.queued = append(s.queued, a)
+	s.addMu.Unlock()
 	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	now := s.now()
-	ids := make([]int64, len(ms))
-	type added struct {
-		id   int64
-		m    meta
-		vec  []float32
-		text string
+	select {
+	case <-a.done: // written with an earlier caller's
+	default:
+		s.addMu.Lock()
+		batch := s.queued
+		s.queued = nil
+		s.addMu.Unlock()
+		// The batch holds other callers' additions: one caller's end
+		// must not cut theirs short.
+		s.writeAdditions(context.WithoutCancel(ctx), batch)
 	}
-	var fresh []added
-	err = sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
-		fresh = fresh[:0]
+	s.writeMu.Unlock()
+	if a.err != nil {
+		return nil, fmt.Errorf("add memories: %w", a.err)
+	}
+	return a.ids, nil
+}
+
+// addition is one AddBatch call's memories (prepared and embedded) waiting
+// to be written, and then the outcome.
+type addition struct {
+	ms   []Memory
+	vecs [][]float32
+	done chan struct{} // closed once ids or err is set
+	ids  []int64
+	err  error
+	// fresh are the memories inserted (not twins of stored ones), for the
+	// in-memory indexes once committed
+	fresh []added
+}
+
+type added struct {
+	id   int64
+	m    meta
+	vec  []float32
+	text string
+}
+
+// writeAdditions writes the additions queued by concurrent AddBatch calls
+// in one transaction (group commit), each in a savepoint of its own so that
+// one's failure leaves the others' rows, then adds the new rows to the
+// in-memory indexes and tells each caller. The caller holds writeMu. A
+// turn's episodes are a transaction of a few rows whose commit writes every
+// page the rows and their indexes touch to the WAL: under concurrent turns
+// one commit now carries several turns' episodes. Each caller still returns
+// only once its rows are committed.
+func (s *VectorStore) writeAdditions(ctx context.Context, batch []*addition) {
+	now := s.now()
+	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, insertSQL)
 		if err != nil {
 			return err
@@ -270,7 +315,9 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 		// Only a memory that is not an episode looks for a twin: a turn's
 		// episodes (every utterance is its own) need neither statement.
 		var find, bump *sql.Stmt
-		if slices.ContainsFunc(ms, func(m Memory) bool { return m.Kind != KindEpisode }) {
+		if slices.ContainsFunc(batch, func(a *addition) bool {
+			return slices.ContainsFunc(a.ms, func(m Memory) bool { return m.Kind != KindEpisode })
+		}) {
 			if find, err = tx.PrepareContext(ctx, `SELECT id FROM memories WHERE norm = ? AND valid_to IS NULL AND kind <> 'episode'`); err != nil {
 				return err
 			}
@@ -280,51 +327,98 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 			}
 			defer bump.Close()
 		}
-		for i, m := range ms {
-			var id int64
-			err := sql.ErrNoRows // every utterance is its own episode
-			if m.Kind != KindEpisode {
-				err = find.QueryRowContext(ctx, normalise(m.Text)).Scan(&id)
-			}
-			switch {
-			case err == nil:
-				if _, err := bump.ExecContext(ctx, ns(now), id); err != nil {
-					return err
+		var last int64
+		for _, a := range batch {
+			write := func() error { return s.addRows(ctx, a, ins, find, bump, now) }
+			if len(batch) == 1 {
+				// alone: its failure is the transaction's
+				if a.err = write(); a.err != nil {
+					return a.err
 				}
-				ids[i] = id
+			} else if a.err = inSavepoint(ctx, tx, write); a.err != nil {
+				a.ids, a.fresh = nil, nil
 				continue
-			case !errors.Is(err, sql.ErrNoRows):
-				return err
 			}
-			id, mt, err := s.insert(ctx, ins, m, vecs[i], now)
-			if err != nil {
-				return err
+			if n := len(a.fresh); n > 0 {
+				last = max(last, a.fresh[n-1].id)
 			}
-			ids[i] = id
-			fresh = append(fresh, added{id: id, vec: vecs[i], text: m.Text, m: mt})
 		}
-		if len(fresh) == 0 {
+		if last == 0 {
 			return nil
 		}
 		var done int64
 		if err := tx.QueryRowContext(ctx, `SELECT id FROM memories_fts_done`).Scan(&done); err != nil {
 			return fmt.Errorf("read the search index's mark: %w", err)
 		}
-		if fresh[len(fresh)-1].id-done >= ftsBatch {
+		if last-done >= ftsBatch {
 			return indexPending(ctx, tx)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("add memories: %w", err)
+	if err == nil {
+		s.lock()
+		for _, a := range batch {
+			for _, f := range a.fresh {
+				s.idx.put(f.id, f.m, s.indexable(f.vec))
+				s.text.put(f.id, f.text)
+			}
+		}
+		s.mu.Unlock()
 	}
-	s.lock()
-	for _, a := range fresh {
-		s.idx.put(a.id, a.m, s.indexable(a.vec))
-		s.text.put(a.id, a.text)
+	for _, a := range batch {
+		if err != nil {
+			a.ids, a.err = nil, cmp.Or(a.err, err)
+		}
+		close(a.done)
 	}
-	s.mu.Unlock()
-	return ids, nil
+}
+
+// addRows inserts a's memories (or bumps their current twins) within the
+// transaction of ins, find and bump (find and bump are nil when a holds
+// only episodes).
+func (s *VectorStore) addRows(ctx context.Context, a *addition, ins, find, bump *sql.Stmt, now time.Time) error {
+	a.ids = make([]int64, len(a.ms))
+	for i, m := range a.ms {
+		var id int64
+		err := sql.ErrNoRows // every utterance is its own episode
+		if m.Kind != KindEpisode {
+			err = find.QueryRowContext(ctx, normalise(m.Text)).Scan(&id)
+		}
+		switch {
+		case err == nil:
+			if _, err := bump.ExecContext(ctx, ns(now), id); err != nil {
+				return err
+			}
+			a.ids[i] = id
+			continue
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		id, mt, err := s.insert(ctx, ins, m, a.vecs[i], now)
+		if err != nil {
+			return err
+		}
+		a.ids[i] = id
+		a.fresh = append(a.fresh, added{id: id, vec: a.vecs[i], text: m.Text, m: mt})
+	}
+	return nil
+}
+
+// inSavepoint runs fn within a savepoint of tx: what fn wrote is undone
+// when it fails, and the rest of the transaction stays.
+func inSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT addition`); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO addition`); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		_, rerr := tx.ExecContext(ctx, `RELEASE addition`)
+		return errors.Join(err, rerr)
+	}
+	_, err := tx.ExecContext(ctx, `RELEASE addition`)
+	return err
 }
 
 // ftsBatch is how many memories the full-text index (memories_fts, read
