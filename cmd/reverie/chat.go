@@ -36,7 +36,9 @@ While an agent runs on the data dir, chat attaches to it through its control soc
 conversation is then the thread web:cli-$USER, as with --remote). Otherwise the agent runs
 in this process (the web page and the other channels do not run meanwhile) and the
 conversation is the thread cli:$USER; piped input first waits a few seconds for the
-configured MCP servers and says which are not up. With --remote URL it attaches to a
+configured MCP servers and says which are not up. (A thread belongs to the channel that delivers
+to it, reminders included: web threads where the web channel runs, cli threads where this
+process is the channel; README "Terminal chat".) With --remote URL it attaches to a
 server elsewhere through its WebSocket API (token from --token, $REVERIE_TOKEN or
 <data>/secrets/web_token).
 

@@ -155,8 +155,11 @@ func newMemoryListCmd(g *globalFlags, env []string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if limit < 0 {
+				return errors.New("--limit must be 0 (all) or more")
+			}
 			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
-				ms, err := svc.List(ctx, api.MemoryFilter{Kinds: ks, IncludeClosed: closed, Limit: limit, OrderByAccess: byAccess})
+				ms, err := listMemories(ctx, svc, api.MemoryFilter{Kinds: ks, IncludeClosed: closed, Limit: limit, OrderByAccess: byAccess})
 				if err != nil {
 					return err
 				}
@@ -257,6 +260,32 @@ func newMemoryForgetCmd(g *globalFlags, env []string) *cobra.Command {
 				return errors.Join(errs...)
 			})
 		},
+	}
+}
+
+// listPage is how many memories one request of an unlimited list asks
+// for: the API's largest page.
+const listPage = 1000
+
+// listMemories lists the memories f selects; with no limit (f.Limit 0) it
+// asks page after page, so that "all" means all through the control
+// socket too (the API answers at most listPage at a time).
+func listMemories(ctx context.Context, svc api.Memories, f api.MemoryFilter) ([]api.Memory, error) {
+	if f.Limit > 0 {
+		return svc.List(ctx, f)
+	}
+	var all []api.Memory
+	f.Limit = listPage
+	for {
+		ms, err := svc.List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ms...)
+		if len(ms) < listPage {
+			return all, nil
+		}
+		f.Offset += len(ms)
 	}
 }
 

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/reverie-ai/reverie/api"
 )
 
 // A memory's escape sequences and newlines are shown escaped by memory
@@ -126,5 +129,61 @@ func TestEvalLoCoMoCLI(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, env, "eval", "locomo", "--data", "/nonexistent.json"); code == ExitOK {
 		t.Fatal("missing file succeeded")
+	}
+}
+
+// pagedMemories is an api.Memories whose List answers as the API does: at
+// most listPage memories a request, from Offset.
+type pagedMemories struct {
+	api.Memories
+	n       int
+	filters []api.MemoryFilter
+}
+
+func (p *pagedMemories) List(_ context.Context, f api.MemoryFilter) ([]api.Memory, error) {
+	p.filters = append(p.filters, f)
+	var out []api.Memory
+	for i := f.Offset; i < p.n && len(out) < min(f.Limit, listPage); i++ {
+		out = append(out, api.Memory{ID: int64(i + 1)})
+	}
+	return out, nil
+}
+
+// memory list --limit 0 lists all memories through the control socket too,
+// page after page; a limit asks once.
+func TestListMemoriesPages(t *testing.T) {
+	tests := []struct {
+		name           string
+		stored         int
+		limit          int
+		want, requests int
+	}{
+		{"none", 0, 0, 0, 1},
+		{"less than a page", 10, 0, 10, 1},
+		{"exactly a page", listPage, 0, listPage, 2},
+		{"several pages", 2*listPage + 5, 0, 2*listPage + 5, 3},
+		{"a limit", 2*listPage + 5, 20, 20, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &pagedMemories{n: tc.stored}
+			ms, err := listMemories(t.Context(), svc, api.MemoryFilter{Limit: tc.limit, OrderByAccess: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ms) != tc.want || len(svc.filters) != tc.requests {
+				t.Fatalf("%d memories in %d requests, want %d in %d", len(ms), len(svc.filters), tc.want, tc.requests)
+			}
+			for i, m := range ms {
+				if m.ID != int64(i+1) {
+					t.Fatalf("memory %d is #%d: a page was skipped or repeated", i, m.ID)
+				}
+			}
+			for _, f := range svc.filters {
+				if !f.OrderByAccess {
+					t.Fatalf("a page lost the order: %+v", f)
+				}
+			}
+		})
 	}
 }
