@@ -96,7 +96,8 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		Search: tools.SearchConfig{SearXNGURL: cfg.Tools.Search.SearXNGURL, Timeout: cfg.Tools.Search.Timeout},
 		Browser: tools.BrowserConfig{Disabled: !cfg.Tools.Browser.Enabled, Path: cfg.Tools.Browser.Path,
 			Timeout: cfg.Tools.Browser.Timeout, IdleTimeout: cfg.Tools.Browser.IdleTimeout,
-			MaxBrowsers: cfg.Tools.Browser.MaxBrowsers, MaxMemory: int64(cfg.Tools.Browser.MaxMemory)},
+			MaxBrowsers: cfg.Tools.Browser.MaxBrowsers, MaxMemory: int64(cfg.Tools.Browser.MaxMemory),
+			MaxDownload: int64(cfg.Tools.Browser.MaxDownload)},
 	}, a.Logger.With("component", "tools"))
 	if err != nil {
 		return fmt.Errorf("set up core tools: %w", err)

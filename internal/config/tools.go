@@ -122,8 +122,12 @@ type BrowserConfig struct {
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// MaxBrowsers is how many browsers run at once.
 	MaxBrowsers int `yaml:"max_browsers"`
-	// MaxMemory bounds one browser's resident memory, all its processes.
+	// MaxMemory bounds one browser's resident memory, all its processes,
+	// while a call runs and after it.
 	MaxMemory ByteSize `yaml:"max_memory"`
+	// MaxDownload bounds one file a page downloads into the workspace; a
+	// larger download is stopped and its file removed.
+	MaxDownload ByteSize `yaml:"max_download"`
 }
 
 // SearchConfig configures search_web.
@@ -145,7 +149,7 @@ func defaultTools() ToolsConfig {
 		Deny:   []string{},
 		Search: SearchConfig{Timeout: 15 * time.Second},
 		Browser: BrowserConfig{Enabled: true, Timeout: 30 * time.Second, IdleTimeout: 5 * time.Minute,
-			MaxBrowsers: 2, MaxMemory: 1 << 30},
+			MaxBrowsers: 2, MaxMemory: 1 << 30, MaxDownload: 100 << 20},
 		Approval:        defaultApprovals(),
 		ApprovalTimeout: approval.DefaultTimeout,
 	}
@@ -185,6 +189,7 @@ func (c *Config) validateTools() error {
 		{"tools.browser.idle_timeout", t.Browser.IdleTimeout <= 0, "must be positive"},
 		{"tools.browser.max_browsers", t.Browser.MaxBrowsers <= 0, "must be positive"},
 		{"tools.browser.max_memory", t.Browser.MaxMemory <= 0, "must be positive"},
+		{"tools.browser.max_download", t.Browser.MaxDownload <= 0, "must be positive"},
 		{"tools.approval_timeout", t.ApprovalTimeout <= 0, "must be positive"},
 	}
 	for _, ch := range checks {

@@ -46,7 +46,8 @@ func (t *Tools) setUpBrowser(cfg Config, logger *slog.Logger) error {
 		Exec: exec, Workspace: t.ws.Dir(), Guard: guard,
 		Timeout: cfg.Browser.Timeout, IdleTimeout: cfg.Browser.IdleTimeout,
 		MaxBrowsers: cfg.Browser.MaxBrowsers, MaxMemory: cfg.Browser.MaxMemory,
-		Clock: cfg.Browser.Clock, Logger: logger.With("tool", "browser"),
+		MaxDownload: cfg.Browser.MaxDownload,
+		Clock:       cfg.Browser.Clock, Logger: logger.With("tool", "browser"),
 	})
 	t.browserStatus = exec
 	return nil

@@ -55,6 +55,8 @@ type BrowserConfig struct {
 	MaxBrowsers int
 	// MaxMemory bounds one browser's resident memory (default 1 GiB).
 	MaxMemory int64
+	// MaxDownload bounds one file a page downloads (default 100 MiB).
+	MaxDownload int64
 	// Clock schedules idle closes (tests).
 	Clock browser.Clock
 }
@@ -216,7 +218,7 @@ func (c Config) validate() error {
 	if c.Fetch.Timeout < 0 || c.Fetch.MaxBytes < 0 {
 		errs = append(errs, errors.New("fetch timeout and max_bytes must not be negative"))
 	}
-	if c.Browser.Timeout < 0 || c.Browser.IdleTimeout < 0 || c.Browser.MaxBrowsers < 0 || c.Browser.MaxMemory < 0 {
+	if c.Browser.Timeout < 0 || c.Browser.IdleTimeout < 0 || c.Browser.MaxBrowsers < 0 || c.Browser.MaxMemory < 0 || c.Browser.MaxDownload < 0 {
 		errs = append(errs, errors.New("browser timeouts and limits must not be negative"))
 	}
 	if c.Search.Timeout < 0 {

@@ -56,6 +56,8 @@ const (
 	DefaultMaxBrowsers = 2
 	DefaultMaxChars    = 20_000
 	DefaultMaxMemory   = 1 << 30
+	DefaultMemoryPoll  = 250 * time.Millisecond
+	DefaultMaxDownload = 100 << 20
 	startTimeout       = 30 * time.Second
 	settleQuiet        = 300 * time.Millisecond
 	settleMax          = 3 * time.Second
@@ -115,9 +117,17 @@ type Config struct {
 	// closes the least recently used (default 2).
 	MaxBrowsers int
 	// MaxMemory bounds a browser's resident memory (all its processes),
-	// checked after each call: above it the browser is closed (default
-	// 1 GiB).
+	// checked every MemoryPoll during a call and after it: above it the
+	// browser is stopped, a call running fails with a tool error, and the
+	// next call starts a new browser (default 1 GiB).
 	MaxMemory int64
+	// MaxDownload bounds one file a page downloads into the workspace's
+	// downloads: a larger one is stopped (or, when it completed before
+	// that, removed) and the call says so (default 100 MiB).
+	MaxDownload int64
+	// MemoryPoll is how often a running call checks the memory (default
+	// 250ms).
+	MemoryPoll time.Duration
 	// MaxChars caps a snapshot's text (default 20000).
 	MaxChars int
 	// Clock schedules idle closes (default: the system clock).
@@ -152,6 +162,12 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.MaxChars <= 0 {
 		cfg.MaxChars = DefaultMaxChars
+	}
+	if cfg.MaxDownload <= 0 {
+		cfg.MaxDownload = DefaultMaxDownload
+	}
+	if cfg.MemoryPoll <= 0 {
+		cfg.MemoryPoll = DefaultMemoryPoll
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = systemClock{}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -377,5 +379,190 @@ func TestBrowserCrashIsAToolErrorAndTheNextCallStartsAnew(t *testing.T) {
 	}
 	if _, err := m.Open(ctx, OpenArgs{URL: srv.URL + "/form"}); err != nil {
 		t.Fatalf("the call after a crash did not start a new browser: %v", err)
+	}
+}
+
+// A page that allocates past tools.browser.max_memory is stopped while
+// its call runs (the page never finishes loading: without the watch the
+// call would end only at its timeout), the call is a tool error saying
+// why, and the next call starts a new browser.
+func TestBrowserMemoryLimitStopsAPageWhileItRuns(t *testing.T) {
+	srv := newRecorder(t, func(w http.ResponseWriter, q *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		switch q.URL.Path {
+		case "/hog":
+			fmt.Fprint(w, `<html><body><h1>Hog</h1><script>
+const keep = [];
+for (let i = 0; i < 64; i++) keep.push(new Uint8Array(16 << 20).fill(i + 1));
+for (;;) {}
+</script></body></html>`)
+		default:
+			fmt.Fprint(w, `<html><body><h1>Small</h1></body></html>`)
+		}
+	})
+	m := manager(t, nil, srv.hostPort())
+	ctx := inThread(t.Context(), "web:hog")
+	if _, err := m.Open(ctx, OpenArgs{URL: srv.URL + "/small"}); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	s := m.sessions["web:hog"]
+	m.mu.Unlock()
+	pid := s.pid()
+	// The bound: what the browser uses now and 256 MiB more; the page
+	// takes 1 GiB.
+	m.cfg.MaxMemory = s.memory() + 256<<20
+	_, err := m.Open(ctx, OpenArgs{URL: srv.URL + "/hog"})
+	if err == nil || !strings.Contains(err.Error(), "tools.browser.max_memory") || !strings.Contains(err.Error(), "stopped during the call") {
+		t.Fatalf("opening the page that allocates gave %v; want a tool error naming the memory limit", err)
+	}
+	if got := m.Running(); len(got) != 0 || alive(pid) {
+		t.Fatalf("after the stop: running %v, browser %d alive %v", got, pid, alive(pid))
+	}
+	p, err := m.Open(ctx, OpenArgs{URL: srv.URL + "/small"})
+	if err != nil || !strings.Contains(p.Content, "Small") {
+		t.Fatalf("the next call: %+v, %v", p, err)
+	}
+	m.mu.Lock()
+	npid := m.sessions["web:hog"].pid()
+	m.mu.Unlock()
+	if npid == pid || npid == 0 {
+		t.Errorf("new pid %d, old %d", npid, pid)
+	}
+}
+
+// Downloads land in the workspace's downloads, bounded by MaxDownload: a
+// small file is saved and the result says where; an endless one is
+// stopped (its server sees the connection closed), its partial file
+// removed, and the result says why.
+func TestBrowserDownloadsAreBounded(t *testing.T) {
+	bigGone := make(chan struct{})
+	var once sync.Once
+	srv := newRecorder(t, func(w http.ResponseWriter, q *http.Request) {
+		switch q.URL.Path {
+		case "/files":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<html><body><h1>Files</h1><a href="/small">the small file</a> <a href="/big">the endless file</a></body></html>`)
+		case "/small":
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Disposition", `attachment; filename="notes.txt"`)
+			_, _ = w.Write([]byte(strings.Repeat("a", 20_000)))
+		case "/big":
+			defer once.Do(func() { close(bigGone) })
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Disposition", `attachment; filename="huge.bin"`)
+			chunk := make([]byte, 64<<10)
+			for q.Context().Err() == nil {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+			}
+		default:
+			http.NotFound(w, q)
+		}
+	})
+	g, err := web.NewGuard(false, []string{srv.hostPort()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	m := New(Config{Exec: chromium(t), Workspace: ws, Guard: g, Timeout: 45 * time.Second, MaxDownload: 1 << 20})
+	t.Cleanup(func() { _ = m.Close() })
+	ctx := inThread(t.Context(), "web:files")
+	p, err := m.Open(ctx, OpenArgs{URL: srv.URL + "/files"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// untilNote returns the notes of the click and of the snapshots after
+	// it, until one contains want (the download's end may reach the
+	// browser after the click's call).
+	untilNote := func(first Page, want string) string {
+		t.Helper()
+		notes := first.Note
+		for i := 0; i < 50 && !strings.Contains(notes, want); i++ {
+			p, err := m.Snapshot(ctx, NoArgs{})
+			if err != nil {
+				t.Fatalf("snapshot: %v", err)
+			}
+			notes += " " + p.Note
+		}
+		if !strings.Contains(notes, want) {
+			t.Fatalf("no note %q; notes: %s", want, notes)
+		}
+		return notes
+	}
+	clicked, err := m.Click(ctx, ClickArgs{Ref: ref(t, p, "the small file")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	untilNote(clicked, "Downloaded notes.txt (20000 bytes) to downloads/notes.txt")
+	if b, err := os.ReadFile(filepath.Join(ws, "downloads", "notes.txt")); err != nil || len(b) != 20_000 {
+		t.Fatalf("the small download: %d bytes, %v", len(b), err)
+	}
+
+	clicked, err = m.Click(ctx, ClickArgs{Ref: ref(t, p, "the endless file")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-bigGone:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the endless download was not stopped")
+	}
+	untilNote(clicked, "The download of huge.bin was stopped and its file removed: it is larger than the limit of 1 MiB (tools.browser.max_download)")
+	err = filepath.WalkDir(filepath.Join(ws, "downloads"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if info, err := d.Info(); err == nil && info.Size() > 1<<20 {
+			t.Errorf("%s is %d bytes, over the limit", path, info.Size())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Opening a browser beyond MaxBrowsers closes the least recently used
+// one; its conversation's next call finds none and browser_open starts a
+// new one, fresh.
+func TestBrowserEvictsTheLeastRecentlyUsed(t *testing.T) {
+	srv := site(t, newRecorder(t, nil))
+	m := manager(t, nil, srv.hostPort())
+	pids := map[string]int{}
+	open := func(thread, path string) Page {
+		t.Helper()
+		p, err := m.Open(inThread(t.Context(), thread), OpenArgs{URL: srv.URL + path})
+		if err != nil {
+			t.Fatalf("%s: %v", thread, err)
+		}
+		m.mu.Lock()
+		pids[thread] = m.sessions[thread].pid()
+		m.mu.Unlock()
+		return p
+	}
+	open("web:a", "/form")
+	open("web:b", "/js")
+	if _, err := m.Snapshot(inThread(t.Context(), "web:a"), NoArgs{}); err != nil { // a is now the more recent
+		t.Fatal(err)
+	}
+	old := pids["web:b"]
+	open("web:c", "/form")
+	if got := m.Running(); !slices.Equal(got, []string{"web:a", "web:c"}) {
+		t.Fatalf("running %v, want web:a and web:c (web:b, the least recently used, closed)", got)
+	}
+	if alive(old) || !alive(pids["web:a"]) || !alive(pids["web:c"]) {
+		t.Fatalf("processes: b %v, a %v, c %v", alive(old), alive(pids["web:a"]), alive(pids["web:c"]))
+	}
+	if _, err := m.Snapshot(inThread(t.Context(), "web:b"), NoArgs{}); err == nil || !strings.Contains(err.Error(), "browser_open") {
+		t.Fatalf("a snapshot in the closed browser's conversation gave %v", err)
+	}
+	if p := open("web:b", "/form"); !strings.Contains(p.Content, "Sign up") || pids["web:b"] == old {
+		t.Fatalf("reopened: pid %d (old %d), page %q", pids["web:b"], old, p.Content)
+	}
+	if got := m.Running(); !slices.Equal(got, []string{"web:b", "web:c"}) {
+		t.Errorf("running %v after reopening web:b, want web:b and web:c", got)
 	}
 }

@@ -46,6 +46,18 @@ type session struct {
 	closed    bool
 	between   []string // requests refused between calls, reported by the next call
 	closeOnce sync.Once
+
+	downloads map[string]*download // running downloads by GUID
+	dlNotes   []string             // how downloads ended, for the next call's result
+	bg        sync.WaitGroup       // download cancels in flight
+}
+
+// download is a file a page is downloading into the workspace.
+type download struct {
+	name    string
+	call    *call // the call it began in (nil: between calls)
+	stopped bool  // cancelled for being over MaxDownload
+	done    chan struct{}
 }
 
 // call is one running tool call on a session.
@@ -63,7 +75,7 @@ type call struct {
 }
 
 func newSession(m *Manager, k string) *session {
-	return &session{m: m, key: k, attr: refAttr(), cleared: map[string]bool{}, used: time.Now()}
+	return &session{m: m, key: k, attr: refAttr(), cleared: map[string]bool{}, used: time.Now(), downloads: map[string]*download{}}
 }
 
 // start launches Chromium with its proxy.
@@ -152,6 +164,9 @@ func (s *session) start() error {
 	if err != nil {
 		return fmt.Errorf("start the browser: set the download folder: %w", err)
 	}
+	if err := chromedp.ListenBrowser(s.tabCtx, s.onBrowserEvent); err != nil {
+		return fmt.Errorf("start the browser: watch downloads: %w", err)
+	}
 	s.m.log.Info("browser started", "thread", s.key, "pid", s.pid(), "proxy", p.addr())
 	return nil
 }
@@ -217,12 +232,14 @@ func (s *session) close() {
 		if s.proxy != nil {
 			s.proxy.close()
 		}
+		s.bg.Wait()
 	})
 }
 
 // do runs f as one call: at most one at a time, bounded by the timeout
-// (approval waits excepted), with the call's gate; then the idle timer is
-// armed and the memory bound checked.
+// (approval waits excepted), with the call's gate and its memory watched
+// (watchMemory); then the idle timer is armed and the memory bound checked
+// once more.
 func (s *session) do(ctx context.Context, f func(c *call) (Page, error)) (Page, error) {
 	s.calls.Lock()
 	defer s.calls.Unlock()
@@ -259,7 +276,16 @@ func (s *session) do(ctx context.Context, f func(c *call) (Page, error)) (Page, 
 		}
 		s.mu.Unlock()
 	}()
+	over := s.watchMemory(cctx, cancel)
 	page, err := f(c)
+	if rss := over(); rss > 0 {
+		// The page went over the memory bound during the call: the
+		// watcher stopped the browser; this call reports it.
+		s.m.drop(s)
+		s.m.closeSession(s)
+		return Page{}, fmt.Errorf("the page made the browser use %d MiB, more than its limit of %d MiB (tools.browser.max_memory), "+
+			"so the browser was stopped during the call; the next browser call starts a new one", rss>>20, s.m.cfg.MaxMemory>>20)
+	}
 	if err != nil && s.dead() {
 		// It crashed during the call: this call reports it, the next
 		// starts a new browser.
@@ -271,6 +297,9 @@ func (s *session) do(ctx context.Context, f func(c *call) (Page, error)) (Page, 
 	}
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("%w (the turn was cancelled)", err)
+	}
+	if err == nil {
+		page.Note = strings.TrimSpace(page.Note + " " + s.awaitDownloads(cctx, c))
 	}
 	c.mu.Lock()
 	page.Refused = append(between, c.refused...)
@@ -286,6 +315,162 @@ func (s *session) do(ctx context.Context, f func(c *call) (Page, error)) (Page, 
 		}
 	}
 	return page, err
+}
+
+// watchMemory checks the browser's resident memory (all its processes)
+// every MemoryPoll while a call runs; above MaxMemory it kills the browser
+// and ends the call (cancel). The returned func stops the watch, waits for
+// it and gives the memory that was over the bound (0: none).
+func (s *session) watchMemory(ctx context.Context, cancel context.CancelFunc) func() int64 {
+	stop, done := make(chan struct{}), make(chan struct{})
+	var over int64
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.m.cfg.MemoryPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if rss := s.memory(); rss > s.m.cfg.MaxMemory {
+				over = rss
+				s.m.log.Warn("browser over its memory bound; stopped", "thread", s.key, "rss_mib", rss>>20, "max_mib", s.m.cfg.MaxMemory>>20)
+				s.kill()
+				cancel()
+				return
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-done
+		return over
+	}
+}
+
+// onBrowserEvent follows the downloads (a ListenBrowser callback: it must
+// not block, so a cancel runs on its own goroutine).
+func (s *session) onBrowserEvent(ev any) {
+	switch e := ev.(type) {
+	case *cdpbrowser.EventDownloadWillBegin:
+		s.mu.Lock()
+		s.downloads[e.GUID] = &download{name: filepath.Base(e.SuggestedFilename), call: s.cur, done: make(chan struct{})}
+		s.mu.Unlock()
+	case *cdpbrowser.EventDownloadProgress:
+		s.progress(e)
+	}
+}
+
+// progress handles a download's progress: one over MaxDownload is
+// cancelled, and how each ends is noted for the next call's result.
+func (s *session) progress(e *cdpbrowser.EventDownloadProgress) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.downloads[e.GUID]
+	if d == nil {
+		return
+	}
+	limit := s.m.cfg.MaxDownload
+	over := int64(e.ReceivedBytes) > limit || int64(e.TotalBytes) > limit
+	tooLarge := fmt.Sprintf("larger than the limit of %s (tools.browser.max_download)", mib(limit))
+	var note string
+	switch e.State {
+	case cdpbrowser.DownloadProgressStateCompleted:
+		path := e.FilePath
+		if path == "" {
+			path = filepath.Join(s.m.cfg.Workspace, "downloads", d.name)
+		}
+		rel, err := filepath.Rel(s.m.cfg.Workspace, path)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			rel = filepath.Join("downloads", d.name)
+		}
+		if over {
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				s.m.log.Warn("could not remove a download over the limit", "thread", s.key, "path", path, "err", err)
+			}
+			note = fmt.Sprintf("The download of %s finished before it could be stopped and was deleted: it is %s.", d.name, tooLarge)
+		} else {
+			note = fmt.Sprintf("Downloaded %s (%d bytes) to %s in the workspace.", d.name, int64(e.ReceivedBytes), filepath.ToSlash(rel))
+		}
+	case cdpbrowser.DownloadProgressStateCanceled:
+		note = fmt.Sprintf("The download of %s was cancelled.", d.name)
+		if d.stopped {
+			note = fmt.Sprintf("The download of %s was stopped and its file removed: it is %s.", d.name, tooLarge)
+		}
+	default:
+		if over && !d.stopped {
+			d.stopped = true
+			s.bg.Add(1)
+			go s.cancelDownload(e.GUID)
+		}
+		return
+	}
+	delete(s.downloads, e.GUID)
+	s.dlNotes = append(s.dlNotes, note)
+	close(d.done)
+}
+
+// cancelDownload stops a download (Chromium removes its partial file).
+func (s *session) cancelDownload(guid string) {
+	defer s.bg.Done()
+	ctx, cancel := context.WithTimeout(s.tabCtx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.CallBrowser(ctx, cdpbrowser.CancelDownload, cdpbrowser.CancelDownloadParams{GUID: guid}); err != nil && s.tabCtx.Err() == nil {
+		s.m.log.Warn("could not stop a download over the limit", "thread", s.key, "err", err)
+	}
+}
+
+// awaitDownloads waits (while ctx lasts) for the downloads that began in
+// call c or between calls, and those being stopped, and says how the
+// downloads that ended since the last call did; one still running is
+// said to be.
+func (s *session) awaitDownloads(ctx context.Context, c *call) string {
+	s.mu.Lock()
+	var wait []*download
+	for _, d := range s.downloads {
+		if d.call == c || d.call == nil || d.stopped {
+			wait = append(wait, d)
+		}
+	}
+	s.mu.Unlock()
+	for _, d := range wait {
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	notes := s.dlNotes
+	s.dlNotes = nil
+	for _, d := range wait {
+		select {
+		case <-d.done:
+		default:
+			d.call = c // reported once as running
+			notes = append(notes, fmt.Sprintf("Still downloading %s; a later browser call says how it ended.", d.name))
+		}
+	}
+	return strings.Join(notes, " ")
+}
+
+// mib formats n bytes in MiB.
+func mib(n int64) string {
+	if n%(1<<20) == 0 {
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+}
+
+// kill ends the browser process at once (its child processes die with it).
+func (s *session) kill() {
+	if c := chromedp.FromContext(s.tabCtx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
+		_ = c.Browser.Process().Kill()
+	}
 }
 
 // explain turns a chromedp error into one the model can act on.
