@@ -368,6 +368,9 @@ type attack struct {
 
 func (r *exfilRig) run(t *testing.T, a attack) {
 	t.Helper()
+	if strings.HasPrefix(a.name, "browser-") {
+		needChromium(t)
+	}
 	thread := "web:" + a.name
 	r.mu.Lock()
 	for i, tu := range a.turns {
