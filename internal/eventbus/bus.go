@@ -127,6 +127,12 @@ type Bus struct {
 	byName  map[string]*subscriber
 	running bool
 
+	// pubMu is held by the Publish writing the queued events (queued,
+	// under qmu): see writeQueued.
+	pubMu  sync.Mutex
+	qmu    sync.Mutex
+	queued []*queuedEvent
+
 	wmu      sync.RWMutex
 	watchers map[*watcher]struct{}
 	dropped  atomic.Int64
@@ -210,19 +216,64 @@ func (b *Bus) PublishID(ctx context.Context, topic string, payload any) (int64, 
 		return 0, fmt.Errorf("publish %s: %w", topic, err)
 	}
 	data = b.opts.Secrets.RedactJSON(data)
-	now := b.opts.Now()
-	res, err := b.db.ExecContext(ctx,
-		`INSERT INTO events (topic, payload, created_at) VALUES (?, ?, ?)`,
-		topic, string(data), now.UnixNano())
-	if err != nil {
-		return 0, fmt.Errorf("publish %s: %w", topic, err)
+	p := &queuedEvent{ev: extension.Event{Topic: topic, Payload: data, Time: b.opts.Now()}, done: make(chan struct{})}
+	b.qmu.Lock()
+	b.queued = append(b.queued, p)
+	b.qmu.Unlock()
+	b.pubMu.Lock()
+	select {
+	case <-p.done: // written with an earlier caller's
+	default:
+		b.qmu.Lock()
+		batch := b.queued
+		b.queued = nil
+		b.qmu.Unlock()
+		// The batch holds other callers' events: one caller's end must
+		// not cut theirs short.
+		b.writeQueued(context.WithoutCancel(ctx), batch)
 	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return 0, fmt.Errorf("publish %s: read event id: %w", topic, err)
+	b.pubMu.Unlock()
+	if p.err != nil {
+		return 0, fmt.Errorf("publish %s: %w", topic, p.err)
 	}
-	b.published([]extension.Event{{ID: id, Topic: topic, Payload: data, Time: now}})
-	return id, nil
+	return p.ev.ID, nil
+}
+
+// queuedEvent is a Publish waiting for its event to be written, and then
+// the outcome (ev.ID set, or err).
+type queuedEvent struct {
+	ev   extension.Event
+	done chan struct{}
+	err  error
+}
+
+// writeQueued writes the events queued by concurrent Publish calls in one
+// transaction (group commit) and tells each caller, who holds pubMu. Every
+// event was an autocommit insert of its own, a WAL commit each; a turn
+// publishes several, and concurrent turns' now share a commit. Each caller
+// still returns only once its event is committed.
+func (b *Bus) writeQueued(ctx context.Context, batch []*queuedEvent) {
+	evs := make([]extension.Event, len(batch))
+	for i, q := range batch {
+		evs[i] = q.ev
+	}
+	var err error
+	if len(evs) == 1 {
+		// alone: an autocommit insert, without BEGIN and COMMIT
+		var res sql.Result
+		if res, err = b.db.ExecContext(ctx, insertRows(1), evs[0].Topic, string(evs[0].Payload), evs[0].Time.UnixNano()); err == nil {
+			evs[0].ID, err = res.LastInsertId()
+		}
+	} else {
+		err = sqlite.Tx(ctx, b.db, func(tx *sql.Tx) error { return insertEvents(ctx, tx, evs) })
+	}
+	if err == nil {
+		b.published(evs)
+	}
+	for i, q := range batch {
+		q.ev.ID, q.err = evs[i].ID, err
+		close(q.done)
+	}
 }
 
 // PublishBatch persists msgs in one transaction: all of them or, on error,
@@ -244,55 +295,58 @@ func (b *Bus) PublishBatch(ctx context.Context, msgs []Message) error {
 		data = b.opts.Secrets.RedactJSON(data)
 		evs[i] = extension.Event{Topic: m.Topic, Payload: data, Time: now}
 	}
-	err := sqlite.Tx(ctx, b.db, func(tx *sql.Tx) error {
-		// Multi-row inserts cut the per-statement overhead; 300 rows × 3
-		// parameters stays under SQLite's default 32766-variable limit.
-		const chunk = 300
-		var stmt *sql.Stmt
-		defer func() {
-			if stmt != nil {
-				stmt.Close()
-			}
-		}()
-		args := make([]any, 0, 3*chunk)
-		nanos := now.UnixNano()
-		for start := 0; start < len(evs); start += chunk {
-			part := evs[start:min(start+chunk, len(evs))]
-			args = args[:0]
-			for _, ev := range part {
-				args = append(args, ev.Topic, string(ev.Payload), nanos)
-			}
-			var res sql.Result
-			var err error
-			if len(part) == chunk {
-				if stmt == nil {
-					if stmt, err = tx.PrepareContext(ctx, insertRows(chunk)); err != nil {
-						return err
-					}
-				}
-				res, err = stmt.ExecContext(ctx, args...)
-			} else {
-				res, err = tx.ExecContext(ctx, insertRows(len(part)), args...)
-			}
-			if err != nil {
-				return err
-			}
-			// A multi-row INSERT assigns consecutive rowids (one writer,
-			// AUTOINCREMENT); the last one is the last row's.
-			last, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			for i := range part {
-				part[i].ID = last - int64(len(part)-1-i)
-			}
-		}
-		return nil
-	})
+	err := sqlite.Tx(ctx, b.db, func(tx *sql.Tx) error { return insertEvents(ctx, tx, evs) })
 	if err != nil {
 		return fmt.Errorf("publish batch of %d events: %w", len(msgs), err)
 	}
 	b.published(evs)
+	return nil
+}
+
+// insertEvents inserts evs within tx and sets their IDs, consecutive in
+// the order given.
+func insertEvents(ctx context.Context, tx *sql.Tx, evs []extension.Event) error {
+	// Multi-row inserts cut the per-statement overhead; 300 rows × 3
+	// parameters stays under SQLite's default 32766-variable limit.
+	const chunk = 300
+	var stmt *sql.Stmt
+	defer func() {
+		if stmt != nil {
+			stmt.Close()
+		}
+	}()
+	args := make([]any, 0, 3*min(chunk, len(evs)))
+	for start := 0; start < len(evs); start += chunk {
+		part := evs[start:min(start+chunk, len(evs))]
+		args = args[:0]
+		for _, ev := range part {
+			args = append(args, ev.Topic, string(ev.Payload), ev.Time.UnixNano())
+		}
+		var res sql.Result
+		var err error
+		if len(part) == chunk {
+			if stmt == nil {
+				if stmt, err = tx.PrepareContext(ctx, insertRows(chunk)); err != nil {
+					return err
+				}
+			}
+			res, err = stmt.ExecContext(ctx, args...)
+		} else {
+			res, err = tx.ExecContext(ctx, insertRows(len(part)), args...)
+		}
+		if err != nil {
+			return err
+		}
+		// A multi-row INSERT assigns consecutive rowids (one writer,
+		// AUTOINCREMENT); the last one is the last row's.
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		for i := range part {
+			part[i].ID = last - int64(len(part)-1-i)
+		}
+	}
 	return nil
 }
 

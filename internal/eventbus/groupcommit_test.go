@@ -1,0 +1,84 @@
+package eventbus
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// TestPublishGroupCommit: Publish calls that wait for the writer are
+// written together by the first to get it (one transaction): each caller
+// gets its own event's id once it is committed, the ids are distinct and
+// consecutive, the stored events are the callers', and a watcher sees every
+// one.
+func TestPublishGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	db, _ := tempDB(t)
+	b := openBus(t, db, Options{})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := b.Watch(wctx, "gc.", 64)
+
+	const callers = 10
+	ids := make([]int64, callers)
+	errs := make([]error, callers)
+	b.pubMu.Lock() // the calls queue up behind it
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			ids[c], errs[c] = b.PublishID(ctx, "gc.test", map[string]int{"caller": c})
+		})
+	}
+	for {
+		b.qmu.Lock()
+		n := len(b.queued)
+		b.qmu.Unlock()
+		if n == callers {
+			break
+		}
+		runtime.Gosched()
+	}
+	b.pubMu.Unlock()
+	wg.Wait()
+
+	for c, err := range errs {
+		if err != nil || ids[c] == 0 {
+			t.Fatalf("caller %d: id %d, %v", c, ids[c], err)
+		}
+	}
+	sorted := slices.Sorted(slices.Values(ids))
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] != sorted[i-1]+1 {
+			t.Fatalf("ids %v are not distinct and consecutive", sorted)
+		}
+	}
+	evs, err := b.Recent(ctx, "gc.", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != callers {
+		t.Fatalf("%d events stored, want %d", len(evs), callers)
+	}
+	for _, ev := range evs {
+		var p struct{ Caller int }
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if ids[p.Caller] != ev.ID {
+			t.Errorf("event %d holds caller %d's payload, whose id is %d", ev.ID, p.Caller, ids[p.Caller])
+		}
+	}
+	got := map[int64]bool{}
+	for range callers {
+		ev := <-watch
+		got[ev.ID] = true
+	}
+	for c, id := range ids {
+		if !got[id] {
+			t.Errorf("the watcher missed caller %d's event %d", c, id)
+		}
+	}
+}
