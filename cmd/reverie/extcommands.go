@@ -4,12 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/api/client"
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extension/command"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/sqlite"
@@ -44,6 +47,24 @@ func (e commandEnv) OpenDatabase(ctx context.Context) (*sql.DB, error) {
 		return nil, err
 	}
 	return sqlite.Open(ctx, path)
+}
+
+func (e commandEnv) RunAgent(ctx context.Context, o command.AgentOptions) (*api.Services, func(), error) {
+	dir, err := e.DataDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	logs := o.Logs
+	if logs == nil {
+		logs = io.Discard
+	}
+	a, stop, err := inProcess{dir: dir, env: e.env, lockedHint: o.LockedHint,
+		keep: func(info extension.Info) bool { return !channelExtensions[info.ID] },
+	}.run(ctx, e.g.config, logs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.API, stop, nil
 }
 
 // addExtensionCommands adds the commands the linked extensions registered

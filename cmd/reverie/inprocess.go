@@ -35,15 +35,21 @@ type inProcess struct {
 // start builds the agent, runs it and waits until it is ready. The agent's
 // logs go to stderr with --verbose. stop ends the agent and waits for it.
 func (p inProcess) start(ctx context.Context, cmd *cobra.Command, g *globalFlags) (a *app.App, stop func(), err error) {
+	logs := io.Discard
+	if v, _ := cmd.Flags().GetBool("verbose"); v {
+		logs = cmd.ErrOrStderr()
+	}
+	return p.run(ctx, g.config, logs)
+}
+
+// run is start with the configuration file (g.config) and the writer of
+// the agent's logs given.
+func (p inProcess) run(ctx context.Context, configPath string, logs io.Writer) (a *app.App, stop func(), err error) {
 	var registry []extension.Info
 	for _, info := range extension.Registered() {
 		if p.keep(info) {
 			registry = append(registry, info)
 		}
-	}
-	logs := io.Discard
-	if v, _ := cmd.Flags().GetBool("verbose"); v {
-		logs = cmd.ErrOrStderr()
 	}
 	// A one-shot command keeps the start's collector pace until it stops
 	// the agent; an agent that stays goes back to the usual pace with its
@@ -54,7 +60,7 @@ func (p inProcess) start(ctx context.Context, cmd *cobra.Command, g *globalFlags
 			restoreGC()
 		}
 	}()
-	a, err = app.New(ctx, app.Options{DataDir: p.dir, ConfigPath: g.config, Env: p.env, Console: logs,
+	a, err = app.New(ctx, app.Options{DataDir: p.dir, ConfigPath: configPath, Env: p.env, Console: logs,
 		Registry: registry, OneShot: p.oneShot, Settled: restoreGC})
 	if err != nil {
 		if errors.Is(err, datadir.ErrLocked) {

@@ -23,12 +23,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/api/client"
 )
 
@@ -46,6 +48,21 @@ type Env interface {
 	// yet is not created: the error wraps fs.ErrNotExist. Extensions
 	// migrate their own tables before using them.
 	OpenDatabase(ctx context.Context) (*sql.DB, error)
+	// RunAgent runs the agent in this process, with every enabled
+	// extension but the channels (the command is the way in), and returns
+	// its services once it is ready; stop ends it and waits for it. Use it
+	// only when Agent found none: the data dir takes one agent at a time
+	// (the error then says another holds it, with o.LockedHint).
+	RunAgent(ctx context.Context, o AgentOptions) (svc *api.Services, stop func(), err error)
+}
+
+// AgentOptions adjust Env.RunAgent.
+type AgentOptions struct {
+	// Logs receives the agent's log lines (nil: discarded).
+	Logs io.Writer
+	// LockedHint is added to the error when another agent holds the data
+	// dir (what to do instead).
+	LockedHint string
 }
 
 // Info registers one top-level subcommand.

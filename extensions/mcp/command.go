@@ -1,16 +1,25 @@
-package main
+package mcp
 
 import (
+	"io"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/reverie-ai/reverie/extension"
-	"github.com/reverie-ai/reverie/extensions/mcp"
+	"github.com/reverie-ai/reverie/extension/command"
 )
 
-func newMCPCmd(g *globalFlags, env []string) *cobra.Command {
+func init() {
+	command.Register(command.Info{Extension: ID, Name: "mcp", New: newCommand})
+}
+
+// newCommand is `reverie mcp`: Reverie as an MCP server on standard input
+// and output. Beside a running agent it is a bridge to the agent's /mcp
+// endpoint through the control socket; otherwise the agent runs in this
+// process, without its channels.
+func newCommand(env command.Env) *cobra.Command {
+	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve Reverie's memory, pulse and reminders to an MCP client over stdio",
@@ -22,30 +31,32 @@ client that launches "reverie mcp" works beside the service); otherwise the agen
 process. Logs go to standard error with --verbose.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := g.dataDir(env)
+			dir, err := env.DataDir()
 			if err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			c, err := runningAgent(ctx, dir)
+			c, err := env.Agent(ctx)
 			if err != nil {
 				return err
 			}
 			if c != nil {
-				return mcp.BridgeStdio(ctx, c.MCPEndpoint(), c.HTTPClient(), cmd.InOrStdin(), cmd.OutOrStdout())
+				return BridgeStdio(ctx, c.MCPEndpoint(), c.HTTPClient(), cmd.InOrStdin(), cmd.OutOrStdout())
 			}
-			a, stopAgent, err := inProcess{dir: dir, env: env,
-				keep:       func(info extension.Info) bool { return !channelExtensions[info.ID] },
-				lockedHint: "an agent is running on this data dir: use its streamable HTTP endpoint (/mcp on the web listener) instead",
-			}.start(ctx, cmd, g)
+			var logs io.Writer
+			if verbose {
+				logs = cmd.ErrOrStderr()
+			}
+			svc, stopAgent, err := env.RunAgent(ctx, command.AgentOptions{Logs: logs,
+				LockedHint: "an agent is running on this data dir: use its streamable HTTP endpoint (/mcp on the web listener) instead"})
 			if err != nil {
 				return err
 			}
 			defer stopAgent()
-			return mcp.ServeStdio(ctx, a.API, dir, cmd.InOrStdin(), cmd.OutOrStdout())
+			return ServeStdio(ctx, svc, dir, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolP("verbose", "v", false, "show the agent's logs on standard error")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show the agent's logs on standard error")
 	return cmd
 }
