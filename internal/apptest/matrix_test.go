@@ -1091,11 +1091,21 @@ func TestMatrixSendFailsForAWhile(t *testing.T) {
 	proxy := w.srv.LimitSends(t, 0, 0)
 	var mu sync.Mutex
 	var waits []time.Duration
-	// The backoff is recorded, not waited: the test does not take a minute.
+	var block atomic.Bool
+	blocked := make(chan struct{}, 1)
+	// The backoff is recorded, not waited: the test does not take a
+	// minute. With block set a wait lasts until its context ends.
 	sleep := func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		waits = append(waits, d)
 		mu.Unlock()
+		if block.Load() {
+			select {
+			case blocked <- struct{}{}:
+			default:
+			}
+			<-ctx.Done()
+		}
 		return ctx.Err()
 	}
 	h := Start(t, WithExtensions(matrix.Info(matrix.Options{Sleep: sleep})), WithEnv(
@@ -1139,8 +1149,29 @@ func TestMatrixSendFailsForAWhile(t *testing.T) {
 		t.Errorf("the reply is in the room %d times, want once", n)
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	if n := len(waits) - before; n < failures {
 		t.Errorf("%d waits between the attempts, want at least %d: %v", n, failures, waits[before:])
+	}
+	mu.Unlock()
+
+	// A stop while a reply waits to be sent again ends the retries: the
+	// shutdown does not wait minutes for a failing homeserver.
+	block.Store(true)
+	proxy.FailNext(1000)
+	alice.Send(t, room, "and now?")
+	select {
+	case <-blocked:
+	case <-time.After(matrixtest.WaitTimeout):
+		t.Fatal("the channel never waited to send the reply again")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.Stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	case <-time.After(matrixtest.WaitTimeout):
+		t.Fatalf("the stop still waited after %s for the reply's retries", matrixtest.WaitTimeout)
 	}
 }
