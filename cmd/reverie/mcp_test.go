@@ -83,7 +83,9 @@ func TestMemoryImportFromMCP(t *testing.T) {
 		t.Fatalf("init: %d %s %s", code, out, errs)
 	}
 	graph := filepath.Join(t.TempDir(), "memory.jsonl")
-	lines := `{"type":"entity","name":"Alice","entityType":"person","observations":["works at Acme","likes green tea"]}
+	// The last observation is refused (it looks like a credential) and
+	// named on stderr with its escape sequence shown, not sent raw.
+	lines := `{"type":"entity","name":"Alice","entityType":"person","observations":["works at Acme","likes green tea","password: hunter2\u001b[2K"]}
 {"type":"entity","name":"Acme","entityType":"company","observations":["makes anvils"]}
 {"type":"relation","from":"Alice","to":"Acme","relationType":"works_at"}
 `
@@ -96,7 +98,8 @@ func TestMemoryImportFromMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := runCLI(t, env, "memory", "import", "--data", dir, "--from-mcp", "kg", "--tool", "read_graph")
-	if code != ExitOK || !strings.Contains(out, "imported 3 memories from MCP server kg") {
+	if code != ExitOK || !strings.Contains(out, "imported 3 memories from MCP server kg (0 already known, 1 refused)") ||
+		!strings.Contains(errs, `password: hunter2\x1b[2K`) || strings.Contains(errs, "\x1b") {
 		t.Fatalf("import: %d %q %q", code, out, errs)
 	}
 	code, out, _ = runCLI(t, env, "memory", "search", "--data", dir, "green tea")
@@ -121,7 +124,8 @@ func TestMemoryImportFromMCP(t *testing.T) {
 	}
 	startAgent(t, dir, childEnv(t, "REVERIE_WEB__LISTEN="+freeAddr(t), "REVERIE_LOG__FILE=false"))
 	code, out, errs = runCLI(t, env, "memory", "import", "--data", dir, "--from-mcp", "kg", "--tool", "read_graph")
-	if code != ExitOK || !strings.Contains(out, "imported 1 memories from MCP server kg (3 already known, 0 refused)") {
+	if code != ExitOK || !strings.Contains(out, "imported 1 memories from MCP server kg (3 already known, 1 refused)") ||
+		!strings.Contains(errs, `password: hunter2\x1b[2K`) || strings.Contains(errs, "\x1b") {
 		t.Fatalf("import beside the agent: %d %q %q", code, out, errs)
 	}
 	code, out, _ = runCLI(t, env, "memory", "list", "--data", dir, "--json")

@@ -13,6 +13,8 @@ import (
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/extensions/mcp"
 	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/textclip"
+	"github.com/reverie-ai/reverie/termtext"
 )
 
 // newMemoryImportCmd is `reverie memory import --from-mcp SERVER`: copy an
@@ -67,7 +69,8 @@ the store is opened in this process.`,
 					switch {
 					case err != nil:
 						refused++
-						fmt.Fprintf(cmd.ErrOrStderr(), "not imported (%v): %.80s\n", err, t)
+						// The server's text is shown escaped: it cannot drive the terminal.
+						fmt.Fprintf(cmd.ErrOrStderr(), "not imported (%s): %s\n", termtext.Line(err.Error()), termtext.Line(textclip.Runes(t, 80)))
 					case m.Existing:
 						existing++
 					default:
