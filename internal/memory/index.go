@@ -5,13 +5,12 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
-	"unique"
 
 	"github.com/reverie-ai/reverie/internal/embed"
 )
 
-// meta is the per-memory state the recall path needs without touching the
-// database.
+// meta is a memory's metadata as read from the database or a Memory: what
+// the index is given (put, setMeta) and gives back (metaAt).
 type meta struct {
 	kind        Kind
 	createdAt   int64 // unix nanoseconds
@@ -21,16 +20,11 @@ type meta struct {
 	lastAccess  int64 // 0 = never
 	accessCount int32
 	temporal    bool // text mentions a date or relative time
-	hasVector   bool
 	thread      string
 	session     string
 	speaker     string // normalised Memory.Speaker (normSpeaker), "" when none
 	role        Role
 	words       uint16 // word count of the text (as the text index counts)
-	// prev and next link an episode to the episodes told just before and
-	// after it in the same thread and session (ids, 0 = none); written at
-	// ingest, followed by recall's spreading.
-	prev, next int64
 }
 
 // setText sets the fields derived from the memory's text.
@@ -39,22 +33,101 @@ func (m *meta) setText(text string) {
 	m.words = uint16(min(embed.CountWords(text), math.MaxUint16))
 }
 
-// chained reports whether m takes part in its thread's episode chain.
-func (m *meta) chained() bool { return m.kind == KindEpisode && m.thread != "" }
-
-// chainKey identifies the chain of a thread's session.
-func (m *meta) chainKey() string { return m.thread + "\x00" + m.session }
-
-// intern returns the canonical copy of s (unique.Make): the index's
-// memories of one thread, session, speaker, kind or role share one string
-// instead of each holding the copy it was read or made with (at 100k
-// memories read from the database, five strings each).
-func intern[S ~string](s S) S {
-	if s == "" {
-		return s
-	}
-	return S(unique.Make(string(s)).Value())
+// slotMeta is the per-memory state the recall path needs without touching
+// the database, as the index keeps it for every memory: 80 bytes and no
+// pointers (a memory's thread, session and speaker are symbols of the
+// index, its kind and role small codes), so that the metadata of every
+// memory is one array the garbage collector need not scan.
+type slotMeta struct {
+	createdAt  int64 // unix nanoseconds
+	validFrom  int64
+	validTo    int64 // 0 = current
+	eventTime  int64 // 0 = unknown
+	lastAccess int64 // 0 = never
+	// prev and next link an episode to the episodes told just before and
+	// after it in the same thread and session (ids, 0 = none); written at
+	// ingest, followed by recall's spreading.
+	prev, next  int64
+	accessCount int32
+	thread      sym
+	session     sym
+	speaker     sym
+	words       uint16
+	kind        kindCode
+	role        roleCode
+	temporal    bool
+	hasVector   bool
 }
+
+// sym is a string of the index's symbol table (index.syms); 0 is "".
+type sym uint32
+
+// noSym matches no memory's symbol (a string the index does not hold).
+const noSym = sym(math.MaxUint32)
+
+// kindCode is a Kind as a small number: its position in Kinds plus one (0
+// for any other kind).
+type kindCode uint8
+
+func codeOfKind(k Kind) kindCode {
+	if i := slices.Index(Kinds, k); i >= 0 {
+		return kindCode(i + 1)
+	}
+	return 0
+}
+
+// Kind returns the kind c stands for ("" for 0).
+func (c kindCode) Kind() Kind {
+	if c == 0 || int(c) > len(Kinds) {
+		return ""
+	}
+	return Kinds[c-1]
+}
+
+var (
+	kindEpisode    = codeOfKind(KindEpisode)
+	kindPreference = codeOfKind(KindPreference)
+	kindProcedure  = codeOfKind(KindProcedure)
+	kindOpinion    = codeOfKind(KindOpinion)
+)
+
+// roleCode is a Role as a small number (0 for "" and any other role).
+type roleCode uint8
+
+const (
+	roleNone roleCode = iota
+	roleUser
+	roleAssistant
+)
+
+func codeOfRole(r Role) roleCode {
+	switch r {
+	case RoleUser:
+		return roleUser
+	case RoleAssistant:
+		return roleAssistant
+	}
+	return roleNone
+}
+
+// Role returns the role c stands for.
+func (c roleCode) Role() Role {
+	switch c {
+	case roleUser:
+		return RoleUser
+	case roleAssistant:
+		return RoleAssistant
+	}
+	return ""
+}
+
+// chained reports whether m takes part in its thread's episode chain.
+func (m *slotMeta) chained() bool { return m.kind == kindEpisode && m.thread != 0 }
+
+// chain identifies the episode chain of a thread's session.
+type chain struct{ thread, session sym }
+
+func (m *slotMeta) chainKey() chain { return chain{m.thread, m.session} }
 
 // normSpeaker is the form speakers are compared in: the words of the name,
 // lower-cased (embed.Words), joined by single spaces.
@@ -71,16 +144,22 @@ type index struct {
 	words int // uint64 words per sign sketch
 
 	ids   []int64
-	metas []meta
+	metas []slotMeta
 	q     []int8 // len(ids)*dims, in space
 	space vecSpace
 	scale []float32 // per-slot dequantisation factor (0 when no vector)
 	sign  []uint64  // len(ids)*words
 	slot  map[int64]int
 
+	// syms holds the strings of the memories' threads, sessions and
+	// speakers, each once (symOf finds them); a string stays when its last
+	// memory goes (there are few: conversations, their sessions, people).
+	syms  []string
+	symOf map[string]sym
+
 	speakers map[string]int // speaker → number of memories with that speaker
-	// last is the id of the latest episode of each chain (chainKey).
-	last map[string]int64
+	// last is the id of the latest episode of each chain.
+	last map[chain]int64
 }
 
 // newIndex returns an empty index keeping its vectors in the heap.
@@ -88,7 +167,38 @@ func newIndex(dims int) *index { return newIndexIn(dims, heapSpace{}) }
 
 // newIndexIn returns an empty index keeping its vectors in space.
 func newIndexIn(dims int, space vecSpace) *index {
-	return &index{dims: dims, words: (dims + 63) / 64, space: space, slot: map[int64]int{}, speakers: map[string]int{}, last: map[string]int64{}}
+	return &index{dims: dims, words: (dims + 63) / 64, space: space, slot: map[int64]int{},
+		syms: []string{""}, symOf: map[string]sym{"": 0}, speakers: map[string]int{}, last: map[chain]int64{}}
+}
+
+// symbol returns str's symbol, adding it to the table when new.
+func (x *index) symbol(str string) sym {
+	if y, ok := x.symOf[str]; ok {
+		return y
+	}
+	y := sym(len(x.syms))
+	x.syms = append(x.syms, str)
+	x.symOf[str] = y
+	return y
+}
+
+// lookup returns str's symbol, or noSym when no memory ever had it.
+func (x *index) lookup(str string) sym {
+	if y, ok := x.symOf[str]; ok {
+		return y
+	}
+	return noSym
+}
+
+// str returns the string of symbol y.
+func (x *index) str(y sym) string { return x.syms[y] }
+
+// metaAt returns the metadata of the memory at slot s.
+func (x *index) metaAt(s int) meta {
+	m := &x.metas[s]
+	return meta{kind: m.kind.Kind(), createdAt: m.createdAt, validFrom: m.validFrom, validTo: m.validTo,
+		eventTime: m.eventTime, lastAccess: m.lastAccess, accessCount: m.accessCount, temporal: m.temporal,
+		thread: x.str(m.thread), session: x.str(m.session), speaker: x.str(m.speaker), role: m.role.Role(), words: m.words}
 }
 
 // growRows makes room for rows more vectors in x.q (doubling, so that
@@ -130,23 +240,21 @@ func (x *index) put(id int64, m meta, vec []float32) {
 		s = len(x.ids)
 		x.slot[id] = s
 		x.ids = append(x.ids, id)
-		x.metas = append(x.metas, meta{})
+		x.metas = append(x.metas, slotMeta{})
 		x.growRows(1)
 		x.q = x.q[:len(x.q)+x.dims] // put writes every byte of the row
 		x.scale = append(x.scale, 0)
 		x.sign = append(x.sign, make([]uint64, x.words)...)
 	}
-	m.hasVector = len(vec) == x.dims
-	if ok {
-		x.setMeta(s, m)
-	} else {
-		x.setMeta(s, m)
+	x.setMeta(s, m)
+	x.metas[s].hasVector = len(vec) == x.dims
+	if !ok {
 		x.link(id, s)
 	}
 	q := x.q[s*x.dims : (s+1)*x.dims]
 	sg := x.sign[s*x.words : (s+1)*x.words]
 	clear(sg)
-	if !m.hasVector {
+	if !x.metas[s].hasVector {
 		clear(q)
 		x.scale[s] = 0
 		return
@@ -159,19 +267,19 @@ func (x *index) put(id int64, m meta, vec []float32) {
 	}
 }
 
-// setMeta replaces slot s's metadata, keeping its chain links and the
-// speaker counts; a change of thread or session leaves the links as they
-// were (the episode stays where it was told).
+// setMeta replaces slot s's metadata, keeping its chain links, whether it
+// has a vector and the speaker counts; a change of thread or session leaves
+// the links as they were (the episode stays where it was told).
 func (x *index) setMeta(s int, m meta) {
-	m.kind, m.role = intern(m.kind), intern(m.role)
-	m.thread, m.session, m.speaker = intern(m.thread), intern(m.session), intern(m.speaker)
 	old := &x.metas[s]
 	x.dropSpeaker(old.speaker)
-	m.prev, m.next = old.prev, old.next
 	if m.speaker != "" {
 		x.speakers[m.speaker]++
 	}
-	x.metas[s] = m
+	*old = slotMeta{createdAt: m.createdAt, validFrom: m.validFrom, validTo: m.validTo, eventTime: m.eventTime,
+		lastAccess: m.lastAccess, prev: old.prev, next: old.next, accessCount: m.accessCount,
+		thread: x.symbol(m.thread), session: x.symbol(m.session), speaker: x.symbol(m.speaker), words: m.words,
+		kind: codeOfKind(m.kind), role: codeOfRole(m.role), temporal: m.temporal, hasVector: old.hasVector}
 }
 
 // link appends a new episode (id at slot s) to its chain.
@@ -233,10 +341,11 @@ func (x *index) remove(id int64) {
 	x.sign = x.sign[:last*x.words]
 }
 
-func (x *index) dropSpeaker(sp string) {
-	if sp == "" {
+func (x *index) dropSpeaker(y sym) {
+	if y == 0 {
 		return
 	}
+	sp := x.str(y)
 	if x.speakers[sp]--; x.speakers[sp] <= 0 {
 		delete(x.speakers, sp)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/reverie-ai/reverie/internal/embed"
@@ -99,6 +100,112 @@ func TestIndexRemoveAndTextIndexCompaction(t *testing.T) {
 	for _, h := range hits {
 		if h.id <= 2500 {
 			t.Fatalf("removed memory %d found", h.id)
+		}
+	}
+}
+
+func TestPostingEncoding(t *testing.T) {
+	type posting struct {
+		doc uint32
+		tf  int
+	}
+	tests := []struct {
+		name string
+		in   []posting
+		want []uint8 // tf as decoded
+		size int     // encoded bytes
+	}{
+		{name: "first document is 0", in: []posting{{0, 1}}, want: []uint8{1}, size: 1},
+		{name: "consecutive documents take a byte each", in: []posting{{3, 1}, {4, 1}, {5, 1}}, want: []uint8{1, 1, 1}, size: 3},
+		{name: "term frequency above 1 adds a byte", in: []posting{{1, 2}, {2, 7}}, want: []uint8{2, 7}, size: 4},
+		{name: "frequency clipped at 255", in: []posting{{1, 300}}, want: []uint8{255}, size: 2},
+		{name: "gap of 64 needs two bytes", in: []posting{{0, 1}, {64, 1}}, want: []uint8{1, 1}, size: 3},
+		{name: "large gaps", in: []posting{{1 << 20, 1}, {1<<31 - 1, 3}}, want: []uint8{1, 3}, size: 4 + 5 + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var p []byte
+			var last uint32
+			for _, x := range tt.in {
+				p = appendPosting(p, last, x.doc, x.tf)
+				last = x.doc
+			}
+			if len(p) != tt.size {
+				t.Errorf("encoded in %d bytes, want %d", len(p), tt.size)
+			}
+			var d uint32
+			var tf uint8
+			var n int
+			for i := 0; i < len(p); n++ {
+				d, tf, i = nextPosting(p, i, d)
+				if n >= len(tt.in) || d != tt.in[n].doc || tf != tt.want[n] {
+					t.Fatalf("posting %d decoded as doc %d tf %d, want %+v tf %d", n, d, tf, tt.in[min(n, len(tt.in)-1)], tt.want[min(n, len(tt.want)-1)])
+				}
+			}
+			if n != len(tt.in) {
+				t.Fatalf("decoded %d postings, want %d", n, len(tt.in))
+			}
+		})
+	}
+}
+
+// TestTextIndexCompactionKeepsScores checks that a text index after
+// updates, removals and compaction ranks exactly as one built afresh from
+// the documents that are left, in the same order.
+func TestTextIndexCompactionKeepsScores(t *testing.T) {
+	words := strings.Fields("garden bike piano boat kitchen camera novel tent violin car Lyon Oslo Kyoto Lisbon weekend trip fixed repaired played")
+	text := func(i int64, v int) string {
+		var b strings.Builder
+		for j := range 3 + i%7 {
+			b.WriteString(words[(i*int64(j+1)+int64(v)*5+j)%int64(len(words))] + " ")
+		}
+		if i%11 == 0 {
+			b.WriteString("garden garden garden")
+		}
+		return b.String()
+	}
+	old, fresh := newTextIndex(), newTextIndex()
+	for i := int64(1); i <= 4000; i++ {
+		old.put(i, text(i, 0))
+	}
+	for i := int64(1); i <= 4000; i++ {
+		switch {
+		case i%3 != 0:
+			old.remove(i)
+		case i%9 == 0:
+			old.put(i, text(i, 1)) // an update: a new document for the same id
+		}
+	}
+	// the same live documents, put in the order the old index now holds them
+	for _, id := range old.docID {
+		if id == 0 {
+			continue
+		}
+		v := 0
+		if id%9 == 0 {
+			v = 1
+		}
+		fresh.put(id, text(id, v))
+	}
+	if old.live != fresh.live || old.totalLen != fresh.totalLen {
+		t.Fatalf("live %d/%d, total length %d/%d", old.live, fresh.live, old.totalLen, fresh.totalLen)
+	}
+	all := func(int64) bool { return true }
+	for _, q := range []string{"garden", "bike trip to Lyon", "the camera and the violin", "weekend"} {
+		a, b := old.search(q, nil, defaultBM25, 50, all), fresh.search(q, nil, defaultBM25, 50, all)
+		if len(a) == 0 || !slices.Equal(a, b) {
+			t.Fatalf("%q: after compaction %v, built afresh %v", q, a, b)
+		}
+		ids := make([]int64, len(a))
+		for i, h := range a {
+			ids[i] = h.id
+		}
+		if ca, cb := old.coverage(q, nil, ids), fresh.coverage(q, nil, ids); !slices.Equal(ca, cb) {
+			t.Fatalf("%q: coverage %v, built afresh %v", q, ca, cb)
+		}
+		ea, eb := old.expand(q, nil, a[:min(5, len(a))], 3), fresh.expand(q, nil, a[:min(5, len(a))], 3)
+		if len(ea) != len(eb) {
+			t.Fatalf("%q: feedback terms %d, built afresh %d", q, len(ea), len(eb))
 		}
 	}
 }

@@ -313,7 +313,7 @@ func TestAccessStatsAndDecay(t *testing.T) {
 		t.Errorf("peek recorded an access")
 	}
 	// retention decays with time and grows with accesses
-	mt := meta{createdAt: ns(clk.now()), lastAccess: ns(clk.now())}
+	mt := slotMeta{createdAt: ns(clk.now()), lastAccess: ns(clk.now())}
 	r0 := retention(&mt, ns(clk.now().Add(7*24*time.Hour)), 7)
 	mt.accessCount = 10
 	r10 := retention(&mt, ns(clk.now().Add(7*24*time.Hour)), 7)

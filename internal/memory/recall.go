@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -48,6 +49,7 @@ func (r *recallRun) rank() ([]Scored, error) {
 	if r.s.loadErr != nil {
 		return nil, fmt.Errorf("recall: %w", r.s.loadErr)
 	}
+	r.bind()
 	r.textCandidates()
 	r.feedback()
 	r.vectorCandidates()
@@ -82,8 +84,11 @@ type recallRun struct {
 	bp    bm25
 
 	named map[string]bool // speakers the query names
-	skip  map[string]bool // their words, left out of the full-text query
-	hits  []textHit       // full-text candidates
+	// the query's thread and kinds as the index holds them (bind)
+	thread sym
+	kinds  uint32          // bit c set: kindCode c recalled (all when Query.Kinds is empty)
+	skip   map[string]bool // their words, left out of the full-text query
+	hits   []textHit       // full-text candidates
 
 	byslot map[int]int // slot → index in cs
 	cs     []cand
@@ -115,6 +120,24 @@ func (s *VectorStore) newRecallRun(ctx context.Context, q Query) (*recallRun, er
 		byslot: make(map[int]int, 3*nCand), cs: make([]cand, 0, 3*nCand)}, nil
 }
 
+// bind resolves the query's thread and kinds against the index (under its
+// lock): a thread no memory has matches none, a kind outside Kinds none.
+func (r *recallRun) bind() {
+	r.thread = 0
+	if r.q.Thread != "" {
+		r.thread = r.s.idx.lookup(r.q.Thread)
+	}
+	r.kinds = math.MaxUint32
+	if len(r.q.Kinds) > 0 {
+		r.kinds = 0
+		for _, k := range r.q.Kinds {
+			if c := codeOfKind(k); c != 0 {
+				r.kinds |= 1 << c
+			}
+		}
+	}
+}
+
 // keep reports whether the memory at slot sl may be recalled by this query
 // (valid at its time, in its thread and kinds).
 func (r *recallRun) keep(sl int) bool {
@@ -122,10 +145,10 @@ func (r *recallRun) keep(sl int) bool {
 	if !r.q.IncludeClosed && (m.validFrom > r.atNS || (m.validTo != 0 && m.validTo <= r.atNS)) {
 		return false
 	}
-	if r.q.Thread != "" && m.thread != r.q.Thread {
+	if r.thread != 0 && m.thread != r.thread {
 		return false
 	}
-	return len(r.q.Kinds) == 0 || slices.Contains(r.q.Kinds, m.kind)
+	return r.kinds&(1<<m.kind) != 0
 }
 
 func (r *recallRun) keepID(id int64) bool {
@@ -225,11 +248,11 @@ func (r *recallRun) spread() {
 			// other half, and from a reply to the message after it (the
 			// user's answer to what the assistant asked), no further
 			w := back
-			if idx.metas[sl].role == RoleUser {
+			if idx.metas[sl].role == roleUser {
 				w = fwd
 			}
 			pass(nb, w*f)
-			if idx.metas[sl].role == RoleAssistant {
+			if idx.metas[sl].role == roleAssistant {
 				pass(idx.neighbour(sl, true), fwd*f)
 			}
 			continue
@@ -262,12 +285,12 @@ func (r *recallRun) spread() {
 // reply).
 func (x *index) partner(sl int) (int, bool) {
 	switch x.metas[sl].role {
-	case RoleUser:
-		if nx := x.neighbour(sl, true); nx >= 0 && x.metas[nx].role == RoleAssistant {
+	case roleUser:
+		if nx := x.neighbour(sl, true); nx >= 0 && x.metas[nx].role == roleAssistant {
 			return nx, true
 		}
-	case RoleAssistant:
-		if pv := x.neighbour(sl, false); pv >= 0 && x.metas[pv].role == RoleUser {
+	case roleAssistant:
+		if pv := x.neighbour(sl, false); pv >= 0 && x.metas[pv].role == roleUser {
 			return pv, true
 		}
 	}
@@ -280,7 +303,8 @@ func (r *recallRun) rescore() {
 	for i := range r.cs {
 		c := &r.cs[i]
 		m := &r.s.idx.metas[c.slot]
-		c.score = r.tune.finalScore(c.fused, m, r.in, r.named, r.when, float64(max(m.words, 1))/avgLen, r.atNS)
+		named := m.speaker != 0 && r.named[r.s.idx.str(m.speaker)]
+		c.score = r.tune.finalScore(c.fused, m, r.in, named, r.when, float64(max(m.words, 1))/avgLen, r.atNS)
 	}
 }
 

@@ -165,23 +165,23 @@ func detectIntent(q string) intent {
 }
 
 // intentMatch returns how well a memory fits the query intent, in [0,1].
-func intentMatch(in intent, m *meta) float64 {
+func intentMatch(in intent, m *slotMeta) float64 {
 	var s float64
 	if in.temporal {
-		if m.eventTime != 0 || m.kind == KindEpisode {
+		if m.eventTime != 0 || m.kind == kindEpisode {
 			s += 0.5
 		}
 		if m.temporal {
 			s += 0.5
 		}
 	}
-	if in.preference && m.kind == KindPreference {
+	if in.preference && m.kind == kindPreference {
 		s = 1
 	}
-	if in.procedure && m.kind == KindProcedure {
+	if in.procedure && m.kind == kindProcedure {
 		s = 1
 	}
-	if in.opinion && m.kind == KindOpinion {
+	if in.opinion && m.kind == kindOpinion {
 		s = 1
 	}
 	return math.Min(s, 1)
@@ -190,7 +190,7 @@ func intentMatch(in intent, m *meta) float64 {
 // retention is the Ebbinghaus retention R = exp(−t/S) of a memory at time
 // at, where t is the time since its last access (or creation) and the
 // stability S = S0·(1 + ln(1 + accesses)) grows with every recall.
-func retention(m *meta, at int64, s0Days float64) float64 {
+func retention(m *slotMeta, at int64, s0Days float64) float64 {
 	last := m.lastAccess
 	if last == 0 {
 		last = m.createdAt
@@ -204,7 +204,7 @@ func retention(m *meta, at int64, s0Days float64) float64 {
 }
 
 // recency is exp(−age/τ) of the memory's creation time.
-func recency(m *meta, at int64, days float64) float64 {
+func recency(m *slotMeta, at int64, days float64) float64 {
 	age := float64(at-m.createdAt) / float64(24*time.Hour)
 	if age < 0 {
 		age = 0
@@ -237,15 +237,15 @@ func namedSpeakers(query string, speakers map[string]int) map[string]bool {
 }
 
 // finalScore combines the fused rank score with the re-scoring factors; see
-// doc.go for the formula. lenRatio is the memory's word count over the
-// average.
-func (t Tuning) finalScore(fused float64, m *meta, in intent, named map[string]bool, when period, lenRatio float64, at int64) float64 {
+// doc.go for the formula. named: the query names the memory's speaker;
+// lenRatio is the memory's word count over the average.
+func (t Tuning) finalScore(fused float64, m *slotMeta, in intent, named bool, when period, lenRatio float64, at int64) float64 {
 	maxFused := (t.TextWeight + t.VectorWeight) / (t.RRFK + 1)
 	rel := fused / maxFused
 	boost := 1 + t.RecencyBoost*recency(m, at, t.RecencyDays) +
-		t.StrengthBoost*retention(m, at, t.strengthDays(m.kind)) +
+		t.StrengthBoost*retention(m, at, t.strengthDays(m.kind.Kind())) +
 		t.IntentBoost*intentMatch(in, m)
-	if m.speaker != "" && named[m.speaker] {
+	if named {
 		boost *= 1 + t.SpeakerBoost
 	}
 	if t.DateBoost > 0 && when.named() {

@@ -623,7 +623,7 @@ func (s *VectorStore) updateInPlace(ctx context.Context, m Memory) error {
 	}
 	s.lock()
 	if sl, ok := s.idx.slot[m.ID]; ok {
-		mt := s.idx.metas[sl]
+		mt := s.idx.metaAt(sl)
 		mt.kind, mt.eventTime, mt.thread, mt.session, mt.speaker, mt.role = m.Kind, nullNS(m.EventTime).Int64, m.Thread, m.Session, normSpeaker(m.Speaker), m.Role
 		s.idx.setMeta(sl, mt)
 	}

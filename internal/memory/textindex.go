@@ -19,24 +19,88 @@ import (
 // tombstone and the lists are compacted when a quarter are dead. Not safe
 // for concurrent use: the store guards it (queries under its read lock use a
 // pooled accumulator).
+//
+// The layout is dense because every stored memory (two episodes a turn)
+// stays in it for the agent's life: a term's postings are one byte slice
+// (see appendPosting), a document's distinct terms a range of one shared array
+// (docOff into termIDs), no per-document allocation; about 110 B a
+// document against 270 B with a slice pair per term and a slice per
+// document.
 type textIndex struct {
 	terms    map[string]uint32
-	postings []postingList // by term id
-	df       []int32       // live documents per term
+	postings [][]byte // by term id, encoded as appendPosting says
+	lastDoc  []uint32 // by term id: the last document in its postings
+	df       []int32  // live documents per term
 
-	docID    []int64    // docno → memory id (0 = removed)
-	docLen   []uint16   // docno → number of indexed terms
-	docTerms [][]uint32 // docno → its distinct term ids
-	byID     map[int64]uint32
-	live     int
+	docID   []int64  // docno → memory id (0 = removed)
+	docLen  []uint16 // docno → number of indexed terms
+	docOff  []uint32 // docno → start of its distinct term ids in termIDs
+	termIDs []uint32 // every document's distinct term ids, in docno order
+	byID    map[int64]uint32
+	live    int
+	// dead counts the term ids in termIDs of removed documents.
+	dead     int
 	totalLen int64
 
 	pool sync.Pool // *[]float32 accumulators
 }
 
-type postingList struct {
-	doc []uint32
-	tf  []uint8
+// A posting list holds a term's documents in ascending docno order, each
+// one uvarint of (docno − previous docno)<<1 | (tf > 1) (the first's
+// previous docno is 0), followed by a byte holding tf (≤ 255) when tf > 1.
+// Most postings take one byte.
+
+// appendPosting adds document d (above every document in p; prev is the
+// last of them, 0 when p is empty) with term frequency tf to p.
+func appendPosting(p []byte, prev, d uint32, tf int) []byte {
+	v := uint64(d-prev) << 1
+	if tf > 1 {
+		v |= 1
+	}
+	for v >= 0x80 {
+		p = append(p, byte(v)|0x80)
+		v >>= 7
+	}
+	p = append(p, byte(v))
+	if tf > 1 {
+		p = append(p, uint8(min(tf, 255)))
+	}
+	return p
+}
+
+// nextPosting decodes the posting at p[i:] after document d (0 for the
+// first): it returns the document, its term frequency and the offset of
+// the next posting.
+func nextPosting(p []byte, i int, d uint32) (uint32, uint8, int) {
+	v := uint64(p[i])
+	i++
+	if v >= 0x80 {
+		v &= 0x7f
+		for shift := 7; ; shift += 7 {
+			b := p[i]
+			i++
+			v |= uint64(b&0x7f) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+	}
+	tf := uint8(1)
+	if v&1 != 0 {
+		tf = p[i]
+		i++
+	}
+	return d + uint32(v>>1), tf, i
+}
+
+// docTerms returns document d's distinct term ids (in termIDs: valid until
+// the next put or compaction).
+func (t *textIndex) docTerms(d uint32) []uint32 {
+	end := uint32(len(t.termIDs))
+	if int(d)+1 < len(t.docOff) {
+		end = t.docOff[d+1]
+	}
+	return t.termIDs[t.docOff[d]:end]
 }
 
 // bm25 holds the BM25 parameters: k1 (term-frequency saturation) and b
@@ -59,7 +123,7 @@ func (t *textIndex) reserve(n int) {
 	}
 	t.docID = slices.Grow(t.docID, n)
 	t.docLen = slices.Grow(t.docLen, n)
-	t.docTerms = slices.Grow(t.docTerms, n)
+	t.docOff = slices.Grow(t.docOff, n)
 	if len(t.byID) == 0 {
 		t.byID = make(map[int64]uint32, n)
 	}
@@ -95,25 +159,24 @@ func (t *textIndex) put(id int64, text string) {
 		count(w)
 	}
 	doc := uint32(len(t.docID))
-	ids := make([]uint32, 0, len(tf))
+	t.docOff = append(t.docOff, uint32(len(t.termIDs)))
 	for _, w := range order {
 		n := tf[w]
 		tid, ok := t.terms[w]
 		if !ok {
 			tid = uint32(len(t.postings))
 			t.terms[w] = tid
-			t.postings = append(t.postings, postingList{})
+			t.postings = append(t.postings, nil)
+			t.lastDoc = append(t.lastDoc, 0)
 			t.df = append(t.df, 0)
 		}
-		p := &t.postings[tid]
-		p.doc = append(p.doc, doc)
-		p.tf = append(p.tf, uint8(min(n, 255)))
+		t.postings[tid] = appendPosting(t.postings[tid], t.lastDoc[tid], doc, n)
+		t.lastDoc[tid] = doc
 		t.df[tid]++
-		ids = append(ids, tid)
+		t.termIDs = append(t.termIDs, tid)
 	}
 	t.docID = append(t.docID, id)
 	t.docLen = append(t.docLen, uint16(min(length, math.MaxUint16)))
-	t.docTerms = append(t.docTerms, ids)
 	t.byID[id] = doc
 	t.live++
 	t.totalLen += int64(min(length, math.MaxUint16))
@@ -126,24 +189,26 @@ func (t *textIndex) remove(id int64) {
 		return
 	}
 	delete(t.byID, id)
-	for _, tid := range t.docTerms[doc] {
+	terms := t.docTerms(doc)
+	for _, tid := range terms {
 		t.df[tid]--
 	}
+	t.dead += len(terms)
 	t.totalLen -= int64(t.docLen[doc])
 	t.docID[doc] = 0
-	t.docTerms[doc] = nil
 	t.live--
 	if dead := len(t.docID) - t.live; dead > 1024 && dead*4 > len(t.docID) {
 		t.compact()
 	}
 }
 
-// compact renumbers live documents and drops dead postings.
+// compact renumbers live documents and drops dead postings and term ids.
 func (t *textIndex) compact() {
 	remap := make([]uint32, len(t.docID))
-	var ids []int64
-	var lens []uint16
-	var dterms [][]uint32
+	ids := make([]int64, 0, t.live)
+	lens := make([]uint16, 0, t.live)
+	offs := make([]uint32, 0, t.live)
+	tids := make([]uint32, 0, len(t.termIDs)-t.dead)
 	for d, id := range t.docID {
 		if id == 0 {
 			remap[d] = math.MaxUint32
@@ -153,20 +218,23 @@ func (t *textIndex) compact() {
 		t.byID[id] = remap[d]
 		ids = append(ids, id)
 		lens = append(lens, t.docLen[d])
-		dterms = append(dterms, t.docTerms[d])
+		offs = append(offs, uint32(len(tids)))
+		tids = append(tids, t.docTerms(uint32(d))...)
 	}
-	for tid := range t.postings {
-		p := &t.postings[tid]
-		j := 0
-		for i, d := range p.doc {
+	for tid, p := range t.postings {
+		var out []byte
+		var d, last uint32
+		var tf uint8
+		for i := 0; i < len(p); {
+			d, tf, i = nextPosting(p, i, d)
 			if nd := remap[d]; nd != math.MaxUint32 {
-				p.doc[j], p.tf[j] = nd, p.tf[i]
-				j++
+				out = appendPosting(out, last, nd, int(tf))
+				last = nd
 			}
 		}
-		p.doc, p.tf = p.doc[:j], p.tf[:j]
+		t.postings[tid], t.lastDoc[tid] = out, last
 	}
-	t.docID, t.docLen, t.docTerms = ids, lens, dterms
+	t.docID, t.docLen, t.docOff, t.termIDs, t.dead = ids, lens, offs, tids, 0
 	t.pool = sync.Pool{}
 }
 
@@ -303,7 +371,7 @@ func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n 
 		if !ok {
 			continue
 		}
-		for _, tid := range t.docTerms[d] {
+		for _, tid := range t.docTerms(d) {
 			if q[tid] {
 				continue
 			}
@@ -363,12 +431,15 @@ func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64
 			continue
 		}
 		idf := qt.w * float32(max(math.Log((N-df+0.5)/(df+0.5)), 1e-6))
-		pl := &t.postings[tid]
-		for i, d := range pl.doc {
+		pl := t.postings[tid]
+		var d uint32
+		var tfb uint8
+		for i := 0; i < len(pl); {
+			d, tfb, i = nextPosting(pl, i, d)
 			if t.docID[d] == 0 {
 				continue
 			}
-			tf := float32(pl.tf[i])
+			tf := float32(tfb)
 			norm := float32(p.k1 * (1 - p.b + p.b*float64(t.docLen[d])/avg))
 			if acc[d] == 0 {
 				touched = append(touched, d)
@@ -442,7 +513,7 @@ func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64) []
 			continue
 		}
 		var s float64
-		for _, tid := range t.docTerms[d] {
+		for _, tid := range t.docTerms(d) {
 			s += weight[tid]
 		}
 		out[i] = s / total
