@@ -159,7 +159,8 @@ func (t *textIndex) put(id int64, text string) {
 		count(w)
 	}
 	doc := uint32(len(t.docID))
-	t.docOff = append(t.docOff, uint32(len(t.termIDs)))
+	t.docOff = append(room(t.docOff, 1), uint32(len(t.termIDs)))
+	t.termIDs = room(t.termIDs, len(order))
 	for _, w := range order {
 		n := tf[w]
 		tid, ok := t.terms[w]
@@ -175,8 +176,8 @@ func (t *textIndex) put(id int64, text string) {
 		t.df[tid]++
 		t.termIDs = append(t.termIDs, tid)
 	}
-	t.docID = append(t.docID, id)
-	t.docLen = append(t.docLen, uint16(min(length, math.MaxUint16)))
+	t.docID = append(room(t.docID, 1), id)
+	t.docLen = append(room(t.docLen, 1), uint16(min(length, math.MaxUint16)))
 	t.byID[id] = doc
 	t.live++
 	t.totalLen += int64(min(length, math.MaxUint16))
