@@ -3,10 +3,12 @@ package footprint
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 )
 
 // fakeProcess is a private resident size that grows with use and drops on
@@ -111,4 +113,23 @@ func TestKeeperAfter(t *testing.T) {
 			t.Fatalf("releases at %v, want %v", got, want)
 		}
 	})
+}
+
+// TestReleaseEmptiesPools checks that Release leaves nothing in a
+// sync.Pool: one collection would only move it to the pool's victim cache.
+func TestReleaseEmptiesPools(t *testing.T) {
+	var pool sync.Pool
+	w := putBuffer(&pool)
+	Release()
+	if w.Value() != nil {
+		t.Fatal("a pooled buffer outlived Release")
+	}
+	runtime.KeepAlive(&pool)
+}
+
+// putBuffer puts a new buffer in pool and returns a weak pointer to it.
+func putBuffer(pool *sync.Pool) weak.Pointer[[]byte] {
+	buf := make([]byte, 1<<20)
+	pool.Put(&buf)
+	return weak.Make(&buf)
 }
