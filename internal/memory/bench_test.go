@@ -298,3 +298,47 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkIndexFootprint reports the Go heap the in-memory indexes hold
+// per stored episode (the vectors apart: they are in a file mapping), for
+// 20k episodes of one conversation, a user's message and the reply in
+// turn, as the agent stores them: index-B/memory for the vector index's
+// metadata, sketches and maps, text-B/memory for the full-text index.
+func BenchmarkIndexFootprint(b *testing.B) {
+	const n = 20_000
+	r := rand.New(rand.NewPCG(9, 10))
+	texts := make([]string, n)
+	for i := range texts {
+		texts[i] = benchText(r, i)
+	}
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	for b.Loop() {
+		b.StopTimer()
+		h0 := heap()
+		x := newIndex(embed.DefaultDimensions)
+		for i := range n {
+			m := meta{kind: KindEpisode, createdAt: int64(i), validFrom: int64(i), thread: "web:footprint", session: "1",
+				speaker: "sam", role: RoleUser}
+			if i%2 == 1 {
+				m.speaker, m.role = "reverie", RoleAssistant
+			}
+			x.put(int64(i+1), m, nil)
+		}
+		h1 := heap()
+		t := newTextIndex()
+		for i, s := range texts {
+			t.put(int64(i+1), s)
+		}
+		h2 := heap()
+		b.ReportMetric(float64(h1-h0-uint64(cap(x.q)))/n, "index-B/memory")
+		b.ReportMetric(float64(h2-h1)/n, "text-B/memory")
+		runtime.KeepAlive(x)
+		runtime.KeepAlive(t)
+		b.StartTimer()
+	}
+}
