@@ -114,7 +114,8 @@ type Config struct {
 	// for that long (default 5m).
 	IdleTimeout time.Duration
 	// MaxBrowsers is how many browsers run at once; opening one more
-	// closes the least recently used (default 2).
+	// closes the least recently used idle one, or fails when every one
+	// runs a call (default 2).
 	MaxBrowsers int
 	// MaxMemory bounds a browser's resident memory (all its processes),
 	// checked every MemoryPoll during a call and after it: above it the
@@ -249,10 +250,19 @@ func (m *Manager) session(ctx context.Context, create bool) (*session, error) {
 	}
 	var evict *session
 	if len(m.sessions) >= m.cfg.MaxBrowsers {
+		// The least recently used idle browser; one running a call of
+		// another conversation is not taken from it.
 		for _, o := range m.sessions {
+			if o.busy() {
+				continue
+			}
 			if evict == nil || o.lastUsed().Before(evict.lastUsed()) {
 				evict = o
 			}
+		}
+		if evict == nil {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("all %d browsers (tools.browser.max_browsers) are running calls of other conversations; try again when one is done", m.cfg.MaxBrowsers)
 		}
 		delete(m.sessions, evict.key)
 	}

@@ -566,3 +566,54 @@ func TestBrowserEvictsTheLeastRecentlyUsed(t *testing.T) {
 		t.Errorf("running %v after reopening web:b, want web:b and web:c", got)
 	}
 }
+
+// A browser running a call is not taken from its conversation: with every
+// browser busy, opening one more is a tool error; once the call ends, the
+// idle browser makes room.
+func TestBrowserDoesNotEvictABusyBrowser(t *testing.T) {
+	spinning := make(chan struct{}, 1)
+	srv := newRecorder(t, func(w http.ResponseWriter, q *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if q.URL.Path == "/spin" {
+			select {
+			case spinning <- struct{}{}:
+			default:
+			}
+			fmt.Fprint(w, `<html><body><h1>Busy</h1><script>for (;;) {}</script></body></html>`)
+			return
+		}
+		fmt.Fprint(w, `<html><body><h1>Small</h1></body></html>`)
+	})
+	g, err := web.NewGuard(false, []string{srv.hostPort()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Config{Exec: chromium(t), Workspace: t.TempDir(), Guard: g, Timeout: 10 * time.Minute, MaxBrowsers: 1})
+	t.Cleanup(func() { _ = m.Close() })
+	busyCtx, stop := context.WithCancel(inThread(t.Context(), "web:busy"))
+	defer stop()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := m.Open(busyCtx, OpenArgs{URL: srv.URL + "/spin"})
+		ended <- err
+	}()
+	<-spinning // the call runs: its page never finishes loading
+	other := inThread(t.Context(), "web:other")
+	if _, err := m.Open(other, OpenArgs{URL: srv.URL + "/small"}); err == nil || !strings.Contains(err.Error(), "tools.browser.max_browsers") {
+		t.Fatalf("opening a browser while the only one is busy gave %v", err)
+	}
+	if got := m.Running(); !slices.Equal(got, []string{"web:busy"}) {
+		t.Fatalf("running %v", got)
+	}
+	stop()
+	if err := <-ended; err == nil {
+		t.Fatal("the cancelled call reported no error")
+	}
+	p, err := m.Open(other, OpenArgs{URL: srv.URL + "/small"})
+	if err != nil || !strings.Contains(p.Content, "Small") {
+		t.Fatalf("after the busy call ended: %+v, %v", p, err)
+	}
+	if got := m.Running(); !slices.Equal(got, []string{"web:other"}) {
+		t.Errorf("running %v, want web:other alone", got)
+	}
+}

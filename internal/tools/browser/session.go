@@ -189,6 +189,13 @@ func (s *session) exitReason() string {
 	return "has stopped (it crashed or was killed)"
 }
 
+// busy reports whether a call runs on s.
+func (s *session) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur != nil
+}
+
 func (s *session) lastUsed() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
