@@ -404,6 +404,12 @@ func (s *session) progress(e *cdpbrowser.EventDownloadProgress) {
 			note = fmt.Sprintf("Downloaded %s (%d bytes) to %s in the workspace.", d.name, int64(e.ReceivedBytes), filepath.ToSlash(rel))
 		}
 	case cdpbrowser.DownloadProgressStateCanceled:
+		// Chromium removes the partial file, but not always before it
+		// says the download ended.
+		partial := filepath.Join(s.m.cfg.Workspace, "downloads", d.name+".crdownload")
+		if err := os.Remove(partial); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.m.log.Warn("could not remove a stopped download's partial file", "thread", s.key, "path", partial, "err", err)
+		}
 		note = fmt.Sprintf("The download of %s was cancelled.", d.name)
 		if d.stopped {
 			note = fmt.Sprintf("The download of %s was stopped and its file removed: it is %s.", d.name, tooLarge)
@@ -421,7 +427,7 @@ func (s *session) progress(e *cdpbrowser.EventDownloadProgress) {
 	close(d.done)
 }
 
-// cancelDownload stops a download (Chromium removes its partial file).
+// cancelDownload stops a download.
 func (s *session) cancelDownload(guid string) {
 	defer s.bg.Done()
 	ctx, cancel := context.WithTimeout(s.tabCtx, 10*time.Second)
