@@ -419,6 +419,7 @@ for (;;) {}
 	if got := m.Running(); len(got) != 0 || alive(pid) {
 		t.Fatalf("after the stop: running %v, browser %d alive %v", got, pid, alive(pid))
 	}
+	m.cfg.MaxMemory = DefaultMaxMemory // a new browser's start is not measured against the old one's
 	p, err := m.Open(ctx, OpenArgs{URL: srv.URL + "/small"})
 	if err != nil || !strings.Contains(p.Content, "Small") {
 		t.Fatalf("the next call: %+v, %v", p, err)
