@@ -79,7 +79,10 @@ func (a *App) readSetupConfig() (setupConfig, error) {
 		return c, fmt.Errorf("read %s: %w", c.path, err)
 	}
 	var ok bool
-	if c.models, ok = ownedModels(cfg.Models); !ok || !sameLines(data[c.start:c.end], []byte(renderModels(c.models))) {
+	if c.models, ok = ownedModels(cfg.Models); !ok {
+		return c, handEdited
+	}
+	if c.start < len(data) && !sameLines(data[c.start:c.end], []byte(renderModels(c.models))) {
 		return c, handEdited
 	}
 	return c, nil
