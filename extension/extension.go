@@ -495,7 +495,9 @@ type Info struct {
 	// ID is unique, lower-case, [a-z][a-z0-9_]*; it names the extension's
 	// configuration section.
 	ID string
-	// New returns a new, uninitialised instance.
+	// New returns a new, uninitialised instance. It must only allocate:
+	// it is also called to learn what the extension is (the commands that
+	// run the agent in process leave out every ChannelProvider).
 	New func() Extension
 	// DependsOn lists ids that must be initialised and started first.
 	DependsOn []string

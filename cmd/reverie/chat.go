@@ -130,7 +130,7 @@ func chatInProcess(ctx context.Context, cmd *cobra.Command, g *globalFlags, dir,
 	// The command is the channel: the other channels stay off, the cli
 	// channel (disabled by default) is switched on.
 	a, stop, err := inProcess{dir: dir, env: append(append([]string(nil), env...), "REVERIE_CLI__ENABLED=true"),
-		keep:       func(info extension.Info) bool { return !channelExtensions[info.ID] || info.ID == cli.ID },
+		keep:       func(info extension.Info) bool { return !isChannel(info) || info.ID == cli.ID },
 		lockedHint: "stop the running agent first (one agent per data dir), or attach to it with --remote",
 	}.start(ctx, cmd, g)
 	if err != nil {

@@ -59,7 +59,7 @@ func (e commandEnv) RunAgent(ctx context.Context, o command.AgentOptions) (*api.
 		logs = io.Discard
 	}
 	a, stop, err := inProcess{dir: dir, env: e.env, lockedHint: o.LockedHint,
-		keep: func(info extension.Info) bool { return !channelExtensions[info.ID] },
+		keep: func(info extension.Info) bool { return !isChannel(info) },
 	}.run(ctx, e.g.config, logs)
 	if err != nil {
 		return nil, nil, err

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extension/command"
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
 	"github.com/reverie-ai/reverie/internal/sqlite"
@@ -128,5 +129,30 @@ func TestTelegramDoctorAndCommands(t *testing.T) {
 	if code != ExitOK || strings.ContainsAny(out, "\x1b\r\u202e") || strings.Count(out, "\n") != 1 ||
 		!strings.Contains(out, `Eve\x1b[2K\rMallory (user 1): asked\nBob\u202e (user 77)`) {
 		t.Fatalf("pending with a forged name: %d %q", code, out)
+	}
+}
+
+// The in-process commands leave out the channels, found by what each
+// extension is rather than by name, so a channel added to the bundle is
+// left out too.
+func TestIsChannel(t *testing.T) {
+	want := map[string]bool{"web": true, "cli": true, "matrix": true, "telegram": true, "kv": false, "mcp": false}
+	seen := 0
+	for _, info := range extension.Registered() {
+		w, ok := want[info.ID]
+		if !ok {
+			continue
+		}
+		seen++
+		if got := isChannel(info); got != w {
+			t.Errorf("isChannel(%s) = %v, want %v", info.ID, got, w)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d of the %d bundled extensions checked are registered", seen, len(want))
+	}
+	broken := extension.Info{ID: "broken", New: func() extension.Extension { panic("no") }}
+	if !isChannel(broken) {
+		t.Error("an extension whose constructor panics is kept")
 	}
 }

@@ -16,9 +16,19 @@ import (
 	"github.com/reverie-ai/reverie/termtext"
 )
 
-// channelExtensions are left out when a command runs the agent in process
-// for a single exchange: the command is the channel.
-var channelExtensions = map[string]bool{"web": true, "cli": true, "matrix": true, "telegram": true}
+// isChannel reports whether info's extension is a channel (its instance is
+// an extension.ChannelProvider). Channels are left out when a command runs
+// the agent in process: the command is the way in. A constructor that
+// panics counts as a channel (left out too).
+func isChannel(info extension.Info) (channel bool) {
+	defer func() {
+		if recover() != nil {
+			channel = true
+		}
+	}()
+	_, channel = info.New().(extension.ChannelProvider)
+	return channel
+}
 
 // inProcess describes an agent a command runs in its own process.
 type inProcess struct {

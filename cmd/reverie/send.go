@@ -50,7 +50,7 @@ Exits non-zero when the turn fails.`,
 				return printReply(cmd, res.SeedReply, res.Reply, err)
 			}
 			a, stop, err := inProcess{dir: dir, env: env,
-				keep:       func(info extension.Info) bool { return !channelExtensions[info.ID] },
+				keep:       func(info extension.Info) bool { return !isChannel(info) },
 				lockedHint: "stop the running agent first (one agent per data dir)",
 				oneShot:    true,
 			}.start(ctx, cmd, g)
