@@ -859,20 +859,36 @@ func TestMatrixRateLimited(t *testing.T) {
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	console := &lockedBuffer{}
 	// The budget is kept spent until the channel says it was refused, so
 	// the check does not depend on the start being quicker than the
-	// cooloff (it is not, on a loaded machine under -race).
+	// cooloff (it is not, on a loaded machine under -race). Dendrite frees
+	// a slot cooloff after each request, so the start's whoami can still
+	// slip into a freed slot before the keeper takes it again (1 start in
+	// ~20 under load): such a start connects unrefused, and the app is
+	// started again.
 	const slowDown = "asks to slow down; the channel logs in after the wait"
-	exhaustRateLimit(t, w, dir, threshold)
-	spent = make(chan struct{})
-	go func() {
-		defer close(spent)
-		keepRateLimited(t, w, dir, "the channel did not report the refused start",
-			func() bool { return strings.Contains(console.String(), slowDown) })
-	}()
-	h = start(WithDataDir(dir), WithConsole(console))
-	<-spent
+	var console *lockedBuffer
+	for try := 1; ; try++ {
+		console = &lockedBuffer{}
+		exhaustRateLimit(t, w, dir, threshold)
+		spent = make(chan struct{})
+		go func() {
+			defer close(spent)
+			keepRateLimited(t, w, dir, "the channel did not report the refused start, nor connect", func() bool {
+				s := console.String()
+				return strings.Contains(s, slowDown) || strings.Contains(s, "matrix connected")
+			})
+		}()
+		h = start(WithDataDir(dir), WithConsole(console))
+		<-spent
+		if strings.Contains(console.String(), slowDown) || try == 5 {
+			break
+		}
+		t.Logf("start %d was not refused (its whoami took a freed slot); starting again", try)
+		if err := h.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	alice.Send(t, rooms[1], "after the restart")
 	alice.Wait(t, "the answer after the restart", func(evs []*event.Event) bool {
 		return countBody(evs, rooms[1], w.bot, "You said: after the restart."+filler) == 1
