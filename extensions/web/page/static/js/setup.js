@@ -69,7 +69,7 @@ function formView(f) {
     }
     return h('div', { class: 'field' }, label, input, fd.help ? h('p', { class: 'help' }, fd.help) : null);
   });
-  // A form without fields (voice) only shows what is configured and tests it.
+  // A form without fields only shows what is configured and tests it.
   const testOnly = !fields.length;
   const btn = h('button', { class: 'btn primary', type: 'submit' }, testOnly ? 'Test' : 'Test & save');
   const form = h('form', { class: 'card setup-form', dataset: { form: f.id } },
