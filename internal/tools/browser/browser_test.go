@@ -618,3 +618,13 @@ func TestBrowserDoesNotEvictABusyBrowser(t *testing.T) {
 		t.Errorf("running %v, want web:other alone", got)
 	}
 }
+
+// BenchmarkTreeRSS measures one memory check of a running call (a scan of
+// /proc), here of the test process's tree.
+func BenchmarkTreeRSS(b *testing.B) {
+	for b.Loop() {
+		if treeRSS(os.Getpid()) == 0 {
+			b.Fatal("no memory read")
+		}
+	}
+}

@@ -703,6 +703,12 @@ func (s *session) memory() int64 {
 	if root == 0 {
 		return 0
 	}
+	return treeRSS(root)
+}
+
+// treeRSS is the resident memory of process root and its descendants,
+// from /proc; 0 when unknown.
+func treeRSS(root int) int64 {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
