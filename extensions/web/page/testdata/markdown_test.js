@@ -166,6 +166,30 @@
   if (weekly !== 'every Mon, Thu at 08:30') failures.push('describeSchedule weekly: ' + weekly);
   else passed.push('describeSchedule');
 
+  // --- approval cards: an outcome is final. A "pending" that arrives after
+  // it (the waiting list fetched before the answer, answered after the
+  // outcome's frame; or the card drawn again by a reload of the thread)
+  // must not bring the Approve button back.
+  try {
+    const chat = await import('/static/js/chat.js');
+    const card = () => document.querySelector('.msg.approval[data-approval="ap-test"]');
+    const frame = (state) => ({ type: 'approval', thread: 'web:t', approval: 'ap-test', name: 'fetch_url', arguments: { url: 'http://x/' }, text: 'why', state });
+    chat.showApproval(frame('pending'));
+    if (!card()?.querySelector('button[data-answer="approve"]')) failures.push('approval: a pending card has no Approve button');
+    chat.showApproval(frame('approved'));
+    chat.showApproval(frame('pending'));
+    if (card()?.querySelector('button[data-answer="approve"]')) failures.push('approval: a stale pending brought the buttons back after the outcome');
+    else if (!card()?.querySelector('[data-state="approved"]')) failures.push('approval: the outcome is not shown');
+    else passed.push('approval outcome is final');
+    card().remove(); // drawn again (a reload of the thread): still the outcome
+    chat.showApproval(frame('pending'));
+    if (!card()?.querySelector('[data-state="approved"]')) failures.push('approval: a card drawn again after the outcome shows it pending');
+    else passed.push('approval outcome kept when drawn again');
+    card()?.remove();
+  } catch (err) {
+    failures.push('approval threw ' + (err && err.stack || err));
+  }
+
   // Trusted Types: the CSP must make HTML-string sinks throw.
   try {
     document.createElement('div').innerHTML = '<b>x</b>';

@@ -544,6 +544,11 @@ async function markBranches(thread) {
 // denied, expired) comes back as an "approval" frame to every page.
 
 const approvalCards = new Map(); // request id → { el, frame }
+// An outcome is final: a "pending" that arrives after it is stale (the list
+// of waiting requests fetched before the answer and answered after the
+// outcome's frame, or a card drawn again by a reload of the thread) and
+// must not bring the buttons back.
+const approvalOutcomes = new Map(); // request id → approved | denied | expired
 
 const approvalStates = {
   approved: 'Approved: the call ran.',
@@ -551,10 +556,13 @@ const approvalStates = {
   expired: 'Not answered in time: the call was not run.',
 };
 
-function showApproval(f) {
+/** showApproval draws or updates the card of an approval request (frame f). */
+export function showApproval(f) {
   if (!f.approval) return;
   let card = approvalCards.get(f.approval);
-  const state = f.state || 'pending';
+  let state = f.state || 'pending';
+  if (state === 'pending') state = approvalOutcomes.get(f.approval) || state;
+  else approvalOutcomes.set(f.approval, state);
   if (!card || !card.el.isConnected) {
     card = { el: h('article', { class: 'msg approval', 'data-approval': f.approval }), frame: f, state: '' };
     approvalCards.set(f.approval, card);
