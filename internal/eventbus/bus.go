@@ -127,11 +127,9 @@ type Bus struct {
 	byName  map[string]*subscriber
 	running bool
 
-	// pubMu is held by the Publish writing the queued events (queued,
-	// under qmu): see writeQueued.
-	pubMu  sync.Mutex
-	qmu    sync.Mutex
-	queued []*queuedEvent
+	// pubs writes the Publish calls that wait for one another together
+	// (writeQueued).
+	pubs sqlite.GroupCommit[*queuedEvent]
 
 	wmu      sync.RWMutex
 	watchers map[*watcher]struct{}
@@ -216,23 +214,11 @@ func (b *Bus) PublishID(ctx context.Context, topic string, payload any) (int64, 
 		return 0, fmt.Errorf("publish %s: %w", topic, err)
 	}
 	data = b.opts.Secrets.RedactJSON(data)
-	p := &queuedEvent{ev: extension.Event{Topic: topic, Payload: data, Time: b.opts.Now()}, done: make(chan struct{})}
-	b.qmu.Lock()
-	b.queued = append(b.queued, p)
-	b.qmu.Unlock()
-	b.pubMu.Lock()
-	select {
-	case <-p.done: // written with an earlier caller's
-	default:
-		b.qmu.Lock()
-		batch := b.queued
-		b.queued = nil
-		b.qmu.Unlock()
-		// The batch holds other callers' events: one caller's end must
-		// not cut theirs short.
-		b.writeQueued(context.WithoutCancel(ctx), batch)
-	}
-	b.pubMu.Unlock()
+	p := &queuedEvent{ev: extension.Event{Topic: topic, Payload: data, Time: b.opts.Now()}}
+	// The batch holds other callers' events: one caller's end must not cut
+	// theirs short.
+	wctx := context.WithoutCancel(ctx)
+	b.pubs.Write(p, func(batch []*queuedEvent) { b.writeQueued(wctx, batch) })
 	if p.err != nil {
 		return 0, fmt.Errorf("publish %s: %w", topic, p.err)
 	}
@@ -242,16 +228,15 @@ func (b *Bus) PublishID(ctx context.Context, topic string, payload any) (int64, 
 // queuedEvent is a Publish waiting for its event to be written, and then
 // the outcome (ev.ID set, or err).
 type queuedEvent struct {
-	ev   extension.Event
-	done chan struct{}
-	err  error
+	ev  extension.Event
+	err error
 }
 
-// writeQueued writes the events queued by concurrent Publish calls in one
-// transaction (group commit) and tells each caller, who holds pubMu. Every
-// event was an autocommit insert of its own, a WAL commit each; a turn
-// publishes several, and concurrent turns' now share a commit. Each caller
-// still returns only once its event is committed.
+// writeQueued writes the events queued by concurrent Publish calls
+// (b.pubs) in one transaction. Every event was an autocommit insert of its
+// own, a WAL commit each; a turn publishes several, and concurrent turns'
+// now share a commit. Each caller still returns only once its event is
+// committed.
 func (b *Bus) writeQueued(ctx context.Context, batch []*queuedEvent) {
 	evs := make([]extension.Event, len(batch))
 	for i, q := range batch {
@@ -272,7 +257,6 @@ func (b *Bus) writeQueued(ctx context.Context, batch []*queuedEvent) {
 	}
 	for i, q := range batch {
 		q.ev.ID, q.err = evs[i].ID, err
-		close(q.done)
 	}
 }
 

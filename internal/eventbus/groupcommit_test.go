@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestPublishGroupCommit: Publish calls that wait for the writer are
-// written together by the first to get it (one transaction): each caller
+// TestPublishGroupCommit: Publish calls that wait for one another are
+// written together (one transaction, one insert): each caller
 // gets its own event's id once it is committed, the ids are distinct and
 // consecutive, the stored events are the callers', and a watcher sees every
 // one.
@@ -25,23 +25,20 @@ func TestPublishGroupCommit(t *testing.T) {
 	const callers = 10
 	ids := make([]int64, callers)
 	errs := make([]error, callers)
-	b.pubMu.Lock() // the calls queue up behind it
+	// One call takes the writer and, once its event is committed, waits to
+	// hand it to the watchers; the others queue up behind it and are
+	// written together, after it.
+	b.wmu.Lock()
 	var wg sync.WaitGroup
 	for c := range callers {
 		wg.Go(func() {
 			ids[c], errs[c] = b.PublishID(ctx, "gc.test", map[string]int{"caller": c})
 		})
 	}
-	for {
-		b.qmu.Lock()
-		n := len(b.queued)
-		b.qmu.Unlock()
-		if n == callers {
-			break
-		}
+	for b.pubs.Queued() < callers-1 {
 		runtime.Gosched()
 	}
-	b.pubMu.Unlock()
+	b.wmu.Unlock()
 	wg.Wait()
 
 	for c, err := range errs {

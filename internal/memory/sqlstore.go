@@ -49,13 +49,12 @@ type VectorStore struct {
 	vecDir string
 
 	writeMu sync.Mutex // serialises write transactions with their index update
-	// addMu guards queued: AddBatch calls waiting for writeMu, written
-	// together by whichever of them takes it first (writeAdditions).
-	addMu  sync.Mutex
-	queued []*addition
-	mu     sync.RWMutex
-	idx    *index
-	text   *textIndex
+	// adds writes the AddBatch calls that wait for one another together
+	// (writeAdditions).
+	adds sqlite.GroupCommit[*addition]
+	mu   sync.RWMutex
+	idx  *index
+	text *textIndex
 	// loadOnce starts, and loading runs, the index load (LoadIndex), which
 	// releases mu, held since Open, once idx and text are set; loadErr
 	// (under mu) is why the load failed.
@@ -253,23 +252,11 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 	if err != nil {
 		return nil, fmt.Errorf("add memories: embed: %w", err)
 	}
-	a := &addition{ms: ms, vecs: vecs, done: make(chan struct{})}
-	s.addMu.Lock()
-	s.queued = append(s.queued, a)
-	s.addMu.Unlock()
-	s.writeMu.Lock()
-	select {
-	case <-a.done: // written with an earlier caller's
-	default:
-		s.addMu.Lock()
-		batch := s.queued
-		s.queued = nil
-		s.addMu.Unlock()
-		// The batch holds other callers' additions: one caller's end
-		// must not cut theirs short.
-		s.writeAdditions(context.WithoutCancel(ctx), batch)
-	}
-	s.writeMu.Unlock()
+	a := &addition{ms: ms, vecs: vecs}
+	// The batch holds other callers' additions: one caller's end must not
+	// cut theirs short.
+	wctx := context.WithoutCancel(ctx)
+	s.adds.Write(a, func(batch []*addition) { s.writeAdditions(wctx, batch) })
 	if a.err != nil {
 		return nil, fmt.Errorf("add memories: %w", a.err)
 	}
@@ -281,7 +268,6 @@ func (s *VectorStore) AddBatch(ctx context.Context, ms []Memory) ([]int64, error
 type addition struct {
 	ms   []Memory
 	vecs [][]float32
-	done chan struct{} // closed once ids or err is set
 	ids  []int64
 	err  error
 	// fresh are the memories inserted (not twins of stored ones), for the
@@ -297,14 +283,15 @@ type added struct {
 }
 
 // writeAdditions writes the additions queued by concurrent AddBatch calls
-// in one transaction (group commit), each in a savepoint of its own so that
-// one's failure leaves the others' rows, then adds the new rows to the
-// in-memory indexes and tells each caller. The caller holds writeMu. A
-// turn's episodes are a transaction of a few rows whose commit writes every
-// page the rows and their indexes touch to the WAL: under concurrent turns
-// one commit now carries several turns' episodes. Each caller still returns
-// only once its rows are committed.
+// (s.adds) in one transaction, each in a savepoint of its own so that one's
+// failure leaves the others' rows, then adds the new rows to the in-memory
+// indexes. A turn's episodes are a transaction of a few rows whose commit
+// writes every page the rows and their indexes touch to the WAL: under
+// concurrent turns one commit now carries several turns' episodes. Each
+// caller still returns only once its rows are committed.
 func (s *VectorStore) writeAdditions(ctx context.Context, batch []*addition) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	now := s.now()
 	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, insertSQL)
@@ -365,11 +352,10 @@ func (s *VectorStore) writeAdditions(ctx context.Context, batch []*addition) {
 		}
 		s.mu.Unlock()
 	}
-	for _, a := range batch {
-		if err != nil {
+	if err != nil {
+		for _, a := range batch {
 			a.ids, a.err = nil, cmp.Or(a.err, err)
 		}
-		close(a.done)
 	}
 }
 

@@ -1,0 +1,62 @@
+package sqlite
+
+import "sync"
+
+// GroupCommit lets concurrent writers share one transaction (group
+// commit). Under SQLite's WAL every commit writes each page it changed to
+// the log, so small transactions from concurrent callers (a turn's
+// episodes, its events, its log entries) cost a commit each; here the
+// first caller to find no write in progress writes every item queued by
+// then, its own and those of the callers waiting behind it, and each
+// caller returns only once the write that held its item has returned, so
+// what it wrote is as durable as if it had committed alone. The zero value
+// is ready to use.
+type GroupCommit[T any] struct {
+	mu     sync.Mutex // held by the caller writing a batch
+	qmu    sync.Mutex // guards queued
+	queued []*groupItem[T]
+}
+
+type groupItem[T any] struct {
+	v    T
+	done chan struct{}
+}
+
+// Write queues v and returns once write has been called with a batch
+// holding it. Batches are written one at a time, in the order their items
+// were queued, each by one of its callers' write: every caller must pass
+// the same function. write reports each item's outcome through the item
+// itself (T is usually a pointer to the item and its result); it must not
+// panic.
+func (g *GroupCommit[T]) Write(v T, write func(batch []T)) {
+	it := &groupItem[T]{v: v, done: make(chan struct{})}
+	g.qmu.Lock()
+	g.queued = append(g.queued, it)
+	g.qmu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-it.done: // written with an earlier caller's batch
+		return
+	default:
+	}
+	g.qmu.Lock()
+	batch := g.queued
+	g.queued = nil
+	g.qmu.Unlock()
+	vs := make([]T, len(batch))
+	for i, b := range batch {
+		vs[i] = b.v
+	}
+	write(vs)
+	for _, b := range batch {
+		close(b.done)
+	}
+}
+
+// Queued is how many items wait for a write.
+func (g *GroupCommit[T]) Queued() int {
+	g.qmu.Lock()
+	defer g.qmu.Unlock()
+	return len(g.queued)
+}

@@ -1,0 +1,78 @@
+package sqlite
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// TestGroupCommit: callers that arrive while a batch is being written are
+// written together in the next batch, every item exactly once, and each
+// caller returns only after the batch holding its item was written.
+func TestGroupCommit(t *testing.T) {
+	var g GroupCommit[*int]
+	var (
+		mu      sync.Mutex
+		batches [][]int
+		written = map[int]bool{}
+	)
+	write := func(batch []*int) {
+		mu.Lock()
+		defer mu.Unlock()
+		var b []int
+		for _, v := range batch {
+			b = append(b, *v)
+			written[*v] = true
+		}
+		batches = append(batches, b)
+	}
+	// The first caller's write blocks until the others are queued.
+	release := make(chan struct{})
+	first := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		v := 0
+		g.Write(&v, func(batch []*int) {
+			close(first)
+			<-release
+			write(batch)
+		})
+	})
+	<-first
+	const callers = 8
+	returned := make([]bool, callers+1)
+	for c := 1; c <= callers; c++ {
+		wg.Go(func() {
+			v := c
+			g.Write(&v, write)
+			mu.Lock()
+			defer mu.Unlock()
+			if !written[c] {
+				t.Errorf("caller %d returned before its item was written", c)
+			}
+			returned[c] = true
+		})
+	}
+	for g.Queued() < callers {
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+	if len(batches) != 2 || !slices.Equal(batches[0], []int{0}) || len(batches[1]) != callers {
+		t.Fatalf("batches %v: want [0] then the %d waiting callers together", batches, callers)
+	}
+	got := slices.Sorted(slices.Values(batches[1]))
+	if !slices.Equal(got, []int{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Fatalf("second batch %v", batches[1])
+	}
+	if g.Queued() != 0 {
+		t.Fatalf("%d items left queued", g.Queued())
+	}
+	// alone, a caller writes its own batch
+	v := 42
+	g.Write(&v, write)
+	if last := batches[len(batches)-1]; !slices.Equal(last, []int{42}) {
+		t.Fatalf("lone write's batch %v", last)
+	}
+}
