@@ -12,6 +12,7 @@
 package conversation
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -75,6 +76,9 @@ type Store struct {
 	counter TokenCounter
 	secrets *redact.Secrets
 	recent  historyCache
+	// appends writes the appends that wait for one another together
+	// (writeAppends).
+	appends sqlite.GroupCommit[*appending]
 }
 
 // Thread is one conversation.
@@ -368,11 +372,6 @@ func (s *Store) appendMessages(ctx context.Context, id chat.ThreadID, src Source
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	type encoded struct {
-		role   string
-		parts  string
-		tokens int
-	}
 	enc := make([]encoded, len(msgs))
 	var firstUser string
 	hasUser := false
@@ -394,60 +393,124 @@ func (s *Store) appendMessages(ctx context.Context, id chat.ThreadID, src Source
 			hasUser, firstUser = true, s.secrets.Redact(m.Text())
 		}
 	}
-	ids := make([]int64, len(msgs))
+	ap := &appending{id: id, src: src, status: status, note: note, enc: enc, hasUser: hasUser, firstUser: firstUser}
+	// The batch holds other callers' appends: one caller's end must not
+	// cut theirs short.
+	wctx := context.WithoutCancel(ctx)
+	s.appends.Write(ap, func(batch []*appending) { s.writeAppends(wctx, batch) })
+	if ap.err != nil {
+		return nil, fmt.Errorf("append to thread %q: %w", id, ap.err)
+	}
+	return ap.ids, nil
+}
+
+// encoded is a message as appendMessages stores it.
+type encoded struct {
+	role   string
+	parts  string
+	tokens int
+}
+
+// appending is one appendMessages call waiting to be written, and then its
+// outcome.
+type appending struct {
+	id        chat.ThreadID
+	src       Source
+	status    Status
+	note      string
+	enc       []encoded
+	hasUser   bool
+	firstUser string
+	ids       []int64
+	err       error
+}
+
+// writeAppends writes the appends queued by concurrent appendMessages calls
+// (s.appends) in one transaction, each in a savepoint of its own when there
+// are several. A turn appends twice (the user's message, then the reply),
+// each a small transaction whose commit writes every page it touched to
+// the WAL; concurrent turns' appends now share a commit. Each caller still
+// returns only once its messages are committed.
+func (s *Store) writeAppends(ctx context.Context, batch []*appending) {
 	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
 		now := nanos(s.now())
-		// One upsert creates the thread or moves its times (and gives it a
-		// title from its first user message) before the rows that
-		// reference it.
-		var lastUser any
-		title := ""
-		if hasUser {
-			lastUser, title = now, titleOf(firstUser)
+		var last int64
+		for _, ap := range batch {
+			write := func() error { return s.writeAppend(ctx, tx, ap, now) }
+			if len(batch) == 1 {
+				if ap.err = write(); ap.err != nil {
+					return ap.err
+				}
+			} else if ap.err = sqlite.Savepoint(ctx, tx, write); ap.err != nil {
+				ap.ids = nil
+				continue
+			}
+			last = max(last, ap.ids[len(ap.ids)-1])
 		}
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO threads (id, channel, title, created_at, updated_at, last_user_message_at)
+		if last == 0 {
+			return nil
+		}
+		var done int64
+		if err := tx.QueryRowContext(ctx, `SELECT id FROM messages_fts_done`).Scan(&done); err != nil {
+			return fmt.Errorf("read the search index's mark: %w", err)
+		}
+		if last-done >= ftsBatch {
+			return indexPending(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, ap := range batch {
+			ap.ids, ap.err = nil, cmp.Or(ap.err, err)
+		}
+	}
+}
+
+// writeAppend stores one append's messages within tx, at time now.
+func (s *Store) writeAppend(ctx context.Context, tx *sql.Tx, ap *appending, now int64) error {
+	id, src, status, note, enc := ap.id, ap.src, ap.status, ap.note, ap.enc
+	hasUser, firstUser := ap.hasUser, ap.firstUser
+	ids := make([]int64, len(enc))
+	// One upsert creates the thread or moves its times (and gives it a
+	// title from its first user message) before the rows that
+	// reference it.
+	var lastUser any
+	title := ""
+	if hasUser {
+		lastUser, title = now, titleOf(firstUser)
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO threads (id, channel, title, created_at, updated_at, last_user_message_at)
 			 VALUES (?1, ?2, ?3, ?4, ?4, ?5)
 			 ON CONFLICT (id) DO UPDATE SET
 			     updated_at = excluded.updated_at,
 			     last_user_message_at = coalesce(excluded.last_user_message_at, last_user_message_at),
 			     title = CASE WHEN title = '' THEN excluded.title ELSE title END,
 			     archived_at = CASE WHEN excluded.last_user_message_at IS NULL THEN archived_at END`,
-			string(id), id.Channel(), title, now, lastUser); err != nil {
+		string(id), id.Channel(), title, now, lastUser); err != nil {
+		return err
+	}
+	const insert = `INSERT INTO messages (thread_id, role, parts, created_at, token_count, source, status, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	exec := func(args ...any) (sql.Result, error) { return tx.ExecContext(ctx, insert, args...) }
+	if len(enc) > 1 {
+		stmt, err := tx.PrepareContext(ctx, insert)
+		if err != nil {
 			return err
 		}
-		const insert = `INSERT INTO messages (thread_id, role, parts, created_at, token_count, source, status, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-		exec := func(args ...any) (sql.Result, error) { return tx.ExecContext(ctx, insert, args...) }
-		if len(enc) > 1 {
-			stmt, err := tx.PrepareContext(ctx, insert)
-			if err != nil {
-				return err
-			}
-			defer stmt.Close()
-			exec = func(args ...any) (sql.Result, error) { return stmt.ExecContext(ctx, args...) }
-		}
-		for i, e := range enc {
-			res, err := exec(string(id), e.role, e.parts, now, e.tokens, string(src), string(status), note)
-			if err != nil {
-				return err
-			}
-			if ids[i], err = res.LastInsertId(); err != nil {
-				return err
-			}
-		}
-		var done int64
-		if err := tx.QueryRowContext(ctx, `SELECT id FROM messages_fts_done`).Scan(&done); err != nil {
-			return fmt.Errorf("read the search index's mark: %w", err)
-		}
-		if ids[len(ids)-1]-done >= ftsBatch {
-			return indexPending(ctx, tx)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("append to thread %q: %w", id, err)
+		defer stmt.Close()
+		exec = func(args ...any) (sql.Result, error) { return stmt.ExecContext(ctx, args...) }
 	}
-	return ids, nil
+	for i, e := range enc {
+		res, err := exec(string(id), e.role, e.parts, now, e.tokens, string(src), string(status), note)
+		if err != nil {
+			return err
+		}
+		if ids[i], err = res.LastInsertId(); err != nil {
+			return err
+		}
+	}
+	ap.ids = ids
+	return nil
 }
 
 // ftsBatch is how many messages the search index may lag behind the

@@ -322,7 +322,7 @@ func (s *VectorStore) writeAdditions(ctx context.Context, batch []*addition) {
 				if a.err = write(); a.err != nil {
 					return a.err
 				}
-			} else if a.err = inSavepoint(ctx, tx, write); a.err != nil {
+			} else if a.err = sqlite.Savepoint(ctx, tx, write); a.err != nil {
 				a.ids, a.fresh = nil, nil
 				continue
 			}
@@ -388,23 +388,6 @@ func (s *VectorStore) addRows(ctx context.Context, a *addition, ins, find, bump 
 		a.fresh = append(a.fresh, added{id: id, vec: a.vecs[i], text: m.Text, m: mt})
 	}
 	return nil
-}
-
-// inSavepoint runs fn within a savepoint of tx: what fn wrote is undone
-// when it fails, and the rest of the transaction stays.
-func inSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) error {
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT addition`); err != nil {
-		return err
-	}
-	if err := fn(); err != nil {
-		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO addition`); rerr != nil {
-			return errors.Join(err, rerr)
-		}
-		_, rerr := tx.ExecContext(ctx, `RELEASE addition`)
-		return errors.Join(err, rerr)
-	}
-	_, err := tx.ExecContext(ctx, `RELEASE addition`)
-	return err
 }
 
 // ftsBatch is how many memories the full-text index (memories_fts, read

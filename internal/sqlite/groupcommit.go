@@ -1,6 +1,11 @@
 package sqlite
 
-import "sync"
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+)
 
 // GroupCommit lets concurrent writers share one transaction (group
 // commit). Under SQLite's WAL every commit writes each page it changed to
@@ -59,4 +64,22 @@ func (g *GroupCommit[T]) Queued() int {
 	g.qmu.Lock()
 	defer g.qmu.Unlock()
 	return len(g.queued)
+}
+
+// Savepoint runs fn within a savepoint of tx: what fn wrote is undone when
+// it fails, and the rest of the transaction stays (the items of a
+// GroupCommit batch each write in one, so that one's failure is its own).
+func Savepoint(ctx context.Context, tx *sql.Tx, fn func() error) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT item`); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO item`); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		_, rerr := tx.ExecContext(ctx, `RELEASE item`)
+		return errors.Join(err, rerr)
+	}
+	_, err := tx.ExecContext(ctx, `RELEASE item`)
+	return err
 }

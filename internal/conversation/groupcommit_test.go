@@ -1,0 +1,93 @@
+package conversation
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/llm"
+)
+
+// TestAppendGroupCommit: appends that wait for one another are written
+// together (one transaction, a savepoint each): each caller gets its own
+// ids once they are committed, every thread holds its own messages, and an
+// append that fails leaves the others' in place.
+func TestAppendGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	// The first write's clock reading waits until the others are queued.
+	var once sync.Once
+	hold := make(chan struct{})
+	now := func() time.Time {
+		once.Do(func() { <-hold })
+		return time.Date(2025, 1, 15, 12, 0, 0, 0, time.UTC)
+	}
+	s, err := Open(ctx, db, Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a message saying "explode" cannot be stored
+	if _, err := db.ExecContext(ctx, `CREATE TRIGGER test_refuse BEFORE INSERT ON messages
+		WHEN new.parts LIKE '%explode%' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`); err != nil {
+		t.Fatal(err)
+	}
+	const callers = 8
+	failing := map[int]bool{3: true, 6: true} // two, so that the batch holds one
+	ids := make([][]int64, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			text := fmt.Sprintf("Hello from caller %d.", c)
+			if failing[c] {
+				text = "This one will explode."
+			}
+			ids[c], errs[c] = s.Append(ctx, chat.ThreadID(fmt.Sprintf("web:gc%d", c)), llm.UserText(text), llm.AssistantText(fmt.Sprintf("Hi, caller %d.", c)))
+		})
+	}
+	for s.appends.Queued() < callers-1 {
+		runtime.Gosched()
+	}
+	close(hold)
+	wg.Wait()
+
+	seen := map[int64]bool{}
+	for c := range callers {
+		if failing[c] {
+			if errs[c] == nil || !strings.Contains(errs[c].Error(), "refused by the test") || ids[c] != nil {
+				t.Fatalf("caller %d = %v, %v; want the trigger's refusal", c, ids[c], errs[c])
+			}
+			continue
+		}
+		if errs[c] != nil || len(ids[c]) != 2 {
+			t.Fatalf("caller %d = %v, %v", c, ids[c], errs[c])
+		}
+		for _, id := range ids[c] {
+			if seen[id] {
+				t.Fatalf("id %d given twice", id)
+			}
+			seen[id] = true
+		}
+	}
+	for c := range callers {
+		h, err := s.History(ctx, chat.ThreadID(fmt.Sprintf("web:gc%d", c)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failing[c] {
+			if len(h) != 0 {
+				t.Errorf("failed caller %d's thread holds %d messages", c, len(h))
+			}
+			continue
+		}
+		if len(h) != 2 || h[0].ID != ids[c][0] || h[0].Message.Text() != fmt.Sprintf("Hello from caller %d.", c) ||
+			h[1].Message.Text() != fmt.Sprintf("Hi, caller %d.", c) {
+			t.Errorf("caller %d's thread = %+v", c, h)
+		}
+	}
+}
