@@ -163,6 +163,16 @@ func (s apiSetup) applyVoice(ctx context.Context, values map[string]string) (str
 	if !slices.ContainsFunc(slices.Collect(maps.Values(values)), func(x string) bool { return strings.TrimSpace(x) != "" }) {
 		return s.testVoice(ctx)
 	}
+	unchanged := true // the form's defaults sent back: the models in use
+	for _, role := range config.SpeechRoles {
+		model, base := s.speechDefaults(role)
+		if v(role+"_api_key") != "" || v(role+"_model") != model || (v(role+"_base_url") != base && v(role+"_model") != "") {
+			unchanged = false
+		}
+	}
+	if unchanged {
+		return s.testVoice(ctx)
+	}
 	cfg, err := s.a.readSetupConfig()
 	if err != nil {
 		return "", err
@@ -217,7 +227,7 @@ func (s apiSetup) applyVoice(ctx context.Context, values map[string]string) (str
 		saved = append(saved, fmt.Sprintf("%s model %s", role, model))
 	}
 	if len(keys) == 0 && maps.Equal(models, cfg.models) {
-		return s.testVoice(ctx) // the page sends the saved models back
+		return s.testVoice(ctx) // saved since the start: the restart is pending
 	}
 	probes, err := voice.Check(ctx, voice.Options{Config: s.a.Config.Voice, Models: test, Secrets: s.a.Secrets})
 	if err != nil {

@@ -276,6 +276,12 @@ func TestSetupVoiceFormSaves(t *testing.T) {
 		t.Errorf("testing the saved models: %q", res.Message)
 	}
 
+	// The page sends the shown values back: a test, not a save.
+	w2.JSON(t, http.MethodPost, "/setup/voice", api.SetupRequest{Values: shown}, http.StatusOK, &res)
+	if !strings.Contains(res.Message, "tts model setup_tts/tts-1 answers") || strings.Contains(res.Message, "Saved") {
+		t.Errorf("sending the shown values back: %q", res.Message)
+	}
+
 	// The models form adds the main model to the same section.
 	w2.JSON(t, http.MethodPost, "/setup/models", api.SetupRequest{Values: map[string]string{
 		"provider": "openai", "base_url": w2.Model.BaseURL(), "model": "gpt-setup"}}, http.StatusOK, &res)
