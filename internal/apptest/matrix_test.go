@@ -839,10 +839,9 @@ func TestMatrixRateLimited(t *testing.T) {
 	}
 	evs := alice.Wait(t, "every reply, complete", complete)
 	took := time.Since(began)
+	// Reported, not asserted: timing is for benchmarks (the wait itself is
+	// bounded by alice.Wait).
 	t.Logf("9 replies complete %s after the first message", took.Round(time.Millisecond))
-	if took > 60*time.Second {
-		t.Errorf("the replies took %s", took)
-	}
 	for room, texts := range want {
 		for _, text := range texts {
 			if n := countBody(evs, room, w.bot, text); n != 1 {
