@@ -297,6 +297,17 @@ const (
 	// path of the file (GET, with the token), Text what it says, Part and
 	// Parts its place in a reply spoken in parts.
 	FrameVoice = "voice"
+	// FrameThread: a thread was deleted (State ThreadDeleted) or restored
+	// (ThreadRestored), by any client; sent to every connection, so that
+	// each page updates its list and stops (or resumes) taking messages on
+	// it.
+	FrameThread = "thread"
+)
+
+// States of a FrameThread.
+const (
+	ThreadDeleted  = "deleted"
+	ThreadRestored = "restored"
 )
 
 // ClientFrame is a frame a WebSocket client sends.

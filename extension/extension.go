@@ -382,6 +382,19 @@ type Pairer interface {
 	IsOwner(senderID string) bool
 }
 
+// ThreadMaker is a channel whose user makes a new thread for each
+// conversation (the web page's "New session") rather than having one thread
+// per chat (Telegram, Matrix, the terminal). A deleted thread of such a
+// channel stays closed: the router refuses messages to it until it is
+// restored. A deleted thread of any other channel starts a new
+// conversation with its next message, the deleted one kept readable as a
+// closed conversation.
+type ThreadMaker interface {
+	ChannelProvider
+	// MakesThreads reports whether the channel's user makes its threads.
+	MakesThreads() bool
+}
+
 // SharedThreads is a channel some of whose threads other people read too
 // (Telegram groups, Matrix rooms with several members): an approval request from such a thread shows its data
 // only in the owner's private thread, where it is answered.

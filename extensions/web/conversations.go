@@ -36,6 +36,9 @@ func (w *Web) archiveThread(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	th, err := w.svc.Conversations.Archive(r.Context(), t)
+	if err == nil {
+		w.hub.broadcast(&api.ServerFrame{Type: api.FrameThread, Thread: t, State: api.ThreadDeleted})
+	}
 	w.reply(rw, r, th, err)
 }
 
@@ -46,6 +49,9 @@ func (w *Web) restoreThread(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	th, err := w.svc.Conversations.Restore(r.Context(), t)
+	if err == nil {
+		w.hub.broadcast(&api.ServerFrame{Type: api.FrameThread, Thread: t, State: api.ThreadRestored})
+	}
 	w.reply(rw, r, th, err)
 }
 

@@ -473,4 +473,5 @@ var (
 	_ extension.ServiceProvider = (*Web)(nil)
 	_ extension.ReadyListener   = (*Web)(nil)
 	_ extension.HealthChecker   = (*Web)(nil)
+	_ extension.ThreadMaker     = (*Web)(nil)
 )

@@ -613,6 +613,10 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 // ChannelName implements extension.ChannelProvider: threads "web:…".
 func (w *Web) ChannelName() string { return ChannelName }
 
+// MakesThreads implements extension.ThreadMaker: the page makes a thread
+// per conversation, and a deleted one takes no message until restored.
+func (w *Web) MakesThreads() bool { return true }
+
 // Send delivers a complete message: a reply as "done", a failure as
 // "error", a proactive message as "notify". It goes to the connections
 // following the thread; a message for a thread that is not a web thread

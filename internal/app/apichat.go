@@ -35,7 +35,7 @@ func replyOf(ctx context.Context, thread chat.ThreadID, res agent.Result, err er
 	switch {
 	case errors.Is(err, router.ErrNotEditable), errors.Is(err, router.ErrUnknownAction):
 		err = fmt.Errorf("%w: %w", api.ErrInvalid, err)
-	case errors.Is(err, router.ErrNothingToRedo), errors.Is(err, router.ErrNotRetryable):
+	case errors.Is(err, router.ErrNothingToRedo), errors.Is(err, router.ErrNotRetryable), errors.Is(err, router.ErrDeleted):
 		err = fmt.Errorf("%w: %w", api.ErrConflict, err)
 	case errors.Is(err, chat.ErrInvalidThreadID), errors.Is(err, router.ErrEmptyText):
 		err = fmt.Errorf("%w: %w", api.ErrInvalid, err)

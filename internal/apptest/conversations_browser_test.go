@@ -296,3 +296,114 @@ func hasTitle(ts []api.Thread, id, title string) bool {
 	}
 	return false
 }
+
+// TestBrowserDeletedConversation: a conversation deleted by another client
+// turns read-only on the page at once (gone from the list, the composer
+// off, a Restore button); the server refuses its messages (HTTP 409, an
+// error frame on the WebSocket of a stale tab) without calling the model
+// or storing them; only Restore brings it back, with its history. A
+// deleted conversation opened from the archive is read-only too. A
+// terminal chat deleted and then written to starts a new, greeted
+// conversation without the old history, the old one closed in the archive.
+func TestBrowserDeletedConversation(t *testing.T) {
+	browserPath := chromium(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	p := newBrowser(t, browserPath, "deleted", 1280, 900)
+	var failing atomic.Bool
+	var n atomic.Int32
+	app.Model.Handle(convAssistant(&failing, &n))
+	app.JSON(t, http.MethodPost, "/threads/web:old/messages", map[string]string{"text": "Book the train to Lyon"}, http.StatusOK, nil)
+	app.JSON(t, http.MethodPost, "/threads/web:other/messages", map[string]string{"text": "Recipe for crêpes"}, http.StatusOK, nil)
+
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken+"&x=1"))
+	p.do("open the old conversation", chromedp.Navigate(app.Base+"/#chat/web:old"))
+	p.waitFor("online with its messages", `document.getElementById('conn').dataset.state === 'online' && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('train to Lyon'))`)
+	const row = `document.querySelector('#threads li[data-thread="web:old"]')`
+	p.waitFor("the list", `!!`+row)
+
+	// Deleted by another client: the page follows.
+	app.JSON(t, http.MethodDelete, "/threads/web:old", nil, http.StatusOK, nil)
+	p.waitFor("read-only, with Restore", `!!document.querySelector('#deleted-bar button[data-act="restore"]') && document.getElementById('input').disabled && !`+row)
+	if eval[bool](p, `!!document.querySelector('#messages button[data-act="edit"], #messages button[data-act="regenerate"]')`) {
+		t.Error("a deleted conversation offers edit or regenerate")
+	}
+
+	// The server refuses its messages: the API, and a stale tab's WebSocket.
+	if code, body := app.Do(t, http.MethodPost, "/threads/web:old/messages", map[string]string{"text": "are you there"}); code != http.StatusConflict || !strings.Contains(string(body), "deleted") {
+		t.Errorf("a message to a deleted conversation: %d %s, want 409", code, body)
+	}
+	if code, body := app.Do(t, http.MethodPost, "/threads/web:old/regenerate", nil); code != http.StatusConflict {
+		t.Errorf("regenerate in a deleted conversation: %d %s, want 409", code, body)
+	}
+	refused, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`new Promise((resolve) => {
+		const ws = new WebSocket(location.origin.replace(/^http/, 'ws') + '/api/v1/ws');
+		ws.onopen = () => ws.send(JSON.stringify({ type: 'message', thread: 'web:old', text: 'from a stale tab' }));
+		ws.onmessage = (ev) => { const f = JSON.parse(ev.data); if (f.type === 'error' && f.thread === 'web:old') { ws.close(); resolve(f.error); } };
+		ws.onerror = () => resolve('websocket error');
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil || !strings.Contains(refused, "deleted") {
+		t.Errorf("a stale tab's message: %q, %v; want an error frame saying the conversation was deleted", refused, err)
+	}
+	for _, req := range app.Model.ChatRequests() {
+		if q := lastUser(req); strings.Contains(q, "are you there") || strings.Contains(q, "stale tab") {
+			t.Errorf("the model was asked %q in a deleted conversation", q)
+		}
+	}
+	var msgs api.MessageList
+	app.JSON(t, http.MethodGet, "/threads/web:old/messages", nil, http.StatusOK, &msgs)
+	for _, m := range msgs.Messages {
+		if strings.Contains(m.Text, "are you there") || strings.Contains(m.Text, "stale tab") {
+			t.Errorf("a refused message was stored: %q", m.Text)
+		}
+	}
+
+	// Restore: back in the list, writable, with its history.
+	p.click("restore", `#deleted-bar button[data-act="restore"]`)
+	p.waitFor("writable again", `!document.getElementById('deleted-bar') && !document.getElementById('input').disabled && !!`+row)
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "and a hotel"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the answer", `[...document.querySelectorAll('#messages .msg.assistant:not(.streaming)')].some(m => m.textContent.includes(': and a hotel'))`)
+	if !eval[bool](p, `[...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('train to Lyon'))`) {
+		t.Error("the restored conversation lost its history")
+	}
+
+	// Deleted from the page, then opened from the archive: read-only.
+	p.click("delete", `#threads li[data-thread="web:old"] button[data-act="delete"]`)
+	p.waitFor("another conversation shown", `!`+row+` && !location.hash.includes('web%3Aold') && !location.hash.includes('web:old')`)
+	p.click("open the archive", `#archive > summary`)
+	p.click("open the deleted conversation", `#archived li[data-archived="web:old"] a`)
+	p.waitFor("read-only", `!!document.getElementById('deleted-bar') && document.getElementById('input').disabled && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('and a hotel'))`)
+
+	// A terminal chat deleted, then written to: a new conversation.
+	cli := func(text string) string {
+		t.Helper()
+		in := chat.Inbound{Address: chat.Address{Channel: "cli", Thread: "cli:ann"}, Sender: chat.Sender{ID: "ann"}, Text: text}
+		res, err := app.App.Router.Handle(context.Background(), in)
+		if err != nil {
+			t.Fatalf("%s on cli:ann: %v", text, err)
+		}
+		return res.Reply
+	}
+	cli("Plan the garden")
+	app.JSON(t, http.MethodDelete, "/threads/cli:ann", nil, http.StatusOK, nil)
+	before := len(app.Model.ChatRequests())
+	if reply := cli("Book a dentist"); !strings.Contains(reply, "Book a dentist") || !strings.HasPrefix(reply, Greeting) {
+		t.Errorf("reply %q, want a greeted answer to the new message", reply)
+	}
+	for _, req := range app.Model.ChatRequests()[before:] {
+		for _, m := range req.Messages {
+			if strings.Contains(m.Text(), "garden") {
+				t.Errorf("the new conversation's request carries the deleted one: %q", m.Text())
+			}
+		}
+	}
+	var threads api.ThreadList
+	app.JSON(t, http.MethodGet, "/threads", nil, http.StatusOK, &threads)
+	if !hasTitle(threads.Threads, "cli:ann", "Book a dentist") {
+		t.Errorf("the terminal chat is not listed with its new conversation: %+v", threads.Threads)
+	}
+	p.do("close the archive", chromedp.Evaluate[chromedp.Void](`document.getElementById('archive').open = false`))
+	p.waitFor("the archive closed", `!document.getElementById('archive').open`)
+	p.do("reopen the archive", chromedp.Evaluate[chromedp.Void](`document.getElementById('archive').open = true`))
+	p.waitFor("the deleted terminal conversation, closed", `[...document.querySelectorAll('#archived li[data-segment] .thread-title')].some(e => e.textContent === 'Plan the garden · terminal')`)
+	p.checkProblems()
+}

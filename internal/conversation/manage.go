@@ -84,8 +84,11 @@ func (s *Store) SetGeneratedTitle(ctx context.Context, id chat.ThreadID, title s
 }
 
 // ArchiveThread deletes a thread from the list: it is archived, with all its
-// messages, and RestoreThread brings it back. A user message on it
-// restores it too.
+// messages, and only RestoreThread brings it back as it was (a message
+// stored in it meanwhile leaves it deleted). What a later message does is
+// the router's decision: refused on a channel whose user makes a thread per
+// conversation (the web page), a fresh conversation (Reopen) on one whose
+// chat is the thread (Telegram, Matrix, the terminal).
 func (s *Store) ArchiveThread(ctx context.Context, id chat.ThreadID) (Thread, error) {
 	return s.updateThread(ctx, id, "archive",
 		`UPDATE threads SET archived_at = coalesce(archived_at, ?) WHERE id = ?`, nanos(s.now()), string(id))
@@ -94,6 +97,37 @@ func (s *Store) ArchiveThread(ctx context.Context, id chat.ThreadID) (Thread, er
 // RestoreThread puts an archived thread back in the list.
 func (s *Store) RestoreThread(ctx context.Context, id chat.ThreadID) (Thread, error) {
 	return s.updateThread(ctx, id, "restore", `UPDATE threads SET archived_at = NULL WHERE id = ?`, string(id))
+}
+
+// Reopen starts a deleted thread afresh: its conversation is closed as a
+// segment of kind SegmentConversation (readable in the archive, as one /new
+// closed) and the thread is listed again, empty and untitled, so that its
+// next message opens a new conversation without the old history. It
+// reports whether the thread was deleted; one that is not (or does not
+// exist) is left alone.
+func (s *Store) Reopen(ctx context.Context, id chat.ThreadID) (bool, error) {
+	reopened := false
+	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+		var archived sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT archived_at FROM threads WHERE id = ?`, string(id)).Scan(&archived)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && !archived.Valid) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := closeConversation(ctx, tx, id, nanos(s.now())); err != nil {
+			return err
+		}
+		reopened = true
+		_, err = tx.ExecContext(ctx,
+			`UPDATE threads SET archived_at = NULL, title = '', title_source = '', last_user_message_at = NULL WHERE id = ?`, string(id))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("reopen deleted thread %q: %w", id, err)
+	}
+	return reopened, nil
 }
 
 // updateThread runs one update of an existing thread and returns the

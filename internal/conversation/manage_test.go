@@ -89,11 +89,86 @@ func TestRenameArchiveRestore(t *testing.T) {
 	if list, _ = s.Threads(ctx, ListOptions{}); len(list) != 1 {
 		t.Fatalf("restored thread not listed: %+v", list)
 	}
-	// A user message brings a deleted thread back.
+	// Only a restore brings a deleted thread back: a message stored in it
+	// (one a turn already running wrote) leaves it deleted.
 	s.ArchiveThread(ctx, th)
 	mustAppend(t, s, th, llm.UserText("again"))
-	if list, _ = s.Threads(ctx, ListOptions{}); len(list) != 1 {
-		t.Fatalf("a deleted thread with a new message is not listed: %+v", list)
+	if list, _ = s.Threads(ctx, ListOptions{}); len(list) != 0 {
+		t.Fatalf("a deleted thread came back with a new message: %+v", list)
+	}
+}
+
+// TestReopenStartsAfresh: a deleted thread reopened (a Telegram chat's next
+// message after the deletion) is listed again empty and untitled; the old
+// conversation is a closed one, readable, not the new one's history.
+// Reopen leaves a thread that is not deleted alone.
+func TestReopenStartsAfresh(t *testing.T) {
+	ctx := context.Background()
+	s, clk, _ := newStore(t)
+	const th chat.ThreadID = "telegram:7"
+	ids := mustAppend(t, s, th, llm.UserText("plan the garden"), llm.AssistantText("roses"), llm.UserText("and tulips"), llm.AssistantText("yes"))
+	if _, err := s.Compact(ctx, th, Summary{Text: "garden plans", CoversThrough: ids[1]}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rename(ctx, th, "Garden"); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		id   chat.ThreadID
+	}{
+		{"not deleted", th},
+		{"unknown", "telegram:8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if ok, err := s.Reopen(ctx, tc.id); ok || err != nil {
+				t.Errorf("Reopen = %v, %v; want false, nil", ok, err)
+			}
+		})
+	}
+	if h, _ := s.History(ctx, th); len(h) != 2 {
+		t.Fatalf("Reopen of a thread that is not deleted changed its history: %d messages", len(h))
+	}
+	if _, found, _ := s.Thread(ctx, "telegram:8"); found {
+		t.Error("Reopen created a thread")
+	}
+
+	if _, err := s.ArchiveThread(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	ok, err := s.Reopen(ctx, th)
+	if err != nil || !ok {
+		t.Fatalf("Reopen = %v, %v", ok, err)
+	}
+	got, _, _ := s.Thread(ctx, th)
+	if !got.ArchivedAt.IsZero() || got.Title != "" || got.TitleSource != "" || !got.LastUserMessageAt.IsZero() {
+		t.Errorf("reopened thread = %+v, want listed, untitled, no user message yet", got)
+	}
+	if h, _ := s.History(ctx, th); len(h) != 0 {
+		t.Errorf("the new conversation starts with %d old messages", len(h))
+	}
+	if _, ok, _ := s.Summary(ctx, th); ok {
+		t.Error("the new conversation kept the old summary")
+	}
+	if list, _ := s.Threads(ctx, ListOptions{}); len(list) != 1 || list[0].ID != th {
+		t.Errorf("listed = %+v", list)
+	}
+	segs, err := s.Segments(ctx, SegmentQuery{Thread: th, Kind: SegmentConversation})
+	if err != nil || len(segs) != 1 || segs[0].Title != "Garden" || segs[0].Messages != 4 {
+		t.Fatalf("the deleted conversation is not kept closed: %+v %v", segs, err)
+	}
+	if _, msgs, err := s.Segment(ctx, segs[0].ID); err != nil || len(msgs) != 4 || msgs[0].Message.Text() != "plan the garden" {
+		t.Fatalf("closed conversation = %v %v", texts(msgs), err)
+	}
+	// The next message starts the new conversation and titles it.
+	mustAppend(t, s, th, llm.UserText("book a dentist"))
+	if got, _, _ = s.Thread(ctx, th); got.Title != "book a dentist" {
+		t.Errorf("the new conversation's title = %q", got.Title)
+	}
+	if ok, _ := s.Reopen(ctx, th); ok {
+		t.Error("a second Reopen reopened again")
 	}
 }
 

@@ -485,8 +485,7 @@ func (s *Store) writeAppend(ctx context.Context, tx *sql.Tx, ap *appending, now 
 			 ON CONFLICT (id) DO UPDATE SET
 			     updated_at = excluded.updated_at,
 			     last_user_message_at = coalesce(excluded.last_user_message_at, last_user_message_at),
-			     title = CASE WHEN title = '' THEN excluded.title ELSE title END,
-			     archived_at = CASE WHEN excluded.last_user_message_at IS NULL THEN archived_at END`,
+			     title = CASE WHEN title = '' THEN excluded.title ELSE title END`,
 		string(id), id.Channel(), title, now, lastUser); err != nil {
 		return err
 	}
@@ -970,48 +969,59 @@ func (s *Store) Compact(ctx context.Context, id chat.ThreadID, sum Summary) (int
 // of its own (unless the user named the thread).
 func (s *Store) Reset(ctx context.Context, id chat.ThreadID) error {
 	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
-		now := nanos(s.now())
-		// The closed conversation becomes a segment (with the thread's
-		// title) when it has messages: every message no segment holds yet,
-		// the active ones and those compaction archived.
-		var n int
-		if err := tx.QueryRowContext(ctx,
-			`SELECT count(*) FROM messages WHERE thread_id = ? AND archived_at IS NULL`, string(id)).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			res, err := tx.ExecContext(ctx,
-				`INSERT INTO segments (thread_id, kind, title, created_at)
-				 SELECT id, ?, title, ? FROM threads WHERE id = ?`, string(SegmentConversation), now, string(id))
-			if err != nil {
-				return err
-			}
-			seg, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx,
-				`UPDATE messages SET segment = ?1, archived_at = coalesce(archived_at, ?2)
-				 WHERE thread_id = ?3 AND segment IS NULL`, seg, now, string(id)); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM summaries WHERE thread_id = ?`, string(id)); err != nil {
+		n, err := closeConversation(ctx, tx, id, nanos(s.now()))
+		if err != nil {
 			return err
 		}
 		// The next conversation gets its own title, unless the user chose
 		// one for the thread.
-		_, err := tx.ExecContext(ctx,
-			`UPDATE threads SET updated_at = ?1,
-			     title = CASE WHEN ?3 AND title_source <> 'user' THEN '' ELSE title END,
-			     title_source = CASE WHEN ?3 AND title_source <> 'user' THEN '' ELSE title_source END
-			 WHERE id = ?2`, now, string(id), n > 0)
+		_, err = tx.ExecContext(ctx,
+			`UPDATE threads SET
+			     title = CASE WHEN ?2 AND title_source <> 'user' THEN '' ELSE title END,
+			     title_source = CASE WHEN ?2 AND title_source <> 'user' THEN '' ELSE title_source END
+			 WHERE id = ?1`, string(id), n > 0)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("reset thread %q: %w", id, err)
 	}
 	return nil
+}
+
+// closeConversation closes the thread's conversation within tx: when it
+// has messages, every message no segment holds yet (the active ones and
+// those compaction archived) goes to a new segment of kind
+// SegmentConversation with the thread's title; the summary is dropped and
+// the thread's updated_at moved. It returns how many active messages there
+// were.
+func closeConversation(ctx context.Context, tx *sql.Tx, id chat.ThreadID, now int64) (int, error) {
+	var n int
+	if err := tx.QueryRowContext(ctx,
+		`SELECT count(*) FROM messages WHERE thread_id = ? AND archived_at IS NULL`, string(id)).Scan(&n); err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO segments (thread_id, kind, title, created_at)
+			 SELECT id, ?, title, ? FROM threads WHERE id = ?`, string(SegmentConversation), now, string(id))
+		if err != nil {
+			return 0, err
+		}
+		seg, err := res.LastInsertId()
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE messages SET segment = ?1, archived_at = coalesce(archived_at, ?2)
+			 WHERE thread_id = ?3 AND segment IS NULL`, seg, now, string(id)); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM summaries WHERE thread_id = ?`, string(id)); err != nil {
+		return 0, err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE threads SET updated_at = ? WHERE id = ?`, now, string(id))
+	return n, err
 }
 
 // Threads lists threads, most recently updated first: those in the list,

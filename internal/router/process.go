@@ -28,6 +28,9 @@ func (r *Router) process(ctx context.Context, j *job) outcome {
 		}
 		return r.processEvent(ctx, j)
 	case jobRegenerate, jobRetry, jobEdit:
+		if !j.started && !r.admit(ctx, j) {
+			return r.refuseDeleted(ctx, j)
+		}
 		return r.processRedo(ctx, j)
 	case jobMessage:
 		switch {
@@ -35,6 +38,9 @@ func (r *Router) process(ctx context.Context, j *job) outcome {
 			return r.processInterrupted(ctx, j)
 		case j.resume:
 			return r.processMessage(ctx, j)
+		}
+		if !r.admit(ctx, j) {
+			return r.refuseDeleted(ctx, j)
 		}
 		if name, args, ok := parseCommand(j.text); ok {
 			return r.processCommand(ctx, j, name, args)
@@ -45,6 +51,50 @@ func (r *Router) process(ctx context.Context, j *job) outcome {
 		r.forget(ctx, j)
 		return outcome{err: fmt.Errorf("unknown inbox item kind %q", j.kind)}
 	}
+}
+
+// admit applies a deletion to a user's item on its thread and reports
+// whether the item may run. On a deleted thread of a channel whose user
+// makes threads (extension.ThreadMaker: the web page) nothing runs until
+// the thread is restored. On another channel's (a Telegram chat, a Matrix
+// room, the terminal), a message starts a new conversation: the deleted one
+// is closed, readable in the archive, never the new one's history
+// (conversation.Store.Reopen); a regeneration, retry or edit does not run
+// (what it would redo is in the closed conversation).
+func (r *Router) admit(ctx context.Context, j *job) bool {
+	th, found, err := r.o.Threads.Thread(ctx, j.thread)
+	if err != nil {
+		// The turn's own store calls will say what is wrong.
+		r.log.Warn("could not check whether the conversation was deleted; handled as not", "thread", j.thread, "err", err)
+		return true
+	}
+	if !found || th.ArchivedAt.IsZero() {
+		return true
+	}
+	if j.kind != jobMessage {
+		return false
+	}
+	if tm, ok := r.channel(j.thread.Channel()).(extension.ThreadMaker); ok && tm.MakesThreads() {
+		return false
+	}
+	if _, err := r.o.Threads.Reopen(ctx, j.thread); err != nil {
+		r.log.Error("could not start a new conversation on a deleted thread; the message is refused", "thread", j.thread, "err", err)
+		return false
+	}
+	j.greet = true
+	r.log.Info("a message to a deleted conversation starts a new one; the deleted one is kept closed", "thread", j.thread, "channel", j.channel)
+	return true
+}
+
+// refuseDeleted answers an item admit refused: its sender is told
+// (DeletedReply) and it is dropped.
+func (r *Router) refuseDeleted(ctx context.Context, j *job) outcome {
+	r.forget(ctx, j)
+	res := agent.Result{Reply: DeletedReply}
+	if j.done == nil {
+		r.send(ctx, j.channel, chat.Outbound{Address: chat.Address{Channel: j.channel, Thread: j.thread}, Kind: chat.Error, Text: DeletedReply})
+	}
+	return outcome{res: res, err: fmt.Errorf("%w (%s): restore it to go on with it, or start a new one", ErrDeleted, j.thread)}
 }
 
 func (r *Router) processMessage(ctx context.Context, j *job) outcome {
@@ -58,7 +108,7 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	// A new conversation is greeted in the same model call that answers
 	// its first message (the seed is stored before the message): one wait,
 	// and the stored order is the order shown.
-	greet := r.needsSeed(ctx, j.thread)
+	greet := r.needsSeed(ctx, j.thread) || j.greet
 	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Sender: j.sender, Received: j.received,
 		Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}, deliver, chat.Reply)
 	r.publishReplied(ctx, j, start, res, err)

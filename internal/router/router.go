@@ -57,7 +57,15 @@ var (
 	// ID (chat.Inbound.ID) were accepted before. Receive returns nil for
 	// one: the channel handed it over again, and it was accepted then.
 	ErrDuplicate = errors.New("this message was received before")
+	// ErrDeleted: the message (or regeneration, retry or edit) was for a
+	// deleted conversation that stays closed until restored (see
+	// extension.ThreadMaker); DeletedReply tells its sender.
+	ErrDeleted = errors.New("the conversation was deleted")
 )
+
+// DeletedReply is what the sender of a message to a deleted conversation
+// that stays closed is told.
+const DeletedReply = "This conversation was deleted: restore it (under Archived) to go on with it, or start a new one."
 
 // Agent runs turns (*agent.Agent).
 type Agent interface {
@@ -76,6 +84,8 @@ type Threads interface {
 	Branch(ctx context.Context, id chat.ThreadID, fromID int64) (conversation.Segment, error)
 	Threads(ctx context.Context, opts conversation.ListOptions) ([]conversation.Thread, error)
 	Messages(ctx context.Context, id chat.ThreadID, q conversation.MessageQuery) ([]conversation.StoredMessage, error)
+	Thread(ctx context.Context, id chat.ThreadID) (conversation.Thread, bool, error)
+	Reopen(ctx context.Context, id chat.ThreadID) (bool, error)
 }
 
 // ChannelLookup finds a channel by name (*kernel.Kernel).
@@ -223,6 +233,9 @@ type job struct {
 	attempts int
 	// resume: the item is stored and its turn carries on from the history.
 	resume bool
+	// greet: the item opens a new conversation on a thread that had one
+	// (a deleted chat reopened): it is greeted like a new thread's first.
+	greet bool
 	// done receives the outcome for Handle; nil when nobody waits.
 	done chan outcome
 	// finished receives the outcome's error for Submit, after delivery;

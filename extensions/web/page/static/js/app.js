@@ -164,7 +164,7 @@ function start() {
   window.addEventListener('online', () => conn.retryNow());
   conn.connect();
   if (info.models_configured === false && !location.hash) history.replaceState(null, '', '#setup');
-  chat.refreshThreads().finally(route);
+  Promise.all([chat.refreshThreads(), chat.refreshDeleted()]).finally(route);
 }
 
 async function refreshInfo() {

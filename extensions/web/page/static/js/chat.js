@@ -29,6 +29,7 @@ const st = {
   segment: null,       // the archived conversation or branch shown (read-only), or null
   focus: 0,            // a message id to scroll to once shown (a search hit)
   redone: new Set(),   // threads with a regeneration, retry or edit whose earlier version is not marked yet
+  deleted: new Set(),  // web threads deleted (read-only until restored)
 };
 
 /** conversations reports whether the server manages conversations. */
@@ -56,6 +57,7 @@ export function initChat({ chat, info }) {
     st.expected.clear();
     if (st.current) loadThread(st.current, { keepScroll: true });
     refreshThreads();
+    refreshDeleted();
   };
 
   installCopy($('messages'));
@@ -134,10 +136,42 @@ export async function refreshThreads() {
   const web = list.filter((t) => isWebThread(t.id));
   // Keep locally created threads that have no message on the server yet.
   for (const t of st.threads) {
-    if (t.local && !web.some((w) => w.id === t.id)) web.unshift(t);
+    if (t.local && !web.some((w) => w.id === t.id) && !st.deleted.has(t.id)) web.unshift(t);
   }
   st.threads = web;
   renderThreads();
+}
+
+/** refreshDeleted learns which web threads are deleted (at start and after a reconnect; frames tell the rest). */
+export async function refreshDeleted() {
+  if (!conversations()) return;
+  let list;
+  try {
+    const res = await api.get('/threads' + api.q({ archived: true, limit: 200 }));
+    list = ((res && res.threads) || []).filter((t) => isWebThread(t.id));
+  } catch { return; /* the server refuses their messages anyway */ }
+  setTitles(list);
+  const was = st.deleted.has(st.current);
+  st.deleted = new Set(list.map((t) => t.id));
+  if (st.current && was !== st.deleted.has(st.current) && !st.segment) loadThread(st.current, { keepScroll: true });
+}
+
+// onThreadFrame applies a thread's deletion or restoration, by this page
+// or any other client: a deleted conversation takes no more messages here.
+function onThreadFrame(f) {
+  const id = f.thread;
+  if (!isWebThread(id)) return;
+  if (f.state === 'deleted') {
+    if (st.deleted.has(id)) return;
+    st.deleted.add(id);
+    st.threads = st.threads.filter((x) => x.id !== id);
+    renderThreads();
+  } else if (f.state === 'restored') {
+    if (!st.deleted.delete(id)) return;
+    refreshThreads();
+  } else return;
+  refreshArchive();
+  if (id === st.current && !st.segment) loadThread(id, { keepScroll: true });
 }
 
 function renderThreadError(err) {
@@ -258,6 +292,7 @@ async function loadArchive() {
     ]);
     if (seq !== archiveSeq) return;
     threads = ((a && a.threads) || []).filter((t) => isWebThread(t.id));
+    for (const t of threads) st.deleted.add(t.id);
     // Closed conversations of every channel (the terminal's /new too) are
     // readable here; deleted threads are the web's own (they reopen as chats).
     segments = (b && b.segments) || [];
@@ -328,6 +363,7 @@ async function deleteThread(t) {
     toast('Could not delete: ' + err.message, 'error');
     return;
   }
+  st.deleted.add(t.id);
   st.threads = st.threads.filter((x) => x.id !== t.id);
   renderThreads();
   toast(`Deleted "${t.title || 'New session'}": it is under Archived, where you can restore it.`);
@@ -346,8 +382,10 @@ async function restoreThread(t) {
     return;
   }
   toast(`Restored "${t.title || 'Untitled conversation'}".`);
+  const was = st.deleted.delete(t.id);
   await refreshThreads();
   refreshArchive();
+  if (was && t.id === st.current && !st.segment) loadThread(t.id, { keepScroll: true });
 }
 
 /** updateTitle shows the current conversation's title in the document title. */
@@ -357,6 +395,7 @@ function updateTitle() {
 }
 
 function touchThread(id, title) {
+  if (st.deleted.has(id)) return; // not listed until restored
   let t = st.threads.find((x) => x.id === id);
   if (!t) {
     t = { id, title: title || '', local: true, updated_at: new Date().toISOString() };
@@ -386,7 +425,7 @@ export function showThread(id) {
   if (!id) {
     let saved = '';
     try { saved = localStorage.getItem(THREAD_KEY) || ''; } catch { /* private mode */ }
-    id = isWebThread(saved) ? saved : '';
+    id = isWebThread(saved) && !st.deleted.has(saved) ? saved : '';
     if (!id && st.threads.length) id = st.threads[0].id;
     if (!id) { id = 'web:' + uuid(); st.emptyThreads.add(id); }
     history.replaceState(null, '', '#chat/' + encodeURIComponent(id));
@@ -438,8 +477,23 @@ export async function showSegment(id) {
 function leaveSegment() {
   if (!st.segment) return;
   st.segment = null;
-  $('app').classList.remove('read-only');
-  $('input').disabled = false;
+  setReadOnly(false);
+}
+
+/** setReadOnly makes the composer unusable (an archived or deleted conversation) or usable again. */
+function setReadOnly(on) {
+  $('app').classList.toggle('read-only', on);
+  $('input').disabled = on;
+}
+
+// deletedBar heads a deleted conversation, shown read-only: restoring it is
+// the one way to go on with it.
+function deletedBar(id) {
+  const t = { id, title: threadLabel(id) };
+  return h('div', { class: 'segment-bar deleted-bar', id: 'deleted-bar', role: 'status' },
+    h('strong', null, t.title || 'Deleted conversation'), h('span', { class: 'muted' }, ' · deleted, read-only. Restore it to go on with it. '),
+    h('button', { type: 'button', class: 'btn small primary', dataset: { act: 'restore' }, on: { click: () => restoreThread(t) } }, 'Restore'),
+    h('button', { type: 'button', class: 'btn small', on: { click: () => newSession() } }, 'New session'));
 }
 
 /** focusMessage scrolls to the message a search hit named. */
@@ -457,7 +511,9 @@ async function loadThread(id, { keepScroll = false } = {}) {
   const box = $('messages');
   st.live = null;
   st.entries = [];
-  if (st.emptyThreads.has(id)) {
+  const deleted = st.deleted.has(id);
+  if (!st.segment) setReadOnly(deleted);
+  if (st.emptyThreads.has(id) && !deleted) {
     // a new session: nothing stored yet, frames may already be arriving
     st.loading = false;
     st.buffer = [];
@@ -484,9 +540,10 @@ async function loadThread(id, { keepScroll = false } = {}) {
   if (seq !== st.loadSeq || id !== st.current) return;
   st.redone.delete(id);
   if (msgs.length === 0) st.emptyThreads.add(id); else st.emptyThreads.delete(id);
-  st.entries = fromHistory(msgs);
+  st.entries = fromHistory(msgs, deleted);
   box.replaceChildren();
-  if (!st.entries.length) box.append(emptyState());
+  if (deleted) box.append(deletedBar(id));
+  else if (!st.entries.length) box.append(emptyState());
   for (const e of st.entries) box.append(e.el);
   placeBranches(branches);
   markLast();
@@ -829,7 +886,7 @@ function editEntry(e) {
   });
   fill(bubble, ta, h('div', { class: 'row edit-actions' },
     h('button', { type: 'button', class: 'btn primary small', dataset: { act: 'send-edit' }, on: { click: send } }, 'Save & send'),
-    h('button', { type: 'button', class: 'btn small', on: { click: cancel } }, 'Cancel')));
+    h('button', { type: 'button', class: 'btn small', dataset: { act: 'cancel-edit' }, on: { click: cancel } }, 'Cancel')));
   ta.focus();
 }
 
@@ -969,6 +1026,10 @@ function updateTyping() {
 
 function sendInput() {
   const input = $('input');
+  if (st.deleted.has(st.current)) {
+    toast('This conversation was deleted: restore it to go on with it.', 'error');
+    return;
+  }
   const text = input.value;
   const atts = attach.take();
   if (atts === null) return; // still uploading
@@ -999,7 +1060,7 @@ function sendInput() {
 // sendVoice sends a recorded voice message (an uploaded audio attachment);
 // its bubble shows the transcript once the server has heard it.
 function sendVoice(thread, atts) {
-  if (thread !== st.current) return;
+  if (thread !== st.current || st.deleted.has(thread)) return;
   st.emptyThreads.delete(thread);
   const e = newEntry('user', '');
   e.attachments = atts;
@@ -1038,6 +1099,7 @@ function suggestCommands() {
 
 function onFrame(f) {
   if (f.type === 'pong') return;
+  if (f.type === 'thread') { onThreadFrame(f); return; }
   const thread = f.thread || '';
   if (f.type === 'error' && !thread) {
     toast(f.error || 'The server refused a message.', 'error');
