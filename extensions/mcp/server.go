@@ -510,9 +510,18 @@ func (b *bridge) pump(ctx context.Context, from, to sdk.Connection, up bool) err
 			}
 			return err
 		}
-		b.track(msg, up)
+		// A request counts as pending before it goes up (its answer may
+		// come back at once); an answer counts once it has been written
+		// down: counted before, the bridge could close standard output
+		// with the last answer still unwritten.
+		if up {
+			b.track(msg, up)
+		}
 		if err := to.Write(ctx, msg); err != nil {
 			return err
+		}
+		if !up {
+			b.track(msg, up)
 		}
 	}
 }
