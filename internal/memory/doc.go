@@ -72,7 +72,10 @@
 //     and the query names it when the speaker's words appear in it. The time a query names is the span of
 //     the calendar days ("on 13 October, 2023", "October 13, 2023",
 //     "2023-10-13") and months ("in July 2023") it mentions, else of its
-//     years ("in 2022"); a memory's date is its EventTime, else its
+//     years ("in 2022"), else the days it names relative to the time it is
+//     asked ("yesterday", "5 days ago", "four weeks ago", "two months
+//     ago": the day that many units before, widened by half a unit on each
+//     side, at most 15 days); a memory's date is its EventTime, else its
 //     CreatedAt, and may lie one day before to DateSlackDays after the span
 //     (Bd = DateBoost).
 //  6. Returns the top Limit by score, ties broken by id, and — unless

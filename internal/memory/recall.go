@@ -116,7 +116,7 @@ func (s *VectorStore) newRecallRun(ctx context.Context, q Query) (*recallRun, er
 	tune := s.tuning()
 	nCand := max(tune.Candidates, limit)
 	return &recallRun{s: s, q: q, tune: tune, text: text, limit: limit, nCand: nCand, atNS: ns(at), qv: qv, gen: gen,
-		in: detectIntent(text), when: queryPeriod(text, at.Location()), bp: tune.bm25(),
+		in: detectIntent(text), when: queryPeriod(text, at), bp: tune.bm25(),
 		byslot: make(map[int]int, 3*nCand), cs: make([]cand, 0, 3*nCand)}, nil
 }
 

@@ -32,9 +32,20 @@ func TestQueryPeriod(t *testing.T) {
 		{"may as a verb", "may I ask what 7 plus 2 is", period{}},
 		{"no date", "what is my dog called", period{}},
 		{"impossible day leaves the year", "on 31 February, 2023", period{utc(2023, 1, 1), utc(2024, 1, 1)}},
+		// relative to the time asked, 20 May 2024 15:30
+		{"yesterday", "what did I cook yesterday?", period{utc(2024, 5, 19), utc(2024, 5, 20)}},
+		{"days ago", "the film I saw 5 days ago", period{utc(2024, 5, 15), utc(2024, 5, 16)}},
+		{"a week ago", "the wedding I went to a week ago", period{utc(2024, 5, 10), utc(2024, 5, 17)}},
+		{"weeks ago in words", "What did I mention four weeks ago?", period{utc(2024, 4, 19), utc(2024, 4, 26)}},
+		{"months ago", "the museum I visited two months ago", period{utc(2024, 3, 5), utc(2024, 4, 5)}},
+		{"a couple of", "a couple of days ago", period{utc(2024, 5, 18), utc(2024, 5, 19)}},
+		{"union", "yesterday and 3 days ago", period{utc(2024, 5, 17), utc(2024, 5, 20)}},
+		{"a date wins over a relative time", "last week, on 2 March, 2023", period{utc(2023, 3, 2), utc(2023, 3, 3)}},
+		{"how many days ago names none", "how many days ago did I run?", period{}},
+		{"ago without a count", "long ago", period{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := queryPeriod(tc.q, time.UTC); got != tc.want {
+			if got := queryPeriod(tc.q, time.Date(2024, 5, 20, 15, 30, 0, 0, time.UTC)); got != tc.want {
 				t.Errorf("queryPeriod(%q) = %v…%v, want %v…%v", tc.q, fromNS(got.from), fromNS(got.to), fromNS(tc.want.from), fromNS(tc.want.to))
 			}
 		})
@@ -58,6 +69,36 @@ func TestRecallPrefersNamedDate(t *testing.T) {
 		{"month", "which concert did I go to in July 2024?", ids[1]},
 		{"day", "what concert was on 9 November, 2024", ids[2]},
 		{"told a few days later", "the concert on 18 July, 2024", ids[1]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Recall(ctx, Query{Text: tc.q, Peek: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 || got[0].ID != tc.want {
+				t.Fatalf("Recall(%q) = %q, want first %d", tc.q, texts(got), tc.want)
+			}
+		})
+	}
+}
+
+func TestRecallPrefersTimeAgo(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newStore(t) // its clock: 1 March 2026
+	on := func(y int, m time.Month, d int) *time.Time { t := time.Date(y, m, d, 18, 0, 0, 0, time.UTC); return &t }
+	ids := seed(t, s,
+		Memory{Text: "Went to a concert with friends, loud and fun", Kind: KindEpisode, EventTime: on(2026, 1, 4)},
+		Memory{Text: "Went to a concert downtown", Kind: KindEpisode, EventTime: on(2026, 2, 1)},
+		Memory{Text: "Went to a concert in the park with friends", Kind: KindEpisode, EventTime: on(2026, 2, 22)},
+	)
+	for _, tc := range []struct {
+		name string
+		q    string
+		want int64
+	}{
+		{"weeks", "which concert did I go to four weeks ago?", ids[1]},
+		{"months", "the concert two months ago", ids[0]},
+		{"days", "the concert I went to 7 days ago", ids[2]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := s.Recall(ctx, Query{Text: tc.q, Peek: true})

@@ -32,7 +32,17 @@ var (
 	monthYear = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b` + monthRe + `,?\s+(?:of\s+)?(\d{4})\b`) })
 	isoDate   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(\d{4})-(\d{2})-(\d{2})\b`) })
 	yearOnly  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(19\d\d|20\d\d)\b`) })
+	// unitsAgo is "5 days ago", "a week ago", "four weeks ago", "a couple
+	// of months ago".
+	unitsAgo = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:a\s+)?couple\s+of)\s+(day|week|month|year)s?\s+ago\b`)
+	})
+	yesterday = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\byesterday\b`) })
 )
+
+// countWords are the spelled-out counts unitsAgo reads.
+var countWords = map[string]int{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+	"seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 
 func monthOf(s string) time.Month {
 	s = strings.ToLower(s)
@@ -47,9 +57,60 @@ func monthOf(s string) time.Month {
 // queryPeriod returns the time the query names: the union of the calendar
 // days ("on 13 October, 2023", "October 13, 2023", "2023-10-13") and months
 // ("in July 2023") it mentions or, failing those, the years ("in 2022").
-// Dates are read in loc. A month without a year ("in May") names nothing:
-// it could be any year's.
-func queryPeriod(q string, loc *time.Location) period {
+// Dates are read in at's location. A month without a year ("in May") names
+// nothing: it could be any year's. A query with no date is read for a time
+// relative to at, the time it is asked (see agoPeriod).
+func queryPeriod(q string, at time.Time) period {
+	if p := datePeriod(q, at.Location()); p.named() {
+		return p
+	}
+	return agoPeriod(q, at)
+}
+
+// agoPeriod returns the days a query names relative to at, the time it is
+// asked: "yesterday", "5 days ago", "four weeks ago", "two months ago"
+// (the union when it names several). A count of weeks, months or years is
+// rough ("four weeks ago" is said of 25 to 31 days), so the span is widened
+// by half the unit on each side, at most 15 days.
+func agoPeriod(q string, at time.Time) period {
+	var p period
+	add := func(d time.Time, half time.Duration) {
+		day := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, d.Location())
+		f, t := ns(day.Add(-half)), ns(day.AddDate(0, 0, 1).Add(half))
+		if !p.named() {
+			p = period{f, t}
+			return
+		}
+		p.from, p.to = min(p.from, f), max(p.to, t)
+	}
+	const day = 24 * time.Hour
+	if yesterday().MatchString(q) {
+		add(at.AddDate(0, 0, -1), 0)
+	}
+	for _, m := range unitsAgo().FindAllStringSubmatch(q, -1) {
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			n = countWords[strings.ToLower(m[1])]
+			if n == 0 {
+				n = 2 // a couple of
+			}
+		}
+		switch strings.ToLower(m[2]) {
+		case "day":
+			add(at.AddDate(0, 0, -n), 0)
+		case "week":
+			add(at.AddDate(0, 0, -7*n), 3*day)
+		case "month":
+			add(at.AddDate(0, -n, 0), 15*day)
+		case "year":
+			add(at.AddDate(-n, 0, 0), 15*day)
+		}
+	}
+	return p
+}
+
+// datePeriod is queryPeriod's reading of the calendar dates a query names.
+func datePeriod(q string, loc *time.Location) period {
 	var p period
 	if !strings.ContainsAny(q, "0123456789") {
 		return p // every form below holds a year
