@@ -19,12 +19,14 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/extension/channelkit"
 	"github.com/reverie-ai/reverie/extensions/telegram"
 	"github.com/reverie-ai/reverie/extensions/telegram/telegramtest"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/config"
+	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -621,5 +623,55 @@ func TestTelegramConfigForms(t *testing.T) {
 				t.Fatalf("err = %v, want one naming %q", err, tc.bad)
 			}
 		})
+	}
+}
+
+// TestTelegramDeletedChatStartsAfresh: a Telegram chat's conversation
+// deleted (from the page or the API) and then written to starts a new
+// conversation, greeted, whose model request carries nothing of the
+// deleted one; the deleted one stays readable, closed, in the archive.
+func TestTelegramDeletedChatStartsAfresh(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	h, _ := startTelegram(t, srv)
+	ctx := context.Background()
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "plan the garden"})
+	srv.WaitMessages(t, alice.ID, 1, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: plan the garden") })
+	list, err := h.App.Conversations.Threads(ctx, conversation.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var th chat.ThreadID
+	for _, x := range list {
+		if x.Channel == "telegram" {
+			th = x.ID
+		}
+	}
+	if th == "" {
+		t.Fatalf("no Telegram thread in %+v", list)
+	}
+	if _, err := h.App.Conversations.ArchiveThread(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	before := len(h.Model.ChatRequests())
+
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "book a dentist"})
+	ms := srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: book a dentist") })
+	if reply := ms[len(ms)-1].Plain; !strings.HasPrefix(reply, Greeting) {
+		t.Errorf("reply %q: the new conversation is not greeted", reply)
+	}
+	for _, req := range h.Model.ChatRequests()[before:] {
+		for _, m := range req.Messages {
+			if strings.Contains(m.Text(), "garden") {
+				t.Errorf("the new conversation's request carries the deleted one: %q", m.Text())
+			}
+		}
+	}
+	got, _, err := h.App.Conversations.Thread(ctx, th)
+	if err != nil || !got.ArchivedAt.IsZero() || got.Title != "book a dentist" {
+		t.Errorf("thread = %+v, %v; want listed again with the new conversation's title", got, err)
+	}
+	segs, err := h.App.Conversations.Segments(ctx, conversation.SegmentQuery{Thread: th, Kind: conversation.SegmentConversation})
+	if err != nil || len(segs) != 1 || segs[0].Title != "plan the garden" {
+		t.Errorf("the deleted conversation is not kept closed: %+v %v", segs, err)
 	}
 }
