@@ -50,7 +50,9 @@ func TestAppendGroupCommit(t *testing.T) {
 			ids[c], errs[c] = s.Append(ctx, chat.ThreadID(fmt.Sprintf("web:gc%d", c)), llm.UserText(text), llm.AssistantText(fmt.Sprintf("Hi, caller %d.", c)))
 		})
 	}
-	for s.appends.Queued() < callers-1 {
+	// Every caller is inside Write: the first writer's batch may hold
+	// more than its own item (those queued before it took the batch).
+	for s.appends.Pending() < callers {
 		runtime.Gosched()
 	}
 	close(hold)

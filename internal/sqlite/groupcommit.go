@@ -17,9 +17,10 @@ import (
 // what it wrote is as durable as if it had committed alone. The zero value
 // is ready to use.
 type GroupCommit[T any] struct {
-	mu     sync.Mutex // held by the caller writing a batch
-	qmu    sync.Mutex // guards queued
-	queued []*groupItem[T]
+	mu      sync.Mutex // held by the caller writing a batch
+	qmu     sync.Mutex // guards queued and writing
+	queued  []*groupItem[T]
+	writing int // items in the batch being written
 }
 
 type groupItem[T any] struct {
@@ -48,12 +49,16 @@ func (g *GroupCommit[T]) Write(v T, write func(batch []T)) {
 	g.qmu.Lock()
 	batch := g.queued
 	g.queued = nil
+	g.writing = len(batch)
 	g.qmu.Unlock()
 	vs := make([]T, len(batch))
 	for i, b := range batch {
 		vs[i] = b.v
 	}
 	write(vs)
+	g.qmu.Lock()
+	g.writing = 0
+	g.qmu.Unlock()
 	for _, b := range batch {
 		close(b.done)
 	}
@@ -64,6 +69,16 @@ func (g *GroupCommit[T]) Queued() int {
 	g.qmu.Lock()
 	defer g.qmu.Unlock()
 	return len(g.queued)
+}
+
+// Pending is how many items wait for a write or are in the batch being
+// written: the callers inside Write that have not yet been released. (A
+// batch may hold several items: every caller that queued before its writer
+// took the batch.)
+func (g *GroupCommit[T]) Pending() int {
+	g.qmu.Lock()
+	defer g.qmu.Unlock()
+	return len(g.queued) + g.writing
 }
 
 // Savepoint runs fn within a savepoint of tx: what fn wrote is undone when

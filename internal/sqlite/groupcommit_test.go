@@ -57,6 +57,9 @@ func TestGroupCommit(t *testing.T) {
 	for g.Queued() < callers {
 		runtime.Gosched()
 	}
+	if n := g.Pending(); n != callers+1 {
+		t.Fatalf("Pending = %d, want the %d queued and the one being written", n, callers)
+	}
 	close(release)
 	wg.Wait()
 	if len(batches) != 2 || !slices.Equal(batches[0], []int{0}) || len(batches[1]) != callers {
@@ -66,8 +69,8 @@ func TestGroupCommit(t *testing.T) {
 	if !slices.Equal(got, []int{1, 2, 3, 4, 5, 6, 7, 8}) {
 		t.Fatalf("second batch %v", batches[1])
 	}
-	if g.Queued() != 0 {
-		t.Fatalf("%d items left queued", g.Queued())
+	if g.Queued() != 0 || g.Pending() != 0 {
+		t.Fatalf("%d items left queued, %d pending", g.Queued(), g.Pending())
 	}
 	// alone, a caller writes its own batch
 	v := 42
