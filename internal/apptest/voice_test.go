@@ -110,6 +110,11 @@ func TestTelegramVoiceNote(t *testing.T) {
 	h, _ := startTelegram(t, srv, voiceEnv(audio))
 	h.Model.Handle(answerSpoken)
 	srv.AddFile("vn1", llmtest.SpokenOgg())
+	// A stranger's voice note, first: it is neither downloaded nor
+	// transcribed (no speech-to-text spent on it); the stranger gets only
+	// a pairing code.
+	srv.Send(telegramtest.Incoming{From: mallory, Chat: telegramtest.Private(mallory), VoiceID: "vn1"})
+	srv.WaitMessages(t, mallory.ID, 1, func(ms []telegramtest.Message) bool { return len(ms) > 0 })
 	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), VoiceID: "vn1"})
 	ms := srv.WaitMessages(t, alice.ID, 3, func(ms []telegramtest.Message) bool {
 		return slices.ContainsFunc(ms, func(m telegramtest.Message) bool { return m.Kind == "voice" })
@@ -137,6 +142,9 @@ func TestTelegramVoiceNote(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(h.DataDir, "workspace", "telegram", "1001", "*-voice.ogg"))
 	if len(files) != 1 {
 		t.Errorf("the voice note is not kept in the workspace: %v", files)
+	}
+	if _, err := os.Stat(filepath.Join(h.DataDir, "workspace", "telegram", "6666")); !os.IsNotExist(err) {
+		t.Errorf("the stranger's voice note was downloaded (stat: %v)", err)
 	}
 
 	// Typed: written only. After /voice always: spoken too.
