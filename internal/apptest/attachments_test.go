@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -28,10 +29,11 @@ type seen struct {
 	changed chan struct{} // closed and replaced on every request
 }
 
-// wait returns find(sub) once a request contains sub (at most 30 s).
+// wait returns find(sub) once a request contains sub (at most 3 minutes:
+// a loaded machine runs the page and the app slowly).
 func (s *seen) wait(t *testing.T, sub string) (string, []string) {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(3 * time.Minute)
 	for {
 		s.mu.Lock()
 		if s.changed == nil {
@@ -180,5 +182,67 @@ func TestBrowserAttachments(t *testing.T) {
 		t.Errorf("the message text after the reload: %q", got)
 	}
 	p.snapshot("attachments-sent")
+	p.checkProblems()
+}
+
+// TestBrowserFilesBeforeAConversation: a page opened on an archived
+// conversation (read-only, so no conversation is shown to attach to) keeps
+// a file dropped on it, waiting; once a conversation is shown, the file
+// uploads into it and goes with its first message, and the model gets it.
+// (The page used to drop such files without a word.)
+func TestBrowserFilesBeforeAConversation(t *testing.T) {
+	browserPath := chromium(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	var s seen
+	app.Model.Handle(s.handle)
+	for _, text := range []string{"a train to Lyon on Friday", "/new"} {
+		in := chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:trip"}, Sender: chat.Sender{ID: "web"}, Text: text}
+		if _, err := app.App.Router.Handle(t.Context(), in); err != nil {
+			t.Fatalf("%s on web:trip: %v", text, err)
+		}
+	}
+	var segs api.SegmentList
+	app.JSON(t, http.MethodGet, "/segments?thread=web:trip", nil, http.StatusOK, &segs)
+	if len(segs.Segments) != 1 {
+		t.Fatalf("segments of web:trip: %+v", segs.Segments)
+	}
+
+	p := newBrowser(t, browserPath, "files-before-a-conversation", 1280, 900)
+	p.do("load the archived conversation", chromedp.Navigate(app.Base+"/#archive/"+itoa(segs.Segments[0].ID)+"&token="+WebToken))
+	p.waitFor("the archived conversation, read-only", `document.getElementById('conn').dataset.state === 'online' && !!document.getElementById('segment-bar') && document.getElementById('input').disabled && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('train to Lyon'))`)
+	eval[bool](p, `(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(['day 1: Lyon'], 'plan.txt', { type: 'text/plain' }));
+		const conv = document.querySelector('.conversation');
+		conv.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+		return conv.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+	})()`)
+	p.waitFor("the file waiting in the tray", `document.querySelector('#attach-tray .att-chip')?.dataset.state === 'waiting' && !document.getElementById('attach-tray').hidden`)
+
+	p.click("back to the conversation", `#segment-bar a`)
+	p.waitFor("the file uploaded into it", `location.hash === '#chat/web%3Atrip' && document.querySelector('#attach-tray .att-chip')?.dataset.state === 'ready'`)
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "the plan"), chromedp.Click(chromedp.ID("send")))
+	p.waitFor("the reply", `(() => {
+		const ms = [...document.querySelectorAll('#messages .msg')];
+		const last = ms[ms.length - 1];
+		return ms.some(m => m.classList.contains('user') && m.textContent.includes('the plan')) && last.classList.contains('assistant') && !last.classList.contains('streaming') && last.textContent.includes('I see it.');
+	})()`)
+	if n := eval[int](p, `[...document.querySelectorAll('.msg.user')].find(m => m.textContent.includes('the plan')).querySelectorAll('.msg-atts .att-chip').length`); n != 1 {
+		t.Errorf("the sent message shows %d chips, want 1", n)
+	}
+	if text, _ := s.wait(t, "the plan"); !strings.Contains(text, "[file plan.txt (text/plain, 11 bytes) saved in the workspace as web/trip/") {
+		t.Errorf("the model got %q", text)
+	}
+	var msgs api.MessageList
+	app.JSON(t, http.MethodGet, "/threads/web:trip/messages", nil, http.StatusOK, &msgs)
+	var found bool
+	for _, m := range msgs.Messages {
+		if m.Role == "user" && m.Text == "the plan" && len(m.Attachments) == 1 && m.Attachments[0].Name == "plan.txt" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("web:trip's messages: %+v", msgs.Messages)
+	}
 	p.checkProblems()
 }

@@ -5,7 +5,10 @@
 // above the box; the message names them, and its bubble shows them as
 // chips (also after a reload: GET …/messages lists a message's
 // attachments). When the conversation's model cannot see images, a note
-// under the chips says so.
+// under the chips says so. Files given while no conversation is shown (an
+// archived one is read-only; the page is still starting) wait in the tray
+// and upload into the next conversation shown, to go with its first
+// message.
 
 import { h, s, $, fill, toast } from './dom.js';
 import * as api from './api.js';
@@ -13,7 +16,7 @@ import * as models from './models.js';
 
 const st = {
   thread: () => '',
-  pending: [], // {name, size, kind, media_type, path, state: uploading | ready | failed, error}
+  pending: [], // {name, size, kind, media_type, path, state: waiting | uploading | ready | failed, error, thread, file}
 };
 
 // icon is a small picture or page outline (no emoji: not every system has the font).
@@ -55,20 +58,25 @@ export function init({ currentThread }) {
   });
 }
 
-/** add uploads files to the shown conversation. */
+/**
+ * add uploads files to the shown conversation; with none shown they wait
+ * for the next one (see claim).
+ */
 export function add(files) {
   const thread = st.thread();
-  if (!thread) return;
   for (const f of files) {
     if (st.pending.length >= 10) { toast('At most 10 attachments per message.', 'error'); break; }
-    const p = { name: f.name || 'pasted', size: f.size, kind: /^image\//.test(f.type) ? 'image' : 'file', media_type: f.type, path: '', state: 'uploading', error: '', thread };
+    const p = { name: f.name || 'pasted', size: f.size, kind: /^image\//.test(f.type) ? 'image' : 'file', media_type: f.type, path: '', state: 'waiting', error: '', thread, file: f };
     st.pending.push(p);
-    upload(p, f);
+    if (thread) upload(p);
   }
   render();
 }
 
-async function upload(p, f) {
+async function upload(p) {
+  const f = p.file;
+  p.file = null;
+  p.state = 'uploading';
   try {
     const data = await base64(f);
     const res = await api.post(`/threads/${api.tid(p.thread)}/attachments`, { name: p.name, media_type: f.type || '', data }, { timeout: 120000 });
@@ -95,7 +103,7 @@ function base64(f) {
  * told).
  */
 export function take() {
-  if (st.pending.some((p) => p.state === 'uploading')) {
+  if (st.pending.some((p) => p.state === 'uploading' || p.state === 'waiting')) {
     toast('Wait a moment: an attachment is still uploading.');
     return null;
   }
@@ -106,9 +114,17 @@ export function take() {
   return ready;
 }
 
-/** clear drops the pending attachments of other conversations (another one is shown). */
-export function clear() {
-  st.pending = st.pending.filter((p) => p.thread === st.thread());
+/**
+ * shown is called with each conversation shown: the files waiting for a
+ * conversation upload into it; those of other conversations are dropped.
+ */
+export function shown(thread) {
+  for (const p of st.pending) {
+    if (p.thread || p.state !== 'waiting') continue;
+    p.thread = thread;
+    upload(p);
+  }
+  st.pending = st.pending.filter((p) => p.thread === thread);
   render();
 }
 
@@ -132,7 +148,7 @@ function chip(p, remove) {
   return h('span', { class: 'att-chip ' + p.kind + (p.state === 'failed' ? ' failed' : ''), dataset: { state: p.state, kind: p.kind }, title: p.error || p.name },
     icon(p.kind),
     h('span', { class: 'att-name' }, p.name),
-    h('span', { class: 'att-size muted' }, p.state === 'uploading' ? 'uploading…' : p.state === 'failed' ? 'failed: ' + p.error : fmtSize(p.size)),
+    h('span', { class: 'att-size muted' }, p.state === 'waiting' ? 'waiting for a conversation…' : p.state === 'uploading' ? 'uploading…' : p.state === 'failed' ? 'failed: ' + p.error : fmtSize(p.size)),
     remove ? h('button', { type: 'button', class: 'att-remove', 'aria-label': 'Remove ' + p.name, on: { click: remove } }, '×') : null);
 }
 

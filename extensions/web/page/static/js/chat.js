@@ -63,7 +63,7 @@ export function initChat({ chat, info }) {
   installCopy($('messages'));
   attach.init({ currentThread: () => st.current });
   voice.init({ currentThread: () => st.current, send: sendVoice });
-  onThreadShown(attach.clear);
+  onThreadShown(attach.shown);
   $('composer').addEventListener('submit', (ev) => { ev.preventDefault(); sendInput(); });
   $('stop').addEventListener('click', () => { if (st.current) st.chat.cancel(st.current); });
   const input = $('input');
