@@ -19,6 +19,7 @@ package extensiontest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -228,6 +229,23 @@ func (h *Host) Receive(ctx context.Context, msg chat.Inbound) error {
 		return h.receive(ctx, msg)
 	}
 	return nil
+}
+
+// WasReceived reports whether a message with msg's channel and ID was
+// passed to Receive before (the kernel's host asks the router); a message without an ID never was.
+func (h *Host) WasReceived(_ context.Context, msg chat.Inbound) (bool, error) {
+	if msg.ID == "" {
+		return false, nil
+	}
+	channel := func(m chat.Inbound) string { return cmp.Or(m.Address.Channel, m.Address.Thread.Channel()) }
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.received {
+		if m.ID == msg.ID && channel(m) == channel(msg) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Received returns the messages passed to Receive, in order.

@@ -62,6 +62,16 @@ func (t *Telegram) handle(ctx context.Context, u *models.Update) error {
 		_ = t.sendText(ctx, m.Chat.ID, "Hello! I'm your Reverie assistant. Write anything to talk; /help lists the commands.")
 		return nil
 	}
+	thread := chat.NewThreadID(ChannelName, strconv.FormatInt(m.Chat.ID, 10))
+	in := chat.Inbound{Address: chat.Address{Channel: ChannelName, Thread: thread}, ID: messageID(m)}
+	if hasFiles(m) {
+		// An update fetched again (the offset was not stored before a
+		// crash) is dropped by the router: its files are not downloaded
+		// again over the ones saved the first time.
+		if dup, err := t.wasReceived(ctx, in); err != nil || dup {
+			return err
+		}
+	}
 	notes, atts := t.saveAttachments(ctx, m)
 	if len(notes) > 0 {
 		text = strings.TrimSpace(strings.Join(notes, "\n") + "\n" + text)
@@ -72,15 +82,37 @@ func (t *Telegram) handle(ctx context.Context, u *models.Update) error {
 		}
 		return nil
 	}
-	thread := chat.NewThreadID(ChannelName, strconv.FormatInt(m.Chat.ID, 10))
-	return t.host.Receive(ctx, chat.Inbound{
-		Address:     chat.Address{Channel: ChannelName, Thread: thread},
-		ID:          messageID(m),
-		Sender:      chat.Sender{ID: strconv.FormatInt(m.From.ID, 10), DisplayName: senderName(m.From)},
-		Text:        text,
-		Attachments: atts,
-		Received:    time.Unix(int64(m.Date), 0),
-	})
+	in.Sender = chat.Sender{ID: strconv.FormatInt(m.From.ID, 10), DisplayName: senderName(m.From)}
+	in.Text, in.Attachments, in.Received = text, atts, time.Unix(int64(m.Date), 0)
+	return t.host.Receive(ctx, in)
+}
+
+// receipts is a host that knows which messages the router accepted
+// before (the kernel's host does).
+type receipts interface {
+	WasReceived(ctx context.Context, msg chat.Inbound) (bool, error)
+}
+
+// wasReceived reports whether the router accepted in (its channel and
+// ID) before; false when the host cannot tell.
+func (t *Telegram) wasReceived(ctx context.Context, in chat.Inbound) (bool, error) {
+	r, ok := t.host.(receipts)
+	if !ok {
+		return false, nil
+	}
+	dup, err := r.WasReceived(ctx, in)
+	if err != nil {
+		return false, fmt.Errorf("check whether message %s was received before: %w", in.ID, err)
+	}
+	if dup {
+		t.log.Debug("a message received before was fetched again; its files are not downloaded again", "id", in.ID)
+	}
+	return dup, nil
+}
+
+// hasFiles reports whether m carries a file saveAttachments downloads.
+func hasFiles(m *models.Message) bool {
+	return len(m.Photo) > 0 || m.Document != nil || m.Voice != nil || m.Audio != nil
 }
 
 // overheard hands the router a group message of an allowed member that is

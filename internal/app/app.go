@@ -521,16 +521,17 @@ func (a *App) loadKernel(context.Context) error {
 	cfg := a.Config
 	a.API = &api.Services{Instance: envValue(a.opts.Env, supervisor.InstanceEnv)}
 	k, err := kernel.New(kernel.Options{
-		Migrations: a.migrations,
-		Config:     cfg,
-		DataDir:    a.opts.DataDir,
-		DB:         a.DB,
-		Bus:        a.Bus,
-		Logger:     a.Logger,
-		Console:    a.opts.Console,
-		Receive:    a.receive,
-		Now:        a.opts.Now,
-		Registry:   a.opts.Registry,
+		Migrations:  a.migrations,
+		Config:      cfg,
+		DataDir:     a.opts.DataDir,
+		DB:          a.DB,
+		Bus:         a.Bus,
+		Logger:      a.Logger,
+		Console:     a.opts.Console,
+		Receive:     a.receive,
+		WasReceived: a.wasReceived,
+		Now:         a.opts.Now,
+		Registry:    a.opts.Registry,
 		// A bad extension section stops start-up (exit code 2) instead of
 		// leaving that feature silently off.
 		Fatal: func(err error) bool {
@@ -600,6 +601,11 @@ func (a *App) finishTools(ctx context.Context) error {
 // in its inbox and runs the turn.
 func (a *App) receive(ctx context.Context, msg chat.Inbound) error {
 	return a.Router.Receive(ctx, msg)
+}
+
+// wasReceived reports whether the router accepted msg before.
+func (a *App) wasReceived(ctx context.Context, msg chat.Inbound) (bool, error) {
+	return a.Router.WasReceived(ctx, msg)
 }
 
 // startBackground starts the agent's background work, each part on a

@@ -373,6 +373,58 @@ func TestTelegramUpdateRedeliveredAfterACrashIsAnsweredOnce(t *testing.T) {
 	}
 }
 
+// A document whose update is fetched again after a crash (the offset was
+// never stored) is not downloaded again: the router would drop the
+// message, so its file is not fetched over the one saved the first time
+// (which the agent may have changed since), and it is answered once.
+func TestTelegramRedeliveredFileIsNotDownloadedAgain(t *testing.T) {
+	srv := telegramtest.New(t, tgToken)
+	h, _ := startTelegram(t, srv)
+	srv.AddFile("doc1", []byte("day 1: Lyon"))
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Caption: "my plan", DocumentID: "doc1", DocumentName: "plan.txt"})
+	srv.WaitMessages(t, alice.ID, 1, func(ms []telegramtest.Message) bool { return hasPlain(ms, "my plan") })
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	saved, _ := filepath.Glob(filepath.Join(h.DataDir, "workspace", "telegram", "1001", "*plan.txt"))
+	if len(saved) != 1 {
+		t.Fatalf("saved files: %v", saved)
+	}
+	// The agent edited the file since.
+	if err := os.WriteFile(saved[0], []byte("day 1: Lyon\nday 2: Annecy\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The offset write never happened, and Telegram never saw it.
+	db, err := sqlite.Open(t.Context(), filepath.Join(h.DataDir, "reverie.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM telegram_state WHERE key = 'offset'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Redeliver()
+
+	h2, _ := startTelegram(t, srv, WithDataDir(h.DataDir))
+	srv.WaitFor(t, "the redelivered update acknowledged", func() bool { return srv.Pending() == 0 })
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "beta note"})
+	srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: beta note") })
+	if n := len(srv.Calls("getFile")); n != 1 {
+		t.Errorf("getFile was called %d times, want once (the redelivered document was fetched again)", n)
+	}
+	if got, err := os.ReadFile(saved[0]); err != nil || string(got) != "day 1: Lyon\nday 2: Annecy\n" {
+		t.Errorf("the saved file after the redelivery: %q, %v (overwritten)", got, err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(h.DataDir, "workspace", "telegram", "1001", "*")); len(files) != 1 {
+		t.Errorf("files saved: %v, want the one", files)
+	}
+	if n := sawUser(h, "my plan") + sawUser(h2, "my plan"); n != 1 {
+		t.Errorf("the document's message reached the model %d times, want 1", n)
+	}
+}
+
 // A reminder set in a Telegram chat is delivered to that chat.
 func TestTelegramReminder(t *testing.T) {
 	srv := telegramtest.New(t, tgToken)

@@ -61,4 +61,8 @@
 // data dir, DecodeConfig bound to its own configuration section, the shared
 // database, the bus with subscriber names namespaced as "<id>/<name>", the
 // router's Receive (ErrNoRouter when the kernel has none) and the clock.
+// Beside extension.Host, a host has Console (the terminal, for what must
+// not reach the log), APIServices (api.Provider) and WasReceived (whether the
+// router accepted a message before), which extensions find by a type
+// assertion.
 package kernel

@@ -80,6 +80,17 @@ func (h *host) Receive(ctx context.Context, msg chat.Inbound) error {
 	return h.k.opts.Receive(ctx, msg)
 }
 
+// WasReceived reports whether Receive would drop msg as a message accepted
+// before (its channel and ID); false without Options.WasReceived. Channels
+// find it by a type assertion on their Host: a message fetched again is
+// not downloaded again.
+func (h *host) WasReceived(ctx context.Context, msg chat.Inbound) (bool, error) {
+	if h.k.opts.WasReceived == nil {
+		return false, nil
+	}
+	return h.k.opts.WasReceived(ctx, msg)
+}
+
 // scopedBus namespaces subscriber names by extension id so that two
 // extensions can both name a subscriber "indexer".
 type scopedBus struct {

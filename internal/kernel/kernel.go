@@ -92,6 +92,10 @@ type Options struct {
 	// Receive hands inbound messages to the router; nil rejects them
 	// with ErrNoRouter.
 	Receive func(ctx context.Context, msg chat.Inbound) error
+	// WasReceived reports whether the router accepted a message with
+	// the same channel and ID before (hosts' WasReceived); nil means it
+	// never did.
+	WasReceived func(ctx context.Context, msg chat.Inbound) (bool, error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Registry is the set of extensions to choose from; nil means

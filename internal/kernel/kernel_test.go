@@ -733,6 +733,11 @@ func TestHostWithoutRouterOrBus(t *testing.T) {
 	if err := h.Receive(t.Context(), chat.Inbound{}); !errors.Is(err, ErrNoRouter) {
 		t.Errorf("Receive = %v, want ErrNoRouter", err)
 	}
+	if dup, err := h.(interface {
+		WasReceived(context.Context, chat.Inbound) (bool, error)
+	}).WasReceived(t.Context(), chat.Inbound{ID: "1"}); dup || err != nil {
+		t.Errorf("WasReceived without a router = %v, %v; want false", dup, err)
+	}
 	if err := h.Bus().Publish(t.Context(), "x", nil); !errors.Is(err, ErrNoBus) {
 		t.Errorf("Publish = %v, want ErrNoBus", err)
 	}

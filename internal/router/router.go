@@ -363,6 +363,14 @@ func (r *Router) Receive(ctx context.Context, msg chat.Inbound) error {
 	return nil
 }
 
+// WasReceived reports whether a message with msg's channel and ID
+// (chat.Inbound.ID) was accepted before, so that Receive would drop it; a
+// message without an ID never was. A channel asks before costly work on a
+// message it fetched again: downloading its files.
+func (r *Router) WasReceived(ctx context.Context, msg chat.Inbound) (bool, error) {
+	return r.seen(ctx, &job{channel: cmp.Or(msg.Address.Channel, msg.Address.Thread.Channel()), msgID: msg.ID})
+}
+
 // overheard remembers a message the assistant only listens to: no turn, no
 // reply, no inbox row; it returns once the listener stored it.
 func (r *Router) overheard(ctx context.Context, msg chat.Inbound, j *job) error {

@@ -130,3 +130,33 @@ func TestSeenWithoutInboxRow(t *testing.T) {
 		t.Errorf("ids remembered after %s: %q, want only the new one", chat.MaxSeenAge, ids)
 	}
 }
+
+// WasReceived tells a channel, before it downloads a message's files,
+// whether Receive would drop the message as one accepted before.
+func TestWasReceived(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, echo("never"), nil, nil)
+	h.markKnown("web:1")
+	msg := chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:1"}, ID: "42/7", Text: "hello"}
+	if err := h.router.Receive(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		msg  chat.Inbound
+		want bool
+	}{
+		{"the same message", msg, true},
+		{"the same id and thread, no text or files yet", chat.Inbound{Address: chat.Address{Thread: "web:1"}, ID: "42/7"}, true},
+		{"another id", chat.Inbound{Address: msg.Address, ID: "42/8"}, false},
+		{"no id", chat.Inbound{Address: msg.Address, Text: "hello"}, false},
+		{"the same id on another channel", chat.Inbound{Address: chat.Address{Channel: "live", Thread: "live:1"}, ID: "42/7"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := h.router.WasReceived(ctx, c.msg)
+			if err != nil || got != c.want {
+				t.Errorf("WasReceived = %v, %v; want %v", got, err, c.want)
+			}
+		})
+	}
+}
