@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
+	cdpfetch "github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -406,4 +408,85 @@ func TestBrowserDeletedConversation(t *testing.T) {
 	p.do("reopen the archive", chromedp.Evaluate[chromedp.Void](`document.getElementById('archive').open = true`))
 	p.waitFor("the deleted terminal conversation, closed", `[...document.querySelectorAll('#archived li[data-segment] .thread-title')].some(e => e.textContent === 'Plan the garden · terminal')`)
 	p.checkProblems()
+}
+
+// TestBrowserSendWhileTheHistoryLoads: a message sent while the page is
+// still fetching the conversation's history is shown once that history
+// is: the history, answered by the server before the message was sent,
+// used to replace the screen and take the message with it (it came back
+// only after a reload). The test holds the history's answer in Chromium
+// (the Fetch domain, at the response stage) to make that order certain.
+func TestBrowserSendWhileTheHistoryLoads(t *testing.T) {
+	browserPath := chromium(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	app.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		return llmtest.ServerReply{Text: "You said: " + lastUser(req)}
+	})
+	in := chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:hist"}, Sender: chat.Sender{ID: "web"}, Text: "the first message"}
+	if _, err := app.App.Router.Handle(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+
+	p := newBrowser(t, browserPath, "send-while-the-history-loads", 1280, 900)
+	// The first answer with the history is held until released; any
+	// other paused request goes on at once.
+	held := make(chan cdpfetch.RequestID, 1)
+	ctx, cancel := context.WithCancel(p.ctx)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	paused := chromedp.Events(ctx, cdpfetch.RequestPaused)
+	wg.Go(func() {
+		first := true
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			if first && strings.Contains(ev.Request.URL, "/messages") && !strings.Contains(ev.Request.URL, "after_id") {
+				first = false
+				held <- ev.RequestID
+				continue
+			}
+			_, _ = chromedp.Call(ctx, cdpfetch.ContinueRequest, cdpfetch.ContinueRequestParams{RequestID: ev.RequestID})
+		}
+	})
+	if _, err := chromedp.Call(p.ctx, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: []*cdpfetch.RequestPattern{
+		{URLPattern: "*/api/v1/threads/web%3Ahist/messages*", RequestStage: cdpfetch.RequestStageResponse},
+	}}); err != nil {
+		t.Fatalf("intercept the history: %v", err)
+	}
+	p.do("load the conversation", chromedp.Navigate(app.Base+"/#chat/web:hist&token="+WebToken))
+	var id cdpfetch.RequestID
+	select {
+	case id = <-held:
+	case <-p.ctx.Done():
+		t.Fatal("the page never asked for the history")
+	}
+	p.waitFor("the chat view, online", `!document.getElementById('view-chat').hidden && document.getElementById('conn').dataset.state === 'online'`)
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "are you there?"), chromedp.Click(chromedp.ID("send")))
+	if _, err := chromedp.Call(p.ctx, cdpfetch.ContinueRequest, cdpfetch.ContinueRequestParams{RequestID: id}); err != nil {
+		t.Fatalf("release the history: %v", err)
+	}
+	p.waitFor("the reply", `[...document.querySelectorAll('#messages .msg.assistant')].some(m => !m.classList.contains('streaming') && m.textContent.includes('You said: are you there?'))`)
+	got := eval[[]string](p, `[...document.querySelectorAll('#messages .msg')].map(m => (m.classList.contains('user') ? 'user: ' : 'assistant: ') + m.querySelector('.md').textContent.trim())`)
+	want := []string{"user: the first message", "assistant: You said: the first message", "user: are you there?", "assistant: You said: are you there?"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the conversation shows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var msgs api.MessageList
+	app.JSON(t, http.MethodGet, "/threads/web:hist/messages", nil, http.StatusOK, &msgs)
+	if n := countText(msgs.Messages, "user", "are you there?"); n != 1 {
+		t.Errorf("the message is stored %d times, want once", n)
+	}
+	p.checkProblems()
+}
+
+// countText counts the messages of role with text.
+func countText(ms []api.Message, role, text string) int {
+	n := 0
+	for _, m := range ms {
+		if m.Role == role && m.Text == text {
+			n++
+		}
+	}
+	return n
 }

@@ -25,6 +25,7 @@ const st = {
   loadSeq: 0,
   loading: false,      // the current thread's history is being fetched
   buffer: [],          // its frames held meanwhile
+  sendAfterLoad: false, // the user sent while the history loaded: send once it is shown
   emptyThreads: new Set(), // threads known to have no messages yet
   segment: null,       // the archived conversation or branch shown (read-only), or null
   focus: 0,            // a message id to scroll to once shown (a search hit)
@@ -511,6 +512,7 @@ async function loadThread(id, { keepScroll = false } = {}) {
   const box = $('messages');
   st.live = null;
   st.entries = [];
+  st.sendAfterLoad = false;
   const deleted = st.deleted.has(id);
   if (!st.segment) setReadOnly(deleted);
   if (st.emptyThreads.has(id) && !deleted) {
@@ -554,6 +556,10 @@ async function loadThread(id, { keepScroll = false } = {}) {
   scrollToEnd(true);
   focusMessage();
   loadApprovals(id);
+  if (st.sendAfterLoad) {
+    st.sendAfterLoad = false;
+    sendInput();
+  }
 }
 
 // loadBranches lists the thread's branches (earlier versions), [] when the
@@ -1028,6 +1034,12 @@ function sendInput() {
   const input = $('input');
   if (st.deleted.has(st.current)) {
     toast('This conversation was deleted: restore it to go on with it.', 'error');
+    return;
+  }
+  if (st.loading) {
+    // The history being fetched may predate this message and would
+    // replace it on the screen: it is sent once the history is shown.
+    st.sendAfterLoad = true;
     return;
   }
   const text = input.value;
