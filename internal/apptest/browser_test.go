@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,7 +76,7 @@ func chromium(t *testing.T) string {
 // extra adds flags (a fake microphone, say).
 func newBrowser(t *testing.T, path, name string, width, height int, extra ...chromedp.ExecAllocatorOption) *browserPage {
 	t.Helper()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
+	tabCtx, stopBrowser := startChromium(t, append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,
 		chromedp.NoSandbox,
@@ -86,10 +87,8 @@ func newBrowser(t *testing.T, path, name string, width, height int, extra ...chr
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(width, height),
-	}, extra...)...)
-	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
+	}, extra...))
 	ctx, cancelTimeout := context.WithTimeout(tabCtx, 3*time.Minute)
 	p := &browserPage{t: t, ctx: ctx}
 
@@ -148,11 +147,41 @@ func newBrowser(t *testing.T, path, name string, width, height int, extra ...chr
 			p.saveFailure(artifacts, name)
 		}
 		cancelTimeout()
-		cancelTab()
-		cancelAlloc()
+		stopBrowser()
 		wg.Wait()
 	})
 	return p
+}
+
+// startChromium starts Chromium with opts (and a fresh profile) and returns
+// its tab's context and a function that stops it. A start that fails
+// (Chromium exiting at once, as it now and then does on a loaded machine)
+// is tried again with a new process and new contexts, up to 3 times:
+// chromedp must never be asked to start a second browser on a context
+// whose first start failed, since its allocator then closes the context's
+// channel twice when they exit, a panic that ends the whole test binary
+// (seen once in a run of the Browser tests at load 15).
+func startChromium(t *testing.T, opts []chromedp.ExecAllocatorOption) (context.Context, func()) {
+	t.Helper()
+	var errs []error
+	for attempt := 1; attempt <= 3; attempt++ {
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(slices.Clone(opts), chromedp.UserDataDir(t.TempDir()))...)
+		tabCtx, cancelTab := chromedp.NewContext(allocCtx)
+		// Started by the first action, bounded by cancelling the allocator.
+		stop := time.AfterFunc(2*time.Minute, cancelAlloc)
+		err := chromedp.Do(tabCtx)
+		stop.Stop()
+		if err == nil {
+			return tabCtx, func() { cancelTab(); cancelAlloc() }
+		}
+		cancelAlloc()
+		chromedp.FromContext(allocCtx).Allocator.Wait()
+		cancelTab()
+		errs = append(errs, err)
+		t.Logf("Chromium did not start (attempt %d of 3): %v", attempt, err)
+	}
+	t.Fatalf("Chromium did not start: %v", errors.Join(errs...))
+	return nil, nil
 }
 
 func (p *browserPage) problem(s string) {

@@ -2,6 +2,7 @@ package page
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -32,21 +33,48 @@ func browser(t *testing.T, width, height int) (context.Context, func() []string)
 	if path == "" {
 		t.Skip("no Chromium: install it (apt-get install chromium) to run the browser tests; CI does")
 	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(width, height),
+	// A start that fails (Chromium exiting at once on a loaded machine) is
+	// tried again with a new process and new contexts: chromedp must not
+	// start a second browser on a context whose first start failed (its
+	// allocator then closes the context's channel twice: a panic that ends
+	// the test binary).
+	var (
+		ctx                    context.Context
+		cancelCtx, cancelAlloc context.CancelFunc
+		errs                   []error
 	)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	for attempt := 1; ctx == nil; attempt++ {
+		if attempt > 3 {
+			t.Fatalf("Chromium did not start: %v", errors.Join(errs...))
+		}
+		allocCtx, cancelA := chromedp.NewExecAllocator(context.Background(),
+			chromedp.ExecPath(path),
+			chromedp.Headless,
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.NoDefaultBrowserCheck,
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.UserDataDir(t.TempDir()),
+			chromedp.WindowSize(width, height),
+		)
+		tabCtx, cancelT := chromedp.NewContext(allocCtx)
+		stop := time.AfterFunc(time.Minute, cancelA) // bounds the start
+		err := chromedp.Do(tabCtx)
+		stop.Stop()
+		if err == nil {
+			ctx, cancelCtx, cancelAlloc = tabCtx, cancelT, cancelA
+			break
+		}
+		cancelA()
+		chromedp.FromContext(allocCtx).Allocator.Wait()
+		cancelT()
+		errs = append(errs, err)
+		t.Logf("Chromium did not start (attempt %d of 3): %v", attempt, err)
+	}
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
 
 	var (
