@@ -125,6 +125,15 @@ func TestWebAttachmentsReachTheModel(t *testing.T) {
 	}
 }
 
+// dropPlan drops plan.txt ("day 1: Lyon") on the conversation.
+const dropPlan = `(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(['day 1: Lyon'], 'plan.txt', { type: 'text/plain' }));
+		const conv = document.querySelector('.conversation');
+		conv.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+		return conv.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+	})()`
+
 // TestBrowserAttachments: an image pasted into the box and a file dropped
 // on the conversation upload at once and show as chips; the page says
 // that the default model cannot see images; after sending, the message
@@ -145,13 +154,7 @@ func TestBrowserAttachments(t *testing.T) {
 		dt.items.add(new File([bytes], 'pixel.png', { type: 'image/png' }));
 		return document.getElementById('input').dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
 	})()`)
-	eval[bool](p, `(() => {
-		const dt = new DataTransfer();
-		dt.items.add(new File(['day 1: Lyon'], 'plan.txt', { type: 'text/plain' }));
-		const conv = document.querySelector('.conversation');
-		conv.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
-		return conv.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
-	})()`)
+	eval[bool](p, dropPlan)
 	p.waitFor("two uploaded chips", `[...document.querySelectorAll('#attach-tray .att-chip')].filter(c => c.dataset.state === 'ready').length === 2 || [...document.querySelectorAll('#attach-tray .att-chip')].some(c => c.dataset.state === 'failed')`)
 	if states := eval[string](p, `[...document.querySelectorAll('#attach-tray .att-chip')].map(c => c.dataset.state + ' ' + c.title).join('; ')`); strings.Count(states, "ready") != 2 {
 		t.Fatalf("the uploads: %s", states)
@@ -210,13 +213,7 @@ func TestBrowserFilesBeforeAConversation(t *testing.T) {
 	p := newBrowser(t, browserPath, "files-before-a-conversation", 1280, 900)
 	p.do("load the archived conversation", chromedp.Navigate(app.Base+"/#archive/"+itoa(segs.Segments[0].ID)+"&token="+WebToken))
 	p.waitFor("the archived conversation, read-only", `document.getElementById('conn').dataset.state === 'online' && !!document.getElementById('segment-bar') && document.getElementById('input').disabled && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('train to Lyon'))`)
-	eval[bool](p, `(() => {
-		const dt = new DataTransfer();
-		dt.items.add(new File(['day 1: Lyon'], 'plan.txt', { type: 'text/plain' }));
-		const conv = document.querySelector('.conversation');
-		conv.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
-		return conv.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
-	})()`)
+	eval[bool](p, dropPlan)
 	p.waitFor("the file waiting in the tray", `document.querySelector('#attach-tray .att-chip')?.dataset.state === 'waiting' && !document.getElementById('attach-tray').hidden`)
 
 	p.click("back to the conversation", `#segment-bar a`)

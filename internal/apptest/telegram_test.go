@@ -343,16 +343,7 @@ func TestTelegramUpdateRedeliveredAfterACrashIsAnsweredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The offset write never happened, and Telegram never saw it.
-	db, err := sqlite.Open(t.Context(), filepath.Join(h.DataDir, "reverie.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`DELETE FROM telegram_state WHERE key = 'offset'`); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	forgetOffset(t, h.DataDir)
 	srv.Redeliver()
 
 	h2, _ := startTelegram(t, srv, WithDataDir(h.DataDir))
@@ -395,16 +386,7 @@ func TestTelegramRedeliveredFileIsNotDownloadedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The offset write never happened, and Telegram never saw it.
-	db, err := sqlite.Open(t.Context(), filepath.Join(h.DataDir, "reverie.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`DELETE FROM telegram_state WHERE key = 'offset'`); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	forgetOffset(t, h.DataDir)
 	srv.Redeliver()
 
 	h2, _ := startTelegram(t, srv, WithDataDir(h.DataDir))
@@ -422,6 +404,22 @@ func TestTelegramRedeliveredFileIsNotDownloadedAgain(t *testing.T) {
 	}
 	if n := sawUser(h, "my plan") + sawUser(h2, "my plan"); n != 1 {
 		t.Errorf("the document's message reached the model %d times, want 1", n)
+	}
+}
+
+// forgetOffset deletes the Telegram offset a stopped app stored, as if a
+// crash came before its write: the next start fetches the updates again.
+func forgetOffset(t *testing.T, dataDir string) {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), filepath.Join(dataDir, "reverie.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM telegram_state WHERE key = 'offset'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
