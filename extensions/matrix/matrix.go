@@ -85,7 +85,7 @@ func New(opts Options) *Matrix {
 	if opts.DecryptWait <= 0 {
 		opts.DecryptWait = time.Minute
 	}
-	return &Matrix{opts: opts, stopped: make(chan struct{})}
+	return &Matrix{opts: opts}
 }
 
 // Matrix is the channel extension.
@@ -126,11 +126,10 @@ type Matrix struct {
 
 	streams sync.WaitGroup
 
-	// stopped is closed when Run returns (the agent is stopping): retries
-	// end then, so a reply being delivered gets the attempt it is in, not
-	// minutes of waits that would hold up the shutdown.
-	stopped  chan struct{}
-	stopOnce sync.Once
+	// stopping ends retries when Run returns (the agent is stopping): a
+	// reply being delivered gets the attempt it is in, not minutes of
+	// waits that would hold up the shutdown.
+	stopping channelkit.Stopping
 }
 
 // Init decodes the section, opens the channel's tables and logs in (or
@@ -365,7 +364,7 @@ func (m *Matrix) isReady() bool {
 // syncs until ctx ends.
 func (m *Matrix) Run(ctx context.Context) error {
 	defer m.hc.CloseIdleConnections()
-	defer m.stopOnce.Do(func() { close(m.stopped) })
+	defer m.stopping.Stop()
 	if wait, ok := retryAfter(m.Health(ctx)); ok {
 		// Init's login was rate-limited: wait as the homeserver asked.
 		if m.opts.Sleep(ctx, wait) != nil {
@@ -608,34 +607,10 @@ func (m *Matrix) retry(ctx context.Context, call func(ctx context.Context) error
 			attempt++
 			m.log.Debug("a Matrix homeserver call failed; retrying", "err", m.scrub(err), "wait", wait)
 		}
-		if serr := m.sleep(ctx, wait); serr != nil {
+		if serr := m.stopping.Sleep(ctx, m.opts.Sleep, wait); serr != nil {
 			return errors.Join(m.scrub(err), serr)
 		}
 	}
-}
-
-// errStopping ends a retry's wait when the channel stops.
-var errStopping = errors.New("the matrix channel is stopping")
-
-// sleep waits d (opts.Sleep) or until ctx ends or the channel stops
-// (errStopping).
-func (m *Matrix) sleep(ctx context.Context, d time.Duration) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case <-m.stopped:
-			cancel(errStopping)
-		case <-ctx.Done():
-		}
-	})
-	err := m.opts.Sleep(ctx, d)
-	cancel(nil)
-	wg.Wait()
-	if err != nil && errors.Is(context.Cause(ctx), errStopping) {
-		return errStopping
-	}
-	return err
 }
 
 // Stop waits for the typing indicators of open streams.

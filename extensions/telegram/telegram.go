@@ -35,6 +35,16 @@ const maxUpdateAttempts = 5
 // doubling to a minute, jittered into the upper half.
 var retryDelays = extension.Backoff{Base: channelkit.DefaultBackoffBase, Max: channelkit.DefaultBackoffMax}
 
+const (
+	// maxTransientWait bounds the time one call waits between retries
+	// after transient failures (the network, a timeout, a 5xx answer): a
+	// Bot API outage of a minute or two delays a reply, it does not drop
+	// it.
+	maxTransientWait = 2 * time.Minute
+	// maxLimitedWait bounds the time one call waits out rate limits (429).
+	maxLimitedWait = 5 * time.Minute
+)
+
 func init() { extension.Register(Info(Options{})) }
 
 // Options adjust the channel for tests; the zero value is production.
@@ -88,6 +98,11 @@ type Telegram struct {
 	me      *models.User // the bot, from getMe
 	lastErr error        // of the poller, for Health
 	streams sync.WaitGroup
+
+	// stopping ends retries when Run returns (the agent is stopping): a
+	// reply being delivered gets the attempt it is in, not minutes of
+	// waits that would hold up the shutdown.
+	stopping channelkit.Stopping
 
 	// notifyMu serialises notifyApproved: the poller and an approval from
 	// another channel both call it, and two readers of the same unnotified
@@ -206,6 +221,7 @@ func (t *Telegram) ChannelName() string { return ChannelName }
 // Run polls Telegram until ctx ends.
 func (t *Telegram) Run(ctx context.Context) error {
 	defer t.opts.HTTPClient.CloseIdleConnections()
+	defer t.stopping.Stop()
 	b := &channelkit.Backoff{Sleep: t.opts.Sleep}
 	for t.bot() == nil {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
@@ -434,14 +450,22 @@ func threadChat(th chat.ThreadID) (int64, error) {
 	return id, nil
 }
 
-// retry runs call (each attempt bounded by callTimeout) and retries 429s
-// after their retry_after and transient failures with backoff, up to 5
-// attempts.
+// retry runs call (each attempt bounded by callTimeout). Rate limits
+// (429) are waited out as Telegram asks (retry_after), as often as it
+// asks, up to maxLimitedWait in all; transient failures (the network, a
+// timeout, a 5xx answer) are retried with backoff (1 s doubling to a
+// minute) for up to maxTransientWait of waiting: a Bot API outage delays a
+// reply, it does not drop it. Other errors (400, 403, …) are not retried,
+// and once the channel stops (Run returned) a failed call is not tried
+// again. The Bot API has no idempotency key for sends: a send whose
+// answer was lost after Telegram took it (a timeout, a dropped
+// connection) can show twice; a 5xx answer or a refused connection means
+// it was not taken.
 func (t *Telegram) retry(ctx context.Context, call func(ctx context.Context) error) error {
-	var err error
-	for attempt := 1; ; attempt++ {
+	var limitedFor, failingFor time.Duration
+	for attempt := 1; ; {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		err = t.api.scrub(call(cctx))
+		err := t.api.scrub(call(cctx))
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			return err
@@ -449,15 +473,22 @@ func (t *Telegram) retry(ctx context.Context, call func(ctx context.Context) err
 		kind, wait := classify(err)
 		switch kind {
 		case errRateLimited:
+			if limitedFor+wait > maxLimitedWait {
+				return fmt.Errorf("rate-limited for %s: %w", limitedFor, err)
+			}
+			limitedFor += wait
 		case errTransient:
 			wait = retryDelays.Delay(attempt - 1)
+			if failingFor+wait > maxTransientWait {
+				return fmt.Errorf("failing for %s (%d attempts): %w", failingFor, attempt, err)
+			}
+			failingFor += wait
+			attempt++
+			t.log.Debug("a Bot API call failed; retrying", "err", err, "wait", wait)
 		default:
 			return err
 		}
-		if attempt >= 5 {
-			return err
-		}
-		if serr := t.opts.Sleep(ctx, wait); serr != nil {
+		if serr := t.stopping.Sleep(ctx, t.opts.Sleep, wait); serr != nil {
 			return errors.Join(err, serr)
 		}
 	}

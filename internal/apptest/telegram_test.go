@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -300,6 +301,87 @@ func TestTelegramFailurePaths(t *testing.T) {
 	if n := sawUser(h, "are you there"); n != 1 {
 		t.Errorf("the message reached the model %d times, want 1", n)
 	}
+}
+
+// A Bot API that answers sends with 500 for a while (an outage of a minute
+// or so) delays a reply, it does not drop it: the send is retried with
+// backoff (the waits recorded, not slept) and the reply arrives once. A
+// stop while the reply waits to be sent again ends the retries: the
+// shutdown does not wait minutes for a failing Bot API.
+func TestTelegramSendFailsForAWhile(t *testing.T) {
+	const failures = 6 // the first waits add up to at most 63 s, within the channel's two minutes
+	srv := telegramtest.New(t, tgToken)
+	var block atomic.Bool
+	blocked := make(chan struct{}, 1)
+	// With block set a wait lasts until its context ends (or the channel
+	// stops); else it is only recorded.
+	sleep := func(ctx context.Context, d time.Duration) error {
+		if block.Load() {
+			select {
+			case blocked <- struct{}{}:
+			default:
+			}
+			<-ctx.Done()
+		}
+		return ctx.Err()
+	}
+	h := Start(t, WithExtensions(telegram.Info(telegram.Options{Sleep: sleep})),
+		WithEnv("REVERIE_TELEGRAM__TOKEN="+tgToken, "REVERIE_TELEGRAM__API_URL="+srv.URL(), "REVERIE_TELEGRAM__ALLOWED_USERS=1001"))
+	h.Model.Handle(telegramAssistant)
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "hello"})
+	srv.WaitMessages(t, alice.ID, 1, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: hello") })
+
+	sends := len(srv.Calls("sendMessage"))
+	fail := make([]telegramtest.Failure, failures)
+	for i := range fail {
+		fail[i] = telegramtest.Failure{Code: 500, Desc: "Internal Server Error"}
+	}
+	srv.Fail("sendMessage", fail...)
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "are you there?"})
+	srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: are you there?") })
+	if n := len(srv.Calls("sendMessage")) - sends; n < failures+1 {
+		t.Errorf("%d sends, want the %d that failed and one more", n, failures)
+	}
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "thanks"})
+	ms := srv.WaitMessages(t, alice.ID, 3, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You said: thanks") })
+	if n := countPlain(ms, "You said: are you there?"); n != 1 {
+		t.Errorf("the reply is in the chat %d times, want once", n)
+	}
+
+	// A stop while a reply waits to be sent again ends the retries.
+	block.Store(true)
+	fail = make([]telegramtest.Failure, 1000)
+	for i := range fail {
+		fail[i] = telegramtest.Failure{Code: 502, Desc: "Bad Gateway"}
+	}
+	srv.Fail("sendMessage", fail...)
+	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "and now?"})
+	select {
+	case <-blocked:
+	case <-time.After(telegramtest.WaitTimeout):
+		t.Fatal("the channel never waited to send the reply again")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.Stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	case <-time.After(telegramtest.WaitTimeout):
+		t.Fatalf("the stop still waited after %s for the reply's retries", telegramtest.WaitTimeout)
+	}
+}
+
+// countPlain counts the messages whose plain text contains s.
+func countPlain(ms []telegramtest.Message, s string) int {
+	n := 0
+	for _, m := range ms {
+		if strings.Contains(m.Plain, s) {
+			n++
+		}
+	}
+	return n
 }
 
 // Updates that arrived while Reverie was stopped are answered after the

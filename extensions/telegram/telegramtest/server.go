@@ -284,11 +284,16 @@ func (s *Server) Messages(chatID int64) []Message {
 	return out
 }
 
+// WaitTimeout bounds WaitFor: generous, since a whole-app turn under -race
+// on a loaded machine (CI runs many packages at once) can take tens of
+// seconds; a test that passes never waits for it.
+const WaitTimeout = 90 * time.Second
+
 // WaitFor waits until cond holds (checked after every change) or fails the
-// test after 20 seconds.
+// test after WaitTimeout.
 func (s *Server) WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(WaitTimeout)
 	for {
 		s.mu.Lock()
 		ch := s.changed
