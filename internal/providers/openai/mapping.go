@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -15,10 +16,53 @@ import (
 	"github.com/reverie-ai/reverie/llm"
 )
 
+// request is a chat-completions request ready to encode: its parameters
+// without the tools, and each tool's definition already encoded (the
+// tools rarely change from one request to the next, and encoding them
+// through the SDK's reflection was half of a turn's request encoding:
+// BenchmarkRequestBody).
+type request struct {
+	params sdk.ChatCompletionNewParams
+	tools  []json.RawMessage
+}
+
+// body encodes the request as the SDK would encode the parameters with
+// the tools among them: the parameters' JSON object with a "tools" member
+// added.
+func (r request) body() ([]byte, error) {
+	b, err := r.params.MarshalJSON()
+	if err != nil || len(r.tools) == 0 {
+		return b, err
+	}
+	b = bytes.TrimRight(b, " \t\r\n")
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("encode request: parameters are not a JSON object")
+	}
+	n := len(b) + len(`,"tools":[]`)
+	for _, t := range r.tools {
+		n += len(t) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, b[:len(b)-1]...)
+	if len(b) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"tools":[`...)
+	for i, t := range r.tools {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, t...)
+	}
+	return append(out, "]}"...), nil
+}
+
 // params maps a provider-neutral request onto chat-completions parameters.
 // Errors wrap providers.ErrBadRequest.
-func (c *Client) params(req llm.Request, model string) (sdk.ChatCompletionNewParams, error) {
-	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+func (c *Client) params(req llm.Request, model string) (request, error) {
+	var r request
+	p := &r.params
+	p.Model = shared.ChatModel(model)
 	if req.System != "" {
 		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
 	}
@@ -38,7 +82,7 @@ func (c *Client) params(req llm.Request, model string) (sdk.ChatCompletionNewPar
 		}
 		msgs, err := toMessages(m)
 		if err != nil {
-			return p, providers.BadRequest(err, "message %d", i)
+			return r, providers.BadRequest(err, "message %d", i)
 		}
 		p.Messages = append(p.Messages, msgs...)
 		if m.Role == llm.RoleTool {
@@ -47,26 +91,22 @@ func (c *Client) params(req llm.Request, model string) (sdk.ChatCompletionNewPar
 	}
 	flush()
 	if len(p.Messages) == 0 {
-		return p, providers.BadRequest(nil, "no messages")
+		return r, providers.BadRequest(nil, "no messages")
 	}
 	for _, t := range req.Tools {
-		schema, err := c.schemas.object(t.Parameters)
+		enc, err := c.tools.encoded(t)
 		if err != nil {
-			return p, providers.BadRequest(err, "tool %q parameters", t.Name)
+			return r, providers.BadRequest(err, "tool %q parameters", t.Name)
 		}
-		def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
-		if t.Description != "" {
-			def.Description = sdk.String(t.Description)
-		}
-		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(def))
+		r.tools = append(r.tools, enc)
 	}
-	if len(p.Tools) > 0 {
+	if len(r.tools) > 0 {
 		switch req.ToolChoice {
 		case llm.ToolChoiceAuto:
 		case llm.ToolChoiceNone, llm.ToolChoiceRequired:
 			p.ToolChoice = sdk.ChatCompletionToolChoiceOptionUnionParam{OfAuto: sdk.String(string(req.ToolChoice))}
 		default:
-			return p, providers.BadRequest(nil, "unknown tool choice %q", req.ToolChoice)
+			return r, providers.BadRequest(nil, "unknown tool choice %q", req.ToolChoice)
 		}
 	}
 	temp := req.Temperature
@@ -90,7 +130,7 @@ func (c *Client) params(req llm.Request, model string) (sdk.ChatCompletionNewPar
 	if rf := req.ResponseFormat; rf != nil {
 		schema, err := schemaObject(rf.Schema)
 		if err != nil {
-			return p, providers.BadRequest(err, "response format schema")
+			return r, providers.BadRequest(err, "response format schema")
 		}
 		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: schemaName(rf.Name), Schema: schema}
 		if rf.Strict {
@@ -100,7 +140,7 @@ func (c *Client) params(req llm.Request, model string) (sdk.ChatCompletionNewPar
 			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js},
 		}
 	}
-	return p, nil
+	return r, nil
 }
 
 var validSchemaName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
@@ -137,38 +177,56 @@ func schemaObject(raw json.RawMessage) (map[string]any, error) {
 	return m, nil
 }
 
-// schemaCache keeps the parameter maps of the schemas seen, by their raw
-// JSON: a request carries every tool's schema, and the tools rarely change.
-// The maps are shared by the requests, which only read them. It stops
-// adding after maxCachedSchemas (tools changing their schema without end).
-type schemaCache struct {
+// toolCache keeps the encoded definitions of the tools seen (name,
+// description and schema): a request carries every tool, and the tools
+// rarely change. It stops adding after maxCachedTools (tools changing
+// without end).
+type toolCache struct {
 	mu sync.Mutex
-	m  map[string]map[string]any
+	m  map[toolKey]json.RawMessage
 }
 
-const maxCachedSchemas = 1024
+type toolKey struct{ name, description, schema string }
 
-// object is schemaObject, cached.
-func (c *schemaCache) object(raw json.RawMessage) (map[string]any, error) {
+const maxCachedTools = 1024
+
+// encoded returns t's definition as the request's "tools" array holds
+// it, encoded by the SDK (compact, as the SDK writes it among the
+// parameters). The result is shared: callers must not modify it.
+func (c *toolCache) encoded(t llm.ToolSpec) (json.RawMessage, error) {
+	k := toolKey{t.Name, t.Description, string(t.Parameters)}
 	c.mu.Lock()
-	m, ok := c.m[string(raw)]
+	enc, ok := c.m[k]
 	c.mu.Unlock()
 	if ok {
-		return m, nil
+		return enc, nil
 	}
-	m, err := schemaObject(raw)
+	schema, err := schemaObject(t.Parameters)
 	if err != nil {
 		return nil, err
 	}
+	def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+	if t.Description != "" {
+		def.Description = sdk.String(t.Description)
+	}
+	raw, err := sdk.ChatCompletionFunctionTool(def).MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode the definition: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, fmt.Errorf("encode the definition: %w", err)
+	}
+	enc = buf.Bytes()
 	c.mu.Lock()
 	if c.m == nil {
-		c.m = map[string]map[string]any{}
+		c.m = map[toolKey]json.RawMessage{}
 	}
-	if len(c.m) < maxCachedSchemas {
-		c.m[string(raw)] = m
+	if len(c.m) < maxCachedTools {
+		c.m[k] = enc
 	}
 	c.mu.Unlock()
-	return m, nil
+	return enc, nil
 }
 
 // toMessages maps one message. Tool results become one role=tool message

@@ -143,10 +143,10 @@ type services struct {
 
 // Client generates replies through the chat-completions API.
 type Client struct {
-	o       Options
-	sdk     services
-	policy  providers.Policy
-	schemas schemaCache
+	o      Options
+	sdk    services
+	policy providers.Policy
+	tools  toolCache
 }
 
 // New returns a client for o. It checks the options but does not contact
@@ -196,8 +196,13 @@ func (c *Client) Generate(ctx context.Context, req llm.Request, stream llm.Strea
 	return resp, nil
 }
 
-func (c *Client) complete(ctx context.Context, a *providers.Attempt, params sdk.ChatCompletionNewParams) (llm.Response, error) {
-	cc, err := c.sdk.chat.New(ctx, params, option.WithMiddleware(a.Middleware))
+func (c *Client) complete(ctx context.Context, a *providers.Attempt, r request) (llm.Response, error) {
+	body, err := r.body()
+	if err != nil {
+		return llm.Response{}, providers.BadRequest(err, "encode the request")
+	}
+	// The body replaces the (empty) parameters' encoding.
+	cc, err := c.sdk.chat.New(ctx, sdk.ChatCompletionNewParams{}, option.WithRequestBody("application/json", body), option.WithMiddleware(a.Middleware))
 	if err != nil {
 		return llm.Response{}, err
 	}

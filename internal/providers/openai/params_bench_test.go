@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -27,10 +30,8 @@ func benchRequest() llm.Request {
 }
 
 // BenchmarkRequestBody measures building and encoding a request body: the
-// per-request cost of mapping the tools' schemas. The body is encoded as
-// the SDK's request config does, by the params' MarshalJSON (json.Marshal
-// would add a compaction pass over the whole body that requests do not
-// pay).
+// per-request cost of mapping the messages and the tools. The body is
+// encoded as a request sends it (request.body).
 func BenchmarkRequestBody(b *testing.B) { benchBody(b, benchRequest()) }
 
 // benchBody builds and encodes req's body b.N times.
@@ -41,11 +42,11 @@ func benchBody(b *testing.B, req llm.Request) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := c.params(req, "m")
+		r, err := c.params(req, "m")
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := p.MarshalJSON(); err != nil {
+		if _, err := r.body(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -66,11 +67,11 @@ func TestToolSchemaInBody(t *testing.T) {
 	bodies := make(chan []byte, 8)
 	for range 8 {
 		go func() {
-			p, err := c.params(req, "m")
+			r, err := c.params(req, "m")
 			if err != nil {
 				t.Error(err)
 			}
-			b, err := json.Marshal(p)
+			b, err := r.body()
 			if err != nil {
 				t.Error(err)
 			}
@@ -92,8 +93,76 @@ func TestToolSchemaInBody(t *testing.T) {
 			t.Fatalf("tool parameters in the body = %v, want %v", body.Tools, want)
 		}
 	}
-	if _, err := c.schemas.object(json.RawMessage(`[1`)); err == nil {
+	if _, err := c.tools.encoded(llm.ToolSpec{Name: "broken", Parameters: json.RawMessage(`[1`)}); err == nil {
 		t.Error("a broken schema was accepted")
+	}
+}
+
+// The body, with the tools' definitions encoded once and added to the
+// parameters' encoding, is the JSON value the SDK makes of the parameters
+// with the tools among them.
+func TestRequestBodyIsTheSDKs(t *testing.T) {
+	c, err := New(Options{BaseURL: "http://127.0.0.1:1/v1", Model: "m", MaxTokens: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withTools := benchRequest()
+	withTools.Messages = benchHistory(12)
+	withTools.Tools = append(withTools.Tools,
+		llm.ToolSpec{Name: "no_schema"},
+		llm.ToolSpec{Name: "spaced", Description: "Schema \"with\" spaces <&>.", Parameters: json.RawMessage(" {\n \"type\" : \"object\", \"properties\" : { \"q\" : {\"type\":\"string\"} } }\n")})
+	required := withTools
+	required.ToolChoice = llm.ToolChoiceRequired
+	noTools := withTools
+	noTools.Tools = nil
+	format := noTools
+	format.ResponseFormat = &llm.ResponseFormat{Name: "answer", Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`), Strict: true}
+	for _, tc := range []struct {
+		name string
+		req  llm.Request
+	}{
+		{"tools", withTools},
+		{"tool choice required", required},
+		{"no tools", noTools},
+		{"response format", format},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := c.params(tc.req, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.body()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// the parameters as the SDK encodes them with the tools among them
+			p := r.params
+			for _, tool := range tc.req.Tools {
+				schema, err := schemaObject(tool.Parameters)
+				if err != nil {
+					t.Fatal(err)
+				}
+				def := shared.FunctionDefinitionParam{Name: tool.Name, Parameters: shared.FunctionParameters(schema)}
+				if tool.Description != "" {
+					def.Description = sdk.String(tool.Description)
+				}
+				p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(def))
+			}
+			want, err := p.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g, w any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("body is not JSON: %v\n%s", err, got)
+			}
+			if err := json.Unmarshal(want, &w); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(g, w) {
+				t.Errorf("body differs from the SDK's encoding:\n got %s\nwant %s", got, want)
+			}
+		})
 	}
 }
 

@@ -17,9 +17,15 @@ import (
 // stream runs a streamed completion, handing deltas to a.Emit, and returns
 // the accumulated reply. A stream that ends without a finish_reason is a
 // bad response.
-func (c *Client) stream(ctx context.Context, a *providers.Attempt, params sdk.ChatCompletionNewParams) (llm.Response, error) {
-	params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
-	s := c.sdk.chat.NewStreaming(ctx, params, option.WithMiddleware(a.Middleware))
+func (c *Client) stream(ctx context.Context, a *providers.Attempt, r request) (llm.Response, error) {
+	r.params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
+	body, err := r.body()
+	if err != nil {
+		return llm.Response{}, providers.BadRequest(err, "encode the request")
+	}
+	// The body replaces the (empty) parameters' encoding; the SDK adds
+	// "stream": true to it.
+	s := c.sdk.chat.NewStreaming(ctx, sdk.ChatCompletionNewParams{}, option.WithRequestBody("application/json", body), option.WithMiddleware(a.Middleware))
 	defer s.Close()
 
 	var acc accumulator
