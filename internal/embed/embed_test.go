@@ -241,3 +241,81 @@ func TestWrap(t *testing.T) {
 		t.Errorf("wrong dims: %v", err)
 	}
 }
+
+// referenceEmbed is embedOne as first written (each character n-gram a new
+// string of its runes): the features, and so the vectors, must not change.
+func referenceEmbed(o *Offline, text string) []float32 {
+	words := Words(text)
+	uni := map[string]float64{}
+	bi := map[string]float64{}
+	chars := map[string]float64{}
+	prev := ""
+	for _, w := range words {
+		if IsStopWord(w) {
+			uni[w] += o.w.StopWord
+			continue
+		}
+		s := Stem(w)
+		uni[s]++
+		if prev != "" {
+			bi[prev+" "+s]++
+		}
+		prev = s
+		rs := []rune("<" + w + ">")
+		for n := 3; n <= 5; n++ {
+			for i := 0; i+n <= len(rs); i++ {
+				chars[string(rs[i:i+n])]++
+			}
+		}
+	}
+	acc := make([]float64, o.dims)
+	o.addFamily(acc, uni, nsWord, o.w.Words)
+	o.addFamily(acc, bi, nsBigram, o.w.Bigrams)
+	o.addFamily(acc, chars, nsChar, o.w.Chars)
+	v := make([]float32, o.dims)
+	var s float64
+	for _, x := range acc {
+		s += x * x
+	}
+	if s == 0 {
+		return v
+	}
+	inv := 1 / math.Sqrt(s)
+	for i, x := range acc {
+		v[i] = float32(x * inv)
+	}
+	return v
+}
+
+// The offline vectors are those of the reference: same features, same
+// hashes (up to the order in which a dimension's features are summed).
+func TestOfflineMatchesReference(t *testing.T) {
+	o := NewOffline(0)
+	for _, text := range []string{
+		"I adopted a puppy from the animal shelter last week",
+		"Message 7 from client 3: remind me what we said about the plan for week 8, and add that Anna prefers the quiet option.",
+		"Chloé et Dmitri sont allés à Québec — naïve café, 東京 и Москва",
+		"emoji 🎉🎉 party and a tab\tand e\u0301 combining",
+		"invalid \xff\xfe bytes in a w\xc3rd",
+		"a",
+		"",
+	} {
+		got, want := o.embedOne(text), referenceEmbed(o, text)
+		for i := range want {
+			if math.Abs(float64(got[i]-want[i])) > 1e-6 {
+				t.Fatalf("%q: dimension %d = %g, reference %g", text, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// BenchmarkOfflineEmbed embeds a chat message, as a turn does for its
+// recall and its episodes.
+func BenchmarkOfflineEmbed(b *testing.B) {
+	o := NewOffline(0)
+	text := "Message 7 from client 3: remind me what we said about the plan for week 8, and add that Anna prefers the quiet option."
+	b.ReportAllocs()
+	for b.Loop() {
+		o.embedOne(text)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"unicode/utf8"
 )
 
 // DefaultDimensions is the vector length of the offline embedder when none
@@ -82,9 +83,10 @@ const (
 
 func (o *Offline) embedOne(text string) []float32 {
 	words := Words(text)
-	uni := map[string]float64{}
-	bi := map[string]float64{}
-	chars := map[string]float64{}
+	uni := make(map[string]float64, len(words))
+	bi := make(map[string]float64, len(words))
+	chars := make(map[string]float64, 12*len(words))
+	var at []int // byte offsets of the runes of the bounded word, then its length
 	prev := ""
 	for _, w := range words {
 		if IsStopWord(w) {
@@ -98,10 +100,19 @@ func (o *Offline) embedOne(text string) []float32 {
 		}
 		prev = s
 		m := "<" + w + ">"
-		rs := []rune(m)
+		if !utf8.ValidString(m) {
+			m = string([]rune(m)) // each invalid byte a U+FFFD, as a rune slice holds it
+		}
+		// the n-grams of runes are substrings of m (no copy each)
+		at = at[:0]
+		for i := range m {
+			at = append(at, i)
+		}
+		at = append(at, len(m))
+		runes := len(at) - 1
 		for n := 3; n <= 5; n++ {
-			for i := 0; i+n <= len(rs); i++ {
-				chars[string(rs[i:i+n])]++
+			for i := 0; i+n <= runes; i++ {
+				chars[m[at[i]:at[i+n]]]++
 			}
 		}
 	}
