@@ -439,25 +439,67 @@ func (x *index) search(qv []float32, k int, keep func(slot int) bool) []vecHit {
 	} else {
 		cand = x.preselect(qv, max(rerankMin, 8*k), keep)
 	}
-	hits := make([]vecHit, 0, len(cand))
+	// the k best by a bounded heap whose root is the worst kept: the same
+	// hits, in the same order, as sorting them all (better is a total
+	// order), for a fraction of the comparisons
+	hits := make([]vecHit, 0, min(k, len(cand)))
 	d := x.dims
 	for _, s := range cand {
-		c := float32(dot8(qq, x.q[s*d:(s+1)*d])) * qs * x.scale[s]
-		hits = append(hits, vecHit{slot: s, cos: c})
+		h := vecHit{slot: s, cos: float32(dot8(qq, x.q[s*d:(s+1)*d])) * qs * x.scale[s]}
+		switch {
+		case len(hits) < k:
+			hits = append(hits, h)
+			siftUp(hits, len(hits)-1)
+		case h.better(hits[0]):
+			hits[0] = h
+			siftDown(hits, 0)
+		}
 	}
 	slices.SortFunc(hits, func(a, b vecHit) int {
-		if a.cos != b.cos {
-			if a.cos > b.cos {
-				return -1
-			}
-			return 1
+		if a.better(b) {
+			return -1
 		}
-		return a.slot - b.slot
+		return 1
 	})
-	if len(hits) > k {
-		hits = hits[:k]
-	}
 	return hits
+}
+
+// better reports whether h ranks before o: more similar, or as similar
+// and an earlier slot.
+func (h vecHit) better(o vecHit) bool {
+	if h.cos != o.cos {
+		return h.cos > o.cos
+	}
+	return h.slot < o.slot
+}
+
+// siftUp and siftDown keep hits a heap whose root is the worst hit.
+func siftUp(hits []vecHit, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !hits[p].better(hits[i]) {
+			return
+		}
+		hits[p], hits[i] = hits[i], hits[p]
+		i = p
+	}
+}
+
+func siftDown(hits []vecHit, i int) {
+	for {
+		w, l, r := i, 2*i+1, 2*i+2
+		if l < len(hits) && hits[w].better(hits[l]) {
+			w = l
+		}
+		if r < len(hits) && hits[w].better(hits[r]) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		hits[w], hits[i] = hits[i], hits[w]
+		i = w
+	}
 }
 
 // preselect returns about want slots with the smallest Hamming distance

@@ -69,6 +69,49 @@ func TestIndexPreselectRecall(t *testing.T) {
 	}
 }
 
+// The exact scan's k best, kept by a bounded heap, are the first k of all
+// its hits sorted (more similar first, ties by slot), for every k, with
+// ties (the same vector stored several times) and a keep filter.
+func TestIndexSearchTopK(t *testing.T) {
+	ctx := context.Background()
+	e := embed.NewOffline(0)
+	r := rand.New(rand.NewPCG(3, 4))
+	texts := make([]string, 300)
+	for i := range texts {
+		texts[i] = benchText(r, i%120) // each text up to three times: equal scores
+	}
+	vecs, err := e.Embed(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newIndex(e.Dimensions())
+	for i, v := range vecs {
+		x.put(int64(i+1), meta{kind: KindFact}, v)
+	}
+	keep := func(s int) bool { return s%7 != 3 }
+	for q := range 5 {
+		qv, _ := e.Embed(ctx, []string{benchQuery(r)})
+		all := x.search(qv[0], x.len(), keep)
+		if want := x.len() - (x.len()+3)/7; len(all) != want {
+			t.Fatalf("query %d: %d hits, want every kept slot (%d)", q, len(all), want)
+		}
+		if !slices.IsSortedFunc(all, func(a, b vecHit) int {
+			if a.better(b) {
+				return -1
+			}
+			return 1
+		}) {
+			t.Fatalf("query %d: the hits are not in order", q)
+		}
+		for _, k := range []int{1, 2, 10, 100, 257, 1000} {
+			got := x.search(qv[0], k, keep)
+			if want := all[:min(k, len(all))]; !slices.Equal(got, want) {
+				t.Fatalf("query %d, k %d: %v, want %v", q, k, got, want)
+			}
+		}
+	}
+}
+
 func TestIndexRemoveAndTextIndexCompaction(t *testing.T) {
 	x := newIndex(8)
 	ti := newTextIndex()

@@ -60,3 +60,40 @@ func FuzzMentionsTime(f *testing.F) {
 		}
 	})
 }
+
+// The cheap tests queryPeriod runs before its regexps.
+func TestPeriodPrefilters(t *testing.T) {
+	for _, tc := range []struct {
+		name, s, word string
+		want          bool
+	}{
+		{"lower", "two weeks ago", "ago", true},
+		{"upper", "TWO WEEKS AGO", "ago", true},
+		{"mixed", "YesterDay we met", "yesterday", true},
+		{"at the end", "it was yesterda", "yesterday", false},
+		{"absent", "what did I say", "ago", false},
+		{"empty", "", "ago", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := containsFold(tc.s, tc.word); got != tc.want {
+				t.Errorf("containsFold(%q, %q) = %v", tc.s, tc.word, got)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name, s string
+		want    bool
+	}{
+		{"a year", "in 2023", true},
+		{"an iso date", "2023-10-13", true},
+		{"short numbers", "week 12, day 3 of 365", false},
+		{"none", "no digits", false},
+		{"at the end", "year 1999", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := hasDigits(tc.s, 4); got != tc.want {
+				t.Errorf("hasDigits(%q, 4) = %v", tc.s, got)
+			}
+		})
+	}
+}

@@ -83,6 +83,9 @@ func agoPeriod(q string, at time.Time) period {
 		}
 		p.from, p.to = min(p.from, f), max(p.to, t)
 	}
+	if !containsFold(q, "ago") && !containsFold(q, "yesterday") {
+		return p // the words every form below holds (a regexp costs more)
+	}
 	const day = 24 * time.Hour
 	if yesterday().MatchString(q) {
 		add(at.AddDate(0, 0, -1), 0)
@@ -112,7 +115,7 @@ func agoPeriod(q string, at time.Time) period {
 // datePeriod is queryPeriod's reading of the calendar dates a query names.
 func datePeriod(q string, loc *time.Location) period {
 	var p period
-	if !strings.ContainsAny(q, "0123456789") {
+	if !hasDigits(q, 4) {
 		return p // every form below holds a year
 	}
 	add := func(from, to time.Time) {
@@ -179,4 +182,34 @@ func datePeriod(q string, loc *time.Location) period {
 		add(from, from.AddDate(1, 0, 0))
 	}
 	return p
+}
+
+// containsFold reports whether s holds word (ASCII lower case) in any
+// case.
+func containsFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		j := 0
+		for j < len(word) && s[i+j]|0x20 == word[j] {
+			j++
+		}
+		if j == len(word) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasDigits reports whether s holds n ASCII digits in a row.
+func hasDigits(s string, n int) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			if run++; run == n {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
 }
