@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
@@ -253,7 +254,14 @@ func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, err
 	}
 	q := Query{Text: query, Limit: RecallContextLimit, Peek: true}
 	left := func() int { return gate.MaxLines - len(out.Memories) }
-	if err := r.recallInto(ctx, q, left, gate, consider); err != nil {
+	// floor: once a memory is shown, none scoring below Ratio of it is
+	floor := func() float64 {
+		if len(out.Memories) == 0 {
+			return 0
+		}
+		return gate.Ratio * out.Memories[0].Score
+	}
+	if err := r.recallInto(ctx, q, left, floor, gate, consider); err != nil {
 		if errors.Is(err, ErrEmpty) {
 			return Recalled{}, nil
 		}
@@ -277,12 +285,14 @@ var _ rankReader = (*VectorStore)(nil)
 // recallInto recalls q and hands the memories to consider in rank order
 // until it says done. From a rankReader it reads the memories only as
 // consider reaches them, as many at a time as left says may still be shown,
-// and none that the gate's word-and-meaning test refuses (that test needs
-// no memory's text): a turn ranks RecallContextLimit memories but shows at
-// most Gate.MaxLines, and reading every ranked row was a third of its
-// recall's CPU. What consider sees is what a full Recall would have given
-// it, in the same order.
-func (r *RecallContext) recallInto(ctx context.Context, q Query, left func() int, gate Gate, consider func(*Scored) bool) error {
+// and none that the gate's word-and-meaning test refuses or that score
+// below floor (both tests need no memory's text; floor only rises, and the
+// memories come best first): a turn ranks RecallContextLimit memories but
+// shows at most Gate.MaxLines, and reading every ranked row was a third of
+// its recall's CPU, each read a statement. What consider sees is what a
+// full Recall would have given it, in the same order, less memories it
+// would have refused.
+func (r *RecallContext) recallInto(ctx context.Context, q Query, left func() int, floor func() float64, gate Gate, consider func(*Scored) bool) error {
 	rr, ok := r.Service.store.(rankReader)
 	if !ok {
 		res, err := r.Service.Search(ctx, q)
@@ -304,6 +314,12 @@ func (r *RecallContext) recallInto(ctx context.Context, q Query, left func() int
 	// rankReader has a measured Match: measuresMatch).
 	ranked = slices.DeleteFunc(ranked, func(s Scored) bool { return !gate.matches(&s) })
 	for len(ranked) > 0 {
+		if f := floor(); f > 0 {
+			ranked = ranked[:sort.Search(len(ranked), func(i int) bool { return ranked[i].Score < f })]
+			if len(ranked) == 0 {
+				break
+			}
+		}
 		part := ranked[:min(max(left(), 1), len(ranked))]
 		ranked = ranked[len(part):]
 		read, err := rr.materialise(ctx, slices.Clone(part), q.Peek)

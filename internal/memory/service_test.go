@@ -373,11 +373,13 @@ func TestWorkingSetSeesHandEdits(t *testing.T) {
 // countingReader is the vector store counting the rows a recall reads.
 type countingReader struct {
 	*VectorStore
-	read int
+	read  int
+	reads int // materialise calls: a statement each
 }
 
 func (c *countingReader) materialise(ctx context.Context, out []Scored, peek bool) ([]Scored, error) {
 	c.read += len(out)
+	c.reads++
 	return c.VectorStore.materialise(ctx, out, peek)
 }
 
@@ -429,17 +431,22 @@ func TestRecallContextReadsOnlyWhatItMayShow(t *testing.T) {
 		budget  int
 		gate    Gate
 		maxRead int // the lines shown, the two of MEMORIES.txt and the deleted one
+		// maxReads bounds the reads (0: any number)
+		maxReads int
 	}{
-		{"default gate", 0, Gate{}, 13},
-		{"three lines", 0, Gate{MinMatch: 0.3, MinCosine: 0.6, Ratio: 0.3, MaxLines: 3}, 6},
+		{"default gate", 0, Gate{}, 13, 0},
+		{"three lines", 0, Gate{MinMatch: 0.3, MinCosine: 0.6, Ratio: 0.3, MaxLines: 3}, 6, 0},
 		// the budget fills first: one chunk of MaxLines read
-		{"small budget", 90, Gate{}, 10},
+		{"small budget", 90, Gate{}, 10, 1},
 		// more lines allowed than are ranked: every ranked memory that
 		// holds enough of the words is read
-		{"every word counts", 0, Gate{MinMatch: 0.05, Ratio: 0.01, MaxLines: 40}, RecallContextLimit},
+		{"every word counts", 0, Gate{MinMatch: 0.05, Ratio: 0.01, MaxLines: 40}, RecallContextLimit, 1},
+		// after the first read, the rest score below the ratio of the
+		// best shown: not read
+		{"below the ratio", 0, Gate{MinMatch: 0.05, Ratio: 0.999, MaxLines: 10}, 10, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lazy.read = 0
+			lazy.read, lazy.reads = 0, 0
 			got, err := (&RecallContext{Service: svc, Budget: tc.budget, Gate: tc.gate}).Recall(ctx, query)
 			if err != nil {
 				t.Fatal(err)
@@ -461,6 +468,9 @@ func TestRecallContextReadsOnlyWhatItMayShow(t *testing.T) {
 			}
 			if lazy.read == 0 || lazy.read > tc.maxRead {
 				t.Errorf("read %d memories to show %d, want at most %d", lazy.read, len(got.Memories), tc.maxRead)
+			}
+			if tc.maxReads > 0 && lazy.reads > tc.maxReads {
+				t.Errorf("read the memories in %d statements, want at most %d", lazy.reads, tc.maxReads)
 			}
 		})
 	}
