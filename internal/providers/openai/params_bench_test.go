@@ -107,7 +107,14 @@ func TestRequestBodyIsTheSDKs(t *testing.T) {
 		t.Fatal(err)
 	}
 	withTools := benchRequest()
-	withTools.Messages = benchHistory(12)
+	withTools.System = "Be brief. <b>HTML</b> & \"quotes\", a tab\t, a line\n, \u2028 and invalid \xff UTF-8."
+	withTools.Messages = append(benchHistory(12),
+		llm.UserText("a question with <html> & \"quotes\" and \xfe"),
+		llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.Text{Text: "look:"}, llm.Image{MediaType: "image/png", Data: []byte("\x89PNG")}}},
+		llm.AssistantText("an answer\nover two lines"),
+		llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.Text{Text: "calling"}, llm.ToolCall{ID: "c9", Name: "read_file", Arguments: json.RawMessage(`{"path":"a"}`)}}},
+		llm.Message{Role: llm.RoleTool, Parts: []llm.Part{llm.ToolResult{CallID: "c9", Name: "read_file", Content: "<contents> & more"}}},
+		llm.UserText("thanks"))
 	withTools.Tools = append(withTools.Tools,
 		llm.ToolSpec{Name: "no_schema"},
 		llm.ToolSpec{Name: "spaced", Description: "Schema \"with\" spaces <&>.", Parameters: json.RawMessage(" {\n \"type\" : \"object\", \"properties\" : { \"q\" : {\"type\":\"string\"} } }\n")})
