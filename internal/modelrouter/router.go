@@ -1,6 +1,7 @@
 package modelrouter
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -144,6 +145,7 @@ type Router struct {
 	roles    map[string][]string // configured role → backend names
 	fallback map[string]string   // role → role it falls back to
 	pool     map[string]bool
+	usage    sqlite.GroupCommit[*usageRecord]
 }
 
 type backendState struct {
@@ -343,8 +345,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request, stream llm.Stream
 			b.lastErr = nil
 		}
 		b.mu.Unlock()
-		r.record(ctx, m.role, b, resp.Usage, err)
-		r.recordThread(ctx, m.thread, resp.Usage)
+		r.record(ctx, m.role, m.thread, b, resp.Usage, err)
 		if err == nil {
 			return resp, nil
 		}
@@ -395,20 +396,65 @@ func (r *Router) order(role string, names []string) []*backendState {
 	return out
 }
 
-func (r *Router) record(ctx context.Context, role string, b *backendState, u llm.Usage, callErr error) {
+// record accounts for one call: the day's usage of its role and backend,
+// and the conversation's token use (ThreadUsage) when it has a thread and
+// tokens. Concurrent calls' records share one transaction (group commit);
+// each caller returns once its record is committed.
+func (r *Router) record(ctx context.Context, role, thread string, b *backendState, u llm.Usage, callErr error) {
 	if r.opts.DB == nil {
 		return
 	}
-	failed := 0
+	rec := &usageRecord{role: role, backend: b.Name(), model: b.Model(), usage: u, thread: thread}
 	if callErr != nil {
-		failed = 1
+		rec.failed = 1
 	}
-	day := r.opts.Now().UTC().Format(time.DateOnly)
 	// Accounting must not fail a turn, and must happen even when the turn
 	// was cancelled after the tokens were spent.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, err := r.opts.DB.ExecContext(actx, `
+	r.usage.Write(rec, func(batch []*usageRecord) { r.writeUsage(actx, batch) })
+	if rec.err != nil {
+		r.log.Error("record model usage", "role", role, "backend", b.Name(), "thread", thread, "err", rec.err)
+	}
+}
+
+// usageRecord is one call's accounting waiting to be written, then its
+// outcome.
+type usageRecord struct {
+	role, backend, model string
+	failed               int
+	usage                llm.Usage
+	thread               string
+	err                  error
+}
+
+// writeUsage writes a batch of records in one transaction, each in a
+// savepoint of its own when there are several (one's failure is its own).
+func (r *Router) writeUsage(ctx context.Context, batch []*usageRecord) {
+	now := r.opts.Now()
+	day := now.UTC().Format(time.DateOnly)
+	err := sqlite.Tx(ctx, r.opts.DB, func(tx *sql.Tx) error {
+		for _, rec := range batch {
+			write := func() error { return writeUsageRecord(ctx, tx, rec, day, now.UnixNano()) }
+			if len(batch) == 1 {
+				rec.err = write()
+				return rec.err
+			}
+			rec.err = sqlite.Savepoint(ctx, tx, write)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, rec := range batch {
+			rec.err = cmp.Or(rec.err, err)
+		}
+	}
+}
+
+// writeUsageRecord adds rec to the day's usage and to its conversation's.
+func writeUsageRecord(ctx context.Context, tx *sql.Tx, rec *usageRecord, day string, at int64) error {
+	u := rec.usage
+	if _, err := tx.ExecContext(ctx, `
 		INSERT INTO model_usage (day, role, backend, model, calls, failures, input_tokens, output_tokens)
 		VALUES (?, ?, ?, ?, 1, ?, ?, ?)
 		ON CONFLICT (day, role, backend, model) DO UPDATE SET
@@ -416,10 +462,25 @@ func (r *Router) record(ctx context.Context, role string, b *backendState, u llm
 			failures = failures + excluded.failures,
 			input_tokens = input_tokens + excluded.input_tokens,
 			output_tokens = output_tokens + excluded.output_tokens`,
-		day, role, b.Name(), b.Model(), failed, u.InputTokens, u.OutputTokens)
-	if err != nil {
-		r.log.Error("record model usage", "role", role, "backend", b.Name(), "err", err)
+		day, rec.role, rec.backend, rec.model, rec.failed, u.InputTokens, u.OutputTokens); err != nil {
+		return fmt.Errorf("day's usage: %w", err)
 	}
+	if rec.thread == "" || (u.InputTokens == 0 && u.OutputTokens == 0) {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `
+		INSERT INTO thread_models (thread, last_input_tokens, input_tokens, output_tokens, calls, updated_at)
+		VALUES (?, ?, ?, ?, 1, ?)
+		ON CONFLICT (thread) DO UPDATE SET
+			last_input_tokens = excluded.last_input_tokens,
+			input_tokens = input_tokens + excluded.input_tokens,
+			output_tokens = output_tokens + excluded.output_tokens,
+			calls = calls + 1,
+			updated_at = excluded.updated_at`,
+		rec.thread, u.InputTokens, u.InputTokens, u.OutputTokens, at); err != nil {
+		return fmt.Errorf("conversation's token use: %w", err)
+	}
+	return nil
 }
 
 // UsageRow is the usage of one role on one backend on one day.

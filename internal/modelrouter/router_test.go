@@ -337,3 +337,53 @@ func TestImagesForBackendsWithoutVision(t *testing.T) {
 		t.Error("the caller's request was changed")
 	}
 }
+
+// Calls made at once are each accounted for once, in the day's usage and
+// in their conversation's, whether or not their records shared a
+// transaction.
+func TestUsageRecordedConcurrently(t *testing.T) {
+	ctx := context.Background()
+	a := &fakeBackend{name: "a", gen: ok("a")}
+	r := newRouter(t, map[string][]string{"main": {"a"}}, a)
+	const threads, calls = 8, 5
+	var wg sync.WaitGroup
+	for i := range threads {
+		for range calls {
+			wg.Go(func() {
+				m, _ := r.ForThread(ctx, RoleMain, fmt.Sprintf("web:%d", i))
+				if _, err := m.Generate(ctx, llm.Request{}, nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Go(func() { // no thread: the day's usage only
+		if _, err := r.Model("scout").Generate(ctx, llm.Request{}, nil); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Wait()
+	rows, err := r.Usage(ctx, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]UsageRow{}
+	for _, u := range rows {
+		got[u.Role] = u
+	}
+	if u := got["main"]; u.Calls != threads*calls || u.InputTokens != 10*threads*calls || u.OutputTokens != 3*threads*calls {
+		t.Errorf("main usage = %+v", u)
+	}
+	if u := got["scout"]; u.Calls != 1 || u.InputTokens != 10 {
+		t.Errorf("scout usage = %+v", u)
+	}
+	for i := range threads {
+		u, err := r.Thread(ctx, fmt.Sprintf("web:%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Calls != calls || u.InputTokens != 10*calls || u.OutputTokens != 3*calls || u.LastInputTokens != 10 {
+			t.Errorf("web:%d usage = %+v", i, u)
+		}
+	}
+}

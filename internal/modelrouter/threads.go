@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
-
-	"github.com/reverie-ai/reverie/llm"
 )
 
 // ErrUnknownBackend is returned by SetThreadBackend for a backend name the
@@ -157,26 +154,4 @@ func (m *Model) names() []string {
 		}
 	}
 	return out
-}
-
-// recordThread adds a call's tokens to its conversation.
-func (r *Router) recordThread(ctx context.Context, thread string, u llm.Usage) {
-	if r.opts.DB == nil || thread == "" || (u.InputTokens == 0 && u.OutputTokens == 0) {
-		return
-	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_, err := r.opts.DB.ExecContext(actx, `
-		INSERT INTO thread_models (thread, last_input_tokens, input_tokens, output_tokens, calls, updated_at)
-		VALUES (?, ?, ?, ?, 1, ?)
-		ON CONFLICT (thread) DO UPDATE SET
-			last_input_tokens = excluded.last_input_tokens,
-			input_tokens = input_tokens + excluded.input_tokens,
-			output_tokens = output_tokens + excluded.output_tokens,
-			calls = calls + 1,
-			updated_at = excluded.updated_at`,
-		thread, u.InputTokens, u.InputTokens, u.OutputTokens, r.opts.Now().UnixNano())
-	if err != nil {
-		r.log.Error("record the conversation's token use", "thread", thread, "err", err)
-	}
 }
