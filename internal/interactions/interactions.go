@@ -118,6 +118,7 @@ type Store struct {
 	db      *sql.DB
 	now     func() time.Time
 	secrets *redact.Secrets
+	logs    sqlite.GroupCommit[*logging]
 }
 
 //go:embed migrations/*.sql
@@ -137,37 +138,103 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 // ErrNoAction is returned by Log for an entry without an action.
 var ErrNoAction = errors.New("interaction has no action")
 
-// Log stores entries in one statement. Entries are cleaned first (secrets
-// redacted; summary, detail and error capped; invalid detail JSON kept as a
-// JSON string).
+// Log stores entries in one statement, with those of concurrent calls
+// (group commit). Entries are cleaned first (secrets redacted; summary,
+// detail and error capped; invalid detail JSON kept as a JSON string).
 func (s *Store) Log(ctx context.Context, entries ...Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	var b strings.Builder
-	b.WriteString(`INSERT INTO interactions (at, thread, action, summary, detail, input_tokens, output_tokens, duration_ms, error) VALUES `)
-	args := make([]any, 0, 9*len(entries))
+	lg := &logging{rows: len(entries), args: make([]any, 0, logColumns*len(entries))}
 	now := s.now()
 	for i, e := range entries {
 		if e.Action == "" {
 			return fmt.Errorf("log interaction %d: %w", i, ErrNoAction)
 		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?)")
 		at := e.At
 		if at.IsZero() {
 			at = now
 		}
-		args = append(args, at.UnixNano(), string(e.Thread), string(e.Action),
+		lg.args = append(lg.args, at.UnixNano(), string(e.Thread), string(e.Action),
 			capRunes(s.secrets.Redact(e.Summary), MaxSummaryChars), cleanDetail(s.secrets.RedactJSON(e.Detail)),
 			e.InputTokens, e.OutputTokens, e.Duration.Milliseconds(), capRunes(s.secrets.Redact(e.Error), MaxErrorChars))
 	}
-	if _, err := s.db.ExecContext(ctx, b.String(), args...); err != nil {
-		return fmt.Errorf("log %d interaction(s): %w", len(entries), err)
+	// The batch holds other callers' entries: one caller's end must not
+	// cut theirs short.
+	wctx := context.WithoutCancel(ctx)
+	s.logs.Write(lg, func(batch []*logging) { s.writeLogs(wctx, batch) })
+	if lg.err != nil {
+		return fmt.Errorf("log %d interaction(s): %w", len(entries), lg.err)
 	}
 	return nil
+}
+
+// logColumns is how many values an entry's row holds.
+const logColumns = 9
+
+// maxLogRows bounds the rows of one INSERT (SQLite's limit on a
+// statement's variables is 32,766).
+const maxLogRows = 1000
+
+// logging is one Log call's rows waiting to be written, then its outcome.
+type logging struct {
+	rows int
+	args []any
+	err  error
+}
+
+// writeLogs writes the entries of concurrent Log calls (s.logs) in one
+// INSERT of all their rows: every turn logs, and each log was an
+// autocommit of its own, a WAL commit each; concurrent turns' entries now
+// share one. Each caller returns only once its rows are committed. A batch
+// too large for one statement is written in one transaction of several.
+func (s *Store) writeLogs(ctx context.Context, batch []*logging) {
+	rows := 0
+	for _, lg := range batch {
+		rows += lg.rows
+	}
+	var err error
+	if rows <= maxLogRows || len(batch) == 1 {
+		err = insertLogs(ctx, s.db, batch)
+	} else {
+		err = sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+			for _, lg := range batch {
+				if err := insertLogs(ctx, tx, []*logging{lg}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	for _, lg := range batch {
+		lg.err = err
+	}
+}
+
+// execer is a database or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// insertLogs inserts the rows of batch in one statement.
+func insertLogs(ctx context.Context, db execer, batch []*logging) error {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO interactions (at, thread, action, summary, detail, input_tokens, output_tokens, duration_ms, error) VALUES `)
+	args := batch[0].args
+	if len(batch) > 1 {
+		args = nil
+		for _, lg := range batch {
+			args = append(args, lg.args...)
+		}
+	}
+	for i := range len(args) / logColumns {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?,?,?,?)")
+	}
+	_, err := db.ExecContext(ctx, b.String(), args...)
+	return err
 }
 
 // List returns entries matching f, newest first.

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
@@ -118,5 +121,80 @@ func TestLogRedactsSecrets(t *testing.T) {
 	e := got[0]
 	if e.Summary != "key [REDACTED]" || string(e.Detail) != `{"input":"[REDACTED]"}` || e.Error != "HTTP 401: Incorrect API key provided: [REDACTED]" {
 		t.Errorf("stored %+v", e)
+	}
+}
+
+// Concurrent Log calls each store their entries once, whatever batches
+// they were written in.
+func TestLogConcurrently(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	s := open(t, &now)
+	ctx := context.Background()
+	const callers = 12
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			th := chat.ThreadID(fmt.Sprintf("web:%d", c))
+			if err := s.Log(ctx, Entry{Thread: th, Action: ActionInference, Summary: "turn"},
+				Entry{Thread: th, Action: ActionToolCall, Summary: "call"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	got, err := s.List(ctx, Filter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[chat.ThreadID]int{}
+	for _, e := range got {
+		per[e.Thread]++
+	}
+	if len(got) != 2*callers || len(per) != callers {
+		t.Fatalf("%d entries in %d threads, want %d in %d: %v", len(got), len(per), 2*callers, callers, per)
+	}
+}
+
+// A batch of several calls' rows is written in one insert, or, beyond
+// maxLogRows, in one transaction of an insert per call: all rows stored
+// either way, each call told of the outcome.
+func TestWriteLogsBatches(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		rows []int // per call
+	}{
+		{"one call", []int{3}},
+		{"one insert", []int{1, 2, 5}},
+		{"beyond one insert", []int{maxLogRows - 1, 2, 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t, &now)
+			var batch []*logging
+			total := 0
+			for c, n := range tc.rows {
+				lg := &logging{rows: n}
+				for i := range n {
+					lg.args = append(lg.args, now.UnixNano(), fmt.Sprintf("web:%d", c), string(ActionInference),
+						fmt.Sprintf("entry %d", i), "", 0, 0, 0, "")
+				}
+				batch = append(batch, lg)
+				total += n
+			}
+			s.writeLogs(ctx, batch)
+			for i, lg := range batch {
+				if lg.err != nil {
+					t.Fatalf("call %d: %v", i, lg.err)
+				}
+			}
+			var stored int
+			if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM interactions`).Scan(&stored); err != nil {
+				t.Fatal(err)
+			}
+			if stored != total {
+				t.Fatalf("%d entries stored, want %d", stored, total)
+			}
+		})
 	}
 }
