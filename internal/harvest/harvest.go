@@ -42,6 +42,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -119,6 +120,12 @@ type Options struct {
 type Harvester struct {
 	o   Options
 	log *slog.Logger
+
+	// pos caches harvest_state (thread → harvested position): the
+	// Harvester is its only writer (one agent per data dir), and Run
+	// checks a thread after every turn.
+	mu  sync.Mutex
+	pos map[chat.ThreadID]int64
 }
 
 // New migrates the harvest table and returns the Harvester.
@@ -153,7 +160,7 @@ func New(ctx context.Context, o Options) (*Harvester, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Harvester{o: o, log: o.Logger}, nil
+	return &Harvester{o: o, log: o.Logger, pos: map[chat.ThreadID]int64{}}, nil
 }
 
 // eligible reports whether a thread may be harvested at all.
@@ -163,16 +170,32 @@ func eligible(t chat.ThreadID) bool {
 
 // state is a thread's harvested position.
 func (h *Harvester) state(ctx context.Context, t chat.ThreadID) (int64, error) {
-	var last int64
-	err := h.o.DB.QueryRowContext(ctx, `SELECT last_message_id FROM harvest_state WHERE thread = ?`, string(t)).Scan(&last)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+	h.mu.Lock()
+	last, ok := h.pos[t]
+	h.mu.Unlock()
+	if ok {
+		return last, nil
 	}
-	if err != nil {
+	err := h.o.DB.QueryRowContext(ctx, `SELECT last_message_id FROM harvest_state WHERE thread = ?`, string(t)).Scan(&last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("read harvest state of %s: %w", t, err)
 	}
+	h.remember(t, last)
 	return last, nil
 }
+
+// remember caches a thread's harvested position, as long as the cache is
+// not full (maxCachedPositions: past it, positions are read each time).
+func (h *Harvester) remember(t chat.ThreadID, last int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.pos[t]; ok || len(h.pos) < maxCachedPositions {
+		h.pos[t] = last
+	}
+}
+
+// maxCachedPositions bounds the harvested positions kept in memory.
+const maxCachedPositions = 4096
 
 // Decision is what Check found for a thread.
 type Decision struct {
@@ -286,7 +309,12 @@ func (h *Harvester) saveState(ctx context.Context, t chat.ThreadID, last int64, 
 		ON CONFLICT(thread) DO UPDATE SET last_message_id = excluded.last_message_id, harvested_at = excluded.harvested_at, session = excluded.session`,
 		string(t), last, h.o.Now().UnixNano(), session); err != nil {
 		h.log.Error("could not save the harvest position; the messages may be harvested again", "thread", t, "err", err)
+		h.mu.Lock()
+		delete(h.pos, t) // read from the database next time
+		h.mu.Unlock()
+		return
 	}
+	h.remember(t, last)
 }
 
 func (h *Harvester) logEntry(ctx context.Context, e interactions.Entry) {

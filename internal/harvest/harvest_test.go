@@ -154,9 +154,17 @@ func TestHarvestTranscriptAndPosition(t *testing.T) {
 	if r.Parent != "" || r.Mode != "minimal" || strings.Join(r.ToolNames, ",") != "harvest_memory,search_memory" {
 		t.Errorf("request %+v", r)
 	}
-	// Nothing new: nothing harvested again.
+	// Nothing new: nothing harvested again, by this Harvester (which keeps
+	// the position in memory) or by one started afresh (which reads it).
 	if d, _ := e.h.Check(ctx, "web:a"); d.NewUserMessages != 0 {
 		t.Errorf("after harvest: %+v", d)
+	}
+	restarted, err := New(ctx, e.h.o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := restarted.Check(ctx, "web:a"); err != nil || d.NewUserMessages != 0 {
+		t.Errorf("after harvest and a restart: %+v, %v", d, err)
 	}
 	entries, err := e.log.List(ctx, interactions.Filter{Action: interactions.ActionMemoryHarvest})
 	if err != nil || len(entries) != 1 || entries[0].Thread != "web:a" {
