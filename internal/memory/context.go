@@ -313,14 +313,14 @@ func (r *RecallContext) recallInto(ctx context.Context, q Query, left func() int
 	// A memory the match test refuses is never shown (every memory of a
 	// rankReader has a measured Match: measuresMatch).
 	ranked = slices.DeleteFunc(ranked, func(s Scored) bool { return !gate.matches(&s) })
-	for len(ranked) > 0 {
+	for len(ranked) > 0 && left() > 0 {
 		if f := floor(); f > 0 {
 			ranked = ranked[:sort.Search(len(ranked), func(i int) bool { return ranked[i].Score < f })]
 			if len(ranked) == 0 {
 				break
 			}
 		}
-		part := ranked[:min(max(left(), 1), len(ranked))]
+		part := ranked[:min(left(), len(ranked))]
 		ranked = ranked[len(part):]
 		read, err := rr.materialise(ctx, slices.Clone(part), q.Peek)
 		if err != nil {

@@ -435,7 +435,8 @@ func TestRecallContextReadsOnlyWhatItMayShow(t *testing.T) {
 		maxReads int
 	}{
 		{"default gate", 0, Gate{}, 13, 0},
-		{"three lines", 0, Gate{MinMatch: 0.3, MinCosine: 0.6, Ratio: 0.3, MaxLines: 3}, 6, 0},
+		// the lines shown fill MaxLines: nothing more read
+		{"three lines", 0, Gate{MinMatch: 0.3, MinCosine: 0.6, Ratio: 0.3, MaxLines: 3}, 6, 1},
 		// the budget fills first: one chunk of MaxLines read
 		{"small budget", 90, Gate{}, 10, 1},
 		// more lines allowed than are ranked: every ranked memory that
