@@ -79,6 +79,11 @@ type Store struct {
 	// appends writes the appends that wait for one another together
 	// (writeAppends).
 	appends sqlite.GroupCommit[*appending]
+	// ftsMark is the search index's mark (messages_fts_done) as the last
+	// append saw or moved it, 0 before the first: the append that brings
+	// the backlog to ftsBatch indexes it. Only writeAppends, one batch at
+	// a time, uses it.
+	ftsMark int64
 }
 
 // Thread is one conversation.
@@ -432,6 +437,7 @@ type appending struct {
 // the WAL; concurrent turns' appends now share a commit. Each caller still
 // returns only once its messages are committed.
 func (s *Store) writeAppends(ctx context.Context, batch []*appending) {
+	var marked int64
 	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
 		now := nanos(s.now())
 		var last int64
@@ -450,15 +456,26 @@ func (s *Store) writeAppends(ctx context.Context, batch []*appending) {
 		if last == 0 {
 			return nil
 		}
-		var done int64
-		if err := tx.QueryRowContext(ctx, `SELECT id FROM messages_fts_done`).Scan(&done); err != nil {
-			return fmt.Errorf("read the search index's mark: %w", err)
+		// The mark as this store last saw it: a search's catch-up only
+		// moves it on, which at worst indexes a batch early.
+		done := s.ftsMark
+		if done == 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT id FROM messages_fts_done`).Scan(&done); err != nil {
+				return fmt.Errorf("read the search index's mark: %w", err)
+			}
 		}
 		if last-done >= ftsBatch {
-			return indexPending(ctx, tx)
+			if err := indexPending(ctx, tx); err != nil {
+				return err
+			}
+			done = last
 		}
+		marked = done
 		return nil
 	})
+	if err == nil && marked > 0 {
+		s.ftsMark = marked
+	}
 	if err != nil {
 		for _, ap := range batch {
 			ap.ids, ap.err = nil, cmp.Or(ap.err, err)

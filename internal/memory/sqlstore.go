@@ -52,9 +52,14 @@ type VectorStore struct {
 	// adds writes the AddBatch calls that wait for one another together
 	// (writeAdditions).
 	adds sqlite.GroupCommit[*addition]
-	mu   sync.RWMutex
-	idx  *index
-	text *textIndex
+	// ftsMark is the full-text index's mark (memories_fts_done) as the
+	// last batch of additions saw or moved it, 0 before the first: the
+	// batch that brings the backlog to ftsBatch indexes it. Guarded by
+	// writeMu.
+	ftsMark int64
+	mu      sync.RWMutex
+	idx     *index
+	text    *textIndex
 	// loadOnce starts, and loading runs, the index load (LoadIndex), which
 	// releases mu, held since Open, once idx and text are set; loadErr
 	// (under mu) is why the load failed.
@@ -293,6 +298,7 @@ func (s *VectorStore) writeAdditions(ctx context.Context, batch []*addition) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	now := s.now()
+	var marked int64
 	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, insertSQL)
 		if err != nil {
@@ -333,15 +339,26 @@ func (s *VectorStore) writeAdditions(ctx context.Context, batch []*addition) {
 		if last == 0 {
 			return nil
 		}
-		var done int64
-		if err := tx.QueryRowContext(ctx, `SELECT id FROM memories_fts_done`).Scan(&done); err != nil {
-			return fmt.Errorf("read the search index's mark: %w", err)
+		// The mark as this store last saw it: a search's catch-up only
+		// moves it on, which at worst indexes a batch early.
+		done := s.ftsMark
+		if done == 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT id FROM memories_fts_done`).Scan(&done); err != nil {
+				return fmt.Errorf("read the search index's mark: %w", err)
+			}
 		}
 		if last-done >= ftsBatch {
-			return indexPending(ctx, tx)
+			if err := indexPending(ctx, tx); err != nil {
+				return err
+			}
+			done = last
 		}
+		marked = done
 		return nil
 	})
+	if err == nil && marked > 0 {
+		s.ftsMark = marked
+	}
 	if err == nil {
 		s.lock()
 		for _, a := range batch {
