@@ -146,6 +146,12 @@ type Router struct {
 	fallback map[string]string   // role → role it falls back to
 	pool     map[string]bool
 	usage    sqlite.GroupCommit[*usageRecord]
+	// prefs caches each conversation's chosen backend (threadBackend).
+	prefs struct {
+		sync.Mutex
+		m   map[string]string
+		gen uint64 // SetThreadBackend calls so far
+	}
 }
 
 type backendState struct {

@@ -116,11 +116,46 @@ func (r *Router) SetThreadBackend(ctx context.Context, thread, backend string) e
 	_, err := r.opts.DB.ExecContext(ctx, `INSERT INTO thread_models (thread, backend, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (thread) DO UPDATE SET backend = excluded.backend, updated_at = excluded.updated_at`,
 		thread, backend, r.opts.Now().UnixNano())
+	r.prefs.Lock()
+	delete(r.prefs.m, thread) // read again (whatever the outcome)
+	r.prefs.gen++             // and no read begun before is kept
+	r.prefs.Unlock()
 	if err != nil {
 		return fmt.Errorf("save the model of %s: %w", thread, err)
 	}
 	return nil
 }
+
+// threadBackend is the backend chosen for the conversation ("" for the
+// role's), kept in memory once read: SetThreadBackend is its only writer
+// (one agent per data dir), and every turn asks.
+func (r *Router) threadBackend(ctx context.Context, thread string) string {
+	r.prefs.Lock()
+	b, ok := r.prefs.m[thread]
+	gen := r.prefs.gen
+	r.prefs.Unlock()
+	if ok {
+		return b
+	}
+	u, err := r.Thread(ctx, thread)
+	if err != nil {
+		r.log.Warn("could not read the conversation's model; using the role's", "thread", thread, "err", err)
+		return ""
+	}
+	r.prefs.Lock()
+	if r.prefs.m == nil {
+		r.prefs.m = map[string]string{}
+	}
+	if r.prefs.gen == gen && len(r.prefs.m) < maxCachedThreadBackends {
+		r.prefs.m[thread] = u.Backend
+	}
+	r.prefs.Unlock()
+	return u.Backend
+}
+
+// maxCachedThreadBackends bounds the conversations whose chosen backend is
+// kept in memory.
+const maxCachedThreadBackends = 4096
 
 // ForThread returns role's model for a conversation and the limits of the
 // backend it tries first: the conversation's chosen backend first (then
@@ -129,11 +164,7 @@ func (r *Router) SetThreadBackend(ctx context.Context, thread, backend string) e
 func (r *Router) ForThread(ctx context.Context, role, thread string) (*Model, Limits) {
 	m := &Model{r: r, role: role, thread: thread}
 	if role == RoleMain {
-		if u, err := r.Thread(ctx, thread); err != nil {
-			r.log.Warn("could not read the conversation's model; using the role's", "thread", thread, "err", err)
-		} else {
-			m.prefer = u.Backend
-		}
+		m.prefer = r.threadBackend(ctx, thread)
 	}
 	if m.prefer != "" {
 		return m, r.backends[m.prefer].limits

@@ -93,6 +93,17 @@ func TestThreadBackend(t *testing.T) {
 	if x, _ := r.Thread(ctx, "web:x"); x.Backend != "" || x.InputTokens != 800 {
 		t.Errorf("after clearing: %+v", x)
 	}
+	// The router keeps each conversation's choice once read: a new one
+	// is what the next turn uses.
+	if _, lim := r.ForThread(ctx, RoleMain, "web:x"); lim.ContextSize != 8000 {
+		t.Errorf("limits after clearing = %+v", lim)
+	}
+	if err := r.SetThreadBackend(ctx, "web:x", "big"); err != nil {
+		t.Fatal(err)
+	}
+	if m, lim := r.ForThread(ctx, RoleMain, "web:x"); lim.ContextSize != 200000 || m.names()[0] != "big" {
+		t.Errorf("limits after choosing again = %+v, backends %v", lim, m.names())
+	}
 }
 
 // Roles lists every built-in role with the backends it resolves to and
