@@ -31,6 +31,42 @@ func Pss(pid int) (int64, error) {
 	return KiB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
 }
 
+// MappedPss sums the proportional set size in KiB of the process's
+// mappings of files whose path contains name (an unlinked file's path
+// still shows, followed by " (deleted)").
+func MappedPss(pid int, name string) (int64, error) {
+	return mappedPss(fmt.Sprintf("/proc/%d/smaps", pid), name)
+}
+
+// mappedPss sums the Pss lines of the mappings in the smaps-format file
+// whose pathname contains name.
+func mappedPss(file, name string) (int64, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	in := false
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(f[0], ":") { // a mapping's header: range perms offset dev inode [path]
+			in = len(f) >= 6 && strings.Contains(strings.Join(f[5:], " "), name)
+			continue
+		}
+		if in && f[0] == "Pss:" && len(f) >= 2 {
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", file, err)
+			}
+			sum += n
+		}
+	}
+	return sum, nil
+}
+
 // KiB reads the figure in kB of the line of file that starts with key.
 func KiB(file, key string) (int64, error) {
 	b, err := os.ReadFile(file)

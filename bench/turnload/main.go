@@ -9,10 +9,14 @@
 //	go run ./bench/turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=false] BIN [BIN…]
 //	go run ./bench/turnload memories [-n 10000,100000] [-settle 60s] BIN
 //
-// footprint: the agent's private memory (RssAnon, from /proc/PID/status)
-// once idle (-settle after ready), then, in one conversation, right after
-// each checkpoint's turn and again -settle after it (the agent idle in
-// between: what it keeps, once its footprint keeper has run).
+// footprint: the agent's private memory (RssAnon, from /proc/PID/status),
+// its proportional set size (Pss, from /proc/PID/smaps_rollup: it also
+// counts the file pages it maps, its executable's shared with any other
+// process running the same file) and, of that, the pages of the memory
+// index's files (its vectors and their sketches, internal/memory's
+// vecSpace), once idle (-settle after ready), then, in one conversation,
+// right after each checkpoint's turn and again -settle after it (the agent
+// idle in between: what it keeps, once its footprint keeper has run).
 //
 // concurrency: -clients clients each send -turns messages, one after the
 // other, each client in its own conversation, all at once; the figure is
@@ -244,6 +248,10 @@ func episodesEnv(on bool) []string {
 	return []string{"REVERIE_MEMORY__EPISODES=false"}
 }
 
+// indexFiles is in the name of the memory index's unlinked files (see
+// internal/memory's vecSpace).
+const indexFiles = ".memory-vectors-"
+
 func footprintCmd(ctx context.Context, o *owner, args []string) error {
 	fs := flag.NewFlagSet("footprint", flag.ExitOnError)
 	turnsFlag := fs.String("turns", "20,500,1500,2500", "checkpoints: total turns in the conversation, ascending")
@@ -283,11 +291,13 @@ func footprintCmd(ctx context.Context, o *owner, args []string) error {
 	defer a.stop()
 	pid := a.cmd.Process.Pid
 	sample := func(label string) error {
-		kib, err := benchproc.RssAnon(pid)
-		if err != nil {
+		kib, err1 := benchproc.RssAnon(pid)
+		p, err2 := benchproc.Pss(pid)
+		idx, err3 := benchproc.MappedPss(pid, indexFiles)
+		if err := errors.Join(err1, err2, err3); err != nil {
 			return err
 		}
-		fmt.Printf("  %-34s RssAnon %6d KiB (%5.1f MiB)\n", label, kib, float64(kib)/1024)
+		fmt.Printf("  %-34s RssAnon %6d KiB (%5.1f MiB)  Pss %6d KiB, of it index files %5d KiB\n", label, kib, float64(kib)/1024, p, idx)
 		return nil
 	}
 	fmt.Printf("%s agent, fresh data dir, episodes %v, one conversation:\n", bin, *episodes)

@@ -180,6 +180,9 @@ type App struct {
 	// memoryIndexLoaded is closed when that load has finished (nil: no
 	// index); the footprint keeper's first release waits for it.
 	memoryIndexLoaded <-chan struct{}
+	// trimMemoryIndex drops the index's vector pages from the resident
+	// memory (nil: no index); the footprint keeper's releases call it.
+	trimMemoryIndex func()
 	// commitFiles records changed data-dir files in its history and returns
 	// the short revision (nil while versioning is off).
 	commitFiles func(ctx context.Context, message string, paths ...string) (string, error)

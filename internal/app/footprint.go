@@ -10,9 +10,11 @@ import (
 // keepFootprint returns freed heap to the OS once start-up has settled and
 // again whenever use has grown the private memory (see package footprint).
 // Each time, the database pool first closes its idle connections (the next
-// query opens one again, parsing the schema compactly) and SQLite frees
-// the pages its connections cache but no statement uses (a fresh data
-// dir's migrations leave ~1 MiB of them).
+// query opens one again, parsing the schema compactly), SQLite frees the
+// pages its connections cache but no statement uses (a fresh data dir's
+// migrations leave ~1 MiB of them) and its C heap the slabs it keeps
+// empty, and the memory index drops the vector pages recalls have read
+// (file cache, not private memory, but the process's Pss).
 func (a *App) keepFootprint(ctx context.Context) error {
 	// The first release waits for the memory index's load (at 100k
 	// memories, seconds of reading rows that become garbage).
@@ -21,9 +23,13 @@ func (a *App) keepFootprint(ctx context.Context) error {
 }
 
 // releaseMemory closes the idle database connections, hands back what
-// SQLite caches unused, then the freed Go heap.
+// SQLite caches unused and the memory index's vector pages, then the freed
+// Go heap.
 func (a *App) releaseMemory() {
 	sqlite.TrimIdle(a.DB)
 	sqlite.ReleaseMemory()
+	if a.trimMemoryIndex != nil {
+		a.trimMemoryIndex()
+	}
 	footprint.Release()
 }

@@ -53,10 +53,11 @@ func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 	if l, ok := store.(interface {
 		LoadIndex()
 		Loaded() <-chan struct{}
+		TrimIndex()
 	}); ok {
 		// A one-shot process's turn recalls soon: load beside the
 		// rest of the start. An agent loads once ready (Run).
-		a.loadMemoryIndex, a.memoryIndexLoaded = l.LoadIndex, l.Loaded()
+		a.loadMemoryIndex, a.memoryIndexLoaded, a.trimMemoryIndex = l.LoadIndex, l.Loaded(), l.TrimIndex
 		if a.opts.OneShot {
 			l.LoadIndex()
 		}

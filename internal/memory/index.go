@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/reverie-ai/reverie/internal/embed"
 )
@@ -149,11 +150,12 @@ func room[S ~[]E, E any](s S, n int) S {
 func normSpeaker(s string) string { return strings.Join(embed.Words(s), " ") }
 
 // index holds every memory's metadata and, for memories embedded with the
-// current model, an int8-quantised copy of its unit vector (in the index's
-// vecSpace: a file mapping, not the Go heap, where it can be) plus a
-// sign-bit sketch. Vector search scans the sketches by Hamming distance and re-ranks
-// the closest candidates with the int8 dot product; small indexes are
-// scanned exactly. Not safe for concurrent use: the store guards it.
+// current model, an int8-quantised copy of its unit vector plus a sign-bit
+// sketch (each in a vecSpace of the index: a file mapping, not the Go heap,
+// where it can be). Vector search scans the sketches by Hamming distance
+// and re-ranks the closest candidates with the int8 dot product; small
+// indexes are scanned exactly (their sketches are written, never read).
+// Not safe for concurrent use: the store guards it.
 type index struct {
 	dims  int
 	words int // uint64 words per sign sketch
@@ -163,8 +165,11 @@ type index struct {
 	q     []int8 // len(ids)*dims, in space
 	space vecSpace
 	scale []float32 // per-slot dequantisation factor (0 when no vector)
-	sign  []uint64  // len(ids)*words
-	slot  map[int64]int
+	sign  []uint64  // len(ids)*words, in signSpace
+	// signSpace holds the sketches: 48 bytes a memory at 384 dimensions,
+	// which the heap would keep for the agent's life.
+	signSpace vecSpace
+	slot      map[int64]int
 
 	// syms holds the strings of the memories' threads, sessions and
 	// speakers, each once (symOf finds them); a string stays when its last
@@ -178,11 +183,12 @@ type index struct {
 }
 
 // newIndex returns an empty index keeping its vectors in the heap.
-func newIndex(dims int) *index { return newIndexIn(dims, heapSpace{}) }
+func newIndex(dims int) *index { return newIndexIn(dims, heapSpace{}, heapSpace{}) }
 
-// newIndexIn returns an empty index keeping its vectors in space.
-func newIndexIn(dims int, space vecSpace) *index {
-	return &index{dims: dims, words: (dims + 63) / 64, space: space, slot: map[int64]int{},
+// newIndexIn returns an empty index keeping its vectors in space and their
+// sign sketches in signs.
+func newIndexIn(dims int, space, signs vecSpace) *index {
+	return &index{dims: dims, words: (dims + 63) / 64, space: space, signSpace: signs, slot: map[int64]int{},
 		syms: []string{""}, symOf: map[string]sym{"": 0}, speakers: map[string]int{}, last: map[chain]int64{}}
 }
 
@@ -225,9 +231,38 @@ func (x *index) growRows(rows int) {
 	}
 }
 
-// trim drops the vectors' pages from the process's resident memory when
-// they are in a file mapping (see vecSpace).
-func (x *index) trim() { x.space.trim() }
+// growSigns makes room for rows more sketches in x.sign (doubling, as
+// growRows).
+func (x *index) growSigns(rows int) {
+	n := len(x.sign) + rows*x.words
+	if n > cap(x.sign) {
+		x.sign = int8sAsWords(x.signSpace.grow(wordsAsInt8s(x.sign), 8*max(n, 2*cap(x.sign))))
+	}
+}
+
+// wordsAsInt8s and int8sAsWords view the same memory as sketch words or
+// as the bytes a vecSpace holds (its arrays are 8-byte aligned: a page
+// of a mapping, or a heap allocation of a multiple of 8 bytes).
+func wordsAsInt8s(w []uint64) []int8 {
+	if cap(w) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(w))), 8*cap(w))[:8*len(w)]
+}
+
+func int8sAsWords(b []int8) []uint64 {
+	if cap(b) < 8 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), cap(b)/8)[:len(b)/8]
+}
+
+// trim drops the vectors' and sketches' pages from the process's resident
+// memory when they are in a file mapping (see vecSpace).
+func (x *index) trim() {
+	x.space.trim()
+	x.signSpace.trim()
+}
 
 func (x *index) len() int { return len(x.ids) }
 
@@ -242,7 +277,7 @@ func (x *index) reserve(n int) {
 	x.metas = slices.Grow(x.metas, n)
 	x.growRows(n)
 	x.scale = slices.Grow(x.scale, n)
-	x.sign = slices.Grow(x.sign, n*x.words)
+	x.growSigns(n)
 	if len(x.slot) == 0 {
 		x.slot = make(map[int64]int, n)
 	}
@@ -259,7 +294,8 @@ func (x *index) put(id int64, m meta, vec []float32) {
 		x.growRows(1)
 		x.q = x.q[:len(x.q)+x.dims] // put writes every byte of the row
 		x.scale = append(room(x.scale, 1), 0)
-		x.sign = append(room(x.sign, x.words), make([]uint64, x.words)...)
+		x.growSigns(1)
+		x.sign = x.sign[:len(x.sign)+x.words] // put clears the row
 	}
 	x.setMeta(s, m)
 	x.metas[s].hasVector = len(vec) == x.dims

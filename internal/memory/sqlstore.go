@@ -141,6 +141,23 @@ func (s *VectorStore) LoadIndex() {
 // freed memory back after it (see app's footprint keeper).
 func (s *VectorStore) Loaded() <-chan struct{} { return s.loaded }
 
+// TrimIndex drops the index's vector pages from the process's resident
+// memory (they stay in the file cache, see vecSpace): an idle process
+// hands back what its recalls read (384 bytes a memory, each recall of a
+// store below 8,192 memories reads them all). The next recall reads them
+// again. It does nothing before the index has loaded, nor to vectors kept
+// in the heap.
+func (s *VectorStore) TrimIndex() {
+	select {
+	case <-s.loaded:
+	default:
+		return
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.idx.trim()
+}
+
 // load reads the index and releases the index lock taken by Open.
 func (s *VectorStore) load() {
 	defer close(s.loaded)

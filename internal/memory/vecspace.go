@@ -74,14 +74,19 @@ func newVecSpace(dir string) (vecSpace, error) {
 	return fs, nil
 }
 
-// newIndex returns an empty index whose vectors are in a file next to the
-// database when that can be made (see vecSpace), else in the heap (logged).
+// newIndex returns an empty index whose vectors and their sign sketches
+// are in files next to the database when they can be made (see vecSpace),
+// else in the heap (logged).
 func (s *VectorStore) newIndex(dims int) *index {
 	space, err := newVecSpace(s.vecDir)
 	if err != nil {
 		s.log.Warn("memory vectors stay in private memory", "err", err)
 	}
-	return newIndexIn(dims, space)
+	signs, err := newVecSpace(s.vecDir)
+	if err != nil {
+		s.log.Warn("memory vectors' sketches stay in private memory", "err", err)
+	}
+	return newIndexIn(dims, space, signs)
 }
 
 // databaseDir returns the directory of db's main database file, "" when it

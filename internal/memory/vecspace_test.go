@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -63,10 +65,16 @@ func TestIndexVectorsInAFile(t *testing.T) {
 		}
 	}
 	check(s, "after adding")
-	s.idx.trim()
+	s.TrimIndex()
 	check(s, "after a trim")
 	// a reload writes the vectors into a new file and trims it
 	again := openStore(t, path, s.emb, clk)
+	again.TrimIndex() // before the load: nothing to trim, and no wait for it
+	select {
+	case <-again.Loaded():
+		t.Fatal("TrimIndex loaded the index")
+	default:
+	}
 	again.LoadIndex()
 	<-again.Loaded()
 	check(again, "after a reload")
@@ -99,9 +107,71 @@ func TestVecSpaceFallsBackToTheHeap(t *testing.T) {
 	if err != nil || sp.kind() != "heap" {
 		t.Fatalf("in-memory database: space %s, err %v; want the heap", sp.kind(), err)
 	}
-	x := newIndexIn(4, sp)
+	x := newIndexIn(4, sp, sp)
 	x.put(1, meta{kind: KindFact}, []float32{0.5, 0.5, 0.5, 0.5})
 	if hits := x.search([]float32{0.5, 0.5, 0.5, 0.5}, 1, func(int) bool { return true }); len(hits) != 1 || hits[0].cos < 0.99 {
 		t.Fatalf("heap index search = %v", hits)
 	}
+}
+
+// TestSketchesInAFile checks that an index keeping its vectors and sign
+// sketches in files finds exactly what one in the heap finds above
+// exactScanMax, where the sketches preselect: as it grows (the files are
+// mapped anew), after removals (the last slot's sketch moves) and after a
+// trim of both files' pages.
+func TestSketchesInAFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no file mappings")
+	}
+	dir := t.TempDir()
+	space, err1 := newVecSpace(dir)
+	signs, err2 := newVecSpace(dir)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	const dims = 64
+	file, heap := newIndexIn(dims, space, signs), newIndex(dims)
+	r := rand.New(rand.NewPCG(5, 6))
+	vec := func() []float32 {
+		v := make([]float32, dims)
+		var n float32
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+			n += v[i] * v[i]
+		}
+		for i := range v {
+			v[i] /= float32(math.Sqrt(float64(n)))
+		}
+		return v
+	}
+	const n = exactScanMax + 1500
+	for i := range n {
+		v := vec()
+		file.put(int64(i+1), meta{kind: KindFact}, v)
+		heap.put(int64(i+1), meta{kind: KindFact}, v)
+	}
+	for id := int64(1); id <= n; id += 97 {
+		file.remove(id)
+		heap.remove(id)
+	}
+	if file.signSpace.kind() != "file" || file.space.kind() != "file" {
+		t.Fatalf("vectors in %s, sketches in %s; want files", file.space.kind(), file.signSpace.kind())
+	}
+	if !slices.Equal(file.sign, heap.sign) {
+		t.Fatal("the sketches in the file differ from those in the heap")
+	}
+	all := func(int) bool { return true }
+	check := func(when string) {
+		t.Helper()
+		for range 20 {
+			q := vec()
+			got, want := file.search(q, 10, all), heap.search(q, 10, all)
+			if len(got) != 10 || !slices.Equal(got, want) {
+				t.Fatalf("%s: the file index found %v, the heap index %v", when, got, want)
+			}
+		}
+	}
+	check("after adding and removing")
+	file.trim()
+	check("after a trim")
 }

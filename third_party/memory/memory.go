@@ -368,6 +368,9 @@ func (a *Allocator) UintptrFree(p uintptr) (err error) {
 		return nil
 	}
 
+	if trimRequested.Load() {
+		defer a.trimIfRequested() // Reverie: see reverie.go
+	}
 	if counters {
 		a.Allocs--
 	}
