@@ -79,11 +79,9 @@ type Store struct {
 	// appends writes the appends that wait for one another together
 	// (writeAppends).
 	appends sqlite.GroupCommit[*appending]
-	// ftsMark is the search index's mark (messages_fts_done) as the last
-	// append saw or moved it, 0 before the first: the append that brings
-	// the backlog to ftsBatch indexes it. Only writeAppends, one batch at
-	// a time, uses it.
-	ftsMark int64
+	// fts is the search index (see newFTSIndex); only writeAppends, one
+	// batch at a time, writes to it.
+	fts sqlite.LaggingIndex
 }
 
 // Thread is one conversation.
@@ -199,7 +197,7 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if err := opts.Migrations.Migrate(ctx, db, Component, sub, "."); err != nil {
 		return nil, fmt.Errorf("open conversation store: %w", err)
 	}
-	s := &Store{db: db, now: opts.Now, counter: opts.Counter, secrets: opts.Secrets}
+	s := &Store{db: db, now: opts.Now, counter: opts.Counter, secrets: opts.Secrets, fts: newFTSIndex()}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -456,25 +454,12 @@ func (s *Store) writeAppends(ctx context.Context, batch []*appending) {
 		if last == 0 {
 			return nil
 		}
-		// The mark as this store last saw it: a search's catch-up only
-		// moves it on, which at worst indexes a batch early.
-		done := s.ftsMark
-		if done == 0 {
-			if err := tx.QueryRowContext(ctx, `SELECT id FROM messages_fts_done`).Scan(&done); err != nil {
-				return fmt.Errorf("read the search index's mark: %w", err)
-			}
-		}
-		if last-done >= ftsBatch {
-			if err := indexPending(ctx, tx); err != nil {
-				return err
-			}
-			done = last
-		}
-		marked = done
-		return nil
+		var err error
+		marked, err = s.fts.IndexIfDue(ctx, tx, last)
+		return err
 	})
-	if err == nil && marked > 0 {
-		s.ftsMark = marked
+	if err == nil {
+		s.fts.Committed(marked)
 	}
 	if err != nil {
 		for _, ap := range batch {
@@ -537,40 +522,25 @@ func (s *Store) writeAppend(ctx context.Context, tx *sql.Tx, ap *appending, now 
 // and merges), a quarter of a turn's own cost with a fast model.
 const ftsBatch = 32
 
-// indexPending adds the messages stored since the search index's mark to
-// it, within tx, and moves the mark past every stored message. What is
-// indexed is what the user and the assistant wrote (no source, roles user
-// and assistant): the text parts that are not inline data.
-func indexPending(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO messages_fts (rowid, text)
+// newFTSIndex is the search index messages_fts. What is indexed is what
+// the user and the assistant wrote (no source, roles user and assistant):
+// the text parts that are not inline data; the mark moves past every
+// stored message.
+func newFTSIndex() sqlite.LaggingIndex {
+	return sqlite.LaggingIndex{
+		Table: "messages", Mark: "messages_fts_done", Batch: ftsBatch, What: "index messages for search",
+		Insert: `INSERT INTO messages_fts (rowid, text)
 		 SELECT m.id, group_concat(json_extract(j.value, '$.text'), ' ')
 		   FROM messages m, json_each(m.parts) j
 		  WHERE m.id > (SELECT id FROM messages_fts_done) AND m.source = '' AND m.role IN ('user', 'assistant')
 		    AND json_extract(j.value, '$.type') = 'text' AND coalesce(json_extract(j.value, '$.b64'), 0) = 0
-		  GROUP BY m.id`); err != nil {
-		return fmt.Errorf("index messages for search: %w", err)
+		  GROUP BY m.id`,
 	}
-	if _, err := tx.ExecContext(ctx,
-		`UPDATE messages_fts_done SET id = max(id, (SELECT coalesce(max(id), 0) FROM messages))`); err != nil {
-		return fmt.Errorf("index messages for search: %w", err)
-	}
-	return nil
 }
 
 // catchUpIndex indexes the messages the search index has not taken in yet
 // (see ftsBatch); nothing is written when there are none.
-func (s *Store) catchUpIndex(ctx context.Context) error {
-	var pending bool
-	if err := s.db.QueryRowContext(ctx,
-		`SELECT (SELECT id FROM messages_fts_done) < (SELECT coalesce(max(id), 0) FROM messages)`).Scan(&pending); err != nil {
-		return fmt.Errorf("index messages for search: %w", err)
-	}
-	if !pending {
-		return nil
-	}
-	return sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error { return indexPending(ctx, tx) })
-}
+func (s *Store) catchUpIndex(ctx context.Context) error { return s.fts.CatchUp(ctx, s.db) }
 
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)

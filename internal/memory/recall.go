@@ -370,7 +370,7 @@ func (s *VectorStore) materialise(ctx context.Context, out []Scored, peek bool) 
 // TextSearch is plain full-text search through the FTS5 index (porter
 // stemming, BM25 order), current and closed memories alike, without
 // re-scoring or access recording: for the CLI, the web API and debugging.
-// It indexes the memories the index lags behind by first (ftsBatch). It
+// It indexes the memories the index lags behind by first (ftsIndex). It
 // returns ids, best first.
 func (s *VectorStore) TextSearch(ctx context.Context, text string, limit int) ([]int64, error) {
 	fq := ftsQuery(text, nil)

@@ -52,14 +52,12 @@ type VectorStore struct {
 	// adds writes the AddBatch calls that wait for one another together
 	// (writeAdditions).
 	adds sqlite.GroupCommit[*addition]
-	// ftsMark is the full-text index's mark (memories_fts_done) as the
-	// last batch of additions saw or moved it, 0 before the first: the
-	// batch that brings the backlog to ftsBatch indexes it. Guarded by
-	// writeMu.
-	ftsMark int64
-	mu      sync.RWMutex
-	idx     *index
-	text    *textIndex
+	// fts is the full-text index (see newFTSIndex); writes to it are
+	// guarded by writeMu.
+	fts  sqlite.LaggingIndex
+	mu   sync.RWMutex
+	idx  *index
+	text *textIndex
 	// loadOnce starts, and loading runs, the index load (LoadIndex), which
 	// releases mu, held since Open, once idx and text are set; loadErr
 	// (under mu) is why the load failed.
@@ -108,7 +106,7 @@ func openVector(ctx context.Context, m *sqlite.Migrations, db *sql.DB, e vec.Emb
 	if err := migrate(ctx, m, db); err != nil {
 		return nil, err
 	}
-	s := &VectorStore{db: db, emb: e, now: now, log: log, model: e.ID(), loaded: make(chan struct{})}
+	s := &VectorStore{db: db, emb: e, now: now, log: log, model: e.ID(), loaded: make(chan struct{}), fts: newFTSIndex()}
 	dir, err := databaseDir(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("open memory store: %w", err)
@@ -356,27 +354,11 @@ func (s *VectorStore) writeAdditions(ctx context.Context, batch []*addition) {
 		if last == 0 {
 			return nil
 		}
-		// The mark as this store last saw it: a search's catch-up only
-		// moves it on, which at worst indexes a batch early.
-		done := s.ftsMark
-		if done == 0 {
-			if err := tx.QueryRowContext(ctx, `SELECT id FROM memories_fts_done`).Scan(&done); err != nil {
-				return fmt.Errorf("read the search index's mark: %w", err)
-			}
-		}
-		if last-done >= ftsBatch {
-			if err := indexPending(ctx, tx); err != nil {
-				return err
-			}
-			done = last
-		}
-		marked = done
-		return nil
+		marked, err = s.fts.IndexIfDue(ctx, tx, last)
+		return err
 	})
-	if err == nil && marked > 0 {
-		s.ftsMark = marked
-	}
 	if err == nil {
+		s.fts.Committed(marked)
 		s.lock()
 		for _, a := range batch {
 			for _, f := range a.fresh {
@@ -432,33 +414,23 @@ func (s *VectorStore) addRows(ctx context.Context, a *addition, ins, find, bump 
 // memory, textIndex).
 const ftsBatch = 32
 
-// indexPending adds the memories stored since the full-text index's mark
-// to it, within tx, and moves the mark to the largest id stored.
-func indexPending(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO memories_fts (rowid, text)
-		SELECT id, text FROM memories WHERE id > (SELECT id FROM memories_fts_done)`); err != nil {
-		return fmt.Errorf("index memories for full-text search: %w", err)
+// newFTSIndex is the full-text index memories_fts.
+func newFTSIndex() sqlite.LaggingIndex {
+	return sqlite.LaggingIndex{
+		Table: "memories", Mark: "memories_fts_done", Batch: ftsBatch, What: "index memories for full-text search",
+		Insert: `INSERT INTO memories_fts (rowid, text) SELECT id, text FROM memories WHERE id > (SELECT id FROM memories_fts_done)`,
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE memories_fts_done SET id = (SELECT coalesce(max(id), 0) FROM memories)`); err != nil {
-		return fmt.Errorf("index memories for full-text search: %w", err)
-	}
-	return nil
 }
 
 // catchUpIndex indexes the memories the full-text index has not taken in
 // yet (see ftsBatch); nothing is written when there are none.
 func (s *VectorStore) catchUpIndex(ctx context.Context) error {
-	var pending bool
-	if err := s.db.QueryRowContext(ctx,
-		`SELECT (SELECT id FROM memories_fts_done) < (SELECT coalesce(max(id), 0) FROM memories)`).Scan(&pending); err != nil {
-		return fmt.Errorf("index memories for full-text search: %w", err)
-	}
-	if !pending {
-		return nil
+	if pending, err := s.fts.Pending(ctx, s.db); err != nil || !pending {
+		return err
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	return sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error { return indexPending(ctx, tx) })
+	return sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error { return s.fts.Index(ctx, tx) })
 }
 
 const insertSQL = `INSERT INTO memories (text, norm, kind, source, created_at, updated_at, valid_from, event_time, thread,

@@ -4,7 +4,7 @@
 -- and a turn stores its messages in two transactions of its own. Now the
 -- appends leave the index behind by up to a batch of messages, the append
 -- that completes a batch indexes it in its transaction, and a search first
--- indexes whatever is left (Store.indexPending). messages_fts_done holds
+-- indexes whatever is left (ftsIndex, a sqlite.LaggingIndex). messages_fts_done holds
 -- the largest message id already considered for indexing (indexed, or not
 -- indexable: sub-session and system messages); messages deleted before
 -- their turn are simply never indexed (the delete trigger stays).

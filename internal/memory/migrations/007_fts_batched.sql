@@ -4,7 +4,7 @@
 -- every answered turn stores its episodes in a transaction of its own. Now
 -- the inserts leave the index behind by up to a batch of memories, the
 -- insert that completes a batch indexes it in its transaction, and a search
--- first indexes whatever is left (VectorStore.indexPending).
+-- first indexes whatever is left (ftsIndex, a sqlite.LaggingIndex).
 -- memories_fts_done holds the largest memory id already indexed: a memory
 -- above it is not in the index, so deleting it or changing its text leaves
 -- the index alone (an external-content index must only be told to delete
