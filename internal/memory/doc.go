@@ -26,7 +26,14 @@
 //  1. Takes up to C = Tuning.Candidates full-text candidates: the content
 //     words of q (stop words and speaker names the query mentions dropped),
 //     Porter2-stemmed, ranked by BM25 (k1 = BM25K1, b = BM25B) over an
-//     in-memory inverted index that mirrors the FTS5 table; and up to C
+//     in-memory inverted index that mirrors the FTS5 table. With KindWeight
+//     > 0, each noun the query names (the longest phrase of up to three
+//     words internal/lexicon knows: "musical instruments", "doctors") adds
+//     the words naming its kinds and instances (guitar, drum…;
+//     dermatologist, surgeon…: WordNet's hyponyms, kindTerms) as terms of
+//     weight KindWeight, one group per noun, where a memory scores only its
+//     best term of the group (so a reply listing ten instruments does not
+//     outrank the message naming one); and up to C
 //     vector candidates by cosine similarity to the embedded query. Below
 //     8,192 memories every vector is compared; above, the 1,024 (or 8·C)
 //     memories nearest by Hamming distance of the sign sketches are

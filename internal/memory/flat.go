@@ -259,13 +259,14 @@ func (f *FlatStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 }
 
 // bm25Lines ranks lines for query with the store's full-text index (the
-// same BM25 and stemming as the SQLite store's recall), built for the call.
+// same BM25, stemming and kinds of nouns as the SQLite store's recall),
+// built for the call.
 func bm25Lines(lines []string, query string, limit int, mk func(string) Memory) []Scored {
 	ix := newTextIndex()
 	for i, l := range lines {
 		ix.put(int64(i+1), l) // ids from 1: 0 marks a removed document
 	}
-	hits := ix.search(query, nil, defaultBM25, limit, func(int64) bool { return true })
+	hits := ix.search(query, nil, defaultBM25, limit, func(int64) bool { return true }, float32(DefaultTuning.KindWeight))
 	if len(hits) == 0 {
 		return nil
 	}

@@ -136,7 +136,7 @@ func TestIndexRemoveAndTextIndexCompaction(t *testing.T) {
 	if len(ti.docID) >= 3000 || ti.live != 500 {
 		t.Fatalf("text index not compacted: %d docs, %d live", len(ti.docID), ti.live)
 	}
-	hits := ti.search("note", nil, defaultBM25, 1000, func(int64) bool { return true })
+	hits := ti.search("note", nil, defaultBM25, 1000, func(int64) bool { return true }, 0)
 	if len(hits) != 500 {
 		t.Fatalf("search after compaction found %d, want 500", len(hits))
 	}
@@ -235,7 +235,7 @@ func TestTextIndexCompactionKeepsScores(t *testing.T) {
 	}
 	all := func(int64) bool { return true }
 	for _, q := range []string{"garden", "bike trip to Lyon", "the camera and the violin", "weekend"} {
-		a, b := old.search(q, nil, defaultBM25, 50, all), fresh.search(q, nil, defaultBM25, 50, all)
+		a, b := old.search(q, nil, defaultBM25, 50, all, 0), fresh.search(q, nil, defaultBM25, 50, all, 0)
 		if len(a) == 0 || !slices.Equal(a, b) {
 			t.Fatalf("%q: after compaction %v, built afresh %v", q, a, b)
 		}

@@ -180,7 +180,7 @@ func (r *recallRun) textCandidates() {
 			}
 		}
 	}
-	r.hits = r.s.text.search(r.text, r.skip, r.bp, r.nCand, r.keepID)
+	r.hits = r.s.text.search(r.text, r.skip, r.bp, r.nCand, r.keepID, float32(r.tune.KindWeight))
 	for i, h := range r.hits {
 		c := r.get(r.s.idx.slot[h.id])
 		c.tr = i + 1

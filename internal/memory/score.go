@@ -64,6 +64,11 @@ type Tuning struct {
 	// word count relative to the average: short memories ("Thanks, see you
 	// soon!") rarely hold what is asked for.
 	LengthPrior float64
+	// KindWeight is the weight, relative to the query's own words, of the
+	// words naming kinds and instances of the nouns it names (from
+	// WordNet: "doctors" searches dermatologist and surgeon too); 0 turns
+	// it off.
+	KindWeight float64
 }
 
 // strengthDays is the base stability of memories of kind k.
@@ -120,6 +125,7 @@ var DefaultTuning = Tuning{
 	DateBoost:           6,
 	DateSlackDays:       3,
 	LengthPrior:         0.4,
+	KindWeight:          0.2,
 }
 
 // intent is what kind of memory a query asks for.

@@ -307,10 +307,13 @@ func (h *hitHeap) offer(x textHit, k int) {
 	}
 }
 
-// qterm is a query term with its weight.
+// qterm is a query term with its weight. Terms of the same non-zero group
+// are alternatives (the kinds of one noun, see kindTerms): a document
+// scores only its best term of the group.
 type qterm struct {
-	tid uint32
-	w   float32
+	tid   uint32
+	w     float32
+	group uint16
 }
 
 // queryTerms returns the indexed content-word stems of query, weight 1.
@@ -327,7 +330,7 @@ func (t *textIndex) queryTerms(query string, skip map[string]bool) []qterm {
 			}
 			if tid, ok := t.terms[embed.Stem(w)]; ok && !seen[tid] {
 				seen[tid] = true
-				out = append(out, qterm{tid, 1})
+				out = append(out, qterm{tid: tid, w: 1})
 			}
 		}
 	}
@@ -335,14 +338,19 @@ func (t *textIndex) queryTerms(query string, skip map[string]bool) []qterm {
 }
 
 // search returns up to k memory ids accepted by keep, best BM25 score first
-// (ties by id); see queryTerms for the query.
-func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, keep func(id int64) bool) []textHit {
+// (ties by id); see queryTerms for the query. With kindWeight > 0 the
+// words naming kinds of the query's nouns are searched too, with that
+// weight (see kindTerms).
+func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, keep func(id int64) bool, kindWeight float32) []textHit {
 	if t.live == 0 || k <= 0 {
 		return nil
 	}
 	qterms := t.queryTerms(query, skip)
 	if len(qterms) == 0 {
 		return nil
+	}
+	if kindWeight > 0 {
+		qterms = append(qterms, t.kindTerms(query, skip, qterms, kindWeight)...)
 	}
 	return t.scoreTerms(qterms, p, k, keep)
 }
@@ -359,7 +367,7 @@ func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n 
 		}
 		if tid, ok := t.terms[embed.Stem(w)]; ok && !q[tid] {
 			q[tid] = true
-			qterms = append(qterms, qterm{tid, 1})
+			qterms = append(qterms, qterm{tid: tid, w: 1})
 		}
 	}
 	if len(qterms) == 0 {
@@ -400,7 +408,7 @@ func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n 
 		return cmp.Compare(a.tid, b.tid)
 	})
 	for i := 0; i < n && i < len(cands); i++ {
-		qterms = append(qterms, qterm{cands[i].tid, 1})
+		qterms = append(qterms, qterm{tid: cands[i].tid, w: 1})
 	}
 	return qterms
 }
@@ -423,29 +431,51 @@ func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64
 		avg = 1
 	}
 	// per-document length normaliser k1·(1 − b + b·len/avg), computed lazily
-	var touched []uint32
+	var touched, inGroup []uint32
+	var best []float32 // a group's best term score per document
 	N := float64(t.live)
-	for _, qt := range qterms {
+	for j, qt := range qterms {
 		tid := qt.tid
 		df := float64(t.df[tid])
-		if df <= 0 {
-			continue
+		if df > 0 {
+			idf := qt.w * float32(max(math.Log((N-df+0.5)/(df+0.5)), 1e-6))
+			pl := t.postings[tid]
+			var d uint32
+			var tfb uint8
+			for i := 0; i < len(pl); {
+				d, tfb, i = nextPosting(pl, i, d)
+				if t.docID[d] == 0 {
+					continue
+				}
+				tf := float32(tfb)
+				norm := float32(p.k1 * (1 - p.b + p.b*float64(t.docLen[d])/avg))
+				sc := idf * tf * float32(p.k1+1) / (tf + norm)
+				if qt.group == 0 {
+					if acc[d] == 0 {
+						touched = append(touched, d)
+					}
+					acc[d] += sc
+					continue
+				}
+				if best == nil {
+					best = make([]float32, n)
+				}
+				if best[d] == 0 {
+					inGroup = append(inGroup, d)
+				}
+				best[d] = max(best[d], sc)
+			}
 		}
-		idf := qt.w * float32(max(math.Log((N-df+0.5)/(df+0.5)), 1e-6))
-		pl := t.postings[tid]
-		var d uint32
-		var tfb uint8
-		for i := 0; i < len(pl); {
-			d, tfb, i = nextPosting(pl, i, d)
-			if t.docID[d] == 0 {
-				continue
+		if qt.group != 0 && (j+1 == len(qterms) || qterms[j+1].group != qt.group) {
+			// the group's last term: its best scores join the sums
+			for _, d := range inGroup {
+				if acc[d] == 0 {
+					touched = append(touched, d)
+				}
+				acc[d] += best[d]
+				best[d] = 0
 			}
-			tf := float32(tfb)
-			norm := float32(p.k1 * (1 - p.b + p.b*float64(t.docLen[d])/avg))
-			if acc[d] == 0 {
-				touched = append(touched, d)
-			}
-			acc[d] += idf * tf * float32(p.k1+1) / (tf + norm)
+			inGroup = inGroup[:0]
 		}
 	}
 	h := make(hitHeap, 0, min(k, len(touched)))

@@ -1,0 +1,127 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+func TestKindTerms(t *testing.T) {
+	ti := newTextIndex()
+	docs := []string{"a guitar lesson", "my violin teacher", "hammer and nails", "the dermatologist and the surgeon", "my doctor called"}
+	for i, d := range docs {
+		ti.put(int64(i+1), d)
+	}
+	term := func(w string) uint32 { return ti.terms[w] }
+	cases := []struct {
+		name  string
+		query string
+		want  []qterm // in any order
+	}{
+		{"a two-word noun's kinds, as one group", "how many musical instruments do I own?",
+			[]qterm{{term("guitar"), 0.5, 1}, {term("violin"), 0.5, 1}}},
+		{"two nouns, two groups", "which doctors and which musical instruments",
+			[]qterm{{term("dermatologist"), 0.5, 1}, {term("surgeon"), 0.5, 1}, {term("guitar"), 0.5, 2}, {term("violin"), 0.5, 2}}},
+		{"a kind already in the query is not added again", "did the doctor see my dermatologist",
+			[]qterm{{term("surgeon"), 0.5, 1}}},
+		{"skipped words are not looked up", "Dr. Doctors", nil},
+		{"no noun with kinds", "what did I say yesterday", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			skip := map[string]bool{}
+			if c.name == "skipped words are not looked up" {
+				skip["doctors"] = true
+			}
+			have := ti.queryTerms(c.query, skip)
+			got := ti.kindTerms(c.query, skip, have, 0.5)
+			cmp := func(a, b qterm) int { return int(a.tid) - int(b.tid) }
+			slices.SortFunc(got, cmp)
+			want := slices.Clone(c.want)
+			slices.SortFunc(want, cmp)
+			if !slices.Equal(got, want) {
+				t.Errorf("kindTerms(%q) = %v, want %v", c.query, got, want)
+			}
+		})
+	}
+}
+
+// TestRecallFindsKinds: a question naming a class ("doctors") recalls
+// what was told about its members (a dermatologist, an ENT specialist),
+// which share no word with it, only with KindWeight on.
+func TestRecallFindsKinds(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	ids := seed(t, s,
+		Memory{Text: "Dr. Lee, my dermatologist, checked the mole on my back", Kind: KindEpisode},
+		Memory{Text: "The ENT specialist said my sinusitis is chronic", Kind: KindEpisode},
+		Memory{Text: "I visited the new bakery on Main Street", Kind: KindEpisode},
+		Memory{Text: "My neighbour came for a short visit", Kind: KindEpisode},
+		Memory{Text: "The garden needs more sun this year", Kind: KindEpisode},
+	)
+	q := Query{Text: "How many different doctors did I visit?", Peek: true, Limit: 5}
+	for _, c := range []struct {
+		name   string
+		weight float64
+		found  bool
+	}{
+		{"off", 0, false},
+		{"on", 0.2, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tune := DefaultTuning
+			tune.KindWeight = c.weight
+			s.SetTuning(tune)
+			got, err := s.Recall(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotIDs []int64
+			for _, r := range got {
+				if r.TextRank > 0 {
+					gotIDs = append(gotIDs, r.ID)
+				}
+			}
+			for _, id := range ids[:2] {
+				if slices.Contains(gotIDs, id) != c.found {
+					t.Errorf("KindWeight %g: full-text matches %q, want the doctors' memories found: %v", c.weight, texts(got), c.found)
+				}
+			}
+		})
+	}
+}
+
+// TestScoreTermsGroupTakesBest: the terms of a group are alternatives: a
+// memory naming three kinds of doctor scores as its best one alone, not
+// their sum.
+func TestScoreTermsGroupTakesBest(t *testing.T) {
+	ti := newTextIndex()
+	for i, d := range []string{"the dermatologist, the surgeon and the cardiologist", "my dermatologist", "a quiet day", "the garden"} {
+		ti.put(int64(i+1), d)
+	}
+	all := func(int64) bool { return true }
+	score := func(qs []qterm) map[int64]float32 {
+		out := map[int64]float32{}
+		for _, h := range ti.scoreTerms(qs, defaultBM25, 10, all) {
+			out[h.id] = h.score
+		}
+		return out
+	}
+	var group []qterm
+	var best float32
+	for _, w := range []string{"dermatologist", "surgeon", "cardiologist"} {
+		q := qterm{tid: ti.terms[w], w: 0.5, group: 1}
+		group = append(group, q)
+		best = max(best, score([]qterm{q})[1])
+	}
+	got := score(group)
+	if got[1] != best {
+		t.Errorf("the memory naming three kinds scores %g, want its best kind's %g", got[1], best)
+	}
+	for i := range group {
+		group[i].group = 0
+	}
+	if sum := score(group); sum[1] <= best {
+		t.Errorf("summed (no group) %g, want more than %g", sum[1], best)
+	}
+}
