@@ -110,6 +110,16 @@ type HealthChecker interface {
 	Health(ctx context.Context) error
 }
 
+// StartWaiter is an extension whose start goes on after Start returned
+// (servers it launches in the background, as MCP's): WaitStarted waits
+// until that is done or ctx ends, and returns a line for the user for each
+// part that is not working. A one-shot exchange in process (reverie send, a
+// piped chat) waits for it, so that its one turn does not run with tools
+// silently missing.
+type StartWaiter interface {
+	WaitStarted(ctx context.Context) (notUp []string)
+}
+
 // ReadyListener is told once, after every extension has started and the
 // agent is ready to take messages (the web extension's /healthz turns 200).
 type ReadyListener interface {

@@ -138,7 +138,7 @@ func chatInProcess(ctx context.Context, cmd *cobra.Command, g *globalFlags, dir,
 	}
 	defer stop()
 	if !isTerminal(cmd.InOrStdin()) {
-		waitMCP(ctx, cmd, a, defaultMCPWait)
+		waitStarted(ctx, cmd, a, defaultStartWait)
 	}
 	ext, ok := a.Kernel.Extension(cli.ID)
 	c, isCLI := ext.(*cli.CLI)

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reverie-ai/reverie/extension"
-	"github.com/reverie-ai/reverie/extensions/mcp"
 	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/termtext"
@@ -90,39 +89,26 @@ func (p inProcess) run(ctx context.Context, configPath string, logs io.Writer) (
 	}
 }
 
-// defaultMCPWait bounds how long a one-shot exchange in process (send,
-// piped chat) waits for the configured MCP servers to start.
-const defaultMCPWait = 5 * time.Second
+// defaultStartWait bounds how long a one-shot exchange in process (send,
+// piped chat) waits for the extensions still starting (the configured MCP
+// servers).
+const defaultStartWait = 5 * time.Second
 
-// waitMCP waits up to d until no configured MCP server is still starting
-// (the exchange runs once: the tools of a server still starting would be
-// silently missing) and says on stderr which servers are not up.
-func waitMCP(ctx context.Context, cmd *cobra.Command, a *app.App, d time.Duration) {
-	ext, ok := a.Kernel.Extension(mcp.ID)
-	m, isMCP := ext.(*mcp.MCP)
-	if !ok || !isMCP {
-		return
-	}
-	if d > 0 {
-		wctx, cancel := context.WithTimeout(ctx, d)
-		defer cancel()
-		_ = m.WaitServers(wctx, func(sts []mcp.ServerStatus) bool {
-			for _, s := range sts {
-				if s.State == mcp.StateStarting {
-					return false
-				}
-			}
-			return true
-		})
-	}
-	for _, s := range m.Servers() {
-		if s.State != mcp.StateUp {
-			why := string(s.State)
-			if s.Err != "" {
-				why += ": " + s.Err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "reverie: MCP server %s is not up (%s); its tools are missing from this exchange\n",
-				s.Name, termtext.Line(why))
+// waitStarted waits up to d for every extension still starting after its
+// Start (extension.StartWaiter: the MCP servers), since the exchange runs
+// once and the tools of a server still starting would be silently missing,
+// and says on stderr what is not up.
+func waitStarted(ctx context.Context, cmd *cobra.Command, a *app.App, d time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, max(d, 0))
+	defer cancel()
+	for _, st := range a.Kernel.Status() {
+		ext, ok := a.Kernel.Extension(st.ID)
+		w, isWaiter := ext.(extension.StartWaiter)
+		if !ok || !isWaiter {
+			continue
+		}
+		for _, line := range w.WaitStarted(wctx) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "reverie: %s\n", termtext.Line(line))
 		}
 	}
 }

@@ -141,3 +141,26 @@ func TestMemoryImportFromMCP(t *testing.T) {
 		t.Errorf("the imported memory is not in the running agent's store: %q", out)
 	}
 }
+
+// A one-shot send in process waits for the extensions still starting
+// (extension.StartWaiter: the MCP servers) and names on stderr the MCP
+// server that is not up; the exchange runs without its tools.
+func TestSendInProcessNamesMCPServersNotUp(t *testing.T) {
+	model, _ := chatModel(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	env := chatEnv(t, model, "REVERIE_WEB__LISTEN=127.0.0.1:0")
+	if code, out, errs := runCLI(t, env, "init", "--data", dir); code != ExitOK {
+		t.Fatalf("init: %d %s %s", code, out, errs)
+	}
+	cfg := "mcp:\n  servers:\n    broken:\n      command: /nonexistent/mcp-server\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, env, "send", "hello", "--data", dir, "--mcp-wait", "2m")
+	if code != ExitOK || !strings.Contains(out, "hello") {
+		t.Fatalf("send: exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "reverie: MCP server broken is not up (down: ") || !strings.Contains(errs, "no such file") {
+		t.Errorf("stderr does not name the server that is not up:\n%s", errs)
+	}
+}

@@ -58,7 +58,7 @@ Exits non-zero when the turn fails.`,
 				return err
 			}
 			defer stop()
-			waitMCP(ctx, cmd, a, mcpWait)
+			waitStarted(ctx, cmd, a, mcpWait)
 			tctx, tcancel := context.WithTimeout(ctx, timeout)
 			defer tcancel()
 			// The user speaks: their name in the world state is the
@@ -79,7 +79,7 @@ Exits non-zero when the turn fails.`,
 	cmd.Flags().StringVar(&thread, "thread", string(chat.DefaultThread), "conversation to send to")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up waiting for the reply after this long")
 	cmd.Flags().BoolP("verbose", "v", false, "show the agent's logs")
-	cmd.Flags().DurationVar(&mcpWait, "mcp-wait", defaultMCPWait, "in process: wait this long for the configured MCP servers before sending")
+	cmd.Flags().DurationVar(&mcpWait, "mcp-wait", defaultStartWait, "in process: wait this long for the configured MCP servers (extensions still starting) before sending")
 	return cmd
 }
 

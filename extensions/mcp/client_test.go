@@ -260,6 +260,11 @@ func TestServerThatNeverStarts(t *testing.T) {
 			if err := m.Health(context.Background()); err == nil || !strings.Contains(err.Error(), "broken") {
 				t.Errorf("health = %v, want the server named as not up", err)
 			}
+			// A one-shot exchange in process waits for it, and says so.
+			if got := m.WaitStarted(t.Context()); len(got) != 1 || !strings.HasPrefix(got[0], "MCP server broken is not up (down: ") ||
+				!strings.Contains(got[0], tc.want) {
+				t.Errorf("WaitStarted = %q, want the server named as down, with why", got)
+			}
 			_, err := s.call(context.Background(), "anything", json.RawMessage(`{}`))
 			if !errors.Is(err, ErrServerDown) {
 				t.Errorf("call on a down server: %v, want ErrServerDown", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -120,6 +121,27 @@ func (m *MCP) Servers() []ServerStatus {
 	return out
 }
 
+// WaitStarted waits until no server is still starting, or ctx ends, and
+// names the servers that are not up (extension.StartWaiter).
+func (m *MCP) WaitStarted(ctx context.Context) []string {
+	var seen []ServerStatus // what the wait saw last: one moment's statuses
+	_ = m.WaitServers(ctx, func(sts []ServerStatus) bool {
+		seen = sts
+		return !slices.ContainsFunc(sts, func(s ServerStatus) bool { return s.State == StateStarting })
+	})
+	var out []string
+	for _, s := range seen {
+		if s.State != StateUp {
+			why := string(s.State)
+			if s.Err != "" {
+				why += ": " + s.Err
+			}
+			out = append(out, fmt.Sprintf("MCP server %s is not up (%s); its tools are missing from this exchange", s.Name, why))
+		}
+	}
+	return out
+}
+
 // WaitServers waits until ok holds for the servers' statuses, or ctx
 // ends.
 func (m *MCP) WaitServers(ctx context.Context, ok func([]ServerStatus) bool) error {
@@ -226,5 +248,6 @@ var (
 	_ extension.ServiceProvider     = (*MCP)(nil)
 	_ extension.DynamicToolProvider = (*MCP)(nil)
 	_ extension.HealthChecker       = (*MCP)(nil)
+	_ extension.StartWaiter         = (*MCP)(nil)
 	_ extension.HTTPProvider        = (*MCP)(nil)
 )
