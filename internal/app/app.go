@@ -198,6 +198,10 @@ type App struct {
 	// migrations is the start's record of the components' applied
 	// migrations, read once for all of them.
 	migrations *sqlite.Migrations
+	// commits is the database's shared group commit (sqlite.Committer):
+	// the event bus, the interaction log and the models' accounting write
+	// through it.
+	commits *sqlite.Committer
 	// warming is the goroutine of warmTools; close waits for it.
 	warming sync.WaitGroup
 	ready   chan struct{}
@@ -477,7 +481,7 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 	}
 	if o.db != nil {
 		a.onClose("database", o.db.Close)
-		a.DB, a.migrations = o.db, sqlite.NewMigrations(o.db)
+		a.DB, a.migrations, a.commits = o.db, sqlite.NewMigrations(o.db), sqlite.NewCommitter(o.db)
 		a.trace.phase("database (beside)", o.took)
 	}
 	if err != nil {
@@ -510,6 +514,7 @@ func (a *App) openBus(ctx context.Context) error {
 		Retention:   cfg.Bus.Retention,
 		Now:         a.opts.Now,
 		Secrets:     a.Secrets,
+		Commits:     a.commits,
 	})
 	if err != nil {
 		return fmt.Errorf("open event bus: %w", err)

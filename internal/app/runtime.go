@@ -44,7 +44,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	cfg := a.Config
 	models, desc, err := modelrouter.FromConfig(ctx, modelrouter.Setup{
 		Migrations: a.migrations,
-		Models:     cfg.Models, Env: a.opts.Env, DB: a.DB, Logger: a.Logger.With("component", "models"), Now: a.opts.Now,
+		Models:     cfg.Models, Env: a.opts.Env, DB: a.DB, Commits: a.commits, Logger: a.Logger.With("component", "models"), Now: a.opts.Now,
 		Probe: a.opts.ProbeClient, Secrets: a.Secrets, Clock: a.opts.ModelClock,
 	})
 	if err != nil {
@@ -63,7 +63,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 		return fmt.Errorf("open conversations: %w", err)
 	}
 	a.Conversations = conv
-	ilog, err := interactions.Open(ctx, a.DB, interactions.Options{Migrations: a.migrations, Now: a.opts.Now, Secrets: a.Secrets})
+	ilog, err := interactions.Open(ctx, a.DB, interactions.Options{Migrations: a.migrations, Now: a.opts.Now, Secrets: a.Secrets, Commits: a.commits})
 	if err != nil {
 		return fmt.Errorf("open interaction log: %w", err)
 	}

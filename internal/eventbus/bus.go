@@ -80,6 +80,11 @@ type Options struct {
 	// migrations (one read for every component); nil: this component
 	// reads its own.
 	Migrations *sqlite.Migrations
+	// Commits, when set, is the database's shared group commit: each
+	// Publish is written in a transaction shared with the other stores'
+	// concurrent writes. nil: Publish calls share transactions only with
+	// one another.
+	Commits *sqlite.Committer
 }
 
 func (o Options) withDefaults() Options {
@@ -215,6 +220,9 @@ func (b *Bus) PublishID(ctx context.Context, topic string, payload any) (int64, 
 	}
 	data = b.opts.Secrets.RedactJSON(data)
 	p := &queuedEvent{ev: extension.Event{Topic: topic, Payload: data, Time: b.opts.Now()}}
+	if b.opts.Commits != nil {
+		return b.publishShared(ctx, p.ev)
+	}
 	// The batch holds other callers' events: one caller's end must not cut
 	// theirs short.
 	wctx := context.WithoutCancel(ctx)
@@ -223,6 +231,24 @@ func (b *Bus) PublishID(ctx context.Context, topic string, payload any) (int64, 
 		return 0, fmt.Errorf("publish %s: %w", topic, p.err)
 	}
 	return p.ev.ID, nil
+}
+
+// publishShared writes ev through the shared group commit (Options.Commits)
+// and, once it is committed, tells the subscribers and watchers, in the
+// order of the ids.
+func (b *Bus) publishShared(ctx context.Context, ev extension.Event) (int64, error) {
+	err := b.opts.Commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, insertRows(1), ev.Topic, string(ev.Payload), ev.Time.UnixNano())
+		if err != nil {
+			return err
+		}
+		ev.ID, err = res.LastInsertId()
+		return err
+	}, func() { b.published([]extension.Event{ev}) })
+	if err != nil {
+		return 0, fmt.Errorf("publish %s: %w", ev.Topic, err)
+	}
+	return ev.ID, nil
 }
 
 // queuedEvent is a Publish waiting for its event to be written, and then

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
 // TestPublishGroupCommit: Publish calls that wait for one another are
@@ -79,5 +81,54 @@ func TestPublishGroupCommit(t *testing.T) {
 		if !got[id] {
 			t.Errorf("the watcher missed caller %d's event %d", c, id)
 		}
+	}
+}
+
+// TestPublishSharedCommits: Publish through the database's shared group
+// commit (Options.Commits) stores each event once, with the id it returns,
+// and a watcher is told of the events in the order of their ids, each once
+// it is committed.
+func TestPublishSharedCommits(t *testing.T) {
+	ctx := context.Background()
+	db, _ := tempDB(t)
+	b := openBus(t, db, Options{Commits: sqlite.NewCommitter(db)})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := b.Watch(wctx, "gc.", 64)
+
+	const callers = 10
+	ids := make([]int64, callers)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			var err error
+			if ids[c], err = b.PublishID(ctx, "gc.test", map[string]int{"caller": c}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	evs, err := b.Recent(ctx, "gc.", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != callers {
+		t.Fatalf("%d events stored, want %d", len(evs), callers)
+	}
+	for _, ev := range evs {
+		var p struct{ Caller int }
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if ids[p.Caller] != ev.ID {
+			t.Errorf("event %d holds caller %d's payload, whose id is %d", ev.ID, p.Caller, ids[p.Caller])
+		}
+	}
+	var seen []int64
+	for range callers {
+		seen = append(seen, (<-watch).ID)
+	}
+	if !slices.IsSorted(seen) || !slices.Equal(slices.Sorted(slices.Values(ids)), seen) {
+		t.Errorf("the watcher saw %v, want every id %v in order", seen, ids)
 	}
 }

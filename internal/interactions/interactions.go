@@ -111,6 +111,11 @@ type Options struct {
 	// migrations (one read for every component); nil: this component
 	// reads its own.
 	Migrations *sqlite.Migrations
+	// Commits, when set, is the database's shared group commit: each Log
+	// is written in a transaction shared with the other stores'
+	// concurrent writes. nil: Log calls share inserts only with one
+	// another.
+	Commits *sqlite.Committer
 }
 
 // Store is the interaction log.
@@ -119,6 +124,7 @@ type Store struct {
 	now     func() time.Time
 	secrets *redact.Secrets
 	logs    sqlite.GroupCommit[*logging]
+	commits *sqlite.Committer
 }
 
 //go:embed migrations/*.sql
@@ -132,7 +138,7 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{db: db, now: opts.Now, secrets: opts.Secrets}, nil
+	return &Store{db: db, now: opts.Now, secrets: opts.Secrets, commits: opts.Commits}, nil
 }
 
 // ErrNoAction is returned by Log for an entry without an action.
@@ -159,10 +165,16 @@ func (s *Store) Log(ctx context.Context, entries ...Entry) error {
 			capRunes(s.secrets.Redact(e.Summary), MaxSummaryChars), cleanDetail(s.secrets.RedactJSON(e.Detail)),
 			e.InputTokens, e.OutputTokens, e.Duration.Milliseconds(), capRunes(s.secrets.Redact(e.Error), MaxErrorChars))
 	}
-	// The batch holds other callers' entries: one caller's end must not
-	// cut theirs short.
-	wctx := context.WithoutCancel(ctx)
-	s.logs.Write(lg, func(batch []*logging) { s.writeLogs(wctx, batch) })
+	if s.commits != nil {
+		lg.err = s.commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			return insertLogs(ctx, tx, []*logging{lg})
+		}, nil)
+	} else {
+		// The batch holds other callers' entries: one caller's end must
+		// not cut theirs short.
+		wctx := context.WithoutCancel(ctx)
+		s.logs.Write(lg, func(batch []*logging) { s.writeLogs(wctx, batch) })
+	}
 	if lg.err != nil {
 		return fmt.Errorf("log %d interaction(s): %w", len(entries), lg.err)
 	}

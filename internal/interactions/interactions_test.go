@@ -127,8 +127,17 @@ func TestLogRedactsSecrets(t *testing.T) {
 // Concurrent Log calls each store their entries once, whatever batches
 // they were written in.
 func TestLogConcurrently(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared commits %v", shared), func(t *testing.T) { logConcurrently(t, shared) })
+	}
+}
+
+func logConcurrently(t *testing.T, shared bool) {
 	now := time.Unix(1700000000, 0)
 	s := open(t, &now)
+	if shared {
+		s.commits = sqlite.NewCommitter(s.db)
+	}
 	ctx := context.Background()
 	const callers = 12
 	var wg sync.WaitGroup

@@ -77,8 +77,10 @@ type Setup struct {
 	Models config.ModelsConfig
 	Env    []string
 	DB     *sql.DB
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Commits is Options.Commits.
+	Commits *sqlite.Committer
+	Logger  *slog.Logger
+	Now     func() time.Time
 	// Clock drives the providers' retry waits and timeouts (nil: the real
 	// clock).
 	Clock providers.Clock
@@ -99,7 +101,7 @@ type Setup struct {
 // one-line description of where the models came from, for the start-up log.
 // With neither, the Router has no backend and every call returns ErrNoModel.
 func FromConfig(ctx context.Context, s Setup) (*Router, string, error) {
-	opts := Options{DB: s.DB, Logger: s.Logger, Now: s.Now, Roles: map[string][]string{}, Limits: map[string]Limits{},
+	opts := Options{DB: s.DB, Commits: s.Commits, Logger: s.Logger, Now: s.Now, Roles: map[string][]string{}, Limits: map[string]Limits{},
 		Secrets: s.Secrets, Migrations: s.Migrations}
 	var desc string
 	if len(s.Models.Backends) > 0 && !s.Models.SpeechOnly() {

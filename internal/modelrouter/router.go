@@ -120,7 +120,12 @@ type Options struct {
 	// PoolRoles spread calls over their backends (default: sub_sessions).
 	PoolRoles []string
 	// DB records usage; nil disables accounting.
-	DB       *sql.DB
+	DB *sql.DB
+	// Commits, when set, is the database's shared group commit: each
+	// call's accounting is written in a transaction shared with the other
+	// stores' concurrent writes. nil: calls share transactions only with
+	// one another.
+	Commits  *sqlite.Committer
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Cooldown time.Duration
@@ -418,7 +423,14 @@ func (r *Router) record(ctx context.Context, role, thread string, b *backendStat
 	// was cancelled after the tokens were spent.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	r.usage.Write(rec, func(batch []*usageRecord) { r.writeUsage(actx, batch) })
+	if r.opts.Commits != nil {
+		day, at := r.opts.Now().UTC().Format(time.DateOnly), r.opts.Now().UnixNano()
+		rec.err = r.opts.Commits.Write(actx, func(ctx context.Context, tx *sql.Tx) error {
+			return writeUsageRecord(ctx, tx, rec, day, at)
+		}, nil)
+	} else {
+		r.usage.Write(rec, func(batch []*usageRecord) { r.writeUsage(actx, batch) })
+	}
 	if rec.err != nil {
 		r.log.Error("record model usage", "role", role, "backend", b.Name(), "thread", thread, "err", rec.err)
 	}

@@ -342,9 +342,18 @@ func TestImagesForBackendsWithoutVision(t *testing.T) {
 // in their conversation's, whether or not their records shared a
 // transaction.
 func TestUsageRecordedConcurrently(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared commits %v", shared), func(t *testing.T) { usageRecordedConcurrently(t, shared) })
+	}
+}
+
+func usageRecordedConcurrently(t *testing.T, shared bool) {
 	ctx := context.Background()
 	a := &fakeBackend{name: "a", gen: ok("a")}
 	r := newRouter(t, map[string][]string{"main": {"a"}}, a)
+	if shared {
+		r.opts.Commits = sqlite.NewCommitter(r.opts.DB)
+	}
 	const threads, calls = 8, 5
 	var wg sync.WaitGroup
 	for i := range threads {
