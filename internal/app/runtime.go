@@ -160,6 +160,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	rt, err := router.New(ctx, router.Options{
 		Migrations: a.migrations,
 		DB:         a.DB,
+		Commits:    a.commits,
 		Agent:      a.prompts,
 		PanelURL:   a.panelURL,
 		Threads:    conv,

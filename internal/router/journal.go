@@ -61,13 +61,13 @@ func (r *Router) beginTurn(ctx context.Context, j *job) (*journal, error) {
 	now := r.o.Now().UnixNano()
 	var err error
 	if j.resume {
-		_, err = r.o.DB.ExecContext(wctx,
+		err = r.exec(wctx,
 			`UPDATE router_inbox SET started_at = ?, attempts = attempts + 1 WHERE id = ?`, now, j.id)
 	} else {
 		var last int64
 		if last, err = r.o.Threads.LastMessageID(wctx, j.thread); err == nil {
 			j.afterID = last
-			_, err = r.o.DB.ExecContext(wctx,
+			err = r.exec(wctx,
 				`UPDATE router_inbox SET started_at = ?, attempts = attempts + 1, after_message_id = ? WHERE id = ?`, now, last, j.id)
 		}
 	}

@@ -102,6 +102,11 @@ type Publisher interface {
 type Options struct {
 	// DB holds the inbox (required).
 	DB *sql.DB
+	// Commits, when set, is the database's shared group commit: the
+	// inbox's writes (a message accepted, a turn started, an item done)
+	// share transactions with the other stores' concurrent writes. nil:
+	// each is a transaction of its own.
+	Commits *sqlite.Committer
 	// Agent runs turns (required).
 	Agent Agent
 	// Threads is the conversation store (required).
@@ -564,7 +569,7 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 	// The message's id is recorded with its inbox row, in one transaction:
 	// a message is in the inbox at most once, and its id is recorded
 	// exactly when it is.
-	err := sqlite.Tx(ctx, r.o.DB, func(tx *sql.Tx) error {
+	err := r.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if j.msgID != "" {
 			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO router_seen (channel, message_id, seen_at) VALUES (?,?,?)`,
 				j.channel, j.msgID, r.o.Now().UnixMilli())
@@ -828,7 +833,7 @@ func (r *Router) retryForget(ctx context.Context) {
 	ids := maps.Clone(r.unforgotten)
 	r.mu.Unlock()
 	for id, thread := range ids {
-		if _, err := r.o.DB.ExecContext(ctx, `DELETE FROM router_inbox WHERE id = ?`, id); err != nil {
+		if err := r.exec(ctx, `DELETE FROM router_inbox WHERE id = ?`, id); err != nil {
 			r.log.Error("could not remove a processed item from the inbox; trying again at the next one and at shutdown",
 				"thread", thread, "id", id, "err", err)
 			continue
@@ -837,6 +842,28 @@ func (r *Router) retryForget(ctx context.Context) {
 		delete(r.unforgotten, id)
 		r.mu.Unlock()
 	}
+}
+
+// write runs fn in a transaction: the database's shared one
+// (Options.Commits) or one of its own.
+func (r *Router) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if r.o.Commits != nil {
+		return r.o.Commits.Write(ctx, fn, nil)
+	}
+	return sqlite.Tx(ctx, r.o.DB, func(tx *sql.Tx) error { return fn(ctx, tx) })
+}
+
+// exec runs one write statement: in the database's shared transaction
+// (Options.Commits) or on its own.
+func (r *Router) exec(ctx context.Context, query string, args ...any) error {
+	if r.o.Commits == nil {
+		_, err := r.o.DB.ExecContext(ctx, query, args...)
+		return err
+	}
+	return r.o.Commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return err
+	}, nil)
 }
 
 func (r *Router) publish(ctx context.Context, topic string, payload any) {
