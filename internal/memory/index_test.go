@@ -252,3 +252,69 @@ func TestTextIndexCompactionKeepsScores(t *testing.T) {
 		}
 	}
 }
+
+// TestTextIndexPack checks that a packed text index ranks, covers and
+// expands exactly as the same index unpacked, also after documents are
+// added and removed once packed (a packed list grows out of the arena
+// without touching its neighbours), and that a pack with nothing new, or
+// too little, leaves the arrays as they are.
+func TestTextIndexPack(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	packed, plain := newTextIndex(), newTextIndex()
+	put := func(from, to int) {
+		for i := from; i < to; i++ {
+			txt := benchText(r, i)
+			packed.put(int64(i+1), txt)
+			plain.put(int64(i+1), txt)
+		}
+	}
+	all := func(int64) bool { return true }
+	queries := []string{"weekend"}
+	for range 8 {
+		queries = append(queries, benchQuery(r))
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, q := range queries {
+			if a, b := packed.search(q, nil, defaultBM25, 50, all, 0.5), plain.search(q, nil, defaultBM25, 50, all, 0.5); !slices.Equal(a, b) {
+				t.Fatalf("%s, %q with the kinds of its nouns: packed %v, unpacked %v", when, q, a, b)
+			}
+			a, b := packed.search(q, nil, defaultBM25, 50, all, 0), plain.search(q, nil, defaultBM25, 50, all, 0)
+			if len(a) == 0 || !slices.Equal(a, b) {
+				t.Fatalf("%s, %q: packed %v, unpacked %v", when, q, a, b)
+			}
+			ids := make([]int64, len(a))
+			for i, h := range a {
+				ids[i] = h.id
+			}
+			if ca, cb := packed.coverage(q, nil, ids), plain.coverage(q, nil, ids); !slices.Equal(ca, cb) {
+				t.Fatalf("%s, %q: coverage %v, unpacked %v", when, q, ca, cb)
+			}
+			if ea, eb := packed.expand(q, nil, a[:5], 3), plain.expand(q, nil, a[:5], 3); !slices.Equal(ea, eb) {
+				t.Fatalf("%s, %q: feedback terms %v, unpacked %v", when, q, ea, eb)
+			}
+		}
+	}
+	put(0, 3000)
+	packed.pack()
+	check("packed")
+	first := &packed.postings[0][0]
+	packed.pack() // nothing new: nothing moves
+	if &packed.postings[0][0] != first {
+		t.Error("a pack with no new document moved the postings")
+	}
+	put(3000, 3500)
+	for id := int64(1); id <= 3500; id += 3 {
+		packed.remove(id)
+		plain.remove(id)
+	}
+	check("grown and shrunk after the pack")
+	packed.pack()
+	check("packed again")
+	put(3500, 3510)
+	packed.pack() // ten new documents against 2,343 live: too few to pack
+	if packed.fresh != 10 {
+		t.Errorf("a pack after ten new documents ran (%d left to pack)", packed.fresh)
+	}
+	check("ten more")
+}

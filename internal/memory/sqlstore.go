@@ -143,17 +143,20 @@ func (s *VectorStore) Loaded() <-chan struct{} { return s.loaded }
 // memory (they stay in the file cache, see vecSpace): an idle process
 // hands back what its recalls read (384 bytes a memory, each recall of a
 // store below 8,192 memories reads them all). The next recall reads them
-// again. It does nothing before the index has loaded, nor to vectors kept
-// in the heap.
+// again. It also packs the full-text index's posting lists and terms
+// (textIndex.pack), so that the heap spans they were scattered over can be
+// handed back by the collection that follows. It does nothing before the
+// index has loaded, nor to vectors kept in the heap.
 func (s *VectorStore) TrimIndex() {
 	select {
 	case <-s.loaded:
 	default:
 		return
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.idx.trim()
+	s.text.pack()
 }
 
 // load reads the index and releases the index lock taken by Open.
