@@ -26,11 +26,12 @@
 // machine slows them alike; the medians are given with their ratio to the
 // first build's.
 //
-// memories: the agent's RssAnon and Pss on a data dir holding N long-term
-// memories (a fifth of each kind, episodes in 50 conversations; stored
-// through the memory store with the default offline embedder, as the agent
-// stores them), -settle after ready (the index loads in the background)
-// and -settle after one turn (which recalls from them).
+// memories: the agent's RssAnon and Pss (and the index files' share of
+// it) on a data dir holding N long-term memories (a fifth of each kind,
+// episodes in 50 conversations; stored through the memory store with the
+// default offline embedder, as the agent stores them), -settle after ready
+// (the index loads in the background) and -settle after one turn (which
+// recalls from them).
 package main
 
 import (
@@ -527,10 +528,11 @@ func memoriesOnce(ctx context.Context, bin string, env []string, n int, settle t
 	sample := func(label string) error {
 		anon, err1 := benchproc.RssAnon(pid)
 		p, err2 := benchproc.Pss(pid)
-		if err := errors.Join(err1, err2); err != nil {
+		idx, err3 := benchproc.MappedPss(pid, indexFiles)
+		if err := errors.Join(err1, err2, err3); err != nil {
 			return err
 		}
-		fmt.Printf("  %-34s RssAnon %7d KiB (%5.1f MiB)  Pss %7d KiB\n", label, anon, float64(anon)/1024, p)
+		fmt.Printf("  %-34s RssAnon %7d KiB (%5.1f MiB)  Pss %7d KiB, of it index files %6d KiB\n", label, anon, float64(anon)/1024, p, idx)
 		return nil
 	}
 	if err := extension.Sleep(ctx, settle); err != nil {
