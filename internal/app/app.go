@@ -199,8 +199,8 @@ type App struct {
 	// migrations, read once for all of them.
 	migrations *sqlite.Migrations
 	// commits is the database's shared group commit (sqlite.Committer):
-	// the event bus, the interaction log, the models' accounting and the
-	// router's inbox write through it.
+	// the event bus, the interaction log, the models' accounting, the
+	// router's inbox and the conversations' appends write through it.
 	commits *sqlite.Committer
 	// warming is the goroutine of warmTools; close waits for it.
 	warming sync.WaitGroup

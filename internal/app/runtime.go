@@ -58,7 +58,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	}
 
 	counter := prompt.NewCounter(models.ModelName(modelrouter.RoleMain))
-	conv, err := conversation.Open(ctx, a.DB, conversation.Options{Migrations: a.migrations, Now: a.opts.Now, Counter: counter, Secrets: a.Secrets})
+	conv, err := conversation.Open(ctx, a.DB, conversation.Options{Migrations: a.migrations, Now: a.opts.Now, Counter: counter, Secrets: a.Secrets, Commits: a.commits})
 	if err != nil {
 		return fmt.Errorf("open conversations: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 )
 
@@ -91,5 +92,71 @@ func TestAppendGroupCommit(t *testing.T) {
 			h[1].Message.Text() != fmt.Sprintf("Hi, caller %d.", c) {
 			t.Errorf("caller %d's thread = %+v", c, h)
 		}
+	}
+}
+
+// TestAppendSharedCommits: appends through the database's shared group
+// commit (Options.Commits) each get their own ids once committed, every
+// thread holds its own messages, an append that fails leaves the others in
+// place, and the appends index the search index's batches as they come due.
+func TestAppendSharedCommits(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	s, err := Open(ctx, db, Options{Commits: sqlite.NewCommitter(db)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TRIGGER test_refuse BEFORE INSERT ON messages
+		WHEN new.parts LIKE '%explode%' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`); err != nil {
+		t.Fatal(err)
+	}
+	const callers, rounds = 8, 3
+	failing := map[int]bool{3: true}
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			th := chat.ThreadID(fmt.Sprintf("web:sc%d", c))
+			for r := range rounds {
+				text := fmt.Sprintf("Hello %d from caller %d.", r, c)
+				if failing[c] {
+					text = "This one will explode."
+				}
+				ids, err := s.Append(ctx, th, llm.UserText(text), llm.AssistantText(fmt.Sprintf("Hi %d, caller %d.", r, c)))
+				if failing[c] {
+					if err == nil || !strings.Contains(err.Error(), "refused by the test") || ids != nil {
+						t.Errorf("caller %d = %v, %v; want the trigger's refusal", c, ids, err)
+					}
+				} else if err != nil || len(ids) != 2 {
+					t.Errorf("caller %d = %v, %v", c, ids, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for c := range callers {
+		h, err := s.History(ctx, chat.ThreadID(fmt.Sprintf("web:sc%d", c)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2 * rounds
+		if failing[c] {
+			want = 0
+		}
+		if len(h) != want {
+			t.Fatalf("caller %d's thread holds %d messages, want %d", c, len(h), want)
+		}
+		for r := range len(h) / 2 {
+			if h[2*r].Message.Text() != fmt.Sprintf("Hello %d from caller %d.", r, c) || h[2*r+1].Message.Text() != fmt.Sprintf("Hi %d, caller %d.", r, c) {
+				t.Errorf("caller %d's thread = %+v", c, h)
+			}
+		}
+	}
+	// 42 messages stored: the appends indexed at least one batch of 32
+	var mark int64
+	if err := db.QueryRowContext(ctx, `SELECT id FROM messages_fts_done`).Scan(&mark); err != nil {
+		t.Fatal(err)
+	}
+	if mark < ftsBatch {
+		t.Errorf("search index mark %d after %d messages: no batch indexed", mark, 2*rounds*(callers-1))
 	}
 }

@@ -67,6 +67,11 @@ type Options struct {
 	// migrations (one read for every component); nil: this component
 	// reads its own.
 	Migrations *sqlite.Migrations
+	// Commits, when set, is the database's shared group commit: each
+	// append is written in a transaction shared with the other stores'
+	// concurrent writes (a savepoint each). nil: appends share
+	// transactions only with one another.
+	Commits *sqlite.Committer
 }
 
 // Store is the conversation store.
@@ -79,9 +84,11 @@ type Store struct {
 	// appends writes the appends that wait for one another together
 	// (writeAppends).
 	appends sqlite.GroupCommit[*appending]
-	// fts is the search index (see newFTSIndex); only writeAppends, one
-	// batch at a time, writes to it.
-	fts sqlite.LaggingIndex
+	// fts is the search index (see newFTSIndex); only the appends, one
+	// batch at a time (writeAppends, or the shared group commit), write
+	// to it.
+	fts     sqlite.LaggingIndex
+	commits *sqlite.Committer
 }
 
 // Thread is one conversation.
@@ -197,7 +204,7 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if err := opts.Migrations.Migrate(ctx, db, Component, sub, "."); err != nil {
 		return nil, fmt.Errorf("open conversation store: %w", err)
 	}
-	s := &Store{db: db, now: opts.Now, counter: opts.Counter, secrets: opts.Secrets, fts: newFTSIndex()}
+	s := &Store{db: db, now: opts.Now, counter: opts.Counter, secrets: opts.Secrets, fts: newFTSIndex(), commits: opts.Commits}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -397,10 +404,14 @@ func (s *Store) appendMessages(ctx context.Context, id chat.ThreadID, src Source
 		}
 	}
 	ap := &appending{id: id, src: src, status: status, note: note, enc: enc, hasUser: hasUser, firstUser: firstUser}
-	// The batch holds other callers' appends: one caller's end must not
-	// cut theirs short.
-	wctx := context.WithoutCancel(ctx)
-	s.appends.Write(ap, func(batch []*appending) { s.writeAppends(wctx, batch) })
+	if s.commits != nil {
+		s.writeShared(ctx, ap)
+	} else {
+		// The batch holds other callers' appends: one caller's end must
+		// not cut theirs short.
+		wctx := context.WithoutCancel(ctx)
+		s.appends.Write(ap, func(batch []*appending) { s.writeAppends(wctx, batch) })
+	}
 	if ap.err != nil {
 		return nil, fmt.Errorf("append to thread %q: %w", id, ap.err)
 	}
@@ -465,6 +476,27 @@ func (s *Store) writeAppends(ctx context.Context, batch []*appending) {
 		for _, ap := range batch {
 			ap.ids, ap.err = nil, cmp.Or(ap.err, err)
 		}
+	}
+}
+
+// writeShared writes ap through the database's shared group commit
+// (Options.Commits), indexing the search index's batch when ap brings it
+// due, like writeAppends.
+func (s *Store) writeShared(ctx context.Context, ap *appending) {
+	var marked int64
+	ap.err = s.commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.writeAppend(ctx, tx, ap, nanos(s.now())); err != nil {
+			return err
+		}
+		if len(ap.ids) == 0 {
+			return nil
+		}
+		var err error
+		marked, err = s.fts.IndexIfDue(ctx, tx, ap.ids[len(ap.ids)-1])
+		return err
+	}, func() { s.fts.Committed(marked) })
+	if ap.err != nil {
+		ap.ids = nil
 	}
 }
 
