@@ -136,7 +136,7 @@ func TestIndexRemoveAndTextIndexCompaction(t *testing.T) {
 	if len(ti.docID) >= 3000 || ti.live != 500 {
 		t.Fatalf("text index not compacted: %d docs, %d live", len(ti.docID), ti.live)
 	}
-	hits := ti.search("note", nil, defaultBM25, 1000, func(int64) bool { return true }, 0)
+	hits := ti.search("note", nil, defaultBM25, 1000, func(int64) bool { return true }, nil)
 	if len(hits) != 500 {
 		t.Fatalf("search after compaction found %d, want 500", len(hits))
 	}
@@ -235,7 +235,7 @@ func TestTextIndexCompactionKeepsScores(t *testing.T) {
 	}
 	all := func(int64) bool { return true }
 	for _, q := range []string{"garden", "bike trip to Lyon", "the camera and the violin", "weekend"} {
-		a, b := old.search(q, nil, defaultBM25, 50, all, 0), fresh.search(q, nil, defaultBM25, 50, all, 0)
+		a, b := old.search(q, nil, defaultBM25, 50, all, nil), fresh.search(q, nil, defaultBM25, 50, all, nil)
 		if len(a) == 0 || !slices.Equal(a, b) {
 			t.Fatalf("%q: after compaction %v, built afresh %v", q, a, b)
 		}
@@ -243,7 +243,7 @@ func TestTextIndexCompactionKeepsScores(t *testing.T) {
 		for i, h := range a {
 			ids[i] = h.id
 		}
-		if ca, cb := old.coverage(q, nil, ids), fresh.coverage(q, nil, ids); !slices.Equal(ca, cb) {
+		if ca, cb := old.coverage(q, nil, ids, nil, nil), fresh.coverage(q, nil, ids, nil, nil); !slices.Equal(ca, cb) {
 			t.Fatalf("%q: coverage %v, built afresh %v", q, ca, cb)
 		}
 		ea, eb := old.expand(q, nil, a[:min(5, len(a))], 3), fresh.expand(q, nil, a[:min(5, len(a))], 3)
@@ -276,10 +276,20 @@ func TestTextIndexPack(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		for _, q := range queries {
-			if a, b := packed.search(q, nil, defaultBM25, 50, all, 0.5), plain.search(q, nil, defaultBM25, 50, all, 0.5); !slices.Equal(a, b) {
-				t.Fatalf("%s, %q with the kinds of its nouns: packed %v, unpacked %v", when, q, a, b)
+			pk, pn := packed.kindTerms(q, nil, packed.queryTerms(q, nil), 0.5)
+			uk, un := plain.kindTerms(q, nil, plain.queryTerms(q, nil), 0.5)
+			ka, kb := packed.search(q, nil, defaultBM25, 50, all, pk), plain.search(q, nil, defaultBM25, 50, all, uk)
+			if !slices.Equal(ka, kb) {
+				t.Fatalf("%s, %q with the kinds of its nouns: packed %v, unpacked %v", when, q, ka, kb)
 			}
-			a, b := packed.search(q, nil, defaultBM25, 50, all, 0), plain.search(q, nil, defaultBM25, 50, all, 0)
+			kids := make([]int64, len(ka))
+			for i, h := range ka {
+				kids[i] = h.id
+			}
+			if ca, cb := packed.coverage(q, nil, kids, pk, pn), plain.coverage(q, nil, kids, uk, un); !slices.Equal(ca, cb) {
+				t.Fatalf("%s, %q: coverage with the kinds %v, unpacked %v", when, q, ca, cb)
+			}
+			a, b := packed.search(q, nil, defaultBM25, 50, all, nil), plain.search(q, nil, defaultBM25, 50, all, nil)
 			if len(a) == 0 || !slices.Equal(a, b) {
 				t.Fatalf("%s, %q: packed %v, unpacked %v", when, q, a, b)
 			}
@@ -287,7 +297,7 @@ func TestTextIndexPack(t *testing.T) {
 			for i, h := range a {
 				ids[i] = h.id
 			}
-			if ca, cb := packed.coverage(q, nil, ids), plain.coverage(q, nil, ids); !slices.Equal(ca, cb) {
+			if ca, cb := packed.coverage(q, nil, ids, nil, nil), plain.coverage(q, nil, ids, nil, nil); !slices.Equal(ca, cb) {
 				t.Fatalf("%s, %q: coverage %v, unpacked %v", when, q, ca, cb)
 			}
 			if ea, eb := packed.expand(q, nil, a[:5], 3), plain.expand(q, nil, a[:5], 3); !slices.Equal(ea, eb) {

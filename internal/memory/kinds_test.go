@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -17,15 +18,17 @@ func TestKindTerms(t *testing.T) {
 		name  string
 		query string
 		want  []qterm // in any order
+		nouns [][]string
 	}{
 		{"a two-word noun's kinds, as one group", "how many musical instruments do I own?",
-			[]qterm{{term("guitar"), 0.5, 1}, {term("violin"), 0.5, 1}}},
+			[]qterm{{term("guitar"), 0.5, 1}, {term("violin"), 0.5, 1}}, [][]string{{"music", "instrument"}}},
 		{"two nouns, two groups", "which doctors and which musical instruments",
-			[]qterm{{term("dermatologist"), 0.5, 1}, {term("surgeon"), 0.5, 1}, {term("guitar"), 0.5, 2}, {term("violin"), 0.5, 2}}},
+			[]qterm{{term("dermatologist"), 0.5, 1}, {term("surgeon"), 0.5, 1}, {term("guitar"), 0.5, 2}, {term("violin"), 0.5, 2}},
+			[][]string{{"doctor"}, {"music", "instrument"}}},
 		{"a kind already in the query is not added again", "did the doctor see my dermatologist",
-			[]qterm{{term("surgeon"), 0.5, 1}}},
-		{"skipped words are not looked up", "Dr. Doctors", nil},
-		{"no noun with kinds", "what did I say yesterday", nil},
+			[]qterm{{term("surgeon"), 0.5, 1}}, [][]string{{"doctor"}}},
+		{"skipped words are not looked up", "Dr. Doctors", nil, nil},
+		{"no noun with kinds", "what did I say yesterday", nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -34,7 +37,10 @@ func TestKindTerms(t *testing.T) {
 				skip["doctors"] = true
 			}
 			have := ti.queryTerms(c.query, skip)
-			got := ti.kindTerms(c.query, skip, have, 0.5)
+			got, nouns := ti.kindTerms(c.query, skip, have, 0.5)
+			if !slices.EqualFunc(nouns, c.nouns, slices.Equal) {
+				t.Errorf("kindTerms(%q) nouns = %q, want %q", c.query, nouns, c.nouns)
+			}
 			cmp := func(a, b qterm) int { return int(a.tid) - int(b.tid) }
 			slices.SortFunc(got, cmp)
 			want := slices.Clone(c.want)
@@ -123,5 +129,62 @@ func TestScoreTermsGroupTakesBest(t *testing.T) {
 	}
 	if sum := score(group); sum[1] <= best {
 		t.Errorf("summed (no group) %g, want more than %g", sum[1], best)
+	}
+}
+
+// TestCoverageCountsKinds: a memory naming a kind of a noun of the query
+// holds that noun's share of the query's word weight (so the relevance
+// gate lets it through), counted once when it names the noun too.
+func TestCoverageCountsKinds(t *testing.T) {
+	ti := newTextIndex()
+	for i, d := range []string{"my dermatologist was kind", "my doctor, a dermatologist", "a quiet day in the garden", "the garden gate"} {
+		ti.put(int64(i+1), d)
+	}
+	const q = "which doctors did I see in the garden"
+	ids := []int64{1, 2, 3}
+	plain := ti.coverage(q, nil, ids, nil, nil)
+	kinds, nouns := ti.kindTerms(q, nil, ti.queryTerms(q, nil), 0.2)
+	with := ti.coverage(q, nil, ids, kinds, nouns)
+	if plain[0] != 0 || with[0] <= 0 {
+		t.Errorf("the dermatologist memory covers %g plainly and %g with kinds; want 0 and more", plain[0], with[0])
+	}
+	if with[0] != plain[1] {
+		t.Errorf("a kind of doctor covers %g, the word doctor %g: want equal", with[0], plain[1])
+	}
+	if with[1] != plain[1] {
+		t.Errorf("naming the doctor and a kind of it covers %g, want %g (the noun counted once)", with[1], plain[1])
+	}
+	if with[2] != plain[2] {
+		t.Errorf("a memory with no kind covers %g with kinds, %g without", with[2], plain[2])
+	}
+}
+
+// TestRecallContextShowsKinds: on the turn's path, a question naming a
+// class brings the memories about its members into the prompt (the gate
+// counts a kind as the noun it stands for), and not an unrelated one.
+func TestRecallContextShowsKinds(t *testing.T) {
+	ctx := context.Background()
+	svc, _, _ := newService(t, false)
+	for _, s := range []string{
+		"Saw my dermatologist, Dr. Lee, about the mole on my back.",
+		"The ENT specialist says my sinusitis is chronic.",
+		"The bakery on Main Street sells rye bread on Fridays.",
+	} {
+		if _, err := svc.Remember(ctx, Memory{Text: s, Kind: KindFact, Source: SourceAgent}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := (&RecallContext{Service: svc}).Recall(ctx, "Which doctors did I see this year?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := texts(rec.Memories)
+	for _, want := range []string{"dermatologist", "ENT specialist"} {
+		if !slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("recall shows %q, lacks the %s", got, want)
+		}
+	}
+	if slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "bakery") }) {
+		t.Errorf("recall shows %q, with the bakery", got)
 	}
 }

@@ -89,6 +89,8 @@ type recallRun struct {
 	kinds  uint32          // bit c set: kindCode c recalled (all when Query.Kinds is empty)
 	skip   map[string]bool // their words, left out of the full-text query
 	hits   []textHit       // full-text candidates
+	kterms []qterm         // the kinds of the query's nouns (kindTerms)
+	nouns  [][]string      // by kinds' group − 1: the stems of the noun's words
 
 	byslot map[int]int // slot → index in cs
 	cs     []cand
@@ -180,7 +182,10 @@ func (r *recallRun) textCandidates() {
 			}
 		}
 	}
-	r.hits = r.s.text.search(r.text, r.skip, r.bp, r.nCand, r.keepID, float32(r.tune.KindWeight))
+	if r.tune.KindWeight > 0 {
+		r.kterms, r.nouns = r.s.text.kindTerms(r.text, r.skip, r.s.text.queryTerms(r.text, r.skip), float32(r.tune.KindWeight))
+	}
+	r.hits = r.s.text.search(r.text, r.skip, r.bp, r.nCand, r.keepID, r.kterms)
 	for i, h := range r.hits {
 		c := r.get(r.s.idx.slot[h.id])
 		c.tr = i + 1
@@ -327,7 +332,7 @@ func (r *recallRun) top() []Scored {
 	for i, c := range cands {
 		ids[i] = idx.ids[c.slot]
 	}
-	cover := r.s.text.coverage(r.text, r.skip, ids)
+	cover := r.s.text.coverage(r.text, r.skip, ids, r.kterms, r.nouns)
 	for i, c := range cands {
 		out[i] = Scored{Memory: Memory{ID: ids[i]}, Score: c.score, Fused: c.fused, TextRank: c.tr, VecRank: c.vr, Cosine: c.cos, Match: cover[i]}
 	}

@@ -390,10 +390,9 @@ func (t *textIndex) queryTerms(query string, skip map[string]bool) []qterm {
 }
 
 // search returns up to k memory ids accepted by keep, best BM25 score first
-// (ties by id); see queryTerms for the query. With kindWeight > 0 the
-// words naming kinds of the query's nouns are searched too, with that
-// weight (see kindTerms).
-func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, keep func(id int64) bool, kindWeight float32) []textHit {
+// (ties by id); see queryTerms for the query. The terms kinds (kindTerms)
+// are searched too.
+func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, keep func(id int64) bool, kinds []qterm) []textHit {
 	if t.live == 0 || k <= 0 {
 		return nil
 	}
@@ -401,9 +400,7 @@ func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, ke
 	if len(qterms) == 0 {
 		return nil
 	}
-	if kindWeight > 0 {
-		qterms = append(qterms, t.kindTerms(query, skip, qterms, kindWeight)...)
-	}
+	qterms = append(qterms, kinds...)
 	return t.scoreTerms(qterms, p, k, keep)
 }
 
@@ -558,9 +555,11 @@ func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64
 // contains over the idf of all of them (a stem counted once however often
 // it occurs), a stem no memory holds weighing as
 // one held by none (so a query about something never told is barely
-// covered by any memory). 0 for a memory not indexed or a query without
+// covered by any memory). A memory holding one of the kinds of a noun of
+// the query (kindTerms: kinds and, by group, the stems of the noun's words)
+// holds the noun's words. 0 for a memory not indexed or a query without
 // content words.
-func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64) []float64 {
+func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64, kinds []qterm, nouns [][]string) []float64 {
 	out := make([]float64, len(ids))
 	N := float64(t.live)
 	// Lucene's idf, which stays positive for a word most memories hold (in
@@ -568,6 +567,7 @@ func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64) []
 	idf := func(df float64) float64 { return math.Log(1 + (N-df+0.5)/(df+0.5)) }
 	var total float64
 	weight := map[uint32]float64{}
+	stemWeight := map[string]float64{}
 	seen := map[string]bool{}
 	for _, w := range embed.Words(query) {
 		if skip[w] || embed.IsStopWord(w) {
@@ -581,15 +581,18 @@ func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64) []
 		tid, ok := t.terms[st]
 		if !ok || t.df[tid] <= 0 {
 			total += idf(0)
+			stemWeight[st] = idf(0) // a kind of it may be held
 			continue
 		}
 		wt := idf(float64(t.df[tid]))
 		weight[tid] = wt
+		stemWeight[st] = wt
 		total += wt
 	}
 	if total <= 0 {
 		return out
 	}
+	kc := t.newKindCover(kinds, nouns, stemWeight)
 	for i, id := range ids {
 		d, ok := t.byID[id]
 		if !ok {
@@ -599,7 +602,7 @@ func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64) []
 		for _, tid := range t.docTerms(d) {
 			s += weight[tid]
 		}
-		out[i] = s / total
+		out[i] = (s + kc.weight(t.docTerms(d))) / total
 	}
 	return out
 }
