@@ -106,12 +106,22 @@ func withApp(cmd *cobra.Command, g *globalFlags, env []string, fn func(ctx conte
 	if err != nil {
 		return err
 	}
-	a, err := app.New(cmd.Context(), app.Options{DataDir: dir, ConfigPath: g.config, Env: env, Console: io.Discard, Registry: []extension.Info{}})
+	a, err := openApp(cmd.Context(), dir, g.config, env)
 	if err != nil {
-		if errors.Is(err, datadir.ErrLocked) {
-			return fmt.Errorf("%w\nstop the running agent first (one agent per data dir)", err)
-		}
 		return err
 	}
 	return errors.Join(fn(cmd.Context(), a), a.Close())
+}
+
+// openApp opens the data dir's stores in this process, without the
+// extensions and without running the agent; the caller closes it.
+func openApp(ctx context.Context, dir, configPath string, env []string) (*app.App, error) {
+	a, err := app.New(ctx, app.Options{DataDir: dir, ConfigPath: configPath, Env: env, Console: io.Discard, Registry: []extension.Info{}})
+	if err != nil {
+		if errors.Is(err, datadir.ErrLocked) {
+			return nil, fmt.Errorf("%w\nstop the running agent first (one agent per data dir)", err)
+		}
+		return nil, err
+	}
+	return a, nil
 }

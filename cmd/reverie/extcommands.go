@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -67,6 +70,44 @@ func (e commandEnv) RunAgent(ctx context.Context, o command.AgentOptions) (*api.
 	return a.API, stop, nil
 }
 
+func (e commandEnv) DecodeConfig(id string, v any) error {
+	dir, err := e.DataDir()
+	if err != nil {
+		return err
+	}
+	path := e.g.config
+	if path == "" {
+		path = filepath.Join(dir, "config.yaml")
+	}
+	cfg, err := loadConfig(path, e.env)
+	if err != nil {
+		return err
+	}
+	return cfg.DecodeExtension(id, v)
+}
+
+func (e commandEnv) Memories(ctx context.Context) (api.Memories, func() error, error) {
+	c, err := e.Agent(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c != nil {
+		return c.Memories(), func() error { return nil }, nil
+	}
+	dir, err := e.DataDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := openApp(ctx, dir, e.g.config, e.env)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.API.Memories == nil {
+		return nil, nil, errors.Join(errors.New("this data dir's agent has no long-term memory"), a.Close())
+	}
+	return a.API.Memories, a.Close, nil
+}
+
 // addExtensionCommands adds the commands the linked extensions registered
 // (command.Register) to root. A name that a built-in command already has
 // is a programming error: it panics, like a duplicate registration.
@@ -76,11 +117,19 @@ func addExtensionCommands(root *cobra.Command, env command.Env) {
 		if c.Name() != info.Name {
 			panic(fmt.Sprintf("extension %s registered the command %q but built %q", info.Extension, info.Name, c.Name()))
 		}
-		for _, have := range root.Commands() {
+		parent := root
+		if info.Parent != "" {
+			i := slices.IndexFunc(root.Commands(), func(c *cobra.Command) bool { return c.Name() == info.Parent })
+			if i < 0 {
+				panic(fmt.Sprintf("extension %s registered the command %q under %q, which reverie does not have", info.Extension, info.Name, info.Parent))
+			}
+			parent = root.Commands()[i]
+		}
+		for _, have := range parent.Commands() {
 			if have.Name() == info.Name {
-				panic(fmt.Sprintf("extension %s registered the command %q, which reverie already has", info.Extension, info.Name))
+				panic(fmt.Sprintf("extension %s registered the command %q, which reverie already has", info.Extension, strings.TrimSpace(info.Parent+" "+info.Name)))
 			}
 		}
-		root.AddCommand(c)
+		parent.AddCommand(c)
 	}
 }

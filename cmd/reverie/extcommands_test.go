@@ -25,15 +25,21 @@ func TestExtensionCommands(t *testing.T) {
 	if len(registered) == 0 {
 		t.Fatal("no extension registered a command (the bundle brings reverie telegram)")
 	}
-	_, help, _ := runCLI(t, nil, "--help")
 	for _, info := range registered {
-		c, _, err := root.Find([]string{info.Name})
+		path := strings.Fields(info.Parent + " " + info.Name)
+		c, _, err := root.Find(path)
 		if err != nil || c.Name() != info.Name {
-			t.Errorf("reverie %s (from %s) is not a command: %v", info.Name, info.Extension, err)
+			t.Errorf("reverie %s (from %s) is not a command: %v", strings.Join(path, " "), info.Extension, err)
 		}
+		_, help, _ := runCLI(t, nil, append(path[:len(path)-1:len(path)-1], "--help")...)
 		if !strings.Contains(help, "\n  "+info.Name+" ") {
-			t.Errorf("reverie --help does not list %s:\n%s", info.Name, help)
+			t.Errorf("reverie %s --help does not list %s:\n%s", info.Parent, info.Name, help)
 		}
+	}
+	// cmd/reverie names no extension for its commands: memory import comes
+	// from the MCP extension.
+	if c, _, err := root.Find([]string{"memory", "import"}); err != nil || c.Name() != "import" || !strings.Contains(c.Short, "MCP") {
+		t.Errorf("reverie memory import: %v", err)
 	}
 	if c, _, err := root.Find([]string{"telegram", "approve"}); err != nil || c.Name() != "approve" {
 		t.Errorf("reverie telegram approve: %v", err)

@@ -31,7 +31,7 @@ commands go through its control socket; otherwise they open the store in this pr
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newMemorySearchCmd(g, env), newMemoryAddCmd(g, env), newMemoryListCmd(g, env), newMemoryEditCmd(g, env),
-		newMemoryForgetCmd(g, env), newMemoryImportCmd(g, env))
+		newMemoryForgetCmd(g, env))
 	cmd.AddCommand(children...)
 	return cmd
 }

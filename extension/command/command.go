@@ -26,6 +26,7 @@ import (
 	"io"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -54,6 +55,15 @@ type Env interface {
 	// only when Agent found none: the data dir takes one agent at a time
 	// (the error then says another holds it, with o.LockedHint).
 	RunAgent(ctx context.Context, o AgentOptions) (svc *api.Services, stop func(), err error)
+	// DecodeConfig decodes the configuration section of extension id
+	// (the data dir's config.yaml or --config, with REVERIE_<ID>__…
+	// overrides) into v, strictly, as the agent's host does; a missing
+	// section leaves v unchanged.
+	DecodeConfig(id string, v any) error
+	// Memories is the long-term memory of the data dir: the running
+	// agent's through its control socket, else the store opened in this
+	// process (without starting the agent); done releases it.
+	Memories(ctx context.Context) (m api.Memories, done func() error, err error)
 }
 
 // AgentOptions adjust Env.RunAgent.
@@ -65,13 +75,17 @@ type AgentOptions struct {
 	LockedHint string
 }
 
-// Info registers one top-level subcommand.
+// Info registers one subcommand: top-level, or under one of reverie's
+// own commands (Parent).
 type Info struct {
 	// Extension is the id of the extension adding the command.
 	Extension string
+	// Parent is the built-in command the command goes under ("memory"
+	// for `reverie memory import`); empty for a top-level one.
+	Parent string
 	// Name is the command's name (the first word of the cobra command's
-	// Use): lower-case letters, digits and -, unique among every command
-	// of the binary.
+	// Use): lower-case letters, digits and -, unique among the commands
+	// of its parent.
 	Name string
 	// New builds the command (with its subcommands and flags). It is
 	// called once per invocation of the command line, before arguments
@@ -92,6 +106,8 @@ func Register(info Info) {
 	switch {
 	case !validName().MatchString(info.Name):
 		panic(fmt.Sprintf("command.Register: invalid name %q", info.Name))
+	case info.Parent != "" && !validName().MatchString(info.Parent):
+		panic(fmt.Sprintf("command.Register: %q: invalid parent %q", info.Name, info.Parent))
 	case info.Extension == "":
 		panic(fmt.Sprintf("command.Register: %q names no extension", info.Name))
 	case info.New == nil:
@@ -99,13 +115,14 @@ func Register(info Info) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if prev, dup := registry[info.Name]; dup {
-		panic(fmt.Sprintf("command.Register: %q registered twice (by %s and %s)", info.Name, prev.Extension, info.Extension))
+	key := strings.TrimSpace(info.Parent + " " + info.Name)
+	if prev, dup := registry[key]; dup {
+		panic(fmt.Sprintf("command.Register: %q registered twice (by %s and %s)", key, prev.Extension, info.Extension))
 	}
-	registry[info.Name] = info
+	registry[key] = info
 }
 
-// Registered returns every registered command, sorted by name.
+// Registered returns every registered command, sorted by parent and name.
 func Registered() []Info {
 	mu.RLock()
 	defer mu.RUnlock()
@@ -113,6 +130,11 @@ func Registered() []Info {
 	for _, info := range registry {
 		out = append(out, info)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Parent != out[j].Parent {
+			return out[i].Parent < out[j].Parent
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out
 }

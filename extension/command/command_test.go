@@ -14,6 +14,7 @@ func newTest(Env) *cobra.Command { return &cobra.Command{Use: "test"} }
 func TestRegister(t *testing.T) {
 	Register(Info{Extension: "one", Name: "zeta", New: newTest})
 	Register(Info{Extension: "two", Name: "alpha-2", New: newTest})
+	Register(Info{Extension: "two", Parent: "memory", Name: "zeta", New: newTest})
 	tests := []struct {
 		name string
 		info Info
@@ -25,6 +26,8 @@ func TestRegister(t *testing.T) {
 		{"space", Info{Extension: "one", Name: "a b", New: newTest}, `invalid name "a b"`},
 		{"no extension", Info{Name: "beta", New: newTest}, `"beta" names no extension`},
 		{"no constructor", Info{Extension: "one", Name: "beta"}, `"beta" has no constructor`},
+		{"duplicate under a parent", Info{Extension: "three", Parent: "memory", Name: "zeta", New: newTest}, `"memory zeta" registered twice (by two and three)`},
+		{"invalid parent", Info{Extension: "one", Parent: "Memory", Name: "beta", New: newTest}, `"beta": invalid parent "Memory"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,9 +42,9 @@ func TestRegister(t *testing.T) {
 	}
 	var names []string
 	for _, info := range Registered() {
-		names = append(names, info.Extension+"/"+info.Name)
+		names = append(names, info.Extension+"/"+strings.TrimSpace(info.Parent+" "+info.Name))
 	}
-	if got := strings.Join(names, " "); got != "two/alpha-2 one/zeta" {
+	if got := strings.Join(names, " "); got != "two/alpha-2 one/zeta two/memory zeta" {
 		t.Errorf("Registered: %s", got)
 	}
 }

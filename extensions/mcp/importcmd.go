@@ -1,25 +1,27 @@
-package main
+package mcp
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reverie-ai/reverie/api"
-	"github.com/reverie-ai/reverie/extensions/mcp"
-	"github.com/reverie-ai/reverie/internal/memory"
-	"github.com/reverie-ai/reverie/internal/textclip"
+	"github.com/reverie-ai/reverie/extension/command"
 	"github.com/reverie-ai/reverie/termtext"
 )
 
-// newMemoryImportCmd is `reverie memory import --from-mcp SERVER`: copy an
+func init() {
+	command.Register(command.Info{Extension: ID, Parent: "memory", Name: "import", New: newImportCommand})
+}
+
+// newImportCommand is `reverie memory import --from-mcp SERVER`: copy an
 // external MCP memory store into Reverie's own.
-func newMemoryImportCmd(g *globalFlags, env []string) *cobra.Command {
+func newImportCommand(env command.Env) *cobra.Command {
 	var server, toolName, args string
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -39,48 +41,42 @@ the store is opened in this process.`,
 			if !json.Valid([]byte(args)) {
 				return fmt.Errorf("--arguments %q is not JSON", args)
 			}
-			dir, err := g.dataDir(env)
+			dir, err := env.DataDir()
 			if err != nil {
 				return err
 			}
-			cfgPath := g.config
-			if cfgPath == "" {
-				cfgPath = filepath.Join(dir, "config.yaml")
-			}
-			full, err := loadConfig(cfgPath, env)
-			if err != nil {
-				return err
-			}
-			mcfg := mcp.ParseConfig()
-			if err := full.DecodeExtension(mcp.ID, &mcfg); err != nil {
+			cfg := ParseConfig()
+			if err := env.DecodeConfig(ID, &cfg); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			texts, err := mcp.ReadMemories(ctx, mcfg, dir, server, toolName, json.RawMessage(args))
+			texts, err := ReadMemories(ctx, cfg, dir, server, toolName, json.RawMessage(args))
+			if err != nil {
+				return err
+			}
+			svc, done, err := env.Memories(cmd.Context())
 			if err != nil {
 				return err
 			}
 			keep := false
-			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
-				added, existing, refused := 0, 0, 0
-				for _, t := range texts {
-					m, err := svc.Add(ctx, api.MemoryInput{Text: t, Kind: string(memory.KindFact), Source: string(memory.SourceImport), Keep: &keep})
-					switch {
-					case err != nil:
-						refused++
-						// The server's text is shown escaped: it cannot drive the terminal.
-						fmt.Fprintf(cmd.ErrOrStderr(), "not imported (%s): %s\n", termtext.Line(err.Error()), termtext.Line(textclip.Runes(t, 80)))
-					case m.Existing:
-						existing++
-					default:
-						added++
-					}
+			added, existing, refused := 0, 0, 0
+			for _, t := range texts {
+				m, err := svc.Add(cmd.Context(), api.MemoryInput{Text: t, Kind: "fact", Source: "import", Keep: &keep})
+				switch {
+				case err != nil:
+					refused++
+					// The server's text is shown escaped: it cannot drive the terminal.
+					fmt.Fprintf(cmd.ErrOrStderr(), "not imported (%s): %s\n", termtext.Line(err.Error()), termtext.Line(preview(t)))
+				case m.Existing:
+					existing++
+				default:
+					added++
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "imported %d memories from MCP server %s (%d already known, %d refused)\n",
-					added, server, existing, refused)
-				return nil
-			})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %d memories from MCP server %s (%d already known, %d refused)\n",
+				added, server, existing, refused)
+			return done()
 		},
 	}
 	cmd.Flags().StringVar(&server, "from-mcp", "", "the MCP server to read (a name under mcp.servers)")
@@ -88,4 +84,13 @@ the store is opened in this process.`,
 	cmd.Flags().StringVar(&args, "arguments", "{}", "the tool's arguments, a JSON object")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up on the MCP server after this long")
 	return cmd
+}
+
+// preview is the start of a memory's text for a line on stderr: its first
+// 80 characters, "…" when it goes on.
+func preview(s string) string {
+	if utf8.RuneCountInString(s) <= 80 {
+		return s
+	}
+	return string([]rune(s)[:80]) + "…"
 }
