@@ -102,14 +102,16 @@ func entries(wn *wordnet, maxClosure int) (map[string]map[string]bool, map[strin
 		}
 	}
 	plural := map[string]string{}
-	for infl, bases := range wn.plurals {
+	// in sorted order, so that two forms with one key ("t-shirts",
+	// "t_shirts") give the same table every time: the first wins
+	for _, infl := range sortedKeys(wn.plurals) {
 		k, ok := keyOf(infl)
-		if !ok {
+		if _, done := plural[k]; !ok || done {
 			continue
 		}
-		for _, b := range bases {
+		for _, b := range wn.plurals[infl] {
 			if bk, ok := keyOf(b); ok && bk != k && kinds[bk] != nil {
-				plural[k] = bk // noun.exc lists at most one base per form for these
+				plural[k] = bk
 				break
 			}
 		}
