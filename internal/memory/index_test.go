@@ -221,7 +221,7 @@ func TestTextIndexCompactionKeepsScores(t *testing.T) {
 	}
 	// the same live documents, put in the order the old index now holds them
 	for _, id := range old.docID {
-		if id == 0 {
+		if id <= 0 {
 			continue
 		}
 		v := 0
@@ -327,4 +327,68 @@ func TestTextIndexPack(t *testing.T) {
 		t.Errorf("a pack after ten new documents ran (%d left to pack)", packed.fresh)
 	}
 	check("ten more")
+}
+
+// TestTextIndexFindsIDsWithoutAMap checks that a text index whose ids
+// ascend (as the database numbers memories) finds them by binary search,
+// keeping no map, through removals and compaction, and answers exactly as
+// one that maps them; and that a document put out of order makes it build
+// the map and go on answering the same.
+func TestTextIndexFindsIDsWithoutAMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	sorted, mapped := newTextIndex(), newTextIndex()
+	mapped.byID = map[int64]uint32{}
+	texts := map[int64]string{}
+	for i := range 5000 {
+		id := int64(2*i + 1) // with gaps
+		texts[id] = benchText(r, i)
+		sorted.put(id, texts[id])
+		mapped.put(id, texts[id])
+	}
+	for id := int64(1); id < 10000; id += 4 { // a half: compaction runs
+		sorted.remove(id)
+		mapped.remove(id)
+	}
+	all := func(int64) bool { return true }
+	queries := []string{"weekend"}
+	for range 8 {
+		queries = append(queries, benchQuery(r))
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, q := range queries {
+			a, b := sorted.search(q, nil, defaultBM25, 50, all, nil), mapped.search(q, nil, defaultBM25, 50, all, nil)
+			if len(a) == 0 || !slices.Equal(a, b) {
+				t.Fatalf("%s, %q: %v, with a map %v", when, q, a, b)
+			}
+			ids := []int64{1, 2, 3, 9999, 10001}
+			for _, h := range a {
+				ids = append(ids, h.id)
+			}
+			if ca, cb := sorted.coverage(q, nil, ids, nil, nil), mapped.coverage(q, nil, ids, nil, nil); !slices.Equal(ca, cb) {
+				t.Fatalf("%s, %q: coverage %v, with a map %v", when, q, ca, cb)
+			}
+			if ea, eb := sorted.expand(q, nil, a[:5], 3), mapped.expand(q, nil, a[:5], 3); !slices.Equal(ea, eb) {
+				t.Fatalf("%s, %q: feedback terms %v, with a map %v", when, q, ea, eb)
+			}
+		}
+	}
+	if len(sorted.docID) >= 5000 {
+		t.Fatalf("%d documents: the removals did not compact", len(sorted.docID))
+	}
+	check("ascending ids")
+	if sorted.byID != nil {
+		t.Fatalf("ascending ids built a map of %d", len(sorted.byID))
+	}
+	for _, id := range []int64{3, 4} { // an update, then a new id below the last
+		sorted.put(id, "the violin in Lyon"+texts[id])
+		mapped.put(id, "the violin in Lyon"+texts[id])
+	}
+	if sorted.byID == nil {
+		t.Fatal("a document out of order built no map")
+	}
+	check("after documents out of order")
+	if _, ok := sorted.docOf(1); ok {
+		t.Error("a removed memory is found")
+	}
 }

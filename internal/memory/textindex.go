@@ -33,12 +33,16 @@ type textIndex struct {
 	lastDoc  []uint32 // by term id: the last document in its postings
 	df       []int32  // live documents per term
 
-	docID   []int64  // docno → memory id (0 = removed)
+	docID   []int64  // docno → memory id, negated once removed
 	docLen  []uint16 // docno → number of indexed terms
 	docOff  []uint32 // docno → start of its distinct term ids in termIDs
 	termIDs []uint32 // every document's distinct term ids, in docno order
-	byID    map[int64]uint32
-	live    int
+	// byID maps memory ids to live docnos once a document came out of
+	// order; nil while the ids ascend with the docnos (memories are put
+	// in the order the database numbers them), when docOf finds them by
+	// binary search in docID: a map would cost ~30 B a document.
+	byID map[int64]uint32
+	live int
 	// dead counts the term ids in termIDs of removed documents.
 	dead     int
 	totalLen int64
@@ -116,7 +120,7 @@ type bm25 struct{ k1, b, bigram float64 }
 var defaultBM25 = bm25{k1: 1.2, b: 0.75}
 
 func newTextIndex() *textIndex {
-	return &textIndex{terms: map[string]uint32{}, byID: map[int64]uint32{}}
+	return &textIndex{terms: map[string]uint32{}}
 }
 
 // reserve makes room for n more documents (see index.reserve).
@@ -127,8 +131,30 @@ func (t *textIndex) reserve(n int) {
 	t.docID = slices.Grow(t.docID, n)
 	t.docLen = slices.Grow(t.docLen, n)
 	t.docOff = slices.Grow(t.docOff, n)
-	if len(t.byID) == 0 {
-		t.byID = make(map[int64]uint32, n)
+}
+
+// docOf returns the live document of memory id.
+func (t *textIndex) docOf(id int64) (uint32, bool) {
+	if t.byID != nil {
+		d, ok := t.byID[id]
+		return d, ok
+	}
+	i, found := slices.BinarySearchFunc(t.docID, id, func(e, id int64) int { return cmp.Compare(max(e, -e), id) })
+	if !found || t.docID[i] <= 0 {
+		return 0, false
+	}
+	return uint32(i), true
+}
+
+// mapIDs builds byID from the live documents: id, about to be put, does
+// not ascend from the last document's (an update of an older memory, or
+// writers that raced).
+func (t *textIndex) mapIDs() {
+	t.byID = make(map[int64]uint32, t.live+1)
+	for d, id := range t.docID {
+		if id > 0 {
+			t.byID[id] = uint32(d)
+		}
 	}
 }
 
@@ -149,6 +175,9 @@ func indexTerms(text string) ([]string, int) {
 // put indexes text for id, replacing any previous text of id.
 func (t *textIndex) put(id int64, text string) {
 	t.remove(id)
+	if n := len(t.docID); t.byID == nil && n > 0 && id <= max(t.docID[n-1], -t.docID[n-1]) {
+		t.mapIDs()
+	}
 	terms, length := indexTerms(text)
 	tf := map[string]int{}
 	var order []string
@@ -181,7 +210,9 @@ func (t *textIndex) put(id int64, text string) {
 	}
 	t.docID = append(room(t.docID, 1), id)
 	t.docLen = append(room(t.docLen, 1), uint16(min(length, math.MaxUint16)))
-	t.byID[id] = doc
+	if t.byID != nil {
+		t.byID[id] = doc
+	}
 	t.live++
 	t.totalLen += int64(min(length, math.MaxUint16))
 	t.fresh++
@@ -237,18 +268,20 @@ func (t *textIndex) pack() {
 
 // remove drops id's document (a tombstone until compaction).
 func (t *textIndex) remove(id int64) {
-	doc, ok := t.byID[id]
+	doc, ok := t.docOf(id)
 	if !ok {
 		return
 	}
-	delete(t.byID, id)
+	if t.byID != nil {
+		delete(t.byID, id)
+	}
 	terms := t.docTerms(doc)
 	for _, tid := range terms {
 		t.df[tid]--
 	}
 	t.dead += len(terms)
 	t.totalLen -= int64(t.docLen[doc])
-	t.docID[doc] = 0
+	t.docID[doc] = -id
 	t.live--
 	if dead := len(t.docID) - t.live; dead > 1024 && dead*4 > len(t.docID) {
 		t.compact()
@@ -263,12 +296,14 @@ func (t *textIndex) compact() {
 	offs := make([]uint32, 0, t.live)
 	tids := make([]uint32, 0, len(t.termIDs)-t.dead)
 	for d, id := range t.docID {
-		if id == 0 {
+		if id <= 0 {
 			remap[d] = math.MaxUint32
 			continue
 		}
 		remap[d] = uint32(len(ids))
-		t.byID[id] = remap[d]
+		if t.byID != nil {
+			t.byID[id] = remap[d]
+		}
 		ids = append(ids, id)
 		lens = append(lens, t.docLen[d])
 		offs = append(offs, uint32(len(tids)))
@@ -425,7 +460,7 @@ func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n 
 	weight := map[uint32]float64{}
 	N := float64(t.live)
 	for _, h := range top {
-		d, ok := t.byID[h.id]
+		d, ok := t.docOf(h.id)
 		if !ok {
 			continue
 		}
@@ -493,7 +528,7 @@ func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64
 			var tfb uint8
 			for i := 0; i < len(pl); {
 				d, tfb, i = nextPosting(pl, i, d)
-				if t.docID[d] == 0 {
+				if t.docID[d] <= 0 {
 					continue
 				}
 				tf := float32(tfb)
@@ -594,7 +629,7 @@ func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64, ki
 	}
 	kc := t.newKindCover(kinds, nouns, stemWeight)
 	for i, id := range ids {
-		d, ok := t.byID[id]
+		d, ok := t.docOf(id)
 		if !ok {
 			continue
 		}
