@@ -41,9 +41,11 @@
 //     (ValidFrom > t or ValidTo ≤ t, unless IncludeClosed) and those outside
 //     Kinds/Thread are excluded from both lists.
 //  2. Pseudo-relevance feedback: a second BM25 ranking for the query plus
-//     the FeedbackTerms highest-idf terms shared by the FeedbackDocs best
-//     full-text matches, fused with weight FeedbackWeight (it finds the
-//     answer that uses other words than the question).
+//     FeedbackTerms terms of the FeedbackDocs best full-text matches,
+//     those with the highest sum over the matches holding them of
+//     idf · score/best score (a match counts as much as it matches),
+//     fused with weight FeedbackWeight (it finds the answer that uses
+//     other words than the question).
 //  3. Fuses the rankings by reciprocal rank fusion:
 //     fused(m) = Wt/(k + rank_text(m)) + Wv/(k + rank_vec(m)), a missing
 //     rank contributing 0 (k = RRFK).

@@ -440,8 +440,9 @@ func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, ke
 }
 
 // expand returns the query terms plus up to n feedback terms: the terms
-// that occur in most of the given top documents, weighted by idf
-// (pseudo-relevance feedback).
+// of the given top documents with the highest sum, over the documents
+// holding them, of idf times the document's score relative to the best
+// one (pseudo-relevance feedback; the score weighting is RM3's P(Q|D)).
 func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n int) []qterm {
 	q := map[uint32]bool{}
 	var qterms []qterm
@@ -464,6 +465,12 @@ func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n 
 		if !ok {
 			continue
 		}
+		// a document counts for what it shares with the query (RM3's
+		// P(Q|D)): its score relative to the best
+		dw := 1.0
+		if top[0].score > 0 {
+			dw = float64(h.score / top[0].score)
+		}
 		for _, tid := range t.docTerms(d) {
 			if q[tid] {
 				continue
@@ -472,7 +479,7 @@ func (t *textIndex) expand(query string, skip map[string]bool, top []textHit, n 
 			if df < 2 {
 				continue // a term of one document only says nothing about others
 			}
-			weight[tid] += math.Log((N - df + 0.5) / (df + 0.5))
+			weight[tid] += dw * math.Log((N-df+0.5)/(df+0.5))
 		}
 	}
 	type tw struct {
