@@ -9,6 +9,7 @@ import (
 
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/agent"
+	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/memory"
@@ -158,6 +159,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 
 	a.prompts = newPromptRecorder(ag, a.opts.Now)
 	rt, err := router.New(ctx, router.Options{
+		Grace:      turnGrace(a.Config.Supervisor.ShutdownGrace),
 		Migrations: a.migrations,
 		DB:         a.DB,
 		Commits:    a.commits,
@@ -345,4 +347,17 @@ func historyTokens(n int) int {
 		return -1
 	}
 	return n
+}
+
+// turnGrace is how long turns in progress may finish when the agent stops:
+// half of supervisor.shutdown_grace, the time the agent has after SIGTERM
+// (the supervisor SIGKILLs it then), so that a turn still running is
+// cancelled by the router and stored as interrupted, with the other half
+// left for the extensions and the database to close. 0 (unset) is the
+// configuration's default of 10 s.
+func turnGrace(shutdown time.Duration) time.Duration {
+	if shutdown <= 0 {
+		shutdown = config.Default().Supervisor.ShutdownGrace
+	}
+	return shutdown / 2
 }
