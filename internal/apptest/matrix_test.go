@@ -1174,19 +1174,5 @@ func TestMatrixSendFailsForAWhile(t *testing.T) {
 	block.Store(true)
 	proxy.FailNext(1000)
 	alice.Send(t, room, "and now?")
-	select {
-	case <-blocked:
-	case <-time.After(matrixtest.WaitTimeout):
-		t.Fatal("the channel never waited to send the reply again")
-	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- h.Stop() }()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	case <-time.After(matrixtest.WaitTimeout):
-		t.Fatalf("the stop still waited after %s for the reply's retries", matrixtest.WaitTimeout)
-	}
+	stopEndsRetries(t, blocked, h.Stop, matrixtest.WaitTimeout)
 }

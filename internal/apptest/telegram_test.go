@@ -356,21 +356,7 @@ func TestTelegramSendFailsForAWhile(t *testing.T) {
 	}
 	srv.Fail("sendMessage", fail...)
 	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "and now?"})
-	select {
-	case <-blocked:
-	case <-time.After(telegramtest.WaitTimeout):
-		t.Fatal("the channel never waited to send the reply again")
-	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- h.Stop() }()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	case <-time.After(telegramtest.WaitTimeout):
-		t.Fatalf("the stop still waited after %s for the reply's retries", telegramtest.WaitTimeout)
-	}
+	stopEndsRetries(t, blocked, h.Stop, telegramtest.WaitTimeout)
 }
 
 // countPlain counts the messages whose plain text contains s.

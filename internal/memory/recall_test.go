@@ -52,26 +52,25 @@ func TestQueryPeriod(t *testing.T) {
 	}
 }
 
-func TestRecallPrefersNamedDate(t *testing.T) {
-	ctx := context.Background()
-	s, _, _ := newStore(t)
-	on := func(y int, m time.Month, d int) *time.Time { t := time.Date(y, m, d, 18, 0, 0, 0, time.UTC); return &t }
-	ids := seed(t, s,
-		Memory{Text: "Went to a concert with friends, loud and fun", Kind: KindEpisode, EventTime: on(2024, 3, 2)},
-		Memory{Text: "Went to a concert downtown", Kind: KindEpisode, EventTime: on(2024, 7, 20)},
-		Memory{Text: "Went to a concert in the park with friends", Kind: KindEpisode, EventTime: on(2024, 11, 9)},
-	)
-	for _, tc := range []struct {
-		name string
-		q    string
-		want int64
-	}{
-		{"month", "which concert did I go to in July 2024?", ids[1]},
-		{"day", "what concert was on 9 November, 2024", ids[2]},
-		{"told a few days later", "the concert on 18 July, 2024", ids[1]},
-	} {
+// concertsOn stores three concert episodes told on the given days, each at
+// 18:00 UTC, and returns their ids.
+func concertsOn(t *testing.T, s Store, days ...time.Time) []int64 {
+	t.Helper()
+	texts := []string{"Went to a concert with friends, loud and fun", "Went to a concert downtown", "Went to a concert in the park with friends"}
+	ms := make([]Memory, len(days))
+	for i, d := range days {
+		at := time.Date(d.Year(), d.Month(), d.Day(), 18, 0, 0, 0, time.UTC)
+		ms[i] = Memory{Text: texts[i], Kind: KindEpisode, EventTime: &at}
+	}
+	return seed(t, s, ms...)
+}
+
+// wantFirst checks, case by case, that recall ranks the wanted memory first.
+func wantFirst(t *testing.T, s Store, cases []firstCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.Recall(ctx, Query{Text: tc.q, Peek: true})
+			got, err := s.Recall(context.Background(), Query{Text: tc.q, Peek: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,34 +81,32 @@ func TestRecallPrefersNamedDate(t *testing.T) {
 	}
 }
 
+type firstCase struct {
+	name string
+	q    string
+	want int64
+}
+
+func TestRecallPrefersNamedDate(t *testing.T) {
+	s, _, _ := newStore(t)
+	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	ids := concertsOn(t, s, day(2024, 3, 2), day(2024, 7, 20), day(2024, 11, 9))
+	wantFirst(t, s, []firstCase{
+		{"month", "which concert did I go to in July 2024?", ids[1]},
+		{"day", "what concert was on 9 November, 2024", ids[2]},
+		{"told a few days later", "the concert on 18 July, 2024", ids[1]},
+	})
+}
+
 func TestRecallPrefersTimeAgo(t *testing.T) {
-	ctx := context.Background()
 	s, _, _ := newStore(t) // its clock: 1 March 2026
-	on := func(y int, m time.Month, d int) *time.Time { t := time.Date(y, m, d, 18, 0, 0, 0, time.UTC); return &t }
-	ids := seed(t, s,
-		Memory{Text: "Went to a concert with friends, loud and fun", Kind: KindEpisode, EventTime: on(2026, 1, 4)},
-		Memory{Text: "Went to a concert downtown", Kind: KindEpisode, EventTime: on(2026, 2, 1)},
-		Memory{Text: "Went to a concert in the park with friends", Kind: KindEpisode, EventTime: on(2026, 2, 22)},
-	)
-	for _, tc := range []struct {
-		name string
-		q    string
-		want int64
-	}{
+	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	ids := concertsOn(t, s, day(2026, 1, 4), day(2026, 2, 1), day(2026, 2, 22))
+	wantFirst(t, s, []firstCase{
 		{"weeks", "which concert did I go to four weeks ago?", ids[1]},
 		{"months", "the concert two months ago", ids[0]},
 		{"days", "the concert I went to 7 days ago", ids[2]},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.Recall(ctx, Query{Text: tc.q, Peek: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) == 0 || got[0].ID != tc.want {
-				t.Fatalf("Recall(%q) = %q, want first %d", tc.q, texts(got), tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestRecallReplyToMatchingQuestion(t *testing.T) {
