@@ -103,3 +103,5 @@ replace maunium.net/go/mautrix v0.32.0 => ./third_party/mautrix
 replace github.com/yuin/goldmark v1.8.7 => ./third_party/goldmark
 
 replace modernc.org/memory v1.12.1 => ./third_party/memory
+
+replace github.com/openai/openai-go/v3 v3.96.0 => ./third_party/openai-go

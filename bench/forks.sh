@@ -20,6 +20,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # build NAME [MODULE…]: reverie with the replace of each MODULE dropped.
+# A build that fails (Reverie calls what a fork adds, as sqlite.ReleaseMemory
+# calls third_party/memory's RequestTrim) is reported and left out.
 build() {
   local name=$1 tags=() mod
   shift
@@ -30,8 +32,12 @@ build() {
     [ "$mod" != maunium.net/go/mautrix ] || tags=(-tags goolm)
   done
   mkdir -p "$work/$name"
-  CGO_ENABLED=0 GOFLAGS=-mod=mod go build -modfile="$work/$name.mod" "${tags[@]}" \
-    -trimpath -ldflags "-s -w" -o "$work/$name/reverie" ./cmd/reverie
+  if ! CGO_ENABLED=0 GOFLAGS=-mod=mod go build -modfile="$work/$name.mod" "${tags[@]}" \
+    -trimpath -ldflags "-s -w" -o "$work/$name/reverie" ./cmd/reverie 2>"$work/$name.err"; then
+    echo "$name: does not build with upstream's release, left out:" >&2
+    head -5 "$work/$name.err" >&2
+    return 1
+  fi
   bins+=("$work/$name/reverie")
 }
 
@@ -41,8 +47,7 @@ mods=()
 for mod in $(awk '$1 == "replace" && $5 ~ /^\.\/third_party\// {print $2}' go.mod); do
   name="upstream-$(basename "$mod" | sed 's/^v[0-9]*$//')"
   [ "$name" != upstream- ] || name="upstream-$(basename "$(dirname "$mod")")"
-  build "$name" "$mod"
-  mods+=("$mod")
+  if build "$name" "$mod"; then mods+=("$mod"); fi
 done
 build upstream-all "${mods[@]}"
 for b in "${bins[@]}"; do printf '%-14s %s\n' "$(basename "$(dirname "$b")")" "$(stat -c %s "$b") bytes"; done
