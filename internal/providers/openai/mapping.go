@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"unicode/utf8"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -44,7 +45,7 @@ func (r request) body() ([]byte, error) {
 	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
 		return nil, fmt.Errorf("encode request: parameters are not a JSON object")
 	}
-	out := make([]byte, 0, len(b)+4096)
+	out := make([]byte, 0, len(b)+r.size())
 	out = append(out, b[:len(b)-1]...)
 	sep := len(b) > 2
 	member := func(name string) {
@@ -81,6 +82,31 @@ func (r request) body() ([]byte, error) {
 	return append(out, '}'), nil
 }
 
+// size is about how many bytes the messages and the tools add to the
+// body (a text's escapes may add more), so that the body is allocated
+// once at about its size rather than grown by doubling (a turn's request
+// is tens of kilobytes: the system prompt and the tools).
+func (r request) size() int {
+	n := 64
+	for _, m := range r.params.Messages {
+		n += 64
+		switch {
+		case m.OfSystem != nil:
+			n += len(m.OfSystem.Content.OfString.Value)
+		case m.OfUser != nil:
+			n += len(m.OfUser.Content.OfString.Value)
+		case m.OfAssistant != nil:
+			n += len(m.OfAssistant.Content.OfString.Value)
+		case m.OfTool != nil:
+			n += len(m.OfTool.Content.OfString.Value)
+		}
+	}
+	for _, t := range r.tools {
+		n += len(t) + 1
+	}
+	return n + n/16
+}
+
 // encodeMessage appends m's JSON to dst. A message of text alone (what
 // toMessages makes of most) is written directly; any other is the SDK's
 // encoding, compacted.
@@ -114,15 +140,10 @@ func encodeMessage(dst []byte, m sdk.ChatCompletionMessageParamUnion) ([]byte, e
 // when callID is set) to dst.
 func textMessage(dst []byte, role, text, callID string) ([]byte, error) {
 	dst = append(dst, `{"content":`...)
-	var err error
-	if dst, err = appendJSONString(dst, text); err != nil {
-		return nil, err
-	}
+	dst = appendJSONString(dst, text)
 	if callID != "" {
 		dst = append(dst, `,"tool_call_id":`...)
-		if dst, err = appendJSONString(dst, callID); err != nil {
-			return nil, err
-		}
+		dst = appendJSONString(dst, callID)
 	}
 	dst = append(dst, `,"role":"`...)
 	dst = append(dst, role...)
@@ -130,16 +151,53 @@ func textMessage(dst []byte, role, text, callID string) ([]byte, error) {
 }
 
 // appendJSONString appends s as a JSON string, as the SDK writes one
-// (invalid UTF-8 as U+FFFD, HTML characters as they are).
-func appendJSONString(dst []byte, s string) ([]byte, error) {
-	buf := bytes.NewBuffer(dst)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		return nil, err
+// (encoding/json without HTML escaping: invalid UTF-8 as U+FFFD, HTML
+// characters as they are, control characters and U+2028/U+2029 escaped),
+// without an encoder's allocations.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
 	}
-	b := buf.Bytes()
-	return b[:len(b)-1], nil // Encode ends with a newline
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // params maps a provider-neutral request onto chat-completions parameters.

@@ -107,7 +107,7 @@ func TestRequestBodyIsTheSDKs(t *testing.T) {
 		t.Fatal(err)
 	}
 	withTools := benchRequest()
-	withTools.System = "Be brief. <b>HTML</b> & \"quotes\", a tab\t, a line\n, \u2028 and invalid \xff UTF-8."
+	withTools.System = "Be brief. <b>HTML</b> & \"quotes\", a back\\slash, a tab\t, a line\n, a return\r, controls \x00\x01\b\f\x1f\x7f, \u2028, \u2029, é ✓ 😀 and invalid \xff UTF-8 \xe2\x82."
 	withTools.Messages = append(benchHistory(12),
 		llm.UserText("a question with <html> & \"quotes\" and \xfe"),
 		llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.Text{Text: "look:"}, llm.Image{MediaType: "image/png", Data: []byte("\x89PNG")}}},
