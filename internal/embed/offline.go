@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -81,12 +82,40 @@ const (
 	nsChar   = 'c'
 )
 
+// scratch is what embedding one text needs besides its result: the
+// feature counts and the accumulator. A turn embeds a few texts (its
+// question, its episodes), and making these afresh each time was most of
+// what an embedding allocated; they are kept in scratchPool and emptied
+// for the next text.
+type scratch struct {
+	uni, bi, chars map[string]float64
+	at             []int
+	acc            []float64
+}
+
+var scratchPool = sync.Pool{New: func() any {
+	return &scratch{uni: map[string]float64{}, bi: map[string]float64{}, chars: map[string]float64{}}
+}}
+
+// maxPooledFeatures bounds the scratch kept for the next text: one long
+// text (a pasted document) must not leave maps of its size in the pool.
+const maxPooledFeatures = 4096
+
 func (o *Offline) embedOne(text string) []float32 {
 	words := Words(text)
-	uni := make(map[string]float64, len(words))
-	bi := make(map[string]float64, len(words))
-	chars := make(map[string]float64, 12*len(words))
-	var at []int // byte offsets of the runes of the bounded word, then its length
+	sc := scratchPool.Get().(*scratch)
+	defer func() {
+		if len(sc.chars) > maxPooledFeatures {
+			return
+		}
+		clear(sc.uni)
+		clear(sc.bi)
+		clear(sc.chars)
+		scratchPool.Put(sc)
+	}()
+	uni, bi, chars := sc.uni, sc.bi, sc.chars
+	at := sc.at[:0] // byte offsets of the runes of the bounded word, then its length
+	defer func() { sc.at = at }()
 	prev := ""
 	for _, w := range words {
 		if IsStopWord(w) {
@@ -116,7 +145,11 @@ func (o *Offline) embedOne(text string) []float32 {
 			}
 		}
 	}
-	acc := make([]float64, o.dims)
+	if cap(sc.acc) < o.dims {
+		sc.acc = make([]float64, o.dims)
+	}
+	acc := sc.acc[:o.dims]
+	clear(acc)
 	o.addFamily(acc, uni, nsWord, o.w.Words)
 	o.addFamily(acc, bi, nsBigram, o.w.Bigrams)
 	o.addFamily(acc, chars, nsChar, o.w.Chars)
