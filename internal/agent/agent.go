@@ -809,10 +809,15 @@ func (a *Agent) finish(ctx context.Context, in Input, start time.Time, res Resul
 		}
 		entries = append(entries, e)
 	}
-	a.logInteractions(ctx, entries...)
+	// The log entry and the episodes are written at once, so that the
+	// group commit they go through (sqlite.Committer) can carry both in
+	// one transaction; the turn's event follows once both are stored.
+	var wg sync.WaitGroup
 	if err == nil {
-		a.recordEpisodes(ctx, in, start, res)
+		wg.Go(func() { a.recordEpisodes(ctx, in, start, res) })
 	}
+	a.logInteractions(ctx, entries...)
+	wg.Wait()
 
 	if a.o.Events == nil {
 		return

@@ -45,7 +45,7 @@ func (a *App) buildMemory(ctx context.Context, count func(string) int) error {
 	store, err := memory.Open(ctx, memory.Options{
 		Migrations: a.migrations,
 		Backend:    backend, DB: a.DB, DataDir: a.opts.DataDir, Embedder: emb, Previous: prev,
-		Now: a.opts.Now, Logger: log,
+		Now: a.opts.Now, Logger: log, Commits: a.commits,
 	})
 	if err != nil {
 		return fmt.Errorf("open memory store: %w", err)

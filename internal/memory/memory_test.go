@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -748,8 +750,20 @@ func sortedIDs(ids []int64) []int64 {
 // TestAddBatchGroupCommit: AddBatch calls that wait for one another are
 // written together (one transaction, a savepoint each): each caller gets
 // its own ids once they are committed, twins across calls are stored once,
-// and a call whose rows fail leaves the others' in place.
+// and a call whose rows fail leaves the others' in place. With a Committer
+// (Options.Commits) the memories wait for, and commit with, the other
+// stores' writes queued with them.
 func TestAddBatchGroupCommit(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := "own transaction"
+		if shared {
+			name = "through the database's committer"
+		}
+		t.Run(name, func(t *testing.T) { testAddBatchGroupCommit(t, shared) })
+	}
+}
+
+func testAddBatchGroupCommit(t *testing.T, shared bool) {
 	ctx := context.Background()
 	s, _, _ := newStore(t)
 	// a memory whose text says "explode" cannot be stored
@@ -765,12 +779,38 @@ func TestAddBatchGroupCommit(t *testing.T) {
 	outs := make([]outcome, callers)
 	// two fail, so that the batch written together holds one
 	failing := map[int]bool{5: true, 9: true}
-	// One call takes the writer and waits for the write lock; the others
+	// One call takes the writer and waits (for the write lock, or for
+	// another store's write holding the shared transaction); the others
 	// queue up behind it and are written together, after it.
-	s.writeMu.Lock()
+	release := s.writeMu.Unlock
+	var other sync.WaitGroup
+	if shared {
+		s.commits = sqlite.NewCommitter(s.db)
+		if _, err := s.db.ExecContext(ctx, `CREATE TABLE test_other (n INTEGER)`); err != nil {
+			t.Fatal(err)
+		}
+		writing, hold := make(chan struct{}), make(chan struct{})
+		other.Go(func() {
+			err := s.commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				close(writing)
+				<-hold
+				_, err := tx.ExecContext(ctx, `INSERT INTO test_other VALUES (1)`)
+				return err
+			}, nil)
+			if err != nil {
+				t.Error(err)
+			}
+		})
+		<-writing
+		release = func() { close(hold) }
+	} else {
+		s.writeMu.Lock()
+	}
+	var returned atomic.Int32
 	var wg sync.WaitGroup
 	for c := range callers {
 		wg.Go(func() {
+			defer returned.Add(1)
 			ms := []Memory{
 				{Text: fmt.Sprintf("Caller %d asked about the ferry.", c), Kind: KindEpisode, Source: SourceConversation, Thread: "web:gc", Role: RoleUser},
 				{Text: fmt.Sprintf("Caller %d got the timetable.", c), Kind: KindEpisode, Source: SourceConversation, Thread: "web:gc", Role: RoleAssistant},
@@ -788,8 +828,18 @@ func TestAddBatchGroupCommit(t *testing.T) {
 	for s.adds.Pending() < callers {
 		runtime.Gosched()
 	}
-	s.writeMu.Unlock()
+	if n := returned.Load(); n != 0 {
+		t.Fatalf("%d AddBatch calls returned before the write they wait for", n)
+	}
+	release()
 	wg.Wait()
+	other.Wait()
+	if shared {
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM test_other`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("the other store's write: %d rows, %v", n, err)
+		}
+	}
 
 	var fact int64
 	seen := map[int64]bool{}

@@ -42,6 +42,11 @@ type Options struct {
 	// migrations (one read for every component); nil: the store reads
 	// its own.
 	Migrations *sqlite.Migrations
+	// Commits, when set, is the database's group commit shared with the
+	// other stores (sqlite.Committer): the memories AddBatch writes
+	// commit in the same transaction as the concurrent writes of every
+	// store using it; nil: they commit on their own.
+	Commits *sqlite.Committer
 }
 
 // Open returns the configured backend. For local_vector a nil Embedder
@@ -57,7 +62,12 @@ func Open(ctx context.Context, o Options) (Store, error) {
 		if e == nil {
 			e = embed.NewOffline(embed.DefaultDimensions)
 		}
-		return openVector(ctx, o.Migrations, o.DB, e, o.Previous, o.Now, o.Logger, tune)
+		s, err := openVector(ctx, o.Migrations, o.DB, e, o.Previous, o.Now, o.Logger, tune)
+		if err != nil {
+			return nil, err
+		}
+		s.commits = o.Commits
+		return s, nil
 	case BackendFlat:
 		if o.DataDir == "" {
 			return nil, fmt.Errorf("open flat memory store: %w: data dir is required", ErrInvalid)

@@ -52,6 +52,9 @@ type VectorStore struct {
 	// adds writes the AddBatch calls that wait for one another together
 	// (writeAdditions).
 	adds sqlite.GroupCommit[*addition]
+	// commits, when set, is the group commit shared with the database's
+	// other stores, through which writeAdditions writes (Options.Commits).
+	commits *sqlite.Committer
 	// fts is the full-text index (see newFTSIndex); writes to it are
 	// guarded by writeMu.
 	fts  sqlite.LaggingIndex
@@ -310,14 +313,18 @@ type added struct {
 // failure leaves the others' rows, then adds the new rows to the in-memory
 // indexes. A turn's episodes are a transaction of a few rows whose commit
 // writes every page the rows and their indexes touch to the WAL: under
-// concurrent turns one commit now carries several turns' episodes. Each
-// caller still returns only once its rows are committed.
+// concurrent turns one commit now carries several turns' episodes, and
+// with s.commits the same commit carries the other stores' concurrent
+// writes too (a turn's log entry, its events, other turns' messages). Each
+// caller still returns only once its rows are committed. writeMu is held
+// from the write to the index update, so that the index changes in the
+// order the database did whichever way the rows were committed.
 func (s *VectorStore) writeAdditions(ctx context.Context, batch []*addition) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	now := s.now()
 	var marked int64
-	err := sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, insertSQL)
 		if err != nil {
 			return err
@@ -376,6 +383,15 @@ func (s *VectorStore) writeAdditions(ctx context.Context, batch []*addition) {
 			a.ids, a.err = nil, cmp.Or(a.err, err)
 		}
 	}
+}
+
+// write runs fn in a transaction: the one shared through s.commits when
+// set, else one of its own. It returns once that transaction is committed.
+func (s *VectorStore) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if s.commits != nil {
+		return s.commits.Write(ctx, fn, nil)
+	}
+	return sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error { return fn(ctx, tx) })
 }
 
 // addRows inserts a's memories (or bumps their current twins) within the
