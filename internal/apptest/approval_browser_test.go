@@ -5,13 +5,15 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 )
 
 // TestBrowserApproveButton: the injected exfil fetch shows an approval card
 // on the page (again after a reload); nothing leaves before the user
 // clicks Approve; after the click the call runs and the reply arrives.
 func TestBrowserApproveButton(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app, in := startInjection(t)
 	p := newBrowser(t, browserPath, "approval", 1200, 800)
 	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))
@@ -46,7 +48,7 @@ func TestBrowserApproveButton(t *testing.T) {
 // process could otherwise approve the assistant's held calls); nothing
 // leaves before that; once signed in, Approve works.
 func TestBrowserApprovalNeedsTheTokenWithAuthNone(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app, in := startInjection(t, WithEnv("REVERIE_WEB__AUTH=none"))
 	p := newBrowser(t, browserPath, "approval-none", 1200, 800)
 	p.allow("status of 401") // the answer refused without the token, logged by the browser

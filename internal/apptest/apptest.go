@@ -186,11 +186,18 @@ func (c *Channel) Send(_ context.Context, msg chat.Outbound) error {
 	return nil
 }
 
+// patience bounds the tests' waits for an event (a message delivered, a
+// frame, a page state): a wait ends as soon as the event happens, so the
+// bound only decides when a test that will never see it fails. It is
+// generous because CI runs the whole-app tests with -race on a loaded
+// machine.
+const patience = 2 * time.Minute
+
 // WaitFor waits until n messages have been sent to thread and returns them.
 func (c *Channel) WaitFor(t *testing.T, thread string, n int) []chat.Outbound {
 	t.Helper()
 	id := chat.NewThreadID(ChannelName, thread)
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(patience)
 	for {
 		c.mu.Lock()
 		var got []chat.Outbound
@@ -207,7 +214,7 @@ func (c *Channel) WaitFor(t *testing.T, thread string, n int) []chat.Outbound {
 		select {
 		case <-wait:
 		case <-deadline:
-			t.Fatalf("thread %s: %d messages delivered after 20s, want %d: %+v", id, len(got), n, got)
+			t.Fatalf("thread %s: %d messages delivered after %v, want %d: %+v", id, len(got), patience, n, got)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 )
 
 // The endpoints the "Your assistant" pages add: a memory's earlier
@@ -70,7 +71,7 @@ func TestWebAssistantEndpoints(t *testing.T) {
 // reminders (create, pause, last runs, delete), skills (open, edit) and
 // dreams (report, revert); each change reaches the store.
 func TestBrowserAssistantPages(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "assistant", 1280, 900)
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -140,7 +141,7 @@ const dropPlan = `(() => {
 // shows both chips, also after a reload; the model got the file's line
 // and the image as a note.
 func TestBrowserAttachments(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	var s seen
 	app.Model.Handle(s.handle)
@@ -194,7 +195,7 @@ func TestBrowserAttachments(t *testing.T) {
 // uploads into it and goes with its first message, and the model gets it.
 // (The page used to drop such files without a word.)
 func TestBrowserFilesBeforeAConversation(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	var s seen
 	app.Model.Handle(s.handle)

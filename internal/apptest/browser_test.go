@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,13 +15,12 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -53,19 +50,6 @@ type browserPage struct {
 	allowed  []string // substrings of expected problems
 }
 
-// chromium returns the browser to drive, or skips the test when none is
-// installed.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	t.Skip("no Chromium: install it (apt-get install chromium) to run the browser tests; CI does")
-	return ""
-}
-
 // newBrowser starts a headless Chromium (fresh profile in t.TempDir()) with
 // a window of the given size. On failure the test's screenshot is saved
 // under a temporary directory and its path logged.
@@ -76,67 +60,10 @@ func chromium(t *testing.T) string {
 // extra adds flags (a fake microphone, say).
 func newBrowser(t *testing.T, path, name string, width, height int, extra ...chromedp.ExecAllocatorOption) *browserPage {
 	t.Helper()
-	tabCtx, stopBrowser := startChromium(t, append([]chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(width, height),
-	}, extra...))
+	tabCtx, stopBrowser := chromiumtest.Start(t, path, width, height, extra...)
 	ctx, cancelTimeout := context.WithTimeout(tabCtx, 3*time.Minute)
 	p := &browserPage{t: t, ctx: ctx}
-
-	var wg sync.WaitGroup
-	exceptions := chromedp.Events(ctx, runtime.ExceptionThrown)
-	entries := chromedp.Events(ctx, log.EntryAdded)
-	consoles := chromedp.Events(ctx, runtime.ConsoleAPICalled)
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		for ev, err := range exceptions {
-			if err != nil {
-				return
-			}
-			d := ev.ExceptionDetails
-			text := d.Text
-			if d.Exception != nil {
-				text += " " + d.Exception.Description
-			}
-			p.problem("uncaught exception: " + text)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for ev, err := range entries {
-			if err != nil {
-				return
-			}
-			if ev.Entry.Level == log.EntryLevelError {
-				p.problem("browser log: " + ev.Entry.Text + " " + ev.Entry.URL)
-			}
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for ev, err := range consoles {
-			if err != nil {
-				return
-			}
-			if ev.Type == runtime.ConsoleAPICalledTypeError {
-				var parts []string
-				for _, a := range ev.Args {
-					parts = append(parts, string(a.Value)+a.Description)
-				}
-				p.problem("console.error: " + strings.Join(parts, " "))
-			}
-		}
-	}()
+	wait := chromiumtest.WatchProblems(ctx, func(pr chromiumtest.Problem) { p.problem(pr.String()) })
 
 	artifacts := os.Getenv("REVERIE_TEST_ARTIFACTS")
 	if artifacts == "" {
@@ -148,40 +75,9 @@ func newBrowser(t *testing.T, path, name string, width, height int, extra ...chr
 		}
 		cancelTimeout()
 		stopBrowser()
-		wg.Wait()
+		wait()
 	})
 	return p
-}
-
-// startChromium starts Chromium with opts (and a fresh profile) and returns
-// its tab's context and a function that stops it. A start that fails
-// (Chromium exiting at once, as it now and then does on a loaded machine)
-// is tried again with a new process and new contexts, up to 3 times:
-// chromedp must never be asked to start a second browser on a context
-// whose first start failed, since its allocator then closes the context's
-// channel twice when they exit, a panic that ends the whole test binary
-// (seen once in a run of the Browser tests at load 15).
-func startChromium(t *testing.T, opts []chromedp.ExecAllocatorOption) (context.Context, func()) {
-	t.Helper()
-	var errs []error
-	for attempt := 1; attempt <= 3; attempt++ {
-		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(slices.Clone(opts), chromedp.UserDataDir(t.TempDir()))...)
-		tabCtx, cancelTab := chromedp.NewContext(allocCtx)
-		// Started by the first action, bounded by cancelling the allocator.
-		stop := time.AfterFunc(2*time.Minute, cancelAlloc)
-		err := chromedp.Do(tabCtx)
-		stop.Stop()
-		if err == nil {
-			return tabCtx, func() { cancelTab(); cancelAlloc() }
-		}
-		cancelAlloc()
-		chromedp.FromContext(allocCtx).Allocator.Wait()
-		cancelTab()
-		errs = append(errs, err)
-		t.Logf("Chromium did not start (attempt %d of 3): %v", attempt, err)
-	}
-	t.Fatalf("Chromium did not start: %v", errors.Join(errs...))
-	return nil, nil
 }
 
 func (p *browserPage) problem(s string) {
@@ -271,10 +167,10 @@ func eval[T any](p *browserPage, expr string) T {
 }
 
 // waitFor evaluates cond (a JavaScript expression) until it is true, for at
-// most 30 seconds.
+// most patience.
 func (p *browserPage) waitFor(what, cond string) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, patience)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -334,7 +230,7 @@ func js(s string) string {
 }
 
 func TestBrowserChatAndDebugPanel(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "desktop", 1280, 900)
 	app.Model.Handle(webAssistant)
@@ -530,7 +426,7 @@ func TestBrowserChatAndDebugPanel(t *testing.T) {
 }
 
 func TestBrowserPhoneViewport(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "phone", 390, 844)
 	app.Model.Handle(webAssistant)
@@ -593,7 +489,7 @@ func TestBrowserPhoneViewport(t *testing.T) {
 // while the page is open; the page reconnects by itself, and a reply sent
 // after the restart streams in.
 func TestBrowserReconnects(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	first := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "reconnect", 1024, 768)
 	first.Model.Handle(webAssistant)
@@ -627,7 +523,7 @@ func TestBrowserReconnects(t *testing.T) {
 // data in it: each renders without an error, or says "not enabled" when
 // /api/v1/info lists the feature as off.
 func TestBrowserDebugSections(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "sections", 1280, 900)
 	app.Model.Handle(webAssistant)
@@ -734,7 +630,7 @@ var (
 // setup screen; a value that fails the provider's test is refused with its
 // reason, a good one is saved; the chat says that no model is configured.
 func TestBrowserSetupScreen(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	form := &setupForm{}
 	app := startWebApp(t, "127.0.0.1:0",
 		WithExtensions(extension.Info{ID: "modelsetup", New: func() extension.Extension { return form }, Description: "test setup form"}),
@@ -802,7 +698,7 @@ func TestBrowserSetupScreen(t *testing.T) {
 // (a page on another site must not choose the model); once signed in, the
 // form saves.
 func TestBrowserSetupNeedsTheTokenWithAuthNone(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	form := &setupForm{}
 	app := startWebApp(t, "127.0.0.1:0",
 		WithExtensions(extension.Info{ID: "modelsetup", New: func() extension.Extension { return form }, Description: "test setup form"}),
@@ -839,7 +735,7 @@ func TestBrowserSetupNeedsTheTokenWithAuthNone(t *testing.T) {
 // reply keeps what was written with a quiet "Stopped" mark (no red bubble,
 // no provider label), also after a reload.
 func TestBrowserStopButton(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "stop", 1200, 800)
 	asked := make(chan struct{}, 1)
@@ -864,7 +760,7 @@ func TestBrowserStopButton(t *testing.T) {
 	p.waitFor("the stop button", `!document.getElementById('stop').hidden`)
 	select { // the turn is running: the model has the request
 	case <-asked:
-	case <-time.After(20 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("the model was not asked")
 	}
 	p.waitFor("the first words", `[...document.querySelectorAll('.msg.assistant')].some(m => m.textContent.includes('Half of'))`)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -70,7 +71,7 @@ const (
 // replace turns that stay readable as "earlier versions"; the supervisor's
 // correction reads as the assistant's own reply; copy copies.
 func TestBrowserGreetingOrderAndMessages(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "messages", 1280, 900)
 	var failing atomic.Bool
@@ -163,7 +164,7 @@ func TestBrowserGreetingOrderAndMessages(t *testing.T) {
 // search across titles and messages, and a conversation /new closed stays
 // reachable and readable; threads are labelled by title in the debug panel.
 func TestBrowserConversationList(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "conversations", 1280, 900)
 	var failing atomic.Bool
@@ -249,7 +250,7 @@ func TestBrowserConversationList(t *testing.T) {
 // reload and retry answers it; the supervisor's correction reads as the
 // assistant correcting itself (no notification card, no system row).
 func TestBrowserRetryAndCorrection(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "retry", 1280, 900)
 	var failing atomic.Bool
@@ -308,7 +309,7 @@ func hasTitle(ts []api.Thread, id, title string) bool {
 // terminal chat deleted and then written to starts a new, greeted
 // conversation without the old history, the old one closed in the archive.
 func TestBrowserDeletedConversation(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "deleted", 1280, 900)
 	var failing atomic.Bool
@@ -417,7 +418,7 @@ func TestBrowserDeletedConversation(t *testing.T) {
 // only after a reload). The test holds the history's answer in Chromium
 // (the Fetch domain, at the response stage) to make that order certain.
 func TestBrowserSendWhileTheHistoryLoads(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	app.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
 		return llmtest.ServerReply{Text: "You said: " + lastUser(req)}

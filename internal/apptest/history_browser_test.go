@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 )
 
 // TestBrowserHistoryRestore opens the debug panel's History view on the
@@ -18,7 +19,7 @@ import (
 // store. A restore made by another client refreshes the list by itself
 // (history.restored event). Then the view is checked at a phone's width.
 func TestBrowserHistoryRestore(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "history", 1280, 900)
 

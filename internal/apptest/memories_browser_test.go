@@ -6,6 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -14,7 +15,7 @@ import (
 // rendered as Markdown with who said them, and "All" puts the facts
 // before them.
 func TestBrowserMemoriesFactsFirst(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "memories", 1280, 900)
 	app.Model.Handle(func(llmtest.ChatRequest) llmtest.ServerReply {

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -114,7 +115,7 @@ func TestWebModelPerConversation(t *testing.T) {
 // context meter shows the conversation's tokens against the chosen model's
 // window.
 func TestBrowserModelPicker(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app, _ := startTwoModels(t)
 	p := newBrowser(t, browserPath, "model-picker", 1280, 900)
 	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken))

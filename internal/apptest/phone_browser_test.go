@@ -5,6 +5,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 )
 
 // drawerClosed is true when the conversation drawer is off screen.
@@ -20,7 +22,7 @@ const drawerOpen = `(document.getElementById('app').classList.contains('sidebar-
 // connection indicator has a visible text label, and a fragment
 // navigation routes once (a tab's view is loaded once).
 func TestBrowserPhoneDrawer(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "phone-drawer", 390, 844)
 	app.Model.Handle(webAssistant)

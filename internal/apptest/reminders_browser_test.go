@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/reverie-ai/reverie/api"
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 )
 
 // A reminder made on the web page (Assistant → Reminders & tasks, "once in")
@@ -15,7 +16,7 @@ import (
 // page, as "Reminder: …", with no model call; its receipt says where it
 // went, and it stays listed as delivered, with when and where.
 func TestBrowserReminderFromThePageReminds(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "reminder", 1280, 900)
 

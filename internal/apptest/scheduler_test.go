@@ -82,7 +82,7 @@ func TestRemindersAndTasks(t *testing.T) {
 		select {
 		case ev := <-fired:
 			done = strings.Contains(string(ev.Payload), `"`+ai.ID+`"`)
-		case <-time.After(20 * time.Second):
+		case <-time.After(patience):
 			t.Fatal("no fired event for the AI task")
 		}
 	}

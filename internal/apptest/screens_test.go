@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -185,7 +186,7 @@ func meanDiff(a *image.Gray, b image.Image) (float64, error) {
 // assistant's memories and the setup screen at a desktop and a phone size:
 // each view passes the layout assertions and matches its golden image.
 func TestBrowserScreens(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	sizes := []struct {
 		name  string
 		w, h  int

@@ -101,7 +101,7 @@ func TestProviderErrorEchoingTheKeyLeaksNowhere(t *testing.T) {
 	// Both turn.failed events reach the SSE stream.
 	var streamed []string
 	failed := 0
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(patience)
 	for failed < 2 {
 		select {
 		case line, ok := <-sse:
@@ -113,7 +113,7 @@ func TestProviderErrorEchoingTheKeyLeaksNowhere(t *testing.T) {
 				failed++
 			}
 		case <-deadline:
-			t.Fatalf("2 turn.failed events not streamed within 20s: %q", streamed)
+			t.Fatalf("2 turn.failed events not streamed within %v: %q", patience, streamed)
 		}
 	}
 	assertNoKey(t, "SSE stream", strings.Join(streamed, "\n"), key)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 )
 
 // lookCheck is a JavaScript function run on the page: for each selector it
@@ -91,7 +93,7 @@ func (l look) String() string {
 // are compared, not pixels (fonts differ between machines); screenshots
 // of both states are saved when REVERIE_TEST_ARTIFACTS names a directory.
 func TestBrowserEditAndAttachmentsThemes(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	for _, theme := range []string{"light", "dark"} {
 		t.Run(theme, func(t *testing.T) {
 			app := startWebApp(t, "127.0.0.1:0")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -16,7 +17,7 @@ import (
 // reply below it, and the same fold after a reload (the thinking is stored
 // with the message); it is never part of the reply's text.
 func TestBrowserThinking(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	app := startWebApp(t, "127.0.0.1:0")
 	p := newBrowser(t, browserPath, "thinking", 1280, 900)
 	gate := make(chan struct{})
@@ -38,7 +39,7 @@ func TestBrowserThinking(t *testing.T) {
 	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "please ponder the answer"), chromedp.Click(chromedp.ID("send")))
 	select {
 	case <-asked:
-	case <-time.After(20 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("the model was not asked")
 	}
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -35,7 +36,7 @@ func answerSpoken(req llmtest.ChatRequest) llmtest.ServerReply {
 // the speech server) with a play button that plays it. After a reload the
 // message shows its transcript.
 func TestBrowserVoiceMessage(t *testing.T) {
-	browserPath := chromium(t)
+	browserPath := chromiumtest.Path(t)
 	audio := llmtest.NewAudioServer(t)
 	app := startWebApp(t, "127.0.0.1:0", voiceEnv(audio))
 	app.Model.Handle(answerSpoken)

@@ -2,20 +2,18 @@ package page
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/reverie-ai/reverie/extensions/web/chromiumtest"
 )
 
 // browser starts a headless Chromium for the test (skipping when none is
@@ -23,115 +21,24 @@ import (
 // uncaught exceptions and console errors so far.
 func browser(t *testing.T, width, height int) (context.Context, func() []string) {
 	t.Helper()
-	path := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		t.Skip("no Chromium: install it (apt-get install chromium) to run the browser tests; CI does")
-	}
-	// A start that fails (Chromium exiting at once on a loaded machine) is
-	// tried again with a new process and new contexts: chromedp must not
-	// start a second browser on a context whose first start failed (its
-	// allocator then closes the context's channel twice: a panic that ends
-	// the test binary).
-	var (
-		ctx                    context.Context
-		cancelCtx, cancelAlloc context.CancelFunc
-		errs                   []error
-	)
-	for attempt := 1; ctx == nil; attempt++ {
-		if attempt > 3 {
-			t.Fatalf("Chromium did not start: %v", errors.Join(errs...))
-		}
-		allocCtx, cancelA := chromedp.NewExecAllocator(context.Background(),
-			chromedp.ExecPath(path),
-			chromedp.Headless,
-			chromedp.NoSandbox,
-			chromedp.DisableGPU,
-			chromedp.NoFirstRun,
-			chromedp.NoDefaultBrowserCheck,
-			chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("disable-dev-shm-usage", true),
-			chromedp.UserDataDir(t.TempDir()),
-			chromedp.WindowSize(width, height),
-		)
-		tabCtx, cancelT := chromedp.NewContext(allocCtx)
-		stop := time.AfterFunc(time.Minute, cancelA) // bounds the start
-		err := chromedp.Do(tabCtx)
-		stop.Stop()
-		if err == nil {
-			ctx, cancelCtx, cancelAlloc = tabCtx, cancelT, cancelA
-			break
-		}
-		cancelA()
-		chromedp.FromContext(allocCtx).Allocator.Wait()
-		cancelT()
-		errs = append(errs, err)
-		t.Logf("Chromium did not start (attempt %d of 3): %v", attempt, err)
-	}
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-
+	tabCtx, stopBrowser := chromiumtest.Start(t, chromiumtest.Path(t), width, height)
+	ctx, cancelTimeout := context.WithTimeout(tabCtx, 90*time.Second)
 	var (
 		mu       sync.Mutex
 		problems []string
-		wg       sync.WaitGroup
 	)
-	exceptions := chromedp.Events(ctx, runtime.ExceptionThrown)
-	entries := chromedp.Events(ctx, log.EntryAdded)
-	consoles := chromedp.Events(ctx, runtime.ConsoleAPICalled)
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		for ev, err := range exceptions {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			problems = append(problems, "exception: "+exceptionText(ev.ExceptionDetails))
-			mu.Unlock()
+	wait := chromiumtest.WatchProblems(ctx, func(p chromiumtest.Problem) {
+		if p.Kind == "browser log" && expectedNetworkError(p.Text, p.URL) {
+			return
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		for ev, err := range entries {
-			if err != nil {
-				return
-			}
-			if ev.Entry.Level == log.EntryLevelError && !expectedNetworkError(ev.Entry.Text, ev.Entry.URL) {
-				mu.Lock()
-				problems = append(problems, "log: "+ev.Entry.Text+" "+ev.Entry.URL)
-				mu.Unlock()
-			}
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for ev, err := range consoles {
-			if err != nil {
-				return
-			}
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-				var parts []string
-				for _, a := range ev.Args {
-					parts = append(parts, string(a.Value)+a.Description)
-				}
-				mu.Lock()
-				problems = append(problems, "console.error: "+strings.Join(parts, " "))
-				mu.Unlock()
-			}
-		}
-	}()
+		mu.Lock()
+		defer mu.Unlock()
+		problems = append(problems, p.String())
+	})
 	t.Cleanup(func() {
 		cancelTimeout()
-		cancelCtx()
-		cancelAlloc()
-		wg.Wait()
+		stopBrowser()
+		wait()
 	})
 	return ctx, func() []string {
 		mu.Lock()
@@ -144,17 +51,6 @@ func browser(t *testing.T, width, height int) (context.Context, func() []string)
 // page's calls to /api/v1 answer 404.
 func expectedNetworkError(text, url string) bool {
 	return strings.Contains(url, "/api/v1/") && strings.Contains(text, "404")
-}
-
-func exceptionText(d *runtime.ExceptionDetails) string {
-	if d == nil {
-		return ""
-	}
-	s := d.Text
-	if d.Exception != nil {
-		s += " " + d.Exception.Description
-	}
-	return s + " at " + d.URL
 }
 
 // screenshotOnFailure saves a screenshot when the test has failed. The file
