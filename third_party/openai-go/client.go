@@ -13,6 +13,9 @@ import (
 	"github.com/openai/openai-go/v3/option"
 )
 
+// Changed for Reverie (see REVERIE.md): Client holds only the services whose
+// files this copy keeps.
+
 // Client creates a struct with services and top level methods that help with
 // interacting with the openai API. You should not instantiate this client
 // directly, and instead use the [NewClient] method instead.
