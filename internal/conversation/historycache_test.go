@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,9 +121,11 @@ func TestHistoryCacheFollowsEveryWriter(t *testing.T) {
 			add(t, 2)
 		}},
 		{name: "other threads read in between", change: func(t *testing.T) {
-			for i := range historyCacheThreads + 1 {
+			// together more than the cache holds: this thread's history
+			// is dropped
+			for i := range 3 {
 				other := chat.ThreadID(fmt.Sprintf("web:other%d", i))
-				if _, err := writer.Append(ctx, other, llm.UserText("hi")); err != nil {
+				if _, err := writer.Append(ctx, other, llm.UserText(strings.Repeat("long ", historyCacheBytes/10))); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := reader.History(ctx, other); err != nil {
@@ -281,4 +284,67 @@ func messageText(m llm.Message) string {
 		}
 	}
 	return s
+}
+
+// The cache keeps every history that fits in historyCacheBytes (twenty
+// short conversations at once), drops the least recently used first, and
+// keeps the one just used whatever its size.
+func TestHistoryCacheBytes(t *testing.T) {
+	var c historyCache
+	msgs := func(n, size int) []StoredMessage {
+		out := make([]StoredMessage, n)
+		for i := range out {
+			out[i] = StoredMessage{ID: int64(i + 1), Message: llm.UserText(strings.Repeat("x", size))}
+		}
+		return out
+	}
+	cached := func() []chat.ThreadID {
+		var ids []chat.ThreadID
+		for _, h := range c.threads {
+			ids = append(ids, h.id)
+		}
+		return ids
+	}
+	for i := range 20 {
+		c.put(chat.ThreadID(fmt.Sprintf("web:c%d", i)), msgs(40, 200))
+	}
+	if got := len(c.threads); got != 20 {
+		t.Fatalf("%d of 20 short histories cached, want all", got)
+	}
+	// one more message on the oldest makes it the most recently used
+	v, ok := c.get("web:c0")
+	if !ok {
+		t.Fatal("web:c0 not cached")
+	}
+	c.extend("web:c0", v, msgs(1, 200))
+	if ids := cached(); ids[len(ids)-1] != "web:c0" {
+		t.Fatalf("cached %v, want web:c0 last (most recently used)", ids)
+	}
+	// a long one takes the room of the least recently used
+	c.put("web:long", msgs(1, historyCacheBytes*3/4))
+	if _, ok := c.get("web:c1"); ok {
+		t.Fatalf("web:c1 (least recently used) still cached: %v", cached())
+	}
+	if _, ok := c.get("web:c0"); !ok {
+		t.Fatalf("web:c0 (used recently) dropped: %v", cached())
+	}
+	if c.bytes > historyCacheBytes || c.bytes != sumBytes(c.threads) {
+		t.Fatalf("cache holds %d bytes (its histories %d), bound %d", c.bytes, sumBytes(c.threads), historyCacheBytes)
+	}
+	// one longer than the bound stays, alone
+	c.put("web:huge", msgs(3, historyCacheBytes/2))
+	if ids := cached(); !slices.Equal(ids, []chat.ThreadID{"web:huge"}) {
+		t.Fatalf("cached %v, want only web:huge", ids)
+	}
+	if c.bytes != sumBytes(c.threads) {
+		t.Fatalf("cache counts %d bytes, its histories hold %d", c.bytes, sumBytes(c.threads))
+	}
+}
+
+func sumBytes(hs []cachedHistory) int {
+	n := 0
+	for _, h := range hs {
+		n += messagesBytes(h.view.all)
+	}
+	return n
 }

@@ -727,11 +727,18 @@ func (s *Store) view(ctx context.Context, id chat.ThreadID) (historyView, error)
 	return s.recent.put(id, out), nil
 }
 
-// historyCacheThreads is how many threads' active histories a Store keeps.
-const historyCacheThreads = 4
+// historyCacheBytes bounds the active histories a Store keeps, by about
+// what their messages hold (messageBytes): the least recently used go
+// first, and the one just used stays whatever its size (one long
+// conversation is read incrementally, as with any bound). A bound on the
+// number of threads (it was 4) either misses on every turn when more
+// conversations are active at once (20 clients each in their own: every
+// turn read and decoded its whole history again) or, with long ones,
+// holds megabytes.
+const historyCacheBytes = 1 << 20
 
-// historyCache holds the active histories last read by History, for a few
-// threads (least recently used out).
+// historyCache holds the active histories last read by History, within
+// historyCacheBytes (least recently used out).
 //
 // A cached history is checked on every use by two index lookups (the first
 // active id, and whether the cached last message is still active), which
@@ -750,11 +757,64 @@ const historyCacheThreads = 4
 type historyCache struct {
 	mu      sync.Mutex
 	threads []cachedHistory // most recently used last
+	bytes   int             // the sum of the threads' bytes
 }
 
 type cachedHistory struct {
-	id   chat.ThreadID
-	view historyView
+	id    chat.ThreadID
+	view  historyView
+	bytes int // messageBytes of view.all
+}
+
+// messageBytes is about what a cached message holds: its text (of every
+// part), and a fixed share for the structures around it (the stored
+// message, its parts, its entry in the lists a view derives).
+func messageBytes(m StoredMessage) int {
+	n := 256 + len(m.Note) + len(m.Source)
+	for _, p := range m.Message.Parts {
+		switch p := p.(type) {
+		case llm.Text:
+			n += len(p.Text)
+		case llm.Thinking:
+			n += len(p.Text) + len(p.Signature) + len(p.Redacted)
+		case llm.ToolCall:
+			n += len(p.ID) + len(p.Name) + len(p.Arguments)
+		case llm.ToolResult:
+			n += len(p.CallID) + len(p.Name) + len(p.Content)
+		case llm.Image:
+			n += len(p.MediaType) + len(p.Path) + len(p.Data)
+		}
+		n += 32
+	}
+	return n
+}
+
+func messagesBytes(ms []StoredMessage) int {
+	n := 0
+	for _, m := range ms {
+		n += messageBytes(m)
+	}
+	return n
+}
+
+// add makes t the most recently used history (it is in none of c.threads)
+// and drops the least recently used others while the cache holds more than
+// historyCacheBytes.
+func (c *historyCache) add(t cachedHistory) {
+	c.threads = append(c.threads, t)
+	c.bytes += t.bytes
+	for len(c.threads) > 1 && c.bytes > historyCacheBytes {
+		c.bytes -= c.threads[0].bytes
+		c.threads = slices.Delete(c.threads, 0, 1)
+	}
+}
+
+// remove drops id's history, if cached.
+func (c *historyCache) remove(id chat.ThreadID) {
+	if i := slices.IndexFunc(c.threads, func(t cachedHistory) bool { return t.id == id }); i >= 0 {
+		c.bytes -= c.threads[i].bytes
+		c.threads = slices.Delete(c.threads, i, i+1)
+	}
 }
 
 // historyView is an active history and what a turn derives from it, which
@@ -816,20 +876,22 @@ func (c *historyCache) extend(id chat.ThreadID, cached historyView, added []Stor
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	i := slices.IndexFunc(c.threads, func(t cachedHistory) bool { return t.id == id })
-	var v historyView
+	var (
+		v     historyView
+		bytes int
+	)
 	if i >= 0 && len(c.threads[i].view.all) == len(cached.all) {
-		v = c.threads[i].view
-		c.threads = slices.Delete(c.threads, i, i+1)
+		v, bytes = c.threads[i].view, c.threads[i].bytes
 	} else {
 		// Another reader changed the entry meanwhile: appending to the
 		// capped slices makes fresh copies.
-		v = cached
-		c.threads = slices.DeleteFunc(c.threads, func(t cachedHistory) bool { return t.id == id })
+		v, bytes = cached, messagesBytes(cached.all)
 	}
+	c.remove(id)
 	from := len(v.all)
 	v.all = append(v.all, added...)
 	v = v.derive(from)
-	c.threads = append(c.threads, cachedHistory{id: id, view: v})
+	c.add(cachedHistory{id: id, view: v, bytes: bytes + messagesBytes(added)})
 	return v.capped()
 }
 
@@ -839,14 +901,11 @@ func (c *historyCache) put(id chat.ThreadID, all []StoredMessage) historyView {
 	v := historyView{all: all}.derive(0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.threads = slices.DeleteFunc(c.threads, func(t cachedHistory) bool { return t.id == id })
+	c.remove(id)
 	if len(all) == 0 {
 		return v.capped()
 	}
-	if len(c.threads) >= historyCacheThreads {
-		c.threads = slices.Delete(c.threads, 0, 1)
-	}
-	c.threads = append(c.threads, cachedHistory{id: id, view: v})
+	c.add(cachedHistory{id: id, view: v, bytes: messagesBytes(all)})
 	return v.capped()
 }
 
