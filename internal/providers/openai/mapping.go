@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -322,14 +323,21 @@ func schemaObject(raw json.RawMessage) (map[string]any, error) {
 
 // toolCache keeps the encoded definitions of the tools seen (name,
 // description and schema): a request carries every tool, and the tools
-// rarely change. It stops adding after maxCachedTools (tools changing
-// without end).
+// rarely change. A tool is looked up by name and its description and
+// schema compared, so that a lookup copies nothing (a key holding the
+// schema as a string copied every tool's schema on every request). It
+// stops adding after maxCachedTools (tools named without end).
 type toolCache struct {
 	mu sync.Mutex
-	m  map[toolKey]json.RawMessage
+	m  map[string]cachedTool
 }
 
-type toolKey struct{ name, description, schema string }
+// cachedTool is a tool's encoded definition and what it was encoded from.
+type cachedTool struct {
+	description string
+	schema      json.RawMessage
+	enc         json.RawMessage
+}
 
 const maxCachedTools = 1024
 
@@ -337,12 +345,11 @@ const maxCachedTools = 1024
 // it, encoded by the SDK (compact, as the SDK writes it among the
 // parameters). The result is shared: callers must not modify it.
 func (c *toolCache) encoded(t llm.ToolSpec) (json.RawMessage, error) {
-	k := toolKey{t.Name, t.Description, string(t.Parameters)}
 	c.mu.Lock()
-	enc, ok := c.m[k]
+	ct, ok := c.m[t.Name]
 	c.mu.Unlock()
-	if ok {
-		return enc, nil
+	if ok && ct.description == t.Description && bytes.Equal(ct.schema, t.Parameters) {
+		return ct.enc, nil
 	}
 	schema, err := schemaObject(t.Parameters)
 	if err != nil {
@@ -360,13 +367,13 @@ func (c *toolCache) encoded(t llm.ToolSpec) (json.RawMessage, error) {
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, fmt.Errorf("encode the definition: %w", err)
 	}
-	enc = buf.Bytes()
+	enc := buf.Bytes()
 	c.mu.Lock()
 	if c.m == nil {
-		c.m = map[toolKey]json.RawMessage{}
+		c.m = map[string]cachedTool{}
 	}
-	if len(c.m) < maxCachedTools {
-		c.m[k] = enc
+	if _, known := c.m[t.Name]; known || len(c.m) < maxCachedTools {
+		c.m[t.Name] = cachedTool{description: t.Description, schema: slices.Clone(t.Parameters), enc: enc}
 	}
 	c.mu.Unlock()
 	return enc, nil

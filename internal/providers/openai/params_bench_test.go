@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -95,6 +96,30 @@ func TestToolSchemaInBody(t *testing.T) {
 	}
 	if _, err := c.tools.encoded(llm.ToolSpec{Name: "broken", Parameters: json.RawMessage(`[1`)}); err == nil {
 		t.Error("a broken schema was accepted")
+	}
+	// A tool whose description or schema changes under the same name is
+	// encoded afresh, and its schema kept as it was given, not as the
+	// caller's slice later holds.
+	spec := llm.ToolSpec{Name: "tool_0", Description: "Now does two things.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)}
+	for _, s := range []llm.ToolSpec{spec, {Name: "tool_0", Description: spec.Description, Parameters: json.RawMessage(`{"type":"object"}`)}} {
+		enc, err := c.tools.encoded(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Function struct {
+				Description string `json:"description"`
+				Parameters  any    `json:"parameters"`
+			} `json:"function"`
+		}
+		var want any
+		if err := errors.Join(json.Unmarshal(enc, &got), json.Unmarshal(s.Parameters, &want)); err != nil {
+			t.Fatal(err)
+		}
+		if got.Function.Description != s.Description || !reflect.DeepEqual(got.Function.Parameters, want) {
+			t.Errorf("tool_0 after its change = %s", enc)
+		}
+		copy(s.Parameters, `{"type":"object","properties":{"x"`) // the caller reuses its buffer
 	}
 }
 
