@@ -301,8 +301,9 @@ func processCPU() time.Duration {
 }
 
 // BenchmarkIndexFootprint reports the Go heap the in-memory indexes hold
-// per stored episode (the vectors and their sign sketches apart: they are
-// in file mappings, as in an agent), for 20k episodes of one conversation,
+// per stored episode (the vectors, their sign sketches, the metadata and
+// the documents' term ids apart: they are in file mappings, as in an
+// agent), for 20k episodes of one conversation,
 // a user's message and the reply in turn, as the agent stores them:
 // index-B/memory for the vector index's metadata and maps, text-B/memory
 // for the full-text index.
@@ -325,10 +326,12 @@ func BenchmarkIndexFootprint(b *testing.B) {
 		h0 := heap()
 		space, err1 := newVecSpace(dir)
 		signs, err2 := newVecSpace(dir)
-		if err := errors.Join(err1, err2); err != nil {
+		metas, err3 := newVecSpace(dir)
+		terms, err4 := newVecSpace(dir)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			b.Fatal(err)
 		}
-		x := newIndexIn(embed.DefaultDimensions, space, signs)
+		x := newIndexIn(embed.DefaultDimensions, space, signs, metas)
 		for i := range n {
 			m := meta{kind: KindEpisode, createdAt: int64(i), validFrom: int64(i), thread: "web:footprint", session: "1",
 				speaker: "sam", role: RoleUser}
@@ -338,7 +341,7 @@ func BenchmarkIndexFootprint(b *testing.B) {
 			x.put(int64(i+1), m, nil)
 		}
 		h1 := heap()
-		t := newTextIndex()
+		t := newTextIndexIn(terms)
 		for i, s := range texts {
 			t.put(int64(i+1), s)
 		}

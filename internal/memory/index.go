@@ -38,7 +38,8 @@ func (m *meta) setText(text string) {
 // the database, as the index keeps it for every memory: 80 bytes and no
 // pointers (a memory's thread, session and speaker are symbols of the
 // index, its kind and role small codes), so that the metadata of every
-// memory is one array the garbage collector need not scan.
+// memory is one array the garbage collector need not scan, and which can
+// live in a file mapping (index.metaSpace).
 type slotMeta struct {
 	createdAt  int64 // unix nanoseconds
 	validFrom  int64
@@ -151,8 +152,8 @@ func normSpeaker(s string) string { return strings.Join(embed.Words(s), " ") }
 
 // index holds every memory's metadata and, for memories embedded with the
 // current model, an int8-quantised copy of its unit vector plus a sign-bit
-// sketch (each in a vecSpace of the index: a file mapping, not the Go heap,
-// where it can be). Vector search scans the sketches by Hamming distance
+// sketch (the three each in a vecSpace of the index: a file mapping, not
+// the Go heap, where it can be). Vector search scans the sketches by Hamming distance
 // and re-ranks the closest candidates with the int8 dot product; small
 // indexes are scanned exactly (their sketches are written, never read).
 // Not safe for concurrent use: the store guards it.
@@ -160,12 +161,16 @@ type index struct {
 	dims  int
 	words int // uint64 words per sign sketch
 
-	ids   []int64
-	metas []slotMeta
-	q     []int8 // len(ids)*dims, in space
-	space vecSpace
-	scale []float32 // per-slot dequantisation factor (0 when no vector)
-	sign  []uint64  // len(ids)*words, in signSpace
+	ids []int64
+	// metas are in metaSpace: 80 bytes a memory that the heap would keep
+	// for the agent's life, read by every recall and dropped from the
+	// resident memory by trim like the vectors.
+	metas     []slotMeta
+	metaSpace vecSpace
+	q         []int8 // len(ids)*dims, in space
+	space     vecSpace
+	scale     []float32 // per-slot dequantisation factor (0 when no vector)
+	sign      []uint64  // len(ids)*words, in signSpace
 	// signSpace holds the sketches: 48 bytes a memory at 384 dimensions,
 	// which the heap would keep for the agent's life.
 	signSpace vecSpace
@@ -182,13 +187,14 @@ type index struct {
 	last map[chain]int64
 }
 
-// newIndex returns an empty index keeping its vectors in the heap.
-func newIndex(dims int) *index { return newIndexIn(dims, heapSpace{}, heapSpace{}) }
+// newIndex returns an empty index keeping its vectors and metadata in the
+// heap.
+func newIndex(dims int) *index { return newIndexIn(dims, heapSpace{}, heapSpace{}, heapSpace{}) }
 
-// newIndexIn returns an empty index keeping its vectors in space and their
-// sign sketches in signs.
-func newIndexIn(dims int, space, signs vecSpace) *index {
-	return &index{dims: dims, words: (dims + 63) / 64, space: space, signSpace: signs, slot: map[int64]int{},
+// newIndexIn returns an empty index keeping its vectors in space, their
+// sign sketches in signs and the memories' metadata in metas.
+func newIndexIn(dims int, space, signs, metas vecSpace) *index {
+	return &index{dims: dims, words: (dims + 63) / 64, space: space, signSpace: signs, metaSpace: metas, slot: map[int64]int{},
 		syms: []string{""}, symOf: map[string]sym{"": 0}, speakers: map[string]int{}, last: map[chain]int64{}}
 }
 
@@ -240,6 +246,37 @@ func (x *index) growSigns(rows int) {
 	}
 }
 
+// growMetas makes room for rows more entries in x.metas, its capacity
+// grown by a quarter when it must grow (as room).
+func (x *index) growMetas(rows int) {
+	n := len(x.metas) + rows
+	if n > cap(x.metas) {
+		c := max(n, cap(x.metas)+cap(x.metas)/4, 16)
+		x.metas = int8sAsMetas(x.metaSpace.grow(metasAsInt8s(x.metas), c*metaSize))
+	}
+}
+
+// metaSize is the size of a slotMeta in bytes (a multiple of 8: its
+// fields are aligned on 8 bytes).
+const metaSize = int(unsafe.Sizeof(slotMeta{}))
+
+// metasAsInt8s and int8sAsMetas view the same memory as metadata or as
+// the bytes a vecSpace holds (8-byte aligned, see wordsAsInt8s); slotMeta
+// holds no pointers, so the garbage collector need not see them as such.
+func metasAsInt8s(m []slotMeta) []int8 {
+	if cap(m) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(m))), metaSize*cap(m))[:metaSize*len(m)]
+}
+
+func int8sAsMetas(b []int8) []slotMeta {
+	if cap(b) < metaSize {
+		return nil
+	}
+	return unsafe.Slice((*slotMeta)(unsafe.Pointer(unsafe.SliceData(b))), cap(b)/metaSize)[:len(b)/metaSize]
+}
+
 // wordsAsInt8s and int8sAsWords view the same memory as sketch words or
 // as the bytes a vecSpace holds (its arrays are 8-byte aligned: a page
 // of a mapping, or a heap allocation of a multiple of 8 bytes).
@@ -262,6 +299,7 @@ func int8sAsWords(b []int8) []uint64 {
 func (x *index) trim() {
 	x.space.trim()
 	x.signSpace.trim()
+	x.metaSpace.trim()
 }
 
 func (x *index) len() int { return len(x.ids) }
@@ -274,7 +312,7 @@ func (x *index) reserve(n int) {
 		return
 	}
 	x.ids = slices.Grow(x.ids, n)
-	x.metas = slices.Grow(x.metas, n)
+	x.growMetas(n)
 	x.growRows(n)
 	x.scale = slices.Grow(x.scale, n)
 	x.growSigns(n)
@@ -290,7 +328,8 @@ func (x *index) put(id int64, m meta, vec []float32) {
 		s = len(x.ids)
 		x.slot[id] = s
 		x.ids = append(room(x.ids, 1), id)
-		x.metas = append(room(x.metas, 1), slotMeta{})
+		x.growMetas(1)
+		x.metas = append(x.metas, slotMeta{})
 		x.growRows(1)
 		x.q = x.q[:len(x.q)+x.dims] // put writes every byte of the row
 		x.scale = append(room(x.scale, 1), 0)

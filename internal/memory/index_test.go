@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -194,8 +195,30 @@ func TestPostingEncoding(t *testing.T) {
 
 // TestTextIndexCompactionKeepsScores checks that a text index after
 // updates, removals and compaction ranks exactly as one built afresh from
-// the documents that are left, in the same order.
+// the documents that are left, in the same order, whether it keeps its
+// documents' term ids in the heap or in a file (read back after a trim).
 func TestTextIndexCompactionKeepsScores(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		space func(t *testing.T) vecSpace
+	}{
+		{"term ids in the heap", func(*testing.T) vecSpace { return heapSpace{} }},
+		{"term ids in a file", func(t *testing.T) vecSpace {
+			if runtime.GOOS == "windows" {
+				t.Skip("no file mappings")
+			}
+			sp, err := newVecSpace(t.TempDir())
+			if err != nil || sp.kind() != "file" {
+				t.Fatalf("space %s: %v", sp.kind(), err)
+			}
+			return sp
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testTextIndexCompaction(t, tc.space(t)) })
+	}
+}
+
+func testTextIndexCompaction(t *testing.T, space vecSpace) {
 	words := strings.Fields("garden bike piano boat kitchen camera novel tent violin car Lyon Oslo Kyoto Lisbon weekend trip fixed repaired played")
 	text := func(i int64, v int) string {
 		var b strings.Builder
@@ -207,7 +230,7 @@ func TestTextIndexCompactionKeepsScores(t *testing.T) {
 		}
 		return b.String()
 	}
-	old, fresh := newTextIndex(), newTextIndex()
+	old, fresh := newTextIndexIn(space), newTextIndex()
 	for i := int64(1); i <= 4000; i++ {
 		old.put(i, text(i, 0))
 	}
@@ -233,6 +256,7 @@ func TestTextIndexCompactionKeepsScores(t *testing.T) {
 	if old.live != fresh.live || old.totalLen != fresh.totalLen {
 		t.Fatalf("live %d/%d, total length %d/%d", old.live, fresh.live, old.totalLen, fresh.totalLen)
 	}
+	old.trim() // term ids in a file are read back from it
 	all := func(int64) bool { return true }
 	for _, q := range []string{"garden", "bike trip to Lyon", "the camera and the violin", "weekend"} {
 		a, b := old.search(q, nil, defaultBM25, 50, all, nil), fresh.search(q, nil, defaultBM25, 50, all, nil)

@@ -387,7 +387,7 @@ func (s *VectorStore) switchModel(ctx context.Context) error {
 // model (dims long) and a new text index. stale counts the memories without
 // such a vector.
 func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*index, *textIndex, int, error) {
-	idx, text := s.newIndex(dims), newTextIndex()
+	idx, text := s.newIndex(dims), s.newTextIndex()
 	// The count sizes the index: an estimate (a writer may add memories
 	// before the read below), so a failure to count only costs the growth.
 	var n int

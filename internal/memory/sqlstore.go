@@ -142,11 +142,12 @@ func (s *VectorStore) LoadIndex() {
 // freed memory back after it (see app's footprint keeper).
 func (s *VectorStore) Loaded() <-chan struct{} { return s.loaded }
 
-// TrimIndex drops the index's vector pages from the process's resident
-// memory (they stay in the file cache, see vecSpace): an idle process
-// hands back what its recalls read (384 bytes a memory, each recall of a
-// store below 8,192 memories reads them all). The next recall reads them
-// again. It also packs the full-text index's posting lists and terms
+// TrimIndex drops the index's vector, sketch and metadata pages and the
+// text index's term ids from the process's resident memory (they stay in
+// the file cache, see vecSpace): an idle process hands back what its
+// recalls read (384 bytes of vector and 80 of metadata a memory, each
+// recall of a store below 8,192 memories reads them all). The next recall
+// reads them again. It also packs the full-text index's posting lists and terms
 // (textIndex.pack), so that the heap spans they were scattered over can be
 // handed back by the collection that follows. It does nothing before the
 // index has loaded, nor to vectors kept in the heap.
@@ -160,6 +161,7 @@ func (s *VectorStore) TrimIndex() {
 	defer s.mu.Unlock()
 	s.idx.trim()
 	s.text.pack()
+	s.text.trim()
 }
 
 // load reads the index and releases the index lock taken by Open.

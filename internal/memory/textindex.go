@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/reverie-ai/reverie/internal/embed"
 )
@@ -33,10 +34,16 @@ type textIndex struct {
 	lastDoc  []uint32 // by term id: the last document in its postings
 	df       []int32  // live documents per term
 
-	docID   []int64  // docno → memory id, negated once removed
-	docLen  []uint16 // docno → number of indexed terms
-	docOff  []uint32 // docno → start of its distinct term ids in termIDs
-	termIDs []uint32 // every document's distinct term ids, in docno order
+	docID  []int64  // docno → memory id, negated once removed
+	docLen []uint16 // docno → number of indexed terms
+	docOff []uint32 // docno → start of its distinct term ids in termIDs
+	// termIDs are every document's distinct term ids, in docno order, in
+	// termSpace: ~15 a document, the largest part of the index, read
+	// only for the few documents a recall shows (coverage) and when one
+	// is removed, so a file mapping keeps them out of the heap and trim
+	// out of the resident memory.
+	termIDs   []uint32
+	termSpace vecSpace
 	// byID maps memory ids to live docnos once a document came out of
 	// order; nil while the ids ascend with the docnos (memories are put
 	// in the order the database numbers them), when docOf finds them by
@@ -119,9 +126,45 @@ type bm25 struct{ k1, b, bigram float64 }
 // defaultBM25 is the textbook setting, used when Tuning leaves them zero.
 var defaultBM25 = bm25{k1: 1.2, b: 0.75}
 
-func newTextIndex() *textIndex {
-	return &textIndex{terms: map[string]uint32{}}
+// newTextIndex returns an empty text index keeping everything in the
+// heap.
+func newTextIndex() *textIndex { return newTextIndexIn(heapSpace{}) }
+
+// newTextIndexIn returns an empty text index keeping the documents' term
+// ids in space.
+func newTextIndexIn(space vecSpace) *textIndex {
+	return &textIndex{terms: map[string]uint32{}, termSpace: space}
 }
+
+// growTermIDs makes room for n more term ids in t.termIDs, its capacity
+// grown by a quarter when it must grow (as room).
+func (t *textIndex) growTermIDs(n int) {
+	need := len(t.termIDs) + n
+	if need > cap(t.termIDs) {
+		c := max(need, cap(t.termIDs)+cap(t.termIDs)/4, 64)
+		t.termIDs = int8sAsUint32s(t.termSpace.grow(uint32sAsInt8s(t.termIDs), 4*c))
+	}
+}
+
+// uint32sAsInt8s and int8sAsUint32s view the same memory as term ids or as
+// the bytes a vecSpace holds (4-byte aligned, see wordsAsInt8s).
+func uint32sAsInt8s(u []uint32) []int8 {
+	if cap(u) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(u))), 4*cap(u))[:4*len(u)]
+}
+
+func int8sAsUint32s(b []int8) []uint32 {
+	if cap(b) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), cap(b)/4)[:len(b)/4]
+}
+
+// trim drops the term ids' pages from the resident memory when they are
+// in a file mapping (see vecSpace).
+func (t *textIndex) trim() { t.termSpace.trim() }
 
 // reserve makes room for n more documents (see index.reserve).
 func (t *textIndex) reserve(n int) {
@@ -192,7 +235,7 @@ func (t *textIndex) put(id int64, text string) {
 	}
 	doc := uint32(len(t.docID))
 	t.docOff = append(room(t.docOff, 1), uint32(len(t.termIDs)))
-	t.termIDs = room(t.termIDs, len(order))
+	t.growTermIDs(len(order))
 	for _, w := range order {
 		n := tf[w]
 		tid, ok := t.terms[w]
@@ -322,7 +365,12 @@ func (t *textIndex) compact() {
 		}
 		t.postings[tid], t.lastDoc[tid] = out, last
 	}
-	t.docID, t.docLen, t.docOff, t.termIDs, t.dead = ids, lens, offs, tids, 0
+	// the live term ids, collected in the heap, replace the old ones in
+	// their space
+	t.termIDs = t.termIDs[:0]
+	t.growTermIDs(len(tids))
+	t.termIDs = append(t.termIDs, tids...)
+	t.docID, t.docLen, t.docOff, t.dead = ids, lens, offs, 0
 	t.pool = sync.Pool{}
 }
 

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 )
 
-// vecSpace holds an index's int8 vectors, one dims-long row per slot.
+// vecSpace holds an index's int8 vectors, one dims-long row per slot (and,
+// each in a vecSpace of its own, their sign sketches and the memories'
+// metadata, viewed as bytes).
 //
 // On a Unix system with a database on disk the rows live in a memory
 // mapping of an unlinked temporary file next to the database (fileSpace):
@@ -74,9 +76,9 @@ func newVecSpace(dir string) (vecSpace, error) {
 	return fs, nil
 }
 
-// newIndex returns an empty index whose vectors and their sign sketches
-// are in files next to the database when they can be made (see vecSpace),
-// else in the heap (logged).
+// newIndex returns an empty index whose vectors, their sign sketches and
+// the memories' metadata are in files next to the database when they can
+// be made (see vecSpace), else in the heap (logged).
 func (s *VectorStore) newIndex(dims int) *index {
 	space, err := newVecSpace(s.vecDir)
 	if err != nil {
@@ -86,7 +88,11 @@ func (s *VectorStore) newIndex(dims int) *index {
 	if err != nil {
 		s.log.Warn("memory vectors' sketches stay in private memory", "err", err)
 	}
-	return newIndexIn(dims, space, signs)
+	metas, err := newVecSpace(s.vecDir)
+	if err != nil {
+		s.log.Warn("memory metadata stays in private memory", "err", err)
+	}
+	return newIndexIn(dims, space, signs, metas)
 }
 
 // databaseDir returns the directory of db's main database file, "" when it
@@ -110,4 +116,15 @@ func databaseDir(ctx context.Context, db *sql.DB) (string, error) {
 		}
 	}
 	return "", rows.Err()
+}
+
+// newTextIndex returns an empty text index whose documents' term ids are
+// in a file next to the database when it can be made (see vecSpace), else
+// in the heap (logged).
+func (s *VectorStore) newTextIndex() *textIndex {
+	space, err := newVecSpace(s.vecDir)
+	if err != nil {
+		s.log.Warn("full-text index stays in private memory", "err", err)
+	}
+	return newTextIndexIn(space)
 }

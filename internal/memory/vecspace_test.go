@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -107,18 +108,19 @@ func TestVecSpaceFallsBackToTheHeap(t *testing.T) {
 	if err != nil || sp.kind() != "heap" {
 		t.Fatalf("in-memory database: space %s, err %v; want the heap", sp.kind(), err)
 	}
-	x := newIndexIn(4, sp, sp)
+	x := newIndexIn(4, sp, sp, sp)
 	x.put(1, meta{kind: KindFact}, []float32{0.5, 0.5, 0.5, 0.5})
 	if hits := x.search([]float32{0.5, 0.5, 0.5, 0.5}, 1, func(int) bool { return true }); len(hits) != 1 || hits[0].cos < 0.99 {
 		t.Fatalf("heap index search = %v", hits)
 	}
 }
 
-// TestSketchesInAFile checks that an index keeping its vectors and sign
-// sketches in files finds exactly what one in the heap finds above
-// exactScanMax, where the sketches preselect: as it grows (the files are
-// mapped anew), after removals (the last slot's sketch moves) and after a
-// trim of both files' pages.
+// TestSketchesInAFile checks that an index keeping its vectors, sign
+// sketches and metadata in files finds exactly what one in the heap finds
+// above exactScanMax, where the sketches preselect, and holds the same
+// metadata: as it grows (the files are mapped anew), after removals (the
+// last slot's sketch and metadata move) and after a trim of the files'
+// pages.
 func TestSketchesInAFile(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no file mappings")
@@ -126,11 +128,12 @@ func TestSketchesInAFile(t *testing.T) {
 	dir := t.TempDir()
 	space, err1 := newVecSpace(dir)
 	signs, err2 := newVecSpace(dir)
-	if err := errors.Join(err1, err2); err != nil {
+	metas, err3 := newVecSpace(dir)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		t.Fatal(err)
 	}
 	const dims = 64
-	file, heap := newIndexIn(dims, space, signs), newIndex(dims)
+	file, heap := newIndexIn(dims, space, signs, metas), newIndex(dims)
 	r := rand.New(rand.NewPCG(5, 6))
 	vec := func() []float32 {
 		v := make([]float32, dims)
@@ -147,18 +150,28 @@ func TestSketchesInAFile(t *testing.T) {
 	const n = exactScanMax + 1500
 	for i := range n {
 		v := vec()
-		file.put(int64(i+1), meta{kind: KindFact}, v)
-		heap.put(int64(i+1), meta{kind: KindFact}, v)
+		// episodes of three threads (chained, so removals relink them)
+		// and facts
+		m := meta{kind: KindFact, createdAt: int64(i), words: uint16(i % 40)}
+		if i%2 == 0 {
+			m.kind, m.thread, m.session, m.speaker, m.role = KindEpisode, fmt.Sprint("web:", i%3), "1", "sam", RoleUser
+		}
+		file.put(int64(i+1), m, v)
+		heap.put(int64(i+1), m, v)
 	}
 	for id := int64(1); id <= n; id += 97 {
 		file.remove(id)
 		heap.remove(id)
 	}
-	if file.signSpace.kind() != "file" || file.space.kind() != "file" {
-		t.Fatalf("vectors in %s, sketches in %s; want files", file.space.kind(), file.signSpace.kind())
+	if file.signSpace.kind() != "file" || file.space.kind() != "file" || file.metaSpace.kind() != "file" {
+		t.Fatalf("vectors in %s, sketches in %s, metadata in %s; want files",
+			file.space.kind(), file.signSpace.kind(), file.metaSpace.kind())
 	}
 	if !slices.Equal(file.sign, heap.sign) {
 		t.Fatal("the sketches in the file differ from those in the heap")
+	}
+	if !slices.Equal(file.metas, heap.metas) {
+		t.Fatal("the metadata in the file differs from the heap's")
 	}
 	all := func(int) bool { return true }
 	check := func(when string) {
@@ -174,4 +187,7 @@ func TestSketchesInAFile(t *testing.T) {
 	check("after adding and removing")
 	file.trim()
 	check("after a trim")
+	if !slices.Equal(file.metas, heap.metas) {
+		t.Fatal("after a trim, the metadata in the file differs from the heap's")
+	}
 }
