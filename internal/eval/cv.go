@@ -56,6 +56,8 @@ var knobs = []knob{
 		func(t *memory.Tuning) float64 { return t.IntentBoost }, func(t *memory.Tuning, v float64) { t.IntentBoost = v }},
 	{"kind_weight", []float64{0, 0.1, 0.2, 0.35, 0.5},
 		func(t *memory.Tuning) float64 { return t.KindWeight }, func(t *memory.Tuning, v float64) { t.KindWeight = v }},
+	{"derived_weight", []float64{0, 0.1, 0.2, 0.35, 0.5},
+		func(t *memory.Tuning) float64 { return t.DerivedWeight }, func(t *memory.Tuning, v float64) { t.DerivedWeight = v }},
 }
 
 // NeutralTuning is where the cross-validation's search starts: the
@@ -68,7 +70,7 @@ func NeutralTuning() memory.Tuning {
 	t.FeedbackWeight, t.FeedbackTerms, t.FeedbackDocs = 0, 5, 8
 	t.SpeakerBoost, t.Spread, t.AnswerSpread, t.SpreadReach = 0, 0, 0, 1
 	t.DateBoost, t.DateSlackDays, t.LengthPrior, t.IntentBoost = 0, 3, 0, 0
-	t.KindWeight = 0
+	t.KindWeight, t.DerivedWeight = 0, 0
 	return t
 }
 

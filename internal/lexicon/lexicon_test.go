@@ -9,16 +9,22 @@ func TestLookup(t *testing.T) {
 	cases := []struct {
 		name   string
 		phrase string
-		want   []string // among the kinds
+		rel    Relation
+		want   []string // among the words
 		absent []string // not among them
 	}{
-		{"two-word noun, plural", "musical instruments", []string{"guitar", "drum", "piano", "violin"}, []string{"musical", "hammer"}},
-		{"synonyms and kinds", "doctor", []string{"physician", "dermatologist", "specialist", "surgeon"}, []string{"doctor"}},
-		{"regular plural", "doctors", []string{"dermatologist"}, nil},
-		{"ies plural", "cities", []string{"paris", "tokyo"}, nil},
-		{"irregular plural from noun.exc", "children", []string{"boy", "girl", "infant"}, nil},
-		{"hyphenated lemma as tokens", "t shirt", []string{"jersey"}, nil},
-		{"kinds of furniture", "furniture", []string{"bookcase", "table", "couch"}, nil},
+		{"two-word noun, plural", "musical instruments", Kinds, []string{"guitar", "drum", "piano", "violin"}, []string{"musical", "hammer"}},
+		{"synonyms and kinds", "doctor", Kinds, []string{"physician", "dermatologist", "specialist", "surgeon"}, []string{"doctor"}},
+		{"regular plural", "doctors", Kinds, []string{"dermatologist"}, nil},
+		{"ies plural", "cities", Kinds, []string{"paris", "tokyo"}, nil},
+		{"irregular plural from noun.exc", "children", Kinds, []string{"boy", "girl", "infant"}, nil},
+		{"hyphenated lemma as tokens", "t shirt", Kinds, []string{"jersey"}, nil},
+		{"kinds of furniture", "furniture", Kinds, []string{"bookcase", "table", "couch"}, nil},
+		{"derived from a noun", "photography", Derived, []string{"photograph", "photographer", "photographic"}, []string{"photography", "camera"}},
+		{"derived from a verb's past", "married", Derived, []string{"marriage"}, nil},
+		{"derived from a verb's gerund", "cooking", Derived, []string{"cook"}, nil},
+		{"derived from an irregular verb form (verb.exc)", "bought", Derived, []string{"buyer"}, nil},
+		{"derived from an adjective", "musical", Derived, []string{"music"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -26,7 +32,7 @@ func TestLookup(t *testing.T) {
 			if !ok {
 				t.Fatalf("Lookup(%q) found nothing", c.phrase)
 			}
-			got := slices.Collect(k.All())
+			got := slices.Collect(k.Words(c.rel))
 			if !slices.IsSorted(got) {
 				t.Errorf("words not sorted: %v", got)
 			}
@@ -46,17 +52,32 @@ func TestLookup(t *testing.T) {
 
 func TestLookupFindsNothing(t *testing.T) {
 	cases := []struct{ name, phrase string }{
-		{"not a noun", "quickly"},
 		{"unknown word", "zzyzxq"},
-		{"too general: every sense's closure is over the bound", "entity"},
-		{"too general: person", "person"},
 		{"empty", ""},
-		{"a key's prefix", "musical"},
+		{"a key's prefix", "musical instr"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if k, ok := Lookup(c.phrase); ok {
-				t.Errorf("Lookup(%q) = %q, want nothing", c.phrase, slices.Collect(k.All()))
+				t.Errorf("Lookup(%q) = %q, want nothing", c.phrase, slices.Collect(k.Words(Kinds)))
+			}
+		})
+	}
+}
+
+func TestLookupHasNoKinds(t *testing.T) {
+	cases := []struct{ name, phrase string }{
+		{"not a noun", "quickly"},
+		{"too general: every sense's closure is over the bound", "entity"},
+		{"too general: person", "person"},
+		{"a verb's form is not the noun's (play's kinds)", "played"},
+		{"an irregular verb form is not a noun's (verb.exc)", "ran"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k, _ := Lookup(c.phrase)
+			if got := slices.Collect(k.Words(Kinds)); len(got) > 0 {
+				t.Errorf("Lookup(%q) has kinds %q, want none", c.phrase, got)
 			}
 		})
 	}
@@ -64,11 +85,11 @@ func TestLookupFindsNothing(t *testing.T) {
 
 func TestAllStopsWhenAsked(t *testing.T) {
 	k, ok := Lookup("furniture")
-	if n := len(slices.Collect(k.All())); !ok || n < 3 {
+	if n := len(slices.Collect(k.Words(Kinds))); !ok || n < 3 {
 		t.Fatalf("furniture: %d words", n)
 	}
 	n := 0
-	for range k.All() {
+	for range k.Words(Kinds) {
 		n++
 		if n == 2 {
 			break
@@ -79,7 +100,7 @@ func TestAllStopsWhenAsked(t *testing.T) {
 	}
 }
 
-func TestSingulars(t *testing.T) {
+func TestBaseForms(t *testing.T) {
 	cases := []struct {
 		name, in string
 		want     []string
@@ -89,19 +110,25 @@ func TestSingulars(t *testing.T) {
 		{"men", "firemen", []string{"firemen", "fireman"}},
 		{"ches", "benches", []string{"benches", "bench", "benche"}},
 		{"last word of a phrase", "musical instruments", []string{"musical instruments", "musical instrument"}},
-		{"no plural ending", "furniture", []string{"furniture"}},
+		{"no ending", "furniture", []string{"furniture"}},
 		{"a lone s is not a word", "s", []string{"s"}},
+		{"a verb's past, as a noun's and a verb's", "married", []string{"married", "marrie", "marri"}},
+		{"a verb's gerund", "baking", []string{"baking", "bake", "bak"}},
+		{"an adjective's comparative", "larger", []string{"larger", "large", "larg"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := singulars(c.in)
+			var got []string
+			for _, f := range baseForms(c.in) {
+				got = append(got, f.s)
+			}
 			for _, w := range c.want {
 				if !slices.Contains(got, w) {
-					t.Errorf("singulars(%q) = %q, lacks %q", c.in, got, w)
+					t.Errorf("baseForms(%q) = %q, lacks %q", c.in, got, w)
 				}
 			}
 			if got[0] != c.in {
-				t.Errorf("singulars(%q) starts with %q", c.in, got[0])
+				t.Errorf("baseForms(%q) starts with %q", c.in, got[0])
 			}
 		})
 	}

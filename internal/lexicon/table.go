@@ -8,30 +8,35 @@ import (
 
 // The table's layout (counts and offsets are little-endian uint32):
 //
-//	"RVLEX2\0\0"
-//	nWords nKeys nPlurals
-//	three sections: words, keys, plurals
+//	"RVLEX3\0\0"
+//	nWords nKeys nForms nLists
+//	the id lists (nLists bytes)
+//	three sections: words, keys, forms
 //
 // A section holds sorted names in buckets of 16 (the generator's bucket):
 // the number of bucket offsets m, m offsets into the section's body (the
 // last is its end), then the body. In a bucket, the first record is its
 // name, a 0 byte and its tail; each other record is one byte saying how
 // many leading bytes its name shares with the previous name, the rest of
-// its name, a 0 byte and its tail. Tails: a word has none; a key has a
-// uvarint n and n uvarint word ids, each the difference from the previous
-// (the first from 0); a plural has its key and a 0 byte. Names are
+// its name, a 0 byte and its tail. Tails: a word has none; a key has, for
+// each Relation in order, a uvarint: 0 for none, else 1 + the position of
+// its id list in the lists; a form has its key, a 0 byte and
+// 'n' when it is a noun's form (noun.exc), else 'v'. An id list is
+// a uvarint n and n uvarint word ids, each the difference from the
+// previous (the first from 0); keys with equal lists share one. Names are
 // lower-case words joined by one space; a word's id is its position.
 //
-//go:embed nouns.bin
+//go:embed words.bin
 var table string
 
 const (
-	magic  = "RVLEX2\x00\x00"
+	magic  = "RVLEX3\x00\x00"
 	bucket = 16
 )
 
 // tab is the parsed header of table.
 type tab struct {
+	lists                int // position of the id lists
 	words, keys, plurals section
 }
 
@@ -63,10 +68,9 @@ func uvarint(p int) (int, int) {
 	return v, p
 }
 
-// skipIDs returns the position after a key's tail at p.
-func skipIDs(p int) int {
-	n, p := uvarint(p)
-	for range n {
+// skipRelations returns the position after a key's tail at p.
+func skipRelations(p int) int {
+	for range numRelations {
 		_, p = uvarint(p)
 	}
 	return p
@@ -146,13 +150,13 @@ func (t tab) word(id int, buf []byte) []byte {
 }
 
 var parsed = sync.OnceValue(func() tab {
-	if !strings.HasPrefix(table, magic) || len(table) < len(magic)+12 {
-		panic("lexicon: nouns.bin is not a lexicon table")
+	if !strings.HasPrefix(table, magic) || len(table) < len(magic)+16 {
+		panic("lexicon: words.bin is not a lexicon table")
 	}
-	var t tab
-	p := len(magic) + 12
+	t := tab{lists: len(magic) + 16}
+	p := t.lists + int(u32(len(magic)+12))
 	secs := []*section{&t.words, &t.keys, &t.plurals}
-	tails := []func(int) int{func(p int) int { return p }, skipIDs, skipName}
+	tails := []func(int) int{func(p int) int { return p }, skipRelations, func(p int) int { return skipName(p) + 1 }}
 	for i, s := range secs {
 		m := int(u32(p))
 		*s = section{n: int(u32(len(magic) + 4*i)), offs: p + 4, body: p + 4 + 4*m, tail: tails[i]}

@@ -31,9 +31,12 @@
 //     words internal/lexicon knows: "musical instruments", "doctors") adds
 //     the words naming its kinds and instances (guitar, drum…;
 //     dermatologist, surgeon…: WordNet's hyponyms, kindTerms) as terms of
-//     weight KindWeight, one group per noun, where a memory scores only its
-//     best term of the group (so a reply listing ten instruments does not
-//     outrank the message naming one); and up to C
+//     weight KindWeight, and with DerivedWeight > 0 each word or phrase the
+//     words WordNet derives from it in another part of speech (marriage →
+//     marry, photography → photographer) at DerivedWeight, one group per
+//     phrase, where a memory scores only its best term of the group (so a
+//     reply listing ten instruments does not outrank the message naming
+//     one); and up to C
 //     vector candidates by cosine similarity to the embedded query. Below
 //     8,192 memories every vector is compared; above, the 1,024 (or 8·C)
 //     memories nearest by Hamming distance of the sign sketches are

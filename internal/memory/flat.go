@@ -266,7 +266,7 @@ func bm25Lines(lines []string, query string, limit int, mk func(string) Memory) 
 	for i, l := range lines {
 		ix.put(int64(i+1), l) // ids from 1: 0 marks a removed document
 	}
-	kinds, _ := ix.kindTerms(query, nil, ix.queryTerms(query, nil), float32(DefaultTuning.KindWeight))
+	kinds, _ := ix.kindTerms(query, nil, ix.queryTerms(query, nil), DefaultTuning.relWeights())
 	hits := ix.search(query, nil, defaultBM25, limit, func(int64) bool { return true }, kinds)
 	if len(hits) == 0 {
 		return nil

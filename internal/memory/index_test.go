@@ -300,8 +300,8 @@ func TestTextIndexPack(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		for _, q := range queries {
-			pk, pn := packed.kindTerms(q, nil, packed.queryTerms(q, nil), 0.5)
-			uk, un := plain.kindTerms(q, nil, plain.queryTerms(q, nil), 0.5)
+			pk, pn := packed.kindTerms(q, nil, packed.queryTerms(q, nil), relWeights{0.5, 0.5})
+			uk, un := plain.kindTerms(q, nil, plain.queryTerms(q, nil), relWeights{0.5, 0.5})
 			ka, kb := packed.search(q, nil, defaultBM25, 50, all, pk), plain.search(q, nil, defaultBM25, 50, all, uk)
 			if !slices.Equal(ka, kb) {
 				t.Fatalf("%s, %q with the kinds of its nouns: packed %v, unpacked %v", when, q, ka, kb)

@@ -12,21 +12,32 @@ import (
 // ("musical instrument" is two).
 const maxKindPhrase = 3
 
-// kindTerms returns the full-text terms of the words naming kinds and
-// instances of the nouns the query names (lexicon.Lookup: "how many
-// musical instruments" adds guitar, drum, violin…), each with weight w,
-// leaving out words of skip, stop words, terms already in have and words
-// no memory holds. At each position the longest noun phrase the lexicon
-// knows is taken, and its words are not looked up again on their own. The
-// kinds of one noun are a group (qterm.group): a memory scores only its
-// best one, so that a reply listing ten instruments does not outrank the
-// message that names the user's guitar.
+// relWeights are the weights of the lexicon's relations (lexicon.Kinds…)
+// relative to the query's own words; 0 leaves a relation out.
+type relWeights [lexicon.NumRelations]float32
+
+// any reports whether some relation is used.
+func (w relWeights) any() bool { return w != relWeights{} }
+
+// kindTerms returns the full-text terms of the words the lexicon relates
+// to the words and phrases of the query (lexicon.Lookup): the kinds and
+// instances of the nouns it names ("how many musical instruments" adds
+// guitar, drum, violin…) and, as w weighs them, their derived words,
+// topics, hypernyms, a verb's kinds and synonyms; each term weighs its
+// relation's weight (the largest when several relate it), leaving out
+// words of skip, stop words, terms already in have and words no memory
+// holds. At each position the longest phrase the lexicon relates words to
+// by some relation of non-zero weight is taken, and its words are not
+// looked up again on their own. The words related to one phrase are a
+// group (qterm.group): a memory scores only its best one, so that a reply
+// listing ten instruments does not outrank the message that names the
+// user's guitar.
 //
 // It also returns, for each group g, nouns[g−1]: the stems of the noun's
 // content words, which a memory holding one of its kinds covers (see
 // coverage).
-func (t *textIndex) kindTerms(query string, skip map[string]bool, have []qterm, w float32) (kinds []qterm, nouns [][]string) {
-	if w <= 0 {
+func (t *textIndex) kindTerms(query string, skip map[string]bool, have []qterm, w relWeights) (kinds []qterm, nouns [][]string) {
+	if !w.any() {
 		return nil, nil
 	}
 	words := embed.Words(query)
@@ -45,7 +56,7 @@ func (t *textIndex) kindTerms(query string, skip map[string]bool, have []qterm, 
 				continue
 			}
 			found, ok := lexicon.Lookup(strings.Join(words[i:i+n], " "))
-			if !ok {
+			if !ok || !related(found, w) {
 				continue
 			}
 			group++
@@ -56,13 +67,30 @@ func (t *textIndex) kindTerms(query string, skip map[string]bool, have []qterm, 
 				}
 			}
 			nouns = append(nouns, stems)
-			for k := range found.All() {
-				if embed.IsStopWord(k) {
+			first := len(kinds)
+			for r, rw := range w {
+				if rw <= 0 {
 					continue
 				}
-				if tid, ok := t.terms[embed.Stem(k)]; ok && !seen[tid] && t.df[tid] > 0 {
-					seen[tid] = true
-					kinds = append(kinds, qterm{tid: tid, w: w, group: group})
+				for k := range found.Words(lexicon.Relation(r)) {
+					if embed.IsStopWord(k) {
+						continue
+					}
+					tid, ok := t.terms[embed.Stem(k)]
+					if !ok || t.df[tid] == 0 {
+						continue
+					}
+					if !seen[tid] {
+						seen[tid] = true
+						kinds = append(kinds, qterm{tid: tid, w: rw, group: group})
+						continue
+					}
+					// related twice: the larger weight
+					for j := first; j < len(kinds); j++ {
+						if kinds[j].tid == tid {
+							kinds[j].w = max(kinds[j].w, rw)
+						}
+					}
 				}
 			}
 			i += n - 1
@@ -70,6 +98,19 @@ func (t *textIndex) kindTerms(query string, skip map[string]bool, have []qterm, 
 		}
 	}
 	return kinds, nouns
+}
+
+// related reports whether the entry relates some word to its phrase by a
+// relation of non-zero weight.
+func related(e lexicon.Entry, w relWeights) bool {
+	for r, rw := range w {
+		if rw > 0 {
+			for range e.Words(lexicon.Relation(r)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // kindCover measures how much of a query's word weight a memory holds

@@ -5,11 +5,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/reverie-ai/reverie/internal/lexicon"
 )
+
+// kindsOnly weighs the kinds of nouns w and every other relation 0.
+func kindsOnly(w float32) relWeights {
+	var r relWeights
+	r[lexicon.Kinds] = w
+	return r
+}
 
 func TestKindTerms(t *testing.T) {
 	ti := newTextIndex()
-	docs := []string{"a guitar lesson", "my violin teacher", "hammer and nails", "the dermatologist and the surgeon", "my doctor called"}
+	docs := []string{"a guitar lesson", "my violin teacher", "hammer and nails", "the dermatologist and the surgeon", "my doctor called", "we married in June"}
 	for i, d := range docs {
 		ti.put(int64(i+1), d)
 	}
@@ -17,18 +26,24 @@ func TestKindTerms(t *testing.T) {
 	cases := []struct {
 		name  string
 		query string
+		w     relWeights
 		want  []qterm // in any order
 		nouns [][]string
 	}{
-		{"a two-word noun's kinds, as one group", "how many musical instruments do I own?",
+		{"a two-word noun's kinds, as one group", "how many musical instruments do I own?", kindsOnly(0.5),
 			[]qterm{{term("guitar"), 0.5, 1}, {term("violin"), 0.5, 1}}, [][]string{{"music", "instrument"}}},
-		{"two nouns, two groups", "which doctors and which musical instruments",
+		{"two nouns, two groups", "which doctors and which musical instruments", kindsOnly(0.5),
 			[]qterm{{term("dermatologist"), 0.5, 1}, {term("surgeon"), 0.5, 1}, {term("guitar"), 0.5, 2}, {term("violin"), 0.5, 2}},
 			[][]string{{"doctor"}, {"music", "instrument"}}},
-		{"a kind already in the query is not added again", "did the doctor see my dermatologist",
+		{"a kind already in the query is not added again", "did the doctor see my dermatologist", kindsOnly(0.5),
 			[]qterm{{term("surgeon"), 0.5, 1}}, [][]string{{"doctor"}}},
-		{"skipped words are not looked up", "Dr. Doctors", nil, nil},
-		{"no noun with kinds", "what did I say yesterday", nil, nil},
+		{"skipped words are not looked up", "Dr. Doctors", kindsOnly(0.5), nil, nil},
+		{"no noun with kinds", "what did I say yesterday", kindsOnly(0.5), nil, nil},
+		{"derived words at their relation's weight", "when was my marriage", relWeights{0.5, 0.3},
+			[]qterm{{term("marri"), 0.3, 1}}, [][]string{{"marriag"}}},
+		{"derived words off (marriage's kinds are in no memory)", "when was my marriage", kindsOnly(0.5), nil, [][]string{{"marriag"}}},
+		{"a word both a kind and derived weighs the larger", "which doctors", relWeights{0.5, 0.7},
+			[]qterm{{term("dermatologist"), 0.5, 1}, {term("surgeon"), 0.5, 1}}, [][]string{{"doctor"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -37,7 +52,7 @@ func TestKindTerms(t *testing.T) {
 				skip["doctors"] = true
 			}
 			have := ti.queryTerms(c.query, skip)
-			got, nouns := ti.kindTerms(c.query, skip, have, 0.5)
+			got, nouns := ti.kindTerms(c.query, skip, have, c.w)
 			if !slices.EqualFunc(nouns, c.nouns, slices.Equal) {
 				t.Errorf("kindTerms(%q) nouns = %q, want %q", c.query, nouns, c.nouns)
 			}
@@ -97,6 +112,42 @@ func TestRecallFindsKinds(t *testing.T) {
 	}
 }
 
+// TestRecallFindsDerived: a question naming a thing in one part of
+// speech ("my marriage") recalls what was told in another ("we married"),
+// by full text only with DerivedWeight on.
+func TestRecallFindsDerived(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	ids := seed(t, s,
+		Memory{Text: "Sam and I married at the town hall", Kind: KindEpisode},
+		Memory{Text: "I visited the new bakery on Main Street", Kind: KindEpisode},
+		Memory{Text: "The garden needs more sun this year", Kind: KindEpisode},
+	)
+	q := Query{Text: "Where was our marriage?", Peek: true, Limit: 3}
+	for _, c := range []struct {
+		name   string
+		weight float64
+		found  bool
+	}{
+		{"off", 0, false},
+		{"on", 0.2, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tune := DefaultTuning
+			tune.DerivedWeight = c.weight
+			s.SetTuning(tune)
+			got, err := s.Recall(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := slices.ContainsFunc(got, func(r Scored) bool { return r.ID == ids[0] && r.TextRank > 0 })
+			if found != c.found {
+				t.Errorf("DerivedWeight %g: full-text matches %q, want the wedding found: %v", c.weight, texts(got), c.found)
+			}
+		})
+	}
+}
+
 // TestScoreTermsGroupTakesBest: the terms of a group are alternatives: a
 // memory naming three kinds of doctor scores as its best one alone, not
 // their sum.
@@ -143,7 +194,7 @@ func TestCoverageCountsKinds(t *testing.T) {
 	const q = "which doctors did I see in the garden"
 	ids := []int64{1, 2, 3}
 	plain := ti.coverage(q, nil, ids, nil, nil)
-	kinds, nouns := ti.kindTerms(q, nil, ti.queryTerms(q, nil), 0.2)
+	kinds, nouns := ti.kindTerms(q, nil, ti.queryTerms(q, nil), kindsOnly(0.2))
 	with := ti.coverage(q, nil, ids, kinds, nouns)
 	if plain[0] != 0 || with[0] <= 0 {
 		t.Errorf("the dermatologist memory covers %g plainly and %g with kinds; want 0 and more", plain[0], with[0])

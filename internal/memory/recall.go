@@ -182,8 +182,8 @@ func (r *recallRun) textCandidates() {
 			}
 		}
 	}
-	if r.tune.KindWeight > 0 {
-		r.kterms, r.nouns = r.s.text.kindTerms(r.text, r.skip, r.s.text.queryTerms(r.text, r.skip), float32(r.tune.KindWeight))
+	if w := r.tune.relWeights(); w.any() {
+		r.kterms, r.nouns = r.s.text.kindTerms(r.text, r.skip, r.s.text.queryTerms(r.text, r.skip), w)
 	}
 	r.hits = r.s.text.search(r.text, r.skip, r.bp, r.nCand, r.keepID, r.kterms)
 	for i, h := range r.hits {

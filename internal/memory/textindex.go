@@ -479,11 +479,12 @@ func (t *textIndex) search(query string, skip map[string]bool, p bm25, k int, ke
 	if t.live == 0 || k <= 0 {
 		return nil
 	}
-	qterms := t.queryTerms(query, skip)
+	// words related to the query's (kinds) search even when none of its
+	// own is in any memory
+	qterms := append(t.queryTerms(query, skip), kinds...)
 	if len(qterms) == 0 {
 		return nil
 	}
-	qterms = append(qterms, kinds...)
 	return t.scoreTerms(qterms, p, k, keep)
 }
 

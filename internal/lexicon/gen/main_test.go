@@ -24,12 +24,12 @@ func TestTableIsGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("../nouns.bin")
+	got, err := os.ReadFile("../words.bin")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("internal/lexicon/nouns.bin (%d bytes) is not what the generator makes (%d bytes): run go generate ./internal/lexicon", len(got), len(want))
+		t.Fatalf("internal/lexicon/words.bin (%d bytes) is not what the generator makes (%d bytes): run go generate ./internal/lexicon", len(got), len(want))
 	}
 }
 
@@ -62,11 +62,15 @@ func TestBuildRejectsBadInput(t *testing.T) {
 		{"short synset line", "00001740 03 n\n"},
 		{"bad word count", "00001740 03 n zz entity 0 000\n"},
 		{"pointer list cut short", "00001740 03 n 01 entity 0 002 ~ 00001930 n 0000\n"},
+		{"pointer to a missing synset", "00001740 03 n 01 entity 0 001 ~ 00001930 n 0000\n"},
+		{"pointer with a bad part of speech", "00001740 03 n 01 entity 0 001 ~ 00001740 q 0000\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			for name, body := range map[string]string{"data.noun": c.data, "index.noun": "", "noun.exc": ""} {
+			files := emptyWordNet()
+			files["data.noun"] = c.data
+			for name, body := range files {
 				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -81,9 +85,22 @@ func TestBuildRejectsBadInput(t *testing.T) {
 	}
 }
 
+// emptyWordNet returns the files of a WordNet with no words.
+func emptyWordNet() map[string]string {
+	files := map[string]string{}
+	for _, p := range parts {
+		files["data."+p.name], files["index."+p.name], files[p.name+".exc"] = "", "", ""
+	}
+	return files
+}
+
 // tinyWordNet is a WordNet in the files' format: thing → {instrument →
 // {guitar, drum (→ snare drum)}, doctor/physician → {surgeon}}; "doctor"
-// has a second, unattested sense (a degree) whose kind must not show.
+// has a second, unattested sense (a degree) whose kind must not show. The
+// verb "doctor"/"treat" (attested) derives, by lexical pointers, the
+// noun's first word from its first ("doctor" → "doctor") and its second
+// from its second ("treat" → "physician"); "drum" (verb, unattested)
+// derives nothing.
 var tinyWordNet = map[string]string{
 	"data.noun": `  1 licence header line
 00000001 03 n 01 thing 0 002 ~ 00000002 n 0000 ~ 00000005 n 0000 | a thing
@@ -106,6 +123,18 @@ physician n 1 1 ~ 1 1 00000005
 thing n 1 1 ~ 1 1 00000001
 `,
 	"noun.exc": "doctores doctor\ngeese goose\n",
+	"data.verb": `  1 licence header line
+00000001 29 v 02 doctor 0 treat 0 002 + 00000005 n 0101 + 00000005 n 0202 01 + 08 00 | treat
+00000002 29 v 01 drum 0 001 + 00000004 n 0101 01 + 08 00 | beat
+`,
+	"index.verb": `  1 licence header line
+doctor v 1 1 + 1 1 00000001
+treat v 1 1 + 1 1 00000001
+drum v 1 1 + 1 0 00000002
+`,
+	"verb.exc": "doctored doctor\n",
+	"data.adj": "", "index.adj": "", "adj.exc": "",
+	"data.adv": "", "index.adv": "", "adv.exc": "",
 }
 
 func TestEntries(t *testing.T) {
@@ -119,29 +148,36 @@ func TestEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds, plural := entries(wn, 4)
+	rels, forms := entries(wn, 4)
 	cases := []struct {
 		name, key string
-		want      []string // nil: no entry
+		rel       int
+		want      []string // nil: none
 	}{
-		{"a two-word key, its synonym and all kinds below it (one-token words only)", "musical instrument", []string{"drum", "guitar", "instrument"}},
-		{"the attested sense only, with its synonyms (not Dr.)", "doctor", []string{"physician", "surgeon"}},
-		{"a closure over the bound (5 words > 4) is left out", "thing", nil},
-		{"a leaf has no entry", "guitar", nil},
+		{"a two-word key, its synonym and all kinds below it (one-token words only)", "musical instrument", relKinds, []string{"drum", "guitar", "instrument"}},
+		{"the attested sense only, with its synonyms (not Dr.)", "doctor", relKinds, []string{"physician", "surgeon"}},
+		{"a closure over the bound (5 words > 4) is left out", "thing", relKinds, nil},
+		{"a leaf has no kinds", "guitar", relKinds, nil},
+		{"a lexical derivation: the word it points to, not the key itself", "doctor", relDerived, nil},
+		{"a lexical derivation from the lemma's own word only", "treat", relDerived, []string{"physician"}},
+		{"an unattested verb derives nothing", "drum", relDerived, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
-			for w := range kinds[c.key] {
-				got = append(got, w)
+			if e := rels[c.key]; e != nil {
+				got = sortedKeys(e[c.rel])
 			}
-			slices.Sort(got)
 			if !slices.Equal(got, c.want) {
-				t.Errorf("kinds[%q] = %q, want %q", c.key, got, c.want)
+				t.Errorf("relation %d of %q = %q, want %q", c.rel, c.key, got, c.want)
 			}
 		})
 	}
-	if want := map[string]string{"doctores": "doctor"}; !maps.Equal(plural, want) {
-		t.Errorf("plurals = %v, want %v (geese has no key)", plural, want)
+	if rels["guitar"] != nil {
+		t.Errorf("guitar has an entry: %v", rels["guitar"])
+	}
+	want := map[string]baseForm{"doctores": {"doctor", true}, "doctored": {"doctor", false}}
+	if !maps.Equal(forms, want) {
+		t.Errorf("forms = %v, want %v (geese has no key)", forms, want)
 	}
 }
