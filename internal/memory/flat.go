@@ -259,8 +259,8 @@ func (f *FlatStore) Recall(ctx context.Context, q Query) ([]Scored, error) {
 }
 
 // bm25Lines ranks lines for query with the store's full-text index (the
-// same BM25, stemming and kinds of nouns as the SQLite store's recall),
-// built for the call.
+// same BM25, stemming, kinds of nouns and derived words as the SQLite
+// store's recall), built for the call.
 func bm25Lines(lines []string, query string, limit int, mk func(string) Memory) []Scored {
 	ix := newTextIndex()
 	for i, l := range lines {
