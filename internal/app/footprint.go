@@ -9,12 +9,14 @@ import (
 
 // keepFootprint returns freed heap to the OS once start-up has settled and
 // again whenever use has grown the private memory (see package footprint).
-// Each time, the database pool first closes its idle connections (the next
-// query opens one again, parsing the schema compactly), SQLite frees the
-// pages its connections cache but no statement uses (a fresh data dir's
-// migrations leave ~1 MiB of them) and its C heap the slabs it keeps
-// empty, and the memory index drops the vector pages recalls have read
-// (file cache, not private memory, but the process's Pss).
+// Each time, the conversations' cached histories are dropped (the next
+// turn on a thread reads its history whole again), the database pool
+// closes its idle connections (the next query opens one again, parsing the
+// schema compactly), SQLite frees the pages its connections cache but no
+// statement uses (a fresh data dir's migrations leave ~1 MiB of them) and
+// its C heap the slabs it keeps empty, and the memory index drops the file
+// pages recalls have read (file cache, not private memory, but the
+// process's Pss).
 func (a *App) keepFootprint(ctx context.Context) error {
 	// The first release waits for the memory index's load (at 100k
 	// memories, seconds of reading rows that become garbage).
@@ -22,10 +24,13 @@ func (a *App) keepFootprint(ctx context.Context) error {
 	return k.Run(ctx)
 }
 
-// releaseMemory closes the idle database connections, hands back what
-// SQLite caches unused and the memory index's vector pages, then the freed
-// Go heap.
+// releaseMemory drops the conversations' cached histories, closes the
+// idle database connections, hands back what SQLite caches unused and the
+// memory index's file pages, then the freed Go heap.
 func (a *App) releaseMemory() {
+	if a.Conversations != nil {
+		a.Conversations.DropCachedHistories()
+	}
 	sqlite.TrimIdle(a.DB)
 	sqlite.ReleaseMemory()
 	if a.trimMemoryIndex != nil {

@@ -16,7 +16,7 @@ import (
 // added; whatever another writer does to the thread (append, a failed or
 // stopped reply, archive, compaction, an edit's or a regeneration's
 // branch, /new, purge, a thread deleted and made again, or a different
-// thread), the history it returns equals a fresh read, and so do
+// thread, or the cache dropped), the history it returns equals a fresh read, and so do
 // ModelHistory (whose message list and token count are extended
 // incrementally: they equal a recount of the fresh read), LastMessageID and
 // CountUserMessagesSince, which rely on the same invariants.
@@ -45,6 +45,13 @@ func TestHistoryCacheFollowsEveryWriter(t *testing.T) {
 		{name: "first read", change: func(t *testing.T) { add(t, 3) }},
 		{name: "nothing changed", change: func(t *testing.T) {}},
 		{name: "appended", change: func(t *testing.T) { add(t, 2) }},
+		{name: "cache dropped (an idle agent's release)", change: func(t *testing.T) {
+			reader.DropCachedHistories()
+			if n := len(reader.recent.threads); n != 0 || reader.recent.bytes != 0 {
+				t.Fatalf("%d histories (%d bytes) cached after the drop", n, reader.recent.bytes)
+			}
+			add(t, 1)
+		}},
 		{name: "oldest archived", change: func(t *testing.T) {
 			h, _ := writer.History(ctx, thread)
 			if _, err := writer.Archive(ctx, thread, h[1].ID); err != nil {

@@ -692,6 +692,13 @@ func (s *Store) ModelHistory(ctx context.Context, id chat.ThreadID) (ModelHistor
 	return h, nil
 }
 
+// DropCachedHistories empties the cache of recently read histories (up
+// to historyCacheBytes of messages): an idle agent hands that memory back
+// (its footprint keeper's release), and the next turn on a thread reads
+// its active history whole again (a few milliseconds for a long one).
+// Safe while histories are being read.
+func (s *Store) DropCachedHistories() { s.recent.clear() }
+
 // view returns the thread's active history with what is derived from it,
 // from the cache when it is still valid (see historyCache).
 func (s *Store) view(ctx context.Context, id chat.ThreadID) (historyView, error) {
@@ -807,6 +814,13 @@ func (c *historyCache) add(t cachedHistory) {
 		c.bytes -= c.threads[0].bytes
 		c.threads = slices.Delete(c.threads, 0, 1)
 	}
+}
+
+// clear drops every cached history.
+func (c *historyCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.threads, c.bytes = nil, 0
 }
 
 // remove drops id's history, if cached.

@@ -18,10 +18,12 @@
 // one collection (milliseconds at an agent's heap size), at most once a
 // minute. What use
 // leaves live stays: an agent's idle footprint after use is higher than
-// after a fresh start (the memory index holds every stored memory, recent
-// conversations' histories are cached, the first turn builds the tools'
-// schemas). bench/footprint.sh measures both; docs/architecture.md#footprint
-// has the figures.
+// after a fresh start, and grows slowly with what it stores (the memory
+// indexes keep ~180 B of heap per stored memory, their vectors, sketches,
+// metadata and term lists being file pages the release drops; the first
+// turns build the tools' schemas, the API's routes, codecs' caches; the
+// heap stays more fragmented than at start). bench/footprint.sh measures
+// both; docs/architecture.md#footprint has the figures.
 //
 // The executable's own pages (code and constants) are deliberately left
 // alone: dropping them from the process's mappings lowers RSS but not what
