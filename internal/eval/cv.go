@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/reverie-ai/reverie/internal/memory"
 )
@@ -44,6 +47,8 @@ var knobs = []knob{
 		func(t *memory.Tuning) float64 { return t.Spread }, func(t *memory.Tuning, v float64) { t.Spread = v }},
 	{"answer_spread", []float64{0, 0.5, 0.7, 0.85, 1},
 		func(t *memory.Tuning) float64 { return t.AnswerSpread }, func(t *memory.Tuning, v float64) { t.AnswerSpread = v }},
+	{"exchange_spread", []float64{0, 0.25, 0.5, 0.7},
+		func(t *memory.Tuning) float64 { return t.ExchangeSpread }, func(t *memory.Tuning, v float64) { t.ExchangeSpread = v }},
 	{"spread_reach", []float64{1, 2, 3},
 		func(t *memory.Tuning) float64 { return float64(t.SpreadReach) }, func(t *memory.Tuning, v float64) { t.SpreadReach = int(v) }},
 	{"date_boost", []float64{0, 1, 3, 6},
@@ -69,6 +74,7 @@ func NeutralTuning() memory.Tuning {
 	t.VectorWeight, t.RRFK, t.BM25B, t.BM25K1 = 0.15, 20, 0.75, 1.2
 	t.FeedbackWeight, t.FeedbackTerms, t.FeedbackDocs = 0, 5, 8
 	t.SpeakerBoost, t.Spread, t.AnswerSpread, t.SpreadReach = 0, 0, 0, 1
+	t.ExchangeSpread = 0
 	t.DateBoost, t.DateSlackDays, t.LengthPrior, t.IntentBoost = 0, 3, 0, 0
 	t.KindWeight, t.DerivedWeight = 0, 0
 	return t
@@ -146,23 +152,36 @@ func CrossValidate(ctx context.Context, convs []Conversation, opts Options) (CVR
 }
 
 // objective is recall@10 over categories 1–4 of the conversations gs with
-// tuning t. Each conversation's tally is kept per tuning (the folds' searches
-// share most of their conversations and often their path).
+// tuning t, scoring them GOMAXPROCS at a time (each has its own store).
+// Each conversation's tally is kept per tuning (the folds' searches share
+// most of their conversations and often their path).
 func objective(ctx context.Context, gs []*ingested, t memory.Tuning) (float64, error) {
-	tl := newTally([]int{10})
 	key := fmt.Sprintf("%+v", t)
-	for _, g := range gs {
-		one, ok := g.memo[key]
-		if !ok {
-			one = newTally([]int{10})
-			if err := g.score(ctx, t, one, nil); err != nil {
-				return 0, fmt.Errorf("locomo %s: %w", g.conv.ID, err)
+	ones := make([]*tally, len(gs))
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.SetLimit(runtime.GOMAXPROCS(0))
+	for i, g := range gs {
+		eg.Go(func() error {
+			one, ok := g.memo[key]
+			if !ok {
+				one = newTally([]int{10})
+				if err := g.score(ctx, t, one, nil); err != nil {
+					return fmt.Errorf("locomo %s: %w", g.conv.ID, err)
+				}
+				if g.memo == nil {
+					g.memo = map[string]*tally{}
+				}
+				g.memo[key] = one
 			}
-			if g.memo == nil {
-				g.memo = map[string]*tally{}
-			}
-			g.memo[key] = one
-		}
+			ones[i] = one
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return 0, err
+	}
+	tl := newTally([]int{10})
+	for _, one := range ones {
 		tl.add(one)
 	}
 	return tl.report().Overall[10], nil
@@ -174,14 +193,56 @@ func fit(ctx context.Context, gs []*ingested) (memory.Tuning, float64, error) {
 	return search(func(t memory.Tuning) (float64, error) { return objective(ctx, gs, t) })
 }
 
+// knobPairs are the knobs whose best values depend on each other, searched
+// together on their grid as well as one at a time: relevance spread along
+// a conversation adds to the fused rank scores, so how much of it helps
+// depends on the fusion constant and on the vector ranking's weight, and
+// the spreading backwards on the spreading to a reply (in a group room's
+// chain; an exchange with the assistant has one weight, ExchangeSpread); the length prior
+// and BM25's length normalisation both act on a memory's length. One knob
+// at a time, the search starting from NeutralTuning cannot turn spreading
+// on where it pays only with another fusion constant (a ridge).
+var knobPairs = [][2]string{
+	{"rrf_k", "spread"},
+	{"rrf_k", "answer_spread"},
+	{"spread", "answer_spread"},
+	{"rrf_k", "exchange_spread"},
+	{"vector_weight", "rrf_k"},
+	{"length_prior", "bm25_b"},
+}
+
+// knobNamed returns the knob called name; it panics on a name not in
+// knobs (knobPairs is fixed).
+func knobNamed(name string) knob {
+	for _, k := range knobs {
+		if k.name == name {
+			return k
+		}
+	}
+	panic("eval: no knob " + name)
+}
+
 // search chooses the knobs by coordinate search from NeutralTuning:
-// CVSweeps passes, each trying every value of every knob in turn and
-// keeping the one that maximises obj (a tie keeps the current value).
+// CVSweeps passes, each trying every value of every knob in turn, then
+// every pair of values of each of knobPairs, and keeping the one that
+// maximises obj (a tie keeps the current value). It reads only obj, so a
+// cross-validation's held-out questions never reach it.
 func search(obj func(memory.Tuning) (float64, error)) (memory.Tuning, float64, error) {
 	cur := NeutralTuning()
 	best, err := obj(cur)
 	if err != nil {
 		return cur, 0, err
+	}
+	try := func(t memory.Tuning) (bool, error) {
+		s, err := obj(t)
+		if err != nil {
+			return false, err
+		}
+		if s > best+1e-9 {
+			best, cur = s, t
+			return true, nil
+		}
+		return false, nil
 	}
 	for range CVSweeps {
 		changed := false
@@ -192,12 +253,29 @@ func search(obj func(memory.Tuning) (float64, error)) (memory.Tuning, float64, e
 				}
 				t := cur
 				k.set(&t, v)
-				s, err := obj(t)
+				ok, err := try(t)
 				if err != nil {
 					return cur, 0, err
 				}
-				if s > best+1e-9 {
-					best, cur, changed = s, t, true
+				changed = changed || ok
+			}
+		}
+		for _, p := range knobPairs {
+			a, b := knobNamed(p[0]), knobNamed(p[1])
+			base := cur
+			for _, va := range a.values {
+				for _, vb := range b.values {
+					if va == a.get(&base) && vb == b.get(&base) {
+						continue
+					}
+					t := base
+					a.set(&t, va)
+					b.set(&t, vb)
+					ok, err := try(t)
+					if err != nil {
+						return cur, 0, err
+					}
+					changed = changed || ok
 				}
 			}
 		}

@@ -62,9 +62,9 @@
 //     through the question that preceded it. An episode of an exchange with
 //     the assistant (a user's message whose next episode is the assistant's
 //     reply, stored Role assistant, or that reply) passes relevance only
-//     within the exchange (AnswerSpread to the reply, Spread back to the
-//     message) and, from a reply, AnswerSpread to the message after it (the
-//     user's answer to what the assistant asked): the exchanges around are
+//     within the exchange (w = ExchangeSpread to the reply and back to the
+//     message) and, from a reply, ExchangeSpread to the message after it
+//     (the user's answer to what the assistant asked): the exchanges around are
 //     other topics, which the chain's reach would otherwise pull into the
 //     top ranks. A group room's overheard messages spread along the chain.
 //  5. Re-scores: score(m) = fused(m)/((Wt+Wv)/(k+1)) ·

@@ -222,7 +222,7 @@ func (r *recallRun) vectorCandidates() {
 // episodes told just before and after each candidate.
 func (r *recallRun) spread() {
 	t := r.tune
-	if t.Spread <= 0 && t.AnswerSpread <= 0 {
+	if t.Spread <= 0 && t.AnswerSpread <= 0 && t.ExchangeSpread <= 0 {
 		return
 	}
 	n := len(r.cs)
@@ -249,17 +249,18 @@ func (r *recallRun) spread() {
 			fwd = t.AnswerSpread
 		}
 		if nb, ok := idx.partner(sl); ok {
-			// an exchange with the assistant: relevance passes to the
+			// an exchange with the assistant: ExchangeSpread passes to the
 			// other half, and from a reply to the message after it (the
 			// user's answer to what the assistant asked), no further
-			w := back
-			if idx.metas[sl].role == roleUser {
-				w = fwd
+			if w := t.ExchangeSpread; w > 0 {
+				pass(nb, w*f)
+				if idx.metas[sl].role == roleAssistant {
+					pass(idx.neighbour(sl, true), w*f)
+				}
 			}
-			pass(nb, w*f)
-			if idx.metas[sl].role == roleAssistant {
-				pass(idx.neighbour(sl, true), fwd*f)
-			}
+			continue
+		}
+		if t.Spread <= 0 && t.AnswerSpread <= 0 {
 			continue
 		}
 		prev, next := sl, sl

@@ -189,6 +189,17 @@ func TestRecallSpreadStaysInExchange(t *testing.T) {
 	if len(got) != 3 || got[0].ID != ids[3] || !slices.ContainsFunc(got, func(x Scored) bool { return x.ID == ids[4] }) {
 		t.Fatalf("Rank = %v, want the reply %d, its message and the message after it %d", got, ids[3], ids[4])
 	}
+	// ExchangeSpread is the weight within an exchange, whatever the
+	// chain's Spread and AnswerSpread: at 0 nothing spreads
+	tune.ExchangeSpread = 0
+	s.SetTuning(tune)
+	got, err = rank("what present for the gardener")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != ids[2] {
+		t.Fatalf("Rank with ExchangeSpread 0 = %v, want the matching message %d only", got, ids[2])
+	}
 }
 
 // Ranking features key on stored fields: a fact written "Note: …" has no

@@ -54,6 +54,13 @@ type Tuning struct {
 	// another by a different speaker: a reply inherits more of the
 	// relevance of what it answers.
 	AnswerSpread float64
+	// ExchangeSpread replaces Spread and AnswerSpread within an exchange
+	// with the assistant (a user's message and the reply to it, and from
+	// the reply to the user's next message): a conversation with the
+	// assistant, where the replies are long and the user's messages hold
+	// what the user told, is another structure than a group room's
+	// overheard chain, and each gets its own weight.
+	ExchangeSpread float64
 	// DateBoost multiplies the score of a memory dated (event time, else
 	// creation time) within the time the query names ("in July 2023", "on
 	// 13 October, 2023") by 1 + DateBoost. The named span is widened by a
@@ -142,6 +149,7 @@ var DefaultTuning = Tuning{
 	BM25K1:              1.2,
 	BM25B:               0.75,
 	AnswerSpread:        0.7,
+	ExchangeSpread:      0.7,
 	DateBoost:           6,
 	DateSlackDays:       3,
 	LengthPrior:         0.4,
