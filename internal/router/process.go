@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/reverie-ai/reverie/api"
@@ -110,19 +109,9 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	// its first message (the seed is stored before the message): one wait,
 	// and the stored order is the order shown.
 	greet := r.needsSeed(ctx, j.thread) || j.greet
-	// message.replied is written with the inbox row's removal (at once:
-	// one commit can carry both), once the reply is stored; after the
-	// turn when it never started.
-	published := false
-	replied := func(res agent.Result, err error) {
-		published = true
-		r.publishReplied(ctx, j, start, res, err)
-	}
-	res, err := r.turnThen(ctx, j, agent.Input{Thread: j.thread, Sender: j.sender, Received: j.received,
-		Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}, deliver, chat.Reply, replied)
-	if !published {
-		r.publishReplied(ctx, j, start, res, err)
-	}
+	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Sender: j.sender, Received: j.received,
+		Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}, deliver, chat.Reply)
+	r.publishReplied(ctx, j, start, res, err)
 	if err == nil && deliver {
 		r.speak(ctx, j, res.Reply)
 	}
@@ -221,13 +210,6 @@ func (r *Router) needsSeed(ctx context.Context, t chat.ThreadID) bool {
 // finished after, and the row goes when the turn has ended — unless the
 // router's shutdown cut the turn off, which leaves it for the next start.
 func (r *Router) turn(ctx context.Context, j *job, in agent.Input, deliver bool, kind chat.OutboundKind) (agent.Result, error) {
-	return r.turnThen(ctx, j, in, deliver, kind, nil)
-}
-
-// turnThen is turn calling ended, when set, once the agent's turn is
-// over, at the same time as it removes j's inbox row and before it
-// delivers the reply.
-func (r *Router) turnThen(ctx context.Context, j *job, in agent.Input, deliver bool, kind chat.OutboundKind, ended func(agent.Result, error)) (agent.Result, error) {
 	addr := chat.Address{Channel: j.channel, Thread: j.thread}
 	var ch extension.ChannelProvider
 	if deliver {
@@ -271,12 +253,7 @@ func (r *Router) turnThen(ctx context.Context, j *job, in agent.Input, deliver b
 		in.Stream, in.OnToolCall = s.stream, s.toolCall
 	}
 	res, err := r.o.Agent.Turn(ctx, in)
-	var wg sync.WaitGroup
-	if ended != nil {
-		wg.Go(func() { ended(res, err) })
-	}
 	kept := r.endTurn(ctx, j, err)
-	wg.Wait()
 	if s != nil {
 		s.close(res.Reply, err)
 	}
