@@ -10,8 +10,8 @@
 # No model is configured there: this is the idle footprint.
 # Then the footprint after use: `reverie agent` on a fresh data dir against a
 # local fake model (bench/turnload footprint, turns through the HTTP API,
-# episodes on), RssAnon and Pss (with the share of the memory index's
-# vector files in it) idle SECOND s after ready, then after 20 and after
+# episodes on), RssAnon and Pss (with the share of the memory indexes'
+# files in it: vectors, sketches, metadata, term ids) idle SECOND s after ready, then after 20 and after
 # TURNS turns of one conversation, each at once and SECOND s later (TURNS 0
 # skips it).
 # reverie and reverie-supervisor are built into the same directory, so `run`

@@ -13,8 +13,8 @@
 // its proportional set size (Pss, from /proc/PID/smaps_rollup: it also
 // counts the file pages it maps, its executable's shared with any other
 // process running the same file) and, of that, the pages of the memory
-// index's files (its vectors and their sketches, internal/memory's
-// vecSpace), once idle (-settle after ready), then, in one conversation,
+// indexes' files (the vectors, their sketches, the memories' metadata and
+// the text index's term ids: internal/memory's vecSpace), once idle (-settle after ready), then, in one conversation,
 // right after each checkpoint's turn and again -settle after it (the agent
 // idle in between: what it keeps, once its footprint keeper has run).
 //
