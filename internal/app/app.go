@@ -450,7 +450,9 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 	if lockErr == nil {
 		go func() {
 			start := time.Now()
-			db, err := sqlite.Open(ctx, filepath.Join(a.opts.DataDir, DatabaseFile))
+			// The WAL is checkpointed by the committer's Run (see Run),
+			// not by whichever write's commit crosses the threshold.
+			db, err := sqlite.OpenWith(ctx, filepath.Join(a.opts.DataDir, DatabaseFile), sqlite.Options{ManualCheckpoint: true})
 			if err != nil {
 				err = datadir.Unusable(err)
 			} else if a.opts.OneShot {
@@ -643,6 +645,9 @@ func (a *App) startBackground(ctx context.Context, run func(func() error)) {
 func (a *App) Run(ctx context.Context) error {
 	runStart := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
+	if a.commits != nil {
+		g.Go(func() error { return a.commits.Run(gctx) })
+	}
 	g.Go(func() error { return a.Router.Run(gctx) })
 	g.Go(func() error { return a.Kernel.Run(gctx) })
 	g.Go(func() error { return a.Approvals.Run(gctx) })

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -123,5 +125,59 @@ func TestCommitterLoneFailure(t *testing.T) {
 	}, func() { called = true })
 	if err == nil || called {
 		t.Fatalf("err %v, callback called %v", err, called)
+	}
+}
+
+// TestCommitterCheckpoints: on a database opened with ManualCheckpoint no
+// commit copies the WAL into the database file, however long it grows (the
+// automatic checkpoint would have run after 1,000 pages); Run does, once
+// checkpointEvery shared transactions have committed, and returns when its
+// context ends.
+func TestCommitterCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "test.db")
+	db, err := OpenWith(ctx, file, Options{ManualCheckpoint: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var auto int
+	if err := db.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
+		t.Fatalf("wal_autocheckpoint = %d, %v; want 0", auto, err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE w (b BLOB NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	size := func() int64 {
+		fi, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := size()
+	c := NewCommitter(db)
+	blob := make([]byte, 16<<10) // four pages and more a row
+	for range checkpointEvery + 8 {
+		if err := c.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO w (b) VALUES (?)`, blob)
+			return err
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := size(); got != before {
+		t.Fatalf("database file %d bytes after the writes, was %d: a commit checkpointed", got, before)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	// A checkpoint was due when the writes passed checkpointEvery.
+	for size() < int64(checkpointEvery)*int64(len(blob)) {
+		runtime.Gosched()
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
 	}
 }
