@@ -17,7 +17,13 @@ import (
 // what it wrote is as durable as if it had committed alone. The zero value
 // is ready to use.
 type GroupCommit[T any] struct {
-	mu      sync.Mutex // held by the caller writing a batch
+	// writer is held (a token in it) by the caller writing a batch. It is
+	// a channel, not a mutex, so that a caller waits for either its item's
+	// write or the writer's place, whichever comes first: waiting for a
+	// mutex, a caller whose item was already written waited for the next
+	// batch's write too whenever another caller took the mutex first.
+	writer  chan struct{}
+	once    sync.Once
 	qmu     sync.Mutex // guards queued and writing
 	queued  []*groupItem[T]
 	writing int // items in the batch being written
@@ -35,14 +41,19 @@ type groupItem[T any] struct {
 // itself (T is usually a pointer to the item and its result); it must not
 // panic.
 func (g *GroupCommit[T]) Write(v T, write func(batch []T)) {
+	g.once.Do(func() { g.writer = make(chan struct{}, 1) })
 	it := &groupItem[T]{v: v, done: make(chan struct{})}
 	g.qmu.Lock()
 	g.queued = append(g.queued, it)
 	g.qmu.Unlock()
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	select {
 	case <-it.done: // written with an earlier caller's batch
+		return
+	case g.writer <- struct{}{}:
+	}
+	defer func() { <-g.writer }()
+	select {
+	case <-it.done: // written just before this caller took the writer's place
 		return
 	default:
 	}

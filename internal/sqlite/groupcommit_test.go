@@ -79,3 +79,46 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("lone write's batch %v", last)
 	}
 }
+
+// TestGroupCommitReturnsOnceWritten: a caller returns as soon as the batch
+// holding its item is written, even while another caller (queued after
+// that batch was taken) holds the writer's place for the next batch.
+func TestGroupCommitReturnsOnceWritten(t *testing.T) {
+	var g GroupCommit[int]
+	gates := map[int]chan struct{}{0: make(chan struct{}), 1: make(chan struct{}), 3: make(chan struct{})}
+	write := func(batch []int) { <-gates[batch[0]] } // the batch of items 1 and 2 waits for gates[1]
+	waitFor := func(queued, pending int) {
+		for g.Queued() != queued || g.Pending() != pending {
+			runtime.Gosched()
+		}
+	}
+	returned := make(chan int, 4)
+	var wg sync.WaitGroup
+	call := func(v int) { wg.Go(func() { g.Write(v, write); returned <- v }) }
+	call(0)
+	waitFor(0, 1) // 0 is being written
+	call(1)
+	waitFor(1, 2)
+	call(2)
+	waitFor(2, 3)
+	close(gates[0])
+	if v := <-returned; v != 0 {
+		t.Fatalf("%d returned first, want 0", v)
+	}
+	waitFor(0, 2) // 1 and 2 are being written, together
+	call(3)
+	waitFor(1, 3)
+	close(gates[1])
+	// 3 takes the writer's place and waits for gates[3]; 1 and 2 return
+	// meanwhile, their batch written.
+	got := []int{<-returned, <-returned}
+	slices.Sort(got)
+	if !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("returned %v, want 1 and 2", got)
+	}
+	close(gates[3])
+	wg.Wait()
+	if v := <-returned; v != 3 {
+		t.Fatalf("%d returned last, want 3", v)
+	}
+}
