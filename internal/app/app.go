@@ -483,7 +483,11 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 	}
 	if o.db != nil {
 		a.onClose("database", o.db.Close)
-		a.DB, a.migrations, a.commits = o.db, sqlite.NewMigrations(o.db), sqlite.NewCommitter(o.db)
+		var dbLog *slog.Logger // nil when logging failed to start: the start fails then
+		if a.Logger != nil {
+			dbLog = a.Logger.With("component", "database")
+		}
+		a.DB, a.migrations, a.commits = o.db, sqlite.NewMigrations(o.db), sqlite.NewCommitter(o.db, dbLog)
 		a.trace.phase("database (beside)", o.took)
 	}
 	if err != nil {

@@ -102,7 +102,7 @@ func TestAppendGroupCommit(t *testing.T) {
 func TestAppendSharedCommits(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	s, err := Open(ctx, db, Options{Commits: sqlite.NewCommitter(db)})
+	s, err := Open(ctx, db, Options{Commits: sqlite.NewCommitter(db, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

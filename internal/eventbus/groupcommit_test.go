@@ -91,7 +91,7 @@ func TestPublishGroupCommit(t *testing.T) {
 func TestPublishSharedCommits(t *testing.T) {
 	ctx := context.Background()
 	db, _ := tempDB(t)
-	b := openBus(t, db, Options{Commits: sqlite.NewCommitter(db)})
+	b := openBus(t, db, Options{Commits: sqlite.NewCommitter(db, nil)})
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watch := b.Watch(wctx, "gc.", 64)

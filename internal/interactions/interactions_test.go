@@ -136,7 +136,7 @@ func logConcurrently(t *testing.T, shared bool) {
 	now := time.Unix(1700000000, 0)
 	s := open(t, &now)
 	if shared {
-		s.commits = sqlite.NewCommitter(s.db)
+		s.commits = sqlite.NewCommitter(s.db, nil)
 	}
 	ctx := context.Background()
 	const callers = 12

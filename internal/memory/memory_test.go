@@ -785,7 +785,7 @@ func testAddBatchGroupCommit(t *testing.T, shared bool) {
 	release := s.writeMu.Unlock
 	var other sync.WaitGroup
 	if shared {
-		s.commits = sqlite.NewCommitter(s.db)
+		s.commits = sqlite.NewCommitter(s.db, nil)
 		if _, err := s.db.ExecContext(ctx, `CREATE TABLE test_other (n INTEGER)`); err != nil {
 			t.Fatal(err)
 		}

@@ -352,7 +352,7 @@ func usageRecordedConcurrently(t *testing.T, shared bool) {
 	a := &fakeBackend{name: "a", gen: ok("a")}
 	r := newRouter(t, map[string][]string{"main": {"a"}}, a)
 	if shared {
-		r.opts.Commits = sqlite.NewCommitter(r.opts.DB)
+		r.opts.Commits = sqlite.NewCommitter(r.opts.DB, nil)
 	}
 	const threads, calls = 8, 5
 	var wg sync.WaitGroup

@@ -129,7 +129,7 @@ func newHarnessOn(t *testing.T, db *sql.DB, dir string, model toolloop.Model, to
 		live: &streamingChannel{fakeChannel: fakeChannel{name: "live", out: make(chan sent, 16)}, streams: make(chan []string, 16)},
 	}
 	// the inbox writes through a shared group commit, as in the app
-	opts := Options{DB: db, Commits: sqlite.NewCommitter(db), Agent: a, Threads: store, Channels: lookup{"web": h.web, "live": h.live}}
+	opts := Options{DB: db, Commits: sqlite.NewCommitter(db, nil), Agent: a, Threads: store, Channels: lookup{"web": h.web, "live": h.live}}
 	if tweak != nil {
 		tweak(&opts)
 	}

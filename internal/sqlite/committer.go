@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -29,10 +31,17 @@ type Committer struct {
 	// them signals due, for Run.
 	batches atomic.Int64
 	due     chan struct{}
+	log     *slog.Logger // Run's checkpoint failures
 }
 
-// NewCommitter returns the Committer of db.
-func NewCommitter(db *sql.DB) *Committer { return &Committer{db: db, due: make(chan struct{}, 1)} }
+// NewCommitter returns the Committer of db. Run logs a failing checkpoint
+// to log (once until one succeeds again); a nil log discards it.
+func NewCommitter(db *sql.DB, log *slog.Logger) *Committer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Committer{db: db, due: make(chan struct{}, 1), log: log}
+}
 
 // checkpointEvery is how many shared transactions Run lets commit between
 // two checkpoints: a turn's writes dirty a few pages each, so about the
@@ -57,10 +66,23 @@ func (c *Committer) Run(ctx context.Context) error {
 	t := time.NewTicker(checkpointIdle)
 	defer t.Stop()
 	var last int64 // c.batches at the last checkpoint
+	failing := false
+	checkpoint := func(ctx context.Context) {
+		err := c.checkpoint(ctx)
+		switch {
+		case err != nil && !failing:
+			// The WAL keeps the frames (nothing is lost) and grows until a
+			// checkpoint succeeds: a full disk or a stuck reader shows here.
+			c.log.Warn("database checkpoint failed; the write-ahead log grows until one succeeds", "err", err)
+		case err == nil && failing:
+			c.log.Info("database checkpoint succeeded again")
+		}
+		failing = err != nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			c.checkpoint(context.WithoutCancel(ctx))
+			checkpoint(context.WithoutCancel(ctx))
 			return nil
 		case <-c.due:
 		case <-t.C:
@@ -69,17 +91,21 @@ func (c *Committer) Run(ctx context.Context) error {
 			}
 		}
 		last = c.batches.Load()
-		c.checkpoint(ctx)
+		checkpoint(ctx)
 	}
 }
 
-// checkpoint runs a passive checkpoint; a failure (a reader holding the
-// WAL, a full disk) leaves the frames for the next one.
-func (c *Committer) checkpoint(ctx context.Context) {
+// checkpoint runs a passive checkpoint; a failure (a full disk, a closed
+// database) leaves the frames for the next one. Frames a reader still
+// needs are left for the next one too, and are not a failure.
+func (c *Committer) checkpoint(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, BusyTimeout)
 	defer cancel()
 	var busy, log, done int
-	_ = c.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done)
+	if err := c.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
+		return fmt.Errorf("checkpoint the write-ahead log: %w", err)
+	}
+	return nil
 }
 
 type committing struct {

@@ -1,13 +1,16 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -22,7 +25,7 @@ func TestCommitter(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE w (v INTEGER NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	c := NewCommitter(db)
+	c := NewCommitter(db, nil)
 	insert := func(v int) func(ctx context.Context, tx *sql.Tx) error {
 		return func(ctx context.Context, tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO w (v) VALUES (?)`, v)
@@ -117,7 +120,7 @@ func TestCommitter(t *testing.T) {
 func TestCommitterLoneFailure(t *testing.T) {
 	ctx := context.Background()
 	db := openTemp(t)
-	c := NewCommitter(db)
+	c := NewCommitter(db, nil)
 	called := false
 	err := c.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO missing (v) VALUES (1)`)
@@ -156,7 +159,7 @@ func TestCommitterCheckpoints(t *testing.T) {
 		return fi.Size()
 	}
 	before := size()
-	c := NewCommitter(db)
+	c := NewCommitter(db, nil)
 	blob := make([]byte, 16<<10) // four pages and more a row
 	for range checkpointEvery + 8 {
 		if err := c.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -179,5 +182,41 @@ func TestCommitterCheckpoints(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
+	}
+}
+
+// TestCommitterLogsFailedCheckpoint: Run says when a checkpoint fails (the
+// WAL then grows until one succeeds) and stays quiet when it succeeds.
+func TestCommitterLogsFailedCheckpoint(t *testing.T) {
+	cases := []struct {
+		name    string
+		closed  bool // the database is closed before Run
+		wantLog bool
+	}{
+		{"a checkpoint that succeeds is not logged", false, false},
+		{"a checkpoint that fails is", true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := OpenWith(context.Background(), filepath.Join(t.TempDir(), "test.db"), Options{ManualCheckpoint: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			if tc.closed {
+				db.Close()
+			}
+			var out bytes.Buffer
+			c := NewCommitter(db, slog.New(slog.NewTextHandler(&out, nil)))
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // Run checkpoints once more as it returns
+			if err := c.Run(ctx); err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			logged := strings.Contains(out.String(), "checkpoint failed")
+			if logged != tc.wantLog {
+				t.Errorf("log %q; want a failed checkpoint logged: %v", out.String(), tc.wantLog)
+			}
+		})
 	}
 }
