@@ -176,12 +176,14 @@ func TestBrowserConversationList(t *testing.T) {
 
 	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken+"&x=1"))
 	p.do("open the Lyon thread", chromedp.Navigate(app.Base+"/#chat/web:lyon"))
-	p.waitFor("the list", `document.querySelectorAll('#threads .thread-row').length === 2`)
+	// The page has started and shows Lyon (the list, and Lyon marked in
+	// it, are drawn by separate steps of the start).
+	p.waitFor("the list, Lyon shown", `document.querySelectorAll('#threads .thread-row').length === 2 && !!document.querySelector('#threads a.thread.active[data-thread="web:lyon"]')`)
 	const row = `document.querySelector('#threads li[data-thread="web:lyon"]')`
 
 	// Rename.
 	p.click("rename", `#threads li[data-thread="web:lyon"] button[data-act="rename"]`)
-	p.waitFor("the title editor", row+`.querySelector('.rename-input')`)
+	p.waitFor("the title editor, focused", `!!`+row+`?.querySelector('.rename-input') && document.activeElement === `+row+`.querySelector('.rename-input')`)
 	p.do("type the title", chromedp.SetValue(chromedp.CSS(`#threads .rename-input`), "Lyon trip"),
 		chromedp.Focus(chromedp.CSS(`#threads .rename-input`)), chromedp.KeyEvent(kb.Enter))
 	p.waitFor("the new title", row+`?.querySelector('.thread-title')?.textContent === 'Lyon trip'`)
@@ -242,6 +244,91 @@ func TestBrowserConversationList(t *testing.T) {
 	p.waitFor("a labelled thread", `[...document.querySelectorAll('#ix-list .ix-thread')].some(e => e.textContent === 'Lyon trip' && e.title === 'web:lyon')`)
 	if eval[bool](p, `[...document.querySelectorAll('#ix-list .ix-thread')].some(e => e.textContent.startsWith('web:'))`) {
 		t.Error("the interaction log shows raw thread ids")
+	}
+	p.checkProblems()
+}
+
+// TestBrowserRenameSurvivesListUpdates: the list re-renders whenever a
+// conversation changes (a reply elsewhere, a deletion or restoration by
+// another client); an open title editor stays through it, with what was
+// typed, its focus and caret, and Enter still renames.
+func TestBrowserRenameSurvivesListUpdates(t *testing.T) {
+	browserPath := chromiumtest.Path(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	p := newBrowser(t, browserPath, "rename-survives", 1280, 900)
+	var failing atomic.Bool
+	var n atomic.Int32
+	app.Model.Handle(convAssistant(&failing, &n))
+	for _, th := range []string{"lyon", "crepes", "garden"} {
+		app.JSON(t, http.MethodPost, "/threads/web:"+th+"/messages", map[string]string{"text": "Start " + th}, http.StatusOK, nil)
+	}
+
+	// Crêpes shown first: the page follows it (its replies reach the page).
+	p.do("load the page", chromedp.Navigate(app.Base+"/#token="+WebToken+"&x=1"))
+	p.do("open the crêpes thread", chromedp.Navigate(app.Base+"/#chat/web:crepes"))
+	p.waitFor("crêpes shown, online", `document.getElementById('conn').dataset.state === 'online' && !!document.querySelector('#threads a.thread.active[data-thread="web:crepes"]') && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('Start crepes'))`)
+	p.do("open the Lyon thread", chromedp.Navigate(app.Base+"/#chat/web:lyon"))
+	p.waitFor("Lyon shown", `document.querySelectorAll('#threads .thread-row').length === 3 && !!document.querySelector('#threads a.thread.active[data-thread="web:lyon"]') && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('Start lyon'))`)
+	const row = `document.querySelector('#threads li[data-thread="web:lyon"]')`
+	const editor = row + `?.querySelector('.rename-input')`
+
+	p.click("rename", `#threads li[data-thread="web:lyon"] button[data-act="rename"]`)
+	p.waitFor("the title editor, focused", `!!`+editor+` && document.activeElement === `+editor)
+	p.do("type", chromedp.KeyEvent(kb.End), chromedp.KeyEvent(" trip"))
+	p.waitFor("the typed text", editor+`.value === 'Start lyon trip'`)
+	p.do("put the caret after 'lyon'", chromedp.Evaluate[chromedp.Void](editor+`.setSelectionRange(10, 10)`))
+	still := func(when, value string) {
+		t.Helper()
+		if got := eval[string](p, `(() => { const i = `+editor+`; if (!i) return 'no editor'; return [i.value, document.activeElement === i, i.selectionStart, i.selectionEnd].join('|'); })()`); got != value+"|true|10|10" {
+			t.Fatalf("%s: the editor is %q, want %q (value|focused|caret)", when, got, value+"|true|10|10")
+		}
+	}
+
+	// Another tab writes in another conversation: its reply moves it up,
+	// marked unread.
+	answered, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`new Promise((resolve) => {
+		const ws = new WebSocket(location.origin.replace(/^http/, 'ws') + '/api/v1/ws?thread=web%3Acrepes');
+		ws.onopen = () => ws.send(JSON.stringify({ type: 'message', thread: 'web:crepes', text: 'and for six' }));
+		ws.onmessage = (ev) => { const f = JSON.parse(ev.data); if ((f.type === 'done' || f.type === 'error') && f.thread === 'web:crepes') { ws.close(); resolve(f.type + ': ' + (f.text || f.error)); } };
+		ws.onerror = () => resolve('websocket error');
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil || !strings.Contains(answered, "done: ") {
+		t.Fatalf("another tab's message: %q, %v", answered, err)
+	}
+	p.waitFor("crêpes moved up, unread", `document.querySelector('#threads .thread-row')?.dataset.thread === 'web:crepes' && !!document.querySelector('#threads a.thread.unread[data-thread="web:crepes"]')`)
+	still("after a reply elsewhere", "Start lyon trip")
+
+	// Another client deletes a conversation, then restores it (the list is fetched again).
+	app.JSON(t, http.MethodDelete, "/threads/web:garden", nil, http.StatusOK, nil)
+	p.waitFor("garden gone", `!document.querySelector('#threads li[data-thread="web:garden"]')`)
+	still("after a deletion elsewhere", "Start lyon trip")
+	app.JSON(t, http.MethodPost, "/threads/web:garden/restore", nil, http.StatusOK, nil)
+	p.waitFor("garden back", `!!document.querySelector('#threads li[data-thread="web:garden"]')`)
+	still("after a restoration elsewhere", "Start lyon trip")
+
+	// Typing goes on at the caret; Enter renames.
+	p.do("type more", chromedp.KeyEvent("'s"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the new title", row+`?.querySelector('.thread-title')?.textContent === "Start lyon's trip" && !`+editor)
+	var threads api.ThreadList
+	app.JSON(t, http.MethodGet, "/threads", nil, http.StatusOK, &threads)
+	if !hasTitle(threads.Threads, "web:lyon", "Start lyon's trip") {
+		t.Errorf("the rename did not reach the server: %+v", threads.Threads)
+	}
+	if title := eval[string](p, `document.title`); !strings.Contains(title, "Start lyon's trip") {
+		t.Errorf("document title %q", title)
+	}
+
+	// A conversation deleted by another client while its title is being
+	// edited: the editor closes with it, nothing saved.
+	p.click("rename garden", `#threads li[data-thread="web:garden"] button[data-act="rename"]`)
+	p.waitFor("garden's title editor, focused", `document.activeElement?.classList.contains('rename-input') && !!document.activeElement.closest('li[data-thread="web:garden"]')`)
+	p.do("type", chromedp.KeyEvent("Weeds"))
+	app.JSON(t, http.MethodDelete, "/threads/web:garden", nil, http.StatusOK, nil)
+	p.waitFor("garden gone, with its editor", `!document.querySelector('#threads li[data-thread="web:garden"]') && !document.querySelector('.rename-input')`)
+	var deleted api.ThreadList
+	app.JSON(t, http.MethodGet, "/threads?archived=true", nil, http.StatusOK, &deleted)
+	if !hasTitle(deleted.Threads, "web:garden", "Start garden") {
+		t.Errorf("the deleted conversation's title changed: %+v", deleted.Threads)
 	}
 	p.checkProblems()
 }

@@ -179,25 +179,49 @@ function renderThreadError(err) {
   fill($('threads'), h('li', { class: 'muted small pad' }, 'Could not load conversations: ' + err.message));
 }
 
+// renaming is the title editor open in the list ({ id, input, li, close }), or null.
+let renaming = null;
+
 function renderThreads() {
   const ul = $('threads');
+  // An open title editor stays through the re-render (a reply, another
+  // client's change): its row is kept in the list, never detached, so what
+  // was typed, the focus and the caret stay; it closes, unsaved, when its
+  // conversation leaves the list.
+  const editing = renaming && renaming.li.isConnected && ul.contains(renaming.li) ? renaming : null;
+  if (editing && !st.threads.some((t) => t.id === editing.id && !t.local)) editing.close(false);
+  const keep = editing && !editing.closed ? editing.li : null;
   if (!st.threads.length) {
     fill(ul, h('li', { class: 'muted small pad' }, 'No conversations yet.'));
     return;
   }
-  fill(ul, st.threads.map((t) => {
-    const active = t.id === st.current;
-    return h('li', { class: 'thread-row', dataset: { thread: t.id } },
-      h('a', {
-        href: '#chat/' + encodeURIComponent(t.id), class: 'thread' + (active ? ' active' : '') + (st.unread.has(t.id) ? ' unread' : ''),
-        dataset: { thread: t.id }, 'aria-current': active ? 'page' : false, title: t.title || '',
-      },
-      h('span', { class: 'thread-title' }, t.title || 'New session'),
-      h('span', { class: 'thread-time' }, fmtRelative(t.updated_at || t.created_at))),
-      conversations() && !t.local ? h('span', { class: 'thread-actions' },
-        h('button', { type: 'button', class: 'icon-btn small', title: 'Rename', 'aria-label': 'Rename', dataset: { act: 'rename' }, on: { click: () => renameThread(t) } }, '✎'),
-        h('button', { type: 'button', class: 'icon-btn small', title: 'Delete (restorable from Archived)', 'aria-label': 'Delete', dataset: { act: 'delete' }, on: { click: () => deleteThread(t) } }, '🗑')) : null);
-  }));
+  const rows = st.threads.map((t) => threadRow(t));
+  if (!keep) {
+    fill(ul, rows);
+    return;
+  }
+  const i = st.threads.findIndex((t) => t.id === editing.id);
+  for (const c of [...keep.childNodes]) if (c !== editing.input) c.remove();
+  keep.append(...rows[i].childNodes);
+  keep.className = rows[i].className + ' renaming';
+  for (const c of [...ul.children]) if (c !== keep) c.remove();
+  keep.before(...rows.slice(0, i));
+  keep.after(...rows.slice(i + 1));
+}
+
+/** threadRow is the list's row for conversation t. */
+function threadRow(t) {
+  const active = t.id === st.current;
+  return h('li', { class: 'thread-row', dataset: { thread: t.id } },
+    h('a', {
+      href: '#chat/' + encodeURIComponent(t.id), class: 'thread' + (active ? ' active' : '') + (st.unread.has(t.id) ? ' unread' : ''),
+      dataset: { thread: t.id }, 'aria-current': active ? 'page' : false, title: t.title || '',
+    },
+    h('span', { class: 'thread-title' }, t.title || 'New session'),
+    h('span', { class: 'thread-time' }, fmtRelative(t.updated_at || t.created_at))),
+    conversations() && !t.local ? h('span', { class: 'thread-actions' },
+      h('button', { type: 'button', class: 'icon-btn small', title: 'Rename', 'aria-label': 'Rename', dataset: { act: 'rename' }, on: { click: () => renameThread(t) } }, '✎'),
+      h('button', { type: 'button', class: 'icon-btn small', title: 'Delete (restorable from Archived)', 'aria-label': 'Delete', dataset: { act: 'delete' }, on: { click: () => deleteThread(t) } }, '🗑')) : null);
 }
 
 // ---- managing conversations: rename, delete, archive, search -------------------
@@ -328,17 +352,21 @@ function renameThread(t) {
   const li = document.querySelector(`#threads li[data-thread="${CSS.escape(t.id)}"]`);
   if (!li) return;
   const input = h('input', { type: 'text', class: 'rename-input', value: t.title || '', 'aria-label': 'New title', maxlength: 120 });
-  let finished = false;
+  const editor = { id: t.id, input, li, closed: false, close: null };
   const done = async (save) => {
-    if (finished) return;
-    finished = true; // removing the input blurs it: once only
+    if (editor.closed) return;
+    editor.closed = true; // removing the input blurs it: once only
+    if (renaming === editor) renaming = null;
     const title = input.value.trim();
     input.remove();
-    li.classList.remove('renaming');
-    if (!save || !title || title === t.title) return;
+    editor.li.classList.remove('renaming');
+    // The list may have been fetched again since the editor opened: the
+    // conversation as listed now.
+    const cur = st.threads.find((x) => x.id === t.id) || t;
+    if (!save || !title || title === cur.title) return;
     try {
       const th = await api.put(`/threads/${api.tid(t.id)}`, { title });
-      t.title = th.title;
+      cur.title = th.title;
       setTitles([th]);
       renderThreads();
       if (t.id === st.current) updateTitle();
@@ -346,11 +374,14 @@ function renameThread(t) {
       toast('Could not rename: ' + err.message, 'error');
     }
   };
+  editor.close = done;
   input.addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter') { ev.preventDefault(); done(true); }
     if (ev.key === 'Escape') { ev.preventDefault(); done(false); }
   });
   input.addEventListener('blur', () => done(true));
+  if (renaming) renaming.close(true);
+  renaming = editor;
   li.classList.add('renaming');
   li.prepend(input);
   input.focus();
