@@ -71,7 +71,6 @@ func TestKindTerms(t *testing.T) {
 // what was told about its members (a dermatologist, an ENT specialist),
 // which share no word with it, only with KindWeight on.
 func TestRecallFindsKinds(t *testing.T) {
-	ctx := context.Background()
 	s, _, _ := newStore(t)
 	ids := seed(t, s,
 		Memory{Text: "Dr. Lee, my dermatologist, checked the mole on my back", Kind: KindEpisode},
@@ -81,6 +80,15 @@ func TestRecallFindsKinds(t *testing.T) {
 		Memory{Text: "The garden needs more sun this year", Kind: KindEpisode},
 	)
 	q := Query{Text: "How many different doctors did I visit?", Peek: true, Limit: 5}
+	foundOnlyWhenOn(t, s, q, ids[:2], func(tu *Tuning, w float64) { tu.KindWeight = w })
+}
+
+// foundOnlyWhenOn recalls q with a relation's weight off (0) and on (0.2),
+// set by set, and checks that each of want is among the full-text matches
+// only when it is on.
+func foundOnlyWhenOn(t *testing.T, s *VectorStore, q Query, want []int64, set func(*Tuning, float64)) {
+	t.Helper()
+	ctx := context.Background()
 	for _, c := range []struct {
 		name   string
 		weight float64
@@ -91,21 +99,16 @@ func TestRecallFindsKinds(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tune := DefaultTuning
-			tune.KindWeight = c.weight
+			set(&tune, c.weight)
 			s.SetTuning(tune)
 			got, err := s.Recall(ctx, q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var gotIDs []int64
-			for _, r := range got {
-				if r.TextRank > 0 {
-					gotIDs = append(gotIDs, r.ID)
-				}
-			}
-			for _, id := range ids[:2] {
-				if slices.Contains(gotIDs, id) != c.found {
-					t.Errorf("KindWeight %g: full-text matches %q, want the doctors' memories found: %v", c.weight, texts(got), c.found)
+			for _, id := range want {
+				found := slices.ContainsFunc(got, func(r Scored) bool { return r.ID == id && r.TextRank > 0 })
+				if found != c.found {
+					t.Errorf("weight %g: full-text matches %q, want memory %d found: %v", c.weight, texts(got), id, c.found)
 				}
 			}
 		})
@@ -116,7 +119,6 @@ func TestRecallFindsKinds(t *testing.T) {
 // speech ("my marriage") recalls what was told in another ("we married"),
 // by full text only with DerivedWeight on.
 func TestRecallFindsDerived(t *testing.T) {
-	ctx := context.Background()
 	s, _, _ := newStore(t)
 	ids := seed(t, s,
 		Memory{Text: "Sam and I married at the town hall", Kind: KindEpisode},
@@ -124,28 +126,7 @@ func TestRecallFindsDerived(t *testing.T) {
 		Memory{Text: "The garden needs more sun this year", Kind: KindEpisode},
 	)
 	q := Query{Text: "Where was our marriage?", Peek: true, Limit: 3}
-	for _, c := range []struct {
-		name   string
-		weight float64
-		found  bool
-	}{
-		{"off", 0, false},
-		{"on", 0.2, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			tune := DefaultTuning
-			tune.DerivedWeight = c.weight
-			s.SetTuning(tune)
-			got, err := s.Recall(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			found := slices.ContainsFunc(got, func(r Scored) bool { return r.ID == ids[0] && r.TextRank > 0 })
-			if found != c.found {
-				t.Errorf("DerivedWeight %g: full-text matches %q, want the wedding found: %v", c.weight, texts(got), c.found)
-			}
-		})
-	}
+	foundOnlyWhenOn(t, s, q, ids[:1], func(tu *Tuning, w float64) { tu.DerivedWeight = w })
 }
 
 // TestScoreTermsGroupTakesBest: the terms of a group are alternatives: a
