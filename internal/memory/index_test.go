@@ -293,10 +293,7 @@ func TestTextIndexPack(t *testing.T) {
 		}
 	}
 	all := func(int64) bool { return true }
-	queries := []string{"weekend"}
-	for range 8 {
-		queries = append(queries, benchQuery(r))
-	}
+	queries := textQueries(r)
 	check := func(when string) {
 		t.Helper()
 		for _, q := range queries {
@@ -313,21 +310,8 @@ func TestTextIndexPack(t *testing.T) {
 			if ca, cb := packed.coverage(q, nil, kids, pk, pn), plain.coverage(q, nil, kids, uk, un); !slices.Equal(ca, cb) {
 				t.Fatalf("%s, %q: coverage with the kinds %v, unpacked %v", when, q, ca, cb)
 			}
-			a, b := packed.search(q, nil, defaultBM25, 50, all, nil), plain.search(q, nil, defaultBM25, 50, all, nil)
-			if len(a) == 0 || !slices.Equal(a, b) {
-				t.Fatalf("%s, %q: packed %v, unpacked %v", when, q, a, b)
-			}
-			ids := make([]int64, len(a))
-			for i, h := range a {
-				ids[i] = h.id
-			}
-			if ca, cb := packed.coverage(q, nil, ids, nil, nil), plain.coverage(q, nil, ids, nil, nil); !slices.Equal(ca, cb) {
-				t.Fatalf("%s, %q: coverage %v, unpacked %v", when, q, ca, cb)
-			}
-			if ea, eb := packed.expand(q, nil, a[:5], 3), plain.expand(q, nil, a[:5], 3); !slices.Equal(ea, eb) {
-				t.Fatalf("%s, %q: feedback terms %v, unpacked %v", when, q, ea, eb)
-			}
 		}
+		sameTextAnswers(t, when+": packed, unpacked", packed, plain, queries)
 	}
 	put(0, 3000)
 	packed.pack()
@@ -373,29 +357,10 @@ func TestTextIndexFindsIDsWithoutAMap(t *testing.T) {
 		sorted.remove(id)
 		mapped.remove(id)
 	}
-	all := func(int64) bool { return true }
-	queries := []string{"weekend"}
-	for range 8 {
-		queries = append(queries, benchQuery(r))
-	}
+	queries := textQueries(r)
 	check := func(when string) {
 		t.Helper()
-		for _, q := range queries {
-			a, b := sorted.search(q, nil, defaultBM25, 50, all, nil), mapped.search(q, nil, defaultBM25, 50, all, nil)
-			if len(a) == 0 || !slices.Equal(a, b) {
-				t.Fatalf("%s, %q: %v, with a map %v", when, q, a, b)
-			}
-			ids := []int64{1, 2, 3, 9999, 10001}
-			for _, h := range a {
-				ids = append(ids, h.id)
-			}
-			if ca, cb := sorted.coverage(q, nil, ids, nil, nil), mapped.coverage(q, nil, ids, nil, nil); !slices.Equal(ca, cb) {
-				t.Fatalf("%s, %q: coverage %v, with a map %v", when, q, ca, cb)
-			}
-			if ea, eb := sorted.expand(q, nil, a[:5], 3), mapped.expand(q, nil, a[:5], 3); !slices.Equal(ea, eb) {
-				t.Fatalf("%s, %q: feedback terms %v, with a map %v", when, q, ea, eb)
-			}
-		}
+		sameTextAnswers(t, when+": sorted ids, a map", sorted, mapped, queries)
 	}
 	if len(sorted.docID) >= 5000 {
 		t.Fatalf("%d documents: the removals did not compact", len(sorted.docID))
@@ -414,5 +379,38 @@ func TestTextIndexFindsIDsWithoutAMap(t *testing.T) {
 	check("after documents out of order")
 	if _, ok := sorted.docOf(1); ok {
 		t.Error("a removed memory is found")
+	}
+}
+
+// textQueries are the questions the text index tests ask: one word, and
+// eight of the benchmark's questions.
+func textQueries(r *rand.Rand) []string {
+	queries := []string{"weekend"}
+	for range 8 {
+		queries = append(queries, benchQuery(r))
+	}
+	return queries
+}
+
+// sameTextAnswers checks that two text indexes holding the same documents
+// rank, cover (also ids they do not hold) and expand each query alike.
+func sameTextAnswers(t *testing.T, when string, x, y *textIndex, queries []string) {
+	t.Helper()
+	all := func(int64) bool { return true }
+	for _, q := range queries {
+		a, b := x.search(q, nil, defaultBM25, 50, all, nil), y.search(q, nil, defaultBM25, 50, all, nil)
+		if len(a) < 5 || !slices.Equal(a, b) {
+			t.Fatalf("%s, %q: %v against %v", when, q, a, b)
+		}
+		ids := []int64{1, 2, 3, 9999, 10001}
+		for _, h := range a {
+			ids = append(ids, h.id)
+		}
+		if ca, cb := x.coverage(q, nil, ids, nil, nil), y.coverage(q, nil, ids, nil, nil); !slices.Equal(ca, cb) {
+			t.Fatalf("%s, %q: coverage %v against %v", when, q, ca, cb)
+		}
+		if ea, eb := x.expand(q, nil, a[:5], 3), y.expand(q, nil, a[:5], 3); !slices.Equal(ea, eb) {
+			t.Fatalf("%s, %q: feedback terms %v against %v", when, q, ea, eb)
+		}
 	}
 }
