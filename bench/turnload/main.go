@@ -6,7 +6,7 @@
 // configuration (episodes on) unless told otherwise.
 //
 //	go run ./bench/turnload footprint [-turns 20,500,1500,2500] [-settle 60s] BIN
-//	go run ./bench/turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=false] BIN [BIN…]
+//	go run ./bench/turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=false] [-each] BIN [BIN…]
 //	go run ./bench/turnload memories [-n 10000,100000] [-settle 60s] BIN
 //
 // footprint: the agent's private memory (RssAnon, from /proc/PID/status),
@@ -66,7 +66,7 @@ import (
 
 const usage = `usage:
   turnload footprint [-turns 20,500,1500,2500] [-settle 60s] [-episodes=true] BIN
-  turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=true] BIN [BIN…]
+  turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=true] [-each] BIN [BIN…]
   turnload memories [-n 10000,100000] [-settle 60s] BIN`
 
 func main() {
@@ -340,6 +340,7 @@ func concurrencyCmd(ctx context.Context, o *owner, args []string) error {
 	turns := fs.Int("turns", 20, "turns per client")
 	runs := fs.Int("runs", 5, "measured runs per build")
 	episodes := fs.Bool("episodes", true, "memory.episodes")
+	each := fs.Bool("each", false, "print each run's figures (and the agent's pid) as it ends")
 	fs.Parse(args)
 	if fs.NArg() == 0 {
 		return errors.New(usage)
@@ -367,6 +368,9 @@ func concurrencyCmd(ctx context.Context, o *owner, args []string) error {
 			}
 			rates[i] = append(rates[i], res.rate)
 			cpus[i] = append(cpus[i], res.cpu)
+			if *each {
+				fmt.Printf("  run %d %-40s %7.2f turns/s %6.2f ms/turn  pid %d\n", r, bin, res.rate, res.cpu, res.pid)
+			}
 			os.RemoveAll(dir)
 		}
 	}
@@ -442,12 +446,15 @@ func loadOnce(ctx context.Context, bin, dir string, env []string, clients, turns
 		return result{}, err
 	}
 	n := float64(clients * turns)
-	return result{rate: n / d.Seconds(), cpu: ms(cpu1-cpu0) / n}, nil
+	return result{rate: n / d.Seconds(), cpu: ms(cpu1-cpu0) / n, pid: a.cmd.Process.Pid}, nil
 }
 
 // result is one load's figures: turns per second, and the agent's CPU
-// time (user and system) per turn in ms.
-type result struct{ rate, cpu float64 }
+// time (user and system) per turn in ms, and the agent's process id.
+type result struct {
+	rate, cpu float64
+	pid       int
+}
 
 // cpuTime is the CPU time the process has used (utime + stime of
 // /proc/PID/stat).

@@ -233,16 +233,51 @@ func (b *Bus) PublishID(ctx context.Context, topic string, payload any) (int64, 
 	return p.ev.ID, nil
 }
 
+// ErrNoSharedCommits is PublishTx's error on a bus opened without
+// Options.Commits.
+var ErrNoSharedCommits = errors.New("publishing within a transaction needs the database's shared group commit (Options.Commits)")
+
+// PublishTx writes one event within tx, a transaction of the shared group
+// commit the bus was opened with (Options.Commits: a write function given
+// to its Write), so that the event is committed with the writes it reports,
+// in the same commit, and returns the function that tells the subscribers
+// and watchers: the caller passes it to Write as its committed function (or
+// calls it from there), so that they learn of it once it is committed and
+// in the order of the ids, as from Publish. If tx is rolled back, the event
+// was never published: the function must not be called.
+func (b *Bus) PublishTx(ctx context.Context, tx *sql.Tx, topic string, payload any) (published func(), err error) {
+	if b.opts.Commits == nil {
+		return nil, fmt.Errorf("publish %s: %w", topic, ErrNoSharedCommits)
+	}
+	if err := validateTopic(topic); err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	data, err := marshalPayload(payload)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s: %w", topic, err)
+	}
+	ev := extension.Event{Topic: topic, Payload: b.opts.Secrets.RedactJSON(data), Time: b.opts.Now()}
+	if ev.ID, err = insertEvent(ctx, tx, ev); err != nil {
+		return nil, fmt.Errorf("publish %s: %w", topic, err)
+	}
+	return func() { b.published([]extension.Event{ev}) }, nil
+}
+
+// insertEvent inserts ev within tx and returns its id.
+func insertEvent(ctx context.Context, tx *sql.Tx, ev extension.Event) (int64, error) {
+	res, err := tx.ExecContext(ctx, insertRows(1), ev.Topic, string(ev.Payload), ev.Time.UnixNano())
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
 // publishShared writes ev through the shared group commit (Options.Commits)
 // and, once it is committed, tells the subscribers and watchers, in the
 // order of the ids.
 func (b *Bus) publishShared(ctx context.Context, ev extension.Event) (int64, error) {
-	err := b.opts.Commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, insertRows(1), ev.Topic, string(ev.Payload), ev.Time.UnixNano())
-		if err != nil {
-			return err
-		}
-		ev.ID, err = res.LastInsertId()
+	err := b.opts.Commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		ev.ID, err = insertEvent(ctx, tx, ev)
 		return err
 	}, func() { b.published([]extension.Event{ev}) })
 	if err != nil {

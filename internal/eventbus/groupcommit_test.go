@@ -2,7 +2,9 @@ package eventbus
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"slices"
 	"sync"
@@ -130,5 +132,97 @@ func TestPublishSharedCommits(t *testing.T) {
 	}
 	if !slices.IsSorted(seen) || !slices.Equal(slices.Sorted(slices.Values(ids)), seen) {
 		t.Errorf("the watcher saw %v, want every id %v in order", seen, ids)
+	}
+}
+
+// TestPublishTx: an event written within a write of the shared group
+// commit is stored with that write's other rows, or not at all when the
+// write fails; a watcher is told of it only once it is committed, through
+// the function PublishTx returns; a bus without Options.Commits refuses.
+func TestPublishTx(t *testing.T) {
+	ctx := context.Background()
+	db, _ := tempDB(t)
+	commits := sqlite.NewCommitter(db, nil)
+	b := openBus(t, db, Options{Commits: commits})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := b.Watch(wctx, "tx.", 64)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE beside (v TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+
+	var told []func()
+	err := commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO beside (v) VALUES ('kept')`); err != nil {
+			return err
+		}
+		for _, n := range []int{1, 2} {
+			published, err := b.PublishTx(ctx, tx, "tx.kept", map[string]int{"n": n})
+			if err != nil {
+				return err
+			}
+			told = append(told, published)
+		}
+		select {
+		case ev := <-watch:
+			t.Errorf("the watcher was told of event %d before its transaction was committed", ev.ID)
+		default:
+		}
+		return nil
+	}, func() {
+		for _, f := range told {
+			f()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("the write fails after its event")
+	err = commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO beside (v) VALUES ('undone')`); err != nil {
+			return err
+		}
+		if _, err := b.PublishTx(ctx, tx, "tx.undone", nil); err != nil {
+			return err
+		}
+		return failed
+	}, func() { t.Error("committed called for a failed write") })
+	if !errors.Is(err, failed) {
+		t.Fatalf("the failing write returned %v, want %v", err, failed)
+	}
+
+	evs, err := b.Recent(ctx, "tx.", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, ev := range evs {
+		topics = append(topics, ev.Topic)
+	}
+	if !slices.Equal(topics, []string{"tx.kept", "tx.kept"}) {
+		t.Errorf("stored events %q, want the two of the committed write", topics)
+	}
+	var rows []string
+	if rows, err = sqlite.Rows(ctx, db, sqlite.Scan1[string], `SELECT v FROM beside`); err != nil || !slices.Equal(rows, []string{"kept"}) {
+		t.Errorf("rows beside the events: %q, %v; want only the committed write's", rows, err)
+	}
+	for i := range 2 {
+		if ev := <-watch; ev.ID != evs[i].ID {
+			t.Errorf("the watcher was told of event %d, want %d", ev.ID, evs[i].ID)
+		}
+	}
+	select {
+	case ev := <-watch:
+		t.Errorf("the watcher was told of event %d (%s) too", ev.ID, ev.Topic)
+	default:
+	}
+
+	alone := openBus(t, db, Options{})
+	err = sqlite.Tx(ctx, db, func(tx *sql.Tx) error {
+		_, err := alone.PublishTx(ctx, tx, "tx.alone", nil)
+		return err
+	})
+	if !errors.Is(err, ErrNoSharedCommits) {
+		t.Errorf("PublishTx on a bus without Options.Commits: %v, want ErrNoSharedCommits", err)
 	}
 }

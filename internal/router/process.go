@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -109,9 +110,19 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	// its first message (the seed is stored before the message): one wait,
 	// and the stored order is the order shown.
 	greet := r.needsSeed(ctx, j.thread) || j.greet
+	if !deliver {
+		// The caller delivers the reply once the turn is over (Handle):
+		// message.replied is written with the inbox row's removal, one
+		// commit. A reply the router delivers has it after the delivery
+		// (its watchers take it to mean the reply was delivered), and so
+		// after the removal, which comes before the delivery.
+		j.replied = func(res agent.Result, err error) any { return r.repliedPayload(j, start, res, err) }
+	}
 	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Sender: j.sender, Received: j.received,
 		Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}, deliver, chat.Reply)
-	r.publishReplied(ctx, j, start, res, err)
+	if !j.repliedDone {
+		r.publishReplied(ctx, j, start, res, err)
+	}
 	if err == nil && deliver {
 		r.speak(ctx, j, res.Reply)
 	}
@@ -121,14 +132,22 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	return outcome{res, err}
 }
 
+// publishReplied publishes the message.replied of j's turn, which began
+// at start.
 func (r *Router) publishReplied(ctx context.Context, j *job, start time.Time, res agent.Result, err error) {
-	r.publish(ctx, TopicMessageReplied, struct {
+	r.publish(ctx, TopicMessageReplied, r.repliedPayload(j, start, res, err))
+}
+
+// repliedPayload is the payload of the message.replied of j's turn, which
+// began at start.
+func (r *Router) repliedPayload(j *job, start time.Time, res agent.Result, err error) any {
+	return struct {
 		Thread     chat.ThreadID `json:"thread"`
 		Chars      int           `json:"chars"`
 		ToolCalls  int           `json:"tool_calls"`
 		DurationMS int64         `json:"duration_ms"`
 		Failed     bool          `json:"failed,omitempty"`
-	}{j.thread, len([]rune(res.Reply)), len(res.Calls), r.o.Now().Sub(start).Milliseconds(), err != nil})
+	}{j.thread, len([]rune(res.Reply)), len(res.Calls), r.o.Now().Sub(start).Milliseconds(), err != nil}
 }
 
 func (r *Router) processEvent(ctx context.Context, j *job) outcome {
@@ -253,7 +272,7 @@ func (r *Router) turn(ctx context.Context, j *job, in agent.Input, deliver bool,
 		in.Stream, in.OnToolCall = s.stream, s.toolCall
 	}
 	res, err := r.o.Agent.Turn(ctx, in)
-	kept := r.endTurn(ctx, j, err)
+	kept := r.endTurn(ctx, j, res, err)
 	if s != nil {
 		s.close(res.Reply, err)
 	}
@@ -271,13 +290,48 @@ func (r *Router) turn(ctx context.Context, j *job, in agent.Input, deliver bool,
 // whether it kept it instead: when the router's shutdown cancelled the
 // turn, the row stays, and the next start resumes the turn or reports it
 // interrupted (see processInterrupted).
-func (r *Router) endTurn(ctx context.Context, j *job, err error) (kept bool) {
+func (r *Router) endTurn(ctx context.Context, j *job, res agent.Result, err error) (kept bool) {
 	if err != nil && errors.Is(err, context.Canceled) && r.shuttingDown() {
 		r.log.Info("turn cut off by the shutdown; it is resumed or reported at the next start", "thread", j.thread)
 		return true
 	}
+	if j.replied != nil && r.forgetReplied(ctx, j, j.replied(res, err)) {
+		j.repliedDone = true
+		return false
+	}
 	r.forget(ctx, j)
 	return false
+}
+
+// forgetReplied removes j's inbox row and writes its message.replied
+// (payload) in one transaction of the shared group commit, and reports
+// whether it did: false when the bus cannot write an event within it, or
+// the write failed (then neither is written, and the caller removes the
+// row and publishes the event as without it).
+func (r *Router) forgetReplied(ctx context.Context, j *job, payload any) bool {
+	tp, ok := r.o.Events.(TxPublisher)
+	if !ok || r.o.Commits == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var published func()
+	err := r.o.Commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM router_inbox WHERE id = ?`, j.id); err != nil {
+			return err
+		}
+		var err error
+		published, err = tp.PublishTx(ctx, tx, TopicMessageReplied, payload)
+		return err
+	}, func() { published() })
+	if err != nil {
+		r.log.Debug("could not remove a processed item from the inbox with its event; trying them apart", "thread", j.thread, "err", err)
+		return false
+	}
+	if r.hasUnforgotten() {
+		r.retryForget(ctx)
+	}
+	return true
 }
 
 // processInterrupted handles an item whose turn had started when the

@@ -98,6 +98,15 @@ type Publisher interface {
 	Publish(ctx context.Context, topic string, payload any) error
 }
 
+// TxPublisher is a Publisher that also writes an event within a
+// transaction of the database's shared group commit (Options.Commits) and
+// returns what tells its watchers once that transaction is committed
+// (eventbus.Bus.PublishTx): a message's message.received is committed
+// with its inbox row, one commit instead of two.
+type TxPublisher interface {
+	PublishTx(ctx context.Context, tx *sql.Tx, topic string, payload any) (published func(), err error)
+}
+
 // Options configure a Router.
 type Options struct {
 	// DB holds the inbox (required).
@@ -246,6 +255,11 @@ type job struct {
 	// finished receives the outcome's error for Submit, after delivery;
 	// nil when nobody waits.
 	finished chan error
+	// replied, when set, is the payload of the message.replied its turn's
+	// end writes with the removal of its inbox row (endTurn); repliedDone
+	// says that it was.
+	replied     func(agent.Result, error) any
+	repliedDone bool
 }
 
 type outcome struct {
@@ -566,10 +580,20 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 
 	r.replayMu.RLock()
 	defer r.replayMu.RUnlock()
+	// A message's message.received is written with its inbox row when the
+	// bus can (one commit; its watchers learn of it once both are
+	// committed, as before once the row was), else published after.
+	var received func(ctx context.Context, tx *sql.Tx) (func(), error)
+	if tp, ok := r.o.Events.(TxPublisher); ok && r.o.Commits != nil && j.kind == jobMessage {
+		received = func(ctx context.Context, tx *sql.Tx) (func(), error) {
+			return tp.PublishTx(ctx, tx, TopicMessageReceived, receivedPayload(j))
+		}
+	}
+	var published func()
 	// The message's id is recorded with its inbox row, in one transaction:
 	// a message is in the inbox at most once, and its id is recorded
 	// exactly when it is.
-	err := r.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := r.writeThen(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if j.msgID != "" {
 			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO router_seen (channel, message_id, seen_at) VALUES (?,?,?)`,
 				j.channel, j.msgID, r.o.Now().UnixMilli())
@@ -586,8 +610,15 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 		if err != nil {
 			return err
 		}
-		j.id, err = res.LastInsertId()
+		if j.id, err = res.LastInsertId(); err != nil || received == nil {
+			return err
+		}
+		published, err = received(ctx, tx)
 		return err
+	}, func() {
+		if published != nil {
+			published()
+		}
 	})
 	if errors.Is(err, ErrDuplicate) {
 		r.log.Debug("a message received before was handed over again; dropped", "channel", j.channel, "id", j.msgID)
@@ -599,13 +630,8 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 	if j.msgID != "" {
 		r.pruneSeen(ctx)
 	}
-	if j.kind == jobMessage {
-		r.publish(ctx, TopicMessageReceived, struct {
-			Thread  chat.ThreadID `json:"thread"`
-			Channel string        `json:"channel"`
-			Sender  string        `json:"sender,omitempty"`
-			Chars   int           `json:"chars"`
-		}{j.thread, j.channel, j.sender.ID, len([]rune(j.text))})
+	if j.kind == jobMessage && received == nil {
+		r.publish(ctx, TopicMessageReceived, receivedPayload(j))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -618,6 +644,16 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 	}
 	r.enqueueLocked(j)
 	return nil
+}
+
+// receivedPayload is the payload of a message's message.received.
+func receivedPayload(j *job) any {
+	return struct {
+		Thread  chat.ThreadID `json:"thread"`
+		Channel string        `json:"channel"`
+		Sender  string        `json:"sender,omitempty"`
+		Chars   int           `json:"chars"`
+	}{j.thread, j.channel, j.sender.ID, len([]rune(j.text))}
 }
 
 // enqueueLocked appends j to its thread's queue and starts the thread's
@@ -823,6 +859,14 @@ func (r *Router) forget(ctx context.Context, j *job) {
 	r.retryForget(ctx)
 }
 
+// hasUnforgotten reports whether the removal of some inbox row failed and
+// waits for retryForget.
+func (r *Router) hasUnforgotten() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.unforgotten) > 0
+}
+
 // retryForget removes the inbox rows of r.unforgotten; a row whose removal
 // fails (the disk is full) stays listed for the next call (the next
 // forget, and Run's end).
@@ -847,10 +891,20 @@ func (r *Router) retryForget(ctx context.Context) {
 // write runs fn in a transaction: the database's shared one
 // (Options.Commits) or one of its own.
 func (r *Router) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return r.writeThen(ctx, fn, nil)
+}
+
+// writeThen is write calling committed, when set, once fn's transaction is
+// committed (not when fn or the commit failed).
+func (r *Router) writeThen(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error, committed func()) error {
 	if r.o.Commits != nil {
-		return r.o.Commits.Write(ctx, fn, nil)
+		return r.o.Commits.Write(ctx, fn, committed)
 	}
-	return sqlite.Tx(ctx, r.o.DB, func(tx *sql.Tx) error { return fn(ctx, tx) })
+	err := sqlite.Tx(ctx, r.o.DB, func(tx *sql.Tx) error { return fn(ctx, tx) })
+	if err == nil && committed != nil {
+		committed()
+	}
+	return err
 }
 
 // exec runs one write statement: in the database's shared transaction

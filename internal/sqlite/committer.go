@@ -108,6 +108,9 @@ func (c *Committer) checkpoint(ctx context.Context) error {
 	return nil
 }
 
+// Committed is how many shared transactions the Committer has committed.
+func (c *Committer) Committed() int64 { return c.batches.Load() }
+
 type committing struct {
 	ctx       context.Context
 	fn        func(ctx context.Context, tx *sql.Tx) error

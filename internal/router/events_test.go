@@ -1,0 +1,114 @@
+package router
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/eventbus"
+	"github.com/reverie-ai/reverie/internal/sqlite"
+)
+
+// publishOnly hides the bus's PublishTx: the router publishes each event
+// after the write it reports, in a commit of its own.
+type publishOnly struct{ b *eventbus.Bus }
+
+func (p publishOnly) Publish(ctx context.Context, topic string, payload any) error {
+	return p.b.Publish(ctx, topic, payload)
+}
+
+var _ TxPublisher = (*eventbus.Bus)(nil)
+
+// withBus sets the router's Events to a bus on the harness's database and
+// shared group commit (hiding its PublishTx unless tx) and returns the bus
+// and the commit.
+func withBus(t *testing.T, tx bool, bus **eventbus.Bus, commits **sqlite.Committer) func(*Options) {
+	return func(o *Options) {
+		b, err := eventbus.Open(context.Background(), o.DB, eventbus.Options{Commits: o.Commits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*bus, *commits = b, o.Commits
+		o.Events = b
+		if !tx {
+			o.Events = publishOnly{b}
+		}
+	}
+}
+
+// topics are the topics of evs.
+func topics(evs []extension.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Topic)
+	}
+	return out
+}
+
+// TestMessageEventsShareTheInboxCommits: with a bus that writes events
+// within the shared group commit, a message's message.received is
+// committed with its inbox row and, when the caller delivers the reply
+// (Handle), its message.replied with the row's removal: a turn commits two
+// transactions fewer, and the same events are stored, in the same order.
+func TestMessageEventsShareTheInboxCommits(t *testing.T) {
+	ctx := context.Background()
+	commitsOf := map[bool]int64{}
+	for _, tx := range []bool{false, true} {
+		var bus *eventbus.Bus
+		var commits *sqlite.Committer
+		h := newHarness(t, echo("reply"), nil, withBus(t, tx, &bus, &commits))
+		h.markKnown("web:1")
+		h.run()
+		before := commits.Committed()
+		res, err := h.router.Handle(ctx, chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:1"}, Text: "hello"})
+		if err != nil || res.Reply != "reply: hello" {
+			t.Fatalf("tx %v: Handle = %q, %v", tx, res.Reply, err)
+		}
+		commitsOf[tx] = commits.Committed() - before
+		evs, err := bus.Recent(ctx, "message.", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := topics(evs); !slices.Equal(got, []string{TopicMessageReceived, TopicMessageReplied}) {
+			t.Errorf("tx %v: events %q, want message.received then message.replied", tx, got)
+		}
+		var left int
+		if err := h.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM router_inbox`).Scan(&left); err != nil || left != 0 {
+			t.Errorf("tx %v: %d inbox rows left (%v), want 0", tx, left, err)
+		}
+	}
+	if commitsOf[true] != commitsOf[false]-2 {
+		t.Errorf("a turn committed %d transactions with the events written in the inbox's, %d without; want two fewer",
+			commitsOf[true], commitsOf[false])
+	}
+}
+
+// TestRepliedAfterDelivery: a reply the router delivers to its channel has
+// its message.replied after the delivery, even with a bus that could write
+// it with the inbox row's removal (which comes before the delivery).
+func TestRepliedAfterDelivery(t *testing.T) {
+	var bus *eventbus.Bus
+	var commits *sqlite.Committer
+	h := newHarness(t, echo("reply"), nil, withBus(t, true, &bus, &commits))
+	h.markKnown("web:1")
+	wctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watch := bus.Watch(wctx, TopicMessageReplied, 4)
+	h.run()
+	if err := h.router.Receive(context.Background(), chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:1"}, Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, watch)
+	// The delivery happened before the event was published, on the same
+	// goroutine: it is in the channel's buffer by now.
+	select {
+	case s := <-h.web.out:
+		if s.Text != "reply: hello" {
+			t.Errorf("delivered %q", s.Text)
+		}
+	default:
+		t.Error("message.replied was published before the reply was delivered")
+	}
+}
