@@ -593,7 +593,7 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 	// The message's id is recorded with its inbox row, in one transaction:
 	// a message is in the inbox at most once, and its id is recorded
 	// exactly when it is.
-	err := r.writeThen(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := r.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if j.msgID != "" {
 			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO router_seen (channel, message_id, seen_at) VALUES (?,?,?)`,
 				j.channel, j.msgID, r.o.Now().UnixMilli())
@@ -889,14 +889,9 @@ func (r *Router) retryForget(ctx context.Context) {
 }
 
 // write runs fn in a transaction: the database's shared one
-// (Options.Commits) or one of its own.
-func (r *Router) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	return r.writeThen(ctx, fn, nil)
-}
-
-// writeThen is write calling committed, when set, once fn's transaction is
-// committed (not when fn or the commit failed).
-func (r *Router) writeThen(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error, committed func()) error {
+// (Options.Commits) or one of its own, and calls committed, when set, once
+// that transaction is committed (not when fn or the commit failed).
+func (r *Router) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error, committed func()) error {
 	if r.o.Commits != nil {
 		return r.o.Commits.Write(ctx, fn, committed)
 	}
