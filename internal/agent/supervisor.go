@@ -3,6 +3,8 @@ package agent
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
+	"slices"
 	"strings"
 	"sync"
 
@@ -26,6 +28,12 @@ type ClaimRule struct {
 	Patterns []*regexp.Regexp
 	// Tools are the calls that make the claim true.
 	Tools []string
+
+	// needs[i], when set, are strings one of which (case-folded: fold)
+	// every match of Patterns[i] holds (requiredText): a reply holding
+	// none is not run through the pattern. Set for the built-in rules;
+	// a rule made elsewhere runs every pattern.
+	needs [][]string
 }
 
 // Mismatch is a claim without a matching tool call.
@@ -54,7 +62,16 @@ const iHave = `\b(?:i(?:'|’)ve|i have|i've just|i have just|i just|i)\s+`
 
 // DefaultClaimRules are the built-in supervisor rules (English, plus a few
 // German forms), compiled when first used.
-var DefaultClaimRules = sync.OnceValue(func() []ClaimRule { return defaultClaimRules() })
+var DefaultClaimRules = sync.OnceValue(func() []ClaimRule {
+	rules := defaultClaimRules()
+	for i, r := range rules {
+		rules[i].needs = make([][]string, len(r.Patterns))
+		for j, p := range r.Patterns {
+			rules[i].needs[j] = requiredText(p)
+		}
+	}
+	return rules
+})
 
 func defaultClaimRules() []ClaimRule {
 	return []ClaimRule{
@@ -120,11 +137,22 @@ func CheckClaims(rules []ClaimRule, reply string, calls []toolloop.CallRecord) (
 	if reply == "" {
 		return Mismatch{}, false
 	}
+	// The patterns backtrack over the whole reply, each: most are
+	// skipped by looking for the words they need (~16 → 1–3 runs).
+	var folded string
 	for _, r := range rules {
 		if made(r.Tools, calls) {
 			continue
 		}
-		for _, p := range r.Patterns {
+		for i, p := range r.Patterns {
+			if i < len(r.needs) && r.needs[i] != nil {
+				if folded == "" {
+					folded = fold(reply)
+				}
+				if !slices.ContainsFunc(r.needs[i], func(s string) bool { return strings.Contains(folded, s) }) {
+					continue
+				}
+			}
 			if m := p.FindString(reply); m != "" {
 				return Mismatch{Rule: r, Match: strings.TrimSpace(m)}, true
 			}
@@ -145,4 +173,68 @@ func made(tools []string, calls []toolloop.CallRecord) bool {
 		}
 	}
 	return false
+}
+
+// fold maps s to one case, as a case-insensitive pattern compares letters
+// (the Kelvin sign is k, a long s is s).
+func fold(s string) string { return strings.ToLower(strings.ToUpper(s)) }
+
+// requiredText returns strings, case-folded, one of which every match of
+// re holds, or nil when it cannot tell (a pattern that can match without
+// a case-insensitive literal).
+func requiredText(re *regexp.Regexp) []string {
+	t, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	return needed(t.Simplify())
+}
+
+// needed is requiredText for the parsed expression r.
+func needed(r *syntax.Regexp) []string {
+	switch r.Op {
+	case syntax.OpLiteral:
+		if r.Flags&syntax.FoldCase == 0 {
+			return nil // compared as written: not against the folded reply
+		}
+		return []string{fold(string(r.Rune))}
+	case syntax.OpCapture, syntax.OpPlus:
+		return needed(r.Sub[0])
+	case syntax.OpRepeat:
+		if r.Min >= 1 {
+			return needed(r.Sub[0])
+		}
+	case syntax.OpConcat:
+		// every part is in a match: the one whose shortest needed string
+		// is longest says the most
+		var best []string
+		for _, sub := range r.Sub {
+			if n := needed(sub); n != nil && (best == nil || shortest(n) > shortest(best)) {
+				best = n
+			}
+		}
+		return best
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range r.Sub {
+			n := needed(sub)
+			if n == nil {
+				return nil
+			}
+			all = append(all, n...)
+		}
+		return all
+	}
+	return nil
+}
+
+// shortest is the length of the shortest of ss.
+func shortest(ss []string) int {
+	n := -1
+	for _, s := range ss {
+		if n < 0 || len(s) < n {
+			n = len(s)
+		}
+	}
+	return n
 }
