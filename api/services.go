@@ -140,6 +140,12 @@ type Chat interface {
 	// ErrTurnFailed (the Reply is still filled in). If ctx ends first the
 	// message is still answered and stored.
 	Handle(ctx context.Context, msg chat.Inbound) (Reply, error)
+	// Post is Handle for a message on a thread its channel shows to the
+	// user (a web thread): the turn is also delivered through that
+	// channel, as a message the channel received is, so that every page
+	// following the thread sees the message's reply; the result is
+	// returned as Handle's.
+	Post(ctx context.Context, msg chat.Inbound) (Reply, error)
 	// Cancel stops the turn the thread is processing (its reply ends with
 	// an error frame; what was written so far is kept). It reports whether
 	// something was running.
@@ -160,8 +166,9 @@ type Conversations interface {
 	Segments(ctx context.Context, q SegmentQuery) ([]Segment, error)
 	Segment(ctx context.Context, id int64) (SegmentMessages, error)
 	Search(ctx context.Context, q string, limit int) ([]SearchHit, error)
-	// Redo runs the request synchronously and returns the new reply
-	// (nothing is delivered to a channel).
+	// Redo runs the request synchronously and returns the new reply,
+	// which is also delivered through the thread's channel as Submit's
+	// is (Chat.Post's delivery).
 	Redo(ctx context.Context, r RedoRequest) (Reply, error)
 	// Submit queues the request in the thread's order; the reply is
 	// delivered through the thread's channel (streamed on the web). The

@@ -27,11 +27,19 @@ import (
 type fakeAPI struct {
 	mu       sync.Mutex
 	turns    []chat.Inbound
+	posted   int // of turns, those run with Post (delivered to the channel)
 	world    json.RawMessage
 	applied  []string
 	models   []string
 	reverted []int64
 	answered []string
+}
+
+// postedTurns is how many turns ran with Chat.Post.
+func (f *fakeAPI) postedTurns() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.posted
 }
 
 func (f *fakeAPI) services() *api.Services {
@@ -136,6 +144,13 @@ func (c fakeChat) Handle(_ context.Context, msg chat.Inbound) (api.Reply, error)
 	defer c.f.mu.Unlock()
 	c.f.turns = append(c.f.turns, msg)
 	return api.Reply{Reply: "ok"}, nil
+}
+
+func (c fakeChat) Post(ctx context.Context, msg chat.Inbound) (api.Reply, error) {
+	c.f.mu.Lock()
+	c.f.posted++
+	c.f.mu.Unlock()
+	return c.Handle(ctx, msg)
 }
 
 func (fakeChat) Cancel(context.Context, chat.ThreadID) bool { return false }
@@ -555,6 +570,10 @@ func TestPostMessageOnlyOnWebThreads(t *testing.T) {
 		if !strings.HasPrefix(string(in.Address.Thread), "web:") || in.Address.Channel != ChannelName {
 			t.Errorf("a turn ran on %s", in.Address.Thread)
 		}
+	}
+	// Each reply also goes to the pages following its thread.
+	if f.posted != len(f.turns) {
+		t.Errorf("%d of %d turns delivered to the web channel", f.posted, len(f.turns))
 	}
 }
 

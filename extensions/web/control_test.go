@@ -82,6 +82,16 @@ func TestControlSocket(t *testing.T) {
 	if _, err := c.Send(ctx, "default", "hello"); err != nil {
 		t.Fatalf("send to thread default over the socket: %v", err)
 	}
+	// Only a web thread's reply goes to its pages too.
+	if fake.postedTurns() != 0 {
+		t.Errorf("a message to thread default was delivered to the web channel")
+	}
+	if _, err := c.Send(ctx, "web:notes", "hello"); err != nil {
+		t.Fatalf("send to thread web:notes over the socket: %v", err)
+	}
+	if fake.postedTurns() != 1 {
+		t.Errorf("a message to thread web:notes was not delivered to its pages")
+	}
 
 	hc := unixTransport(sock)
 	for _, tc := range []struct {

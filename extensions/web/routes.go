@@ -498,8 +498,15 @@ func (w *Web) postMessage(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	channel := t.Channel()
+	// A web thread's turn is also streamed to the pages following it, as
+	// for a message typed in one of them; another channel's thread (over
+	// the control socket) gets the reply only here.
+	run := w.svc.Chat.Handle
+	if channel == ChannelName {
+		run = w.svc.Chat.Post
+	}
 	w.runTurn(rw, r, t, func(ctx context.Context) (api.Reply, error) {
-		return w.svc.Chat.Handle(ctx, chat.Inbound{
+		return run(ctx, chat.Inbound{
 			Address:     chat.Address{Channel: channel, Thread: t},
 			Sender:      w.sender(ctx, sender),
 			Text:        text,

@@ -21,6 +21,11 @@ func (c apiChat) Handle(ctx context.Context, msg chat.Inbound) (api.Reply, error
 	return replyOf(ctx, msg.Address.Thread, res, err)
 }
 
+func (c apiChat) Post(ctx context.Context, msg chat.Inbound) (api.Reply, error) {
+	res, err := c.r.Post(ctx, msg)
+	return replyOf(ctx, msg.Address.Thread, res, err)
+}
+
 // replyOf makes the API reply of a turn, and its error one of the API's.
 func replyOf(ctx context.Context, thread chat.ThreadID, res agent.Result, err error) (api.Reply, error) {
 	out := api.Reply{Thread: thread, Reply: res.Reply, SeedReply: res.SeedReply,

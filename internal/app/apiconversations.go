@@ -94,7 +94,7 @@ func redoAction(r api.RedoRequest, channel string) router.Action {
 }
 
 func (c apiConversations) Redo(ctx context.Context, r api.RedoRequest) (api.Reply, error) {
-	res, err := c.r.HandleRedo(ctx, redoAction(r, ""))
+	res, err := c.r.PostRedo(ctx, redoAction(r, ""))
 	return replyOf(ctx, r.Thread, res, err)
 }
 

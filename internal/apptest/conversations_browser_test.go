@@ -578,3 +578,64 @@ func countText(ms []api.Message, role, text string) int {
 	}
 	return n
 }
+
+// TestBrowserMessagesFromElsewhere: a page open on a conversation shows
+// every message of it and every reply, whatever client sent the message:
+// the page itself, the HTTP API (POST …/messages, which still answers with
+// the reply) and another tab, in the order stored, as a reload shows them.
+func TestBrowserMessagesFromElsewhere(t *testing.T) {
+	browserPath := chromiumtest.Path(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	app.Model.Handle(func(req llmtest.ChatRequest) llmtest.ServerReply {
+		return llmtest.ServerReply{Text: "You said: " + lastUser(req), Chunks: 3}
+	})
+	p := newBrowser(t, browserPath, "messages-from-elsewhere", 1280, 900)
+	p.do("load the conversation", chromedp.Navigate(app.Base+"/#chat/web:elsewhere&token="+WebToken))
+	p.waitFor("the chat view, online", `!document.getElementById('view-chat').hidden && document.getElementById('conn').dataset.state === 'online'`)
+	// The page's own message subscribes it to the conversation: once its
+	// reply is shown, every later frame of the conversation reaches it. A
+	// command is not stored: it never takes a stored message's id.
+	p.do("send a command", chromedp.SendKeys(chromedp.ID("input"), "/nosuch"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("its answer", `[...document.querySelectorAll('#messages .msg.assistant')].some(m => !m.classList.contains('streaming') && m.textContent.includes('Unknown command /nosuch'))`)
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "from the page"), chromedp.KeyEvent(kb.Enter))
+	const replied = `(text) => [...document.querySelectorAll('#messages .msg.assistant')].some(m => !m.classList.contains('streaming') && m.textContent.includes('You said: ' + text))`
+	p.waitFor("the page's reply", `(`+replied+`)('from the page')`)
+
+	var reply api.Reply
+	app.JSON(t, http.MethodPost, "/threads/web:elsewhere/messages", map[string]string{"text": "from the API"}, http.StatusOK, &reply)
+	if reply.Reply != "You said: from the API" {
+		t.Errorf("the API's reply is %q", reply.Reply)
+	}
+	p.waitFor("the API's message and its reply", `(`+replied+`)('from the API') && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('from the API'))`)
+
+	answered, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`new Promise((resolve) => {
+		const ws = new WebSocket(location.origin.replace(/^http/, 'ws') + '/api/v1/ws');
+		ws.onopen = () => ws.send(JSON.stringify({ type: 'message', thread: 'web:elsewhere', text: 'from another tab' }));
+		ws.onmessage = (ev) => { const f = JSON.parse(ev.data); if ((f.type === 'done' || f.type === 'error') && f.thread === 'web:elsewhere') { ws.close(); resolve(f.type + ': ' + (f.text || f.error)); } };
+		ws.onerror = () => resolve('websocket error');
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil || answered != "done: You said: from another tab" {
+		t.Fatalf("another tab's message: %q, %v", answered, err)
+	}
+	p.waitFor("the other tab's message and its reply", `(`+replied+`)('from another tab') && [...document.querySelectorAll('#messages .msg.user')].some(m => m.textContent.includes('from another tab'))`)
+
+	const shown = `[...document.querySelectorAll('#messages .msg')].map(m => (m.classList.contains('user') ? 'user: ' : m.classList.contains('assistant') ? 'assistant: ' : 'other: ') + (m.querySelector('.md')?.textContent.trim() || ''))`
+	want := strings.Join([]string{
+		"user: from the page", "assistant: You said: from the page",
+		"user: from the API", "assistant: You said: from the API",
+		"user: from another tab", "assistant: You said: from another tab",
+	}, "\n")
+	command := "user: /nosuch\nassistant: Unknown command /nosuch. Type /help for the list of commands.\n"
+	if got := strings.Join(eval[[]string](p, shown), "\n"); got != command+want {
+		t.Errorf("the page shows\n%s\nwant\n%s", got, command+want)
+	}
+	// Each message shown is its stored one, once (an edit names it by id);
+	// the command has none.
+	p.waitFor("the messages' ids", `(() => { const ids = [...document.querySelectorAll('#messages .msg.user')].map(m => m.dataset.id || ''); return ids.length === 4 && ids[0] === '' && ids.slice(1).every(Boolean) && new Set(ids).size === 4; })()`)
+	p.do("reload", chromedp.Reload())
+	p.waitFor("the history", `document.querySelectorAll('#messages .msg.assistant').length === 3`)
+	if got := strings.Join(eval[[]string](p, shown), "\n"); got != want {
+		t.Errorf("after a reload the page shows\n%s\nwant\n%s", got, want)
+	}
+	p.checkProblems()
+}

@@ -122,7 +122,7 @@ func (r *Router) processCommand(ctx context.Context, j *job, name, args string) 
 			err = fmt.Errorf("command /%s on %s: %w", name, j.thread, err)
 		}
 	}
-	if j.done == nil && strings.TrimSpace(text) != "" {
+	if j.delivers() && strings.TrimSpace(text) != "" {
 		kind := chat.Reply
 		if err != nil {
 			kind = chat.Error

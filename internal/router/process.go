@@ -92,7 +92,7 @@ func (r *Router) admit(ctx context.Context, j *job) bool {
 func (r *Router) refuseDeleted(ctx context.Context, j *job) outcome {
 	r.forget(ctx, j)
 	res := agent.Result{Reply: DeletedReply}
-	if j.done == nil {
+	if j.delivers() {
 		r.send(ctx, j.channel, chat.Outbound{Address: chat.Address{Channel: j.channel, Thread: j.thread}, Kind: chat.Error, Text: DeletedReply})
 	}
 	return outcome{res: res, err: fmt.Errorf("%w (%s): restore it to go on with it, or start a new one", ErrDeleted, j.thread)}
@@ -100,7 +100,7 @@ func (r *Router) refuseDeleted(ctx context.Context, j *job) outcome {
 
 func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	start := r.o.Now()
-	deliver := j.done == nil
+	deliver := j.delivers()
 	if hasAudio(j.attachments) {
 		if reply, ok := r.hear(ctx, j, deliver); !ok {
 			return outcome{res: agent.Result{Reply: reply}}

@@ -76,11 +76,21 @@ func (r *Router) Redo(ctx context.Context, a Action) (<-chan error, error) {
 // HandleRedo is Redo run synchronously, like Handle: nothing is delivered
 // to a channel and the turn's result is returned.
 func (r *Router) HandleRedo(ctx context.Context, a Action) (agent.Result, error) {
+	return r.handleRedo(ctx, a, false)
+}
+
+// PostRedo is HandleRedo with the new reply also delivered through the
+// channel, as Post is Handle's (the web API's regenerate, retry and edit).
+func (r *Router) PostRedo(ctx context.Context, a Action) (agent.Result, error) {
+	return r.handleRedo(ctx, a, true)
+}
+
+func (r *Router) handleRedo(ctx context.Context, a Action, deliver bool) (agent.Result, error) {
 	j, err := r.redoJob(ctx, a)
 	if err != nil {
 		return agent.Result{}, err
 	}
-	j.done = make(chan outcome, 1)
+	j.done, j.deliver = make(chan outcome, 1), deliver
 	if err := r.accept(ctx, j); err != nil {
 		return agent.Result{}, err
 	}
@@ -223,7 +233,7 @@ func (r *Router) processRedo(ctx context.Context, j *job) outcome {
 	fail := func(err error) outcome {
 		r.forget(ctx, j)
 		res := agent.Result{Reply: "Could not " + string(j.kind) + ": " + err.Error() + "."}
-		if j.done == nil {
+		if j.delivers() {
 			r.send(ctx, j.channel, chat.Outbound{Address: chat.Address{Channel: j.channel, Thread: j.thread}, Kind: chat.Error, Text: res.Reply})
 		}
 		return outcome{res: res, err: err}
@@ -251,9 +261,9 @@ func (r *Router) processRedo(ctx context.Context, j *job) outcome {
 			}
 		}
 	}
-	res, err := r.turn(ctx, j, in, j.done == nil, chat.Reply)
+	res, err := r.turn(ctx, j, in, j.delivers(), chat.Reply)
 	r.publishReplied(ctx, j, start, res, err)
-	if err == nil && j.done == nil {
+	if err == nil && j.delivers() {
 		// Spoken like the reply to a typed message: the user asked for it
 		// with a click or by typing, so voice.replies when_spoken_to does
 		// not speak it, always does.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -103,5 +104,59 @@ func TestRedo(t *testing.T) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPostDeliversWhatHandleReturns: Post and PostRedo return the turn's
+// result as Handle and HandleRedo do, and also deliver it through the
+// thread's channel (streamed: the web pages following the thread see it);
+// Handle and HandleRedo deliver nothing.
+func TestPostDeliversWhatHandleReturns(t *testing.T) {
+	h := newHarness(t, echo("reply"), nil, nil)
+	const th chat.ThreadID = "live:1"
+	h.markKnown(th)
+	h.run()
+	ctx := t.Context()
+	msg := func(text string) chat.Inbound { return chat.Inbound{Address: chat.Address{Thread: th}, Text: text} }
+	regenerate := Action{Kind: ActionRegenerate, Thread: th}
+	for _, tc := range []struct {
+		name     string
+		run      func() (agent.Result, error)
+		want     string
+		streamed bool // to the channel
+	}{
+		{"Handle", func() (agent.Result, error) { return h.router.Handle(ctx, msg("one")) }, "reply: one", false},
+		{"Post", func() (agent.Result, error) { return h.router.Post(ctx, msg("two")) }, "reply: two", true},
+		{"HandleRedo", func() (agent.Result, error) { return h.router.HandleRedo(ctx, regenerate) }, "reply: two", false},
+		{"PostRedo", func() (agent.Result, error) { return h.router.PostRedo(ctx, regenerate) }, "reply: two", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := tc.run()
+			if err != nil || res.Reply != tc.want {
+				t.Fatalf("result %q, %v; want %q", res.Reply, err, tc.want)
+			}
+			// The stream closes before the result is handed back.
+			var got []string
+			select {
+			case got = <-h.live.streams:
+			default:
+			}
+			want := []string{"open " + string(th), "close " + tc.want}
+			if ends := len(got) >= 2 && got[0] == want[0] && got[len(got)-1] == want[1]; ends != tc.streamed || tc.streamed != (got != nil) {
+				t.Errorf("streamed %q, want a stream: %v", got, tc.streamed)
+			}
+		})
+	}
+	// A command's answer is sent whole.
+	if _, err := h.router.Post(ctx, msg("/nosuchcommand")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-h.live.out:
+		if got.Kind != chat.Reply || !strings.Contains(got.Text, "Unknown command /nosuchcommand") {
+			t.Errorf("sent %+v", got)
+		}
+	default:
+		t.Error("a posted command's answer was not delivered")
 	}
 }

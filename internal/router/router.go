@@ -252,6 +252,9 @@ type job struct {
 	greet bool
 	// done receives the outcome for Handle; nil when nobody waits.
 	done chan outcome
+	// deliver: the outcome also goes through the channel though done is
+	// set (Post, PostRedo).
+	deliver bool
 	// finished receives the outcome's error for Submit, after delivery;
 	// nil when nobody waits.
 	finished chan error
@@ -261,6 +264,10 @@ type job struct {
 	replied     func(agent.Result, error) any
 	repliedDone bool
 }
+
+// delivers reports whether j's outcome goes through its channel: always,
+// unless a caller waits for it (Handle, HandleRedo).
+func (j *job) delivers() bool { return j.done == nil || j.deliver }
 
 type outcome struct {
 	res agent.Result
@@ -421,11 +428,24 @@ func (r *Router) intercept(ctx context.Context, msg chat.Inbound) (string, bool)
 }
 
 // Handle runs a message synchronously through the thread's queue and
-// returns the turn's result (the HTTP API and `reverie send`). Nothing is
+// returns the turn's result (`reverie send`, MCP clients). Nothing is
 // delivered to a channel; a conversation seed's reply comes back in
 // Result.SeedReply. If ctx ends first, Handle returns ctx's error and the
 // message is still answered (and stored).
 func (r *Router) Handle(ctx context.Context, msg chat.Inbound) (agent.Result, error) {
+	return r.handle(ctx, msg, false)
+}
+
+// Post is Handle for a message on a thread that its channel shows to the
+// user (the web API's messages to web threads): the turn is also
+// delivered through the channel as a received message's is (a streaming
+// channel streams the reply), so that every client following the thread
+// sees it, and its result is returned.
+func (r *Router) Post(ctx context.Context, msg chat.Inbound) (agent.Result, error) {
+	return r.handle(ctx, msg, true)
+}
+
+func (r *Router) handle(ctx context.Context, msg chat.Inbound, deliver bool) (agent.Result, error) {
 	if msg.Overheard {
 		return agent.Result{}, ErrOverheard
 	}
@@ -440,7 +460,7 @@ func (r *Router) Handle(ctx context.Context, msg chat.Inbound) (agent.Result, er
 		r.markSeen(ctx, j)
 		return agent.Result{Reply: reply}, nil
 	}
-	j.done = make(chan outcome, 1)
+	j.done, j.deliver = make(chan outcome, 1), deliver
 	if err := r.accept(ctx, j); err != nil {
 		return agent.Result{Reply: "The message was not accepted: " + err.Error() + "."}, err
 	}

@@ -927,32 +927,65 @@ function editEntry(e) {
   ta.focus();
 }
 
-// syncIds gives the entries shown live the ids of their stored messages
-// (an edit names its message by id).
+// syncMessages brings the entries shown up to the thread's stored messages:
+// the user's messages shown live get their ids (an edit names its message
+// by id), and messages other clients sent (another tab, the HTTP API,
+// `reverie send --thread`) are shown, before the reply they started (their
+// reply streams here like any other). Syncs run one after another, so that
+// a stored message is matched once.
 let syncTimer = null;
+let syncing = Promise.resolve();
 function syncIdsSoon(thread) {
   clearTimeout(syncTimer);
-  syncTimer = setTimeout(() => syncIds(thread), 300);
+  syncTimer = setTimeout(() => syncMessages(thread, null), 300);
 }
 
-async function syncIds(thread) {
-  if (thread !== st.current) return;
+function syncMessages(thread, reply) {
+  syncing = syncing.then(() => syncOnce(thread, reply), () => syncOnce(thread, reply));
+}
+
+async function syncOnce(thread, reply) {
+  // While the history loads, it brings them.
+  if (thread !== st.current || st.loading) return;
+  const seq = st.loadSeq;
   const known = st.entries.reduce((m, e) => Math.max(m, e.id || 0), 0);
   let msgs;
   try {
     const res = await api.get(`/threads/${api.tid(thread)}/messages` + api.q({ after_id: known, limit: 200 }));
     msgs = (res && res.messages) || [];
   } catch { return; }
-  if (thread !== st.current) return;
-  const users = st.entries.filter((e) => e.role === 'user' && !e.id);
+  if (thread !== st.current || seq !== st.loadSeq || st.loading) return;
+  // A message of this page is the first one not matched yet with its text
+  // (a voice message's is what was heard); some are never stored (commands,
+  // answers to an approval).
+  const mine = st.entries.filter((e) => e.role === 'user' && !e.id);
+  const others = [];
   for (const m of msgs) {
-    if (m.role === 'user' && !m.system_event && users.length) {
-      const e = users.shift();
+    if (m.role !== 'user' || m.system_event || m.source === 'seed' || m.source === 'supervisor') continue;
+    const i = mine.findIndex((e) => e.spoken || e.text.trim() === (m.text || '').trim());
+    if (i >= 0) {
+      const e = mine.splice(i, 1)[0];
       e.id = m.id;
       renderEntry(e);
-    }
+    } else others.push(m);
   }
+  if (others.length) showOthers(fromHistory(others), reply);
   await markBranches(thread);
+}
+
+// showOthers shows entries of messages sent elsewhere before reply (the
+// reply they started), or last.
+function showOthers(entries, reply) {
+  const at = reply ? st.entries.indexOf(reply) : -1;
+  if (at < 0) {
+    for (const e of entries) append(e);
+    return;
+  }
+  const stick = nearBottom();
+  st.entries.splice(at, 0, ...entries);
+  for (const e of entries) reply.el.before(e.el);
+  markLast();
+  if (stick) scrollToEnd();
 }
 
 function textParagraphs(text) {
@@ -1291,6 +1324,8 @@ function liveEntry() {
     st.live.streaming = true;
     renderEntry(st.live);
     append(st.live);
+    // A reply this page did not ask for answers a message sent elsewhere.
+    if (!(st.expected.get(st.current) > 0)) syncMessages(st.current, st.live);
   }
   return st.live;
 }
