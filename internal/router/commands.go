@@ -229,7 +229,7 @@ func (r *Router) cmdStatus(ctx context.Context, cc CommandContext) (string, erro
 		fmt.Fprintf(&b, "\nConversations: %d", len(threads))
 	}
 	r.mu.Lock()
-	active := r.active
+	active := r.active - 1 // this command runs in a turn's slot of its own
 	r.mu.Unlock()
 	fmt.Fprintf(&b, "\nTurns running: %d, waiting: %d", active, r.QueueDepth())
 	if r.o.UsageToday != nil {

@@ -402,7 +402,7 @@ func TestCommands(t *testing.T) {
 		want   []string
 	}{
 		{"help", "web:c", "/help", []string{"/new — start a new conversation", "/compact", "/status", "/debug", "/dream — ", "not enabled in this build", "/pulse — show the pulse"}},
-		{"status", "web:c", "/status", []string{"main: scripted/main", "compaction: scripted/compaction", "Uptime:", "Conversations: 1", "waiting: 0", "12 input + 34 output tokens", "Memory: embedding model m@8/8; re-embedding 64 of 100", "scout: 2 call(s), 700 + 20 tokens", "Extensions:", "web: running, health ok", "kv: started\n", "telegram: failed, health failing (token rejected)"}},
+		{"status", "web:c", "/status", []string{"main: scripted/main", "compaction: scripted/compaction", "Uptime:", "Conversations: 1", "Turns running: 0, waiting: 0", "12 input + 34 output tokens", "Memory: embedding model m@8/8; re-embedding 64 of 100", "scout: 2 call(s), 700 + 20 tokens", "Extensions:", "web: running, health ok", "kv: started\n", "telegram: failed, health failing (token rejected)"}},
 		{"debug without web", "web:c", "/debug", []string{"not available"}},
 		{"placeholder", "web:c", "/dream", []string{"/dream is not enabled in this build."}},
 		{"registered", "web:c", "/pulse", []string{"no items"}},
