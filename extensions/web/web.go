@@ -338,7 +338,7 @@ func (w *Web) BaseURL() string {
 func (w *Web) PanelURL() string { return w.BaseURL() + "/#debug" }
 
 // OnReady makes /healthz answer 200 and, while no browser has signed in,
-// prints the sign-in URL as the console's last line.
+// prints the sign-in URL on the console.
 func (w *Web) OnReady(context.Context) {
 	w.ready.Store(true)
 	if w.signInDue {
@@ -350,8 +350,9 @@ func (w *Web) OnReady(context.Context) {
 
 // printSignIn writes the sign-in address to the console, on every start
 // while no browser has a live session (not only the first): the agent's
-// other start-up lines come before it, so that it is the last line, and
-// it is highlighted on a terminal. The URL carries the token of the token
+// start-up lines come before it (but for the "agent ready" line and what
+// the background work it starts logs), and it is highlighted on a
+// terminal. The URL carries the token of the token
 // file; a token set in web.token is not printed (its owner knows it).
 func (w *Web) printSignIn(out io.Writer) {
 	url := w.BaseURL() + "/"
