@@ -27,6 +27,15 @@ func (a *App) keepFootprint(ctx context.Context) error {
 // releaseMemory drops the conversations' cached histories, closes the
 // idle database connections, hands back what SQLite caches unused and the
 // memory index's file pages, then the freed Go heap.
+//
+// Under sustained use the keeper releases too (at most once a minute, while
+// use grows the private memory), so each active thread then reads its
+// history whole again: one read a minute at most, 0.2–4 ms for 40–400
+// messages. Keeping the histories used in the last minute was measured
+// against dropping none at all (its upper bound): 20×20 turnload
+// throughput the same (ratio 1.00, CPU per turn 0.98, noise), RssAnon 60 s
+// after 200 and 500 turns 0.1–0.4 MiB higher, since once use stops no
+// later release comes to drop what was kept.
 func (a *App) releaseMemory() {
 	if a.Conversations != nil {
 		a.Conversations.DropCachedHistories()
