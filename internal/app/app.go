@@ -428,6 +428,17 @@ func (a *App) setUpLogging(context.Context) error {
 // opens beside its configuration.
 const oneShotConnections = 2
 
+// idleConnectionLife is how long a database connection stays open unused
+// (sqlite.Options.CloseIdleAfter). The footprint keeper closes the idle
+// ones when it releases memory, but whatever runs after that release (the
+// WAL checkpoint ~10 s after the last write, background reads) opens one
+// again, and it would keep ~250 KiB of SQLite's heap until the next
+// release, which only comes once use has grown the private memory again.
+// Turns closer together than this keep their connections; the first turn
+// after a quiet spell opens one again (~1.5 ms parsing the schema, and its
+// statements are prepared again as they run).
+const idleConnectionLife = 15 * time.Second
+
 // configBesideDatabase takes the data dir lock, then opens the database on
 // another goroutine while this one loads the configuration, checks the
 // prompt files, sets up logging and records the data dir's history
@@ -452,7 +463,7 @@ func (a *App) configBesideDatabase(ctx context.Context) error {
 			start := time.Now()
 			// The WAL is checkpointed by the committer's Run (see Run),
 			// not by whichever write's commit crosses the threshold.
-			db, err := sqlite.OpenWith(ctx, filepath.Join(a.opts.DataDir, DatabaseFile), sqlite.Options{ManualCheckpoint: true})
+			db, err := sqlite.OpenWith(ctx, filepath.Join(a.opts.DataDir, DatabaseFile), sqlite.Options{ManualCheckpoint: true, CloseIdleAfter: idleConnectionLife})
 			if err != nil {
 				err = datadir.Unusable(err)
 			} else if a.opts.OneShot {

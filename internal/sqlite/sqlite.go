@@ -56,6 +56,16 @@ type Options struct {
 	// clients). Without a Run the WAL is checkpointed only when the last
 	// connection closes.
 	ManualCheckpoint bool
+	// CloseIdleAfter closes a pooled connection once it has been unused
+	// this long (0: idle connections stay open until the pool is
+	// trimmed or closed; ignored for ":memory:", where closing the only
+	// connection would drop the database). An open connection keeps its
+	// parse of the schema, its lookaside memory and its cached
+	// statements in SQLite's C heap (~250 KiB for Reverie's); a long-
+	// running process that goes quiet hands that back without waiting
+	// for a release, at the price of parsing the schema again (~1.5 ms)
+	// when it next needs a connection.
+	CloseIdleAfter time.Duration
 }
 
 // OpenWith is Open with o.
@@ -89,8 +99,8 @@ func OpenWith(ctx context.Context, file string, o Options) (*sql.DB, error) {
 	} else {
 		db.SetMaxOpenConns(maxConns)
 		db.SetMaxIdleConns(maxConns)
+		db.SetConnMaxIdleTime(max(o.CloseIdleAfter, 0))
 	}
-	db.SetConnMaxIdleTime(0)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+	"testing/synctest"
+	"time"
 
 	msqlite "modernc.org/sqlite"
 
@@ -364,4 +366,78 @@ func TestReady(t *testing.T) {
 	if st := db.Stats(); st.OpenConnections != 2 {
 		t.Errorf("taking two connections opened more: %d open", st.OpenConnections)
 	}
+}
+
+// TestCloseIdleAfter: a connection left unused for Options.CloseIdleAfter
+// is closed (its memory handed back), one in use or recently used is not,
+// and the next query opens one again; without the option idle connections
+// stay open.
+func TestCloseIdleAfter(t *testing.T) {
+	cases := []struct {
+		name      string
+		after     time.Duration
+		wantAfter int // open connections once the idle time has passed
+	}{
+		{"closed once idle that long", time.Minute, 0},
+		{"kept without the option", 0, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				db, err := OpenWith(ctx, filepath.Join(dir, "idle.db"), Options{CloseIdleAfter: tc.after})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				query := func() {
+					t.Helper()
+					var one int
+					if err := db.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil || one != 1 {
+						t.Fatalf("SELECT 1: %d, %v", one, err)
+					}
+				}
+				query()
+				if st := db.Stats(); st.OpenConnections != 1 || st.Idle != 1 {
+					t.Fatalf("after a query: %d open, %d idle; want 1 and 1", st.OpenConnections, st.Idle)
+				}
+				// Used again before the idle time is up: still open.
+				time.Sleep(tc.after / 2)
+				query()
+				time.Sleep(tc.after / 2)
+				synctest.Wait()
+				if st := db.Stats(); st.OpenConnections != 1 {
+					t.Fatalf("%v after its last use: %d open; want 1", tc.after/2, st.OpenConnections)
+				}
+				time.Sleep(3 * time.Minute)
+				synctest.Wait()
+				if st := db.Stats(); st.OpenConnections != tc.wantAfter {
+					t.Fatalf("3 minutes idle: %d open; want %d", st.OpenConnections, tc.wantAfter)
+				}
+				query()
+			})
+		})
+	}
+}
+
+// TestCloseIdleAfterKeepsMemoryDatabase: ":memory:" ignores the option,
+// since closing its only connection would drop the database.
+func TestCloseIdleAfterKeepsMemoryDatabase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		db, err := OpenWith(ctx, ":memory:", Options{CloseIdleAfter: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE notes (body TEXT)`); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if _, err := db.ExecContext(ctx, `INSERT INTO notes VALUES ('kept')`); err != nil {
+			t.Fatalf("the table is gone after a minute idle: %v", err)
+		}
+	})
 }
