@@ -10,13 +10,19 @@
 // (debug.FreeOSMemory).
 //
 // A Keeper does this once start-up has settled and again whenever use has
-// grown the private memory by Slack (checked once a minute by reading
+// grown the private memory (checked every 15 s by reading
 // /proc/self/status: no other cost while idle), so that what a burst of
-// turns allocated and freed goes back within a minute or two. The slack is
-// small (256 KiB): the Go runtime's own scavenger keeps freed heap up to
-// its next collection's goal, about twice what is live, and a release costs
-// one collection (milliseconds at an agent's heap size), at most once a
-// minute. What use
+// turns allocated and freed goes back within a minute. Once use has
+// stopped (the private memory moved by less than Quiet, 64 KiB, since the
+// previous check) a growth of Quiet since the last release is enough:
+// what runs just after a burst (the database's checkpoint, background
+// reads) leaves a few hundred KiB behind a release that came before it,
+// which the next quiet check hands back. While the memory still moves, a
+// growth of Slack (256 KiB) releases at most once a minute, as a busy
+// process would otherwise collect every check. Either threshold is small:
+// the Go runtime's own scavenger keeps freed heap up to its next
+// collection's goal, about twice what is live, and a release costs one
+// collection (milliseconds at an agent's heap size). What use
 // leaves live stays: an agent's idle footprint after use is higher than
 // after a fresh start, and grows slowly with what it stores (the memory
 // indexes keep ~180 B of heap per stored memory, their vectors, sketches,
@@ -52,12 +58,16 @@ func Release() {
 // Keeper defaults.
 const (
 	DefaultSettle = 5 * time.Second
-	DefaultEvery  = time.Minute
+	DefaultEvery  = 15 * time.Second
 	DefaultSlack  = 256 << 10
+	DefaultQuiet  = 64 << 10
+	DefaultBusy   = time.Minute
 )
 
 // Keeper releases freed heap once start-up has settled and then whenever
-// the private resident memory has grown by Slack since the last release.
+// the private resident memory has grown since the last release: by Quiet
+// once it has stopped moving, by Slack (at most once every Busy) while it
+// still moves.
 type Keeper struct {
 	// Settle is the wait after Run starts before the first release
 	// (0: DefaultSettle).
@@ -65,9 +75,16 @@ type Keeper struct {
 	// Every is how often the private resident size is checked
 	// (0: DefaultEvery).
 	Every time.Duration
-	// Slack is the growth in bytes that triggers another release
-	// (0: DefaultSlack).
+	// Slack is the growth in bytes that triggers another release while
+	// the private memory still moves (0: DefaultSlack).
 	Slack int64
+	// Quiet is the growth in bytes that triggers another release once the
+	// private memory has moved by less than Quiet since the previous check
+	// (0: DefaultQuiet).
+	Quiet int64
+	// Busy is the least time between two releases while the private
+	// memory still moves (0: DefaultBusy).
+	Busy time.Duration
 	// After, when set, holds the first release back until it is closed
 	// (then Settle more): start-up work that runs after ready and leaves
 	// much garbage behind, such as loading the memory index, is part of
@@ -87,16 +104,11 @@ type Keeper struct {
 // Run releases until ctx ends. It returns nil; when the resident size
 // cannot be measured (no /proc) it releases once and stops.
 func (k *Keeper) Run(ctx context.Context) error {
-	settle, every, slack := k.Settle, k.Every, k.Slack
-	if settle <= 0 {
-		settle = DefaultSettle
-	}
-	if every <= 0 {
-		every = DefaultEvery
-	}
-	if slack <= 0 {
-		slack = DefaultSlack
-	}
+	settle := orDefault(k.Settle, DefaultSettle)
+	every := orDefault(k.Every, DefaultEvery)
+	slack := orDefault(k.Slack, DefaultSlack)
+	quiet := orDefault(k.Quiet, DefaultQuiet)
+	busy := orDefault(k.Busy, DefaultBusy)
 	release, resident := k.Release, k.resident
 	if release == nil {
 		release = Release
@@ -117,7 +129,10 @@ func (k *Keeper) Run(ctx context.Context) error {
 	}
 	t := time.NewTimer(settle)
 	defer t.Stop()
-	var base int64 = -1
+	var (
+		base, prev int64 = -1, -1 // after the last release; at the last check
+		released   time.Time
+	)
 	for {
 		select {
 		case <-ctx.Done():
@@ -130,13 +145,33 @@ func (k *Keeper) Run(ctx context.Context) error {
 			log.Debug("cannot measure private memory; released freed heap once", "err", err)
 			return nil
 		}
-		if base < 0 || now-base >= slack {
+		still := prev >= 0 && abs(now-prev) < quiet
+		if base < 0 || (still && now-base >= quiet) || (now-base >= slack && time.Since(released) >= busy) {
 			release()
-			if base, err = resident(); err != nil {
+			released = time.Now()
+			before := now
+			if now, err = resident(); err != nil {
 				return nil
 			}
-			log.Debug("released freed heap", "private_before_kib", now>>10, "private_after_kib", base>>10)
+			log.Debug("released freed heap", "private_before_kib", before>>10, "private_after_kib", now>>10)
+			base = now
 		}
+		prev = now
 		t.Reset(every)
 	}
+}
+
+// orDefault returns v, or def when v is not positive.
+func orDefault[T int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -73,6 +74,86 @@ func TestKeeper(t *testing.T) {
 		got := p.trimTimes()
 		want := []time.Duration{5 * time.Second, 5*time.Second + 2*time.Minute}
 		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("releases at %v, want %v", got, want)
+		}
+	})
+}
+
+// TestKeeperQuiet: what use leaves behind a release that came before it
+// had stopped (the database's checkpoint after a burst) goes back at the
+// first check after the memory stopped moving, once it is Quiet or more;
+// less stays until more use comes.
+func TestKeeperQuiet(t *testing.T) {
+	cases := []struct {
+		name    string
+		residue int64
+		want    []time.Duration
+	}{
+		{"a residue of Quiet or more is released once still", 128 << 10,
+			[]time.Duration{5 * time.Second, 35 * time.Second, 65 * time.Second}},
+		{"a smaller residue stays", 32 << 10,
+			[]time.Duration{5 * time.Second, 35 * time.Second}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &fakeProcess{resident: 30 << 20, start: time.Now()}
+				k := &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10, Quiet: 64 << 10,
+					Busy: time.Minute, Release: p.release, resident: p.size}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error)
+				go func() { done <- k.Run(ctx) }()
+
+				time.Sleep(6 * time.Second) // first release at 5 s
+				synctest.Wait()
+				// A burst of turns. The check at 20 s sees the memory move,
+				// 15 s after a release (less than Busy): no release; the one
+				// at 35 s sees it still: released.
+				p.use(4 << 20)
+				time.Sleep(30 * time.Second)
+				synctest.Wait()
+				p.use(tc.residue) // the checkpoint after the burst, at 36 s
+				time.Sleep(15 * time.Second)
+				synctest.Wait() // 51 s: checked at 50 s, moving
+				time.Sleep(15 * time.Second)
+				synctest.Wait() // 66 s: checked at 65 s, still
+				time.Sleep(10 * time.Minute)
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if got := p.trimTimes(); !slices.Equal(got, tc.want) {
+					t.Fatalf("releases at %v, want %v", got, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// TestKeeperBusy: while the memory keeps moving, growth releases at most
+// once every Busy.
+func TestKeeperBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
+		k := &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10, Quiet: 64 << 10,
+			Busy: time.Minute, Release: p.release, resident: p.size}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- k.Run(ctx) }()
+		time.Sleep(6 * time.Second) // first release at 5 s
+		// Twenty clients: the memory grows by a megabyte between any two
+		// checks for three minutes.
+		for range 12 {
+			p.use(1 << 20)
+			time.Sleep(15 * time.Second)
+			synctest.Wait()
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		want := []time.Duration{5 * time.Second, 65 * time.Second, 125 * time.Second, 185 * time.Second}
+		if got := p.trimTimes(); !slices.Equal(got, want) {
 			t.Fatalf("releases at %v, want %v", got, want)
 		}
 	})
