@@ -227,6 +227,13 @@ type Input struct {
 	// message (as with Seed) with a note to greet briefly and answer, and
 	// one model call does both (KindUser only).
 	Greet bool
+	// EndEvent, when set, is handed the turn's closing event (TopicTurnCompleted
+	// or TopicTurnFailed, with its payload), once its log entry and
+	// episodes are stored, instead of the agent publishing it: the caller
+	// publishes it after the turn returns, with writes of its own (the
+	// router, in the transaction that removes the turn's inbox row: one
+	// commit).
+	EndEvent func(topic string, payload any)
 }
 
 // FollowUp is a system event the turn asks its caller to queue after it.
@@ -822,25 +829,31 @@ func (a *Agent) finish(ctx context.Context, in Input, start time.Time, res Resul
 	if a.o.Events == nil {
 		return
 	}
-	pctx, cancel := a.saveContext(ctx)
-	defer cancel()
+	var topic string
+	var payload any
 	if err != nil {
-		err = a.o.Events.Publish(pctx, TopicTurnFailed, struct {
+		topic, payload = TopicTurnFailed, struct {
 			Thread     chat.ThreadID `json:"thread"`
 			Kind       Kind          `json:"kind"`
 			Error      string        `json:"error"`
 			DurationMS int64         `json:"duration_ms"`
-		}{in.Thread, in.Kind, errText, res.Duration.Milliseconds()})
+		}{in.Thread, in.Kind, errText, res.Duration.Milliseconds()}
 	} else {
-		err = a.o.Events.Publish(pctx, TopicTurnCompleted, struct {
+		topic, payload = TopicTurnCompleted, struct {
 			Thread     chat.ThreadID `json:"thread"`
 			Kind       Kind          `json:"kind"`
 			Usage      llm.Usage     `json:"usage"`
 			ToolCalls  []string      `json:"tool_calls"`
 			DurationMS int64         `json:"duration_ms"`
-		}{in.Thread, in.Kind, res.Usage, append([]string{}, names...), res.Duration.Milliseconds()})
+		}{in.Thread, in.Kind, res.Usage, append([]string{}, names...), res.Duration.Milliseconds()}
 	}
-	if err != nil {
+	if in.EndEvent != nil {
+		in.EndEvent(topic, payload)
+		return
+	}
+	pctx, cancel := a.saveContext(ctx)
+	defer cancel()
+	if err := a.o.Events.Publish(pctx, topic, payload); err != nil {
 		a.log.Warn("could not publish the turn event", "thread", in.Thread, "err", err)
 	}
 }

@@ -2,13 +2,18 @@ package router
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/agent"
+	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/eventbus"
 	"github.com/reverie-ai/reverie/internal/sqlite"
+	"github.com/reverie-ai/reverie/llm"
+	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
 // publishOnly hides the bus's PublishTx: the router publishes each event
@@ -24,6 +29,7 @@ var _ TxPublisher = (*eventbus.Bus)(nil)
 // withBus sets the router's Events to a bus on the harness's database and
 // shared group commit (hiding its PublishTx unless tx) and returns the bus
 // and the commit.
+// The agent publishes its events on the same bus, as in the app.
 func withBus(t *testing.T, tx bool, bus **eventbus.Bus, commits **sqlite.Committer) func(*Options) {
 	return func(o *Options) {
 		b, err := eventbus.Open(context.Background(), o.DB, eventbus.Options{Commits: o.Commits})
@@ -34,6 +40,10 @@ func withBus(t *testing.T, tx bool, bus **eventbus.Bus, commits **sqlite.Committ
 		o.Events = b
 		if !tx {
 			o.Events = publishOnly{b}
+		}
+		if o.Agent, err = agent.New(agent.Options{Conversations: o.Threads.(*conversation.Store), Models: models{echo("reply")},
+			DataDir: t.TempDir(), Events: b}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -50,8 +60,9 @@ func topics(evs []extension.Event) []string {
 // TestMessageEventsShareTheInboxCommits: with a bus that writes events
 // within the shared group commit, a message's message.received is
 // committed with its inbox row and, when the caller delivers the reply
-// (Handle), its message.replied with the row's removal: a turn commits two
-// transactions fewer, and the same events are stored, in the same order.
+// (Handle), the agent's turn.completed and the message.replied with the
+// row's removal: a turn commits three transactions fewer, and the same
+// events are stored, in the same order.
 func TestMessageEventsShareTheInboxCommits(t *testing.T) {
 	ctx := context.Background()
 	commitsOf := map[bool]int64{}
@@ -67,20 +78,20 @@ func TestMessageEventsShareTheInboxCommits(t *testing.T) {
 			t.Fatalf("tx %v: Handle = %q, %v", tx, res.Reply, err)
 		}
 		commitsOf[tx] = commits.Committed() - before
-		evs, err := bus.Recent(ctx, "message.", 0, 10)
+		evs, err := bus.Recent(ctx, "", 0, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := topics(evs); !slices.Equal(got, []string{TopicMessageReceived, TopicMessageReplied}) {
-			t.Errorf("tx %v: events %q, want message.received then message.replied", tx, got)
+		if got := topics(evs); !slices.Equal(got, []string{TopicMessageReceived, agent.TopicTurnCompleted, TopicMessageReplied}) {
+			t.Errorf("tx %v: events %q, want message.received, turn.completed, message.replied", tx, got)
 		}
 		var left int
 		if err := h.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM router_inbox`).Scan(&left); err != nil || left != 0 {
 			t.Errorf("tx %v: %d inbox rows left (%v), want 0", tx, left, err)
 		}
 	}
-	if commitsOf[true] != commitsOf[false]-2 {
-		t.Errorf("a turn committed %d transactions with the events written in the inbox's, %d without; want two fewer",
+	if commitsOf[true] != commitsOf[false]-3 {
+		t.Errorf("a turn committed %d transactions with the events written in the inbox's, %d without; want three fewer",
 			commitsOf[true], commitsOf[false])
 	}
 }
@@ -110,5 +121,37 @@ func TestRepliedAfterDelivery(t *testing.T) {
 		}
 	default:
 		t.Error("message.replied was published before the reply was delivered")
+	}
+}
+
+// TestFailedTurnEventsInOrder: a turn the model fails still has its
+// closing event (turn.failed) before its message.replied, both written
+// with the inbox row's removal.
+func TestFailedTurnEventsInOrder(t *testing.T) {
+	ctx := context.Background()
+	var bus *eventbus.Bus
+	var commits *sqlite.Committer
+	failing := llmtest.Func(func(context.Context, llm.Request) (llm.Response, error) {
+		return llm.Response{}, errors.New("the model is down")
+	})
+	h := newHarness(t, failing, nil, func(o *Options) {
+		withBus(t, true, &bus, &commits)(o)
+		var err error
+		if o.Agent, err = agent.New(agent.Options{Conversations: o.Threads.(*conversation.Store), Models: models{failing},
+			DataDir: t.TempDir(), Events: bus}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.markKnown("web:1")
+	h.run()
+	if _, err := h.router.Handle(ctx, chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:1"}, Text: "hello"}); err == nil {
+		t.Fatal("Handle of a turn the model fails returned no error")
+	}
+	evs, err := bus.Recent(ctx, "", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := topics(evs); !slices.Equal(got, []string{TopicMessageReceived, agent.TopicTurnFailed, TopicMessageReplied}) {
+		t.Errorf("events %q, want message.received, turn.failed, message.replied", got)
 	}
 }

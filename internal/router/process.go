@@ -118,8 +118,13 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 		// after the removal, which comes before the delivery.
 		j.replied = func(res agent.Result, err error) any { return r.repliedPayload(j, start, res, err) }
 	}
-	res, err := r.turn(ctx, j, agent.Input{Thread: j.thread, Sender: j.sender, Received: j.received,
-		Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}, deliver, chat.Reply)
+	in := agent.Input{Thread: j.thread, Sender: j.sender, Received: j.received,
+		Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}
+	if j.replied != nil && r.canWriteEvents() {
+		// The turn's closing event goes in the same commit, before it.
+		in.EndEvent = func(topic string, payload any) { j.ended = append(j.ended, pendingEvent{topic, payload}) }
+	}
+	res, err := r.turn(ctx, j, in, deliver, chat.Reply)
 	if !j.repliedDone {
 		r.publishReplied(ctx, j, start, res, err)
 	}
@@ -293,21 +298,40 @@ func (r *Router) turn(ctx context.Context, j *job, in agent.Input, deliver bool,
 func (r *Router) endTurn(ctx context.Context, j *job, res agent.Result, err error) (kept bool) {
 	if err != nil && errors.Is(err, context.Canceled) && r.shuttingDown() {
 		r.log.Info("turn cut off by the shutdown; it is resumed or reported at the next start", "thread", j.thread)
+		r.publishEnded(ctx, j)
 		return true
 	}
 	if j.replied != nil && r.forgetReplied(ctx, j, j.replied(res, err)) {
 		j.repliedDone = true
 		return false
 	}
+	r.publishEnded(ctx, j)
 	r.forget(ctx, j)
 	return false
 }
 
-// forgetReplied removes j's inbox row and writes its message.replied
-// (payload) in one transaction of the shared group commit, and reports
-// whether it did: false when the bus cannot write an event within it, or
-// the write failed (then neither is written, and the caller removes the
-// row and publishes the event as without it).
+// canWriteEvents reports whether the router can write events within the
+// shared group commit's transactions (TxPublisher).
+func (r *Router) canWriteEvents() bool {
+	_, ok := r.o.Events.(TxPublisher)
+	return ok && r.o.Commits != nil
+}
+
+// publishEnded publishes the closing events the agent handed j's turn
+// (j.ended), when they were not written with its inbox row's removal.
+func (r *Router) publishEnded(ctx context.Context, j *job) {
+	for _, ev := range j.ended {
+		r.publish(ctx, ev.topic, ev.payload)
+	}
+	j.ended = nil
+}
+
+// forgetReplied removes j's inbox row and writes the agent's closing
+// event (j.ended) and its message.replied (payload), in this order, in one
+// transaction of the shared group commit, and reports whether it did:
+// false when the bus cannot write events within it, or the write failed
+// (then none is written, and the caller publishes the events and removes
+// the row as without it).
 func (r *Router) forgetReplied(ctx context.Context, j *job, payload any) bool {
 	tp, ok := r.o.Events.(TxPublisher)
 	if !ok || r.o.Commits == nil {
@@ -315,19 +339,31 @@ func (r *Router) forgetReplied(ctx context.Context, j *job, payload any) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	var published func()
+	evs := append(slices.Clip(j.ended), pendingEvent{TopicMessageReplied, payload})
+	var published []func()
 	err := r.o.Commits.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		published = published[:0]
 		if _, err := tx.ExecContext(ctx, `DELETE FROM router_inbox WHERE id = ?`, j.id); err != nil {
 			return err
 		}
-		var err error
-		published, err = tp.PublishTx(ctx, tx, TopicMessageReplied, payload)
-		return err
-	}, func() { published() })
+		for _, ev := range evs {
+			p, err := tp.PublishTx(ctx, tx, ev.topic, ev.payload)
+			if err != nil {
+				return err
+			}
+			published = append(published, p)
+		}
+		return nil
+	}, func() {
+		for _, p := range published {
+			p()
+		}
+	})
 	if err != nil {
 		r.log.Debug("could not remove a processed item from the inbox with its event; trying them apart", "thread", j.thread, "err", err)
 		return false
 	}
+	j.ended = nil
 	if r.hasUnforgotten() {
 		r.retryForget(ctx)
 	}

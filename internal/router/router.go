@@ -259,15 +259,23 @@ type job struct {
 	// nil when nobody waits.
 	finished chan error
 	// replied, when set, is the payload of the message.replied its turn's
-	// end writes with the removal of its inbox row (endTurn); repliedDone
-	// says that it was.
+	// end writes with the removal of its inbox row (endTurn), after ended,
+	// the agent's closing event (agent.Input.EndEvent); repliedDone says
+	// that it was.
 	replied     func(agent.Result, error) any
+	ended       []pendingEvent
 	repliedDone bool
 }
 
 // delivers reports whether j's outcome goes through its channel: always,
 // unless a caller waits for it (Handle, HandleRedo).
 func (j *job) delivers() bool { return j.done == nil || j.deliver }
+
+// pendingEvent is an event to publish.
+type pendingEvent struct {
+	topic   string
+	payload any
+}
 
 type outcome struct {
 	res agent.Result
