@@ -196,7 +196,8 @@ func (a *App) memoryStatus(ctx context.Context) string {
 
 // publishRecall publishes memory.recalled: what a turn's recall added to
 // its prompt ({"thread","lines","memory_tokens"}; the page's event list
-// shows it).
+// shows it). The turn does not wait for it (Bus.PublishDeferred): its next
+// write commits it, before the turn's own later events.
 func (a *App) publishRecall(ctx context.Context, thread chat.ThreadID, st memory.RecallStats) {
 	if a.Bus == nil {
 		return
@@ -205,7 +206,7 @@ func (a *App) publishRecall(ctx context.Context, thread chat.ThreadID, st memory
 		Thread chat.ThreadID `json:"thread"`
 		memory.RecallStats
 	}{thread, st}
-	if err := a.Bus.Publish(ctx, "memory.recalled", p); err != nil && ctx.Err() == nil {
+	if err := a.Bus.PublishDeferred(ctx, "memory.recalled", p); err != nil && ctx.Err() == nil {
 		a.Logger.Warn("could not publish a recall event", "err", err)
 	}
 }

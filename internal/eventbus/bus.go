@@ -233,6 +233,34 @@ func (b *Bus) PublishID(ctx context.Context, topic string, payload any) (int64, 
 	return p.ev.ID, nil
 }
 
+// PublishDeferred is Publish for an event its caller need not wait for (an
+// informational one, such as memory.recalled): through the shared group
+// commit (Options.Commits) it returns once the event is queued, and the
+// event is written with the next shared transaction any caller commits
+// (sqlite.Committer.Defer), so that it still comes before the events its
+// caller publishes after it; subscribers and watchers learn of it once it
+// is committed, in the order of the ids. A crash can lose it before then.
+// Without Options.Commits it is Publish. The error is the topic's or the
+// payload's: a failed write is logged.
+func (b *Bus) PublishDeferred(ctx context.Context, topic string, payload any) error {
+	if b.opts.Commits == nil {
+		return b.Publish(ctx, topic, payload)
+	}
+	if err := validateTopic(topic); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	data, err := marshalPayload(payload)
+	if err != nil {
+		return fmt.Errorf("publish %s: %w", topic, err)
+	}
+	ev := extension.Event{Topic: topic, Payload: b.opts.Secrets.RedactJSON(data), Time: b.opts.Now()}
+	b.opts.Commits.Defer(ctx, "event "+topic, func(ctx context.Context, tx *sql.Tx) (err error) {
+		ev.ID, err = insertEvent(ctx, tx, ev)
+		return err
+	}, func() { b.published([]extension.Event{ev}) })
+	return nil
+}
+
 // ErrNoSharedCommits is PublishTx's error on a bus opened without
 // Options.Commits.
 var ErrNoSharedCommits = errors.New("publishing within a transaction needs the database's shared group commit (Options.Commits)")

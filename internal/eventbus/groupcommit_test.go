@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
@@ -225,4 +226,67 @@ func TestPublishTx(t *testing.T) {
 	if !errors.Is(err, ErrNoSharedCommits) {
 		t.Errorf("PublishTx on a bus without Options.Commits: %v, want ErrNoSharedCommits", err)
 	}
+}
+
+// TestPublishDeferred: a deferred event is stored with the next event
+// published after it, before it (a lower id), and its watchers learn of it
+// first; with the shared group commit's Run not running it is stored at
+// once.
+func TestPublishDeferred(t *testing.T) {
+	ctx := context.Background()
+	db, _ := tempDB(t)
+	commits := sqlite.NewCommitter(db, nil)
+	b := openBus(t, db, Options{Commits: commits})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := b.Watch(wctx, "d.", 8)
+
+	if err := b.PublishDeferred(ctx, "d.at-once", nil); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := b.Recent(ctx, "d.", 0, 10); err != nil || len(evs) != 1 {
+		t.Fatalf("without Run: %d events stored (%v), want the deferred one at once", len(evs), err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- commits.Run(rctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	// Run's wait for deferred writes may or may not have begun: either
+	// way the deferred event comes before the one published after it.
+	if err := b.PublishDeferred(ctx, "d.deferred", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(ctx, "d.after", nil); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := b.Recent(ctx, "d.", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := topicsOf(evs); !slices.Equal(got, []string{"d.at-once", "d.deferred", "d.after"}) {
+		t.Errorf("stored %q", got)
+	}
+	var seen []string
+	for range 3 {
+		seen = append(seen, (<-watch).Topic)
+	}
+	if !slices.Equal(seen, []string{"d.at-once", "d.deferred", "d.after"}) {
+		t.Errorf("the watcher saw %q", seen)
+	}
+	if err := b.PublishDeferred(ctx, "Bad Topic", nil); err == nil {
+		t.Error("PublishDeferred took an invalid topic")
+	}
+}
+
+func topicsOf(evs []extension.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Topic)
+	}
+	return out
 }

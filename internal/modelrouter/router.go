@@ -409,8 +409,13 @@ func (r *Router) order(role string, names []string) []*backendState {
 
 // record accounts for one call: the day's usage of its role and backend,
 // and the conversation's token use (ThreadUsage) when it has a thread and
-// tokens. Concurrent calls' records share one transaction (group commit);
-// each caller returns once its record is committed.
+// tokens. Concurrent calls' records share one transaction (group commit).
+// Through the database's shared group commit (Options.Commits) the caller
+// does not wait for it: it is deferred (Committer.Defer) to the next
+// shared transaction, which the turn's next write (its reply, its log
+// entry) commits, so that the usage is stored before the turn ends; a
+// crash before that loses this call's accounting. Otherwise the caller
+// returns once its record is committed.
 func (r *Router) record(ctx context.Context, role, thread string, b *backendState, u llm.Usage, callErr error) {
 	if r.opts.DB == nil {
 		return
@@ -425,12 +430,12 @@ func (r *Router) record(ctx context.Context, role, thread string, b *backendStat
 	defer cancel()
 	if r.opts.Commits != nil {
 		day, at := r.opts.Now().UTC().Format(time.DateOnly), r.opts.Now().UnixNano()
-		rec.err = r.opts.Commits.Write(actx, func(ctx context.Context, tx *sql.Tx) error {
+		r.opts.Commits.Defer(actx, "model usage", func(ctx context.Context, tx *sql.Tx) error {
 			return writeUsageRecord(ctx, tx, rec, day, at)
 		}, nil)
-	} else {
-		r.usage.Write(rec, func(batch []*usageRecord) { r.writeUsage(actx, batch) })
+		return
 	}
+	r.usage.Write(rec, func(batch []*usageRecord) { r.writeUsage(actx, batch) })
 	if rec.err != nil {
 		r.log.Error("record model usage", "role", role, "backend", b.Name(), "thread", thread, "err", rec.err)
 	}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -31,7 +32,13 @@ type Committer struct {
 	// them signals due, for Run.
 	batches atomic.Int64
 	due     chan struct{}
-	log     *slog.Logger // Run's checkpoint failures
+	log     *slog.Logger // Run's checkpoint failures, failed deferred writes
+
+	// dmu guards running: whether Run takes care of deferred writes
+	// (Defer); deferred signals Run that one was queued.
+	dmu      sync.Mutex
+	running  bool
+	deferred chan struct{}
 }
 
 // NewCommitter returns the Committer of db. Run logs a failing checkpoint
@@ -40,8 +47,12 @@ func NewCommitter(db *sql.DB, log *slog.Logger) *Committer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Committer{db: db, due: make(chan struct{}, 1), log: log}
+	return &Committer{db: db, due: make(chan struct{}, 1), log: log, deferred: make(chan struct{}, 1)}
 }
+
+// DeferWithin is how soon Run writes a deferred write (Defer) that no
+// caller's write has carried.
+const DeferWithin = 50 * time.Millisecond
 
 // checkpointEvery is how many shared transactions Run lets commit between
 // two checkpoints: a turn's writes dirty a few pages each, so about the
@@ -62,10 +73,17 @@ const checkpointIdle = 10 * time.Second
 // WAL is synced when it is checkpointed, as before after about as many
 // pages, and now also once writing pauses. An idle database is not
 // touched.
+//
+// Run also writes what Defer queued and no caller's write carried, within
+// DeferWithin, and at its end; Defer is Write while Run is not running.
 func (c *Committer) Run(ctx context.Context) error {
+	c.dmu.Lock()
+	c.running = true
+	c.dmu.Unlock()
 	t := time.NewTicker(checkpointIdle)
 	defer t.Stop()
-	var last int64 // c.batches at the last checkpoint
+	var flush <-chan time.Time // armed while a deferred write waits
+	var last int64             // c.batches at the last checkpoint
 	failing := false
 	checkpoint := func(ctx context.Context) {
 		err := c.checkpoint(ctx)
@@ -82,8 +100,21 @@ func (c *Committer) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			c.dmu.Lock()
+			c.running = false // Defer writes at once from now on
+			c.dmu.Unlock()
+			c.flushDeferred(context.WithoutCancel(ctx))
 			checkpoint(context.WithoutCancel(ctx))
 			return nil
+		case <-c.deferred:
+			if flush == nil {
+				flush = time.After(DeferWithin)
+			}
+			continue
+		case <-flush:
+			flush = nil
+			c.flushDeferred(ctx)
+			continue
 		case <-c.due:
 		case <-t.C:
 			if c.batches.Load() == last {
@@ -116,6 +147,45 @@ type committing struct {
 	fn        func(ctx context.Context, tx *sql.Tx) error
 	committed func()
 	err       error
+	// deferred names a write nobody waits for (Defer): its failure is
+	// logged.
+	deferred string
+}
+
+// Defer queues fn like Write but returns at once, without its outcome, for
+// a write its caller need not wait for (a model call's accounting, an
+// informational event): fn runs in the next shared transaction any
+// caller's Write commits — the writes deferred before a Write are
+// committed no later than it, in the order queued, so that a turn's next
+// write carries those of its own — or, when none comes, in one Run
+// commits within DeferWithin, or at Run's end. committed is called as
+// with Write. A failure is logged with what. Durability: a crash loses a
+// deferred write not yet committed (one queued since the last commit, at
+// most DeferWithin before it); Write's callers lose nothing. While Run is
+// not running (before it, after it, or without one), Defer is Write.
+func (c *Committer) Defer(ctx context.Context, what string, fn func(ctx context.Context, tx *sql.Tx) error, committed func()) {
+	c.dmu.Lock()
+	if !c.running {
+		c.dmu.Unlock()
+		if err := c.Write(ctx, fn, committed); err != nil {
+			c.log.Warn("a write failed", "what", what, "err", err)
+		}
+		return
+	}
+	c.gc.Add(&committing{ctx: context.WithoutCancel(ctx), fn: fn, committed: committed, deferred: what})
+	c.dmu.Unlock()
+	select {
+	case c.deferred <- struct{}{}:
+	default: // Run knows already
+	}
+}
+
+// flushDeferred commits the deferred writes no caller's write carried.
+func (c *Committer) flushDeferred(ctx context.Context) {
+	if c.gc.Queued() == 0 {
+		return
+	}
+	c.Write(ctx, func(context.Context, *sql.Tx) error { return nil }, nil)
 }
 
 // Write runs fn in a transaction shared with the writes of concurrent
@@ -149,8 +219,16 @@ func (c *Committer) write(ctx context.Context, batch []*committing) {
 	if err != nil {
 		for _, it := range batch {
 			it.err = cmp.Or(it.err, err)
+			if it.deferred != "" {
+				c.log.Warn("a deferred write failed", "what", it.deferred, "err", it.err)
+			}
 		}
 		return
+	}
+	for _, it := range batch {
+		if it.deferred != "" && it.err != nil {
+			c.log.Warn("a deferred write failed", "what", it.deferred, "err", it.err)
+		}
 	}
 	if c.batches.Add(1)%checkpointEvery == 0 {
 		select {

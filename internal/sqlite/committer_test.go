@@ -220,3 +220,107 @@ func TestCommitterLogsFailedCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitterDefer: a deferred write returns at once and is committed by
+// the next caller's write (before that write's own, in queue order), or by
+// Run when none comes, or at Run's end; without Run it is written at once;
+// its failure is logged and undoes only itself.
+func TestCommitterDefer(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE w (v INTEGER NOT NULL CHECK (v >= 0))`); err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	c := NewCommitter(db, slog.New(slog.NewTextHandler(&out, nil)))
+	insert := func(v int) func(ctx context.Context, tx *sql.Tx) error {
+		return func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO w (v) VALUES (?)`, v)
+			return err
+		}
+	}
+	var (
+		mu    sync.Mutex
+		order []int
+	)
+	committed := func(v int) func() {
+		return func() {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, v)
+		}
+	}
+	stored := func() []int {
+		vs, err := Rows(ctx, db, Scan1[int], `SELECT v FROM w ORDER BY rowid`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vs
+	}
+
+	c.Defer(ctx, "without Run", insert(1), committed(1))
+	if got := stored(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("without Run, a deferred write is not written at once: %v", got)
+	}
+
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	for running := false; !running; runtime.Gosched() {
+		c.dmu.Lock()
+		running = c.running
+		c.dmu.Unlock()
+	}
+
+	// carried by the next write, before it; a failing one undoes itself only
+	c.Defer(ctx, "the second", insert(2), committed(2))
+	c.Defer(ctx, "a failing one", insert(-1), committed(-1))
+	if err := c.Write(ctx, insert(3), committed(3)); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Fatalf("after the next write: %v, want the deferred write before it", got)
+	}
+	if !strings.Contains(out.String(), `what="a failing one"`) {
+		t.Errorf("the failed deferred write was not logged: %q", out.String())
+	}
+
+	// written by Run when no write comes
+	c.Defer(ctx, "alone", insert(4), committed(4))
+	for !slices.Contains(stored(), 4) {
+		runtime.Gosched()
+	}
+
+	// queued as Run ends: written at its end (or before, if Run's wait was over)
+	c.Defer(ctx, "at the end", insert(5), committed(5))
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if got := stored(); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("after Run: %v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(order, []int{1, 2, 3, 4, 5}) {
+		t.Errorf("committed callbacks ran for %v, want 1…5 in order (not the failed one)", order)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

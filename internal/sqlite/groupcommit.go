@@ -75,6 +75,15 @@ func (g *GroupCommit[T]) Write(v T, write func(batch []T)) {
 	}
 }
 
+// Add queues v without waiting: it is written with the next batch a
+// Write call writes (in the order queued, before the items queued after
+// it). Someone must call Write later, or it stays queued.
+func (g *GroupCommit[T]) Add(v T) {
+	g.qmu.Lock()
+	g.queued = append(g.queued, &groupItem[T]{v: v, done: make(chan struct{})})
+	g.qmu.Unlock()
+}
+
 // Queued is how many items wait for a write.
 func (g *GroupCommit[T]) Queued() int {
 	g.qmu.Lock()
