@@ -24,7 +24,8 @@
 // run starts each build afresh on a new data dir (init, start, one warm-up
 // turn); the builds' runs are interleaved (A B A B …) so that a shared
 // machine slows them alike; the medians are given with their ratio to the
-// first build's.
+// first build's, and with the median of the paired ratios (each round's run
+// over the first build's run of the same round).
 //
 // memories: the agent's RssAnon and Pss (and the index files' share of
 // it) on a data dir holding N long-term memories (a fifth of each kind,
@@ -381,8 +382,11 @@ func concurrencyCmd(ctx context.Context, o *owner, args []string) error {
 	return nil
 }
 
-// report prints each build's median, min and max of one figure, and the
-// ratio of its median to the first build's.
+// report prints each build's median, min and max of one figure, the
+// ratio of its median to the first build's, and the median of its paired
+// ratios: each run's figure over the first build's in the same round (run
+// just before it), which a shared machine's swings of load between rounds
+// move less.
 func report(what string, bins []string, figs [][]float64) {
 	fmt.Printf(" %s:\n", what)
 	var base float64
@@ -393,7 +397,12 @@ func report(what string, bins []string, figs [][]float64) {
 		if i == 0 {
 			base = med
 		}
-		fmt.Printf("  %-40s median %7.2f  min %7.2f  max %7.2f  ratio %.2f\n", bin, med, rs[0], rs[len(rs)-1], med/base)
+		paired := make([]float64, len(figs[i]))
+		for r, f := range figs[i] {
+			paired[r] = f / figs[0][r]
+		}
+		slices.Sort(paired)
+		fmt.Printf("  %-40s median %7.2f  min %7.2f  max %7.2f  ratio %.2f  paired %.2f\n", bin, med, rs[0], rs[len(rs)-1], med/base, paired[len(paired)/2])
 	}
 }
 
