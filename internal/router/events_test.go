@@ -59,46 +59,57 @@ func topics(evs []extension.Event) []string {
 
 // TestMessageEventsShareTheInboxCommits: with a bus that writes events
 // within the shared group commit, a message's message.received is
-// committed with its inbox row and, when the caller delivers the reply
-// (Handle), the agent's turn.completed and the message.replied with the
-// row's removal: a turn commits three transactions fewer, and the same
-// events are stored, in the same order.
+// committed with its inbox row, and the agent's turn.completed and the
+// message.replied with the row's removal (after the delivery when the
+// router delivers the reply: Post): a turn commits three transactions
+// fewer, and the same events are stored, in the same order.
 func TestMessageEventsShareTheInboxCommits(t *testing.T) {
 	ctx := context.Background()
-	commitsOf := map[bool]int64{}
-	for _, tx := range []bool{false, true} {
-		var bus *eventbus.Bus
-		var commits *sqlite.Committer
-		h := newHarness(t, echo("reply"), nil, withBus(t, tx, &bus, &commits))
-		h.markKnown("web:1")
-		h.run()
-		before := commits.Committed()
-		res, err := h.router.Handle(ctx, chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:1"}, Text: "hello"})
-		if err != nil || res.Reply != "reply: hello" {
-			t.Fatalf("tx %v: Handle = %q, %v", tx, res.Reply, err)
+	for _, how := range []string{"Handle", "Post"} {
+		commitsOf := map[bool]int64{}
+		for _, tx := range []bool{false, true} {
+			var bus *eventbus.Bus
+			var commits *sqlite.Committer
+			h := newHarness(t, echo("reply"), nil, withBus(t, tx, &bus, &commits))
+			h.markKnown("web:1")
+			h.run()
+			before := commits.Committed()
+			send := h.router.Handle
+			if how == "Post" {
+				send = h.router.Post
+			}
+			res, err := send(ctx, chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:1"}, Text: "hello"})
+			if err != nil || res.Reply != "reply: hello" {
+				t.Fatalf("%s, tx %v: %q, %v", how, tx, res.Reply, err)
+			}
+			commitsOf[tx] = commits.Committed() - before
+			if how == "Post" {
+				if s := recv(t, h.web.out); s.Text != "reply: hello" {
+					t.Errorf("Post delivered %q", s.Text)
+				}
+			}
+			evs, err := bus.Recent(ctx, "", 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := topics(evs); !slices.Equal(got, []string{TopicMessageReceived, agent.TopicTurnCompleted, TopicMessageReplied}) {
+				t.Errorf("%s, tx %v: events %q, want message.received, turn.completed, message.replied", how, tx, got)
+			}
+			var left int
+			if err := h.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM router_inbox`).Scan(&left); err != nil || left != 0 {
+				t.Errorf("%s, tx %v: %d inbox rows left (%v), want 0", how, tx, left, err)
+			}
 		}
-		commitsOf[tx] = commits.Committed() - before
-		evs, err := bus.Recent(ctx, "", 0, 10)
-		if err != nil {
-			t.Fatal(err)
+		if commitsOf[true] != commitsOf[false]-3 {
+			t.Errorf("%s: a turn committed %d transactions with the events written in the inbox's, %d without; want three fewer",
+				how, commitsOf[true], commitsOf[false])
 		}
-		if got := topics(evs); !slices.Equal(got, []string{TopicMessageReceived, agent.TopicTurnCompleted, TopicMessageReplied}) {
-			t.Errorf("tx %v: events %q, want message.received, turn.completed, message.replied", tx, got)
-		}
-		var left int
-		if err := h.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM router_inbox`).Scan(&left); err != nil || left != 0 {
-			t.Errorf("tx %v: %d inbox rows left (%v), want 0", tx, left, err)
-		}
-	}
-	if commitsOf[true] != commitsOf[false]-3 {
-		t.Errorf("a turn committed %d transactions with the events written in the inbox's, %d without; want three fewer",
-			commitsOf[true], commitsOf[false])
 	}
 }
 
 // TestRepliedAfterDelivery: a reply the router delivers to its channel has
-// its message.replied after the delivery, even with a bus that could write
-// it with the inbox row's removal (which comes before the delivery).
+// its message.replied, written with the inbox row's removal, after the
+// delivery.
 func TestRepliedAfterDelivery(t *testing.T) {
 	var bus *eventbus.Bus
 	var commits *sqlite.Committer

@@ -110,18 +110,15 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	// its first message (the seed is stored before the message): one wait,
 	// and the stored order is the order shown.
 	greet := r.needsSeed(ctx, j.thread) || j.greet
-	if !deliver {
-		// The caller delivers the reply once the turn is over (Handle):
-		// message.replied is written with the inbox row's removal, one
-		// commit. A reply the router delivers has it after the delivery
-		// (its watchers take it to mean the reply was delivered), and so
-		// after the removal, which comes before the delivery.
-		j.replied = func(res agent.Result, err error) any { return r.repliedPayload(j, start, res, err) }
-	}
 	in := agent.Input{Thread: j.thread, Sender: j.sender, Received: j.received,
 		Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}
-	if j.replied != nil && r.canWriteEvents() {
-		// The turn's closing event goes in the same commit, before it.
+	if r.canWriteEvents() {
+		// message.replied is written with the inbox row's removal, one
+		// commit, and the agent's closing event (turn.completed) before
+		// it. It says the reply was delivered: the turn delivers a reply
+		// the router delivers before that commit (turn); a caller that
+		// waits for the outcome (Handle) delivers it after.
+		j.replied = func(res agent.Result, err error) any { return r.repliedPayload(j, start, res, err) }
 		in.EndEvent = func(topic string, payload any) { j.ended = append(j.ended, pendingEvent{topic, payload}) }
 	}
 	res, err := r.turn(ctx, j, in, deliver, chat.Reply)
@@ -277,17 +274,30 @@ func (r *Router) turn(ctx context.Context, j *job, in agent.Input, deliver bool,
 		in.Stream, in.OnToolCall = s.stream, s.toolCall
 	}
 	res, err := r.o.Agent.Turn(ctx, in)
-	kept := r.endTurn(ctx, j, res, err)
-	if s != nil {
-		s.close(res.Reply, err)
-	}
-	r.handleFollowUps(ctx, res.FollowUps)
-	if s == nil && !kept && ch != nil && strings.TrimSpace(res.Reply) != "" {
-		if err != nil {
-			kind = chat.Error
+	deliverReply := func(kept bool) {
+		if s != nil {
+			s.close(res.Reply, err)
 		}
-		r.send(ctx, j.channel, chat.Outbound{Address: addr, Kind: kind, Text: res.Reply})
+		if s == nil && !kept && ch != nil && strings.TrimSpace(res.Reply) != "" {
+			if err != nil {
+				kind = chat.Error
+			}
+			r.send(ctx, j.channel, chat.Outbound{Address: addr, Kind: kind, Text: res.Reply})
+		}
 	}
+	if j.replied != nil && ch != nil && !r.cutOff(j, err) {
+		// message.replied, which says the reply was delivered, is written
+		// with the inbox row's removal: the delivery comes first (a crash
+		// between them delivers the reply again at the next start, as
+		// processInterrupted does for a stored reply).
+		deliverReply(false)
+		r.endTurn(ctx, j, res, err)
+		r.handleFollowUps(ctx, res.FollowUps)
+		return res, err
+	}
+	kept := r.endTurn(ctx, j, res, err)
+	deliverReply(kept)
+	r.handleFollowUps(ctx, res.FollowUps)
 	return res, err
 }
 
@@ -296,7 +306,7 @@ func (r *Router) turn(ctx context.Context, j *job, in agent.Input, deliver bool,
 // turn, the row stays, and the next start resumes the turn or reports it
 // interrupted (see processInterrupted).
 func (r *Router) endTurn(ctx context.Context, j *job, res agent.Result, err error) (kept bool) {
-	if err != nil && errors.Is(err, context.Canceled) && r.shuttingDown() {
+	if r.cutOff(j, err) {
 		r.log.Info("turn cut off by the shutdown; it is resumed or reported at the next start", "thread", j.thread)
 		r.publishEnded(ctx, j)
 		return true
@@ -308,6 +318,12 @@ func (r *Router) endTurn(ctx context.Context, j *job, res agent.Result, err erro
 	r.publishEnded(ctx, j)
 	r.forget(ctx, j)
 	return false
+}
+
+// cutOff reports whether the router's shutdown cut j's turn off (it ended
+// with err): its inbox row stays for the next start.
+func (r *Router) cutOff(j *job, err error) bool {
+	return err != nil && errors.Is(err, context.Canceled) && r.shuttingDown()
 }
 
 // canWriteEvents reports whether the router can write events within the
