@@ -32,10 +32,11 @@ func (a *App) keepFootprint(ctx context.Context) error {
 // use grows the private memory), so each active thread then reads its
 // history whole again: one read a minute at most, 0.2–4 ms for 40–400
 // messages. Keeping the histories used in the last minute was measured
-// against dropping none at all (its upper bound): 20×20 turnload
-// throughput the same (ratio 1.00, CPU per turn 0.98, noise), RssAnon 60 s
-// after 200 and 500 turns 0.1–0.4 MiB higher, since once use stops no
-// later release comes to drop what was kept.
+// (with the keeper's one-minute checks of before Quiet) against dropping
+// none at all, its upper bound: 20×20 turnload throughput the same (ratio
+// 1.00, CPU per turn 0.98, noise), RssAnon 60 s after 200 and 500 turns
+// 0.1–0.4 MiB higher. The keeper releases again only when the memory
+// grows, so what a release keeps stays once use stops.
 func (a *App) releaseMemory() {
 	if a.Conversations != nil {
 		a.Conversations.DropCachedHistories()
