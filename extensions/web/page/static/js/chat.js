@@ -957,12 +957,12 @@ async function syncOnce(thread, reply) {
   if (thread !== st.current || seq !== st.loadSeq || st.loading) return;
   // A message of this page is the first one not matched yet with its text
   // (a voice message's is what was heard); some are never stored (commands,
-  // answers to an approval).
+  // answers to an approval, a recording nothing was heard in).
   const mine = st.entries.filter((e) => e.role === 'user' && !e.id);
   const others = [];
   for (const m of msgs) {
     if (m.role !== 'user' || m.system_event || m.source === 'seed' || m.source === 'supervisor') continue;
-    const i = mine.findIndex((e) => e.spoken || e.text.trim() === (m.text || '').trim());
+    const i = mine.findIndex((e) => e.text.trim() === (m.text || '').trim());
     if (i >= 0) {
       const e = mine.splice(i, 1)[0];
       e.id = m.id;
