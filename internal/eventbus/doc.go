@@ -11,6 +11,12 @@
 // A committed event survives the process being killed (kill -9). The
 // database runs WAL with synchronous=NORMAL, so an operating-system crash or
 // power loss may lose the most recent commits; a process crash does not.
+// Through the database's shared group commit (Options.Commits), PublishTx
+// writes an event within a caller's own write, committed with it, and
+// PublishDeferred returns before its event is committed: it is written
+// with the next shared transaction any caller commits (before the events
+// published after it), and a process crash before then loses it
+// (informational events only, such as memory.recalled).
 // Topics are dotted lower-case names by convention ("sub_session.completed")
 // and are validated: non-empty, at most MaxTopicLen bytes, valid UTF-8, no
 // spaces or control characters (ErrInvalidTopic). Payloads are marshalled

@@ -42,6 +42,13 @@
 //     the same way (nothing is delivered for it then).
 //   - Items of one thread are processed one at a time, in acceptance order:
 //     a notification never lands between a tool call and its result.
+//   - A message's inbox row goes once its turn has ended and the router
+//     has delivered the reply (a caller that waits, Handle, delivers it
+//     after), in one commit with the turn's closing event (turn.completed
+//     or turn.failed) and message.replied when the bus can write events in
+//     the shared group commit (TxPublisher); its message.received is
+//     committed with the row. A crash between the delivery and that commit
+//     delivers the reply again at the next start (above).
 //   - A reply is stored before it is delivered. A turn whose messages
 //     cannot be stored stops with an error wrapping agent.ErrNotSaved:
 //     Handle returns it and channels get an error message, never a reply
