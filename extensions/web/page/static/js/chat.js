@@ -929,10 +929,11 @@ function editEntry(e) {
 
 // syncMessages brings the entries shown up to the thread's stored messages:
 // the user's messages shown live get their ids (an edit names its message
-// by id), and messages other clients sent (another tab, the HTTP API,
-// `reverie send --thread`) are shown, before the reply they started (their
-// reply streams here like any other). Syncs run one after another, so that
-// a stored message is matched once.
+// by id), and, when reply is a reply this page did not ask for, the
+// messages other clients sent (another tab, the HTTP API, `reverie send
+// --thread`) are shown before it (their reply streams here like any
+// other). Syncs run one after another, so that a stored message is matched
+// once.
 let syncTimer = null;
 let syncing = Promise.resolve();
 function syncIdsSoon(thread) {
@@ -961,6 +962,9 @@ async function syncOnce(thread, reply) {
   const mine = st.entries.filter((e) => e.role === 'user' && !e.id);
   const others = [];
   for (const m of msgs) {
+    // A stored reply after them (reply's, once it ended): later messages
+    // started later replies, which show them.
+    if (reply && others.length && m.role !== 'user') break;
     if (m.role !== 'user' || m.system_event || m.source === 'seed' || m.source === 'supervisor') continue;
     const i = mine.findIndex((e) => e.text.trim() === (m.text || '').trim());
     if (i >= 0) {
@@ -969,12 +973,14 @@ async function syncOnce(thread, reply) {
       renderEntry(e);
     } else others.push(m);
   }
-  if (others.length) showOthers(fromHistory(others), reply);
+  // Shown by the sync their reply started (it knows where they go): one
+  // that only matches this page's messages may run after their reply.
+  if (others.length && reply) showOthers(fromHistory(others), reply);
   await markBranches(thread);
 }
 
 // showOthers shows entries of messages sent elsewhere before reply (the
-// reply they started), or last.
+// reply they started), or last when it is no longer shown.
 function showOthers(entries, reply) {
   const at = reply ? st.entries.indexOf(reply) : -1;
   if (at < 0) {
