@@ -174,7 +174,12 @@ type index struct {
 	// signSpace holds the sketches: 48 bytes a memory at 384 dimensions,
 	// which the heap would keep for the agent's life.
 	signSpace vecSpace
-	slot      map[int64]int
+	// slot maps memory ids to slots once ids came out of order (a removal
+	// moves the last slot into the hole; a put may come with an older id);
+	// nil while ids ascend with the slots (the load reads memories in id
+	// order and new ones get higher ids), when slotOf finds them by binary
+	// search in ids: the map would cost ~37 B a memory for the agent's life.
+	slot map[int64]int
 
 	// syms holds the strings of the memories' threads, sessions and
 	// speakers, each once (symOf finds them); a string stays when its last
@@ -194,7 +199,7 @@ func newIndex(dims int) *index { return newIndexIn(dims, heapSpace{}, heapSpace{
 // newIndexIn returns an empty index keeping its vectors in space, their
 // sign sketches in signs and the memories' metadata in metas.
 func newIndexIn(dims int, space, signs, metas vecSpace) *index {
-	return &index{dims: dims, words: (dims + 63) / 64, space: space, signSpace: signs, metaSpace: metas, slot: map[int64]int{},
+	return &index{dims: dims, words: (dims + 63) / 64, space: space, signSpace: signs, metaSpace: metas,
 		syms: []string{""}, symOf: map[string]sym{"": 0}, speakers: map[string]int{}, last: map[chain]int64{}}
 }
 
@@ -316,17 +321,46 @@ func (x *index) reserve(n int) {
 	x.growRows(n)
 	x.scale = slices.Grow(x.scale, n)
 	x.growSigns(n)
-	if len(x.slot) == 0 {
-		x.slot = make(map[int64]int, n)
+}
+
+// slotOf returns the slot of memory id.
+func (x *index) slotOf(id int64) (int, bool) {
+	if x.slot != nil {
+		s, ok := x.slot[id]
+		return s, ok
+	}
+	return slices.BinarySearch(x.ids, id)
+}
+
+// slotOrZero returns the slot of memory id, 0 when it has none (as the
+// map's zero value did: the text index's hits are the index's memories).
+func (x *index) slotOrZero(id int64) int {
+	s, ok := x.slotOf(id)
+	if !ok {
+		return 0
+	}
+	return s
+}
+
+// mapSlots builds the slot map: the ids are about to stop ascending.
+func (x *index) mapSlots() {
+	x.slot = make(map[int64]int, len(x.ids)+1)
+	for s, id := range x.ids {
+		x.slot[id] = s
 	}
 }
 
 // put inserts or replaces the entry for id. vec may be nil (no vector).
 func (x *index) put(id int64, m meta, vec []float32) {
-	s, ok := x.slot[id]
+	s, ok := x.slotOf(id)
 	if !ok {
+		if n := len(x.ids); x.slot == nil && n > 0 && id < x.ids[n-1] {
+			x.mapSlots()
+		}
 		s = len(x.ids)
-		x.slot[id] = s
+		if x.slot != nil {
+			x.slot[id] = s
+		}
 		x.ids = append(room(x.ids, 1), id)
 		x.growMetas(1)
 		x.metas = append(x.metas, slotMeta{})
@@ -380,7 +414,7 @@ func (x *index) link(id int64, s int) {
 	}
 	k := m.chainKey()
 	if p, ok := x.last[k]; ok {
-		if ps, ok := x.slot[p]; ok {
+		if ps, ok := x.slotOf(p); ok {
 			m.prev = p
 			x.metas[ps].next = id
 		}
@@ -391,10 +425,10 @@ func (x *index) link(id int64, s int) {
 // unlink takes slot s out of its chain, joining its neighbours.
 func (x *index) unlink(id int64, s int) {
 	m := &x.metas[s]
-	if ps, ok := x.slot[m.prev]; ok && m.prev != 0 {
+	if ps, ok := x.slotOf(m.prev); ok && m.prev != 0 {
 		x.metas[ps].next = m.next
 	}
-	if ns, ok := x.slot[m.next]; ok && m.next != 0 {
+	if ns, ok := x.slotOf(m.next); ok && m.next != 0 {
 		x.metas[ns].prev = m.prev
 	}
 	if m.chained() && x.last[m.chainKey()] == id {
@@ -408,9 +442,12 @@ func (x *index) unlink(id int64, s int) {
 
 // remove deletes id by moving the last slot into its place.
 func (x *index) remove(id int64) {
-	s, ok := x.slot[id]
+	s, ok := x.slotOf(id)
 	if !ok {
 		return
+	}
+	if x.slot == nil && s != len(x.ids)-1 {
+		x.mapSlots()
 	}
 	x.dropSpeaker(x.metas[s].speaker)
 	x.unlink(id, s)
@@ -423,7 +460,9 @@ func (x *index) remove(id int64) {
 		copy(x.sign[s*x.words:(s+1)*x.words], x.sign[last*x.words:])
 		x.slot[x.ids[s]] = s
 	}
-	delete(x.slot, id)
+	if x.slot != nil {
+		delete(x.slot, id)
+	}
 	x.ids = x.ids[:last]
 	x.metas = x.metas[:last]
 	x.q = x.q[:last*x.dims]
@@ -637,7 +676,7 @@ func (x *index) neighbour(slot int, forward bool) int {
 	if id == 0 {
 		return -1
 	}
-	if s, ok := x.slot[id]; ok {
+	if s, ok := x.slotOf(id); ok {
 		return s
 	}
 	return -1

@@ -414,3 +414,71 @@ func sameTextAnswers(t *testing.T, when string, x, y *textIndex, queries []strin
 		}
 	}
 }
+
+// TestIndexSlotsWithoutMap: while ids ascend with the slots the index keeps
+// no slot map and finds slots by binary search; a put of an older id or a
+// removal that moves a slot builds the map; either way every id's slot
+// agrees with a reference map through random puts, updates and removals.
+func TestIndexSlotsWithoutMap(t *testing.T) {
+	cases := []struct {
+		name    string
+		ops     func(x *index, r *rand.Rand)
+		wantMap bool
+	}{
+		{"ascending puts and removals of the last keep no map", func(x *index, r *rand.Rand) {
+			for id := int64(1); id <= 300; id++ {
+				x.put(id*3, meta{}, nil)
+			}
+			x.put(30, meta{speaker: "ann"}, nil) // an update keeps its slot
+			for range 50 {
+				x.remove(x.ids[len(x.ids)-1])
+			}
+		}, false},
+		{"an older id builds the map", func(x *index, r *rand.Rand) {
+			for id := int64(1); id <= 300; id++ {
+				x.put(id*3, meta{}, nil)
+			}
+			x.put(31, meta{}, nil)
+		}, true},
+		{"a removal that moves a slot builds the map", func(x *index, r *rand.Rand) {
+			for id := int64(1); id <= 300; id++ {
+				x.put(id, meta{}, nil)
+			}
+			x.remove(17)
+		}, true},
+		{"random puts and removals", func(x *index, r *rand.Rand) {
+			next := int64(1)
+			for range 3000 {
+				switch {
+				case r.IntN(4) == 0 && len(x.ids) > 0:
+					x.remove(x.ids[r.IntN(len(x.ids))])
+				case r.IntN(8) == 0:
+					x.put(r.Int64N(next)+1, meta{}, nil)
+				default:
+					x.put(next, meta{}, nil)
+					next++
+				}
+			}
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newIndex(8)
+			tc.ops(x, rand.New(rand.NewPCG(1, 2)))
+			if got := x.slot != nil; got != tc.wantMap {
+				t.Fatalf("slot map kept: %v, want %v", got, tc.wantMap)
+			}
+			for s, id := range x.ids {
+				if got, ok := x.slotOf(id); !ok || got != s {
+					t.Fatalf("slotOf(%d) = %d, %v; want %d", id, got, ok, s)
+				}
+			}
+			if _, ok := x.slotOf(-5); ok {
+				t.Fatal("slotOf found an id never put")
+			}
+			if x.slot != nil && len(x.slot) != len(x.ids) {
+				t.Fatalf("slot map holds %d ids, the index %d", len(x.slot), len(x.ids))
+			}
+		})
+	}
+}

@@ -328,7 +328,7 @@ func TestAccessStatsAndDecay(t *testing.T) {
 	}
 	s2 := openStore(t, path, embed.NewOffline(0), clk)
 	s2.rlock()
-	got := s2.idx.metas[s2.idx.slot[ids[0]]].accessCount
+	got := s2.idx.metas[s2.idx.slotOrZero(ids[0])].accessCount
 	s2.mu.RUnlock()
 	if got != 3 {
 		t.Errorf("reloaded access count %d", got)

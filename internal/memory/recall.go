@@ -154,7 +154,7 @@ func (r *recallRun) keep(sl int) bool {
 }
 
 func (r *recallRun) keepID(id int64) bool {
-	sl, ok := r.s.idx.slot[id]
+	sl, ok := r.s.idx.slotOf(id)
 	return ok && r.keep(sl)
 }
 
@@ -187,7 +187,7 @@ func (r *recallRun) textCandidates() {
 	}
 	r.hits = r.s.text.search(r.text, r.skip, r.bp, r.nCand, r.keepID, r.kterms)
 	for i, h := range r.hits {
-		c := r.get(r.s.idx.slot[h.id])
+		c := r.get(r.s.idx.slotOrZero(h.id))
 		c.tr = i + 1
 		c.fused += r.tune.TextWeight / (r.tune.RRFK + float64(i+1))
 	}
@@ -204,7 +204,7 @@ func (r *recallRun) feedback() {
 		return
 	}
 	for i, h := range r.s.text.scoreTerms(qt, r.bp, r.nCand, r.keepID) {
-		r.get(r.s.idx.slot[h.id]).fused += r.tune.FeedbackWeight / (r.tune.RRFK + float64(i+1))
+		r.get(r.s.idx.slotOrZero(h.id)).fused += r.tune.FeedbackWeight / (r.tune.RRFK + float64(i+1))
 	}
 }
 
@@ -445,7 +445,7 @@ func (s *VectorStore) RecordAccess(ctx context.Context, ids []int64, at time.Tim
 	t := ns(at)
 	s.lock()
 	for _, id := range ids {
-		if sl, ok := s.idx.slot[id]; ok {
+		if sl, ok := s.idx.slotOf(id); ok {
 			m := &s.idx.metas[sl]
 			m.accessCount++
 			m.lastAccess = max(m.lastAccess, t)

@@ -353,7 +353,7 @@ func (s *VectorStore) storeVectors(ctx context.Context, ids []int64, texts []str
 	}
 	s.lock()
 	for _, i := range changed {
-		if sl, ok := s.idx.slot[ids[i]]; ok {
+		if sl, ok := s.idx.slotOf(ids[i]); ok {
 			s.idx.put(ids[i], s.idx.metaAt(sl), s.indexable(vecs[i]))
 		}
 	}

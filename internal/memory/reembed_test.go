@@ -132,7 +132,7 @@ func TestReembedServesPreviousModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2.rlock()
-	if s2.idx.metas[s2.idx.slot[id]].hasVector {
+	if s2.idx.metas[s2.idx.slotOrZero(id)].hasVector {
 		t.Error("a new model's vector entered the previous model's index")
 	}
 	s2.mu.RUnlock()

@@ -592,7 +592,7 @@ func (s *VectorStore) Update(ctx context.Context, m Memory) (int64, error) {
 		return 0, fmt.Errorf("update memory %d: %w", m.ID, err)
 	}
 	s.lock()
-	if sl, ok := s.idx.slot[m.ID]; ok {
+	if sl, ok := s.idx.slotOf(m.ID); ok {
 		s.idx.metas[sl].validTo = ns(now)
 	}
 	s.idx.put(id, mt, s.indexable(vs[0]))
@@ -618,7 +618,7 @@ func (s *VectorStore) updateInPlace(ctx context.Context, m Memory) error {
 		return fmt.Errorf("update memory %d: %w", m.ID, err)
 	}
 	s.lock()
-	if sl, ok := s.idx.slot[m.ID]; ok {
+	if sl, ok := s.idx.slotOf(m.ID); ok {
 		mt := s.idx.metaAt(sl)
 		mt.kind, mt.eventTime, mt.thread, mt.session, mt.speaker, mt.role = m.Kind, nullNS(m.EventTime).Int64, m.Thread, m.Session, normSpeaker(m.Speaker), m.Role
 		s.idx.setMeta(sl, mt)
@@ -675,7 +675,7 @@ func (s *VectorStore) Close(ctx context.Context, id int64, at time.Time) error {
 		return nil
 	}
 	s.lock()
-	if sl, ok := s.idx.slot[id]; ok {
+	if sl, ok := s.idx.slotOf(id); ok {
 		s.idx.metas[sl].validTo = ns(at)
 	}
 	s.mu.Unlock()
@@ -702,7 +702,7 @@ func (s *VectorStore) Reopen(ctx context.Context, id int64) error {
 		return nil
 	}
 	s.lock()
-	if sl, ok := s.idx.slot[id]; ok {
+	if sl, ok := s.idx.slotOf(id); ok {
 		s.idx.metas[sl].validTo = 0
 	}
 	s.mu.Unlock()
@@ -818,7 +818,7 @@ func (s *VectorStore) EnsureCurrent(ctx context.Context, ms []Memory) ([]Ensured
 	s.lock()
 	for _, e := range out {
 		if e.Outcome == EnsureReopened {
-			if sl, ok := s.idx.slot[e.ID]; ok {
+			if sl, ok := s.idx.slotOf(e.ID); ok {
 				s.idx.metas[sl].validTo = 0
 			}
 		}
@@ -1013,7 +1013,7 @@ func (s *VectorStore) AllVectors(ctx context.Context) iter.Seq2[Vector, error] {
 func (s *VectorStore) Neighbours(ctx context.Context, id int64, minCos float32) ([]Neighbour, error) {
 	s.rlock()
 	defer s.mu.RUnlock()
-	a, ok := s.idx.slot[id]
+	a, ok := s.idx.slotOf(id)
 	if !ok {
 		return nil, fmt.Errorf("neighbours of memory %d: %w", id, ErrNotFound)
 	}
