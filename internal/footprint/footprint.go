@@ -11,15 +11,15 @@
 //
 // A Keeper does this once start-up has settled and again whenever use has
 // grown the private memory (checked every 15 s by reading
-// /proc/self/status: no other cost while idle), so that what a burst of
-// turns allocated and freed goes back within a minute. Once use has
-// stopped (the private memory moved by less than Quiet, 64 KiB, since the
-// previous check) a growth of Quiet since the last release is enough:
-// what runs just after a burst (the database's checkpoint, background
-// reads) leaves a few hundred KiB behind a release that came before it,
-// which the next quiet check hands back. While the memory still moves, a
-// growth of Slack (256 KiB) releases at most once a minute, as a busy
-// process would otherwise collect every check. Either threshold is small:
+// /proc/self/status and the process's CPU time: no other cost while idle),
+// so that what a burst of turns allocated and freed goes back within a
+// minute. Once use has stopped (the process used less than 2 % of a CPU
+// since the previous check) a growth of Quiet (64 KiB) since the last
+// release is enough: what runs just after a burst (the database's
+// checkpoint, background reads) leaves a few hundred KiB behind a release
+// that came before it, which the next quiet check hands back. While the
+// process is busy, a growth of Slack (256 KiB) releases at most once a
+// minute, as a busy process would otherwise collect every check. Either threshold is small:
 // the Go runtime's own scavenger keeps freed heap up to its next
 // collection's goal, about twice what is live, and a release costs one
 // collection (milliseconds at an agent's heap size). What use
@@ -66,8 +66,8 @@ const (
 
 // Keeper releases freed heap once start-up has settled and then whenever
 // the private resident memory has grown since the last release: by Quiet
-// once it has stopped moving, by Slack (at most once every Busy) while it
-// still moves.
+// once the process is quiet, by Slack (at most once every Busy) while it
+// is busy.
 type Keeper struct {
 	// Settle is the wait after Run starts before the first release
 	// (0: DefaultSettle).
@@ -76,14 +76,14 @@ type Keeper struct {
 	// (0: DefaultEvery).
 	Every time.Duration
 	// Slack is the growth in bytes that triggers another release while
-	// the private memory still moves (0: DefaultSlack).
+	// the process is busy (0: DefaultSlack).
 	Slack int64
 	// Quiet is the growth in bytes that triggers another release once the
-	// private memory has moved by less than Quiet since the previous check
-	// (0: DefaultQuiet).
+	// process is quiet: it used less than quietCPU of a CPU since the
+	// previous check (0: DefaultQuiet).
 	Quiet int64
-	// Busy is the least time between two releases while the private
-	// memory still moves (0: DefaultBusy).
+	// Busy is the least time between two releases while the process is
+	// busy (0: DefaultBusy).
 	Busy time.Duration
 	// After, when set, holds the first release back until it is closed
 	// (then Settle more): start-up work that runs after ready and leaves
@@ -97,9 +97,16 @@ type Keeper struct {
 	// calling Release.
 	Release func()
 
-	// For tests: the resident-size probe (nil: ResidentAnon).
+	// For tests: the resident-size probe (nil: ResidentAnon) and the
+	// CPU-time probe (nil: ProcessCPU).
 	resident func() (int64, error)
+	cpu      func() (time.Duration, error)
 }
+
+// quietCPU is the share of one CPU under which the process counts as
+// quiet between two checks: an idle agent uses a few milliseconds a
+// minute, one running turns or a burst's aftermath far more.
+const quietCPU = 0.02
 
 // Run releases until ctx ends. It returns nil; when the resident size
 // cannot be measured (no /proc) it releases once and stops.
@@ -116,6 +123,10 @@ func (k *Keeper) Run(ctx context.Context) error {
 	if resident == nil {
 		resident = ResidentAnon
 	}
+	cpu := k.cpu
+	if cpu == nil {
+		cpu = ProcessCPU
+	}
 	log := k.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -130,8 +141,9 @@ func (k *Keeper) Run(ctx context.Context) error {
 	t := time.NewTimer(settle)
 	defer t.Stop()
 	var (
-		base, prev int64 = -1, -1 // after the last release; at the last check
-		released   time.Time
+		base     int64 = -1 // after the last release
+		released time.Time
+		used     time.Duration = -1 // CPU time at the last check
 	)
 	for {
 		select {
@@ -145,8 +157,15 @@ func (k *Keeper) Run(ctx context.Context) error {
 			log.Debug("cannot measure private memory; released freed heap once", "err", err)
 			return nil
 		}
-		still := prev >= 0 && abs(now-prev) < quiet
-		if base < 0 || (still && now-base >= quiet) || (now-base >= slack && time.Since(released) >= busy) {
+		// quiet: the process used little CPU since the last check (an
+		// unreadable CPU time counts as busy)
+		was := used
+		used, err = cpu()
+		if err != nil {
+			used = -1
+		}
+		quietNow := was >= 0 && used >= 0 && float64(used-was) < quietCPU*float64(every)
+		if base < 0 || (quietNow && now-base >= quiet) || (now-base >= slack && time.Since(released) >= busy) {
 			release()
 			released = time.Now()
 			before := now
@@ -156,7 +175,6 @@ func (k *Keeper) Run(ctx context.Context) error {
 			log.Debug("released freed heap", "private_before_kib", before>>10, "private_after_kib", now>>10)
 			base = now
 		}
-		prev = now
 		t.Reset(every)
 	}
 }
@@ -167,11 +185,4 @@ func orDefault[T int64 | time.Duration](v, def T) T {
 		return def
 	}
 	return v
-}
-
-func abs(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
 }

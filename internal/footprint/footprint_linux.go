@@ -8,7 +8,18 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
+
+// ProcessCPU returns the CPU time the process has used, user and system.
+func ProcessCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("read the process's CPU time: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
 
 // ResidentAnon returns the process's private anonymous resident memory in
 // bytes (RssAnon in /proc/self/status).

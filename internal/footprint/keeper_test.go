@@ -13,10 +13,11 @@ import (
 )
 
 // fakeProcess is a private resident size that grows with use and drops on
-// release.
+// release, and the CPU time that use takes.
 type fakeProcess struct {
 	mu       sync.Mutex
 	resident int64
+	cpuTime  time.Duration
 	trims    []time.Duration
 	start    time.Time
 	noProc   bool
@@ -38,10 +39,22 @@ func (p *fakeProcess) size() (int64, error) {
 	return p.resident, nil
 }
 
-func (p *fakeProcess) use(n int64) {
+// use grows the resident size by n, taking a second of CPU: a busy
+// process.
+func (p *fakeProcess) use(n int64) { p.useCPU(n, time.Second) }
+
+// useCPU grows the resident size by n, taking cpu of CPU time.
+func (p *fakeProcess) useCPU(n int64, cpu time.Duration) {
 	p.mu.Lock()
 	p.resident += n
+	p.cpuTime += cpu
 	p.mu.Unlock()
+}
+
+func (p *fakeProcess) cpu() (time.Duration, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cpuTime, nil
 }
 
 func (p *fakeProcess) trimTimes() []time.Duration {
@@ -53,14 +66,15 @@ func (p *fakeProcess) trimTimes() []time.Duration {
 func TestKeeper(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
-		k := &Keeper{Settle: 5 * time.Second, Every: time.Minute, Slack: 4 << 20, Release: p.release, resident: p.size}
+		k := &Keeper{Settle: 5 * time.Second, Every: time.Minute, Slack: 4 << 20, Quiet: 2 << 20,
+			Release: p.release, resident: p.size, cpu: p.cpu}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- k.Run(ctx) }()
 
 		time.Sleep(6 * time.Second) // the settle delay passes: first release
 		synctest.Wait()
-		p.use(1 << 20) // a little use: below the slack, no release
+		p.use(1 << 20) // a little use: below the slack and Quiet, no release
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		p.use(5 << 20) // a turn grows the heap: released at the next check
@@ -80,17 +94,17 @@ func TestKeeper(t *testing.T) {
 }
 
 // TestKeeperQuiet: what use leaves behind a release that came before it
-// had stopped (the database's checkpoint after a burst) goes back at the
-// first check after the memory stopped moving, once it is Quiet or more;
-// less stays until more use comes.
+// had stopped (the database's checkpoint after a burst, a little CPU) goes
+// back at the next check, the process being quiet, once it is Quiet or
+// more; less stays until more use comes.
 func TestKeeperQuiet(t *testing.T) {
 	cases := []struct {
 		name    string
 		residue int64
 		want    []time.Duration
 	}{
-		{"a residue of Quiet or more is released once still", 128 << 10,
-			[]time.Duration{5 * time.Second, 35 * time.Second, 65 * time.Second}},
+		{"a residue of Quiet or more is released once quiet", 128 << 10,
+			[]time.Duration{5 * time.Second, 35 * time.Second, 50 * time.Second}},
 		{"a smaller residue stays", 32 << 10,
 			[]time.Duration{5 * time.Second, 35 * time.Second}},
 	}
@@ -99,24 +113,22 @@ func TestKeeperQuiet(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := &fakeProcess{resident: 30 << 20, start: time.Now()}
 				k := &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10, Quiet: 64 << 10,
-					Busy: time.Minute, Release: p.release, resident: p.size}
+					Busy: time.Minute, Release: p.release, resident: p.size, cpu: p.cpu}
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan error)
 				go func() { done <- k.Run(ctx) }()
 
 				time.Sleep(6 * time.Second) // first release at 5 s
 				synctest.Wait()
-				// A burst of turns. The check at 20 s sees the memory move,
+				// A burst of turns. The check at 20 s sees the process busy,
 				// 15 s after a release (less than Busy): no release; the one
-				// at 35 s sees it still: released.
+				// at 35 s sees it quiet: released.
 				p.use(4 << 20)
 				time.Sleep(30 * time.Second)
 				synctest.Wait()
-				p.use(tc.residue) // the checkpoint after the burst, at 36 s
+				p.useCPU(tc.residue, 20*time.Millisecond) // the checkpoint after the burst, at 36 s
 				time.Sleep(15 * time.Second)
-				synctest.Wait() // 51 s: checked at 50 s, moving
-				time.Sleep(15 * time.Second)
-				synctest.Wait() // 66 s: checked at 65 s, still
+				synctest.Wait() // 51 s: checked at 50 s, quiet
 				time.Sleep(10 * time.Minute)
 				cancel()
 				if err := <-done; err != nil {
@@ -130,21 +142,26 @@ func TestKeeperQuiet(t *testing.T) {
 	}
 }
 
-// TestKeeperBusy: while the memory keeps moving, growth releases at most
-// once every Busy.
+// TestKeeperBusy: while the process is busy, growth releases at most once
+// every Busy, even when the private memory holds steady between checks.
 func TestKeeperBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
 		k := &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10, Quiet: 64 << 10,
-			Busy: time.Minute, Release: p.release, resident: p.size}
+			Busy: time.Minute, Release: p.release, resident: p.size, cpu: p.cpu}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- k.Run(ctx) }()
 		time.Sleep(6 * time.Second) // first release at 5 s
-		// Twenty clients: the memory grows by a megabyte between any two
-		// checks for three minutes.
-		for range 12 {
-			p.use(1 << 20)
+		// Twenty clients for three minutes: the memory grows by a
+		// megabyte, then holds steady (the heap's plateau), the CPU busy
+		// throughout.
+		for i := range 12 {
+			if i%2 == 0 {
+				p.use(1 << 20)
+			} else {
+				p.use(0)
+			}
 			time.Sleep(15 * time.Second)
 			synctest.Wait()
 		}
@@ -164,7 +181,7 @@ func TestKeeperBusy(t *testing.T) {
 func TestKeeperWithoutProc(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, noProc: true, start: time.Now()}
-		k := &Keeper{Release: p.release, resident: p.size}
+		k := &Keeper{Release: p.release, resident: p.size, cpu: p.cpu}
 		if err := k.Run(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +196,7 @@ func TestKeeperAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
 		loaded := make(chan struct{})
-		k := &Keeper{Settle: 5 * time.Second, After: loaded, Release: p.release, resident: p.size}
+		k := &Keeper{Settle: 5 * time.Second, After: loaded, Release: p.release, resident: p.size, cpu: p.cpu}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- k.Run(ctx) }()
