@@ -26,23 +26,8 @@ func TestCommitter(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewCommitter(db, nil)
-	insert := func(v int) func(ctx context.Context, tx *sql.Tx) error {
-		return func(ctx context.Context, tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO w (v) VALUES (?)`, v)
-			return err
-		}
-	}
-	var (
-		mu    sync.Mutex
-		order []int
-	)
-	committed := func(v int) func() {
-		return func() {
-			mu.Lock()
-			defer mu.Unlock()
-			order = append(order, v)
-		}
-	}
+	var rec writeRecorder
+	insert, committed := rec.insert, rec.committed
 	// The first write holds the batch until the others are queued.
 	release := make(chan struct{})
 	first := make(chan struct{})
@@ -107,7 +92,7 @@ func TestCommitter(t *testing.T) {
 	}
 	// the callbacks of the committed writes, once each, in the order the
 	// rows were written (the first alone, then the others as queued)
-	if !slices.Equal(order, got) {
+	if order := rec.committedOrder(); !slices.Equal(order, got) {
 		t.Fatalf("committed callbacks %v, rows written %v", order, got)
 	}
 	if q := c.gc.Pending(); q != 0 {
@@ -233,23 +218,8 @@ func TestCommitterDefer(t *testing.T) {
 	}
 	var out syncBuffer
 	c := NewCommitter(db, slog.New(slog.NewTextHandler(&out, nil)))
-	insert := func(v int) func(ctx context.Context, tx *sql.Tx) error {
-		return func(ctx context.Context, tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO w (v) VALUES (?)`, v)
-			return err
-		}
-	}
-	var (
-		mu    sync.Mutex
-		order []int
-	)
-	committed := func(v int) func() {
-		return func() {
-			mu.Lock()
-			defer mu.Unlock()
-			order = append(order, v)
-		}
-	}
+	var rec writeRecorder
+	insert, committed := rec.insert, rec.committed
 	stored := func() []int {
 		vs, err := Rows(ctx, db, Scan1[int], `SELECT v FROM w ORDER BY rowid`)
 		if err != nil {
@@ -300,11 +270,37 @@ func TestCommitterDefer(t *testing.T) {
 	if got := stored(); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
 		t.Fatalf("after Run: %v", got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(order, []int{1, 2, 3, 4, 5}) {
+	if order := rec.committedOrder(); !slices.Equal(order, []int{1, 2, 3, 4, 5}) {
 		t.Errorf("committed callbacks ran for %v, want 1…5 in order (not the failed one)", order)
 	}
+}
+
+// writeRecorder makes the committer tests' writes (insert: a row v of
+// table w) and records the order their committed callbacks run in.
+type writeRecorder struct {
+	mu    sync.Mutex
+	order []int
+}
+
+func (r *writeRecorder) insert(v int) func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO w (v) VALUES (?)`, v)
+		return err
+	}
+}
+
+func (r *writeRecorder) committed(v int) func() {
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.order = append(r.order, v)
+	}
+}
+
+func (r *writeRecorder) committedOrder() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.order)
 }
 
 // syncBuffer is a bytes.Buffer safe for a logger and a test to share.
