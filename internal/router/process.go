@@ -112,7 +112,7 @@ func (r *Router) processMessage(ctx context.Context, j *job) outcome {
 	greet := r.needsSeed(ctx, j.thread) || j.greet
 	in := agent.Input{Thread: j.thread, Sender: j.sender, Received: j.received,
 		Text: j.text, Attachments: j.attachments, Kind: agent.KindUser, Greet: greet}
-	if r.canWriteEvents() {
+	if r.txEvents() != nil {
 		// message.replied is written with the inbox row's removal, one
 		// commit, and the agent's closing event (turn.completed) before
 		// it. It says the reply was delivered: the turn delivers a reply
@@ -326,11 +326,14 @@ func (r *Router) cutOff(j *job, err error) bool {
 	return err != nil && errors.Is(err, context.Canceled) && r.shuttingDown()
 }
 
-// canWriteEvents reports whether the router can write events within the
-// shared group commit's transactions (TxPublisher).
-func (r *Router) canWriteEvents() bool {
-	_, ok := r.o.Events.(TxPublisher)
-	return ok && r.o.Commits != nil
+// txEvents returns the event publisher that writes within the shared
+// group commit's transactions, or nil when the router cannot (its
+// Publisher is no TxPublisher, or it has no Options.Commits).
+func (r *Router) txEvents() TxPublisher {
+	if tp, ok := r.o.Events.(TxPublisher); ok && r.o.Commits != nil {
+		return tp
+	}
+	return nil
 }
 
 // publishEnded publishes the closing events the agent handed j's turn
@@ -349,8 +352,8 @@ func (r *Router) publishEnded(ctx context.Context, j *job) {
 // (then none is written, and the caller publishes the events and removes
 // the row as without it).
 func (r *Router) forgetReplied(ctx context.Context, j *job, payload any) bool {
-	tp, ok := r.o.Events.(TxPublisher)
-	if !ok || r.o.Commits == nil {
+	tp := r.txEvents()
+	if tp == nil {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

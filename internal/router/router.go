@@ -612,7 +612,7 @@ func (r *Router) accept(ctx context.Context, j *job) error {
 	// bus can (one commit; its watchers learn of it once both are
 	// committed, as before once the row was), else published after.
 	var received func(ctx context.Context, tx *sql.Tx) (func(), error)
-	if tp, ok := r.o.Events.(TxPublisher); ok && r.o.Commits != nil && j.kind == jobMessage {
+	if tp := r.txEvents(); tp != nil && j.kind == jobMessage {
 		received = func(ctx context.Context, tx *sql.Tx) (func(), error) {
 			return tp.PublishTx(ctx, tx, TopicMessageReceived, receivedPayload(j))
 		}
