@@ -9,6 +9,7 @@ import (
 func newEvalLongMemEvalCmd(g *globalFlags, env []string) *cobra.Command {
 	var f evalFlags
 	var workers int
+	var misses bool
 	cmd := &cobra.Command{
 		Use:   "longmemeval --data FILE",
 		Short: "Memory recall on a LongMemEval-format file",
@@ -24,7 +25,12 @@ evidence round or session is among them. Uses the offline embedder unless --embe
 (as for reverie eval locomo).
 
 With --cv, folds over the questions: every retrieval weight is chosen (coordinate search from a
-neutral start) on the other folds and each fold is scored with them.`,
+neutral start) on the other folds and each fold is scored with them.
+
+With --misses, the report ends with every question whose evidence rounds are not all in the top ten:
+per evidence round its haystack session, its rank among rounds, the ranks of its user message and of
+the reply among episodes, how many rounds of its own session rank above it, and the start of the
+message (with --json, under "misses").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := f.open(cmd, g, env, "LongMemEval", "questions")
@@ -32,7 +38,7 @@ neutral start) on the other folds and each fold is scored with them.`,
 				return err
 			}
 			defer in.file.Close()
-			opts := eval.LMEOptions{K: in.k, Workers: workers, Embedder: in.embedder, Progress: in.progress}
+			opts := eval.LMEOptions{K: in.k, Workers: workers, Embedder: in.embedder, Progress: in.progress, Misses: misses}
 			qs, err := eval.ParseLongMemEval(in.file)
 			if err != nil {
 				return err
@@ -53,5 +59,6 @@ neutral start) on the other folds and each fold is scored with them.`,
 		"cross-validate: folds over the questions, weights chosen on the other folds",
 		`print one JSON object: {"round":{"recall_any@5":…},"session":{…},"by_type":{…},"questions":N,"injected":{…},"abstention":{…}}`)
 	cmd.Flags().IntVar(&workers, "workers", 0, "questions ingested at once (0: one per CPU)")
+	cmd.Flags().BoolVar(&misses, "misses", false, "list the questions whose evidence rounds are not all in the top ten, with where each ranked")
 	return cmd
 }

@@ -111,6 +111,10 @@ type LMEOptions struct {
 	// goroutine at a time).
 	Progress func(done, total int)
 	Logger   *slog.Logger
+	// Misses, when set, makes the report list every question whose
+	// evidence rounds are not all in the top ten, with where each ranked
+	// (LMEReport.Misses).
+	Misses bool
 }
 
 // LMEDefaultK are the cut-offs reported when LMEOptions.K is empty.
@@ -147,6 +151,14 @@ type lmeStore struct {
 	round   map[int64]int // memory id → round number (within the question)
 	goldSes []int         // evidence sessions
 	goldRnd []int         // evidence rounds
+	// rounds[n] is round n's haystack session and the turns it holds.
+	rounds []lmeRoundAt
+}
+
+// lmeRoundAt locates a round in its question's haystack.
+type lmeRoundAt struct {
+	session int
+	turns   []int
 }
 
 func (g *lmeStore) close(ctx context.Context) {
@@ -260,6 +272,7 @@ func ingestLME(ctx context.Context, q LMEQuestion, opts LMEOptions) (*lmeStore, 
 				g.session[id] = si
 				g.round[id] = nextRound
 			}
+			g.rounds = append(g.rounds, lmeRoundAt{session: si, turns: r.turns})
 			nextRound++
 		}
 	}
@@ -311,6 +324,9 @@ type lmeResult struct {
 	// What the turn's recall would put into the prompt.
 	lines, tokens int
 	inAll         [2]float64 // level → 1 when every evidence unit is among the lines
+	// miss is where the evidence ranked, when asked for and not all of it
+	// is in the top ten rounds.
+	miss *LMEMiss
 }
 
 // ranked returns the distinct units of the ranked episodes, in order of
@@ -338,8 +354,10 @@ func (g *lmeStore) units(l Level) (map[int64]int, []int) {
 }
 
 // score ranks the question with tuning tune (nil: the store's) and, when
-// inject is set, also runs the turn's recall as the prompt would show it.
-func (g *lmeStore) score(ctx context.Context, ks []int, tune *memory.Tuning, gate memory.Gate, inject bool) (lmeResult, error) {
+// inject is set, also runs the turn's recall as the prompt would show it;
+// with misses, a question whose evidence rounds are not all in the top ten
+// gets its LMEMiss.
+func (g *lmeStore) score(ctx context.Context, ks []int, tune *memory.Tuning, gate memory.Gate, inject, misses bool) (lmeResult, error) {
 	if tune != nil {
 		g.store.SetTuning(*tune)
 	}
@@ -364,6 +382,13 @@ func (g *lmeStore) score(ctx context.Context, ks []int, tune *memory.Tuning, gat
 				out.all[l] = append(out.all[l], b2f(n == len(gold) && n > 0))
 			}
 			out.ndcg[l] = ndcg(got, gold, 10)
+		}
+		if misses {
+			m, err := g.miss(ctx, res)
+			if err != nil {
+				return out, err
+			}
+			out.miss = m
 		}
 	}
 	if inject {
@@ -450,6 +475,9 @@ type LMEReport struct {
 	Questions  int // scored (abstention excluded)
 	Injected   LMEInjected
 	Abstention LMEAbstention
+	// Misses are the questions whose evidence rounds are not all in the
+	// top ten, in id order, when LMEOptions.Misses asked for them.
+	Misses []LMEMiss
 }
 
 // Figure returns the recall_any@k or recall_all@k of level l (NaN when k is
@@ -520,6 +548,7 @@ func lmeReport(ks []int, rs []lmeResult) LMEReport {
 		rep.Abstention.MeanTokens /= n
 	}
 	rep.Levels = level(scored)
+	rep.Misses = misses(rs)
 	for t, sel := range byType {
 		rep.ByType[t] = LMETypeReport{Questions: len(sel), Levels: level(sel)}
 	}
@@ -588,7 +617,7 @@ func RunLongMemEval(ctx context.Context, qs []LMEQuestion, opts LMEOptions) (LME
 		return LMEReport{}, err
 	}
 	rs, _, err := forQuestions(ctx, qs, opts, false, func(ctx context.Context, g *lmeStore) (lmeResult, error) {
-		return g.score(ctx, ks, nil, opts.Gate, true)
+		return g.score(ctx, ks, nil, opts.Gate, true, opts.Misses)
 	})
 	if err != nil {
 		return LMEReport{}, err

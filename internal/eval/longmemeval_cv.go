@@ -70,7 +70,7 @@ func lmeObjective(ctx context.Context, ts []*lmeTrain, t memory.Tuning, workers 
 			r, ok := tr.memo[t]
 			if !ok {
 				var err error
-				r, err = tr.g.score(ctx, lmeObjectiveK, &t, memory.Gate{}, false)
+				r, err = tr.g.score(ctx, lmeObjectiveK, &t, memory.Gate{}, false, false)
 				if err != nil {
 					return err
 				}
@@ -142,14 +142,16 @@ func CrossValidateLongMemEval(ctx context.Context, qs []LMEQuestion, opts LMEOpt
 		}
 		var rs []lmeResult
 		for _, t := range held {
-			r, err := t.g.score(ctx, ks, &tune, opts.Gate, true)
+			r, err := t.g.score(ctx, ks, &tune, opts.Gate, true, opts.Misses)
 			if err != nil {
 				return LMECVReport{}, err
 			}
 			rs = append(rs, r)
 		}
 		pooled = append(pooled, rs...)
-		out.Folds = append(out.Folds, LMEFold{Questions: len(held), Tuning: tune, Train: score, Test: lmeReport(ks, rs)})
+		test := lmeReport(ks, rs)
+		test.Misses = nil // the pooled report lists them
+		out.Folds = append(out.Folds, LMEFold{Questions: len(held), Tuning: tune, Train: score, Test: test})
 	}
 	out.LMEReport = lmeReport(ks, pooled)
 	return out, nil

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -47,7 +48,10 @@ func (r LMEReport) writeLevel(b *bytes.Buffer, lr LMELevelReport) {
 // "round":{…},"session":{…}},…},"questions":N,"injected":{"mean_lines":…,
 // "mean_tokens":…,"round_recall_all":…,"session_recall_all":…},
 // "abstention":{"questions":N,"mean_lines":…,"mean_tokens":…}}, in percent
-// rounded to two decimals (means of lines and tokens as they are).
+// rounded to two decimals (means of lines and tokens as they are), and,
+// when the report has misses, "misses":[{"id":…,"type":…,"question":…,
+// "evidence":[{"session":…,"rank":…,"message":…,"reply":…,"above":…,
+// "text":…},…]},…] after "abstention".
 func (r LMEReport) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"round":`)
@@ -69,8 +73,17 @@ func (r LMEReport) MarshalJSON() ([]byte, error) {
 	fmt.Fprintf(&b, `},"questions":%d,"injected":{"mean_lines":%s,"mean_tokens":%s,"round_recall_all":%s,"session_recall_all":%s}`,
 		r.Questions, jsonNum(r.Injected.MeanLines), jsonNum(r.Injected.MeanTokens),
 		jsonNum(r.Injected.RecallAll[RoundLevel]), jsonNum(r.Injected.RecallAll[SessionLevel]))
-	fmt.Fprintf(&b, `,"abstention":{"questions":%d,"mean_lines":%s,"mean_tokens":%s}}`,
+	fmt.Fprintf(&b, `,"abstention":{"questions":%d,"mean_lines":%s,"mean_tokens":%s}`,
 		r.Abstention.Questions, jsonNum(r.Abstention.MeanLines), jsonNum(r.Abstention.MeanTokens))
+	if len(r.Misses) > 0 {
+		ms, err := json.Marshal(r.Misses)
+		if err != nil {
+			return nil, fmt.Errorf("write report: %w", err)
+		}
+		b.WriteString(`,"misses":`)
+		b.Write(ms)
+	}
+	b.WriteByte('}')
 	return b.Bytes(), nil
 }
 
@@ -112,5 +125,5 @@ func (r LMEReport) WriteTable(w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	return nil
+	return writeMisses(w, r.Misses)
 }
