@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -169,5 +171,31 @@ func TestServicesFrom(t *testing.T) {
 	}
 	if TimePtr(time.Time{}) != nil || TimePtr(time.Unix(1, 0)) == nil {
 		t.Fatal("TimePtr")
+	}
+}
+
+// Reason leaves out the words of the API error a service error starts
+// with, and nothing else.
+func TestReason(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"conflict", fmt.Errorf("%w: dreaming needs a language model", ErrConflict), "dreaming needs a language model"},
+		{"wrapped twice", fmt.Errorf("%w: %w", ErrNotFound, fmt.Errorf("revert dream 9: %w", errors.New("dream not found"))),
+			"revert dream 9: dream not found"},
+		{"setup test", fmt.Errorf("%w: the key was refused", ErrTestFailed), "the key was refused"},
+		{"the error alone", ErrNotFound, "not found"},
+		{"not at the front", fmt.Errorf("#3: %w: memory not found", ErrNotFound), "#3: not found: memory not found"},
+		{"the same words, another error", errors.New("conflict: of interest"), "conflict: of interest"},
+		{"any other error", errors.New("disk on fire"), "disk on fire"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Reason(tc.err); got != tc.want {
+				t.Errorf("Reason = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/reverie-ai/reverie/chat"
@@ -61,6 +62,23 @@ var (
 	// ErrTestFailed: setup values failed their test; nothing was saved (422).
 	ErrTestFailed = errors.New("setup test failed")
 )
+
+// kinds are the errors above, whose words lead a service error's text.
+var kinds = []error{ErrInvalid, ErrNotFound, ErrConflict, ErrTooLarge, ErrBusy, ErrUnavailable, ErrTurnFailed, ErrTestFailed}
+
+// Reason is a service error's text for a person: without the words of the
+// error above it starts with ("conflict: dreaming needs a language model…"
+// is "dreaming needs a language model…"), which an HTTP status or an exit
+// code already says. The web extension answers it as the body's "error".
+func Reason(err error) string {
+	msg := err.Error()
+	for _, k := range kinds {
+		if rest, ok := strings.CutPrefix(msg, k.Error()+": "); ok && errors.Is(err, k) {
+			return rest
+		}
+	}
+	return msg
+}
 
 // Services are what the agent offers the HTTP API. Any field may be nil: the
 // feature is not part of this build or is switched off.

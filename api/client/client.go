@@ -64,18 +64,55 @@ type Error struct {
 	Message string // the body's "error", or the status text
 	// RetryAfter is the Retry-After header of a 429 or 503, when given.
 	RetryAfter time.Duration
+	// fromAPI: Message is the API's own sentence (an answer with an
+	// {"error": …} body), not a status text.
+	fromAPI bool
 }
 
+// Error is the server's message, as a person reads it ("dreaming needs a
+// language model; …"): the status is in Status and in what the error
+// wraps. An answer that is not the API's (a proxy's page) says its status.
 func (e *Error) Error() string {
+	switch {
+	case e.fromAPI && (e.Status != http.StatusUnauthorized || e.Message != "unauthorized"):
+		return e.Message
+	case e.Status == http.StatusUnauthorized:
+		return ErrUnauthorized.Error()
+	}
 	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
 }
 
-// Unwrap makes errors.Is(err, ErrUnauthorized) true for a 401.
+// Unwrap is the error of package api the status stands for, so that
+// errors.Is(err, api.ErrNotFound) holds for a 404 from a running agent as
+// for the same call in process; ErrUnauthorized for a 401.
 func (e *Error) Unwrap() error {
-	if e.Status == http.StatusUnauthorized {
-		return ErrUnauthorized
+	return statusErrors[e.Status]
+}
+
+// statusErrors are the errors of package api by the status the web
+// extension answers them with (docs/api.md "Errors and limits").
+var statusErrors = map[int]error{
+	http.StatusUnauthorized:          ErrUnauthorized,
+	http.StatusBadRequest:            api.ErrInvalid,
+	http.StatusNotFound:              api.ErrNotFound,
+	http.StatusConflict:              api.ErrConflict,
+	http.StatusRequestEntityTooLarge: api.ErrTooLarge,
+	http.StatusTooManyRequests:       api.ErrBusy,
+	http.StatusServiceUnavailable:    api.ErrUnavailable,
+	http.StatusBadGateway:            api.ErrTurnFailed,
+	http.StatusUnprocessableEntity:   api.ErrTestFailed,
+	http.StatusInsufficientStorage:   api.ErrDiskFull,
+}
+
+// apiError is the *Error of an error answer: its body's "error" when the
+// body is the API's JSON, else the status text.
+func apiError(status int, body []byte) *Error {
+	e := &Error{Status: status, Message: http.StatusText(status)}
+	var eb api.ErrorBody
+	if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
+		e.Message, e.fromAPI = eb.Error, true
 	}
-	return nil
+	return e
 }
 
 // Client talks to one server.
@@ -248,11 +285,7 @@ func (c *Client) do(ctx context.Context, method, u string, in, out any, timeout 
 		return fmt.Errorf("%s %s: read answer: %w", method, req.URL.Path, err)
 	}
 	if resp.StatusCode >= 300 {
-		e := &Error{Status: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
-		var eb api.ErrorBody
-		if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
-			e.Message = eb.Error
-		}
+		e := apiError(resp.StatusCode, data)
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
 			e.RetryAfter = time.Duration(s) * time.Second
 		}
@@ -301,15 +334,11 @@ func (c *Client) Dial(ctx context.Context, threads ...chat.ThreadID) (*Conn, err
 	ws, resp, err := websocket.Dial(ctx, c.endpoint("/ws", "/ws", q), &websocket.DialOptions{HTTPClient: c.http, HTTPHeader: h})
 	if err != nil {
 		if resp != nil && resp.StatusCode >= 300 {
-			e := &Error{Status: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
+			var data []byte
 			if resp.Body != nil {
-				data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-				var eb api.ErrorBody
-				if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
-					e.Message = eb.Error
-				}
+				data, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 			}
-			return nil, e
+			return nil, apiError(resp.StatusCode, data)
 		}
 		return nil, fmt.Errorf("connect to %s: %w", c.base.Host, err)
 	}

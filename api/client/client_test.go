@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -137,6 +138,50 @@ func TestHTTP(t *testing.T) {
 	}
 	if _, err := bad.Dial(ctx); !errors.Is(err, ErrUnauthorized) {
 		t.Errorf("wrong token on the WebSocket: %v", err)
+	}
+}
+
+// An error answer reads as the server's sentence, and wraps the error of
+// package api its status stands for; an answer that is not the API's
+// (a proxy's page) says its status.
+func TestErrorAnswers(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   string
+		is     error
+	}{
+		{"conflict", 409, `{"error":"dreaming needs a language model; none is configured (see reverie doctor)"}`,
+			"dreaming needs a language model; none is configured (see reverie doctor)", api.ErrConflict},
+		{"not found", 404, `{"error":"revert dream 9: dream not found"}`, "revert dream 9: dream not found", api.ErrNotFound},
+		{"invalid", 400, `{"error":"text is empty"}`, "text is empty", api.ErrInvalid},
+		{"busy", 429, `{"error":"too many messages waiting"}`, "too many messages waiting", api.ErrBusy},
+		{"disk full", 507, `{"error":"the disk holding the data directory is full; free some space and try again"}`,
+			"the disk holding the data directory is full; free some space and try again", api.ErrDiskFull},
+		{"wrong token", 401, `{"error":"unauthorized"}`, ErrUnauthorized.Error(), ErrUnauthorized},
+		{"setup write without the token", 401, `{"error":"saving the setup needs the access token"}`,
+			"saving the setup needs the access token", ErrUnauthorized},
+		{"a proxy's page", 502, "<html>Bad Gateway</html>", "HTTP 502: Bad Gateway", api.ErrTurnFailed},
+		{"no body", 404, "", "HTTP 404: Not Found", api.ErrNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			c, err := New(srv.URL, token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Dreams().Revert(context.Background(), 9)
+			var apiErr *Error
+			if !errors.As(err, &apiErr) || apiErr.Status != tc.status || err.Error() != tc.want || !errors.Is(err, tc.is) {
+				t.Errorf("error %v (%T), want %q wrapping %v", err, err, tc.want, tc.is)
+			}
+		})
 	}
 }
 

@@ -101,9 +101,16 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 		t.Errorf("memory search: %q", out)
 	}
 	id := strings.Fields(strings.Split(out, "\n")[1])[0]
-	if out := mustRun("", "memory", "edit", id, "My sister Ana lives in Lisbon."); !strings.Contains(out, "#"+id+" is now #") {
-		t.Errorf("memory edit: %q", out)
+	out = mustRun("", "memory", "edit", id, "My sister Ana lives in Lisbon.")
+	cur, ok := strings.CutPrefix(strings.TrimSpace(out), "#"+id+" is now #")
+	if !ok {
+		t.Fatalf("memory edit: %q", out)
 	}
+	cur, _, _ = strings.Cut(cur, " ")
+	// The id the user was told of is the memory: forgetting it refuses
+	// and names the current version, in words, without an HTTP status.
+	wantFailure(t, env, dir, []string{"memory", "forget", id},
+		"reverie: #"+id+": memory "+id+" was replaced by memory "+cur+", its current version: forget "+cur+" to forget it (nothing was forgotten)\n")
 	if out := mustRun("", "memory", "list", "--superseded"); !strings.Contains(out, "Lisbon") || !strings.Contains(out, "(superseded by #") {
 		t.Errorf("memory list --superseded: %q", out)
 	}
@@ -146,6 +153,11 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 	if out := mustRun("", "dream", "list"); !strings.Contains(out, "Dream #1 (cli)") {
 		t.Errorf("dream list after a dream: %q", out)
 	}
+	// The agent's refusals read as they do in process (TestDreamInProcess).
+	mustRun("", "dream", "revert", "1")
+	for _, c := range refusals {
+		wantFailure(t, env, dir, c.args, c.stderr)
+	}
 	if out := mustRun("hi there\n", "chat"); !strings.Contains(out, "Echo9: **hi there**") {
 		t.Errorf("piped chat: %q", out)
 	}
@@ -156,6 +168,29 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 `
 	if out := mustRun(mcpIn, "mcp"); !strings.Contains(out, `"id":2`) || !strings.Contains(out, "Lisbon") {
 		t.Errorf("mcp bridge: %q", out)
+	}
+}
+
+// refusals are commands a data dir with dream #1 reverted refuses, with
+// the message each prints, in process and through a running agent alike:
+// the reason in words, no HTTP status, no API error word in front.
+var refusals = []struct {
+	args   []string
+	stderr string
+}{
+	{[]string{"dream", "revert", "1"}, "reverie: revert dream 1: dream already reverted\n"},
+	{[]string{"dream", "revert", "99"}, "reverie: revert dream 99: dream not found\n"},
+	{[]string{"memory", "forget", "99"}, "reverie: #99: get memory 99: memory not found\n"},
+	{[]string{"memory", "edit", "99", "new text"}, "reverie: #99: get memory 99: memory not found\n"},
+}
+
+// wantFailure runs a command on dir that must fail (exit 1) printing
+// exactly stderr and nothing on stdout.
+func wantFailure(t *testing.T, env []string, dir string, args []string, stderr string) {
+	t.Helper()
+	code, out, errs := runCLI(t, env, append(args, "--data", dir)...)
+	if code != ExitFailure || out != "" || errs != stderr {
+		t.Errorf("%v: exit %d, stdout %q\nstderr %q\nwant  %q", args, code, out, errs, stderr)
 	}
 }
 
@@ -171,5 +206,8 @@ func TestDreamInProcess(t *testing.T) {
 	code, out, errs = runCLI(t, env, "dream", "revert", "1", "--data", dir)
 	if code != ExitOK || !strings.Contains(out, "dream #1 reverted") {
 		t.Fatalf("dream revert: exit %d\n%s%s", code, out, errs)
+	}
+	for _, c := range refusals {
+		wantFailure(t, env, dir, c.args, c.stderr)
 	}
 }

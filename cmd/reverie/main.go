@@ -82,7 +82,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return ExitOK
 	}
-	if msg := err.Error(); msg != "" {
+	// The reason as a person reads it: without the API error's words in
+	// front ("conflict: …"), as through a running agent's control socket.
+	if msg := api.Reason(err); msg != "" {
 		fmt.Fprintln(stderr, "reverie:", msg)
 	}
 	return exitCode(err)

@@ -203,7 +203,7 @@ With TEXT equal to the current text only --kind changes, in place.`,
 			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
 				m, err := svc.Get(ctx, id)
 				if err != nil {
-					return fmt.Errorf("#%d: %w", id, err)
+					return idError{id: id, err: err}
 				}
 				in := api.MemoryInput{Text: strings.Join(args[1:], " "), Kind: m.Kind, EventTime: m.EventTime}
 				if len(ks) == 1 {
@@ -214,7 +214,7 @@ With TEXT equal to the current text only --kind changes, in place.`,
 				}
 				updated, err := svc.Update(ctx, id, in)
 				if err != nil {
-					return fmt.Errorf("#%d: %w", id, err)
+					return idError{id: id, err: err}
 				}
 				cur := updated.ID
 				if cur == id {
@@ -252,7 +252,7 @@ func newMemoryForgetCmd(g *globalFlags, env []string) *cobra.Command {
 						err = svc.Forget(ctx, id)
 					}
 					if err != nil {
-						errs = append(errs, fmt.Errorf("#%d: %w", id, err))
+						errs = append(errs, idError{id: id, err: err})
 						continue
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "forgot #%d: %s\n", id, termtext.Line(m.Text))
@@ -356,3 +356,14 @@ func writeMemories(w io.Writer, ms []api.Memory) error {
 	}
 	return tw.Flush()
 }
+
+// idError is a memory command's error about memory id: the reason as a
+// person reads it, without the API error's words in front (api.Reason), the
+// same whether the agent runs (its control socket) or not (in process).
+type idError struct {
+	id  int64
+	err error
+}
+
+func (e idError) Error() string { return fmt.Sprintf("#%d: %s", e.id, api.Reason(e.err)) }
+func (e idError) Unwrap() error { return e.err }

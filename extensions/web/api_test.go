@@ -424,7 +424,7 @@ func (f *fakeMemories) Update(context.Context, int64, api.MemoryInput) (api.Memo
 }
 
 func (f *fakeMemories) Get(_ context.Context, id int64) (api.Memory, error) {
-	return api.Memory{}, api.ErrNotFound
+	return api.Memory{}, fmt.Errorf("%w: get memory %d: memory not found", api.ErrNotFound, id)
 }
 
 func (f *fakeMemories) List(_ context.Context, filter api.MemoryFilter) ([]api.Memory, error) {
@@ -478,8 +478,10 @@ func TestServiceErrorsMapToStatuses(t *testing.T) {
 	if code != 500 || strings.Contains(body, "secret") || !strings.Contains(s.host.Logs(), "disk on fire") {
 		t.Fatalf("internal error: %d %s", code, body)
 	}
-	if code, _, _ := s.do(t, "GET", "/api/v1/memories/7", "", auth); code != 404 {
-		t.Fatalf("not found: %d", code)
+	// The body says why in words; the status, not the error's first
+	// words ("not found: "), says what kind of refusal it is.
+	if code, _, body := s.do(t, "GET", "/api/v1/memories/7", "", auth); code != 404 || body != `{"error":"get memory 7: memory not found"}`+"\n" {
+		t.Fatalf("not found: %d %s", code, body)
 	}
 	for _, tc := range []struct{ body, want string }{
 		{`{"text":"x"}`, "kind is missing"},
@@ -491,7 +493,7 @@ func TestServiceErrorsMapToStatuses(t *testing.T) {
 		{``, "empty body"},
 	} {
 		code, _, body := s.do(t, "POST", "/api/v1/memories", tc.body, auth)
-		if code != 400 || !strings.Contains(body, tc.want) {
+		if code != 400 || !strings.Contains(body, tc.want) || strings.Contains(body, api.ErrInvalid.Error()) {
 			t.Errorf("body %q: %d %s, want 400 with %q", tc.body, code, body, tc.want)
 		}
 	}

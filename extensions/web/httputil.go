@@ -85,12 +85,9 @@ func (w *Web) serviceError(rw http.ResponseWriter, r *http.Request, err error) {
 		writeError(rw, status, diskFullMessage)
 		return
 	}
-	msg := err.Error()
-	if status == http.StatusUnprocessableEntity {
-		// The reason is for a person: without the sentinel's words.
-		msg = strings.TrimPrefix(msg, api.ErrTestFailed.Error()+": ")
-	}
-	writeError(rw, status, w.host.Redact(msg))
+	// The reason is for a person: without the sentinel's words, which the
+	// status says.
+	writeError(rw, status, w.host.Redact(api.Reason(err)))
 }
 
 // reply answers a service call: its result as 200 JSON, or its error.

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"time"
 
@@ -270,6 +271,20 @@ var (
 	// ErrUnsupported: the backend cannot do this (e.g. vectors on flat).
 	ErrUnsupported = errors.New("not supported by this memory backend")
 )
+
+// ReplacedError is Forget's refusal of a memory a newer version replaced:
+// forgetting the id the user was told of means the memory as it is now,
+// which is Current. It wraps ErrClosed.
+type ReplacedError struct {
+	ID, Current int64
+}
+
+func (e *ReplacedError) Error() string {
+	return fmt.Sprintf("memory %d was replaced by memory %d, its current version: forget %d to forget it (nothing was forgotten)",
+		e.ID, e.Current, e.Current)
+}
+
+func (e *ReplacedError) Unwrap() error { return ErrClosed }
 
 // MaxTextLen is the longest memory text accepted, in characters (runes).
 const MaxTextLen = 4000

@@ -418,12 +418,22 @@ func (s *Service) Reconcile(ctx context.Context) (Reconciled, error) {
 
 // Forget deletes a memory permanently and removes its line from
 // MEMORIES.txt. It returns the forgotten memory; ErrNotFound when absent.
+// An id that a newer version replaced (an edit, a dream's merge) is the
+// memory the user was told of, not the old text alone: Forget refuses it
+// with a *ReplacedError naming the current version, and deletes nothing.
+// Once no current version descends from it (that one was forgotten, or a
+// dream closed it), the old version is forgotten like any other.
 func (s *Service) Forget(ctx context.Context, id int64) (Memory, error) {
 	s.mu.Lock() // with MEMORIES.txt, as in Update
 	defer s.mu.Unlock()
 	m, err := s.store.Get(ctx, id)
 	if err != nil {
 		return Memory{}, err
+	}
+	if cur, err := s.currentVersion(ctx, m); err != nil {
+		return Memory{}, fmt.Errorf("forget memory %d: %w", id, err)
+	} else if cur != 0 {
+		return Memory{}, &ReplacedError{ID: id, Current: cur}
 	}
 	if err := s.store.Delete(ctx, id); err != nil {
 		return Memory{}, err
@@ -433,6 +443,32 @@ func (s *Service) Forget(ctx context.Context, id int64) (Memory, error) {
 		return m, nil
 	}
 	return m, s.replaceLine(ctx, m.Text, "", "memory: forget "+summary(m.Text))
+}
+
+// maxVersions bounds the walk from a memory to its current version.
+const maxVersions = 1000
+
+// currentVersion is the id of the current memory that replaced m, through
+// however many versions; 0 when m is current or nothing current descends
+// from it.
+func (s *Service) currentVersion(ctx context.Context, m Memory) (int64, error) {
+	for range maxVersions {
+		if m.ValidTo == nil || m.SupersededBy == 0 {
+			return 0, nil
+		}
+		next, err := s.store.Get(ctx, m.SupersededBy)
+		if errors.Is(err, ErrNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if next.ValidTo == nil {
+			return next.ID, nil
+		}
+		m = next
+	}
+	return 0, nil
 }
 
 // FindExact returns the current memories whose text equals text after

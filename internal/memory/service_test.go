@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/tool"
@@ -189,6 +190,57 @@ func TestServiceForgetAndUpdate(t *testing.T) {
 	}
 	if _, err := svc.Forget(ctx, b.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second forget: %v", err)
+	}
+}
+
+// Forgetting an id a newer version replaced (what "memory edit 1" told
+// the user was "#1") refuses and names the current version instead of
+// forgetting the old text and leaving the memory; once nothing current
+// descends from it, the old version is forgotten like any other.
+func TestServiceForgetReplaced(t *testing.T) {
+	ctx := context.Background()
+	svc, dir, _ := newService(t, false)
+	a, _ := svc.Remember(ctx, Memory{Text: "Drives a red Fiat.", Kind: KindFact, Source: SourceUserExplicit}, true)
+	b, err := svc.Update(ctx, Memory{ID: a.ID, Text: "Drives a blue Fiat.", Kind: KindFact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.Update(ctx, Memory{ID: b, Text: "Drives a green Fiat.", Kind: KindFact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{a.ID, b} {
+		_, err := svc.Forget(ctx, id)
+		var re *ReplacedError
+		if !errors.As(err, &re) || re.ID != id || re.Current != c || !errors.Is(err, ErrClosed) {
+			t.Fatalf("forget of replaced #%d = %v, want a ReplacedError naming #%d", id, err, c)
+		}
+		if want := fmt.Sprintf("replaced by memory %d", c); !strings.Contains(err.Error(), want) {
+			t.Errorf("forget of replaced #%d says %q, want it to name %q", id, err, want)
+		}
+		if _, err := svc.Get(ctx, id); err != nil {
+			t.Fatalf("the refused forget deleted #%d: %v", id, err)
+		}
+	}
+	// The model's forget_memory refuses the same way, in words it can act on.
+	if _, err := callTool(t, Tools(svc), ctx, "forget_memory", fmt.Sprintf(`{"id":%d}`, a.ID)); err == nil ||
+		!strings.Contains(err.Error(), fmt.Sprintf("replaced by memory %d, its current version: forget %d", c, c)) {
+		t.Fatalf("forget_memory of replaced #%d: %v", a.ID, err)
+	}
+	if got := readFile(t, dir); got != "Drives a green Fiat.\n" {
+		t.Fatalf("after the refused forgets MEMORIES.txt = %q", got)
+	}
+	// A dream closed the current version: nothing current descends from
+	// b, which is forgotten.
+	if err := svc.store.Close(ctx, c, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := svc.Forget(ctx, b); err != nil || m.Text != "Drives a blue Fiat." {
+		t.Fatalf("forget of #%d under a closed version = %+v, %v", b, m, err)
+	}
+	// The link to a forgotten version leads nowhere: a is forgotten too.
+	if m, err := svc.Forget(ctx, a.ID); err != nil || m.Text != "Drives a red Fiat." {
+		t.Fatalf("forget of #%d whose successor is gone = %+v, %v", a.ID, m, err)
 	}
 }
 
