@@ -639,3 +639,61 @@ func TestBrowserMessagesFromElsewhere(t *testing.T) {
 	}
 	p.checkProblems()
 }
+
+// TestBrowserRedoFromElsewhere: a regeneration made in another tab and an
+// edit made over the HTTP API replace, on a page open on the conversation,
+// what they replaced, in place, as a reload shows it: the new reply where
+// the old one was (not after it), the earlier version linked.
+func TestBrowserRedoFromElsewhere(t *testing.T) {
+	browserPath := chromiumtest.Path(t)
+	app := startWebApp(t, "127.0.0.1:0")
+	var failing atomic.Bool
+	var n atomic.Int32
+	app.Model.Handle(convAssistant(&failing, &n))
+	p := newBrowser(t, browserPath, "redo-from-elsewhere", 1280, 900)
+	p.do("load the conversation", chromedp.Navigate(app.Base+"/#chat/web:redone&token="+WebToken))
+	p.waitFor("the chat view, online", `!document.getElementById('view-chat').hidden && document.getElementById('conn').dataset.state === 'online'`)
+	p.do("send", chromedp.SendKeys(chromedp.ID("input"), "plan a trip"), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("the reply", `[...document.querySelectorAll('#messages .msg.assistant:not(.streaming)')].some(m => m.textContent.includes('answer 1: plan a trip')) && document.getElementById('stop').hidden`)
+
+	// Another tab regenerates the reply.
+	answered, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`new Promise((resolve) => {
+		const ws = new WebSocket(location.origin.replace(/^http/, 'ws') + '/api/v1/ws');
+		ws.onopen = () => ws.send(JSON.stringify({ type: 'regenerate', thread: 'web:redone' }));
+		ws.onmessage = (ev) => { const f = JSON.parse(ev.data); if ((f.type === 'done' || f.type === 'error') && f.thread === 'web:redone') { ws.close(); resolve(f.type + ': ' + (f.text || f.error)); } };
+		ws.onerror = () => resolve('websocket error');
+	})`, chromedp.EvalAwaitPromise))
+	if err != nil || answered != "done: "+Greeting+"answer 2: plan a trip" {
+		t.Fatalf("the other tab's regeneration: %q, %v", answered, err)
+	}
+	const shown = `[...document.querySelectorAll('#messages .msg, #messages .branch-link')].map(m => m.classList.contains('branch-link') ? 'earlier version' : (m.classList.contains('user') ? 'user: ' : m.classList.contains('assistant') ? 'assistant: ' : 'other: ') + (m.querySelector('.md, .bubble')?.textContent.trim() || '')).join('\n')`
+	regenerated := "user: plan a trip\nearlier version\nassistant: " + Greeting + "answer 2: plan a trip"
+	p.waitFor("the regenerated reply in place of the old one", shown+` === `+js(regenerated))
+
+	// The HTTP API edits the question.
+	var list api.MessageList
+	app.JSON(t, http.MethodGet, "/threads/web:redone/messages", nil, http.StatusOK, &list)
+	var q int64
+	for _, m := range list.Messages {
+		if m.Role == "user" && m.Text == "plan a trip" {
+			q = m.ID
+		}
+	}
+	if q == 0 {
+		t.Fatalf("no stored question in %+v", list.Messages)
+	}
+	var reply api.Reply
+	app.JSON(t, http.MethodPost, "/threads/web:redone/messages/"+itoa(q)+"/edit", api.EditRequest{Text: "plan a trip to Lyon"}, http.StatusOK, &reply)
+	if reply.Reply != Greeting+"answer 3: plan a trip to Lyon" {
+		t.Fatalf("the API's edit answered %q", reply.Reply)
+	}
+	edited := "earlier version\nearlier version\nuser: plan a trip to Lyon\nassistant: " + Greeting + "answer 3: plan a trip to Lyon"
+	p.waitFor("the edited question and its reply in place of the old ones", shown+` === `+js(edited))
+
+	p.do("reload", chromedp.Reload())
+	p.waitFor("the history", `document.querySelectorAll('#messages .msg.assistant').length === 1 && document.querySelectorAll('#messages .branch-link').length === 2`)
+	if got := eval[string](p, shown); got != edited {
+		t.Errorf("after a reload the page shows\n%s\nwant what it showed live\n%s", got, edited)
+	}
+	p.checkProblems()
+}

@@ -30,6 +30,7 @@ const st = {
   segment: null,       // the archived conversation or branch shown (read-only), or null
   focus: 0,            // a message id to scroll to once shown (a search hit)
   redone: new Set(),   // threads with a regeneration, retry or edit whose earlier version is not marked yet
+  branchesSeen: new Map(), // thread → ids of its branches shown or known when the history was read
   deleted: new Set(),  // web threads deleted (read-only until restored)
 };
 
@@ -572,6 +573,7 @@ async function loadThread(id, { keepScroll = false } = {}) {
   const branches = msgs.length ? await loadBranches(id) : [];
   if (seq !== st.loadSeq || id !== st.current) return;
   st.redone.delete(id);
+  st.branchesSeen.set(id, new Set(branches.map((b) => b.id)));
   if (msgs.length === 0) st.emptyThreads.add(id); else st.emptyThreads.delete(id);
   st.entries = fromHistory(msgs, deleted);
   box.replaceChildren();
@@ -627,8 +629,47 @@ async function markBranches(thread) {
   if (!st.redone.has(thread)) return;
   const branches = await loadBranches(thread);
   if (thread !== st.current || st.loading || !st.redone.delete(thread)) return;
+  seenBranches(thread, branches);
   for (const el of $('messages').querySelectorAll('.branch-link')) el.remove();
   placeBranches(branches);
+}
+
+// seenBranches records branches as known: their replaced messages are not
+// shown (any more) and their links are placed.
+function seenBranches(thread, branches) {
+  let seen = st.branchesSeen.get(thread);
+  if (!seen) st.branchesSeen.set(thread, seen = new Set());
+  for (const b of branches) seen.add(b.id);
+}
+
+// dropReplaced takes out, when reply (one this page did not ask for)
+// answers a regeneration, a retry or an edit made elsewhere (another tab,
+// the HTTP API), the entries that redo replaced, as a reload shows the
+// thread: the redo's branch, made before its reply starts, is the one this
+// page has not seen, and the entries after the message it follows, up to
+// reply, are its messages (a reply written live has no id). While a redo
+// of this page's own waits for its branch to be marked, which new branch is
+// whose cannot be told: nothing is dropped then.
+async function dropReplaced(thread, reply, seq) {
+  if (st.redone.has(thread)) return;
+  const branches = await loadBranches(thread);
+  if (thread !== st.current || seq !== st.loadSeq || st.loading || st.redone.has(thread)) return;
+  const seen = st.branchesSeen.get(thread) || new Set();
+  const fresh = branches.filter((b) => !seen.has(b.id)).sort((a, b) => a.id - b.id);
+  seenBranches(thread, fresh);
+  if (!fresh.length) return;
+  const stick = nearBottom();
+  for (const b of fresh) {
+    const end = st.entries.indexOf(reply);
+    if (end < 0) break;
+    const after = b.after_message_id || 0;
+    let from = after ? st.entries.findIndex((e) => e.id === after) : -1;
+    from = from >= 0 ? from + 1 : st.entries.findIndex((e) => e.id > after);
+    if (from >= 0 && from < end) dropRange(from, end);
+  }
+  st.redone.add(thread); // markBranches places the links
+  markLast();
+  if (stick) scrollToEnd();
 }
 
 // ---- approvals --------------------------------------------------------------
@@ -881,7 +922,12 @@ function markLast() {
 // dropFrom removes entries from index i on: they are replaced (kept by the
 // server as a branch, marked "earlier version" once the new reply ends).
 function dropFrom(i) {
-  for (const e of st.entries.splice(i)) e.el.remove();
+  dropRange(i, st.entries.length);
+}
+
+// dropRange removes the entries from index i to end (excluded).
+function dropRange(i, end) {
+  for (const e of st.entries.splice(i, end - i)) e.el.remove();
 }
 
 function redo(kind) {
@@ -973,6 +1019,10 @@ async function syncOnce(thread, reply) {
       renderEntry(e);
     } else others.push(m);
   }
+  // A redo made elsewhere replaced what the page shows after the message
+  // it answers again (or the edited one).
+  if (reply) await dropReplaced(thread, reply, seq);
+  if (thread !== st.current || seq !== st.loadSeq || st.loading) return;
   // Shown by the sync their reply started (it knows where they go): one
   // that only matches this page's messages may run after their reply.
   if (others.length && reply) showOthers(fromHistory(others), reply);
