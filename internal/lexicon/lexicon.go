@@ -54,40 +54,63 @@ type key struct {
 	verb bool // found through a verb's or an adjective's ending: no Kinds
 }
 
-// Words yields the words of relation r: one token each, lower-case, never
-// the entry's own word, in alphabetical order for each base form (a word
-// related to two base forms comes twice).
-func (e Entry) Words(r Relation) iter.Seq[string] {
-	return func(yield func(string) bool) {
+// Stems yields the words of relation r and their stems, as
+// internal/embed's Stem gives them (the table holds them: a query need not
+// stem each word), both valid only until the next iteration: one token
+// each, lower-case, never the entry's own word, in alphabetical order for
+// each base form (a word related to two base forms comes twice).
+func (e Entry) Stems(r Relation) iter.Seq2[[]byte, []byte] {
+	return func(yield func(word, stem []byte) bool) {
 		if r < 0 || r >= numRelations {
 			return
 		}
-		t := parsed()
-		var buf [64]byte
+		rd := wordReader{t: parsed()}
 		for _, k := range e.found[:e.n] {
-			if r == Kinds && k.verb {
-				continue
-			}
-			p := k.tail
-			var at int
-			for range r + 1 {
-				at, p = uvarint(p)
-			}
+			at := k.list(r)
 			if at == 0 {
 				continue
 			}
-			n, p := uvarint(t.lists + at - 1)
+			n, p := uvarint(rd.t.lists + at - 1)
 			id := 0
 			for range n {
 				var d int
 				d, p = uvarint(p)
 				id += d
-				if !yield(string(t.word(id, buf[:0]))) {
+				if !yield(rd.read(id)) {
 					return
 				}
 			}
 		}
 	}
+}
+
+// Has reports whether the entry relates some word to its phrase by
+// relation r.
+func (e Entry) Has(r Relation) bool {
+	if r < 0 || r >= numRelations {
+		return false
+	}
+	for _, k := range e.found[:e.n] {
+		if k.list(r) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// list returns 1 + the position of the key's id list of relation r in
+// the table's lists, 0 when it has none (a verb's or an adjective's form
+// has no Kinds).
+func (k key) list(r Relation) int {
+	if r == Kinds && k.verb {
+		return 0
+	}
+	p := k.tail
+	var at int
+	for range r + 1 {
+		at, p = uvarint(p)
+	}
+	return at
 }
 
 // Lookup returns the entry of the phrase: lower-case words joined by one
@@ -111,6 +134,11 @@ func Lookup(phrase string) (Entry, bool) {
 			e.found[e.n] = k
 			e.n++
 		}
+	}
+	// A phrase's forms differ only in its last word: when no key and no
+	// form starts with the words before it, none of them is in the table.
+	if i := strings.LastIndexByte(phrase, ' '); i >= 0 && !t.keys.hasPrefix(phrase[:i+1]) && !t.plurals.hasPrefix(phrase[:i+1]) {
+		return e, false
 	}
 	for _, f := range baseForms(phrase) {
 		if p, ok := t.keys.find(f.s); ok {

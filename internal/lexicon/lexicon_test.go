@@ -3,6 +3,8 @@ package lexicon
 import (
 	"slices"
 	"testing"
+
+	"github.com/reverie-ai/reverie/internal/embed"
 )
 
 func TestLookup(t *testing.T) {
@@ -32,7 +34,7 @@ func TestLookup(t *testing.T) {
 			if !ok {
 				t.Fatalf("Lookup(%q) found nothing", c.phrase)
 			}
-			got := slices.Collect(k.Words(c.rel))
+			got := words(k, c.rel)
 			if !slices.IsSorted(got) {
 				t.Errorf("words not sorted: %v", got)
 			}
@@ -59,7 +61,7 @@ func TestLookupFindsNothing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if k, ok := Lookup(c.phrase); ok {
-				t.Errorf("Lookup(%q) = %q, want nothing", c.phrase, slices.Collect(k.Words(Kinds)))
+				t.Errorf("Lookup(%q) = %q, want nothing", c.phrase, words(k, Kinds))
 			}
 		})
 	}
@@ -76,7 +78,7 @@ func TestLookupHasNoKinds(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			k, _ := Lookup(c.phrase)
-			if got := slices.Collect(k.Words(Kinds)); len(got) > 0 {
+			if got := words(k, Kinds); len(got) > 0 || k.Has(Kinds) {
 				t.Errorf("Lookup(%q) has kinds %q, want none", c.phrase, got)
 			}
 		})
@@ -85,11 +87,11 @@ func TestLookupHasNoKinds(t *testing.T) {
 
 func TestAllStopsWhenAsked(t *testing.T) {
 	k, ok := Lookup("furniture")
-	if n := len(slices.Collect(k.Words(Kinds))); !ok || n < 3 {
+	if n := len(words(k, Kinds)); !ok || n < 3 {
 		t.Fatalf("furniture: %d words", n)
 	}
 	n := 0
-	for range k.Words(Kinds) {
+	for range k.Stems(Kinds) {
 		n++
 		if n == 2 {
 			break
@@ -129,6 +131,77 @@ func TestBaseForms(t *testing.T) {
 			}
 			if got[0] != c.in {
 				t.Errorf("baseForms(%q) starts with %q", c.in, got[0])
+			}
+		})
+	}
+}
+
+// words returns the words of relation r of e.
+func words(e Entry, r Relation) []string {
+	var out []string
+	for w := range e.Stems(r) {
+		out = append(out, string(w))
+	}
+	return out
+}
+
+// TestStemsAreTheStemmers checks every word's stored stem against
+// internal/embed's Stem, which stems the full-text index's terms: a
+// change to the stemmer fails here (run go generate ./internal/lexicon),
+// not silently in recall.
+func TestStemsAreTheStemmers(t *testing.T) {
+	rd := wordReader{t: parsed()}
+	n := rd.t.words.n
+	if n < 10000 {
+		t.Fatalf("the table has %d words", n)
+	}
+	changed := 0
+	for id := range n {
+		w, s := rd.read(id)
+		if want := embed.Stem(string(w)); string(s) != want {
+			t.Fatalf("word %d %q: stored stem %q, Stem gives %q: run go generate ./internal/lexicon", id, w, s, want)
+		}
+		if string(s) != string(w) {
+			changed++
+		}
+	}
+	if changed < n/4 {
+		t.Errorf("only %d of %d stems differ from their word", changed, n)
+	}
+}
+
+// TestWordReaderOrder checks that a reader reading words in any order
+// gives what a new reader gives for each word (read from its bucket's
+// first record): it reads on from the word before only when that is
+// right.
+func TestWordReaderOrder(t *testing.T) {
+	n := parsed().words.n
+	type ws struct{ w, s string }
+	want := make([]ws, n)
+	every := make([]int, n)
+	for id := range n {
+		rd := wordReader{t: parsed()}
+		w, s := rd.read(id)
+		want[id], every[id] = ws{string(w), string(s)}, id
+	}
+	cases := []struct {
+		name string
+		ids  []int
+	}{
+		{"every word in order", every},
+		{"backwards", []int{40, 39, 17, 16, 15, 1, 0}},
+		{"same twice", []int{5, 5, 5, 31, 31}},
+		{"across buckets", []int{14, 15, 16, 17, 47, 48, 49, n - 1}},
+		{"skipping", []int{0, 3, 9, 10, 200, 201, 60, 61}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rd := wordReader{t: parsed()}
+			for _, id := range c.ids {
+				w, s := rd.read(id)
+				if got := (ws{string(w), string(s)}); got != want[id] {
+					t.Errorf("word %d = %v, want %v", id, got, want[id])
+				}
 			}
 		})
 	}

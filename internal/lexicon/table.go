@@ -18,7 +18,10 @@ import (
 // last is its end), then the body. In a bucket, the first record is its
 // name, a 0 byte and its tail; each other record is one byte saying how
 // many leading bytes its name shares with the previous name, the rest of
-// its name, a 0 byte and its tail. Tails: a word has none; a key has, for
+// its name, a 0 byte and its tail. Tails: a word has its stem as
+// internal/embed's Stem gives it: one byte, how many of the word's last
+// bytes the stem drops (low 4 bits) and how many it adds (high 4 bits),
+// then the added bytes; a key has, for
 // each Relation in order, a uvarint: 0 for none, else 1 + the position of
 // its id list in the lists; a form has its key, a 0 byte and
 // 'n' when it is a noun's form (noun.exc), else 'v'. An id list is
@@ -30,7 +33,7 @@ import (
 var table string
 
 const (
-	magic  = "RVLEX3\x00\x00"
+	magic  = "RVLEX4\x00\x00"
 	bucket = 16
 )
 
@@ -85,31 +88,29 @@ func (s section) first(b int) string {
 	return table[p : skipName(p)-1]
 }
 
-// scan calls fn with the records of bucket b in order: their index, name
-// (in buf: valid until fn returns) and the position of their tail, until
-// fn returns false.
-func (s section) scan(b int, buf []byte, fn func(i int, name []byte, tail int) bool) {
-	p := s.body + int(u32(s.offs+4*b))
-	for i := b * bucket; i < min(s.n, (b+1)*bucket); i++ {
-		if i > b*bucket {
-			buf = buf[:min(int(table[p]), len(buf))]
-			p++
-		} else {
-			buf = buf[:0]
-		}
-		end := skipName(p)
-		buf = append(buf, table[p:end-1]...)
-		if !fn(i, buf, end) {
-			return
-		}
-		p = s.tail(end)
+// bucketAt returns the position of bucket b's first record.
+func (s section) bucketAt(b int) int { return s.body + int(u32(s.offs+4*b)) }
+
+// record reads record i, at p, buf holding the name of record i−1 unless
+// i starts a bucket: it returns the name (in buf's array while it fits)
+// and the position of its tail.
+func (s section) record(i, p int, buf []byte) ([]byte, int) {
+	if i%bucket != 0 {
+		buf = buf[:min(int(table[p]), len(buf))]
+		p++
+	} else {
+		buf = buf[:0]
 	}
+	end := skipName(p)
+	return append(buf, table[p:end-1]...), end
 }
 
-// find returns the tail position of the record named name.
-func (s section) find(name string) (int, bool) {
+// seek returns the first record whose name is ≥ name: its name (in buf's
+// array while it fits) and the position of its tail; ok is false when
+// there is none.
+func (s section) seek(name string, buf []byte) (rec []byte, tail int, ok bool) {
 	if s.n == 0 {
-		return 0, false
+		return nil, 0, false
 	}
 	// the last bucket whose first name is ≤ name
 	lo, hi := 0, (s.n+bucket-1)/bucket
@@ -121,33 +122,69 @@ func (s section) find(name string) (int, bool) {
 			hi = m
 		}
 	}
-	var buf [64]byte
-	tail, found := 0, false
-	s.scan(lo, buf[:0], func(_ int, n []byte, t int) bool {
-		switch c := strings.Compare(string(n), name); {
-		case c == 0:
-			tail, found = t, true
-			return false
-		case c > 0:
-			return false
+	p := s.bucketAt(lo)
+	for i := lo * bucket; i < s.n; i++ { // on into the next bucket when all are < name
+		buf, tail = s.record(i, p, buf)
+		if string(buf) >= name {
+			return buf, tail, true
 		}
-		return true
-	})
-	return tail, found
+		p = s.tail(tail)
+	}
+	return nil, 0, false
 }
 
-// word returns word id.
-func (t tab) word(id int, buf []byte) []byte {
-	var out []byte
-	t.words.scan(id/bucket, buf, func(i int, n []byte, _ int) bool {
-		if i == id {
-			out = n
-			return false
-		}
-		return true
-	})
-	return out
+// find returns the tail position of the record named name.
+func (s section) find(name string) (int, bool) {
+	var buf [64]byte
+	rec, tail, ok := s.seek(name, buf[:0])
+	return tail, ok && string(rec) == name
 }
+
+// hasPrefix reports whether some record's name starts with prefix.
+func (s section) hasPrefix(prefix string) bool {
+	var buf [64]byte
+	rec, _, ok := s.seek(prefix, buf[:0])
+	return ok && len(rec) >= len(prefix) && string(rec[:len(prefix)]) == prefix
+}
+
+// wordReader reads words by ascending id, as an id list holds them: a
+// word after the one read before it in the same bucket is read on from
+// there rather than from its bucket's first record. It holds no pointer
+// but its table's, so reading writes none.
+type wordReader struct {
+	t    tab
+	next int // id of the record at p; 0 with p 0: none read yet
+	p    int
+	n    int // length of record next−1's name, in buf
+	buf  [maxWord]byte
+	stem [maxWord + 16]byte
+}
+
+// maxWord is the longest word the table holds (the generator's bound).
+const maxWord = 64
+
+// read returns word id and its stem, valid until the next read.
+func (r *wordReader) read(id int) (word, stem []byte) {
+	w := r.t.words
+	if r.p == 0 || id < r.next || id/bucket != r.next/bucket {
+		b := id / bucket
+		r.next, r.p = b*bucket, w.bucketAt(b)
+	}
+	var tail int
+	for ; r.next <= id; r.next++ {
+		word, tail = w.record(r.next, r.p, r.buf[:r.n])
+		r.n = copy(r.buf[:], word)
+		r.p = w.tail(tail)
+	}
+	word = r.buf[:r.n]
+	c := table[tail]
+	keep := len(word) - int(c&0xf)
+	added := table[tail+1 : tail+1+int(c>>4)]
+	return word, append(append(r.stem[:0], word[:keep]...), added...)
+}
+
+// skipStem returns the position after a word's tail at p.
+func skipStem(p int) int { return p + 1 + int(table[p]>>4) }
 
 var parsed = sync.OnceValue(func() tab {
 	if !strings.HasPrefix(table, magic) || len(table) < len(magic)+16 {
@@ -156,7 +193,7 @@ var parsed = sync.OnceValue(func() tab {
 	t := tab{lists: len(magic) + 16}
 	p := t.lists + int(u32(len(magic)+12))
 	secs := []*section{&t.words, &t.keys, &t.plurals}
-	tails := []func(int) int{func(p int) int { return p }, skipRelations, func(p int) int { return skipName(p) + 1 }}
+	tails := []func(int) int{skipStem, skipRelations, func(p int) int { return skipName(p) + 1 }}
 	for i, s := range secs {
 		m := int(u32(p))
 		*s = section{n: int(u32(len(magic) + 4*i)), offs: p + 4, body: p + 4 + 4*m, tail: tails[i]}

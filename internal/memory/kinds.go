@@ -72,12 +72,9 @@ func (t *textIndex) kindTerms(query string, skip map[string]bool, have []qterm, 
 				if rw <= 0 {
 					continue
 				}
-				for k := range found.Words(lexicon.Relation(r)) {
-					if embed.IsStopWord(k) {
-						continue
-					}
-					tid, ok := t.terms[embed.Stem(k)]
-					if !ok || t.df[tid] == 0 {
+				for k, stem := range found.Stems(lexicon.Relation(r)) {
+					tid, ok := t.terms[string(stem)]
+					if !ok || t.df[tid] == 0 || embed.IsStopWord(string(k)) {
 						continue
 					}
 					if !seen[tid] {
@@ -104,10 +101,8 @@ func (t *textIndex) kindTerms(query string, skip map[string]bool, have []qterm, 
 // relation of non-zero weight.
 func related(e lexicon.Entry, w relWeights) bool {
 	for r, rw := range w {
-		if rw > 0 {
-			for range e.Words(lexicon.Relation(r)) {
-				return true
-			}
+		if rw > 0 && e.Has(lexicon.Relation(r)) {
+			return true
 		}
 	}
 	return false

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -218,5 +219,26 @@ func TestRecallContextShowsKinds(t *testing.T) {
 	}
 	if slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "bakery") }) {
 		t.Errorf("recall shows %q, with the bakery", got)
+	}
+}
+
+// BenchmarkKindTerms measures the lexicon's part of a query: looking up
+// its words and phrases and reading the related words' stems (what
+// kindTerms costs each recall), on benchmark queries and a chat message.
+func BenchmarkKindTerms(b *testing.B) {
+	ti := newTextIndex()
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 2000 {
+		ti.put(int64(i+1), benchText(r, i))
+	}
+	qs := []string{"remind me what we said about the plan for week 12, and add that Anna prefers the quiet option."}
+	for range 63 {
+		qs = append(qs, benchQuery(r))
+	}
+	w := DefaultTuning.relWeights()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		q := qs[i%len(qs)]
+		ti.kindTerms(q, nil, nil, w)
 	}
 }

@@ -18,6 +18,12 @@
 //     marriage, photography → photograph, photographer, married →
 //     marriage through verb.exc's forms and the endings).
 //
+// Each related word is written with its stem as internal/embed's Stem
+// gives it (the full-text index's terms are stems), so that a query does
+// not stem the hundred or more words its nouns relate; a change to the
+// stemmer changes the table, which TestTableIsGenerated then finds out of
+// date.
+//
 // These bounds are the only rules: no word is named.
 // Only one-token words ([a-z0-9]+ once lower-cased) are written as
 // related words, as a query matches single words; keys may be several
@@ -38,6 +44,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/reverie-ai/reverie/internal/embed"
 )
 
 // DefaultMaxClosure is the largest hyponym (or troponym) closure, in
@@ -119,7 +127,7 @@ func build(dir string, maxClosure int) ([]byte, error) {
 		return nil, err
 	}
 	rels, forms := entries(wn, maxClosure)
-	return encode(rels, forms), nil
+	return encode(rels, forms)
 }
 
 // baseForm is what an irregular form is written with: its key and
@@ -487,7 +495,7 @@ func eachLine(path string, fn func([]string) error) error {
 
 // encode writes the table in the layout internal/lexicon reads (see its
 // table.go).
-func encode(rels map[string]*[nRel]map[string]bool, forms map[string]baseForm) []byte {
+func encode(rels map[string]*[nRel]map[string]bool, forms map[string]baseForm) ([]byte, error) {
 	wordSet := map[string]bool{}
 	for _, e := range rels {
 		for _, ws := range e {
@@ -497,6 +505,14 @@ func encode(rels map[string]*[nRel]map[string]bool, forms map[string]baseForm) [
 		}
 	}
 	words := sortedKeys(wordSet)
+	stems := make(map[string][]byte, len(words))
+	for _, w := range words {
+		t, err := stemTail(w)
+		if err != nil {
+			return nil, err
+		}
+		stems[w] = t
+	}
 	id := make(map[string]int, len(words))
 	for i, w := range words {
 		id[w] = i
@@ -546,7 +562,7 @@ func encode(rels map[string]*[nRel]map[string]bool, forms map[string]baseForm) [
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(formNames)))
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(lists)))
 	out = append(out, lists...)
-	out = appendSection(out, words, func(string) []byte { return nil })
+	out = appendSection(out, words, func(w string) []byte { return stems[w] })
 	out = append(out, keyBody...)
 	out = appendSection(out, formNames, func(p string) []byte {
 		pos := byte('v')
@@ -555,11 +571,33 @@ func encode(rels map[string]*[nRel]map[string]bool, forms map[string]baseForm) [
 		}
 		return append(append([]byte(forms[p].key), 0), pos)
 	})
-	return out
+	return out, nil
+}
+
+// stemTail returns a word's tail: its stem as internal/embed's Stem gives
+// it (the full-text index's terms are stems), stored so that a query need
+// not stem each related word: one byte, the number of the word's last
+// bytes the stem drops (low 4 bits) and the number of bytes it adds
+// (high 4 bits), then the added bytes.
+func stemTail(w string) ([]byte, error) {
+	if len(w) > maxWord {
+		return nil, fmt.Errorf("%q is longer than the table's words may be (%d bytes)", w, maxWord)
+	}
+	s := embed.Stem(w)
+	keep := commonPrefix(w, s)
+	drop, add := len(w)-keep, s[keep:]
+	if drop > 15 || len(add) > 15 {
+		return nil, fmt.Errorf("the stem of %q, %q, differs from it by more than a tail records", w, s)
+	}
+	return append([]byte{byte(drop) | byte(len(add))<<4}, add...), nil
 }
 
 // magic starts the table; its digit is the layout's version.
-const magic = "RVLEX3\x00\x00"
+const magic = "RVLEX4\x00\x00"
+
+// maxWord is the longest related word the table may hold (table.go reads
+// a word into a buffer of this size).
+const maxWord = 64
 
 // bucket is how many records share one offset; within a bucket each
 // record after the first stores only what differs from the one before.
