@@ -25,6 +25,11 @@ import (
 type request struct {
 	params sdk.ChatCompletionNewParams
 	tools  []json.RawMessage
+	// stream writes "stream": true first in the body. The SDK's streaming
+	// call sets that key in whatever body it is given (sjson); finding it
+	// first, it replaces it in place instead of reading the whole body
+	// (tens of kilobytes) to learn that it is missing and append it.
+	stream bool
 }
 
 // body encodes the request: the JSON value the SDK makes of the
@@ -47,8 +52,17 @@ func (r request) body() ([]byte, error) {
 		return nil, fmt.Errorf("encode request: parameters are not a JSON object")
 	}
 	out := make([]byte, 0, len(b)+r.size())
-	out = append(out, b[:len(b)-1]...)
 	sep := len(b) > 2
+	if r.stream {
+		out = append(out, `{"stream":true`...)
+		if sep {
+			out = append(out, ',')
+		}
+		sep = true
+		out = append(out, b[1:len(b)-1]...)
+	} else {
+		out = append(out, b[:len(b)-1]...)
+	}
 	member := func(name string) {
 		if sep {
 			out = append(out, ',')

@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -467,6 +468,11 @@ func TestRequestMapping(t *testing.T) {
 			assertJSONEqual(t, "response schema", rf.JSONSchema.Schema, string(schema))
 			if got.Stream != stream {
 				t.Errorf("stream = %v", got.Stream)
+			}
+			// "stream" once, first: the body sets it for the SDK to find (request.stream)
+			keys := topKeys(t, rec.Body)
+			if n := strings.Count(strings.Join(keys, " ")+" ", "stream "); stream && (n != 1 || keys[0] != "stream") || !stream && n != 0 {
+				t.Errorf("body's keys = %q", keys)
 			}
 			if stream && (got.StreamOptions == nil || !got.StreamOptions.IncludeUsage) {
 				t.Errorf("stream_options = %+v, want include_usage", got.StreamOptions)
@@ -979,4 +985,27 @@ func TestThinking(t *testing.T) {
 			}
 		})
 	}
+}
+
+// topKeys returns the keys of the JSON object body, in order, repeats
+// included.
+func topKeys(t *testing.T, body []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("body is not a JSON object: %s", body)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
 }

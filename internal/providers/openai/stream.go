@@ -19,12 +19,13 @@ import (
 // bad response.
 func (c *Client) stream(ctx context.Context, a *providers.Attempt, r request) (llm.Response, error) {
 	r.params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
+	r.stream = true
 	body, err := r.body()
 	if err != nil {
 		return llm.Response{}, providers.BadRequest(err, "encode the request")
 	}
-	// The body replaces the (empty) parameters' encoding; the SDK adds
-	// "stream": true to it.
+	// The body replaces the (empty) parameters' encoding; the SDK sets
+	// "stream": true in it, which the body has first (request.stream).
 	s := c.sdk.chat.NewStreaming(ctx, sdk.ChatCompletionNewParams{}, option.WithRequestBody("application/json", body), option.WithMiddleware(a.Middleware))
 	defer s.Close()
 
