@@ -16,6 +16,21 @@ import (
 // switched off).
 var ErrUnknownServer = errors.New("no such MCP server")
 
+// unknownServer is ErrUnknownServer for name, naming the servers that are
+// configured and on.
+func unknownServer(cfg Config, name string) error {
+	var on []string
+	for _, n := range cfg.names() {
+		if cfg.Servers[n].on() {
+			on = append(on, n)
+		}
+	}
+	if len(on) == 0 {
+		return fmt.Errorf("%w %q: none is configured in mcp.servers", ErrUnknownServer, name)
+	}
+	return fmt.Errorf("%w %q in mcp.servers (configured: %s)", ErrUnknownServer, name, strings.Join(on, ", "))
+}
+
 // ReadMemories starts the server called name once, calls its tool with
 // args (a JSON object), stops it, and returns the memories the result holds
 // (see MemoryTexts). It is how `reverie memory import --from-mcp` reads an
@@ -26,7 +41,7 @@ func ReadMemories(ctx context.Context, cfg Config, dataDir, name, toolName strin
 	}
 	sc, ok := cfg.Servers[name]
 	if !ok || !sc.on() {
-		return nil, fmt.Errorf("%w %q in mcp.servers (configured: %s)", ErrUnknownServer, name, strings.Join(cfg.names(), ", "))
+		return nil, unknownServer(cfg, name)
 	}
 	s := newServer(name, sc, dataDir, slog.New(slog.DiscardHandler), &sdk.Implementation{Name: "reverie-import", Version: version}, time.Now)
 	cs, _, err := s.connect(ctx)
