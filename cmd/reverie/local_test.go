@@ -111,6 +111,8 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 	// and names the current version, in words, without an HTTP status.
 	wantFailure(t, env, dir, []string{"memory", "forget", id},
 		"reverie: #"+id+": memory "+id+" was replaced by memory "+cur+", its current version: forget "+cur+" to forget it (nothing was forgotten)\n")
+	wantFailure(t, env, dir, []string{"memory", "edit", id, "My sister Ana lives in Faro."},
+		"reverie: #"+id+": memory is closed (superseded): memory "+cur+" replaced it; edit "+cur+", its current version\n")
 	if out := mustRun("", "memory", "list", "--superseded"); !strings.Contains(out, "Lisbon") || !strings.Contains(out, "(superseded by #") {
 		t.Errorf("memory list --superseded: %q", out)
 	}

@@ -210,7 +210,7 @@ With TEXT equal to the current text only --kind changes, in place.`,
 					in.Kind = ks[0]
 				}
 				if m.ValidTo != nil {
-					return fmt.Errorf("#%d: %w; edit the current version", id, memory.ErrClosed)
+					return closedMemory(ctx, svc, m)
 				}
 				updated, err := svc.Update(ctx, id, in)
 				if err != nil {
@@ -355,6 +355,26 @@ func writeMemories(w io.Writer, ms []api.Memory) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.ID, termtext.Line(m.Kind), date, text)
 	}
 	return tw.Flush()
+}
+
+// closedMemory is the refusal to edit m, a closed memory: it names the
+// current version that replaced it, as forget does, when there is one.
+func closedMemory(ctx context.Context, svc api.Memories, m api.Memory) error {
+	id := m.ID
+	for range 1000 {
+		if m.SupersededBy == 0 {
+			break
+		}
+		next, err := svc.Get(ctx, m.SupersededBy)
+		if err != nil {
+			break
+		}
+		if next.ValidTo == nil {
+			return fmt.Errorf("#%d: %w: memory %d replaced it; edit %d, its current version", id, memory.ErrClosed, next.ID, next.ID)
+		}
+		m = next
+	}
+	return fmt.Errorf("#%d: %w; no current version replaced it", id, memory.ErrClosed)
 }
 
 // idError is a memory command's error about memory id: the reason as a

@@ -86,6 +86,19 @@ func TestMemoryCLI(t *testing.T) {
 	if string(b) != "Prefers trains to planes.\n" {
 		t.Fatalf("MEMORIES.txt after forget = %q", b)
 	}
+	// An id an edit replaced is refused by edit and forget alike, which
+	// name the current version (as through a running agent).
+	trains := strings.Fields(strings.Split(mustRun("memory", "search", "trains"), "\n")[1])[0]
+	out = mustRun("memory", "edit", trains, "Prefers night trains to planes.")
+	cur, ok := strings.CutPrefix(strings.TrimSpace(out), "#"+trains+" is now #")
+	if !ok {
+		t.Fatalf("edit: %q", out)
+	}
+	cur, _, _ = strings.Cut(cur, " ")
+	wantFailure(t, env, dir, []string{"memory", "edit", trains, "Prefers buses."},
+		"reverie: #"+trains+": memory is closed (superseded): memory "+cur+" replaced it; edit "+cur+", its current version\n")
+	wantFailure(t, env, dir, []string{"memory", "forget", trains},
+		"reverie: #"+trains+": memory "+trains+" was replaced by memory "+cur+", its current version: forget "+cur+" to forget it (nothing was forgotten)\n")
 
 	for _, c := range []struct {
 		name string
