@@ -535,6 +535,25 @@ func writeClientFrame(t testing.TB, c *websocket.Conn, f api.ClientFrame) {
 	}
 }
 
+// refusingConversations refuses every regeneration, retry and edit as
+// the agent refuses a retry of a reply that did not fail.
+type refusingConversations struct{ fakeConversations }
+
+func (refusingConversations) Submit(context.Context, api.RedoRequest) (<-chan error, error) {
+	return nil, fmt.Errorf("%w: the last reply did not fail; regenerate it instead", api.ErrConflict)
+}
+
+// A refused redo's error frame says why in words, as an HTTP answer's
+// body does: without the API error's words in front.
+func TestRedoRefusalFrame(t *testing.T) {
+	s := startWeb(t, "rate_per_second: 0", &api.Services{Conversations: refusingConversations{fakeConversations{&fakeAPI{}}}})
+	c := s.dial(t, "")
+	writeClientFrame(t, c, api.ClientFrame{Type: api.FrameRetry, Thread: "web:a", ID: "r1"})
+	if f := readServerFrame(t, c); f.Type != api.FrameError || f.ID != "r1" || f.Error != "could not retry: the last reply did not fail; regenerate it instead" {
+		t.Fatalf("refused retry: %+v", f)
+	}
+}
+
 func TestChannelDeliversToFollowersOnly(t *testing.T) {
 	rec := chatRecorder{ch: make(chan chat.Inbound, 4)}
 	s := startWeb(t, "rate_per_second: 0", &api.Services{}, extensiontest.WithReceive(rec.receive))

@@ -558,7 +558,7 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 		_, err = w.svc.Conversations.Submit(rctx, api.RedoRequest{Action: f.Type, Thread: t, MessageID: f.Message, Text: f.Text})
 		cancel()
 		if err != nil {
-			fail("could not " + f.Type + ": " + err.Error())
+			fail("could not " + f.Type + ": " + api.Reason(err))
 		}
 	case api.FrameMessage:
 		if ok, _ := c.bucket.take(w.now(), wsMessageRate, wsMessageBurst); !ok {
@@ -597,7 +597,7 @@ func (w *Web) handleFrame(c *wsConn, f api.ClientFrame) {
 		cancel()
 		if err != nil {
 			w.log.Warn("message from the web not accepted", "thread", t, "err", err)
-			msg := err.Error()
+			msg := api.Reason(err)
 			if api.IsDiskFull(err) {
 				msg = diskFullMessage
 			}
