@@ -551,6 +551,8 @@ async function loadThread(id, { keepScroll = false } = {}) {
     // a new session: nothing stored yet, frames may already be arriving
     st.loading = false;
     st.buffer = [];
+    // Made on this page (no branch yet), or read before with its branches.
+    if (!st.branchesSeen.has(id)) st.branchesSeen.set(id, new Set());
     box.replaceChildren(emptyState());
     updateTyping();
     return;
@@ -570,17 +572,19 @@ async function loadThread(id, { keepScroll = false } = {}) {
     fill(box, h('p', { class: 'error-text center pad' }, 'Could not load the conversation: ' + err.message));
     return;
   }
-  const branches = msgs.length ? await loadBranches(id) : [];
+  // Also for a thread with no message shown: its branches are known, so
+  // that a redo made elsewhere later is told apart (dropReplaced).
+  const branches = await loadBranches(id);
   if (seq !== st.loadSeq || id !== st.current) return;
   st.redone.delete(id);
-  st.branchesSeen.set(id, new Set(branches.map((b) => b.id)));
+  st.branchesSeen.set(id, branches && new Set(branches.map((b) => b.id)));
   if (msgs.length === 0) st.emptyThreads.add(id); else st.emptyThreads.delete(id);
   st.entries = fromHistory(msgs, deleted);
   box.replaceChildren();
   if (deleted) box.append(deletedBar(id));
   else if (!st.entries.length) box.append(emptyState());
   for (const e of st.entries) box.append(e.el);
-  placeBranches(branches);
+  placeBranches(branches || []);
   markLast();
   st.loading = false;
   const held = st.buffer.splice(0);
@@ -595,14 +599,15 @@ async function loadThread(id, { keepScroll = false } = {}) {
   }
 }
 
-// loadBranches lists the thread's branches (earlier versions), [] when the
-// server keeps none or cannot say (the markers are a convenience).
+// loadBranches lists the thread's branches (earlier versions): [] when the
+// server keeps none, null when it cannot say (the markers are a
+// convenience).
 async function loadBranches(thread) {
   if (!conversations()) return [];
   try {
     const res = await api.get('/segments' + api.q({ thread, kind: 'branch', limit: 100 }));
     return (res && res.segments) || [];
-  } catch { return []; }
+  } catch { return null; }
 }
 
 // placeBranches shows, where an edit or a regeneration replaced turns, a
@@ -629,9 +634,9 @@ async function markBranches(thread) {
   if (!st.redone.has(thread)) return;
   const branches = await loadBranches(thread);
   if (thread !== st.current || st.loading || !st.redone.delete(thread)) return;
-  seenBranches(thread, branches);
+  seenBranches(thread, branches || []);
   for (const el of $('messages').querySelectorAll('.branch-link')) el.remove();
-  placeBranches(branches);
+  placeBranches(branches || []);
 }
 
 // seenBranches records branches as known: their replaced messages are not
@@ -653,10 +658,12 @@ function seenBranches(thread, branches) {
 async function dropReplaced(thread, reply, seq) {
   if (st.redone.has(thread)) return;
   const branches = await loadBranches(thread);
-  if (thread !== st.current || seq !== st.loadSeq || st.loading || st.redone.has(thread)) return;
-  const seen = st.branchesSeen.get(thread) || new Set();
-  const fresh = branches.filter((b) => !seen.has(b.id)).sort((a, b) => a.id - b.id);
-  seenBranches(thread, fresh);
+  if (!branches || thread !== st.current || seq !== st.loadSeq || st.loading || st.redone.has(thread)) return;
+  const seen = st.branchesSeen.get(thread);
+  // When the branches were not known as the history was read, none can be
+  // told new: they are only recorded.
+  const fresh = seen ? branches.filter((b) => !seen.has(b.id)).sort((a, b) => a.id - b.id) : [];
+  seenBranches(thread, branches);
   if (!fresh.length) return;
   const stick = nearBottom();
   for (const b of fresh) {
