@@ -139,6 +139,7 @@ func (o Options) sdkOptions() []option.RequestOption {
 type services struct {
 	chat   sdk.ChatCompletionService
 	models sdk.ModelService
+	client sdk.Client // its Options only: the generic call streaming posts with
 }
 
 // Client generates replies through the chat-completions API.
@@ -157,7 +158,7 @@ func New(o Options) (*Client, error) {
 		return nil, err
 	}
 	opts := o.sdkOptions()
-	return &Client{o: o, sdk: services{chat: sdk.NewChatCompletionService(opts...), models: sdk.NewModelService(opts...)},
+	return &Client{o: o, sdk: services{chat: sdk.NewChatCompletionService(opts...), models: sdk.NewModelService(opts...), client: sdk.Client{Options: opts}},
 		policy: o.policy()}, nil
 }
 

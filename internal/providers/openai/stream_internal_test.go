@@ -10,9 +10,9 @@ import (
 	"github.com/reverie-ai/reverie/llm"
 )
 
-func chunkOf(t *testing.T, s string) sdk.ChatCompletionChunk {
+func chunkOf(t *testing.T, s string) chunk {
 	t.Helper()
-	var c sdk.ChatCompletionChunk
+	var c chunk
 	if err := json.Unmarshal([]byte(s), &c); err != nil {
 		t.Fatalf("chunk %s: %v", s, err)
 	}
@@ -78,4 +78,68 @@ func TestAccumulatorToolCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestChunkDecoding(t *testing.T) {
+	tests := []struct {
+		name, data         string
+		text, reasoning    string
+		usage              bool
+		finish, model      string
+		calls, choiceIndex int
+	}{
+		{"text", `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":null}`,
+			"Hi", "", false, "", "m", 0, 0},
+		{"a field of another type is left empty, the rest kept", `{"model":"m","choices":[{"index":0,"delta":{"content":"Hi","reasoning":{"summary":"x"}}}]}`,
+			"Hi", "", false, "", "m", 0, 0},
+		{"reasoning_content before reasoning", `{"choices":[{"index":0,"delta":{"reasoning":"b","reasoning_content":"a"}}]}`,
+			"", "a", false, "", "", 0, 0},
+		{"thinking", `{"choices":[{"index":0,"delta":{"thinking":"t","content":null}}]}`,
+			"", "t", false, "", "", 0, 0},
+		{"usage and finish", `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
+			"", "", true, "stop", "", 0, 0},
+		{"a tool call", `{"choices":[{"index":1,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
+			"", "", false, "", "", 1, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := chunkOf(t, tc.data)
+			if c.Model != tc.model || (c.Usage != nil) != tc.usage || len(c.Choices) != 1 {
+				t.Fatalf("chunk = %+v", c)
+			}
+			ch := c.Choices[0]
+			if ch.Delta.Content != tc.text || ch.Delta.reasoning() != tc.reasoning || ch.FinishReason != tc.finish ||
+				len(ch.Delta.ToolCalls) != tc.calls || int(ch.Index) != tc.choiceIndex {
+				t.Errorf("choice = %+v, reasoning %q", ch, ch.Delta.reasoning())
+			}
+		})
+	}
+	var c chunk
+	if err := json.Unmarshal([]byte(`{"choices":[`), &c); err == nil {
+		t.Error("a cut chunk decoded without an error")
+	}
+}
+
+// BenchmarkChunk measures decoding one streamed text chunk: this package's
+// chunk against the SDK's type (what the stream decoded before).
+func BenchmarkChunk(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1764460800,"model":"gpt-test","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":" a few words of the reply"},"logprobs":null,"finish_reason":null}],"usage":null}`)
+	b.Run("chunk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c chunk
+			if err := json.Unmarshal(data, &c); err != nil || c.Choices[0].Delta.Content == "" {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c sdk.ChatCompletionChunk
+			if err := json.Unmarshal(data, &c); err != nil || c.Choices[0].Delta.Content == "" {
+				b.Fatal(err)
+			}
+		}
+	})
 }
