@@ -1,6 +1,6 @@
 // Package benchproc holds what the benchmark programs under bench/ share
 // about the processes they start and measure: a free loopback port for an
-// agent to listen on and its memory figures from /proc.
+// agent to listen on and its memory figures and thread count from /proc.
 package benchproc
 
 import (
@@ -24,6 +24,11 @@ func FreePort() (int, error) {
 // RssAnon reads the process's RssAnon (its private resident memory) in KiB.
 func RssAnon(pid int) (int64, error) {
 	return KiB(fmt.Sprintf("/proc/%d/status", pid), "RssAnon:")
+}
+
+// Threads reads how many OS threads the process has.
+func Threads(pid int) (int64, error) {
+	return KiB(fmt.Sprintf("/proc/%d/status", pid), "Threads:")
 }
 
 // Pss reads the process's proportional set size in KiB.
@@ -67,7 +72,8 @@ func mappedPss(file, name string) (int64, error) {
 	return sum, nil
 }
 
-// KiB reads the figure in kB of the line of file that starts with key.
+// KiB reads the figure in kB (or the count, for a line without a unit)
+// of the line of file that starts with key.
 func KiB(file, key string) (int64, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 
 func TestKiB(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "status")
-	if err := os.WriteFile(file, []byte("Name:\tx\nRssAnon:\t    5632 kB\nRssFile:\t 100 kB\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("Name:\tx\nRssAnon:\t    5632 kB\nRssFile:\t 100 kB\nThreads:\t9\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -18,6 +18,7 @@ func TestKiB(t *testing.T) {
 	}{
 		{"present", "RssAnon:", 5632, false},
 		{"another line", "RssFile:", 100, false},
+		{"a count", "Threads:", 9, false},
 		{"absent", "Pss:", 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -29,6 +30,9 @@ func TestKiB(t *testing.T) {
 	}
 	if n, err := RssAnon(os.Getpid()); err != nil || n <= 0 {
 		t.Errorf("RssAnon(self) = %d, %v", n, err)
+	}
+	if n, err := Threads(os.Getpid()); err != nil || n <= 0 {
+		t.Errorf("Threads(self) = %d, %v", n, err)
 	}
 	if p, err := FreePort(); err != nil || p <= 0 {
 		t.Errorf("FreePort() = %d, %v", p, err)

@@ -14,7 +14,8 @@
 // counts the file pages it maps, its executable's shared with any other
 // process running the same file) and, of that, the pages of the memory
 // indexes' files (the vectors, their sketches, the memories' metadata and
-// the text index's term ids: internal/memory's vecSpace), once idle (-settle after ready), then, in one conversation,
+// the text index's term ids: internal/memory's vecSpace) and its number of
+// OS threads, once idle (-settle after ready), then, in one conversation,
 // right after each checkpoint's turn and again -settle after it (the agent
 // idle in between: what it keeps, once its footprint keeper has run).
 //
@@ -296,10 +297,11 @@ func footprintCmd(ctx context.Context, o *owner, args []string) error {
 		kib, err1 := benchproc.RssAnon(pid)
 		p, err2 := benchproc.Pss(pid)
 		idx, err3 := benchproc.MappedPss(pid, indexFiles)
-		if err := errors.Join(err1, err2, err3); err != nil {
+		threads, err4 := benchproc.Threads(pid)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return err
 		}
-		fmt.Printf("  %-34s RssAnon %6d KiB (%5.1f MiB)  Pss %6d KiB, of it index files %5d KiB\n", label, kib, float64(kib)/1024, p, idx)
+		fmt.Printf("  %-34s RssAnon %6d KiB (%5.1f MiB)  Pss %6d KiB, of it index files %5d KiB  threads %2d\n", label, kib, float64(kib)/1024, p, idx, threads)
 		return nil
 	}
 	fmt.Printf("%s agent, fresh data dir, episodes %v, one conversation:\n", bin, *episodes)
