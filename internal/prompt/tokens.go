@@ -106,6 +106,9 @@ type Estimator struct {
 	Factor float64
 }
 
+// asciiLetter reports whether c is an ASCII letter.
+func asciiLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
 // Count estimates the tokens of s.
 func (e Estimator) Count(s string) int {
 	if s == "" {
@@ -155,16 +158,23 @@ func (e Estimator) Count(s string) int {
 		wasSpaced := spaced
 		spaced = false
 		switch {
-		case r < utf8.RuneSelf && (r|0x20 >= 'a' && r|0x20 <= 'z'):
+		case r < utf8.RuneSelf && asciiLetter(byte(r)):
 			flushDigits()
 			flushPunct()
 			inNewlines = false
+			// The rest of the run of ASCII letters at once: each would
+			// only add to the word (most of a prompt's characters).
+			n := 1
+			for i < len(s) && asciiLetter(s[i]) {
+				i++
+				n++
+			}
 			if otherWord > 0 && asciiWord == 0 {
 				// A word mixing accents and ASCII: keep counting as one word.
-				otherWord += 0.25
+				otherWord += 0.25 * float64(n)
 				continue
 			}
-			asciiWord++
+			asciiWord += n
 		case r >= '0' && r <= '9':
 			flushWord()
 			flushPunct()

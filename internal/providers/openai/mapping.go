@@ -25,10 +25,9 @@ import (
 type request struct {
 	params sdk.ChatCompletionNewParams
 	tools  []json.RawMessage
-	// stream writes "stream": true first in the body. The SDK's streaming
-	// call sets that key in whatever body it is given (sjson); finding it
-	// first, it replaces it in place instead of reading the whole body
-	// (tens of kilobytes) to learn that it is missing and append it.
+	// stream writes "stream": true in the body, first: a streamed call
+	// posts the body as it is (Client.stream), not through the SDK's
+	// streaming call, which would copy the whole body to set that key.
 	stream bool
 }
 
