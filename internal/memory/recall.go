@@ -44,6 +44,7 @@ func (s *VectorStore) Rank(ctx context.Context, q Query) ([]Scored, error) {
 // rank runs the phases under the index read lock. It fails only when the
 // index could not be loaded.
 func (r *recallRun) rank() ([]Scored, error) {
+	defer r.release() // after the unlock: top's results hold no part of it
 	r.s.rlock()
 	defer r.s.mu.RUnlock()
 	if r.s.loadErr != nil {
@@ -117,9 +118,29 @@ func (s *VectorStore) newRecallRun(ctx context.Context, q Query) (*recallRun, er
 	qv, gen := s.queryVector(ctx, text) // nil: recall by words only
 	tune := s.tuning()
 	nCand := max(tune.Candidates, limit)
-	return &recallRun{s: s, q: q, tune: tune, text: text, limit: limit, nCand: nCand, atNS: ns(at), qv: qv, gen: gen,
-		in: detectIntent(text), when: queryPeriod(text, at), bp: tune.bm25(),
-		byslot: make(map[int]int, 3*nCand), cs: make([]cand, 0, 3*nCand)}, nil
+	r := &recallRun{s: s, q: q, tune: tune, text: text, limit: limit, nCand: nCand, atNS: ns(at), qv: qv, gen: gen,
+		in: detectIntent(text), when: queryPeriod(text, at), bp: tune.bm25()}
+	if sc, ok := s.scratch.Get().(*recallScratch); ok {
+		r.byslot, r.cs = sc.byslot, sc.cs[:0]
+	} else {
+		r.byslot, r.cs = make(map[int]int, 3*nCand), make([]cand, 0, 3*nCand)
+	}
+	return r, nil
+}
+
+// recallScratch is a recall's candidate table, kept for the next recall
+// (VectorStore.scratch).
+type recallScratch struct {
+	byslot map[int]int
+	cs     []cand
+}
+
+// release hands the run's candidate table to the next recall; the run
+// must not be used after.
+func (r *recallRun) release() {
+	clear(r.byslot)
+	r.s.scratch.Put(&recallScratch{byslot: r.byslot, cs: r.cs[:0]})
+	r.byslot, r.cs = nil, nil
 }
 
 // bind resolves the query's thread and kinds against the index (under its

@@ -61,6 +61,9 @@ type VectorStore struct {
 	mu   sync.RWMutex
 	idx  *index
 	text *textIndex
+	// scratch holds recalls' candidate tables (*recallScratch) for the
+	// next recall to reuse: ~20 KB a recall the collector would sweep.
+	scratch sync.Pool
 	// loadOnce starts, and loading runs, the index load (LoadIndex), which
 	// releases mu, held since Open, once idx and text are set; loadErr
 	// (under mu) is why the load failed.
