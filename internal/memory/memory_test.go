@@ -883,3 +883,50 @@ func testAddBatchGroupCommit(t *testing.T, shared bool) {
 		t.Fatalf("recall after the group commit = %v, %v", res, err)
 	}
 }
+
+// A flush writes every pending delta of a large batch in one statement:
+// counts add up, the last access only moves forward, and a memory removed
+// meanwhile is skipped.
+func TestAccessFlushBatch(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newStore(t)
+	ms := make([]Memory, 300)
+	for i := range ms {
+		ms[i] = Memory{Text: fmt.Sprintf("memory number %d about the garden", i)}
+	}
+	ids := seed(t, s, ms...)
+	// An earlier flush left a later access on the first memory than the
+	// one pending for it below.
+	s.access.add(ids[:1], 5_000)
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		for range i%3 + 1 {
+			s.access.add([]int64{id}, int64(1_000+i))
+		}
+	}
+	s.access.add([]int64{ids[len(ids)-1] + 1000}, 1) // no such memory
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		var count, last int64
+		if err := s.db.QueryRowContext(ctx, `SELECT access_count, last_access FROM memories WHERE id = ?`, id).Scan(&count, &last); err != nil {
+			t.Fatal(err)
+		}
+		wantCount, wantLast := int64(i%3+1), int64(1_000+i)
+		if i == 0 {
+			wantCount, wantLast = wantCount+1, 5_000
+		}
+		if count != wantCount || last != wantLast {
+			t.Fatalf("memory %d: access_count %d, last_access %d; want %d, %d", i, count, last, wantCount, wantLast)
+		}
+	}
+	s.access.mu.Lock()
+	left := len(s.access.pending)
+	s.access.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d deltas still pending after a flush", left)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -584,8 +585,14 @@ func (a *accessQueue) forget(id int64) {
 	a.mu.Unlock()
 }
 
-// flush writes all pending deltas in one transaction; on failure they are
+// flush writes all pending deltas in one statement; on failure they are
 // put back to be retried.
+//
+// One statement, not one per memory: the SQLite driver watches the context
+// of every statement from a goroutine of its own, and a loop of updates
+// started them faster than they ran to their end (256 alive at once at
+// every flush of a full batch), so the runtime's goroutine descriptors,
+// which it never frees, and their stacks grew to that peak.
 func (a *accessQueue) flush(ctx context.Context) error {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
@@ -597,17 +604,12 @@ func (a *accessQueue) flush(ctx context.Context) error {
 		return nil
 	}
 	err := sqlite.Tx(ctx, a.db, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE memories SET access_count = access_count + ?, last_access = MAX(COALESCE(last_access, 0), ?) WHERE id = ?`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for id, d := range batch {
-			if _, err := stmt.ExecContext(ctx, d.count, d.last, id); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := tx.ExecContext(ctx, `UPDATE memories
+			SET access_count = access_count + d.n, last_access = MAX(COALESCE(last_access, 0), d.at)
+			FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS n,
+				json_extract(value, '$[2]') AS at FROM json_each(?)) AS d
+			WHERE memories.id = d.id`, accessJSON(batch))
+		return err
 	})
 	if err != nil {
 		a.mu.Lock()
@@ -621,6 +623,25 @@ func (a *accessQueue) flush(ctx context.Context) error {
 		return fmt.Errorf("write access statistics: %w", err)
 	}
 	return nil
+}
+
+// accessJSON encodes deltas as a JSON array of [id, count, last] triples.
+func accessJSON(batch map[int64]accessDelta) string {
+	b := make([]byte, 0, 48*len(batch))
+	b = append(b, '[')
+	for id, d := range batch {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(d.count), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, d.last, 10)
+		b = append(b, ']')
+	}
+	return string(append(b, ']'))
 }
 
 func (a *accessQueue) stop(ctx context.Context) error {
