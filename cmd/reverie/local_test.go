@@ -184,6 +184,7 @@ var refusals = []struct {
 	{[]string{"dream", "revert", "99"}, "reverie: revert dream 99: dream not found\n"},
 	{[]string{"memory", "forget", "99"}, "reverie: #99: get memory 99: memory not found\n"},
 	{[]string{"memory", "edit", "99", "new text"}, "reverie: #99: get memory 99: memory not found\n"},
+	{[]string{"memory", "add", " "}, "reverie: memory text is empty\n"},
 }
 
 // wantFailure runs a command on dir that must fail (exit 1) printing

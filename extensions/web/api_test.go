@@ -485,7 +485,7 @@ func TestServiceErrorsMapToStatuses(t *testing.T) {
 	}
 	for _, tc := range []struct{ body, want string }{
 		{`{"text":"x"}`, "kind is missing"},
-		{`{"text":"","kind":"fact"}`, "text is empty"},
+		{`{"text":"","kind":"fact"}`, "memory text is empty"},
 		{`{"text":"x","kind":"fact","source":"rumour"}`, "unknown source"},
 		{`{"text":"x","kind":"fact","extra":1}`, "unknown field"},
 		{`[1,2]`, "malformed JSON"},

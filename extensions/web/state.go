@@ -80,7 +80,9 @@ func (w *Web) getMemory(rw http.ResponseWriter, r *http.Request) {
 func validMemoryInput(in api.MemoryInput) error {
 	switch {
 	case strings.TrimSpace(in.Text) == "":
-		return fmt.Errorf("%w: text is empty", api.ErrInvalid)
+		// As the memory service says it (memory.ErrEmpty's wrapping), so
+		// the CLI reads the same through a running agent as in process.
+		return fmt.Errorf("%w: memory text is empty", api.ErrInvalid)
 	case in.Kind == "":
 		return fmt.Errorf("%w: kind is missing (one of %s)", api.ErrInvalid, strings.Join(api.MemoryKinds, ", "))
 	case !slices.Contains(api.MemoryKinds, in.Kind):

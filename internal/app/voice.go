@@ -74,7 +74,7 @@ func (a *App) voiceStatus(mode string, own bool) string {
 	var b strings.Builder
 	from := "this conversation's setting"
 	if !own {
-		from = "the default (voice.replies / voice.channel_replies)"
+		from = "the default: voice.replies / voice.channel_replies"
 	}
 	words := map[string]string{
 		config.RepliesOff:          "replies are written only",
