@@ -112,7 +112,7 @@ func (b builder) tools() {
 				}
 				ms, err := svc.Memories.Search(ctx, api.MemorySearch{Text: a.Query, Limit: min(limit, 50)})
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, refused(err)
 				}
 				return jsonResult(api.MemoryList{Memories: nonNil(ms)})
 			})
@@ -124,7 +124,7 @@ func (b builder) tools() {
 				}
 				m, err := svc.Memories.Add(ctx, api.MemoryInput{Text: a.Text, Kind: kind, Source: "agent"})
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, refused(err)
 				}
 				return jsonResult(m)
 			})
@@ -134,7 +134,7 @@ func (b builder) tools() {
 			func(ctx context.Context, _ *sdk.CallToolRequest, a listPulseArgs) (*sdk.CallToolResult, any, error) {
 				items, err := svc.Pulse.List(ctx, a.Status)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, refused(err)
 				}
 				return jsonResult(api.PulseList{Items: nonNil(items)})
 			})
@@ -146,7 +146,7 @@ func (b builder) tools() {
 				}
 				it, err := svc.Pulse.Add(ctx, in)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, refused(err)
 				}
 				return jsonResult(it)
 			})
@@ -160,7 +160,7 @@ func (b builder) tools() {
 				}
 				t, err := svc.Tasks.Add(ctx, in)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, refused(err)
 				}
 				return jsonResult(t)
 			})
@@ -172,7 +172,7 @@ func (b builder) tools() {
 				}
 				ts, err := svc.Tasks.List(ctx, q)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, refused(err)
 				}
 				return jsonResult(api.TaskList{Tasks: nonNil(ts)})
 			})
@@ -203,7 +203,7 @@ func (b builder) tools() {
 					Text:    a.Text,
 				})
 				if err != nil && !errors.Is(err, api.ErrTurnFailed) {
-					return nil, nil, err
+					return nil, nil, refused(err)
 				}
 				return jsonResult(sendResult{Thread: string(thread), Reply: reply.Reply})
 			})
@@ -363,6 +363,11 @@ func readFile(path string) (string, error) {
 func textResource(uri, mime, text string) *sdk.ReadResourceResult {
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: mime, Text: text}}}
 }
+
+// refused is a service's refusal as a tool's answer: the reason in words,
+// without the API error's word in front ("invalid: …"), as the CLI and the
+// HTTP API say it (api.Reason).
+func refused(err error) error { return errors.New(api.Reason(err)) }
 
 // jsonResult answers with v as JSON text (and as structured content).
 func jsonResult(v any) (*sdk.CallToolResult, any, error) {

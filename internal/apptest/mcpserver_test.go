@@ -110,6 +110,12 @@ func exerciseReverieServer(t *testing.T, cs *sdk.ClientSession) {
 	if err != nil || !res.IsError {
 		t.Errorf("set_reminder with a bad duration: %+v, %v", res, err)
 	}
+	// A service's refusal reads as a sentence, as the CLI and the HTTP API
+	// say it: no "invalid: " in front.
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "remember", Arguments: map[string]any{"text": " "}})
+	if err != nil || !res.IsError || len(res.Content) != 1 || res.Content[0].(*sdk.TextContent).Text != "memory text is empty" {
+		t.Errorf("remember with empty text: %+v, %v", res, err)
+	}
 
 	lr, err := cs.ListResources(ctx, nil)
 	if err != nil {
