@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/reverie-ai/reverie/internal/eval"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -57,5 +60,37 @@ func TestEvalLongMemEvalCLI(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want failure mentioning %q", code, errs, c.want)
 			}
 		})
+	}
+}
+
+// --misses ends the report with the questions whose evidence is not all in
+// the top ten (here one: its evidence shares no word with it and twelve
+// rounds of its session match it).
+func TestEvalLongMemEvalMisses(t *testing.T) {
+	var turns []eval.LMETurn
+	for i := range 12 {
+		turns = append(turns, eval.LMETurn{Role: "user", Content: fmt.Sprintf("Lake walk %d: counted %d ducks on the lake path.", i+1, i+2)},
+			eval.LMETurn{Role: "assistant", Content: fmt.Sprintf("Ducks on a lake walk, note %d.", i+1)})
+	}
+	turns = append(turns, eval.LMETurn{Role: "user", Content: "My heron photograph came out sharp.", HasAnswer: true})
+	q := eval.LMEQuestion{ID: "q-miss", Type: "single-session-user", Question: "What did I capture on my lake walk?",
+		Date: "2023/04/02 (Sun) 10:00", Dates: []string{"2023/04/01 (Sat) 09:00"}, SessionIDs: []string{"s"},
+		Sessions: [][]eval.LMETurn{turns}, AnswerSessionIDs: []string{"s"}}
+	b, err := json.Marshal([]eval.LMEQuestion{q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(t.TempDir(), "miss.json")
+	if err := os.WriteFile(data, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + t.TempDir()}
+	code, out, errs := runCLI(t, env, "eval", "longmemeval", "--data", data, "--misses")
+	if code != ExitOK || !strings.Contains(out, "q-miss single-session-user: What did I capture on my lake walk?\n  ! session 1: round ") ||
+		!strings.Contains(out, "12 of its session above: My heron photograph came out sharp.") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, env, "eval", "longmemeval", "--data", data); code != ExitOK || strings.Contains(out, "q-miss") {
+		t.Fatalf("without --misses: exit %d\n%s\n%s", code, out, errs)
 	}
 }
