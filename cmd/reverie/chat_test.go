@@ -22,6 +22,7 @@ import (
 	"github.com/reverie-ai/reverie/extensions/web"
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/logtest"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -153,7 +154,7 @@ func TestChatInteractiveInProcess(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	env := chatEnv(t, model, "REVERIE_MODEL_VISION=true")
 	tm := clitest.New(t, 100, 30)
-	var errb syncBuffer
+	var errb logtest.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- run(context.Background(), []string{"chat", "--data", dir}, tm.TTY, tm.TTY, &errb, env)
@@ -262,32 +263,13 @@ func checkLastRequest(t *testing.T, model *llmtest.OpenAIServer, question, gone 
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader in
-// different goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startServer runs a whole agent with the web extension on a free
 // loopback port and returns its URL.
 func startServer(t *testing.T, env []string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "server")
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Options{DataDir: dir, Env: env, Console: &syncBuffer{}})
+	a, err := app.New(ctx, app.Options{DataDir: dir, Env: env, Console: &logtest.Buffer{}})
 	if err != nil {
 		cancel()
 		t.Fatalf("start the server: %v", err)
@@ -367,7 +349,7 @@ func TestChatRemote(t *testing.T) {
 	t.Run("interactive", func(t *testing.T) {
 		tm := clitest.New(t, 100, 30)
 		env := chatEnv(t, model, "USER=remote.user")
-		var errb syncBuffer
+		var errb logtest.Buffer
 		code := make(chan int, 1)
 		go func() {
 			code <- run(context.Background(), []string{"chat", "--data", clientDir, "--remote", url, "--token", token}, tm.TTY, tm.TTY, &errb, env)

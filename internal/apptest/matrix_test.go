@@ -27,6 +27,7 @@ import (
 	"github.com/reverie-ai/reverie/extensions/matrix"
 	"github.com/reverie-ai/reverie/extensions/matrix/matrixtest"
 	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/logtest"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -866,9 +867,9 @@ func TestMatrixRateLimited(t *testing.T) {
 	// ~20 under load): such a start connects unrefused, and the app is
 	// started again.
 	const slowDown = "asks to slow down; the channel logs in after the wait"
-	var console *lockedBuffer
+	var console *logtest.Buffer
 	for try := 1; ; try++ {
-		console = &lockedBuffer{}
+		console = &logtest.Buffer{}
 		exhaustRateLimit(t, w, dir, threshold)
 		spent = make(chan struct{})
 		go func() {

@@ -2,7 +2,6 @@ package apptest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -17,28 +16,11 @@ import (
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/logtest"
 	"github.com/reverie-ai/reverie/internal/redact"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the app's concurrent logging.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestProviderErrorEchoingTheKeyLeaksNowhere is issue 15's leak: a model
 // server that answers with an error quoting the request's Authorization
@@ -48,7 +30,7 @@ func (b *lockedBuffer) String() string {
 // them does carry the (redacted) error, so the check is not vacuous.
 func TestProviderErrorEchoingTheKeyLeaksNowhere(t *testing.T) {
 	const key = "sk-proj-LEAKCHECK-7f3a9b2c4d5e6f708192a3b4"
-	console := &lockedBuffer{}
+	console := &logtest.Buffer{}
 	w := StartWeb(t, WithConsole(console), WithEnv("OPENAI_API_KEY="+key, "REVERIE_LOG__FILE=true", "REVERIE_LOG__LEVEL=debug"))
 	w.Model.Handle(func(llmtest.ChatRequest) llmtest.ServerReply {
 		return llmtest.ServerReply{Status: http.StatusUnauthorized, ErrorType: "invalid_request_error",

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/logtest"
 	"github.com/reverie-ai/reverie/tool"
 )
 
@@ -262,25 +262,7 @@ var (
 	_ extension.SetupProvider            = (*full)(nil)
 )
 
-// logBuffer is a concurrency-safe log destination.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func newLogger() (*slog.Logger, *logBuffer) {
-	b := &logBuffer{}
+func newLogger() (*slog.Logger, *logtest.Buffer) {
+	b := &logtest.Buffer{}
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/reverie-ai/reverie/internal/logtest"
 )
 
 // TestCommitter: writes of concurrent callers queued while a batch is
@@ -216,7 +218,7 @@ func TestCommitterDefer(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE w (v INTEGER NOT NULL CHECK (v >= 0))`); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out logtest.Buffer
 	c := NewCommitter(db, slog.New(slog.NewTextHandler(&out, nil)))
 	var rec writeRecorder
 	insert, committed := rec.insert, rec.committed
@@ -301,22 +303,4 @@ func (r *writeRecorder) committedOrder() []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.order)
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/reverie-ai/reverie/internal/logtest"
 )
 
 func TestMain(m *testing.M) {
@@ -132,23 +134,6 @@ func (e *lineEvents) Write(p []byte) (int, error) {
 	}
 }
 
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness runs Run in the background against the helper child.
 type harness struct {
 	t         *testing.T
@@ -156,7 +141,7 @@ type harness struct {
 	clock     *fakeClock
 	markers   string
 	events    *lineEvents
-	logs      *lockedBuffer
+	logs      *logtest.Buffer
 	opts      Options
 	cancelRun context.CancelFunc
 	done      chan error
@@ -174,7 +159,7 @@ func newHarness(t *testing.T, env map[string]string) *harness {
 		clock:   newFakeClock(),
 		markers: t.TempDir(),
 		events:  &lineEvents{lines: make(chan string, 100)},
-		logs:    &lockedBuffer{},
+		logs:    &logtest.Buffer{},
 	}
 	childEnv := append(os.Environ(), envHelper+"=1", envMarkerDir+"="+h.markers,
 		// A race-enabled child otherwise lingers 1 s after exiting 0.
