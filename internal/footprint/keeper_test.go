@@ -63,14 +63,28 @@ func (p *fakeProcess) trimTimes() []time.Duration {
 	return append([]time.Duration(nil), p.trims...)
 }
 
+// runKeeper runs k on p (its release and its memory and CPU readings)
+// until the returned stop, which fails the test if Run failed.
+func (p *fakeProcess) runKeeper(t *testing.T, k *Keeper) (stop func()) {
+	t.Helper()
+	k.Release, k.resident, k.cpu = p.release, p.size, p.cpu
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- k.Run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestKeeper(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
-		k := &Keeper{Settle: 5 * time.Second, Every: time.Minute, Slack: 4 << 20, Quiet: 2 << 20,
-			Release: p.release, resident: p.size, cpu: p.cpu}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- k.Run(ctx) }()
+		k := &Keeper{Settle: 5 * time.Second, Every: time.Minute, Slack: 4 << 20, Quiet: 2 << 20}
+		stop := p.runKeeper(t, k)
 
 		time.Sleep(6 * time.Second) // the settle delay passes: first release
 		synctest.Wait()
@@ -81,10 +95,7 @@ func TestKeeper(t *testing.T) {
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		time.Sleep(10 * time.Minute) // idle: nothing to do
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		got := p.trimTimes()
 		want := []time.Duration{5 * time.Second, 5*time.Second + 2*time.Minute}
 		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
@@ -113,10 +124,8 @@ func TestKeeperQuiet(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := &fakeProcess{resident: 30 << 20, start: time.Now()}
 				k := &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10, Quiet: 64 << 10,
-					Busy: time.Minute, Release: p.release, resident: p.size, cpu: p.cpu}
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan error)
-				go func() { done <- k.Run(ctx) }()
+					Busy: time.Minute}
+				stop := p.runKeeper(t, k)
 
 				time.Sleep(6 * time.Second) // first release at 5 s
 				synctest.Wait()
@@ -130,10 +139,7 @@ func TestKeeperQuiet(t *testing.T) {
 				time.Sleep(15 * time.Second)
 				synctest.Wait() // 51 s: checked at 50 s, quiet
 				time.Sleep(10 * time.Minute)
-				cancel()
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
+				stop()
 				if got := p.trimTimes(); !slices.Equal(got, tc.want) {
 					t.Fatalf("releases at %v, want %v", got, tc.want)
 				}
@@ -148,10 +154,8 @@ func TestKeeperBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
 		k := &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10, Quiet: 64 << 10,
-			Busy: time.Minute, Release: p.release, resident: p.size, cpu: p.cpu}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- k.Run(ctx) }()
+			Busy: time.Minute}
+		stop := p.runKeeper(t, k)
 		time.Sleep(6 * time.Second) // first release at 5 s
 		// Twenty clients for three minutes: the memory grows by a
 		// megabyte, then holds steady (the heap's plateau), the CPU busy
@@ -165,10 +169,7 @@ func TestKeeperBusy(t *testing.T) {
 			time.Sleep(15 * time.Second)
 			synctest.Wait()
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		want := []time.Duration{5 * time.Second, 65 * time.Second, 125 * time.Second, 185 * time.Second}
 		if got := p.trimTimes(); !slices.Equal(got, want) {
 			t.Fatalf("releases at %v, want %v", got, want)
@@ -196,17 +197,12 @@ func TestKeeperAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
 		loaded := make(chan struct{})
-		k := &Keeper{Settle: 5 * time.Second, After: loaded, Release: p.release, resident: p.size, cpu: p.cpu}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- k.Run(ctx) }()
+		k := &Keeper{Settle: 5 * time.Second, After: loaded}
+		stop := p.runKeeper(t, k)
 		time.Sleep(30 * time.Second) // the index loads for 30 s
 		close(loaded)
 		time.Sleep(10 * time.Second)
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		if got, want := p.trimTimes(), []time.Duration{35 * time.Second}; len(got) != 1 || got[0] != want[0] {
 			t.Fatalf("releases at %v, want %v", got, want)
 		}
