@@ -26,6 +26,7 @@ import (
 
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/logtest"
 	"github.com/reverie-ai/reverie/internal/router"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
@@ -423,7 +424,7 @@ func postMessage(c *http.Client, base string, m *crashMessage) int {
 type crashChild struct {
 	cmd  *exec.Cmd
 	done chan error
-	logs *lockedWriter
+	logs *logtest.Buffer
 }
 
 // startCrashChild starts the agent and waits until it says READY.
@@ -431,7 +432,7 @@ func startCrashChild(t *testing.T, env []string) *crashChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = env
-	logs := &lockedWriter{w: &bytes.Buffer{}}
+	logs := &logtest.Buffer{}
 	cmd.Stderr = logs
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -484,23 +485,6 @@ func (c *crashChild) stop(t *testing.T) {
 	if err := <-c.done; err != nil {
 		t.Fatalf("the agent did not stop cleanly: %v\n%s", err, c.logs)
 	}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return fmt.Sprint(l.w)
 }
 
 // freePort returns a loopback address whose port was free a moment ago.
