@@ -110,9 +110,9 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 	// The id the user was told of is the memory: forgetting it refuses
 	// and names the current version, in words, without an HTTP status.
 	wantFailure(t, env, dir, []string{"memory", "forget", id},
-		"reverie: #"+id+": memory "+id+" was replaced by memory "+cur+", its current version: forget "+cur+" to forget it (nothing was forgotten)\n")
+		"reverie: memory "+id+" was replaced by memory "+cur+", its current version: forget "+cur+" to forget it (nothing was forgotten)\n")
 	wantFailure(t, env, dir, []string{"memory", "edit", id, "My sister Ana lives in Faro."},
-		"reverie: #"+id+": memory is closed (superseded): memory "+cur+" replaced it; edit "+cur+", its current version\n")
+		"reverie: memory "+id+" was replaced by memory "+cur+", its current version: edit "+cur+" to change it (nothing was changed)\n")
 	if out := mustRun("", "memory", "list", "--superseded"); !strings.Contains(out, "Lisbon") || !strings.Contains(out, "(superseded by #") {
 		t.Errorf("memory list --superseded: %q", out)
 	}
@@ -180,10 +180,11 @@ var refusals = []struct {
 	args   []string
 	stderr string
 }{
-	{[]string{"dream", "revert", "1"}, "reverie: revert dream 1: dream already reverted\n"},
-	{[]string{"dream", "revert", "99"}, "reverie: revert dream 99: dream not found\n"},
-	{[]string{"memory", "forget", "99"}, "reverie: #99: get memory 99: memory not found\n"},
-	{[]string{"memory", "edit", "99", "new text"}, "reverie: #99: get memory 99: memory not found\n"},
+	{[]string{"dream", "revert", "1"}, "reverie: dream 1 was already reverted\n"},
+	{[]string{"dream", "revert", "99"}, "reverie: dream 99 not found\n"},
+	{[]string{"memory", "forget", "99"}, "reverie: memory 99 not found\n"},
+	{[]string{"memory", "forget", "99", "98"}, "reverie: memory 99 not found\nmemory 98 not found\n"},
+	{[]string{"memory", "edit", "99", "new text"}, "reverie: memory 99 not found\n"},
 	{[]string{"memory", "add", " "}, "reverie: memory text is empty\n"},
 }
 
@@ -212,5 +213,12 @@ func TestDreamInProcess(t *testing.T) {
 	}
 	for _, c := range refusals {
 		wantFailure(t, env, dir, c.args, c.stderr)
+	}
+	// In a conversation, a refused revert is an answer, not a failure.
+	for arg, want := range map[string]string{"1": "Dream #1 was already reverted.\n", "99": "Dream #99 not found.\n"} {
+		code, out, errs = runCLI(t, env, "send", "/dream revert "+arg, "--data", dir)
+		if code != ExitOK || out != want {
+			t.Errorf("send /dream revert %s: exit %d, stdout %q, stderr %q; want %q", arg, code, out, errs, want)
+		}
 	}
 }

@@ -370,20 +370,42 @@ func closedMemory(ctx context.Context, svc api.Memories, m api.Memory) error {
 			break
 		}
 		if next.ValidTo == nil {
-			return fmt.Errorf("#%d: %w: memory %d replaced it; edit %d, its current version", id, memory.ErrClosed, next.ID, next.ID)
+			return closedError{id: id, current: next.ID}
 		}
 		m = next
 	}
-	return fmt.Errorf("#%d: %w; no current version replaced it", id, memory.ErrClosed)
+	return closedError{id: id}
 }
+
+// closedError refuses an edit of memory id, closed; current is the version
+// that replaced it (0: none is current). It is a memory.ErrClosed.
+type closedError struct{ id, current int64 }
+
+func (e closedError) Error() string {
+	if e.current == 0 {
+		return fmt.Sprintf("memory %d is history (superseded) and no current version replaced it (nothing was changed)", e.id)
+	}
+	return fmt.Sprintf("memory %d was replaced by memory %d, its current version: edit %d to change it (nothing was changed)",
+		e.id, e.current, e.current)
+}
+
+func (e closedError) Unwrap() error { return memory.ErrClosed }
 
 // idError is a memory command's error about memory id: the reason as a
 // person reads it, without the API error's words in front (api.Reason), the
-// same whether the agent runs (its control socket) or not (in process).
+// same whether the agent runs (its control socket) or not (in process). A
+// reason that names the memory itself ("memory 999 not found") is the whole
+// sentence; any other gets the id in front ("#5: memory duplicates …").
 type idError struct {
 	id  int64
 	err error
 }
 
-func (e idError) Error() string { return fmt.Sprintf("#%d: %s", e.id, api.Reason(e.err)) }
+func (e idError) Error() string {
+	r := api.Reason(e.err)
+	if strings.HasPrefix(r, fmt.Sprintf("memory %d ", e.id)) {
+		return r
+	}
+	return fmt.Sprintf("#%d: %s", e.id, r)
+}
 func (e idError) Unwrap() error { return e.err }

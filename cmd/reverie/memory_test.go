@@ -96,9 +96,9 @@ func TestMemoryCLI(t *testing.T) {
 	}
 	cur, _, _ = strings.Cut(cur, " ")
 	wantFailure(t, env, dir, []string{"memory", "edit", trains, "Prefers buses."},
-		"reverie: #"+trains+": memory is closed (superseded): memory "+cur+" replaced it; edit "+cur+", its current version\n")
+		"reverie: memory "+trains+" was replaced by memory "+cur+", its current version: edit "+cur+" to change it (nothing was changed)\n")
 	wantFailure(t, env, dir, []string{"memory", "forget", trains},
-		"reverie: #"+trains+": memory "+trains+" was replaced by memory "+cur+", its current version: forget "+cur+" to forget it (nothing was forgotten)\n")
+		"reverie: memory "+trains+" was replaced by memory "+cur+", its current version: forget "+cur+" to forget it (nothing was forgotten)\n")
 
 	for _, c := range []struct {
 		name string

@@ -424,7 +424,7 @@ func (f *fakeMemories) Update(context.Context, int64, api.MemoryInput) (api.Memo
 }
 
 func (f *fakeMemories) Get(_ context.Context, id int64) (api.Memory, error) {
-	return api.Memory{}, fmt.Errorf("%w: get memory %d: memory not found", api.ErrNotFound, id)
+	return api.Memory{}, fmt.Errorf("%w: memory %d not found", api.ErrNotFound, id)
 }
 
 func (f *fakeMemories) List(_ context.Context, filter api.MemoryFilter) ([]api.Memory, error) {
@@ -480,7 +480,7 @@ func TestServiceErrorsMapToStatuses(t *testing.T) {
 	}
 	// The body says why in words; the status, not the error's first
 	// words ("not found: "), says what kind of refusal it is.
-	if code, _, body := s.do(t, "GET", "/api/v1/memories/7", "", auth); code != 404 || body != `{"error":"get memory 7: memory not found"}`+"\n" {
+	if code, _, body := s.do(t, "GET", "/api/v1/memories/7", "", auth); code != 404 || body != `{"error":"memory 7 not found"}`+"\n" {
 		t.Fatalf("not found: %d %s", code, body)
 	}
 	for _, tc := range []struct{ body, want string }{

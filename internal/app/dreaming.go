@@ -78,7 +78,14 @@ func (a *App) cmdDream(ctx context.Context, cc router.CommandContext) (string, e
 			return "Usage: /dream revert N (the dream's number)", nil
 		}
 		n, err := a.Dreamer.Revert(ctx, id)
-		if err != nil {
+		switch {
+		case errors.Is(err, dreaming.ErrBusy):
+			return "A dream is running; try /dream revert again when it has finished.", nil
+		case errors.Is(err, dreaming.ErrNotFound):
+			return fmt.Sprintf("Dream #%d not found.", id), nil
+		case errors.Is(err, dreaming.ErrReverted):
+			return fmt.Sprintf("Dream #%d was already reverted.", id), nil
+		case err != nil:
 			return "", err
 		}
 		return fmt.Sprintf("Dream #%d reverted (%d change(s) undone).", id, n), nil

@@ -42,6 +42,23 @@ var (
 	ErrReverted = errors.New("dream already reverted")
 )
 
+// refusal is Revert's ErrNotFound or ErrReverted for dream id, read as a
+// sentence that names it: "dream 9 not found", "dream 9 was already
+// reverted".
+type refusal struct {
+	id  int64
+	err error
+}
+
+func (r refusal) Error() string {
+	if r.err == ErrReverted {
+		return fmt.Sprintf("dream %d was already reverted", r.id)
+	}
+	return fmt.Sprintf("dream %d not found", r.id)
+}
+
+func (r refusal) Unwrap() error { return r.err }
+
 // Model is the dreaming role's model: direct calls, no tools.
 type Model interface {
 	Generate(ctx context.Context, req llm.Request, stream llm.StreamFunc) (llm.Response, error)
@@ -419,12 +436,12 @@ func (d *Dreamer) Revert(ctx context.Context, id int64) (int, error) {
 	defer d.mu.Unlock()
 	var reverted sql.NullInt64
 	if err := d.o.DB.QueryRowContext(ctx, `SELECT reverted_at FROM dream_runs WHERE id = ?`, id).Scan(&reverted); errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("revert dream %d: %w", id, ErrNotFound)
+		return 0, refusal{id: id, err: ErrNotFound}
 	} else if err != nil {
 		return 0, fmt.Errorf("revert dream %d: %w", id, err)
 	}
 	if reverted.Valid {
-		return 0, fmt.Errorf("revert dream %d: %w", id, ErrReverted)
+		return 0, refusal{id: id, err: ErrReverted}
 	}
 	type change struct {
 		target, action, ref string

@@ -154,7 +154,7 @@ func (f *FlatStore) Get(ctx context.Context, id int64) (Memory, error) {
 			return f.memoryOf(l, mod), nil
 		}
 	}
-	return Memory{}, fmt.Errorf("get memory %d: %w", id, ErrNotFound)
+	return Memory{}, notFound(id)
 }
 
 // Update replaces the line with m.ID by m.Text (a flat file keeps no
@@ -180,7 +180,7 @@ func (f *FlatStore) Update(ctx context.Context, m Memory) (int64, error) {
 		}
 	}
 	if at < 0 {
-		return 0, fmt.Errorf("update memory %d: %w", m.ID, ErrNotFound)
+		return 0, notFound(m.ID)
 	}
 	lines[at] = t
 	if err := f.write(lines); err != nil {
@@ -204,7 +204,7 @@ func (f *FlatStore) Delete(ctx context.Context, id int64) error {
 	}
 	out := slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return flatID(l) == id })
 	if len(out) == len(lines) {
-		return fmt.Errorf("delete memory %d: %w", id, ErrNotFound)
+		return notFound(id)
 	}
 	return f.write(out)
 }

@@ -286,6 +286,21 @@ func (e *ReplacedError) Error() string {
 
 func (e *ReplacedError) Unwrap() error { return ErrClosed }
 
+// NotFoundError is ErrNotFound for one id, read as a sentence: "memory 999
+// not found". errors.Is(err, ErrNotFound) holds.
+type NotFoundError struct {
+	ID int64
+}
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("memory %d not found", e.ID) }
+
+// Is makes a NotFoundError an ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// notFound is the store's error for an unknown id. It names the memory, so
+// callers add no "get memory N: " in front.
+func notFound(id int64) error { return &NotFoundError{ID: id} }
+
 // MaxTextLen is the longest memory text accepted, in characters (runes).
 const MaxTextLen = 4000
 

@@ -513,7 +513,7 @@ func (s *VectorStore) Get(ctx context.Context, id int64) (Memory, error) {
 	var blob []byte
 	m, err := scanMemory(row, &blob)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Memory{}, fmt.Errorf("get memory %d: %w", id, ErrNotFound)
+		return Memory{}, notFound(id)
 	}
 	if err != nil {
 		return Memory{}, fmt.Errorf("get memory %d: %w", id, err)
@@ -640,7 +640,7 @@ func currentIn(ctx context.Context, tx *sql.Tx, id int64) error {
 	)
 	err := tx.QueryRowContext(ctx, `SELECT valid_to, superseded_by FROM memories WHERE id = ?`, id).Scan(&to, &succ)
 	if errors.Is(err, sql.ErrNoRows) {
-		return ErrNotFound
+		return notFound(id)
 	}
 	if err != nil {
 		return err
@@ -673,7 +673,7 @@ func (s *VectorStore) Close(ctx context.Context, id int64, at time.Time) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		var one int
 		if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM memories WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("close memory %d: %w", id, ErrNotFound)
+			return notFound(id)
 		}
 		return nil
 	}
@@ -700,7 +700,7 @@ func (s *VectorStore) Reopen(ctx context.Context, id int64) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		var one int
 		if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM memories WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("reopen memory %d: %w", id, ErrNotFound)
+			return notFound(id)
 		}
 		return nil
 	}
@@ -881,7 +881,7 @@ func (s *VectorStore) Delete(ctx context.Context, id int64) error {
 		return fmt.Errorf("delete memory %d: %w", id, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("delete memory %d: %w", id, ErrNotFound)
+		return notFound(id)
 	}
 	s.lock()
 	s.idx.remove(id)
@@ -1018,7 +1018,7 @@ func (s *VectorStore) Neighbours(ctx context.Context, id int64, minCos float32) 
 	defer s.mu.RUnlock()
 	a, ok := s.idx.slotOf(id)
 	if !ok {
-		return nil, fmt.Errorf("neighbours of memory %d: %w", id, ErrNotFound)
+		return nil, notFound(id)
 	}
 	if !s.idx.metas[a].hasVector {
 		return nil, nil
