@@ -24,14 +24,18 @@ func TestParseRemind(t *testing.T) {
 		{"passed time of day is tomorrow", "07:00 run", time.Date(2026, 4, 2, 7, 0, 0, 0, loc), "run", ""},
 		{"tomorrow", "tomorrow 9:00 dentist at 10", time.Date(2026, 4, 2, 9, 0, 0, 0, loc), "dentist at 10", ""},
 		{"date and time", "2026-04-30 09:00 file the taxes", time.Date(2026, 4, 30, 9, 0, 0, 0, loc), "file the taxes", ""},
-		{"no text", "in 20m", time.Time{}, "", "Usage: /remind"},
-		{"no time", "call mum", time.Time{}, "", "Usage: /remind"},
-		{"bad duration", "in soon call mum", time.Time{}, "", "Usage: /remind"},
+		{"at a time of day", "at 18:30 call mum", time.Date(2026, 4, 1, 18, 30, 0, 0, loc), "call mum", ""},
+		{"tomorrow at", "tomorrow at 9:00 dentist", time.Date(2026, 4, 2, 9, 0, 0, 0, loc), "dentist", ""},
+		{"no text", "in 20m", time.Time{}, "", `nothing to remind you of after "in 20m"`},
+		{"no text after a time", "tomorrow 9:00", time.Time{}, "", `nothing to remind you of after "tomorrow 9:00"`},
+		{"no time", "call  mum", time.Time{}, "", `"call mum" does not start with a time`},
+		{"bad duration", "in soon call mum", time.Time{}, "", `"soon" is not a duration (use e.g. 20m, 2h, 1d)`},
+		{"not in the future", "in 0m now", time.Time{}, "", `"in 0m" is not in the future`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			at, text, err := ParseRemind(c.args, now, loc)
 			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
+				if err == nil || err.Error() != c.err || !errors.Is(err, ErrRemindUsage) {
 					t.Fatalf("ParseRemind(%q) = %v, %q, %v; want an error with %q", c.args, at, text, err, c.err)
 				}
 				return
@@ -60,8 +64,15 @@ func TestRemindCommand(t *testing.T) {
 		if err != nil || usage != RemindUsage {
 			t.Errorf("/remind alone = %q, %v", usage, err)
 		}
-		if _, err := s.Remind(ctx, "telegram:5", "sometime call mum"); !errors.Is(err, ErrRemindUsage) {
-			t.Errorf("/remind without a time: %v", err)
+		// What it cannot use is answered, not failed: why, and how.
+		for args, want := range map[string]string{
+			"sometime call mum":      "No reminder was set: \"sometime call mum\" does not start with a time.\n" + RemindUsage,
+			"2026-03-31 09:00 taxes": "No reminder was set: Tue 2026-03-31 09:00 CEST is in the past (it is Wed 2026-04-01 08:00 CEST now).",
+			"in 20m":                 "No reminder was set: nothing to remind you of after \"in 20m\".\n" + RemindUsage,
+		} {
+			if got, err := s.Remind(ctx, "telegram:5", args); err != nil || got != want {
+				t.Errorf("/remind %s = %q, %v; want %q", args, got, err, want)
+			}
 		}
 		got, err := s.Remind(ctx, "telegram:5", "in 20m stretch")
 		if err != nil || !strings.HasPrefix(got, "I'll remind you on Wed 2026-04-01 08:20 CEST: stretch (t_") {
