@@ -42,8 +42,9 @@ var (
 	// (an MCP client's conversation): refused at once rather than left
 	// waiting for an answer nobody is asked for.
 	ErrCannotAsk = errors.New("this call needs the user's approval, and this conversation cannot ask the user (it belongs to a program, not to the user's chat); ask the user to do it from their own chat instead")
-	// ErrNotFound: no approval request has that id.
-	ErrNotFound = errors.New("no such approval request")
+	// ErrNotFound: no approval request has that id. Errors read
+	// `approval request "x" not found`.
+	ErrNotFound = errors.New("not found")
 	// ErrDecided: the request was already answered or expired.
 	ErrDecided = errors.New("the approval request is no longer pending")
 )
@@ -823,7 +824,7 @@ func (s *Service) Get(ctx context.Context, id string) (Record, error) {
 	row := s.o.DB.QueryRowContext(ctx, `SELECT `+columns+` FROM approvals WHERE id = ?`, id)
 	rec, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Record{}, fmt.Errorf("approval %q: %w", id, ErrNotFound)
+		return Record{}, fmt.Errorf("approval request %q %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return Record{}, fmt.Errorf("read approval %s: %w", id, err)

@@ -52,8 +52,9 @@ var (
 	ErrPriority = errors.New("priority must be between 1 (urgent) and 10 (low)")
 	// ErrStatus: the status is not one of active, completed, cancelled.
 	ErrStatus = errors.New("unknown status (want active, completed or cancelled)")
-	// ErrNotFound: no item has that id.
-	ErrNotFound = errors.New("no such pulse item")
+	// ErrNotFound: no item has that id. Errors read "pulse item 9 not
+	// found".
+	ErrNotFound = errors.New("not found")
 	// ErrNoChange: an update names nothing to change.
 	ErrNoChange = errors.New("nothing to update: give text, priority or status")
 )
@@ -354,7 +355,7 @@ type queryRow func(ctx context.Context, query string, args ...any) *sql.Row
 func get(ctx context.Context, q queryRow, id int64) (Item, error) {
 	it, err := scanItem(q(ctx, `SELECT `+itemColumns+` FROM pulse_items WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Item{}, fmt.Errorf("%w: #%d", ErrNotFound, id)
+		return Item{}, fmt.Errorf("pulse item %d %w", id, ErrNotFound)
 	}
 	return it, err
 }
@@ -437,6 +438,9 @@ func (s *Store) update(ctx context.Context, id int64, p Patch) (Item, bool, erro
 		rev, err = bump(ctx, tx, now)
 		return err
 	})
+	if errors.Is(err, ErrNotFound) {
+		return Item{}, false, err // names the item
+	}
 	if err != nil {
 		return Item{}, false, fmt.Errorf("update pulse item #%d: %w", id, err)
 	}
@@ -459,11 +463,14 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return fmt.Errorf("%w: #%d", ErrNotFound, id)
+			return fmt.Errorf("pulse item %d %w", id, ErrNotFound)
 		}
 		rev, err = bump(ctx, tx, now)
 		return err
 	})
+	if errors.Is(err, ErrNotFound) {
+		return err // names the item
+	}
 	if err != nil {
 		return fmt.Errorf("delete pulse item #%d: %w", id, err)
 	}

@@ -67,7 +67,7 @@ func TestToolCalls(t *testing.T) {
 		{"update text", `{"action":"update","id":2,"text":"Water the plants","priority":6}`, []string{`"text":"Water the plants"`, `"priority":6`, `updated: [P6] #2: Water the plants`}, ""},
 		{"update nothing", `{"action":"update","id":2}`, nil, "nothing to update"},
 		{"update same", `{"action":"update","id":2,"priority":6}`, []string{"nothing changed"}, ""},
-		{"update unknown id", `{"action":"update","id":77,"text":"x"}`, nil, "no such pulse item: #77 (see action=list"},
+		{"update unknown id", `{"action":"update","id":77,"text":"x"}`, nil, "pulse item 77 not found (see action=list for the ids)"},
 		{"complete without id", `{"action":"complete"}`, nil, "needs the item's id"},
 		{"complete", `{"action":"complete","id":1}`, []string{`"status":"completed"`, `"active":1`}, ""},
 		{"complete again", `{"action":"complete","id":1}`, []string{"already completed"}, ""},

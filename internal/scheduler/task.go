@@ -73,8 +73,9 @@ const (
 
 // Errors of the task API.
 var (
-	// ErrNotFound: no task has that id.
-	ErrNotFound = errors.New("no such task")
+	// ErrNotFound: no task has that id. Errors read `task "t_1" not
+	// found`.
+	ErrNotFound = errors.New("not found")
 	// ErrInvalidTask: the task's fields are unusable (no text, too long,
 	// bad thread id); wrapped with the detail.
 	ErrInvalidTask = errors.New("invalid task")
@@ -340,7 +341,7 @@ func (s *Scheduler) Get(ctx context.Context, id string) (Task, error) {
 	row := s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM scheduler_tasks WHERE id = ?`, strings.TrimSpace(id))
 	t, err := s.scanTask(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Task{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return Task{}, fmt.Errorf("task %q %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return Task{}, fmt.Errorf("read task %s: %w", id, err)
@@ -458,7 +459,7 @@ func (s *Scheduler) change(ctx context.Context, id string, fn func(t *Task, now 
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		t, err := s.scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM scheduler_tasks WHERE id = ?`, strings.TrimSpace(id)))
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %q", ErrNotFound, id)
+			return fmt.Errorf("task %q %w", id, ErrNotFound)
 		}
 		if err != nil {
 			return err

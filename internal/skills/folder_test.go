@@ -122,7 +122,7 @@ func TestFolderSkillReadFile(t *testing.T) {
 		{"unknown lists the files", "pdf-forms", "forms.md", "", "", "reference.md, scripts/blob.bin, scripts/fill_form.py"},
 		{"binary", "pdf-forms", "scripts/blob.bin", "", "", "not text"},
 		{"a flat skill has no files", "flat", "x.md", "", "", "single file"},
-		{"unknown skill", "nope", "x.md", "", "", "no such skill"},
+		{"unknown skill", "nope", "x.md", "", "", `skill "nope" not found`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -59,8 +59,9 @@ var (
 	// ErrSecret: the text looks like it contains a credential; it is never
 	// written.
 	ErrSecret = textcheck.ErrSecret
-	// ErrNotFound: no skill has that name.
-	ErrNotFound = errors.New("no such skill")
+	// ErrNotFound: no skill has that name. Errors read `skill "x" not
+	// found`.
+	ErrNotFound = errors.New("not found")
 	// ErrFolder: the skill is a folder (skills/NAME/SKILL.md), which the
 	// store reads but never writes or deletes.
 	ErrFolder = errors.New("the skill is a folder")
@@ -345,7 +346,7 @@ func (s *Store) Get(ctx context.Context, name string) (Skill, error) {
 	if c, ok := s.files[clean]; ok {
 		return c.skill, nil
 	}
-	return Skill{}, fmt.Errorf("%w: %q", ErrNotFound, clean)
+	return Skill{}, fmt.Errorf("skill %q %w", clean, ErrNotFound)
 }
 
 // Names returns the skill names, sorted.

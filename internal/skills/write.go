@@ -147,7 +147,7 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	s.invalidate()
 	s.writeMu.Unlock()
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("delete skill: %w: %q", ErrNotFound, n)
+		return fmt.Errorf("skill %q %w", n, ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("delete skill %s: %w", n, err)

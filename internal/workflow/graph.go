@@ -297,7 +297,7 @@ func (m *Manager) Cancel(ctx context.Context, id, reason string) ([]string, erro
 		n := m.finalLocked(ctx, id)
 		switch {
 		case n == nil:
-			err = fmt.Errorf("sub-session %q: %w", id, ErrNotFound)
+			err = fmt.Errorf("sub-session %q %w", id, ErrNotFound)
 		case n.state.Terminal():
 			err = fmt.Errorf("sub-session %s is %s: %w", id, n.state, ErrFinished)
 		default:

@@ -202,7 +202,7 @@ func (m *Manager) loadWorkflowLocked(ctx context.Context, id string) (*wf, error
 		return nil, fmt.Errorf("load workflow %s: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("load workflow %s: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("workflow %s %w", id, ErrNotFound)
 	}
 	r := rows[0]
 	if r.mergedInto != "" {
@@ -399,7 +399,7 @@ func (m *Manager) spawnLocked(ctx context.Context, req SpawnRequest, mode prompt
 	case req.Parent.IsSubSession():
 		spawner = m.lookupLocked(ctx, string(req.Parent))
 		if spawner == nil {
-			return SpawnResult{}, fx, fmt.Errorf("%w: parent session %q", ErrNotFound, req.Parent)
+			return SpawnResult{}, fx, fmt.Errorf("parent session %q %w", req.Parent, ErrNotFound)
 		}
 		if spawner.mode != prompt.ModeFull {
 			return SpawnResult{}, fx, fmt.Errorf("%w: %s runs in %s mode; only full-mode workers may spawn", ErrNotAllowed, spawner.id, spawner.mode)

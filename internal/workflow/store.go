@@ -187,7 +187,7 @@ func resolveWorkflowID(ctx context.Context, db *sql.DB, id string) (string, erro
 		var into string
 		err := db.QueryRowContext(ctx, `SELECT merged_into FROM workflows WHERE id = ?`, id).Scan(&into)
 		if errors.Is(err, sql.ErrNoRows) {
-			return "", fmt.Errorf("workflow %q: %w", id, ErrNotFound)
+			return "", fmt.Errorf("workflow %q %w", id, ErrNotFound)
 		}
 		if err != nil {
 			return "", fmt.Errorf("look up workflow %q: %w", id, err)

@@ -27,7 +27,7 @@ func (m *Manager) GetWorkflow(ctx context.Context, id string) (Workflow, error) 
 		return Workflow{}, err
 	}
 	if len(ws) == 0 {
-		return Workflow{}, fmt.Errorf("workflow %q: %w", id, ErrNotFound)
+		return Workflow{}, fmt.Errorf("workflow %q %w", id, ErrNotFound)
 	}
 	return ws[0], nil
 }
@@ -150,7 +150,7 @@ func (m *Manager) GetNode(ctx context.Context, id string) (Node, error) {
 		return Node{}, fmt.Errorf("read sub-session %s: %w", id, err)
 	}
 	if len(nodes) == 0 {
-		return Node{}, fmt.Errorf("sub-session %q: %w", id, ErrNotFound)
+		return Node{}, fmt.Errorf("sub-session %q %w", id, ErrNotFound)
 	}
 	v := view(nodes[0])
 	m.mu.Lock()
@@ -166,7 +166,7 @@ func (m *Manager) Messages(ctx context.Context, id string) ([]llm.Message, error
 	var one int
 	err := m.o.DB.QueryRowContext(ctx, `SELECT 1 FROM workflow_nodes WHERE id = ?`, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("sub-session %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("sub-session %q %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read sub-session %s: %w", id, err)

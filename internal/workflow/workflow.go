@@ -60,8 +60,9 @@ const ActionSubSession interactions.Action = "sub_session"
 
 // Errors.
 var (
-	// ErrNotFound: no sub-session or workflow has that id.
-	ErrNotFound = errors.New("no such sub-session or workflow")
+	// ErrNotFound: no sub-session or workflow has that id. Errors read
+	// `workflow "wf_1" not found`, `sub-session "sub_1" not found`.
+	ErrNotFound = errors.New("not found")
 	// ErrFinished: the sub-session or workflow has already finished.
 	ErrFinished = errors.New("already finished")
 	// ErrDepth: spawning would exceed the nesting depth limit.
