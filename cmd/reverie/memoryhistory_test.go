@@ -104,9 +104,10 @@ func TestMemoryHistoryCLI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown revision", []string{"memory", "restore", "deadbeef"}, "unknown revision"},
-		{"short revision", []string{"memory", "history", "ab"}, "too short"},
-		{"untracked path", []string{"memory", "history", "--path", "config.yaml"}, "not versioned"},
+		{"unknown revision", []string{"memory", "restore", "deadbeef"}, "reverie: revision \"deadbeef\" not found\n"},
+		{"unknown revision to show", []string{"memory", "history", "deadbeef"}, "reverie: revision \"deadbeef\" not found\n"},
+		{"short revision", []string{"memory", "history", "ab"}, "reverie: revision \"ab\" is too short (give at least 4 hex digits)\n"},
+		{"untracked path", []string{"memory", "history", "--path", "config.yaml"}, "path is not versioned"},
 		{"negative limit", []string{"memory", "history", "--limit", "-1"}, "--limit"},
 		{"restore needs a revision", []string{"memory", "restore"}, "accepts 1 arg"},
 	} {

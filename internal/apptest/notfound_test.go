@@ -31,6 +31,8 @@ func TestNotFoundReadsAsASentence(t *testing.T) {
 		{"workflow", http.MethodGet, "/workflows/wf_nope", nil, `workflow "wf_nope" not found`},
 		{"cancel a workflow", http.MethodPost, "/workflows/wf_nope/cancel", nil, `workflow "wf_nope" not found`},
 		{"cancel a sub-session", http.MethodPost, "/workflows/sub_nope/cancel", nil, `sub-session "sub_nope" not found`},
+		{"revision", http.MethodGet, "/history/ffff", nil, `revision "ffff" not found`},
+		{"restore a revision", http.MethodPost, "/history/ffff/restore", map[string]any{}, `revision "ffff" not found`},
 		{"answer an approval", http.MethodPost, "/approvals/ap_nope", map[string]bool{"approve": false}, `approval request "ap_nope" not found`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -120,7 +120,7 @@ func (r *Repo) Show(ctx context.Context, rev string) (Diff, error) {
 	defer r.unlock()
 	c, err := r.resolve(rev)
 	if err != nil {
-		return Diff{}, fmt.Errorf("show: %w", err)
+		return Diff{}, err // names the revision
 	}
 	info, err := r.revisionOf(ctx, c)
 	if err != nil {
@@ -145,7 +145,7 @@ func (r *Repo) Show(ctx context.Context, rev string) (Diff, error) {
 func (r *Repo) resolve(rev string) (*commit, error) {
 	rev = strings.TrimSpace(rev)
 	if rev == "" {
-		return nil, fmt.Errorf("%w: empty revision", ErrUnknownRevision)
+		return nil, &revisionError{"no revision given", ErrUnknownRevision}
 	}
 	base, suffix := rev, ""
 	if i := strings.IndexAny(rev, "~^"); i >= 0 {
@@ -159,7 +159,7 @@ func (r *Repo) resolve(rev string) (*commit, error) {
 	case base == "HEAD" || base == "@":
 		c, err = r.headCommit()
 		if err == nil && c == nil {
-			err = fmt.Errorf("%w: %q (the history is empty)", ErrUnknownRevision, rev)
+			err = unknownRevision(rev, " (the history is empty)")
 		}
 	default:
 		c, err = r.resolveRefName(base)
@@ -171,13 +171,13 @@ func (r *Repo) resolve(rev string) (*commit, error) {
 		op := suffix[0]
 		suffix = suffix[1:]
 		if op != '~' && op != '^' {
-			return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, rev)
+			return nil, unknownRevision(rev, "")
 		}
 		digits := len(suffix) - len(strings.TrimLeft(suffix, "0123456789"))
 		n := 1
 		if digits > 0 {
 			if n, err = strconv.Atoi(suffix[:digits]); err != nil || n > 1<<20 {
-				return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, rev)
+				return nil, unknownRevision(rev, "")
 			}
 			suffix = suffix[digits:]
 		}
@@ -187,10 +187,10 @@ func (r *Repo) resolve(rev string) (*commit, error) {
 		}
 		for range steps {
 			if parent >= len(c.parents) {
-				return nil, fmt.Errorf("%w: %q goes past the first commit", ErrUnknownRevision, rev)
+				return nil, &revisionError{fmt.Sprintf("revision %q goes past the first commit", rev), ErrUnknownRevision}
 			}
 			if c, err = r.git.objects.readCommit(c.parents[parent]); err != nil {
-				return nil, fmt.Errorf("%w: %q: %v", ErrUnknownRevision, rev, err)
+				return nil, unknownRevision(rev, fmt.Sprintf(" (%v)", err))
 			}
 		}
 	}
@@ -209,32 +209,32 @@ func (r *Repo) resolveRefName(name string) (*commit, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q: %v", ErrUnknownRevision, name, err)
+			return nil, unknownRevision(name, fmt.Sprintf(" (%v)", err))
 		}
 		c, err := r.git.objects.readCommit(id)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q: %v", ErrUnknownRevision, name, err)
+			return nil, unknownRevision(name, fmt.Sprintf(" (%v)", err))
 		}
 		return c, nil
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, name)
+	return nil, unknownRevision(name, "")
 }
 
 // resolveHash finds the commit of the history whose hash starts with
 // prefix.
 func (r *Repo) resolveHash(prefix string) (*commit, error) {
 	if len(prefix) < minShort {
-		return nil, fmt.Errorf("%w: %q is too short (give at least %d hex digits)", ErrUnknownRevision, prefix, minShort)
+		return nil, &revisionError{fmt.Sprintf("revision %q is too short (give at least %d hex digits)", prefix, minShort), ErrUnknownRevision}
 	}
 	if len(prefix) > 2*len(oid{}) {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, prefix)
+		return nil, unknownRevision(prefix, "")
 	}
 	head, err := r.headCommit()
 	if err != nil {
 		return nil, err
 	}
 	if head == nil {
-		return nil, fmt.Errorf("%w: %q (the history is empty)", ErrUnknownRevision, prefix)
+		return nil, unknownRevision(prefix, " (the history is empty)")
 	}
 	var found []*commit
 	err = r.walk(context.Background(), head, func(c *commit) error {
@@ -251,12 +251,29 @@ func (r *Repo) resolveHash(prefix string) (*commit, error) {
 	}
 	switch len(found) {
 	case 0:
-		return nil, fmt.Errorf("%w: %q", ErrUnknownRevision, prefix)
+		return nil, unknownRevision(prefix, "")
 	case 1:
 		return found[0], nil
 	default:
-		return nil, fmt.Errorf("%w: %q matches %d commits; give more digits", ErrAmbiguousRevision, prefix, len(found))
+		return nil, &revisionError{fmt.Sprintf("revision %q matches %d commits; give more digits", prefix, len(found)), ErrAmbiguousRevision}
 	}
+}
+
+// revisionError is resolve's refusal, a sentence that names the revision
+// ("revision \"ffff\" not found"); it wraps ErrUnknownRevision or
+// ErrAmbiguousRevision.
+type revisionError struct {
+	msg string
+	err error
+}
+
+func (e *revisionError) Error() string { return e.msg }
+func (e *revisionError) Unwrap() error { return e.err }
+
+// unknownRevision is the ErrUnknownRevision of rev: "revision \"rev\" not
+// found" and detail.
+func unknownRevision(rev, detail string) error {
+	return &revisionError{fmt.Sprintf("revision %q not found%s", rev, detail), ErrUnknownRevision}
 }
 
 func isHex(s string) bool {

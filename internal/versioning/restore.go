@@ -28,7 +28,7 @@ func (r *Repo) Restore(ctx context.Context, rev string) (Revision, error) {
 	defer r.unlock()
 	target, err := r.resolve(rev)
 	if err != nil {
-		return Revision{}, fmt.Errorf("restore: %w", err)
+		return Revision{}, err // names the revision
 	}
 	short := target.id.String()[:shortLen]
 	if _, err := r.commitLocked(ctx, "uncommitted changes before restore "+short, Tracked()); err != nil {
