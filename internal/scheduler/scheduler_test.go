@@ -299,10 +299,10 @@ func TestPauseResume(t *testing.T) {
 		if err != nil || c.Status != StatusCancelled {
 			t.Fatalf("Cancel: %+v, %v", c, err)
 		}
-		if _, err := s.Resume(ctx, task.ID); !errors.Is(err, ErrFinished) {
+		if _, err := s.Resume(ctx, task.ID); !errors.Is(err, ErrFinished) || err.Error() != "task "+task.ID+" has finished (cancelled)" {
 			t.Errorf("resume cancelled: %v", err)
 		}
-		if _, err := s.Cancel(ctx, "t_nothere"); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Cancel(ctx, "t_nothere"); !errors.Is(err, ErrNotFound) || err.Error() != `task "t_nothere" not found` {
 			t.Errorf("cancel unknown: %v", err)
 		}
 		sleepUntil(time.Now().Add(48 * time.Hour))
@@ -413,7 +413,8 @@ func TestJobs(t *testing.T) {
 		if task, _ := s2.Get(ctx, "job:x/slow"); !task.NextRun.Equal(time.Date(2027, 1, 1, 0, 0, 0, 0, loc)) {
 			t.Errorf("re-scheduled job next run %s", task.NextRun)
 		}
-		if _, err := s2.Cancel(ctx, "job:pulse/review"); !errors.Is(err, ErrJobTask) {
+		if _, err := s2.Cancel(ctx, "job:pulse/review"); !errors.Is(err, ErrJobTask) ||
+			err.Error() != "task job:pulse/review is a job of its extension and cannot be cancelled; pause it instead" {
 			t.Errorf("cancel job: %v", err)
 		}
 		if ts, _ := s2.List(ctx, ListOptions{}); len(ts) != 0 {

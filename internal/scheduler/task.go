@@ -80,11 +80,11 @@ var (
 	// bad thread id); wrapped with the detail.
 	ErrInvalidTask = errors.New("invalid task")
 	// ErrFinished: the task is done or cancelled and cannot be paused or
-	// resumed.
-	ErrFinished = errors.New("task has finished")
+	// resumed. Errors read "task t_1 has finished (cancelled)".
+	ErrFinished = errors.New("has finished")
 	// ErrJobTask: jobs belong to their extension and cannot be cancelled
 	// (pause them instead).
-	ErrJobTask = errors.New("task is an extension job")
+	ErrJobTask = errors.New("is a job of its extension")
 )
 
 // NewTask is a task to add.
@@ -403,7 +403,7 @@ func (s *Scheduler) List(ctx context.Context, opts ListOptions) ([]Task, error) 
 func (s *Scheduler) Cancel(ctx context.Context, id string) (Task, error) {
 	return s.change(ctx, id, func(t *Task, now time.Time) error {
 		if t.Kind == KindJob {
-			return fmt.Errorf("%w: %s belongs to its extension; pause it instead", ErrJobTask, t.ID)
+			return fmt.Errorf("task %s %w and cannot be cancelled; pause it instead", t.ID, ErrJobTask)
 		}
 		if t.Status == StatusCancelled || t.Status == StatusDone {
 			return nil
@@ -424,7 +424,7 @@ func (s *Scheduler) Pause(ctx context.Context, id string) (Task, error) {
 			t.Status, t.NextRun = StatusPaused, time.Time{}
 			return nil
 		default:
-			return fmt.Errorf("%w: %s is %s", ErrFinished, t.ID, t.Status)
+			return fmt.Errorf("task %s %w (%s)", t.ID, ErrFinished, t.Status)
 		}
 	})
 }
@@ -438,7 +438,7 @@ func (s *Scheduler) Resume(ctx context.Context, id string) (Task, error) {
 			return nil
 		case StatusPaused:
 		default:
-			return fmt.Errorf("%w: %s is %s", ErrFinished, t.ID, t.Status)
+			return fmt.Errorf("task %s %w (%s)", t.ID, ErrFinished, t.Status)
 		}
 		sch, err := s.compileTask(*t)
 		if err != nil {

@@ -287,7 +287,7 @@ func (m *Manager) Cancel(ctx context.Context, id, reason string) ([]string, erro
 					}
 				}
 				if len(out) == 0 {
-					err = fmt.Errorf("workflow %s: %w", id, ErrFinished)
+					err = fmt.Errorf("workflow %s %w", id, ErrFinished)
 				} else {
 					m.sweepLocked(wfID, &b, &fx)
 				}
@@ -299,7 +299,7 @@ func (m *Manager) Cancel(ctx context.Context, id, reason string) ([]string, erro
 		case n == nil:
 			err = fmt.Errorf("sub-session %q %w", id, ErrNotFound)
 		case n.state.Terminal():
-			err = fmt.Errorf("sub-session %s is %s: %w", id, n.state, ErrFinished)
+			err = fmt.Errorf("sub-session %s %w (%s)", id, ErrFinished, n.state)
 		default:
 			m.cancelLocked(ctx, n, reason, true, &b, &fx, &out)
 			m.sweepLocked(n.workflow, &b, &fx)

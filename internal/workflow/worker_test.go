@@ -371,10 +371,10 @@ func TestCancel(t *testing.T) {
 		if n := e.node(a.ID); n.State != StateCancelled || n.Error != "user changed their mind" {
 			t.Errorf("a: %+v", n)
 		}
-		if _, err := e.m.Cancel(ctx, a.ID, ""); !errors.Is(err, ErrFinished) {
+		if _, err := e.m.Cancel(ctx, a.ID, ""); !errors.Is(err, ErrFinished) || err.Error() != "sub-session "+a.ID+" has already finished (cancelled)" {
 			t.Errorf("cancel twice: %v", err)
 		}
-		if _, err := e.m.Cancel(ctx, "sub_unknown", ""); !errors.Is(err, ErrNotFound) {
+		if _, err := e.m.Cancel(ctx, "sub_unknown", ""); !errors.Is(err, ErrNotFound) || err.Error() != `sub-session "sub_unknown" not found` {
 			t.Errorf("cancel unknown: %v", err)
 		}
 		_ = b
@@ -397,6 +397,9 @@ func TestCancel(t *testing.T) {
 		w, _ := e.m.GetWorkflow(ctx, c.Workflow)
 		if w.State != StateCancelled {
 			t.Errorf("workflow state %s", w.State)
+		}
+		if _, err := e.m.Cancel(ctx, c.Workflow, ""); !errors.Is(err, ErrFinished) || err.Error() != "workflow "+c.Workflow+" has already finished" {
+			t.Errorf("cancel a finished workflow: %v", err)
 		}
 	})
 }

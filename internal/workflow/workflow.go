@@ -64,7 +64,7 @@ var (
 	// `workflow "wf_1" not found`, `sub-session "sub_1" not found`.
 	ErrNotFound = errors.New("not found")
 	// ErrFinished: the sub-session or workflow has already finished.
-	ErrFinished = errors.New("already finished")
+	ErrFinished = errors.New("has already finished")
 	// ErrDepth: spawning would exceed the nesting depth limit.
 	ErrDepth = errors.New("nesting depth limit reached")
 	// ErrNotAllowed: the spawning session may not spawn (only full-mode
