@@ -519,13 +519,20 @@ func (m *Manager) Run(ctx context.Context) error {
 	retryTimer.Stop()
 	defer retryTimer.Stop()
 	backoff := time.Second
+	// retrying: a delivery failed and waits for retryTimer. Until it fires,
+	// other wakes (a worker finishing, a gate) leave the outbox alone, so
+	// that the backoff holds and the results keep their order.
+	retrying := false
 	for {
 		var fx effects
 		m.mu.Lock()
 		next := m.fireGatesLocked()
 		m.launchLocked(ctx, &fx)
-		items := m.outbox
-		m.outbox = nil
+		var items []*delivery
+		if !retrying {
+			items = m.outbox
+			m.outbox = nil
+		}
 		m.mu.Unlock()
 		fx.wake = false
 		m.emit(&fx)
@@ -539,6 +546,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			if ctx.Err() == nil {
 				retryTimer.Reset(backoff)
 				backoff = min(backoff*2, time.Minute)
+				retrying = true
 			}
 		} else if len(items) > 0 {
 			backoff = time.Second
@@ -553,6 +561,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-m.wake:
 		case <-gateTimer.C:
 		case <-retryTimer.C:
+			retrying = false
 		}
 	}
 }
