@@ -283,7 +283,19 @@ func (w episodeWriter) Overheard(ctx context.Context, msg chat.Inbound) error {
 	return err
 }
 
+// sharedQueryVector runs each turn of the router's agent with room for the
+// embedding of its recall's query (memory.ShareQueryVector): the turn's
+// episode of the user's message takes it instead of embedding the message
+// a second time. Its method has a pointer receiver: through the interface,
+// a value's would add a generated frame to every turn's deep stack.
+type sharedQueryVector struct{ router.Agent }
+
+func (s *sharedQueryVector) Turn(ctx context.Context, in agent.Input) (agent.Result, error) {
+	return s.Agent.Turn(memory.ShareQueryVector(ctx), in)
+}
+
 var (
 	_ agent.Episodes  = episodeWriter{}
 	_ router.Listener = episodeWriter{}
+	_ router.Agent    = (*sharedQueryVector)(nil)
 )

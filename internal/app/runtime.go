@@ -157,7 +157,7 @@ func (a *App) buildRuntime(ctx context.Context) error {
 	}
 	a.Agent = ag
 
-	a.prompts = newPromptRecorder(ag, a.opts.Now)
+	a.prompts = newPromptRecorder(&sharedQueryVector{ag}, a.opts.Now)
 	rt, err := router.New(ctx, router.Options{
 		Grace:      turnGrace(a.Config.Supervisor.ShutdownGrace),
 		Migrations: a.migrations,

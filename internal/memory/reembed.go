@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,7 +80,7 @@ func (s *VectorStore) succeeded() {
 // belongs to.
 func (s *VectorStore) queryVector(ctx context.Context, text string) ([]float32, uint64) {
 	s.rlock()
-	e, gen := s.serve, s.gen
+	e, model, gen := s.serve, s.serveModel, s.gen
 	s.mu.RUnlock()
 	vs, err := e.Embed(ctx, []string{text})
 	if err == nil && len(vs) != 1 {
@@ -91,24 +92,38 @@ func (s *VectorStore) queryVector(ctx context.Context, text string) ([]float32, 
 		}
 		return nil, gen
 	}
+	keepQueryVector(ctx, model, text, vs[0])
 	return vs[0], gen
 }
 
 // embedForWrite embeds texts with the configured model for a write. When
 // the model fails, the memories are stored without vectors (nil entries):
 // they are found by their words, and Reembed embeds them later. Only a
-// cancelled ctx is an error.
+// cancelled ctx is an error. A text whose vector a recall left in ctx
+// (ShareQueryVector) is not embedded again.
 func (s *VectorStore) embedForWrite(ctx context.Context, texts []string) ([][]float32, error) {
-	vs, err := s.emb.Embed(ctx, texts)
-	if err == nil && len(vs) != len(texts) {
-		err = fmt.Errorf("%d vectors for %d texts", len(vs), len(texts))
+	at, kept := takeQueryVector(ctx, s.model, texts)
+	rest := texts
+	if at >= 0 {
+		rest = append(texts[:at:at], texts[at+1:]...)
+	}
+	var vs [][]float32
+	var err error
+	if len(rest) > 0 {
+		vs, err = s.emb.Embed(ctx, rest)
+	}
+	if err == nil && len(vs) != len(rest) {
+		err = fmt.Errorf("%d vectors for %d texts", len(vs), len(rest))
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
 		s.failed("memories are stored without a vector and re-embedded later", err)
-		return make([][]float32, len(texts)), nil
+		vs = make([][]float32, len(rest))
+	}
+	if at >= 0 {
+		vs = slices.Insert(vs, at, kept)
 	}
 	return vs, nil
 }
