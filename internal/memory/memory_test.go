@@ -588,32 +588,47 @@ func TestIndexLoadFailureFailsRecall(t *testing.T) {
 	}
 }
 
-// The start's counts of vectors by model read only the partial index
-// (migration 006), not every memory's row.
-func TestVectorModelCountsUseTheIndex(t *testing.T) {
+// Every query of vectors by model reads 006's partial index
+// (memories_vector_model), and every lookup by normalised text an index of
+// non-episodes (migration 008): no statement needs an index that holds
+// episodes by model or by text.
+func TestQueriesUseThePartialIndexes(t *testing.T) {
 	_, _, path := newStore(t)
 	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, q := range []string{
-		`SELECT embed_model FROM memories WHERE embedding IS NOT NULL GROUP BY embed_model ORDER BY COUNT(*) DESC, embed_model`,
-		`SELECT embed_model, COUNT(*) FROM memories WHERE embedding IS NOT NULL AND embed_model <> 'x' GROUP BY embed_model ORDER BY 2 DESC, 1 LIMIT 1`,
-		`SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL AND embed_model = 'x'`,
+	for _, tc := range []struct {
+		name, query, index string
+	}{
+		{"stored models (StoredModels)", `SELECT embed_model FROM memories WHERE embedding IS NOT NULL GROUP BY embed_model ORDER BY COUNT(*) DESC, embed_model`, "memories_vector_model"},
+		{"the previous model's count (open)", `SELECT embed_model, COUNT(*) FROM memories WHERE embedding IS NOT NULL AND embed_model <> 'x' GROUP BY embed_model ORDER BY 2 DESC, 1 LIMIT 1`, "memories_vector_model"},
+		{"the model's count (open)", `SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL AND embed_model = 'x'`, "memories_vector_model"},
+		{"the serving model's vectors (AllVectors)", `SELECT id, embedding FROM memories WHERE embedding IS NOT NULL AND embed_model = 'x' ORDER BY id`, "memories_vector_model"},
+		{"a current twin (AddBatch)", `SELECT id FROM memories WHERE norm = 'x' AND valid_to IS NULL AND kind <> 'episode'`, "memories_norm_current"},
+		{"another current twin (Update)", `SELECT id FROM memories WHERE norm = 'x' AND valid_to IS NULL AND id <> 1 AND kind <> 'episode'`, "memories_norm_current"},
+		{"closed versions (Reconcile)", `SELECT id, text FROM memories WHERE norm = 'x' AND valid_to IS NOT NULL AND kind <> 'episode' ORDER BY valid_to DESC, id DESC`, "memories_norm"},
 	} {
-		plan, err := sqlite.Rows(context.Background(), db, func(rows sqlite.Scanner) (string, error) {
-			var id, parent, unused int
-			var detail string
-			err := rows.Scan(&id, &parent, &unused, &detail)
-			return detail, err
-		}, `EXPLAIN QUERY PLAN `+q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(strings.Join(plan, "; "), "memories_vector_model") {
-			t.Errorf("%s\n  plan: %v", q, plan)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := sqlite.Rows(context.Background(), db, func(rows sqlite.Scanner) (string, error) {
+				var id, parent, unused int
+				var detail string
+				err := rows.Scan(&id, &parent, &unused, &detail)
+				return detail, err
+			}, `EXPLAIN QUERY PLAN `+tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			uses := func(d string) bool { // "SEARCH memories USING INDEX name (…)"
+				f := strings.Fields(d)
+				i := slices.Index(f, "INDEX")
+				return i >= 0 && i+1 < len(f) && f[i+1] == tc.index
+			}
+			if !slices.ContainsFunc(plan, uses) {
+				t.Errorf("%s\n  plan: %v", tc.query, plan)
+			}
+		})
 	}
 }
 
