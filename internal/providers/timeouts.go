@@ -63,7 +63,14 @@ func NewHTTPClient(t Timeouts) *http.Client {
 		ResponseHeaderTimeout: t.FirstByte,
 		ExpectContinueTimeout: time.Second,
 		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConns:          16,
-		MaxIdleConnsPerHost:   4,
+		// Every idle connection may be to the one host a model is served
+		// from: the router runs up to 8 turns at once and the scheduler 4
+		// runs beside them, and over HTTP/1.1 (a local server, any plain
+		// OpenAI-compatible one) each call in flight holds a connection.
+		// Keeping only 4 closed the others after each burst and dialled
+		// again at the next (issue 32: 0.2 connections a turn under 20
+		// clients).
+		MaxIdleConns:        16,
+		MaxIdleConnsPerHost: 16,
 	}}
 }
