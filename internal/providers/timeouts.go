@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -55,7 +56,7 @@ func (t Timeouts) WithDefaults() Timeouts {
 func NewHTTPClient(t Timeouts) *http.Client {
 	t = t.WithDefaults()
 	dialer := &net.Dialer{Timeout: t.Connect, KeepAlive: 30 * time.Second}
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{Transport: bodyWriterTo{&http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
@@ -72,5 +73,54 @@ func NewHTTPClient(t Timeouts) *http.Client {
 		// clients).
 		MaxIdleConns:        16,
 		MaxIdleConnsPerHost: 16,
-	}}
+	}}}
+}
+
+// bodyWriterTo gives the transport a request body it can write at once.
+// The SDKs wrap the body of every attempt in a reader of their own that
+// hides the bytes.Reader under it (openai-go's close-once wrapper), so an
+// HTTP/1.1 transport copied it through a 32 KiB buffer allocated for each
+// request (a tenth of the bytes a turn allocated, under 20 clients). When
+// the request can give its body again (GetBody, as the SDKs set it for
+// retries) and that copy writes itself out (io.WriterTo), the transport is
+// handed that copy; the caller's body is closed with it, unread.
+type bodyWriterTo struct{ next http.RoundTripper }
+
+func (t bodyWriterTo) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body == nil || req.Body == http.NoBody || req.GetBody == nil {
+		return t.next.RoundTrip(req)
+	}
+	if _, ok := req.Body.(io.WriterTo); ok {
+		return t.next.RoundTrip(req)
+	}
+	again, err := req.GetBody()
+	if err != nil {
+		return t.next.RoundTrip(req)
+	}
+	if _, ok := again.(io.WriterTo); !ok {
+		again.Close()
+		return t.next.RoundTrip(req)
+	}
+	r := *req // a RoundTripper must not change the caller's request
+	r.Body = &rewoundBody{ReadCloser: again, given: req.Body}
+	return t.next.RoundTrip(&r)
+}
+
+// rewoundBody is a request body from GetBody, which writes itself out, and
+// the body the request was given, closed with it.
+type rewoundBody struct {
+	io.ReadCloser
+	given io.Closer
+}
+
+func (b *rewoundBody) WriteTo(w io.Writer) (int64, error) {
+	return b.ReadCloser.(io.WriterTo).WriteTo(w)
+}
+
+func (b *rewoundBody) Close() error {
+	err := b.ReadCloser.Close()
+	if gerr := b.given.Close(); err == nil {
+		err = gerr
+	}
+	return err
 }
