@@ -102,7 +102,7 @@ func TestTelegramDoctorAndCommands(t *testing.T) {
 	}
 	db.Close()
 	code, _, errs = runCLI(t, base, "telegram", "approve", "ABCD2345", "--data", dir)
-	if code != ExitFailure || !strings.Contains(errs, "unknown, used or expired pairing code") {
+	if code != ExitFailure || errs != "reverie: unknown, used or expired pairing code: ABCD2345; the person gets a new code by writing to the bot again\n" {
 		t.Fatalf("approve an unknown code: %d %q", code, errs)
 	}
 	if code, out, _ := runCLI(t, base, "telegram", "pending", "--data", dir); code != ExitOK || !strings.Contains(out, "Nobody is waiting") {

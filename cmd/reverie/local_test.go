@@ -140,7 +140,7 @@ func TestCommandsBesideARunningAgent(t *testing.T) {
 	// which runs no Telegram channel here.
 	var tgOut, tgErr bytes.Buffer
 	if code := run(context.Background(), []string{"telegram", "approve", "ABCD2345", "--data", dir}, strings.NewReader(""), &tgOut, &tgErr, env); code != ExitFailure ||
-		!strings.Contains(tgErr.String(), "or no Telegram channel running") {
+		tgErr.String() != "reverie: the telegram channel is not running\n" {
 		t.Errorf("telegram approve beside the agent: exit %d\n%s%s", code, tgOut.String(), tgErr.String())
 	}
 	if out := mustRun("", "doctor"); !strings.Contains(out, "[ok  ] agent") || !strings.Contains(out, "answers on its control socket") {

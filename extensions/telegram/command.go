@@ -40,7 +40,7 @@ func newCommand(env command.Env) *cobra.Command {
 			if c != nil {
 				p, err := c.ApprovePairing(cmd.Context(), ID, args[0])
 				if err != nil {
-					return fmt.Errorf("%w (an unknown, used or expired code, or no Telegram channel running; the person gets a new code by writing to the bot again)", err)
+					return err // the agent's reason: the channel is not running, or the code is refused
 				}
 				printApproved(cmd.OutOrStdout(), p.Name, p.UserID, "The running assistant has told them.")
 				return nil
@@ -48,7 +48,7 @@ func newCommand(env command.Env) *cobra.Command {
 			return withStore(cmd.Context(), env, func(ctx context.Context, st *Store) error {
 				p, err := st.Approve(ctx, args[0])
 				if errors.Is(err, extension.ErrPairingCode) {
-					return fmt.Errorf("%w (the person gets a new code by writing to the bot again)", err)
+					return fmt.Errorf("%w; the person gets a new code by writing to the bot again", err)
 				}
 				if err != nil {
 					return err

@@ -37,14 +37,15 @@ func (a *App) registerApprove() error {
 		Name: "approve",
 		Help: "let in the person who got a pairing code (/approve CODE)",
 		Run: func(ctx context.Context, cc router.CommandContext) (string, error) {
+			// Refusals are answers: what was wrong, nobody let in.
 			if !ownerChannels[cc.Channel] {
 				p, ok := a.pairer(cc.Channel)
 				if !ok {
-					return "", fmt.Errorf("pairing codes can only be approved from your own channels (web, terminal, Telegram)")
+					return "Pairing codes can only be approved from your own channels (web, terminal, Telegram).", nil
 				}
 				// People let in by pairing do not let in others.
 				if !p.IsOwner(cc.Sender.ID) {
-					return "", fmt.Errorf("only the owner can approve pairing codes (on %s: the users of its allowed_users), not people let in by pairing", cc.Channel)
+					return fmt.Sprintf("Only the owner can approve pairing codes (on %s: the users of its allowed_users), not people let in by pairing.", cc.Channel), nil
 				}
 			}
 			code := strings.TrimSpace(cc.Args)
@@ -52,6 +53,9 @@ func (a *App) registerApprove() error {
 				return "Usage: /approve CODE — the pairing code the person received.", nil
 			}
 			p, err := a.approvePairing(ctx, "", code)
+			if errors.Is(err, extension.ErrPairingCode) {
+				return fmt.Sprintf("Nobody was let in: %s.", api.Reason(err)), nil
+			}
 			if err != nil {
 				return "", err
 			}
@@ -103,8 +107,11 @@ func (a *App) approvePairing(ctx context.Context, channel, code string) (extensi
 			return extension.Paired{}, err
 		}
 	}
-	return extension.Paired{}, fmt.Errorf("%w: %w", api.ErrNotFound, err)
+	return extension.Paired{}, fmt.Errorf("%w: %w; %s", api.ErrNotFound, err, newCodeHint)
 }
+
+// newCodeHint follows a refused pairing code, for whoever approves.
+const newCodeHint = "the person gets a new code by writing to the bot again"
 
 // apiPairing approves pairing codes for the HTTP API.
 type apiPairing struct{ a *App }

@@ -205,7 +205,9 @@ func TestTelegramPairing(t *testing.T) {
 	srv.Send(telegramtest.Incoming{From: carol, Chat: telegramtest.Private(carol), Text: "please let me in"})
 	// The owner approves it from their Telegram chat (a wrong code first).
 	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/approve ZZZZ2222"})
-	srv.WaitMessages(t, alice.ID, 1, func(ms []telegramtest.Message) bool { return hasPlain(ms, "/approve failed") })
+	srv.WaitMessages(t, alice.ID, 1, func(ms []telegramtest.Message) bool {
+		return hasPlain(ms, "Nobody was let in: unknown, used or expired pairing code: ZZZZ2222; the person gets a new code")
+	})
 	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/approve " + strings.ToLower(code)})
 	srv.WaitMessages(t, alice.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "Approved: Carol") })
 	ms = srv.WaitMessages(t, carol.ID, 2, func(ms []telegramtest.Message) bool { return hasPlain(ms, "You're in") })
@@ -224,7 +226,7 @@ func TestTelegramPairing(t *testing.T) {
 	ms = srv.WaitMessages(t, mallory.ID, 1, nil)
 	mcode := codePattern.FindStringSubmatch(ms[0].Plain)[1]
 	srv.Send(telegramtest.Incoming{From: carol, Chat: telegramtest.Private(carol), Text: "/approve " + mcode})
-	srv.WaitMessages(t, carol.ID, 4, func(ms []telegramtest.Message) bool { return hasPlain(ms, "only the owner can approve") })
+	srv.WaitMessages(t, carol.ID, 4, func(ms []telegramtest.Message) bool { return hasPlain(ms, "Only the owner can approve pairing codes") })
 	if ms := srv.Messages(mallory.ID); len(ms) != 1 {
 		t.Errorf("a paired user let a stranger in: %+v", ms)
 	}
@@ -232,7 +234,7 @@ func TestTelegramPairing(t *testing.T) {
 	// The code is one-time.
 	srv.Send(telegramtest.Incoming{From: alice, Chat: telegramtest.Private(alice), Text: "/approve " + code})
 	srv.WaitMessages(t, alice.ID, 3, func(ms []telegramtest.Message) bool {
-		return strings.Contains(ms[len(ms)-1].Plain, "/approve failed")
+		return strings.Contains(ms[len(ms)-1].Plain, "Nobody was let in: unknown, used or expired pairing code: "+code+";")
 	})
 }
 
