@@ -305,18 +305,20 @@ func (s *Store) notify(ctx context.Context, c Change) {
 
 // Add stores a new active item and returns it with its id.
 func (s *Store) Add(ctx context.Context, n NewItem) (Item, error) {
+	// Refusals of the input say what is wrong on their own ("pulse item
+	// text is empty"); the operation's words go only on store errors.
 	text, err := CleanText(n.Text, s.maxText)
 	if err != nil {
-		return Item{}, fmt.Errorf("add pulse item: %w", err)
+		return Item{}, err
 	}
 	if n.Priority == 0 {
 		n.Priority = DefaultPriority
 	}
 	if err := checkPriority(n.Priority); err != nil {
-		return Item{}, fmt.Errorf("add pulse item: %w", err)
+		return Item{}, err
 	}
 	if len(n.Source) > MaxSourceLen {
-		return Item{}, fmt.Errorf("add pulse item: source is longer than %d bytes", MaxSourceLen)
+		return Item{}, fmt.Errorf("pulse item source is longer than %d bytes", MaxSourceLen)
 	}
 	now := s.now()
 	var (
@@ -344,8 +346,11 @@ func (s *Store) Add(ctx context.Context, n NewItem) (Item, error) {
 // Get returns item id or ErrNotFound.
 func (s *Store) Get(ctx context.Context, id int64) (Item, error) {
 	it, err := get(ctx, s.db.QueryRowContext, id)
+	if errors.Is(err, ErrNotFound) {
+		return Item{}, err // names the item
+	}
 	if err != nil {
-		return Item{}, fmt.Errorf("get pulse item: %w", err)
+		return Item{}, fmt.Errorf("get pulse item %d: %w", id, err)
 	}
 	return it, nil
 }

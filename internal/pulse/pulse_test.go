@@ -110,29 +110,31 @@ func TestBadInput(t *testing.T) {
 		name string
 		run  func() error
 		want error
+		says string // the whole error text, when set
 	}{
-		{"empty text", func() error { _, err := e.store.Add(ctx, NewItem{Text: " \n\t"}); return err }, ErrEmpty},
-		{"huge text", func() error { _, err := e.store.Add(ctx, NewItem{Text: long}); return err }, ErrTooLong},
+		{"empty text", func() error { _, err := e.store.Add(ctx, NewItem{Text: " \n\t"}); return err }, ErrEmpty, "pulse item text is empty"},
+		{"huge text", func() error { _, err := e.store.Add(ctx, NewItem{Text: long}); return err }, ErrTooLong, ""},
 		{"secret", func() error {
 			_, err := e.store.Add(ctx, NewItem{Text: "rotate sk-proj-abcdefghijklmnopqrstuvwx1234"})
 			return err
-		}, ErrSecret},
-		{"priority 11", func() error { _, err := e.store.Add(ctx, NewItem{Text: "x", Priority: 11}); return err }, ErrPriority},
-		{"negative priority", func() error { _, err := e.store.Add(ctx, NewItem{Text: "x", Priority: -1}); return err }, ErrPriority},
-		{"get unknown", func() error { _, err := e.store.Get(ctx, 99); return err }, ErrNotFound},
-		{"update unknown", func() error { _, err := e.store.Update(ctx, 99, Patch{Text: ptr("y")}); return err }, ErrNotFound},
-		{"complete unknown", func() error { _, err := e.store.Complete(ctx, 99); return err }, ErrNotFound},
-		{"empty patch", func() error { _, err := e.store.Update(ctx, 1, Patch{}); return err }, ErrNoChange},
-		{"update empty text", func() error { _, err := e.store.Update(ctx, 1, Patch{Text: ptr("  ")}); return err }, ErrEmpty},
-		{"update priority", func() error { _, err := e.store.Update(ctx, 1, Patch{Priority: ptr(0)}); return err }, ErrPriority},
-		{"update status", func() error { _, err := e.store.Update(ctx, 1, Patch{Status: ptr(Status("done!"))}); return err }, ErrStatus},
-		{"list status", func() error { _, err := e.store.List(ctx, Filter{Status: "open"}); return err }, ErrStatus},
+		}, ErrSecret, ""},
+		{"priority 11", func() error { _, err := e.store.Add(ctx, NewItem{Text: "x", Priority: 11}); return err }, ErrPriority,
+			"priority must be between 1 (urgent) and 10 (low) (got 11)"},
+		{"negative priority", func() error { _, err := e.store.Add(ctx, NewItem{Text: "x", Priority: -1}); return err }, ErrPriority, ""},
+		{"get unknown", func() error { _, err := e.store.Get(ctx, 99); return err }, ErrNotFound, "pulse item 99 not found"},
+		{"update unknown", func() error { _, err := e.store.Update(ctx, 99, Patch{Text: ptr("y")}); return err }, ErrNotFound, "pulse item 99 not found"},
+		{"complete unknown", func() error { _, err := e.store.Complete(ctx, 99); return err }, ErrNotFound, ""},
+		{"empty patch", func() error { _, err := e.store.Update(ctx, 1, Patch{}); return err }, ErrNoChange, ""},
+		{"update empty text", func() error { _, err := e.store.Update(ctx, 1, Patch{Text: ptr("  ")}); return err }, ErrEmpty, ""},
+		{"update priority", func() error { _, err := e.store.Update(ctx, 1, Patch{Priority: ptr(0)}); return err }, ErrPriority, ""},
+		{"update status", func() error { _, err := e.store.Update(ctx, 1, Patch{Status: ptr(Status("done!"))}); return err }, ErrStatus, ""},
+		{"list status", func() error { _, err := e.store.List(ctx, Filter{Status: "open"}); return err }, ErrStatus, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.run()
-			if !errors.Is(err, c.want) {
-				t.Fatalf("err = %v, want %v", err, c.want)
+			if !errors.Is(err, c.want) || c.says != "" && err.Error() != c.says {
+				t.Fatalf("err = %v, want %v (%q)", err, c.want, c.says)
 			}
 		})
 	}

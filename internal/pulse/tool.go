@@ -213,8 +213,7 @@ func (s *Store) toolList(ctx context.Context, a ToolArgs) (ToolResult, error) {
 	return res, nil
 }
 
-// toolError strips the store's "add pulse item:" style prefix context the
-// model does not need, keeping the sentinel's text and detail.
+// toolError points the model to the ids when an item is not found.
 func toolError(err error) error {
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("%w (see action=list for the ids)", err)
