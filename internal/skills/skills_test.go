@@ -230,6 +230,10 @@ func TestBadInputWritesNothing(t *testing.T) {
 			if !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
+			// The refusal says what is wrong, not "save skill …: " first.
+			if strings.HasPrefix(err.Error(), "save skill") {
+				t.Errorf("err = %q, want it to start with what is refused", err)
+			}
 		})
 	}
 	long := newEnv(t)

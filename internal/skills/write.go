@@ -72,16 +72,18 @@ func Compose(summary, content string) (string, error) {
 // CleanBody; on error nothing is written). The file is replaced atomically.
 // Options.Changed is called when the file changed.
 func (s *Store) Save(ctx context.Context, name, body string) (Saved, error) {
+	// Refusals of the input say what is wrong on their own ("skill text is
+	// empty: …"); the operation's words go only on file errors.
 	n, err := CleanName(name)
 	if err != nil {
-		return Saved{}, fmt.Errorf("save skill: %w", err)
+		return Saved{}, err
 	}
 	if sk, ok := s.folderSkill(ctx, n); ok {
-		return Saved{}, fmt.Errorf("save skill: %w", errFolder(sk))
+		return Saved{}, errFolder(sk)
 	}
 	b, err := CleanBody(body, s.maxBody)
 	if err != nil {
-		return Saved{}, fmt.Errorf("save skill %s: %w", n, err)
+		return Saved{}, err
 	}
 	saved, err := s.saveLocked(ctx, n, b)
 	if err != nil {
