@@ -72,12 +72,16 @@ func newMemorySearchCmd(g *globalFlags, env []string) *cobra.Command {
 		Short: "Recall the memories most relevant to QUERY (hybrid: words and meaning)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			query := strings.Join(args, " ")
+			if strings.TrimSpace(query) == "" {
+				return errors.New("give words to search for (reverie memory list shows every memory)")
+			}
 			ks, err := parseKinds(kinds)
 			if err != nil {
 				return err
 			}
 			return withMemories(cmd, g, env, func(ctx context.Context, svc api.Memories) error {
-				res, err := svc.Search(ctx, api.MemorySearch{Text: strings.Join(args, " "), Limit: limit, Kinds: ks,
+				res, err := svc.Search(ctx, api.MemorySearch{Text: query, Limit: limit, Kinds: ks,
 					IncludeClosed: history})
 				if err != nil {
 					return err

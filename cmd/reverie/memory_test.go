@@ -108,7 +108,8 @@ func TestMemoryCLI(t *testing.T) {
 		{"secret", []string{"memory", "add", "aws key AKIAABCDEFGHIJKLMNOP"}, "secret"},
 		{"bad kind", []string{"memory", "add", "--kind", "gossip", "x"}, "unknown kind"},
 		{"bad id", []string{"memory", "forget", "abc"}, "not a memory id"},
-		{"unknown id", []string{"memory", "forget", "424242"}, "not found"},
+		{"unknown id", []string{"memory", "forget", "424242"}, "memory 424242 not found"},
+		{"empty query", []string{"memory", "search", " "}, "give words to search for"},
 		{"bad date", []string{"memory", "add", "--when", "yesterday", "x"}, "YYYY-MM-DD"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
