@@ -17,6 +17,7 @@ import (
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/conversation"
+	"github.com/reverie-ai/reverie/internal/growstack"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/modelrouter"
 	"github.com/reverie-ai/reverie/internal/prompt"
@@ -651,6 +652,7 @@ func (a *Agent) startContextBlocks(ctx context.Context, in Input) func() []strin
 	var wg sync.WaitGroup
 	for i, cp := range providers {
 		wg.Go(func() {
+			growstack.To16K() // recall runs through SQLite's deep frames
 			cctx, cancel := context.WithTimeout(ctx, a.o.ContextTimeout)
 			defer cancel()
 			defer func() {
@@ -821,7 +823,10 @@ func (a *Agent) finish(ctx context.Context, in Input, start time.Time, res Resul
 	// one transaction; the turn's event follows once both are stored.
 	var wg sync.WaitGroup
 	if err == nil {
-		wg.Go(func() { a.recordEpisodes(ctx, in, start, res) })
+		wg.Go(func() {
+			growstack.To16K() // the write runs through SQLite's deep frames
+			a.recordEpisodes(ctx, in, start, res)
+		})
 	}
 	a.logInteractions(ctx, entries...)
 	wg.Wait()

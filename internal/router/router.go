@@ -19,6 +19,7 @@ import (
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/conversation"
+	"github.com/reverie-ai/reverie/internal/growstack"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
 )
@@ -826,6 +827,11 @@ func (r *Router) scanJob(row sqlite.Scanner) (*job, error) {
 // worker processes a thread's queue until it is empty or the router stops.
 func (r *Router) worker(thread chat.ThreadID, q *threadQueue) {
 	defer r.wg.Done()
+	// A turn goes through SQLite's deep frames, and encoding its model
+	// request through openai-go's nested MarshalJSON calls needs more
+	// than 32 KiB: the stack grows to that in one shallow copy rather
+	// than in four ever deeper ones.
+	growstack.To64K()
 	for {
 		r.mu.Lock()
 		if len(q.jobs) == 0 || r.stopped {
