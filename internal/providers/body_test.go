@@ -7,17 +7,36 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
 // hiding wraps a body as the SDKs do for each attempt: it can be read and
-// closed, nothing more.
+// closed, nothing more. closed is closed once it is (the transport closes
+// a body on its own goroutine).
 type hiding struct {
 	io.ReadCloser
-	closed bool
+	once   sync.Once
+	closed chan struct{}
 }
 
-func (h *hiding) Close() error { h.closed = true; return h.ReadCloser.Close() }
+func hide(r io.Reader) *hiding {
+	return &hiding{ReadCloser: io.NopCloser(r), closed: make(chan struct{})}
+}
+
+func (h *hiding) Close() error {
+	h.once.Do(func() { close(h.closed) })
+	return h.ReadCloser.Close()
+}
+
+func (h *hiding) isClosed() bool {
+	select {
+	case <-h.closed:
+		return true
+	default:
+		return false
+	}
+}
 
 // seen is a RoundTripper that keeps the request it is handed and reads its
 // body.
@@ -52,12 +71,12 @@ func TestBodyWriterTo(t *testing.T) {
 		getBody func() (io.ReadCloser, error)
 		rewound bool
 	}{
-		{name: "hidden, with GetBody", body: func() io.ReadCloser { return &hiding{ReadCloser: io.NopCloser(strings.NewReader(text))} },
+		{name: "hidden, with GetBody", body: func() io.ReadCloser { return hide(strings.NewReader(text)) },
 			getBody: getBody, rewound: true},
-		{name: "hidden, without GetBody", body: func() io.ReadCloser { return &hiding{ReadCloser: io.NopCloser(strings.NewReader(text))} }},
-		{name: "GetBody's copy cannot write itself", body: func() io.ReadCloser { return &hiding{ReadCloser: io.NopCloser(strings.NewReader(text))} },
+		{name: "hidden, without GetBody", body: func() io.ReadCloser { return hide(strings.NewReader(text)) }},
+		{name: "GetBody's copy cannot write itself", body: func() io.ReadCloser { return hide(strings.NewReader(text)) },
 			getBody: func() (io.ReadCloser, error) { return io.NopCloser(readOnly{strings.NewReader(text)}), nil }},
-		{name: "GetBody fails", body: func() io.ReadCloser { return &hiding{ReadCloser: io.NopCloser(strings.NewReader(text))} },
+		{name: "GetBody fails", body: func() io.ReadCloser { return hide(strings.NewReader(text)) },
 			getBody: func() (io.ReadCloser, error) { return nil, errors.New("gone") }},
 		{name: "writes itself already", body: func() io.ReadCloser { return io.NopCloser(strings.NewReader(text)) }, getBody: getBody},
 	} {
@@ -82,7 +101,7 @@ func TestBodyWriterTo(t *testing.T) {
 			if rewound := next.req.Body != given; rewound != tc.rewound || tc.rewound && !writes {
 				t.Errorf("handed another body = %v (writes itself: %v), want %v", rewound, writes, tc.rewound)
 			}
-			if h, ok := given.(*hiding); ok && !h.closed {
+			if h, ok := given.(*hiding); ok && !h.isClosed() {
 				t.Error("the given body was not closed")
 			}
 		})
@@ -103,7 +122,8 @@ func TestBodyWriterToThroughHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	req.Body = &hiding{ReadCloser: io.NopCloser(bytes.NewReader(body))}
+	given := hide(bytes.NewReader(body))
+	req.Body = given
 	req.ContentLength = int64(len(body))
 	resp, err := NewHTTPClient(Timeouts{}).Do(req)
 	if err != nil {
@@ -113,7 +133,5 @@ func TestBodyWriterToThroughHTTP(t *testing.T) {
 	if b := <-got; !bytes.Equal(b, body) {
 		t.Fatalf("the server read %d bytes, want %d", len(b), len(body))
 	}
-	if !req.Body.(*hiding).closed {
-		t.Error("the given body was not closed")
-	}
+	<-given.closed // closed by the transport once it has written the copy
 }
