@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -150,6 +149,9 @@ func (a *App) registerPulseCommand(rt *router.Router) error {
 	})
 }
 
+// pulseUsage answers /pulse with words it does not take.
+const pulseUsage = "Usage: /pulse (the active items), or /pulse all (recently closed items too)."
+
 // closedShown caps the closed items /pulse all lists.
 const closedShown = 10
 
@@ -160,7 +162,7 @@ func pulseCommand(ctx context.Context, ps *pulse.Store, args string) (string, er
 	case "all":
 		all = true
 	default:
-		return "", errors.New("usage: /pulse, or /pulse all")
+		return pulseUsage, nil
 	}
 	active, err := ps.Active(ctx)
 	if err != nil {

@@ -100,7 +100,7 @@ func TestPulseCommand(t *testing.T) {
 	}{
 		{"active", "", "Active pulse (1):\n[P2] #1: Fix auth bug", ""},
 		{"all", " ALL ", "Active pulse (1):\n[P2] #1: Fix auth bug\n\nRecently closed:\n[P9] #3: Old idea (cancelled 2025-03-02)\n[P3] #2: Book flights (completed 2025-03-01)", ""},
-		{"bad args", "everything", "", "usage"},
+		{"bad args", "everything", pulseUsage, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -47,6 +47,10 @@ func (a *App) registerVoiceCommand(rt *router.Router) error {
 		Help: "spoken replies in this conversation: /voice off | when_spoken_to | always | default",
 		Run: func(ctx context.Context, cc router.CommandContext) (string, error) {
 			arg := strings.ToLower(strings.TrimSpace(cc.Args))
+			if arg != "" && arg != "default" && !config.ValidReplies(arg) {
+				// A refusal is an answer: nothing changed, and how to say it.
+				return fmt.Sprintf("Unknown voice mode %q: nothing changed. Use /voice off, /voice when_spoken_to, /voice always or /voice default.", arg), nil
+			}
 			if arg != "" {
 				if err := a.Voice.SetMode(ctx, cc.Thread, arg); err != nil {
 					return "", err
