@@ -136,14 +136,34 @@ func (m *slotMeta) chainKey() chain { return chain{m.thread, m.session} }
 // every stored memory for the agent's life and their spare capacity is
 // resident (append and make clear it): ~40 % more than their contents on
 // average when doubling, ~12 % this way, for a few more copies as they
-// grow (a load reserves its size at once).
+// grow (a load reserves its size at once). The new capacity is rounded up
+// as spanFit says.
 func room[S ~[]E, E any](s S, n int) S {
 	if len(s)+n <= cap(s) {
 		return s
 	}
-	out := make(S, len(s), max(len(s)+n, cap(s)+cap(s)/4, 16))
+	var e E
+	out := make(S, len(s), spanFit(max(len(s)+n, cap(s)+cap(s)/4, 16), int(unsafe.Sizeof(e))))
 	copy(out, s)
 	return out
+}
+
+// spanFit returns a capacity of at least n elements of size bytes for an
+// array that lives as long as the index: above 2 KiB, rounded up to whole
+// 8 KiB pages. The Go heap keeps arrays of 8–32 KiB in spans of several
+// pages, two to six arrays a span in most size classes (27 KiB ones three
+// to an 80 KiB span), and one array alive among the short-lived ones of
+// a burst of turns keeps its whole span resident: up to ~55 KiB of free
+// slots each, for arrays that move to another size class every few hundred
+// memories. Arrays of whole pages have spans of their own (8, 16, 24 and
+// 32 KiB are size classes of one object a span; larger ones are whole
+// pages anyway).
+func spanFit(n, size int) int {
+	const page = 8 << 10
+	if b := n * size; b > 2<<10 {
+		return ((b + page - 1) / page * page) / size
+	}
+	return n
 }
 
 // normSpeaker is the form speakers are compared in: the words of the name,
@@ -542,23 +562,12 @@ func (x *index) search(qv []float32, k int, keep func(slot int) bool) []vecHit {
 	if qs == 0 {
 		return nil
 	}
-	var cand []int
-	if n <= exactScanMax {
-		cand = make([]int, 0, n)
-		for s := range n {
-			if x.metas[s].hasVector && keep(s) {
-				cand = append(cand, s)
-			}
-		}
-	} else {
-		cand = x.preselect(qv, max(rerankMin, 8*k), keep)
-	}
 	// the k best by a bounded heap whose root is the worst kept: the same
 	// hits, in the same order, as sorting them all (better is a total
 	// order), for a fraction of the comparisons
-	hits := make([]vecHit, 0, min(k, len(cand)))
+	hits := make([]vecHit, 0, min(k, n))
 	d := x.dims
-	for _, s := range cand {
+	offer := func(s int) {
 		h := vecHit{slot: s, cos: float32(dot8(qq, x.q[s*d:(s+1)*d])) * qs * x.scale[s]}
 		switch {
 		case len(hits) < k:
@@ -567,6 +576,20 @@ func (x *index) search(qv []float32, k int, keep func(slot int) bool) []vecHit {
 		case h.better(hits[0]):
 			hits[0] = h
 			siftDown(hits, 0)
+		}
+	}
+	if n <= exactScanMax {
+		// every slot, in order, without a list of them as long as the
+		// index (a turn would allocate one of a new size class at every
+		// few hundred memories)
+		for s := range n {
+			if x.metas[s].hasVector && keep(s) {
+				offer(s)
+			}
+		}
+	} else {
+		for _, s := range x.preselect(qv, max(rerankMin, 8*k), keep) {
+			offer(s)
 		}
 	}
 	slices.SortFunc(hits, func(a, b vecHit) int {
