@@ -17,7 +17,10 @@
 // since the previous check) a growth of Quiet (64 KiB) since the last
 // release is enough: what runs just after a burst (the database's
 // checkpoint, background reads) leaves a few hundred KiB behind a release
-// that came before it, which the next quiet check hands back. While the
+// that came before it, which the next quiet check hands back. A release
+// that came while the process was busy is followed by one at the first
+// quiet check whatever the growth: it kept the heap then in use, and a
+// burst's end can leave the private memory at about that level. While the
 // process is busy, a growth of Slack (256 KiB) releases at most once a
 // minute, as a busy process would otherwise collect every check. Either threshold is small:
 // the Go runtime's own scavenger keeps freed heap up to its next
@@ -144,6 +147,12 @@ func (k *Keeper) Run(ctx context.Context) error {
 		base     int64 = -1 // after the last release
 		released time.Time
 		used     time.Duration = -1 // CPU time at the last check
+		// unsettled: the last release came while the process was busy.
+		// What it left was the heap in use at that moment; what the rest
+		// of the busy spell freed can sit at about that level once the
+		// runtime has returned some pages itself, never Quiet above it,
+		// so the first quiet check releases whatever the growth.
+		unsettled bool
 	)
 	for {
 		select {
@@ -165,9 +174,11 @@ func (k *Keeper) Run(ctx context.Context) error {
 			used = -1
 		}
 		quietNow := was >= 0 && used >= 0 && float64(used-was) < quietCPU*float64(every)
-		if base < 0 || (quietNow && now-base >= quiet) || (now-base >= slack && time.Since(released) >= busy) {
+		first := base < 0
+		if first || (quietNow && (unsettled || now-base >= quiet)) || (now-base >= slack && time.Since(released) >= busy) {
 			release()
 			released = time.Now()
+			unsettled = !first && !quietNow
 			before := now
 			if now, err = resident(); err != nil {
 				return nil

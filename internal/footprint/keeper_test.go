@@ -17,6 +17,7 @@ import (
 type fakeProcess struct {
 	mu       sync.Mutex
 	resident int64
+	inUse    int64 // what a release cannot hand back (2 MiB more stay)
 	cpuTime  time.Duration
 	trims    []time.Duration
 	start    time.Time
@@ -27,7 +28,15 @@ func (p *fakeProcess) release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.trims = append(p.trims, time.Since(p.start))
-	p.resident = 2 << 20
+	p.resident = 2<<20 + p.inUse
+}
+
+// set sets the heap in use and the resident size (the runtime returning
+// pages itself, or a burst's last turns), with no CPU time.
+func (p *fakeProcess) set(inUse, resident int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inUse, p.resident = inUse, resident
 }
 
 func (p *fakeProcess) size() (int64, error) {
@@ -171,6 +180,39 @@ func TestKeeperBusy(t *testing.T) {
 		}
 		stop()
 		want := []time.Duration{5 * time.Second, 65 * time.Second, 125 * time.Second, 185 * time.Second}
+		if got := p.trimTimes(); !slices.Equal(got, want) {
+			t.Fatalf("releases at %v, want %v", got, want)
+		}
+	})
+}
+
+// TestKeeperAfterBusyRelease: a release in the middle of a burst keeps the
+// heap then in use; after the burst, with the runtime having returned some
+// pages, the private memory sits below what that release left, and the
+// first quiet check releases all the same (before, it stayed there).
+func TestKeeperAfterBusyRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
+		k := &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10, Quiet: 64 << 10,
+			Busy: time.Minute}
+		stop := p.runKeeper(t, k)
+		time.Sleep(6 * time.Second) // first release at 5 s
+		p.set(8<<20, 12<<20)        // the burst's turns hold 8 MiB
+		for range 4 {               // busy: checks at 20, 35, 50 and 65 s
+			p.use(1 << 20)
+			time.Sleep(15 * time.Second)
+			synctest.Wait()
+		}
+		// released at 65 s, busy: 10 MiB left. The burst ends; its
+		// background work keeps the process busy until the check at 80 s,
+		// and the runtime returns a MiB of what the burst freed.
+		p.set(0, 9<<20)
+		p.useCPU(0, time.Second)
+		time.Sleep(15 * time.Second)
+		synctest.Wait()
+		time.Sleep(10 * time.Minute) // quiet from the check at 95 s on
+		stop()
+		want := []time.Duration{5 * time.Second, 65 * time.Second, 95 * time.Second}
 		if got := p.trimTimes(); !slices.Equal(got, want) {
 			t.Fatalf("releases at %v, want %v", got, want)
 		}
