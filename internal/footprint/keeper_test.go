@@ -89,6 +89,17 @@ func (p *fakeProcess) runKeeper(t *testing.T, k *Keeper) (stop func()) {
 	}
 }
 
+// runAgentKeeper runs a keeper with the agent's settings (a check every
+// 15 s, Slack 256 KiB, Quiet 64 KiB, a minute between busy releases) on p
+// and returns 6 s later, past its first release at 5 s.
+func (p *fakeProcess) runAgentKeeper(t *testing.T) (stop func()) {
+	t.Helper()
+	stop = p.runKeeper(t, &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10,
+		Quiet: 64 << 10, Busy: time.Minute})
+	time.Sleep(6 * time.Second)
+	return stop
+}
+
 func TestKeeper(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
@@ -132,11 +143,7 @@ func TestKeeperQuiet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := &fakeProcess{resident: 30 << 20, start: time.Now()}
-				k := &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10, Quiet: 64 << 10,
-					Busy: time.Minute}
-				stop := p.runKeeper(t, k)
-
-				time.Sleep(6 * time.Second) // first release at 5 s
+				stop := p.runAgentKeeper(t)
 				synctest.Wait()
 				// A burst of turns. The check at 20 s sees the process busy,
 				// 15 s after a release (less than Busy): no release; the one
@@ -162,10 +169,7 @@ func TestKeeperQuiet(t *testing.T) {
 func TestKeeperBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
-		k := &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10, Quiet: 64 << 10,
-			Busy: time.Minute}
-		stop := p.runKeeper(t, k)
-		time.Sleep(6 * time.Second) // first release at 5 s
+		stop := p.runAgentKeeper(t)
 		// Twenty clients for three minutes: the memory grows by a
 		// megabyte, then holds steady (the heap's plateau), the CPU busy
 		// throughout.
@@ -193,12 +197,9 @@ func TestKeeperBusy(t *testing.T) {
 func TestKeeperAfterBusyRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &fakeProcess{resident: 30 << 20, start: time.Now()}
-		k := &Keeper{Settle: 5 * time.Second, Every: 15 * time.Second, Slack: 256 << 10, Quiet: 64 << 10,
-			Busy: time.Minute}
-		stop := p.runKeeper(t, k)
-		time.Sleep(6 * time.Second) // first release at 5 s
-		p.set(8<<20, 12<<20)        // the burst's turns hold 8 MiB
-		for range 4 {               // busy: checks at 20, 35, 50 and 65 s
+		stop := p.runAgentKeeper(t)
+		p.set(8<<20, 12<<20) // the burst's turns hold 8 MiB
+		for range 4 {        // busy: checks at 20, 35, 50 and 65 s
 			p.use(1 << 20)
 			time.Sleep(15 * time.Second)
 			synctest.Wait()
