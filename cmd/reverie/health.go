@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/reverie-ai/reverie/extensions/web"
+	"github.com/reverie-ai/reverie/internal/config"
 )
 
 // healthTimeout bounds `reverie health`'s request.
@@ -16,14 +22,23 @@ const healthTimeout = 5 * time.Second
 
 // newHealthCmd is `reverie health`: GET /healthz of a running agent, exit 0
 // when it answers 200 and 1 otherwise — a container's HEALTHCHECK (the
-// image has no curl) or a monitoring script's probe.
-func newHealthCmd() *cobra.Command {
+// image has no curl) or a monitoring script's probe. Without --url it asks
+// the address the data dir's configuration listens on (web.listen, with
+// its environment overrides), as the supervisor does.
+func newHealthCmd(g *globalFlags, env []string) *cobra.Command {
 	var url string
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Check that a running agent answers /healthz (exit 0) or not (exit 1)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if url == "" {
+				u, err := configuredHealthURL(g, env)
+				if err != nil {
+					return err
+				}
+				url = u
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), healthTimeout)
 			defer cancel()
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -43,6 +58,61 @@ func newHealthCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:8420/healthz", "the health endpoint to ask")
+	cmd.Flags().StringVar(&url, "url", "", "the health endpoint to ask (default: http://<web.listen>/healthz of the data dir's configuration, http://127.0.0.1:8420/healthz unless it says otherwise)")
 	return cmd
+}
+
+// configuredHealthURL is the health endpoint the data dir's configuration
+// (or --config) makes the web channel listen on. It reads the
+// configuration only: no data dir is created.
+func configuredHealthURL(g *globalFlags, env []string) (string, error) {
+	path := g.config
+	if path == "" {
+		dir, err := g.dataDir(env)
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(dir, "config.yaml")
+	}
+	cfg, err := loadConfig(path, env)
+	if err != nil {
+		return "", err
+	}
+	u, err := webHealthURL(cfg)
+	if err != nil {
+		return "", fmt.Errorf("%w: give the address to ask with --url", err)
+	}
+	return u, nil
+}
+
+// errNoHealthAddress is returned by webHealthURL when the configuration
+// names no address /healthz can be asked at.
+var errNoHealthAddress = errors.New("no health address")
+
+// webHealthURL is the /healthz address of the web channel cfg configures:
+// web.listen, or the default. A listener on every address (0.0.0.0, ::) is
+// asked on the loopback address. It wraps errNoHealthAddress when the web
+// channel is off or picks its port at start (port 0).
+func webHealthURL(cfg *config.Config) (string, error) {
+	if !cfg.ExtensionEnabled("web", true) {
+		return "", fmt.Errorf("%w: the web channel is off in the configuration", errNoHealthAddress)
+	}
+	wc := web.Config{Listen: web.DefaultListen}
+	if err := cfg.DecodeExtension("web", &wc); err != nil {
+		return "", fmt.Errorf("read the web channel's configuration: %w", err)
+	}
+	host, port, err := net.SplitHostPort(wc.Listen)
+	if err != nil {
+		return "", fmt.Errorf("web.listen %q: %w", wc.Listen, err)
+	}
+	if port == "0" {
+		return "", fmt.Errorf("%w: web.listen %q picks its port at start", errNoHealthAddress, wc.Listen)
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/healthz", nil
 }

@@ -167,7 +167,7 @@ With no subcommand, reverie runs the supervisor (the same as "reverie run").`,
 		return runCmd.RunE(cmd, args)
 	}
 	root.AddCommand(runCmd, newAgentCmd(g, env), newInitCmd(g, env), newDoctorCmd(g, env), newSendCmd(g, env), newVersionCmd())
-	root.AddCommand(newChatCmd(g, env), newServiceCmd(g, env), newHealthCmd())
+	root.AddCommand(newChatCmd(g, env), newServiceCmd(g, env), newHealthCmd(g, env))
 	root.AddCommand(newMemoryCmd(g, env, newMemoryHistoryCmd(g, env), newMemoryRestoreCmd(g, env)), newEvalCmd(g, env), newDreamCmd(g, env))
 	// The extensions' own commands (reverie telegram …, reverie mcp), registered by
 	// the extensions the bundle links in.

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reverie-ai/reverie/extension"
-	"github.com/reverie-ai/reverie/extensions/web"
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/footprint"
@@ -90,13 +88,7 @@ Set REVERIE_SUPERVISOR=builtin to supervise in the reverie process instead.`,
 			if g.config != "" {
 				argv = append(argv, "--config", g.config)
 			}
-			healthURL := ""
-			wc := web.Config{Listen: web.DefaultListen}
-			if cfg.ExtensionEnabled("web", true) && cfg.DecodeExtension("web", &wc) == nil {
-				if _, port, err := net.SplitHostPort(wc.Listen); err == nil && port != "0" {
-					healthURL = "http://" + wc.Listen + "/healthz"
-				}
-			}
+			healthURL, _ := webHealthURL(cfg)
 			opts := supervisor.Options{
 				Command:         argv,
 				Dir:             dir,
