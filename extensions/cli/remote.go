@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/reverie-ai/reverie/api"
@@ -56,6 +58,10 @@ func DialRemote(ctx context.Context, c *client.Client, thread chat.ThreadID) (*R
 		if errors.Is(err, client.ErrUnauthorized) {
 			return nil, fmt.Errorf("%s refused the access token (give it with --token or $REVERIE_TOKEN): %w", c.URL(), err)
 		}
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, &unreachableError{url: c.URL(), err: err}
+		}
 		return nil, fmt.Errorf("reach %s: %w", c.URL(), err)
 	}
 	conn, err := c.Dial(ctx, thread)
@@ -68,6 +74,28 @@ func DialRemote(ctx context.Context, c *client.Client, thread chat.ThreadID) (*R
 	go r.read(rctx)
 	return r, nil
 }
+
+// unreachableError is DialRemote's error when nothing answers at the
+// server's address: one sentence, not the transport's chain of requests
+// (which it unwraps to).
+type unreachableError struct {
+	url string
+	err error
+}
+
+func (e *unreachableError) Error() string {
+	why := "it cannot be reached"
+	var op *net.OpError
+	switch {
+	case errors.Is(e.err, syscall.ECONNREFUSED):
+		why = "the connection was refused"
+	case errors.As(e.err, &op) && op.Timeout():
+		why = "the connection timed out"
+	}
+	return fmt.Sprintf("nothing answers at %s (%s): is Reverie running there (reverie run), and is --remote its address?", e.url, why)
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
 
 // Thread implements Backend.
 func (r *Remote) Thread() chat.ThreadID {

@@ -3,11 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -331,5 +334,30 @@ func TestRemoteRedo(t *testing.T) {
 				t.Errorf("frame %+v, want %+v", got, tc.frame)
 			}
 		})
+	}
+}
+
+// TestDialRemoteNothingAnswers: when nothing listens at --remote's address
+// the chat refuses in one sentence that says what to check, not with the
+// transport's chain of requests; the error still unwraps to the dial's.
+func TestDialRemoteNothingAnswers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	c, err := client.New(url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = DialRemote(context.Background(), c, "web:cli-local")
+	want := "nothing answers at " + url + " (the connection was refused): is Reverie running there (reverie run), and is --remote its address?"
+	if err == nil || err.Error() != want {
+		t.Fatalf("DialRemote = %v\nwant %s", err, want)
+	}
+	var op *net.OpError
+	if !errors.As(err, &op) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("the error does not unwrap to the dial's: %#v", err)
 	}
 }
