@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/agent"
 	"github.com/reverie-ai/reverie/internal/conversation"
@@ -118,7 +119,9 @@ func (r *Router) processCommand(ctx context.Context, j *job, name, args string) 
 	} else {
 		text, err = r.runCommand(ctx, c, CommandContext{Thread: j.thread, Channel: j.channel, Sender: j.sender, Args: args})
 		if err != nil {
-			text = fmt.Sprintf("/%s failed: %v", name, err)
+			// The reason as a person reads it, as every other surface answers
+			// it (without "conflict: " or "not found: " in front).
+			text = fmt.Sprintf("/%s failed: %s", name, api.Reason(err))
 			err = fmt.Errorf("command /%s on %s: %w", name, j.thread, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/agent"
@@ -385,6 +386,11 @@ func TestCommands(t *testing.T) {
 	}}); err != nil {
 		t.Fatalf("replace a placeholder: %v", err)
 	}
+	if err := h.router.Register(Command{Name: "refuse", Help: "refuse", Run: func(context.Context, CommandContext) (string, error) {
+		return "", fmt.Errorf("%w: dreaming needs a language model", api.ErrConflict)
+	}}); err != nil {
+		t.Fatalf("register /refuse: %v", err)
+	}
 	if err := h.router.Register(Command{Name: "help", Run: func(context.Context, CommandContext) (string, error) { return "", nil }}); !errors.Is(err, ErrDuplicateCommand) {
 		t.Errorf("duplicate /help: %v", err)
 	}
@@ -425,6 +431,12 @@ func TestCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A failing command's reason reads as a sentence, without the API
+	// error's word ("conflict: ") in front; the error is the command's.
+	res, err := h.router.Handle(context.Background(), chat.Inbound{Address: chat.Address{Channel: "web", Thread: "web:c"}, Text: "/refuse"})
+	if !errors.Is(err, api.ErrConflict) || res.Reply != "/refuse failed: dreaming needs a language model" {
+		t.Errorf("a failing command: reply %q, error %v", res.Reply, err)
 	}
 	if compaction != 1 {
 		t.Errorf("compaction calls = %d", compaction)
