@@ -329,10 +329,11 @@ func newDoctorCmd(g *globalFlags, env []string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d := &doctor{dir: dir, cfgPath: g.config, env: env}
-			if d.cfgPath == "" {
-				d.cfgPath = filepath.Join(dir, "config.yaml")
+			cfgPath, err := g.configPath(env)
+			if err != nil {
+				return err
 			}
+			d := &doctor{dir: dir, cfgPath: cfgPath, env: env}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 			defer cancel()
 			d.run(ctx)

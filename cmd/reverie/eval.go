@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -189,13 +188,7 @@ func parseKs(ks string) ([]int, error) {
 // openai/MODEL.
 func evalEmbedder(cmd *cobra.Command, g *globalFlags, env []string, ref string, dims int) (embed.Embedder, error) {
 	models := config.ModelsConfig{}
-	path := g.config
-	if path == "" {
-		if dir, err := g.dataDir(env); err == nil {
-			path = filepath.Join(dir, "config.yaml")
-		}
-	}
-	if path != "" {
+	if path, err := g.configPath(env); err == nil {
 		if _, err := os.Stat(path); err == nil {
 			cfg, err := loadConfig(path, env)
 			if err != nil {

@@ -71,13 +71,9 @@ func (e commandEnv) RunAgent(ctx context.Context, o command.AgentOptions) (*api.
 }
 
 func (e commandEnv) DecodeConfig(id string, v any) error {
-	dir, err := e.DataDir()
+	path, err := e.g.configPath(e.env)
 	if err != nil {
 		return err
-	}
-	path := e.g.config
-	if path == "" {
-		path = filepath.Join(dir, "config.yaml")
 	}
 	cfg, err := loadConfig(path, e.env)
 	if err != nil {

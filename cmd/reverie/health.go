@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -66,13 +65,9 @@ func newHealthCmd(g *globalFlags, env []string) *cobra.Command {
 // (or --config) makes the web channel listen on. It reads the
 // configuration only: no data dir is created.
 func configuredHealthURL(g *globalFlags, env []string) (string, error) {
-	path := g.config
-	if path == "" {
-		dir, err := g.dataDir(env)
-		if err != nil {
-			return "", err
-		}
-		path = filepath.Join(dir, "config.yaml")
+	path, err := g.configPath(env)
+	if err != nil {
+		return "", err
 	}
 	cfg, err := loadConfig(path, env)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -67,6 +68,19 @@ type globalFlags struct {
 
 func (g *globalFlags) dataDir(env []string) (string, error) {
 	return datadir.Resolve(g.data, env)
+}
+
+// configPath is the configuration file: --config, else config.yaml in the
+// data dir.
+func (g *globalFlags) configPath(env []string) (string, error) {
+	if g.config != "" {
+		return g.config, nil
+	}
+	dir, err := g.dataDir(env)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "config.yaml"), nil
 }
 
 // run runs the reverie command line and returns the exit code. hooks, at

@@ -62,9 +62,9 @@ Set REVERIE_SUPERVISOR=builtin to supervise in the reverie process instead.`,
 			if _, err := datadir.Bootstrap(dir, nil); err != nil {
 				return fmt.Errorf("prepare data dir: %w", err)
 			}
-			cfgPath := g.config
-			if cfgPath == "" {
-				cfgPath = filepath.Join(dir, "config.yaml")
+			cfgPath, err := g.configPath(env)
+			if err != nil {
+				return err
 			}
 			cfg, err := loadConfig(cfgPath, env)
 			if err != nil {
