@@ -135,3 +135,25 @@ func TestBodyWriterToThroughHTTP(t *testing.T) {
 	}
 	<-given.closed // closed by the transport once it has written the copy
 }
+
+// closesIdle records CloseIdleConnections.
+type closesIdle struct {
+	http.RoundTripper
+	closed bool
+}
+
+func (c *closesIdle) CloseIdleConnections() { c.closed = true }
+
+// TestBodyWriterToClosesIdleConnections: the wrapper does not hide the
+// transport's CloseIdleConnections from http.Client, which calls it only
+// on a transport that has the method.
+func TestBodyWriterToClosesIdleConnections(t *testing.T) {
+	next := &closesIdle{}
+	(&http.Client{Transport: bodyWriterTo{next}}).CloseIdleConnections()
+	if !next.closed {
+		t.Error("http.Client.CloseIdleConnections did not reach the wrapped transport")
+	}
+	if _, ok := NewHTTPClient(Timeouts{}).Transport.(interface{ CloseIdleConnections() }); !ok {
+		t.Error("NewHTTPClient's transport cannot close its idle connections")
+	}
+}

@@ -106,6 +106,15 @@ func (t bodyWriterTo) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(&r)
 }
 
+// CloseIdleConnections closes the wrapped transport's idle connections:
+// http.Client.CloseIdleConnections reaches a transport only through this
+// method.
+func (t bodyWriterTo) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // rewoundBody is a request body from GetBody, which writes itself out, and
 // the body the request was given, closed with it.
 type rewoundBody struct {
