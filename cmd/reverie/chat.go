@@ -116,6 +116,11 @@ func lookupEnv(env []string, key string) string {
 }
 
 func chatInProcess(ctx context.Context, cmd *cobra.Command, g *globalFlags, dir, thread string, env []string) error {
+	if g.namedDataDir(env) {
+		if err := checkDataDir(dir); err != nil {
+			return err
+		}
+	}
 	user := chatUser(env)
 	id := chat.NewThreadID(cli.ChannelName, user)
 	if thread != "" {

@@ -111,7 +111,7 @@ func chatEnv(t *testing.T, model *llmtest.OpenAIServer, extra ...string) []strin
 
 func TestChatPlainInProcess(t *testing.T) {
 	model, _ := chatModel(t)
-	dir := filepath.Join(t.TempDir(), "data")
+	dir := t.TempDir()
 	env := chatEnv(t, model)
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"chat", "--data", dir}, strings.NewReader("hello\n/status\n"), &out, &errb, env)
@@ -151,7 +151,7 @@ func TestChatPlainInProcess(t *testing.T) {
 
 func TestChatInteractiveInProcess(t *testing.T) {
 	model, _ := chatModel(t)
-	dir := filepath.Join(t.TempDir(), "data")
+	dir := t.TempDir()
 	env := chatEnv(t, model, "REVERIE_MODEL_VISION=true")
 	tm := clitest.New(t, 100, 30)
 	var errb logtest.Buffer
@@ -444,7 +444,7 @@ func BenchmarkChatPlainInProcess(b *testing.B) {
 func TestChatWithVoiceReplies(t *testing.T) {
 	model, _ := chatModel(t)
 	audio := llmtest.NewAudioServer(t)
-	dir := filepath.Join(t.TempDir(), "data")
+	dir := t.TempDir()
 	env := chatEnv(t, model, "REVERIE_TTS_MODEL=tts-1", "REVERIE_TTS_BASE_URL="+audio.BaseURL(), "REVERIE_VOICE__REPLIES=always")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"chat", "--data", dir}, strings.NewReader("hello\n/voice\n"), &out, &errb, env)

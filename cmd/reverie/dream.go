@@ -102,7 +102,7 @@ func formatDream(d api.Dream) string {
 // withApp builds the agent in this process without extensions (no
 // channels, no listeners) for the duration of fn.
 func withApp(cmd *cobra.Command, g *globalFlags, env []string, fn func(ctx context.Context, a *app.App) error) error {
-	dir, err := g.dataDir(env)
+	dir, err := g.existingDataDir(env)
 	if err != nil {
 		return err
 	}

@@ -238,7 +238,8 @@ func TestSupervisorProbesItsOwnChild(t *testing.T) {
 }
 
 // `reverie send`, `memory` and `chat` work in a home without
-// ~/.local/share: the data dir's parents are created.
+// ~/.local/share: the default data dir and its parents are created (a
+// named one that does not exist is refused: TestMissingDataDirIsNotCreated).
 func TestCommandsCreateDataDirParents(t *testing.T) {
 	for _, args := range [][]string{{"memory", "list"}, {"send", "/help"}, {"chat"}} {
 		t.Run(args[0], func(t *testing.T) {

@@ -30,7 +30,9 @@ type commandEnv struct {
 
 var _ command.Env = commandEnv{}
 
-func (e commandEnv) DataDir() (string, error) { return e.g.dataDir(e.env) }
+// DataDir refuses a data dir that does not exist: no extension command
+// creates one.
+func (e commandEnv) DataDir() (string, error) { return e.g.existingDataDir(e.env) }
 
 func (e commandEnv) Agent(ctx context.Context) (*client.Client, error) {
 	dir, err := e.DataDir()

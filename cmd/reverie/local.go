@@ -33,7 +33,7 @@ type services struct {
 // else an agent built in this process without extensions for fn's
 // duration.
 func withServices(cmd *cobra.Command, g *globalFlags, env []string, fn func(ctx context.Context, s services) error) error {
-	dir, err := g.dataDir(env)
+	dir, err := g.existingDataDir(env)
 	if err != nil {
 		return err
 	}

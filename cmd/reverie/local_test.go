@@ -201,7 +201,7 @@ func wantFailure(t *testing.T, env []string, dir string, args []string, stderr s
 // Without an agent, dream runs in process and prints the same report.
 func TestDreamInProcess(t *testing.T) {
 	model, _ := chatModel(t)
-	dir := filepath.Join(t.TempDir(), "data")
+	dir := t.TempDir()
 	env := chatEnv(t, model)
 	code, out, errs := runCLI(t, env, "dream", "--data", dir)
 	if code != ExitOK || !strings.Contains(out, "Dream #1 (cli)") || !strings.Contains(out, "Undo with: reverie dream revert 1") {

@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -68,6 +71,63 @@ type globalFlags struct {
 
 func (g *globalFlags) dataDir(env []string) (string, error) {
 	return datadir.Resolve(g.data, env)
+}
+
+// existingDataDir is dataDir for the commands that work on a data dir but
+// do not start Reverie: every command but run, agent, init and service
+// install (which starts run). A data dir named by --data or $REVERIE_HOME
+// that does not exist is refused (noDataDirError), so that a mistyped
+// path creates nothing; the default one (~/.local/share/reverie) is
+// created on first use by any command, as by the first start.
+func (g *globalFlags) existingDataDir(env []string) (string, error) {
+	dir, err := g.dataDir(env)
+	if err != nil || !g.namedDataDir(env) {
+		return dir, err
+	}
+	return dir, checkDataDir(dir)
+}
+
+// namedDataDir reports whether the data dir was named (--data,
+// $REVERIE_HOME) rather than the default.
+func (g *globalFlags) namedDataDir(env []string) bool {
+	return g.data != "" || lookupEnv(env, "REVERIE_HOME") != ""
+}
+
+// checkDataDir refuses a data dir that does not exist (noDataDirError) or
+// is not a directory.
+func checkDataDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return noDataDirError{dir: dir}
+	case err != nil:
+		return datadir.Unusable(fmt.Errorf("data dir: %w", err))
+	case !fi.IsDir():
+		return datadir.Unusable(fmt.Errorf("the data dir %s is not a directory", dir))
+	}
+	return nil
+}
+
+// noDataDirError: a command that does not create a data dir was given one
+// that does not exist. It is datadir.ErrUnusable (exit code 4) and
+// fs.ErrNotExist.
+type noDataDirError struct{ dir string }
+
+func (e noDataDirError) Error() string {
+	return fmt.Sprintf("there is no data dir at %s (reverie init --data %s creates one)", e.dir, shellQuote(e.dir))
+}
+
+func (e noDataDirError) Unwrap() []error { return []error{datadir.ErrUnusable, fs.ErrNotExist} }
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '~' || r == '+' || r == ',' || r == ':' || r == '@' ||
+			(r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r))))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // configPath is the configuration file: --config, else config.yaml in the

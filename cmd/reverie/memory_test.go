@@ -15,7 +15,7 @@ import (
 // A memory's escape sequences and newlines are shown escaped by memory
 // list and forget, never sent raw to the terminal.
 func TestMemoryCLIEscapesControlCharacters(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
+	dir := t.TempDir()
 	env := []string{"HOME=" + t.TempDir()}
 	for _, args := range [][]string{
 		{"memory", "add", "Likes tea\x1b]0;pwned\x07\x1b[1A\nfake row"},
@@ -36,7 +36,7 @@ func TestMemoryCLIEscapesControlCharacters(t *testing.T) {
 }
 
 func TestMemoryCLI(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
+	dir := t.TempDir()
 	env := []string{"HOME=" + t.TempDir()}
 	mustRun := func(args ...string) string {
 		t.Helper()

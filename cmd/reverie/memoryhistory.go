@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -42,11 +41,12 @@ change with its diff. Put a change back with "reverie memory restore REV".`,
 			if err != nil {
 				return err
 			}
+			// Even the default data dir: a history needs one.
+			if err := checkDataDir(dir); err != nil {
+				return err
+			}
 			repo, err := versioning.Open(dir, versioning.Options{ReadOnly: true})
 			if errors.Is(err, versioning.ErrNoHistory) {
-				if _, serr := os.Stat(dir); serr != nil {
-					return fmt.Errorf("no data dir at %s (run \"reverie init\" first)", dir)
-				}
 				fmt.Fprintln(cmd.OutOrStdout(), "No history yet: it starts the next time the agent runs on this data dir.")
 				return nil
 			}
@@ -118,8 +118,9 @@ files (as a restore from the web page does); otherwise it is done in this proces
 			if err != nil {
 				return err
 			}
-			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return fmt.Errorf("no data dir at %s (run \"reverie init\" first)", dir)
+			// Even the default data dir: a history needs one.
+			if err := checkDataDir(dir); err != nil {
+				return err
 			}
 			c, err := runningAgent(cmd.Context(), dir)
 			if err != nil {

@@ -124,7 +124,7 @@ func TestMemoryHistoryCLI(t *testing.T) {
 // back to search and list, and an edit undone by a restore reopens the old
 // version.
 func TestMemoryRestoreResyncsStore(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
+	dir := t.TempDir()
 	env := []string{"HOME=" + t.TempDir()}
 	cli := func(args ...string) (int, string, string) {
 		t.Helper()

@@ -29,7 +29,7 @@ Exits non-zero when the turn fails.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text := strings.Join(args, " ")
-			dir, err := g.dataDir(env)
+			dir, err := g.existingDataDir(env)
 			if err != nil {
 				return err
 			}

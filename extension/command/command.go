@@ -39,7 +39,9 @@ import (
 // run. Its methods honour the global flags (--data) of the invocation.
 type Env interface {
 	// DataDir is the data directory the command works on (--data,
-	// $REVERIE_HOME, else the default).
+	// $REVERIE_HOME, else the default). One that does not exist is an
+	// error that says how to create it (no command of an extension
+	// creates a data dir), and so are the methods below for it.
 	DataDir() (string, error)
 	// Agent is a client of the agent running on the data dir, through its
 	// control socket, or nil (and no error) when no agent runs there.

@@ -101,6 +101,11 @@ func newCommand(env command.Env) *cobra.Command {
 // withStore runs fn with the pairing store of the data dir's database,
 // opened in this process (the channel's tables migrated first).
 func withStore(ctx context.Context, env command.Env, fn func(ctx context.Context, st *Store) error) error {
+	// A data dir that does not exist is refused as it is, without the
+	// question below.
+	if _, err := env.DataDir(); err != nil {
+		return err
+	}
 	db, err := env.OpenDatabase(ctx)
 	if err != nil {
 		return fmt.Errorf("%w (has Reverie run with the Telegram channel on this data dir?)", err)

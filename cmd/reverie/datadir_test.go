@@ -1,0 +1,140 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reverie-ai/reverie/internal/datadir"
+)
+
+// A command that works on a data dir without starting Reverie refuses a
+// named data dir (--data, $REVERIE_HOME) that does not exist, with one
+// sentence that names it and how to create it, and creates nothing there
+// (nor its parent): a mistyped path must not become a second, empty
+// assistant. doctor and health say what is wrong without creating it
+// either.
+func TestMissingDataDirIsNotCreated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		// byEnv names the data dir with $REVERIE_HOME instead of --data.
+		byEnv bool
+		// code is the exit code; refused: the error is noDataDirError's.
+		code    int
+		refused bool
+	}{
+		{name: "memory list", args: []string{"memory", "list"}, code: ExitDataDir, refused: true},
+		{name: "memory search", args: []string{"memory", "search", "tea"}, code: ExitDataDir, refused: true},
+		{name: "memory add", args: []string{"memory", "add", "Likes green tea."}, code: ExitDataDir, refused: true},
+		{name: "memory edit", args: []string{"memory", "edit", "1", "Likes black tea."}, code: ExitDataDir, refused: true},
+		{name: "memory forget", args: []string{"memory", "forget", "1"}, code: ExitDataDir, refused: true},
+		{name: "memory history", args: []string{"memory", "history"}, code: ExitDataDir, refused: true},
+		{name: "memory restore", args: []string{"memory", "restore", "HEAD~1"}, code: ExitDataDir, refused: true},
+		{name: "memory import", args: []string{"memory", "import", "--from-mcp", "openmemory"}, code: ExitDataDir, refused: true},
+		{name: "dream", args: []string{"dream"}, code: ExitDataDir, refused: true},
+		{name: "dream list", args: []string{"dream", "list"}, code: ExitDataDir, refused: true},
+		{name: "dream revert", args: []string{"dream", "revert", "1"}, code: ExitDataDir, refused: true},
+		{name: "send", args: []string{"send", "hello"}, code: ExitDataDir, refused: true},
+		{name: "send command", args: []string{"send", "/status"}, code: ExitDataDir, refused: true},
+		{name: "chat", args: []string{"chat"}, code: ExitDataDir, refused: true},
+		{name: "mcp", args: []string{"mcp"}, code: ExitDataDir, refused: true},
+		{name: "telegram approve", args: []string{"telegram", "approve", "123456"}, code: ExitDataDir, refused: true},
+		{name: "telegram pending", args: []string{"telegram", "pending"}, code: ExitDataDir, refused: true},
+		{name: "telegram clear", args: []string{"telegram", "clear"}, code: ExitDataDir, refused: true},
+		{name: "memory list by REVERIE_HOME", args: []string{"memory", "list"}, byEnv: true, code: ExitDataDir, refused: true},
+		{name: "send by REVERIE_HOME", args: []string{"send", "hello"}, byEnv: true, code: ExitDataDir, refused: true},
+		{name: "doctor", args: []string{"doctor"}, code: ExitFailure},
+		{name: "health", args: []string{"health"}, code: ExitFailure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := filepath.Join(t.TempDir(), "home")
+			dir := filepath.Join(parent, "reverei data") // a typo, and a space to quote
+			env := []string{"HOME=" + t.TempDir(), "OLLAMA_HOST=127.0.0.1:1"}
+			args := tc.args
+			if tc.byEnv {
+				env = append(env, "REVERIE_HOME="+dir)
+			} else {
+				args = append(args, "--data", dir)
+			}
+			if tc.name == "health" {
+				// Nothing listens there: health must not create the
+				// data dir to read its configuration either.
+				args = append(args, "--url", "http://127.0.0.1:1/healthz")
+			}
+			code, out, errs := runCLI(t, env, args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, out, errs)
+			}
+			if tc.refused {
+				want := "reverie: there is no data dir at " + dir + " (reverie init --data '" + dir + "' creates one)\n"
+				if errs != want || out != "" {
+					t.Errorf("stdout %q, stderr %q; want only the refusal %q", out, errs, want)
+				}
+			}
+			if _, err := os.Stat(parent); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s was created (%v)", parent, err)
+			}
+		})
+	}
+}
+
+// What the refusal is: exit code 4's ErrUnusable and fs.ErrNotExist; a
+// path that is a file is refused too; a path that needs no quotes is
+// printed as it is.
+func TestCheckDataDir(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(tmp, "missing")
+	for _, tc := range []struct {
+		name    string
+		dir     string
+		wantErr string
+		notExit bool
+	}{
+		{name: "exists", dir: tmp},
+		{name: "missing", dir: missing, wantErr: "there is no data dir at " + missing + " (reverie init --data " + missing + " creates one)", notExit: true},
+		{name: "a file", dir: file, wantErr: "the data dir " + file + " is not a directory"},
+		{name: "quote", dir: "/tmp/it's gone", wantErr: `there is no data dir at /tmp/it's gone (reverie init --data '/tmp/it'\''s gone' creates one)`, notExit: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkDataDir(tc.dir)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("checkDataDir: %v", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.wantErr {
+				t.Fatalf("checkDataDir = %v, want %q", err, tc.wantErr)
+			}
+			if !errors.Is(err, datadir.ErrUnusable) || exitCode(err) != ExitDataDir {
+				t.Errorf("%v: exit code %d, want %d (ErrUnusable)", err, exitCode(err), ExitDataDir)
+			}
+			if errors.Is(err, fs.ErrNotExist) != tc.notExit {
+				t.Errorf("%v: errors.Is(fs.ErrNotExist) = %v", err, !tc.notExit)
+			}
+		})
+	}
+}
+
+// The default data dir (no --data, no $REVERIE_HOME) is still created on
+// first use by the commands that refuse a named one: see
+// TestCommandsCreateDataDirParents. A named one that exists but is empty
+// (a directory made by hand) is used and filled.
+func TestEmptyNamedDataDirIsUsed(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI(t, []string{"HOME=" + t.TempDir()}, "memory", "add", "Likes green tea.", "--data", dir)
+	if code != ExitOK || !strings.Contains(out, "remembered as #1") {
+		t.Fatalf("memory add in an empty directory: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err != nil {
+		t.Errorf("the data dir was not prepared: %v", err)
+	}
+}
