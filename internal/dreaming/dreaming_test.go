@@ -328,6 +328,10 @@ func TestVectorDreamGuardRefuses(t *testing.T) {
 	if mc.Status != StatusRefused || !strings.Contains(mc.Detail, "2 of 4") {
 		t.Fatalf("memories: %+v", mc)
 	}
+	// The report says "refused" once, as the status.
+	if want := "\n- memories: refused — it would remove 2 of 4 entries (50%"; !strings.Contains(rep.Format(), want) {
+		t.Errorf("report:\n%s\nwant a line starting %q", rep.Format(), want)
+	}
 	if got := f.current(t); !slices.Equal(got, before) {
 		t.Errorf("store changed: %v", got)
 	}

@@ -120,14 +120,15 @@ func heldLines(old, repl []string) int {
 }
 
 // tooMuchDropped applies the safety guard: removing more than MaxDropShare
-// of total entries is refused.
+// of total entries is refused. The reason follows the component's status
+// ("refused — it would remove …"), so it does not say "refused" again.
 func (r *run) tooMuchDropped(total, removed int) (bool, string) {
 	if total == 0 || removed <= 0 {
 		return false, ""
 	}
 	share := float64(removed) / float64(total)
 	if share > r.d.set.MaxDropShare {
-		return true, fmt.Sprintf("refused: it would remove %d of %d entries (%.0f%%, more than the allowed %.0f%%; raise dreaming.max_drop_share to allow it)",
+		return true, fmt.Sprintf("it would remove %d of %d entries (%.0f%%, more than the allowed %.0f%%; raise dreaming.max_drop_share to allow it)",
 			removed, total, share*100, r.d.set.MaxDropShare*100)
 	}
 	return false, ""
