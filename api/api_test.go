@@ -102,7 +102,7 @@ func TestJSONContract(t *testing.T) {
 			ContextTokens: 1, InputTokens: 2, OutputTokens: 3, Calls: 4}},
 		{"thread model request", ThreadModelRequest{Backend: "openrouter/x"}},
 		{"dreams", DreamList{Dreams: []Dream{{ID: 7, Trigger: "schedule", Started: at, Finished: at, ModelCalls: 3, Usage: Usage{InputTokens: 1, OutputTokens: 2},
-			Revision: "3f2a9c1", Components: []DreamComponent{{Name: "memories", Status: "ok", Detail: "d", Lines: []string{"l"}}}}}}},
+			Revision: "3f2a9c1", Changes: 4, Components: []DreamComponent{{Name: "memories", Status: "ok", Detail: "d", Lines: []string{"l"}}}}}}},
 		{"dream revert", DreamRevert{ID: 7, Undone: 12}},
 		{"attachment upload", AttachmentUpload{Name: "photo.png", MediaType: "image/png", Data: []byte("png")}},
 		{"attachment", AttachmentInfo{Path: "web/a/20250501-080000-3f2a-photo.png", Name: "photo.png", Kind: AttachmentImage, MediaType: "image/png", Size: 3}},

@@ -32,7 +32,10 @@ type Dream struct {
 	// Revision is the data dir history's change holding the dream's file
 	// changes ("" when none).
 	Revision string `json:"revision,omitempty"`
-	Reverted bool   `json:"reverted"`
+	// Changes is the number of changes the dream made, which a revert
+	// puts back (0: it changed nothing, there is nothing to undo).
+	Changes  int  `json:"changes"`
+	Reverted bool `json:"reverted"`
 }
 
 // DreamComponent is what a dream did to one component (memories, pulse,

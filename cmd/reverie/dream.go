@@ -92,7 +92,7 @@ dir, the dream runs in it (through its control socket); otherwise in this proces
 // text as /dream in a chat (dreaming.Report.Format).
 func formatDream(d api.Dream) string {
 	r := dreaming.Report{ID: d.ID, Trigger: d.Trigger, Started: d.Started, Finished: d.Finished, ModelCalls: d.ModelCalls,
-		Revision: d.Revision, Reverted: d.Reverted, Components: make([]dreaming.ComponentReport, len(d.Components))}
+		Revision: d.Revision, Changes: d.Changes, Reverted: d.Reverted, Components: make([]dreaming.ComponentReport, len(d.Components))}
 	for i, c := range d.Components {
 		r.Components[i] = dreaming.ComponentReport{Name: c.Name, Status: dreaming.Status(c.Status), Detail: c.Detail, Lines: c.Lines}
 	}

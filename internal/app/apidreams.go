@@ -54,7 +54,7 @@ func (s apiDreams) List(ctx context.Context, limit int) ([]api.Dream, error) {
 func dreamOf(r dreaming.Report) api.Dream {
 	d := api.Dream{ID: r.ID, Trigger: r.Trigger, Started: r.Started, Finished: r.Finished, ModelCalls: r.ModelCalls,
 		Usage:    api.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens},
-		Revision: r.Revision, Reverted: r.Reverted, Components: make([]api.DreamComponent, len(r.Components))}
+		Revision: r.Revision, Changes: r.Changes, Reverted: r.Reverted, Components: make([]api.DreamComponent, len(r.Components))}
 	for i, c := range r.Components {
 		lines := c.Lines
 		if lines == nil {

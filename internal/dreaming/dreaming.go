@@ -206,7 +206,10 @@ type Report struct {
 	// Revision is the data dir history's revision holding the dream's file
 	// changes ("" when none).
 	Revision string `json:"revision,omitempty"`
-	Reverted bool   `json:"reverted,omitempty"`
+	// Changes is the number of changes journalled, which Revert puts
+	// back (0: the dream changed nothing).
+	Changes  int  `json:"changes"`
+	Reverted bool `json:"reverted,omitempty"`
 }
 
 // Format renders the report for a chat reply or the terminal.
@@ -231,7 +234,13 @@ func (r Report) Format() string {
 			b.WriteString("    " + l + "\n")
 		}
 	}
-	fmt.Fprintf(&b, "Undo with: reverie dream revert %d", r.ID)
+	switch {
+	case r.Reverted:
+	case r.Changes == 0:
+		b.WriteString("Nothing was changed, so there is nothing to undo.")
+	default:
+		fmt.Fprintf(&b, "Undo with: reverie dream revert %d", r.ID)
+	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
@@ -297,6 +306,7 @@ func (d *Dreamer) Dream(ctx context.Context, trigger string) (Report, error) {
 		rep.Revision = rev
 	}
 	rep.Finished = d.o.Now()
+	rep.Changes = r.seq
 	body, _ := json.Marshal(rep)
 	if _, err := d.o.DB.ExecContext(context.WithoutCancel(ctx), `UPDATE dream_runs SET finished_at = ?, report = ? WHERE id = ?`,
 		rep.Finished.UnixNano(), string(body), id); err != nil {
@@ -409,16 +419,20 @@ func (d *Dreamer) Reports(ctx context.Context, limit int) ([]Report, error) {
 	out, err := sqlite.Rows(ctx, d.o.DB, func(row sqlite.Scanner) (Report, error) {
 		var body string
 		var reverted bool
-		if err := row.Scan(&body, &reverted); err != nil {
+		var changes int
+		if err := row.Scan(&body, &reverted, &changes); err != nil {
 			return Report{}, err
 		}
 		var rep Report
 		if err := json.Unmarshal([]byte(body), &rep); err != nil {
 			return Report{}, fmt.Errorf("decode report: %w", err)
 		}
-		rep.Reverted = reverted
+		// Counted from the journal: reports saved before they carried
+		// the count have it too.
+		rep.Reverted, rep.Changes = reverted, changes
 		return rep, nil
-	}, `SELECT report, reverted_at IS NOT NULL FROM dream_runs WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT ?`, limit)
+	}, `SELECT report, reverted_at IS NOT NULL, (SELECT count(*) FROM dream_changes c WHERE c.run_id = dream_runs.id)
+		FROM dream_runs WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list dreams: %w", err)
 	}

@@ -282,13 +282,13 @@ func TestVectorDream(t *testing.T) {
 			if len(f.commits) != 1 || !strings.Contains(f.commits[0], "MEMORIES.txt") || rep.Revision != "abc1234" {
 				t.Errorf("commits %v, revision %q", f.commits, rep.Revision)
 			}
-			if !strings.Contains(rep.Format(), "reverie dream revert") {
-				t.Errorf("report: %s", rep.Format())
+			if !strings.HasSuffix(rep.Format(), "\nUndo with: reverie dream revert 1") || rep.Changes == 0 {
+				t.Errorf("report (%d changes): %s", rep.Changes, rep.Format())
 			}
 
 			// Revert restores the store and the file.
-			if _, err := f.d.Revert(ctx, rep.ID); err != nil {
-				t.Fatal(err)
+			if n, err := f.d.Revert(ctx, rep.ID); err != nil || n != rep.Changes {
+				t.Fatalf("revert: %d change(s) undone, %v; the report counted %d", n, err, rep.Changes)
 			}
 			after := f.current(t)
 			want := append(slices.Clone(before), "Allergy to penicillin.")
@@ -303,8 +303,12 @@ func TestVectorDream(t *testing.T) {
 				t.Errorf("second revert: %v", err)
 			}
 			reps, err := f.d.Reports(ctx, 5)
-			if err != nil || len(reps) != 1 || !reps[0].Reverted {
+			if err != nil || len(reps) != 1 || !reps[0].Reverted || reps[0].Changes != rep.Changes {
 				t.Errorf("reports %+v, %v", reps, err)
+			}
+			// A reverted dream offers no undo.
+			if got := reps[0].Format(); strings.Contains(got, "Undo") || !strings.Contains(got, "[reverted]") {
+				t.Errorf("reverted report:\n%s", got)
 			}
 		})
 	}
@@ -337,6 +341,16 @@ func TestVectorDreamGuardRefuses(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(f.dir, "MEMORIES.txt")); string(got) != string(ms) {
 		t.Errorf("MEMORIES.txt changed: %q", got)
+	}
+	// Nothing changed: no undo is offered, now or when listed.
+	reps, err := f.d.Reports(ctx, 1)
+	if err != nil || len(reps) != 1 {
+		t.Fatalf("reports %+v, %v", reps, err)
+	}
+	for _, r := range []Report{rep, reps[0]} {
+		if got := r.Format(); r.Changes != 0 || !strings.HasSuffix(got, "\nNothing was changed, so there is nothing to undo.") {
+			t.Errorf("report of a dream that changed nothing (%d changes):\n%s", r.Changes, got)
+		}
 	}
 }
 
