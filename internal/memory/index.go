@@ -520,11 +520,20 @@ func quantise(v []float32, q []int8) float32 {
 	return scale
 }
 
-// dot8 is the int8 dot product with four independent accumulators.
+// dot8 is the int8 dot product: sixteen products at a time where the CPU
+// has AVX2 (dot8AVX2, exactly the same sum), the rest with four independent
+// accumulators. Recall compares the query with every stored vector up to
+// exactScanMax memories, so this loop is most of what recall's time grows
+// by as a conversation gets long: ~0.45 ms a recall at 2,000 episodes of
+// 384 dimensions in the portable loop, ~0.06 ms with AVX2.
 func dot8(a, b []int8) int32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 int32
 	i := 0
+	if useAVX2 && len(a) >= 16 {
+		i = len(a) &^ 15
+		s0 = dot8AVX2(a[:i], b[:i])
+	}
 	for ; i+4 <= len(a); i += 4 {
 		s0 += int32(a[i]) * int32(b[i])
 		s1 += int32(a[i+1]) * int32(b[i+1])
