@@ -638,13 +638,27 @@ func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64
 			idf := qt.w * float32(max(math.Log((N-df+0.5)/(df+0.5)), 1e-6))
 			pl := t.postings[tid]
 			var d uint32
-			var tfb uint8
 			for i := 0; i < len(pl); {
-				d, tfb, i = nextPosting(pl, i, d)
+				// nextPosting, with a one-byte gap (most postings) decoded
+				// without a branch on whether a tf byte follows: which
+				// postings have one follows no pattern, and with that
+				// branch a ranking took ~1.8× as long
+				// (BenchmarkScoreTermsConversation)
+				var tf float32
+				if v := uint32(pl[i]); v < 0x80 {
+					more := int(v & 1)
+					d += v >> 1
+					tfb := pl[i+more] // the tf byte, or the gap itself when none
+					i += 1 + more
+					tf = float32(1 + uint8(more)*(tfb-1))
+				} else {
+					var tfb uint8
+					d, tfb, i = nextPosting(pl, i, d)
+					tf = float32(tfb)
+				}
 				if t.docID[d] <= 0 {
 					continue
 				}
-				tf := float32(tfb)
 				norm := scr.normOf(t.docLen[d], p, avg)
 				sc := idf * tf * float32(p.k1+1) / (tf + norm)
 				if qt.group == 0 {
