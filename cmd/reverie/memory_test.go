@@ -99,6 +99,9 @@ func TestMemoryCLI(t *testing.T) {
 		"reverie: memory "+trains+" was replaced by memory "+cur+", its current version: edit "+cur+" to change it (nothing was changed)\n")
 	wantFailure(t, env, dir, []string{"memory", "forget", trains},
 		"reverie: memory "+trains+" was replaced by memory "+cur+", its current version: forget "+cur+" to forget it (nothing was forgotten)\n")
+	// Emptying a memory is refused as adding an empty one is, with its
+	// number in front, and nothing else ("update memory N: " was).
+	wantFailure(t, env, dir, []string{"memory", "edit", cur, " "}, "reverie: #"+cur+": memory text is empty\n")
 
 	for _, c := range []struct {
 		name string

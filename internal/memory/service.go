@@ -288,7 +288,7 @@ func (s *Service) List(ctx context.Context, f Filter) ([]Memory, error) { return
 func (s *Service) Update(ctx context.Context, m Memory) (int64, error) {
 	text, err := clean(m.Text)
 	if err != nil {
-		return 0, fmt.Errorf("update memory %d: %w", m.ID, err)
+		return 0, err // "memory text is empty": the caller names the memory
 	}
 	m.Text = text
 	// The store and MEMORIES.txt change together: a Reconcile in between
