@@ -57,7 +57,7 @@ func (s *VectorStore) Predecessors(ctx context.Context, id int64, limit int) ([]
 			UNION ALL
 			SELECT m.id, c.depth + 1 FROM memories m JOIN chain c ON m.superseded_by = c.id WHERE c.depth < ?
 		)
-		SELECT `+prefixed("m.", selectCols)+` FROM chain c JOIN memories m ON m.id = c.id ORDER BY c.depth LIMIT ?`, id, limit, limit)
+		SELECT `+prefixed("m.", selectCols)+` FROM chain c JOIN memories_read m ON m.id = c.id ORDER BY c.depth LIMIT ?`, id, limit, limit)
 	if err != nil {
 		return nil, fmt.Errorf("history of memory %d: %w", id, err)
 	}

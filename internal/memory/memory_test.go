@@ -927,7 +927,7 @@ func TestAccessFlushBatch(t *testing.T) {
 	}
 	for i, id := range ids {
 		var count, last int64
-		if err := s.db.QueryRowContext(ctx, `SELECT access_count, last_access FROM memories WHERE id = ?`, id).Scan(&count, &last); err != nil {
+		if err := s.db.QueryRowContext(ctx, `SELECT access_count, last_access FROM memories_read WHERE id = ?`, id).Scan(&count, &last); err != nil {
 			t.Fatal(err)
 		}
 		wantCount, wantLast := int64(i%3+1), int64(1_000+i)
@@ -937,6 +937,10 @@ func TestAccessFlushBatch(t *testing.T) {
 		if count != wantCount || last != wantLast {
 			t.Fatalf("memory %d: access_count %d, last_access %d; want %d, %d", i, count, last, wantCount, wantLast)
 		}
+	}
+	var rows int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM memory_access`).Scan(&rows); err != nil || rows != len(ids) {
+		t.Errorf("memory_access holds %d rows (%v), want %d: none for the missing memory", rows, err, len(ids))
 	}
 	s.access.mu.Lock()
 	left := len(s.access.pending)

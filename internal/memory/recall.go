@@ -439,7 +439,7 @@ func (s *VectorStore) fetch(ctx context.Context, ids []int64) (map[int64]Memory,
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+selectCols+` FROM memories WHERE id IN (?`+strings.Repeat(",?", len(ids)-1)+`)`, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+selectCols+` FROM memories_read WHERE id IN (?`+strings.Repeat(",?", len(ids)-1)+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read memories: %w", err)
 	}
@@ -604,11 +604,7 @@ func (a *accessQueue) flush(ctx context.Context) error {
 		return nil
 	}
 	err := sqlite.Tx(ctx, a.db, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE memories
-			SET access_count = access_count + d.n, last_access = MAX(COALESCE(last_access, 0), d.at)
-			FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS n,
-				json_extract(value, '$[2]') AS at FROM json_each(?)) AS d
-			WHERE memories.id = d.id`, accessJSON(batch))
+		_, err := tx.ExecContext(ctx, flushAccessSQL, accessJSON(batch))
 		return err
 	})
 	if err != nil {
@@ -624,6 +620,17 @@ func (a *accessQueue) flush(ctx context.Context) error {
 	}
 	return nil
 }
+
+// flushAccessSQL adds a JSON array of [id, count, last] deltas (accessJSON)
+// to memory_access, for the memories that still exist: a row of a few
+// bytes each, where updating memories rewrote each memory's whole row
+// (migration 009).
+const flushAccessSQL = `INSERT INTO memory_access (memory_id, access_count, last_access)
+	SELECT d.id, d.n, d.at FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS n,
+		json_extract(value, '$[2]') AS at FROM json_each(?)) AS d
+	WHERE EXISTS (SELECT 1 FROM memories WHERE memories.id = d.id)
+	ON CONFLICT (memory_id) DO UPDATE SET access_count = access_count + excluded.access_count,
+		last_access = MAX(COALESCE(last_access, 0), excluded.last_access)`
 
 // accessJSON encodes deltas as a JSON array of [id, count, last] triples.
 func accessJSON(batch map[int64]accessDelta) string {

@@ -451,7 +451,7 @@ func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*i
 		idx.put(id, m, v)
 		text.put(id, txt)
 		return nil
-	}, `SELECT id, text, kind, created_at, valid_from, valid_to, access_count, last_access, event_time, thread, session, speaker, role, embedding, embed_model FROM memories ORDER BY id`)
+	}, `SELECT id, text, kind, created_at, valid_from, valid_to, access_count, last_access, event_time, thread, session, speaker, role, embedding, embed_model FROM memories_read ORDER BY id`)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("load memory index: %w", err)
 	}

@@ -352,7 +352,7 @@ func (s *VectorStore) writeAdditions(ctx context.Context, batch []*addition) {
 		}
 		var last int64
 		for _, a := range batch {
-			write := func() error { return s.addRows(ctx, a, ins, find, bump, now) }
+			write := func() error { return s.addRows(ctx, tx, a, ins, find, bump, now) }
 			if len(batch) == 1 {
 				// alone: its failure is the transaction's
 				if a.err = write(); a.err != nil {
@@ -399,10 +399,10 @@ func (s *VectorStore) write(ctx context.Context, fn func(ctx context.Context, tx
 	return sqlite.Tx(ctx, s.db, func(tx *sql.Tx) error { return fn(ctx, tx) })
 }
 
-// addRows inserts a's memories (or bumps their current twins) within the
-// transaction of ins, find and bump (find and bump are nil when a holds
-// only episodes).
-func (s *VectorStore) addRows(ctx context.Context, a *addition, ins, find, bump *sql.Stmt, now time.Time) error {
+// addRows inserts a's memories (or bumps their current twins) within tx,
+// the transaction of ins, find and bump (find and bump are nil when a
+// holds only episodes).
+func (s *VectorStore) addRows(ctx context.Context, tx *sql.Tx, a *addition, ins, find, bump *sql.Stmt, now time.Time) error {
 	a.ids = make([]int64, len(a.ms))
 	for i, m := range a.ms {
 		var id int64
@@ -420,7 +420,7 @@ func (s *VectorStore) addRows(ctx context.Context, a *addition, ins, find, bump 
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		id, mt, err := s.insert(ctx, ins, m, a.vecs[i], now)
+		id, mt, err := s.insert(ctx, tx, ins, m, a.vecs[i], now)
 		if err != nil {
 			return err
 		}
@@ -458,13 +458,14 @@ func (s *VectorStore) catchUpIndex(ctx context.Context) error {
 }
 
 const insertSQL = `INSERT INTO memories (text, norm, kind, source, created_at, updated_at, valid_from, event_time, thread,
-	session, speaker, role, access_count, last_access, embedding, embed_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	session, speaker, role, embedding, embed_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// insert adds m (prepared) as a new row through ins (a prepared insertSQL)
-// created at now, valid from m.ValidFrom (now when zero), with m's access
-// statistics and vector v (nil: none yet; Reembed fills it in), and returns
-// its id and index entry.
-func (s *VectorStore) insert(ctx context.Context, ins *sql.Stmt, m Memory, v []float32, now time.Time) (int64, meta, error) {
+// insert adds m (prepared) as a new row through ins (a prepared insertSQL
+// of tx) created at now, valid from m.ValidFrom (now when zero), with
+// vector v (nil: none yet; Reembed fills it in) and m's access statistics
+// (a row of memory_access when there are any), and returns its id and
+// index entry.
+func (s *VectorStore) insert(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, m Memory, v []float32, now time.Time) (int64, meta, error) {
 	from := m.ValidFrom
 	if from.IsZero() {
 		from = now
@@ -474,13 +475,19 @@ func (s *VectorStore) insert(ctx context.Context, ins *sql.Stmt, m Memory, v []f
 		blob = vec.Encode(v)
 	}
 	res, err := ins.ExecContext(ctx, m.Text, normalise(m.Text), string(m.Kind), string(m.Source), ns(now), ns(now), ns(from),
-		nullNS(m.EventTime), m.Thread, m.Session, m.Speaker, string(m.Role), m.AccessCount, nullNS(m.LastAccess), blob, s.model)
+		nullNS(m.EventTime), m.Thread, m.Session, m.Speaker, string(m.Role), blob, s.model)
 	if err != nil {
 		return 0, meta{}, err
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
 		return 0, meta{}, err
+	}
+	if m.AccessCount != 0 || m.LastAccess != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO memory_access (memory_id, access_count, last_access) VALUES (?, ?, ?)`,
+			id, m.AccessCount, nullNS(m.LastAccess)); err != nil {
+			return 0, meta{}, err
+		}
 	}
 	mt := meta{kind: m.Kind, createdAt: ns(now), validFrom: ns(from), eventTime: nullNS(m.EventTime).Int64,
 		lastAccess: nullNS(m.LastAccess).Int64, accessCount: int32(m.AccessCount), thread: m.Thread,
@@ -509,7 +516,7 @@ func scanMemory(sc interface{ Scan(...any) error }, extra ...any) (Memory, error
 
 // Get returns one memory with its embedding.
 func (s *VectorStore) Get(ctx context.Context, id int64) (Memory, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+selectCols+`, embedding FROM memories WHERE id = ?`, id)
+	row := s.db.QueryRowContext(ctx, `SELECT `+selectCols+`, embedding FROM memories_read WHERE id = ?`, id)
 	var blob []byte
 	m, err := scanMemory(row, &blob)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -585,7 +592,7 @@ func (s *VectorStore) Update(ctx context.Context, m Memory) (int64, error) {
 			return err
 		}
 		defer ins.Close()
-		if id, mt, err = s.insert(ctx, ins, m, vs[0], now); err != nil {
+		if id, mt, err = s.insert(ctx, tx, ins, m, vs[0], now); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE memories SET superseded_by = ? WHERE id = ?`, id, m.ID)
@@ -806,7 +813,7 @@ func (s *VectorStore) EnsureCurrent(ctx context.Context, ms []Memory) ([]Ensured
 				}
 			case EnsureAdded:
 				var mt meta
-				if id, mt, err = s.insert(ctx, ins, m, vecs[i], now); err != nil {
+				if id, mt, err = s.insert(ctx, tx, ins, m, vecs[i], now); err != nil {
 					return err
 				}
 				fresh = append(fresh, added{id: id, m: mt, vec: vecs[i], txt: m.Text})
@@ -925,7 +932,7 @@ func (s *VectorStore) List(ctx context.Context, f Filter) ([]Memory, error) {
 		where = append(where, `created_at > ?`)
 		args = append(args, ns(f.After))
 	}
-	q := `SELECT ` + selectCols + ` FROM memories`
+	q := `SELECT ` + selectCols + ` FROM memories_read`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
