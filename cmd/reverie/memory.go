@@ -142,7 +142,7 @@ func newMemoryAddCmd(g *globalFlags, env []string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&kind, "kind", "fact", "fact, preference, episode, procedure or opinion")
 	cmd.Flags().StringVar(&when, "when", "", "date of an episode (YYYY-MM-DD)")
-	cmd.Flags().BoolVar(&keep, "keep", true, "also add it to MEMORIES.txt (always in the prompt)")
+	cmd.Flags().BoolVar(&keep, "keep", true, "also add it to MEMORIES.txt (always in the prompt; an episode never is)")
 	return cmd
 }
 

@@ -117,8 +117,12 @@ type Remembered struct {
 
 // Remember stores m in the long-term store and, when keep is true (or the
 // backend is flat), appends it to MEMORIES.txt unless an equal line is
-// there already. Errors as Store.Add (ErrEmpty, ErrTooLong, ErrSecret,
-// ErrInvalid); nothing is written when it fails.
+// there already. An episode is never kept there (keep is ignored): the
+// file holds the facts always in the prompt, an episode is found by
+// recall, and the next start's Reconcile, which reads every line as a
+// fact, would store the line a second time as one. Errors as Store.Add
+// (ErrEmpty, ErrTooLong, ErrSecret, ErrInvalid); nothing is written when
+// it fails.
 func (s *Service) Remember(ctx context.Context, m Memory, keep bool) (Remembered, error) {
 	text, err := clean(m.Text)
 	if err != nil {
@@ -150,7 +154,7 @@ func (s *Service) Remember(ctx context.Context, m Memory, keep bool) (Remembered
 	after, aerr := s.store.Count(ctx, false)
 	// A backend that cannot count (mcp) never reports a duplicate.
 	r := Remembered{ID: id, Existing: berr == nil && aerr == nil && after == before}
-	if !keep {
+	if !keep || m.Kind == KindEpisode {
 		return r, nil
 	}
 	s.mu.Lock()

@@ -119,6 +119,28 @@ func TestServiceRememberNotKept(t *testing.T) {
 	}
 }
 
+// An episode is not kept in MEMORIES.txt even when asked (the command
+// line's and the API's default): kept, the next start's Reconcile stored
+// its line again as a fact, a duplicate of another kind.
+func TestServiceRememberEpisodeNotKept(t *testing.T) {
+	ctx := context.Background()
+	svc, dir, ch := newService(t, false)
+	r, err := svc.Remember(ctx, Memory{Text: "Walked the dog along the river.", Kind: KindEpisode, Source: SourceUserExplicit}, true)
+	if err != nil || r.InWorkingSet {
+		t.Fatalf("Remember = %+v, %v", r, err)
+	}
+	if got := readFile(t, dir); got != "" || ch.count() != 0 {
+		t.Fatalf("MEMORIES.txt = %q (%d change(s)), want it untouched", got, ch.count())
+	}
+	if rec, err := svc.Reconcile(ctx); err != nil || rec.Changed() {
+		t.Fatalf("Reconcile = %+v, %v", rec, err)
+	}
+	ms, err := svc.List(ctx, Filter{})
+	if err != nil || len(ms) != 1 || ms[0].Kind != KindEpisode {
+		t.Fatalf("memories %+v, %v; want the one episode", ms, err)
+	}
+}
+
 func TestServiceRewriteWorkingSet(t *testing.T) {
 	ctx := context.Background()
 	svc, dir, ch := newService(t, false)

@@ -30,7 +30,7 @@ type appendArgs struct {
 	When string `json:"when,omitempty" jsonschema:"for episodes: when it happened, YYYY-MM-DD or an RFC 3339 time"`
 	// Keep puts the memory into MEMORIES.txt as well (the always-visible
 	// working set).
-	Keep *bool `json:"keep_in_view,omitempty" jsonschema:"also add it to MEMORIES.txt, always shown to you (default true; false for minor details that only need to be recallable)"`
+	Keep *bool `json:"keep_in_view,omitempty" jsonschema:"also add it to MEMORIES.txt, always shown to you (default true; false for minor details that only need to be recallable; an episode is never added)"`
 }
 
 type updateArgs struct {
