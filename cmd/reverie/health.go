@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,7 +47,7 @@ func newHealthCmd(g *globalFlags, env []string) *cobra.Command {
 			}
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
-				return fmt.Errorf("not healthy: %w", err)
+				return unhealthy(url, err)
 			}
 			defer res.Body.Close()
 			body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
@@ -59,6 +60,31 @@ func newHealthCmd(g *globalFlags, env []string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&url, "url", "", "the health endpoint to ask (default: http://<web.listen>/healthz of the data dir's configuration, http://127.0.0.1:8420/healthz unless it says otherwise)")
 	return cmd
+}
+
+// unhealthyError is a probe that got no answer, in one sentence rather
+// than the transport's chain ("Get …: dial tcp …: connect: …"), which it
+// unwraps to.
+type unhealthyError struct {
+	url, why string
+	err      error
+}
+
+func (e unhealthyError) Error() string { return "not healthy: " + e.url + " " + e.why }
+func (e unhealthyError) Unwrap() error { return e.err }
+
+// unhealthy is the error of a probe of url that failed with err.
+func unhealthy(url string, err error) error {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return unhealthyError{url: url, why: "does not answer: nothing listens there (the connection was refused)", err: err}
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &op) && op.Timeout()):
+		return unhealthyError{url: url, why: fmt.Sprintf("did not answer within %s", healthTimeout), err: err}
+	case errors.As(err, &op) && op.Op == "dial":
+		return unhealthyError{url: url, why: fmt.Sprintf("cannot be reached (%v)", op.Err), err: err}
+	}
+	return fmt.Errorf("not healthy: %w", err)
 }
 
 // configuredHealthURL is the health endpoint the data dir's configuration

@@ -42,7 +42,8 @@ func TestHealthAsksTheConfiguredAddress(t *testing.T) {
 			says: []string{`web.listen "127.0.0.1:0" picks its port at start`, "--url"}},
 		{name: "web channel off", config: "web:\n  enabled: false\n", code: ExitFailure,
 			says: []string{"the web channel is off", "--url"}},
-		{name: "nothing listens", config: "web:\n  listen: 127.0.0.1:1\n", code: ExitFailure, says: []string{"not healthy"}},
+		{name: "nothing listens", config: "web:\n  listen: 127.0.0.1:1\n", code: ExitFailure,
+			says: []string{"reverie: not healthy: http://127.0.0.1:1/healthz does not answer: nothing listens there (the connection was refused)\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
