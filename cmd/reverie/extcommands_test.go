@@ -105,6 +105,10 @@ func TestTelegramDoctorAndCommands(t *testing.T) {
 	if code != ExitFailure || errs != "reverie: unknown, used or expired pairing code: ABCD2345; the person gets a new code by writing to the bot again\n" {
 		t.Fatalf("approve an unknown code: %d %q", code, errs)
 	}
+	code, _, errs = runCLI(t, base, "telegram", "approve", "12", "--data", dir)
+	if code != ExitFailure || errs != "reverie: \"12\" is not a pairing code (8 letters and digits); the person gets a new code by writing to the bot again\n" {
+		t.Fatalf("approve a malformed code: %d %q", code, errs)
+	}
 	if code, out, _ := runCLI(t, base, "telegram", "pending", "--data", dir); code != ExitOK || !strings.Contains(out, "Nobody is waiting") {
 		t.Fatalf("pending: %d %q", code, out)
 	}

@@ -211,13 +211,22 @@ func (s *store) request(ctx context.Context, user, chatID int64, name string) (p
 	return pairingAnswer{code: code, expires: exp}, tx.Commit()
 }
 
+// codeRefused is approve's refusal of a code that says why in its own
+// words (an extension.ErrPairingCode, without that error's "unknown, used
+// or expired pairing code" in front). Whoever shows it adds how the person
+// gets a new code.
+type codeRefused string
+
+func (e codeRefused) Error() string { return string(e) }
+func (e codeRefused) Unwrap() error { return extension.ErrPairingCode }
+
 // approve consumes code and lets its person in.
 func (s *store) approve(ctx context.Context, code string) (extension.Paired, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	code = normaliseCode(code)
 	if len(code) != codeLen || strings.Trim(code, codeAlphabet) != "" {
-		return extension.Paired{}, fmt.Errorf("%w: %q is not a pairing code (%d letters and digits)", extension.ErrPairingCode, code, codeLen)
+		return extension.Paired{}, codeRefused(fmt.Sprintf("%q is not a pairing code (%d letters and digits)", code, codeLen))
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -243,7 +252,7 @@ func (s *store) approve(ctx context.Context, code string) (extension.Paired, err
 		if err := tx.Commit(); err != nil {
 			return extension.Paired{}, fmt.Errorf("approve: %w", err)
 		}
-		return extension.Paired{}, fmt.Errorf("%w: %s expired; the person gets a new one by writing to the bot again", extension.ErrPairingCode, code)
+		return extension.Paired{}, codeRefused("pairing code " + code + " has expired")
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO telegram_users (user_id, chat_id, name, approved_at) VALUES (?,?,?,?)

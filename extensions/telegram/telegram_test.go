@@ -230,7 +230,7 @@ func TestPairingStore(t *testing.T) {
 	if _, err := s.approve(ctx, "AAAA2222"); !errors.Is(err, extension.ErrPairingCode) {
 		t.Fatalf("wrong code: %v", err)
 	}
-	if _, err := s.approve(ctx, "0O1I"); !errors.Is(err, extension.ErrPairingCode) {
+	if _, err := s.approve(ctx, "0O1I"); !errors.Is(err, extension.ErrPairingCode) || err.Error() != `"0O1I" is not a pairing code (8 letters and digits)` {
 		t.Fatalf("malformed code: %v", err)
 	}
 	p, err := s.approve(ctx, strings.ToLower(first.code[:4])+"-"+first.code[4:])
@@ -247,7 +247,8 @@ func TestPairingStore(t *testing.T) {
 	// Expired codes are refused, and the person can ask again.
 	late, _ := s.request(ctx, 43, 43, "Mal")
 	now = now.Add(2 * time.Hour)
-	if _, err := s.approve(ctx, late.code); !errors.Is(err, extension.ErrPairingCode) {
+	// Said once: whoever shows the refusal adds how to get a new code.
+	if _, err := s.approve(ctx, late.code); !errors.Is(err, extension.ErrPairingCode) || err.Error() != "pairing code "+late.code+" has expired" {
 		t.Fatalf("expired code: %v", err)
 	}
 	if fresh, _ := s.request(ctx, 43, 43, "Mal"); fresh.code == "" {
