@@ -126,8 +126,28 @@ func TestCheckDataDir(t *testing.T) {
 
 // The default data dir (no --data, no $REVERIE_HOME) is still created on
 // first use by the commands that refuse a named one: see
-// TestCommandsCreateDataDirParents. A named one that exists but is empty
-// (a directory made by hand) is used and filled.
+// TestCommandsCreateDataDirParents; so is the default named by its path
+// (the README's MCP client configuration passes --data
+// ~/.local/share/reverie).
+func TestDefaultDataDirNamedIsCreated(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, ".local", "share", "reverie")
+	for _, env := range [][]string{{"HOME=" + home}, {"HOME=" + home, "REVERIE_HOME=" + dir}} {
+		code, out, errs := runCLI(t, env, "memory", "list", "--data", dir)
+		if code != ExitOK || out != "no memories\n" {
+			t.Fatalf("memory list --data <the default> (%v): exit %d\n%s%s", env, code, out, errs)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err != nil {
+			t.Fatalf("the default data dir was not created: %v", err)
+		}
+		if err := os.RemoveAll(filepath.Join(home, ".local")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A named data dir that exists but is empty (a directory made by hand) is
+// used and filled.
 func TestEmptyNamedDataDirIsUsed(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errs := runCLI(t, []string{"HOME=" + t.TempDir()}, "memory", "add", "Likes green tea.", "--data", dir)

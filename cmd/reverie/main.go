@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -88,9 +89,17 @@ func (g *globalFlags) existingDataDir(env []string) (string, error) {
 }
 
 // namedDataDir reports whether the data dir was named (--data,
-// $REVERIE_HOME) rather than the default.
+// $REVERIE_HOME) rather than the default. Naming the default's own path
+// (as the README's MCP client configuration does) counts as the default.
 func (g *globalFlags) namedDataDir(env []string) bool {
-	return g.data != "" || lookupEnv(env, "REVERIE_HOME") != ""
+	if g.data == "" && lookupEnv(env, "REVERIE_HOME") == "" {
+		return false
+	}
+	dir, err := g.dataDir(env)
+	def, derr := datadir.Resolve("", slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, "REVERIE_HOME=")
+	}))
+	return err != nil || derr != nil || dir != def
 }
 
 // checkDataDir refuses a data dir that does not exist (noDataDirError) or
