@@ -69,11 +69,14 @@ func TestMissingDataDirIsNotCreated(t *testing.T) {
 			if code != tc.code {
 				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, out, errs)
 			}
+			sentence := "there is no data dir at " + dir + " (reverie init --data '" + dir + "' creates one)"
 			if tc.refused {
-				want := "reverie: there is no data dir at " + dir + " (reverie init --data '" + dir + "' creates one)\n"
-				if errs != want || out != "" {
+				if want := "reverie: " + sentence + "\n"; errs != want || out != "" {
 					t.Errorf("stdout %q, stderr %q; want only the refusal %q", out, errs, want)
 				}
+			}
+			if tc.name == "doctor" && !strings.Contains(out, "[FAIL] data dir     "+sentence+"\n") {
+				t.Errorf("doctor says:\n%s\nwant the same sentence", out)
 			}
 			if _, err := os.Stat(parent); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("%s was created (%v)", parent, err)

@@ -64,11 +64,9 @@ func (d *doctor) add(name string, st checkStatus, format string, args ...any) {
 
 func (d *doctor) run(ctx context.Context) {
 	// Data dir.
-	if fi, err := os.Stat(d.dir); err != nil {
-		d.add("data dir", checkFail, "%s: %v (run `reverie init`)", d.dir, err)
-		return
-	} else if !fi.IsDir() {
-		d.add("data dir", checkFail, "%s is not a directory", d.dir)
+	// The other commands' refusal, in the same words.
+	if err := checkDataDir(d.dir); err != nil {
+		d.add("data dir", checkFail, "%v", err)
 		return
 	}
 	if err := datadir.CheckWritable(d.dir); err != nil {
