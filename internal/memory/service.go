@@ -288,7 +288,9 @@ func (s *Service) List(ctx context.Context, f Filter) ([]Memory, error) { return
 // MEMORIES.txt line is replaced by the new text. An empty m.Source makes
 // the new version SourceUserExplicit (a person wrote that text) and keeps
 // the source of a metadata-only change (kind, event time, thread), which
-// stays in place. An empty m.Kind keeps the kind. Errors as Store.Update.
+// stays in place. An empty m.Kind keeps the kind. A memory that becomes an
+// episode leaves MEMORIES.txt (episodes stay out of it, see Remember), and
+// an episode's edit leaves the file alone. Errors as Store.Update.
 func (s *Service) Update(ctx context.Context, m Memory) (int64, error) {
 	text, err := clean(m.Text)
 	if err != nil {
@@ -307,8 +309,17 @@ func (s *Service) Update(ctx context.Context, m Memory) (int64, error) {
 		m.Source = SourceUserExplicit
 	}
 	id, err := s.store.Update(ctx, m)
-	if err != nil || text == old.Text {
+	if err != nil {
 		return id, err
+	}
+	if !s.flat && (m.Kind == KindEpisode || (m.Kind == "" && old.Kind == KindEpisode)) {
+		if old.Kind == KindEpisode {
+			return id, nil
+		}
+		return id, s.replaceLine(ctx, old.Text, "", "memory: edit "+summary(text)+" (now an episode)")
+	}
+	if text == old.Text {
+		return id, nil
 	}
 	if s.flat {
 		s.changed(ctx, "memory: edit "+summary(text), MemoriesFile)

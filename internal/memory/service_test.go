@@ -141,6 +141,47 @@ func TestServiceRememberEpisodeNotKept(t *testing.T) {
 	}
 }
 
+// A fact that becomes an episode leaves MEMORIES.txt, and an episode's
+// edit leaves the file alone: a line left there came back at the next
+// Reconcile as a fact beside the episode.
+func TestServiceUpdateToEpisodeLeavesWorkingSet(t *testing.T) {
+	ctx := context.Background()
+	svc, dir, _ := newService(t, false)
+	for _, text := range []string{"Lives in Lyon.", "Walked the dog along the river."} {
+		if _, err := svc.Remember(ctx, Memory{Text: text, Kind: KindFact, Source: SourceUserExplicit}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := svc.List(ctx, Filter{})
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("memories %+v, %v", ms, err)
+	}
+	dog := ms[0].ID
+	if ms[0].Text != "Walked the dog along the river." {
+		dog = ms[1].ID
+	}
+	id, err := svc.Update(ctx, Memory{ID: dog, Text: "Walked the dog along the river.", Kind: KindEpisode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, dir); got != "Lives in Lyon.\n" {
+		t.Fatalf("MEMORIES.txt = %q after the fact became an episode", got)
+	}
+	if _, err := svc.Update(ctx, Memory{ID: id, Text: "Walked the dog along the Saône."}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, dir); got != "Lives in Lyon.\n" {
+		t.Fatalf("MEMORIES.txt = %q after the episode's edit", got)
+	}
+	if rec, err := svc.Reconcile(ctx); err != nil || rec.Changed() {
+		t.Fatalf("Reconcile = %+v, %v", rec, err)
+	}
+	ms, err = svc.List(ctx, Filter{})
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("memories %+v, %v; want the fact and the episode", ms, err)
+	}
+}
+
 func TestServiceRewriteWorkingSet(t *testing.T) {
 	ctx := context.Background()
 	svc, dir, ch := newService(t, false)
