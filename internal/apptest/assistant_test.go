@@ -51,8 +51,8 @@ func TestWebAssistantEndpoints(t *testing.T) {
 	id := strconv.FormatInt(dreams.Dreams[0].ID, 10)
 	var rev api.DreamRevert
 	app.JSON(t, http.MethodPost, "/dreams/"+id+"/revert", map[string]any{}, http.StatusOK, &rev)
-	if rev.ID != dreams.Dreams[0].ID {
-		t.Errorf("revert = %+v", rev)
+	if rev.ID != dreams.Dreams[0].ID || rev.Undone != dreams.Dreams[0].Changes {
+		t.Errorf("revert = %+v, the report counted %d change(s)", rev, dreams.Dreams[0].Changes)
 	}
 	if code, _ := app.Do(t, http.MethodPost, "/dreams/"+id+"/revert", map[string]any{}); code != http.StatusConflict {
 		t.Errorf("second revert: %d, want 409", code)

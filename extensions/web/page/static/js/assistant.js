@@ -457,7 +457,8 @@ function dreamsView(body, live) {
       h('ul', { class: 'as-components' }, d.components.map((c) => h('li', { dataset: { status: c.status } },
         h('strong', null, c.name), ' ', pill(c.status, c.status === 'ok' ? 'ok' : c.status === 'failed' ? 'err' : ''), c.detail ? h('span', { class: 'muted small' }, ' ' + c.detail) : null,
         c.lines.length ? h('ul', { class: 'as-lines' }, c.lines.map((l) => h('li', { class: 'small' }, l))) : null))),
-      d.reverted ? null : h('div', { class: 'row as-actions' }, confirmBtn('Revert', 'Click again to revert', async () => {
+      d.reverted ? null : d.changes === 0 ? h('p', { class: 'muted small as-nothing' }, 'Nothing was changed, so there is nothing to undo.')
+        : h('div', { class: 'row as-actions' }, confirmBtn('Revert', 'Click again to revert', async () => {
         const r = await run('revert it', () => api.post(`/dreams/${d.id}/revert`, {}));
         toast(`Reverted: ${r.undone} change(s) put back.`);
         load();
