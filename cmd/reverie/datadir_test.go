@@ -149,6 +149,17 @@ func TestDefaultDataDirNamedIsCreated(t *testing.T) {
 	}
 }
 
+// init's closing line names a command that can be pasted into a shell,
+// the data dir quoted when it needs it.
+func TestInitQuotesTheDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my data")
+	code, out, errs := runCLI(t, []string{"HOME=" + t.TempDir()}, "init", "--data", dir)
+	want := "\nEdit " + filepath.Join(dir, "config.yaml") + ", then start Reverie with: reverie --data '" + dir + "'\n"
+	if code != ExitOK || !strings.HasSuffix(out, want) {
+		t.Fatalf("init: exit %d\n%s%s\nwant it to end with %q", code, out, errs, want)
+	}
+}
+
 // A named data dir that exists but is empty (a directory made by hand) is
 // used and filled.
 func TestEmptyNamedDataDirIsUsed(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -36,7 +37,8 @@ to add files that a newer version ships.`,
 			for _, f := range created {
 				fmt.Fprintf(out, "  created %s\n", f)
 			}
-			fmt.Fprintf(out, "\nEdit %s/config.yaml, then start Reverie with: reverie --data %s\n", dir, dir)
+			fmt.Fprintf(out, "\nEdit %s, then start Reverie with: reverie --data %s\n",
+				filepath.Join(dir, "config.yaml"), shellQuote(dir))
 			return nil
 		},
 	}
