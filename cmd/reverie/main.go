@@ -78,8 +78,9 @@ func (g *globalFlags) dataDir(env []string) (string, error) {
 // do not start Reverie: every command but run, agent, init and service
 // install (which starts run). A data dir named by --data or $REVERIE_HOME
 // that does not exist is refused (noDataDirError), so that a mistyped
-// path creates nothing; the default one (~/.local/share/reverie) is
-// created on first use by any command, as by the first start.
+// path creates nothing; the default one (~/.local/share/reverie, also when
+// named by its own path) is created on first use by any command, as by
+// the first start.
 func (g *globalFlags) existingDataDir(env []string) (string, error) {
 	dir, err := g.dataDir(env)
 	if err != nil || !g.namedDataDir(env) {
