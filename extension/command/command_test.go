@@ -12,6 +12,17 @@ func newTest(Env) *cobra.Command { return &cobra.Command{Use: "test"} }
 // Register refuses what would make the command line ambiguous or crash
 // later, naming the command; Registered lists the rest by name.
 func TestRegister(t *testing.T) {
+	// A registry of its own, so that the test runs again (go test -count=2)
+	// and leaves the package's as it was.
+	mu.Lock()
+	saved := registry
+	registry = map[string]Info{}
+	mu.Unlock()
+	t.Cleanup(func() {
+		mu.Lock()
+		registry = saved
+		mu.Unlock()
+	})
 	Register(Info{Extension: "one", Name: "zeta", New: newTest})
 	Register(Info{Extension: "two", Name: "alpha-2", New: newTest})
 	Register(Info{Extension: "two", Parent: "memory", Name: "zeta", New: newTest})
