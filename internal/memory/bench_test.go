@@ -160,21 +160,11 @@ func benchRecall(b *testing.B, n int) {
 	for i := range qs {
 		qs[i] = benchQuery(r)
 	}
-	durs := make([]time.Duration, 0, b.N)
-	cpu0 := processCPU()
-	done := 0
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		t0 := time.Now()
+	timeEach(b, func(i int) {
 		if _, err := s.Recall(ctx, Query{Text: qs[i%len(qs)], Limit: 10}); err != nil {
 			b.Fatal(err)
 		}
-		durs = append(durs, time.Since(t0))
-		done++
-	}
-	reportPercentiles(b, durs)
-	// CPU time per recall: what a shared, busy machine does not inflate
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/1000/float64(max(done, 1)), "cpu-ms/op")
+	})
 }
 
 // BenchmarkRecall10k and BenchmarkRecall100k measure hybrid recall latency

@@ -100,8 +100,8 @@ func BenchmarkScoreTermsConversation(b *testing.B) {
 }
 
 // timeEach runs op(i) for each iteration i of b and reports, besides the
-// mean, the percentiles of its times and the process's CPU time per op:
-// on a machine other work shares, the median moves least.
+// mean, the percentiles of its times and the process's CPU time per op
+// (what a shared, busy machine inflates least, with the median).
 func timeEach(b *testing.B, op func(i int)) {
 	durs := make([]time.Duration, 0, b.N)
 	cpu0 := processCPU()
