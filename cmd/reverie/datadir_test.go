@@ -95,13 +95,30 @@ func TestCheckDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(tmp, "missing")
+	mkdir := func(name string, files ...string) string {
+		d := filepath.Join(tmp, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(d, f), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	other := mkdir("home", ".bashrc", "notes.txt")
 	for _, tc := range []struct {
 		name    string
 		dir     string
 		wantErr string
 		notExit bool
 	}{
-		{name: "exists", dir: tmp},
+		{name: "empty", dir: mkdir("empty")},
+		{name: "config", dir: mkdir("config", "config.yaml", "notes.txt")},
+		{name: "database only", dir: mkdir("db", "reverie.db")},
+		{name: "memories only", dir: mkdir("memories", "MEMORIES.txt")},
+		{name: "other files", dir: other, wantErr: other + " is not a Reverie data dir: it holds other files and no config.yaml or reverie.db (reverie init --data " + other + " makes it one)"},
 		{name: "missing", dir: missing, wantErr: "there is no data dir at " + missing + " (reverie init --data " + missing + " creates one)", notExit: true},
 		{name: "a file", dir: file, wantErr: "the data dir " + file + " is not a directory"},
 		{name: "quote", dir: "/tmp/it's gone", wantErr: `there is no data dir at /tmp/it's gone (reverie init --data '/tmp/it'\''s gone' creates one)`, notExit: true},
@@ -170,5 +187,32 @@ func TestEmptyNamedDataDirIsUsed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err != nil {
 		t.Errorf("the data dir was not prepared: %v", err)
+	}
+}
+
+// A named data dir that exists and holds other files but nothing of a data
+// dir (the home directory, a project) is refused by the commands that do
+// not start Reverie, and nothing is written into it.
+func TestOtherDirIsNotFilled(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my home")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"memory", "list"}, {"memory", "add", "Likes green tea."}, {"send", "hello"}, {"dream", "list"}} {
+		code, out, errs := runCLI(t, []string{"HOME=" + t.TempDir(), "OLLAMA_HOST=127.0.0.1:1"}, append(args, "--data", dir)...)
+		want := "reverie: " + dir + " is not a Reverie data dir: it holds other files and no config.yaml or reverie.db (reverie init --data '" + dir + "' makes it one)\n"
+		if code != ExitDataDir || out != "" || errs != want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %q", args, code, out, errs, ExitDataDir, want)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 {
+			t.Errorf("%v wrote into %s: %v", args, dir, entries)
+		}
 	}
 }

@@ -103,8 +103,13 @@ func (g *globalFlags) namedDataDir(env []string) bool {
 	return err != nil || derr != nil || dir != def
 }
 
-// checkDataDir refuses a data dir that does not exist (noDataDirError) or
-// is not a directory.
+// checkDataDir refuses a data dir that does not exist (noDataDirError), is
+// not a directory, or is a directory of other files: one that is not
+// empty and holds none of the files a data dir always has (its config, its
+// database, MEMORIES.txt, the lock). A command pointed at the home
+// directory or a project by mistake would otherwise fill it with a data
+// dir's files and folders. An empty directory is used (made by hand for
+// Reverie).
 func checkDataDir(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
@@ -115,7 +120,21 @@ func checkDataDir(dir string) error {
 	case !fi.IsDir():
 		return datadir.Unusable(fmt.Errorf("the data dir %s is not a directory", dir))
 	}
-	return nil
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return datadir.Unusable(fmt.Errorf("data dir: %w", err))
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case datadir.ConfigFile, app.DatabaseFile, datadir.MemoriesFile, datadir.LockFile:
+			return nil
+		}
+	}
+	return datadir.Unusable(fmt.Errorf("%s is not a Reverie data dir: it holds other files and no %s or %s (reverie init --data %s makes it one)",
+		dir, datadir.ConfigFile, app.DatabaseFile, shellQuote(dir)))
 }
 
 // noDataDirError: a command that does not create a data dir was given one
