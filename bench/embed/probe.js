@@ -66,13 +66,20 @@ async function main() {
 
   const single = [];
   const batch = [];
+  const cpuSingle = [];
+  const cpuBatch = [];
+  const cpu = (c) => (c.user + c.system) / 1000 / texts.length;
   for (let r = 0; r < rounds; r++) {
     let t = process.hrtime.bigint();
+    let c = process.cpuUsage();
     for (const s of texts) await use.embed(model, [s], maxTokens);
     single.push(Number(process.hrtime.bigint() - t) / 1e6 / texts.length);
+    cpuSingle.push(cpu(process.cpuUsage(c)));
     t = process.hrtime.bigint();
+    c = process.cpuUsage();
     for (let i = 0; i < texts.length; i += 32) await use.embed(model, texts.slice(i, i + 32), maxTokens);
     batch.push(Number(process.hrtime.bigint() - t) / 1e6 / texts.length);
+    cpuBatch.push(cpu(process.cpuUsage(c)));
   }
   const chars = texts.reduce((a, s) => a + s.length, 0) / texts.length;
   const toks = texts.reduce((a, s) => a + use.tokens(model, s, maxTokens).length, 0) / texts.length;
@@ -86,6 +93,8 @@ async function main() {
         rounds,
         msPerTextSingle: { median: median(single), all: single.map((x) => +x.toFixed(2)) },
         msPerTextBatch32: { median: median(batch), all: batch.map((x) => +x.toFixed(2)) },
+        cpuMsPerTextSingle: median(cpuSingle),
+        cpuMsPerTextBatch32: median(cpuBatch),
         loadMs: Math.round(loadMs),
         rssMiB: { beforeLoad: +(rss0 / 2 ** 20).toFixed(1), loaded: +(rssLoaded / 2 ** 20).toFixed(1), after: +(process.memoryUsage().rss / 2 ** 20).toFixed(1) },
         params,
