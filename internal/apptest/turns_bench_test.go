@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reverie-ai/reverie/internal/app"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -50,7 +51,9 @@ import (
 // the mean input tokens per turn in the same windows, counted on the
 // requests the model server received: those of the turn's own model calls
 // ("in-tok"), and with the compaction calls of the window spread over its
-// turns ("all-tok").
+// turns ("all-tok"); and the database's write-ahead log, the largest size
+// seen after a turn in any run ("wal-max") and its size after the last turn
+// (median of the runs; "wal-end"), in MiB.
 func BenchmarkHTTPTurns(b *testing.B) {
 	turns := benchEnvInt(b, "REVERIE_BENCH_TURNS", 1000)
 	runs := benchEnvInt(b, "REVERIE_BENCH_RUNS", 3)
@@ -64,6 +67,7 @@ func BenchmarkHTTPTurns(b *testing.B) {
 	tokens := map[int][]float64{}
 	allTokens := map[int][]float64{}
 	compactions := 0
+	var walMax, walEnd []float64
 	b.ResetTimer()
 	profilePrefix := os.Getenv("REVERIE_BENCH_PROFILE")
 	for range b.N {
@@ -82,6 +86,8 @@ func BenchmarkHTTPTurns(b *testing.B) {
 				allTokens[m] = append(allTokens[m], all/float64(hi-lo+1))
 			}
 			compactions += r.compactions
+			walMax = append(walMax, float64(r.walMax)/(1<<20))
+			walEnd = append(walEnd, float64(r.walEnd)/(1<<20))
 		}
 	}
 	b.StopTimer()
@@ -97,6 +103,8 @@ func BenchmarkHTTPTurns(b *testing.B) {
 		b.ReportMetric(median(tokens[last])/median(tokens[mid]), fmt.Sprintf("ratio-tok-%d/%d", last, mid))
 	}
 	b.ReportMetric(float64(compactions)/float64(b.N*runs), "compactions/run")
+	b.ReportMetric(slices.Max(walMax), "wal-max-MiB")
+	b.ReportMetric(median(walEnd), "wal-end-MiB")
 }
 
 // turnRecord is what one run measured, indexed by turn (1-based).
@@ -104,6 +112,9 @@ type turnRecord struct {
 	took                         []time.Duration
 	mainTokens, compactionTokens []int
 	compactions                  int
+	// walMax is the largest size of the database's write-ahead log seen
+	// after a turn, walEnd its size after the last turn, in bytes.
+	walMax, walEnd int64
 }
 
 // runConversation starts a fresh app and runs turns turns on one thread.
@@ -195,6 +206,10 @@ func runConversation(b *testing.B, turns int, marks []int, profilePrefix string)
 		r.took[t] = time.Since(start)
 		if code != http.StatusOK {
 			b.Fatalf("turn %d: %d %s", t, code, resp)
+		}
+		if fi, err := os.Stat(filepath.Join(w.DataDir, app.DatabaseFile+"-wal")); err == nil {
+			r.walMax = max(r.walMax, fi.Size())
+			r.walEnd = fi.Size()
 		}
 	}
 	b.StopTimer()

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/reverie-ai/reverie/internal/logtest"
@@ -169,6 +170,103 @@ func TestCommitterCheckpoints(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
+	}
+}
+
+// TestCommitterBoundsWAL: under writes that never pause, with a reader
+// beside them, the write-ahead log file stays within what a few checkpoint
+// intervals write, not what all of them do: a passive checkpoint alone
+// never catches up with writes committed while it runs, so the log would
+// not restart, and the file would keep its largest size.
+func TestCommitterBoundsWAL(t *testing.T) {
+	ctx := context.Background()
+	const (
+		limit     = 16 << 10 // the log restarts past four times this
+		every     = 16
+		intervals = 40
+		row       = 6 << 10 // two pages and more a commit
+	)
+	file := filepath.Join(t.TempDir(), "test.db")
+	db, err := OpenWith(ctx, file, Options{ManualCheckpoint: true, WALLimit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.ExecContext(ctx, `CREATE TABLE w (b BLOB NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCommitter(db, nil)
+	c.every = every
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := c.Run(rctx); err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	var reading atomic.Bool
+	reading.Store(true)
+	go func() { // a reader that never pauses either
+		defer wg.Done()
+		for reading.Load() {
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM w`).Scan(&n); err != nil {
+				t.Errorf("read: %v", err)
+				return
+			}
+		}
+	}()
+	walSize := func() int64 {
+		fi, err := os.Stat(file + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	blob := make([]byte, row)
+	var most int64
+	for i := range intervals * every {
+		if err := c.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO w (b) VALUES (?)`, blob)
+			return err
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, walSize())
+		// Run checkpoints beside the writes; they do not get more than an
+		// interval ahead of it.
+		for (i+1)%every == 0 && c.checkpoints.Load() < int64((i+1)/every) {
+			runtime.Gosched()
+		}
+	}
+	reading.Store(false)
+	stop()
+	wg.Wait()
+	// Between two restarts of the log: what Run's checkpoint saw, what was
+	// written while it ran and the interval after it, about four intervals
+	// (each commit writes four pages, with a frame header each); a restart
+	// now and then fails when the reader is not scheduled for restartWait
+	// (a loaded machine), so the bound allows three times that.
+	interval := int64(every * 4 * (4096 + 24))
+	if bound := 12 * interval; most > bound {
+		t.Errorf("write-ahead log reached %d bytes (%d written in all); want at most %d", most, int64(intervals)*interval, bound)
+	}
+	if c.restarts.Load() == 0 {
+		t.Error("no RESTART checkpoint ran")
+	}
+	t.Logf("write-ahead log at most %d bytes; %d checkpoints, %d restarts", most, c.checkpoints.Load(), c.restarts.Load())
+	// Run's last checkpoint, with no writes beside it, caught up: the next
+	// write restarts the log and cuts the file back to the limit.
+	if err := c.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO w (b) VALUES (?)`, blob)
+		return err
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := walSize(), max(limit, 32+4*(4096+24)); got > int64(want) {
+		t.Errorf("write-ahead log %d bytes after a write following a checkpoint that caught up; want at most %d (journal_size_limit, or that write's frames)", got, want)
 	}
 }
 

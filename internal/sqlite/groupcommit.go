@@ -75,6 +75,23 @@ func (g *GroupCommit[T]) Write(v T, write func(batch []T)) {
 	}
 }
 
+// Hold runs fn while no batch is being written: it takes the writer's
+// place as a caller of Write does (waiting for the batch being written,
+// or until ctx ends: then fn does not run and Hold returns ctx's error),
+// and the items queued meanwhile wait for it to return, then go in one
+// batch.
+func (g *GroupCommit[T]) Hold(ctx context.Context, fn func()) error {
+	g.once.Do(func() { g.writer = make(chan struct{}, 1) })
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case g.writer <- struct{}{}:
+	}
+	defer func() { <-g.writer }()
+	fn()
+	return nil
+}
+
 // Add queues v without waiting: it is written with the next batch a
 // Write call writes (in the order queued, before the items queued after
 // it). Someone must call Write later, or it stays queued.

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"runtime"
 	"slices"
 	"sync"
@@ -121,4 +122,53 @@ func TestGroupCommitReturnsOnceWritten(t *testing.T) {
 	if v := <-returned; v != 3 {
 		t.Fatalf("%d returned last, want 3", v)
 	}
+}
+
+// TestGroupCommitHold: Hold runs while no batch is being written; the
+// writes queued while it runs wait for it, then go in one batch; a Hold
+// whose context has ended does not run.
+func TestGroupCommitHold(t *testing.T) {
+	var g GroupCommit[int]
+	var (
+		mu      sync.Mutex
+		batches [][]int
+		holding bool
+	)
+	write := func(batch []int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if holding {
+			t.Error("a batch was written while Hold ran")
+		}
+		batches = append(batches, slices.Clone(batch))
+	}
+	var wg sync.WaitGroup
+	if err := g.Hold(context.Background(), func() {
+		mu.Lock()
+		holding = true
+		mu.Unlock()
+		for v := range 3 {
+			wg.Go(func() { g.Write(v, write) })
+		}
+		for g.Queued() < 3 {
+			runtime.Gosched()
+		}
+		mu.Lock()
+		holding = false
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if len(batches) != 1 || len(batches[0]) != 3 {
+		t.Errorf("batches %v; want the three writes in one", batches)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g.writer <- struct{}{} // a batch is being written
+	ran := false
+	if err := g.Hold(ctx, func() { ran = true }); err == nil || ran {
+		t.Errorf("Hold with an ended context = %v, ran %v; want its error, not run", err, ran)
+	}
+	<-g.writer
 }

@@ -66,7 +66,19 @@ type Options struct {
 	// for a release, at the price of parsing the schema again (~1.5 ms)
 	// when it next needs a connection.
 	CloseIdleAfter time.Duration
+	// WALLimit is the size in bytes the write-ahead log file is cut back
+	// to when the log restarts (journal_size_limit), and the size past
+	// which a Committer's Run makes it restart (0: DefaultWALLimit). The
+	// log restarts from its start only when a write begins after a
+	// checkpoint that copied every frame, and the file keeps its largest
+	// size until the last connection closes: without a limit, writes that
+	// never pause leave it at tens of megabytes.
+	WALLimit int64
 }
+
+// DefaultWALLimit is Options.WALLimit's default: about what SQLite's
+// automatic checkpoint lets the log reach (1,000 pages of 4 KiB).
+const DefaultWALLimit = 4 << 20
 
 // OpenWith is Open with o.
 func OpenWith(ctx context.Context, file string, o Options) (*sql.DB, error) {
@@ -84,6 +96,11 @@ func OpenWith(ctx context.Context, file string, o Options) (*sql.DB, error) {
 		if o.ManualCheckpoint {
 			q.Add("_pragma", "wal_autocheckpoint(0)")
 		}
+		limit := o.WALLimit
+		if limit <= 0 {
+			limit = DefaultWALLimit
+		}
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", limit))
 	}
 	q.Set("_txlock", "immediate")
 	q.Set("_time_format", "sqlite")
