@@ -111,50 +111,72 @@ func related(e lexicon.Entry, w relWeights) bool {
 // kindCover measures how much of a query's word weight a memory holds
 // through the kinds of its nouns.
 type kindCover struct {
-	t      *textIndex
-	group  map[uint32]uint16 // kind term → its group
-	nouns  [][]string        // by group − 1: the noun's stems
-	stemWt map[string]float64
+	terms *termTable // kind term → its group
+	// nouns[g−1] is group g's noun's stems: nounAt[nounOff[g-1]:nounOff[g]]
+	// index stems, the distinct stems of every noun
+	nounOff []int
+	nounAt  []int
+	stems   []nounStem
+	// covered is the stems a memory covers, kept between memories
+	covered []int
+}
+
+// nounStem is a stem of a noun's words, looked up once per query.
+type nounStem struct {
+	stem string
+	tid  uint32  // its term
+	held bool    // the index holds its term (tid is valid)
+	wt   float64 // its weight (stemWeight)
 }
 
 // newKindCover prepares kindCover for the kinds and nouns kindTerms
-// returned, stemWeight being the query stems' weights.
-func (t *textIndex) newKindCover(kinds []qterm, nouns [][]string, stemWeight map[string]float64) kindCover {
-	kc := kindCover{t: t, nouns: nouns, stemWt: stemWeight}
-	if len(kinds) > 0 {
-		kc.group = make(map[uint32]uint16, len(kinds))
-		for _, k := range kinds {
-			kc.group[k.tid] = k.group
+// returned, stemWeight being the query stems' weights; the kinds' groups
+// are set in terms.
+func (t *textIndex) newKindCover(kinds []qterm, nouns [][]string, stemWeight map[string]float64, terms *termTable) kindCover {
+	for _, k := range kinds {
+		terms.setGroup(k.tid, k.group)
+	}
+	kc := kindCover{terms: terms}
+	if len(kinds) == 0 {
+		return kc
+	}
+	kc.nounOff = make([]int, 1, len(nouns)+1)
+	for _, stems := range nouns {
+		for _, st := range stems {
+			n := slices.IndexFunc(kc.stems, func(ns nounStem) bool { return ns.stem == st })
+			if n < 0 {
+				n = len(kc.stems)
+				tid, held := t.terms[st]
+				kc.stems = append(kc.stems, nounStem{stem: st, tid: tid, held: held, wt: stemWeight[st]})
+			}
+			kc.nounAt = append(kc.nounAt, n)
 		}
+		kc.nounOff = append(kc.nounOff, len(kc.nounAt))
 	}
 	return kc
 }
 
 // weight returns the weight of the nouns' stems that a memory with the
 // distinct terms doc covers through a kind and does not hold itself
-// (coverage counts those).
-func (kc kindCover) weight(doc []uint32) float64 {
-	if len(kc.group) == 0 {
-		return 0
-	}
-	var covered []string
-	for _, tid := range doc {
-		g, ok := kc.group[tid]
-		if !ok {
-			continue
-		}
-		for _, st := range kc.nouns[g-1] {
-			if !slices.Contains(covered, st) {
-				covered = append(covered, st)
+// (coverage counts those); groups are the groups of doc's kind terms, in
+// the order of doc.
+func (kc *kindCover) weight(doc []uint32, groups []uint16) float64 {
+	covered := kc.covered[:0]
+	for _, g := range groups {
+		for _, n := range kc.nounAt[kc.nounOff[g-1]:kc.nounOff[g]] {
+			if !slices.Contains(covered, n) {
+				covered = append(covered, n)
 			}
 		}
 	}
+	kc.covered = covered
 	var s float64
-	for _, st := range covered {
-		if tid, ok := kc.t.terms[st]; ok && slices.Contains(doc, tid) {
+	for _, n := range covered {
+		ns := kc.stems[n]
+		if ns.held && slices.Contains(doc, ns.tid) {
 			continue // held itself
 		}
-		s += kc.stemWt[st]
+		s += ns.wt
 	}
 	return s
 }

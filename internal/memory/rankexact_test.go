@@ -1,9 +1,11 @@
 package memory
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/reverie-ai/reverie/internal/embed"
@@ -198,5 +200,274 @@ func TestDot8(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// coveragePlain is coverage as it was before its speed-ups (two maps
+// looked up at every term of every memory), the reference it must agree
+// with bit for bit. It returns, for each memory id, the share of the query's word
+// weight its text holds: the idf of the query's content-word stems it
+// contains over the idf of all of them (a stem counted once however often
+// it occurs), a stem no memory holds weighing as
+// one held by none (so a query about something never told is barely
+// covered by any memory). A memory holding one of the kinds of a noun of
+// the query (kindTerms: kinds and, by group, the stems of the noun's words)
+// holds the noun's words. 0 for a memory not indexed or a query without
+// content words.
+func (t *textIndex) coveragePlain(query string, skip map[string]bool, ids []int64, kinds []qterm, nouns [][]string) []float64 {
+	out := make([]float64, len(ids))
+	N := float64(t.live)
+	// Lucene's idf, which stays positive for a word most memories hold (in
+	// a small store BM25's own would weigh it zero).
+	idf := func(df float64) float64 { return math.Log(1 + (N-df+0.5)/(df+0.5)) }
+	var total float64
+	weight := map[uint32]float64{}
+	stemWeight := map[string]float64{}
+	seen := map[string]bool{}
+	for _, w := range embed.Words(query) {
+		if skip[w] || embed.IsStopWord(w) {
+			continue
+		}
+		st := embed.Stem(w)
+		if seen[st] {
+			continue
+		}
+		seen[st] = true
+		tid, ok := t.terms[st]
+		if !ok || t.df[tid] <= 0 {
+			total += idf(0)
+			stemWeight[st] = idf(0) // a kind of it may be held
+			continue
+		}
+		wt := idf(float64(t.df[tid]))
+		weight[tid] = wt
+		stemWeight[st] = wt
+		total += wt
+	}
+	if total <= 0 {
+		return out
+	}
+	kc := t.newKindCoverPlain(kinds, nouns, stemWeight)
+	for i, id := range ids {
+		d, ok := t.docOf(id)
+		if !ok {
+			continue
+		}
+		var s float64
+		for _, tid := range t.docTerms(d) {
+			s += weight[tid]
+		}
+		out[i] = (s + kc.weight(t.docTerms(d))) / total
+	}
+	return out
+}
+
+// kindCoverPlain is kindCover as it was: it measures how much of a query's word weight a memory holds
+// through the kinds of its nouns.
+type kindCoverPlain struct {
+	t      *textIndex
+	group  map[uint32]uint16 // kind term → its group
+	nouns  [][]string        // by group − 1: the noun's stems
+	stemWt map[string]float64
+}
+
+// newKindCoverPlain prepares kindCoverPlain for the kinds and nouns kindTerms
+// returned, stemWeight being the query stems' weights.
+func (t *textIndex) newKindCoverPlain(kinds []qterm, nouns [][]string, stemWeight map[string]float64) kindCoverPlain {
+	kc := kindCoverPlain{t: t, nouns: nouns, stemWt: stemWeight}
+	if len(kinds) > 0 {
+		kc.group = make(map[uint32]uint16, len(kinds))
+		for _, k := range kinds {
+			kc.group[k.tid] = k.group
+		}
+	}
+	return kc
+}
+
+// weight returns the weight of the nouns' stems that a memory with the
+// distinct terms doc covers through a kind and does not hold itself
+// (coverage counts those).
+func (kc kindCoverPlain) weight(doc []uint32) float64 {
+	if len(kc.group) == 0 {
+		return 0
+	}
+	var covered []string
+	for _, tid := range doc {
+		g, ok := kc.group[tid]
+		if !ok {
+			continue
+		}
+		for _, st := range kc.nouns[g-1] {
+			if !slices.Contains(covered, st) {
+				covered = append(covered, st)
+			}
+		}
+	}
+	var s float64
+	for _, st := range covered {
+		if tid, ok := kc.t.terms[st]; ok && slices.Contains(doc, tid) {
+			continue // held itself
+		}
+		s += kc.stemWt[st]
+	}
+	return s
+}
+
+// kindWords are nouns with kinds in the lexicon and some of their kinds,
+// so that coverage's queries name nouns whose kinds the memories hold.
+var kindWords = strings.Fields(`musical instruments instrument guitar violin drum piano doctors doctor
+dermatologist surgeon dentist tools tool hammer saw drill vehicles car bicycle truck fruit apple banana
+marriage married photography photographer`)
+
+// TestCoverageMatchesPlain: coverage gives every memory the share the
+// plain code gives it, bit for bit, on stores of conversation turns and
+// of memories naming nouns and their kinds, with removed documents, for
+// queries naming nouns with kinds (both relations, as DefaultTuning
+// weighs them), skipped words, and ids of removed and unknown memories.
+func TestCoverageMatchesPlain(t *testing.T) {
+	mixed := func(r *rand.Rand, n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			if r.IntN(4) == 0 {
+				ws[i] = kindWords[r.IntN(len(kindWords))]
+			} else {
+				ws[i] = convWords[r.IntN(len(convWords))]
+			}
+		}
+		return strings.Join(ws, " ")
+	}
+	cases := []struct {
+		name string
+		n    int
+		drop int
+		docs func(r *rand.Rand, i int) string
+	}{
+		{name: "conversation turns", n: 2000, docs: func(r *rand.Rand, i int) string {
+			u, a := convExchange(r)
+			if i%2 == 0 {
+				return u
+			}
+			return a
+		}},
+		{name: "nouns and kinds", n: 2000, docs: func(r *rand.Rand, i int) string { return mixed(r, 5+r.IntN(120)) }},
+		{name: "removed documents", n: 2000, drop: 3, docs: func(r *rand.Rand, i int) string { return mixed(r, 5+r.IntN(60)) }},
+		{name: "sparse memories", n: 1000, docs: benchText},
+	}
+	w := DefaultTuning.relWeights()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(21, 22))
+			ti := newTextIndex()
+			for i := range tc.n {
+				ti.put(int64(i+1), tc.docs(r, i))
+			}
+			if tc.drop > 0 {
+				for id := int64(tc.drop); id <= int64(tc.n); id += int64(tc.drop) {
+					ti.remove(id)
+				}
+			}
+			all := func(int64) bool { return true }
+			withKinds := 0
+			for q := range 60 {
+				query := mixed(r, 3+r.IntN(40))
+				if q%5 == 0 {
+					query = benchQuery(r)
+				}
+				var skip map[string]bool
+				if q%3 == 0 {
+					skip = map[string]bool{embed.Words(query)[0]: true}
+				}
+				kinds, nouns := ti.kindTerms(query, skip, ti.queryTerms(query, skip), w)
+				var ids []int64
+				for _, h := range ti.search(query, skip, defaultBM25, 30, all, kinds) {
+					ids = append(ids, h.id)
+				}
+				ids = append(ids, int64(1+r.IntN(tc.n)), int64(tc.n+5), 0)
+				got := ti.coverage(query, skip, ids, kinds, nouns)
+				want := ti.coveragePlain(query, skip, ids, kinds, nouns)
+				for i := range want {
+					if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("query %q, memory %d: coverage %v, want %v (kinds %v)", query, ids[i], got[i], want[i], kinds)
+					}
+				}
+				if len(kinds) > 0 {
+					withKinds++
+				}
+			}
+			if tc.name == "nouns and kinds" && withKinds < 20 {
+				t.Fatalf("%d queries of 60 with kind terms: the test tests too few", withKinds)
+			}
+		})
+	}
+}
+
+// TestBestFirstMatchesSort: bestFirst gives the first k candidates of a
+// full sort, in its order, for k from 0 to more than the candidates, with
+// equal scores (ordered by id) and NaN.
+func TestBestFirstMatchesSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	ids := make([]int64, 600)
+	for i := range ids {
+		ids[i] = int64(r.IntN(1 << 20))
+	}
+	order := func(a, b cand) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(ids[a.slot], ids[b.slot])
+	}
+	for _, n := range []int{0, 1, 7, 30, 31, 100, 400} {
+		for _, k := range []int{0, 1, 2, 29, 30, 31, 399, 401} {
+			cs := make([]cand, n)
+			perm := r.Perm(len(ids))
+			for i := range cs {
+				cs[i] = cand{slot: perm[i], score: float64(r.IntN(20)) / 4}
+				if r.IntN(50) == 0 {
+					cs[i].score = math.NaN()
+				}
+			}
+			want := slices.Clone(cs)
+			slices.SortFunc(want, order)
+			want = want[:min(k, n)]
+			got := bestFirst(cs, k, order)
+			if len(got) != len(want) {
+				t.Fatalf("n %d, k %d: %d candidates, want %d", n, k, len(got), len(want))
+			}
+			for i := range want {
+				if got[i].slot != want[i].slot {
+					t.Fatalf("n %d, k %d: candidate %d is slot %d, want %d", n, k, i, got[i].slot, want[i].slot)
+				}
+			}
+		}
+	}
+}
+
+// TestSlotTable: the table holds what a map holds, through growth and
+// resets, for slots from 0 on.
+func TestSlotTable(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	st := newSlotTable(8)
+	for round := range 4 {
+		want := map[int]int{}
+		for i := range 3000 {
+			sl := r.IntN(5000)
+			if round == 0 && i == 0 {
+				sl = 0
+			}
+			if _, ok := want[sl]; !ok {
+				want[sl] = i
+				st.put(sl, i)
+			}
+			probe := r.IntN(5000)
+			got, ok := st.get(probe)
+			w, wok := want[probe]
+			if ok != wok || (ok && got != w) {
+				t.Fatalf("round %d: get(%d) = %d, %v, want %d, %v", round, probe, got, ok, w, wok)
+			}
+		}
+		st.reset()
+		if _, ok := st.get(0); ok {
+			t.Fatal("a reset table holds slot 0")
+		}
 	}
 }

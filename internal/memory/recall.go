@@ -94,7 +94,7 @@ type recallRun struct {
 	kterms []qterm         // the kinds of the query's nouns (kindTerms)
 	nouns  [][]string      // by kinds' group − 1: the stems of the noun's words
 
-	byslot map[int]int // slot → index in cs
+	byslot slotTable // slot → index in cs
 	cs     []cand
 }
 
@@ -124,7 +124,7 @@ func (s *VectorStore) newRecallRun(ctx context.Context, q Query) (*recallRun, er
 	if sc, ok := s.scratch.Get().(*recallScratch); ok {
 		r.byslot, r.cs = sc.byslot, sc.cs[:0]
 	} else {
-		r.byslot, r.cs = make(map[int]int, 3*nCand), make([]cand, 0, 3*nCand)
+		r.byslot, r.cs = newSlotTable(3*nCand), make([]cand, 0, 3*nCand)
 	}
 	return r, nil
 }
@@ -132,16 +132,16 @@ func (s *VectorStore) newRecallRun(ctx context.Context, q Query) (*recallRun, er
 // recallScratch is a recall's candidate table, kept for the next recall
 // (VectorStore.scratch).
 type recallScratch struct {
-	byslot map[int]int
+	byslot slotTable
 	cs     []cand
 }
 
 // release hands the run's candidate table to the next recall; the run
 // must not be used after.
 func (r *recallRun) release() {
-	clear(r.byslot)
+	r.byslot.reset()
 	r.s.scratch.Put(&recallScratch{byslot: r.byslot, cs: r.cs[:0]})
-	r.byslot, r.cs = nil, nil
+	r.byslot, r.cs = slotTable{}, nil
 }
 
 // bind resolves the query's thread and kinds against the index (under its
@@ -183,10 +183,10 @@ func (r *recallRun) keepID(id int64) bool {
 // get returns the candidate for slot sl, adding it when new; the pointer is
 // valid until the next get.
 func (r *recallRun) get(sl int) *cand {
-	i, ok := r.byslot[sl]
+	i, ok := r.byslot.get(sl)
 	if !ok {
 		i = len(r.cs)
-		r.byslot[sl] = i
+		r.byslot.put(sl, i)
 		r.cs = append(r.cs, cand{slot: sl})
 	}
 	return &r.cs[i]
@@ -257,7 +257,7 @@ func (r *recallRun) spread() {
 			return
 		}
 		var o float64
-		if i, ok := r.byslot[nb]; ok && i < n {
+		if i, ok := r.byslot.get(nb); ok && i < n {
 			o = own[i]
 		}
 		c := r.get(nb)
@@ -340,16 +340,13 @@ func (r *recallRun) rescore() {
 // Scored values holding only the id (materialise reads the rest).
 func (r *recallRun) top() []Scored {
 	idx := r.s.idx
-	cands := r.cs
-	slices.SortFunc(cands, func(a, b cand) int {
+	order := func(a, b cand) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
 		return cmp.Compare(idx.ids[a.slot], idx.ids[b.slot])
-	})
-	if len(cands) > r.limit {
-		cands = cands[:r.limit]
 	}
+	cands := bestFirst(r.cs, r.limit, order)
 	out := make([]Scored, len(cands))
 	ids := make([]int64, len(cands))
 	for i, c := range cands {
@@ -360,6 +357,51 @@ func (r *recallRun) top() []Scored {
 		out[i] = Scored{Memory: Memory{ID: ids[i]}, Score: c.score, Fused: c.fused, TextRank: c.tr, VecRank: c.vr, Cosine: c.cos, Match: cover[i]}
 	}
 	return out
+}
+
+// bestFirst returns the first k of cs in the order order (a total order:
+// the same k, in the same order, as sorting them all), reordering cs. A
+// long conversation's recall has some 400 candidates and shows at most 30
+// (RecallContextLimit): they are selected with a heap whose root is the
+// worst kept, and only they are sorted.
+func bestFirst(cs []cand, k int, order func(a, b cand) int) []cand {
+	if k <= 0 {
+		return cs[:0]
+	}
+	if len(cs) <= k {
+		slices.SortFunc(cs, order)
+		return cs
+	}
+	h := cs[:k]
+	// down restores the heap below i: each kept candidate ranks no worse
+	// than the root of its subtree, which ranks worst
+	down := func(i int) {
+		for {
+			w, l, r := i, 2*i+1, 2*i+2
+			if l < k && order(h[l], h[w]) > 0 {
+				w = l
+			}
+			if r < k && order(h[r], h[w]) > 0 {
+				w = r
+			}
+			if w == i {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for _, c := range cs[k:] {
+		if order(c, h[0]) < 0 {
+			h[0] = c
+			down(0)
+		}
+	}
+	slices.SortFunc(h, order)
+	return h
 }
 
 // materialise reads the ranked memories from the database (dropping any

@@ -605,6 +605,12 @@ func (s *scoreScratch) bestOf(n int) []float32 {
 }
 
 // scoreTerms ranks the documents for the given term ids by BM25.
+//
+// A document's score is the sum, in the order of qterms, of its terms'
+// scores (a group's best term counting as one term, see qterm), in
+// float32: the order of the additions is part of the result, so every
+// speed-up keeps it (TestScoreTermsMatchesPlain compares with the plain
+// loop bit for bit).
 func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64) bool) []textHit {
 	n := len(t.docID)
 	scr, _ := t.pool.Get().(*scoreScratch)
@@ -614,82 +620,61 @@ func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64
 	if len(scr.acc) < n {
 		scr.acc = make([]float32, n+n/4)
 	}
-	acc := scr.acc[:n]
-	touched, inGroup := scr.touched[:0], scr.inGroup[:0]
-	var best []float32 // a group's best term score per document
+	sc := scorer{t: t, scr: scr, p: p, k1p1: float32(p.k1 + 1), acc: scr.acc[:n], touched: scr.touched[:0], inGroup: scr.inGroup[:0],
+		dead: t.live != n}
 	defer func() {
-		clear(acc)
-		scr.touched, scr.inGroup = touched[:0], inGroup[:0]
+		clear(sc.acc)
+		scr.touched, scr.inGroup = sc.touched[:0], sc.inGroup[:0]
 		t.pool.Put(scr)
 	}()
-	avg := float64(t.totalLen) / float64(max(t.live, 1))
-	if avg <= 0 {
-		avg = 1
+	sc.avg = float64(t.totalLen) / float64(max(t.live, 1))
+	if sc.avg <= 0 {
+		sc.avg = 1
 	}
 	nan := float32(math.NaN())
 	for i := range scr.norms {
 		scr.norms[i] = nan
 	}
 	N := float64(t.live)
-	for j, qt := range qterms {
-		tid := qt.tid
-		df := float64(t.df[tid])
-		if df > 0 {
-			idf := qt.w * float32(max(math.Log((N-df+0.5)/(df+0.5)), 1e-6))
-			pl := t.postings[tid]
-			var d uint32
-			for i := 0; i < len(pl); {
-				// nextPosting, with a one-byte gap (most postings) decoded
-				// without a branch on whether a tf byte follows: which
-				// postings have one follows no pattern, and with that
-				// branch a ranking took ~1.8× as long
-				// (BenchmarkScoreTermsConversation)
-				var tf float32
-				if v := uint32(pl[i]); v < 0x80 {
-					more := int(v & 1)
-					d += v >> 1
-					tfb := pl[i+more] // the tf byte, or the gap itself when none
-					i += 1 + more
-					tf = float32(1 + uint8(more)*(tfb-1))
-				} else {
-					var tfb uint8
-					d, tfb, i = nextPosting(pl, i, d)
-					tf = float32(tfb)
+	idfOf := func(qt qterm) float32 {
+		df := float64(t.df[qt.tid])
+		return qt.w * float32(max(math.Log((N-df+0.5)/(df+0.5)), 1e-6))
+	}
+	for j := 0; j < len(qterms); j++ {
+		qt := qterms[j]
+		if t.df[qt.tid] > 0 {
+			idf := idfOf(qt)
+			if qt.group == 0 {
+				sc.addTerm(t.postings[qt.tid], idf)
+			} else {
+				if sc.best == nil {
+					sc.best = scr.bestOf(n)
 				}
-				if t.docID[d] <= 0 {
-					continue
-				}
-				norm := scr.normOf(t.docLen[d], p, avg)
-				sc := idf * tf * float32(p.k1+1) / (tf + norm)
-				if qt.group == 0 {
-					if acc[d] == 0 {
-						touched = append(touched, d)
-					}
-					acc[d] += sc
-					continue
-				}
-				if best == nil {
-					best = scr.bestOf(n)
-				}
-				if best[d] == 0 {
-					inGroup = append(inGroup, d)
-				}
-				best[d] = max(best[d], sc)
+				sc.maxTerm(t.postings[qt.tid], idf)
 			}
 		}
 		if qt.group != 0 && (j+1 == len(qterms) || qterms[j+1].group != qt.group) {
 			// the group's last term: its best scores join the sums
-			for _, d := range inGroup {
-				if acc[d] == 0 {
-					touched = append(touched, d)
-				}
-				acc[d] += best[d]
-				best[d] = 0
-			}
-			inGroup = inGroup[:0]
+			sc.flushBest()
 		}
 	}
+	acc, touched := sc.acc, sc.touched
+	// The best k of every document scored, asking keep about them only:
+	// when it accepts them all, they are the best k it accepts. Otherwise
+	// keep is asked at every document that would enter (~4k of them).
 	h := make(hitHeap, 0, min(k, len(touched)))
+	for _, d := range touched {
+		x := textHit{id: t.docID[d], score: acc[d]}
+		if len(h) == k && !worse(h[0], x) {
+			continue
+		}
+		h.offer(x, k)
+	}
+	if !slices.ContainsFunc(h, func(x textHit) bool { return !keep(x.id) }) {
+		sortHits(h)
+		return h
+	}
+	h = h[:0]
 	for _, d := range touched {
 		x := textHit{id: t.docID[d], score: acc[d]}
 		if len(h) == k && !worse(h[0], x) {
@@ -700,6 +685,12 @@ func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64
 		}
 		h.offer(x, k)
 	}
+	sortHits(h)
+	return h
+}
+
+// sortHits sorts h best first.
+func sortHits(h []textHit) {
 	slices.SortFunc(h, func(a, b textHit) int {
 		if worse(a, b) {
 			return 1
@@ -709,7 +700,106 @@ func (t *textIndex) scoreTerms(qterms []qterm, p bm25, k int, keep func(id int64
 		}
 		return 0
 	})
-	return h
+}
+
+// scorer is one ranking of scoreTerms under way.
+type scorer struct {
+	t    *textIndex
+	scr  *scoreScratch
+	p    bm25
+	avg  float64
+	k1p1 float32 // k1 + 1
+	// dead: some documents are removed (their postings are skipped)
+	dead bool
+	// acc holds each document's sum so far, touched the documents whose
+	// sum is not zero; best holds a group's scores until they join the
+	// sums, inGroup the documents it holds.
+	acc, best        []float32
+	touched, inGroup []uint32
+}
+
+// add adds v to document d's sum.
+func (s *scorer) add(d uint32, v float32) {
+	if s.acc[d] == 0 {
+		s.touched = append(s.touched, d)
+	}
+	s.acc[d] += v
+}
+
+// flushBest adds the scores kept in best to the sums and clears it.
+func (s *scorer) flushBest() {
+	for _, d := range s.inGroup {
+		s.add(d, s.best[d])
+		s.best[d] = 0
+	}
+	s.inGroup = s.inGroup[:0]
+}
+
+// The loops below decode a posting as nextPosting does, with a one-byte
+// gap (most postings) decoded without a branch on whether a tf byte
+// follows: which postings have one follows no pattern, and with that
+// branch a ranking took ~1.8× as long (BenchmarkScoreTermsConversation).
+// It is written out in each loop, as the compiler does not inline it.
+
+// addTerm adds the scores of the postings pl to the sums.
+func (s *scorer) addTerm(pl []byte, idf float32) {
+	t, scr, acc, touched := s.t, s.scr, s.acc, s.touched
+	docID, docLen, dead, k1p1 := t.docID, t.docLen, s.dead, s.k1p1
+	var d uint32
+	for i := 0; i < len(pl); {
+		var tf float32
+		if v := uint32(pl[i]); v < 0x80 {
+			more := int(v & 1)
+			d += v >> 1
+			tfb := pl[i+more] // the tf byte, or the gap itself when none
+			i += 1 + more
+			tf = float32(1 + uint8(more)*(tfb-1))
+		} else {
+			var tfb uint8
+			d, tfb, i = nextPosting(pl, i, d)
+			tf = float32(tfb)
+		}
+		if dead && docID[d] <= 0 {
+			continue
+		}
+		sc := idf * tf * k1p1 / (tf + scr.normOf(docLen[d], s.p, s.avg))
+		if acc[d] == 0 {
+			touched = append(touched, d)
+		}
+		acc[d] += sc
+	}
+	s.touched = touched
+}
+
+// maxTerm keeps the scores of the postings pl in best where above what it
+// holds (a group's term).
+func (s *scorer) maxTerm(pl []byte, idf float32) {
+	t, scr, best, inGroup := s.t, s.scr, s.best, s.inGroup
+	docID, docLen, dead, k1p1 := t.docID, t.docLen, s.dead, s.k1p1
+	var d uint32
+	for i := 0; i < len(pl); {
+		var tf float32
+		if v := uint32(pl[i]); v < 0x80 {
+			more := int(v & 1)
+			d += v >> 1
+			tfb := pl[i+more]
+			i += 1 + more
+			tf = float32(1 + uint8(more)*(tfb-1))
+		} else {
+			var tfb uint8
+			d, tfb, i = nextPosting(pl, i, d)
+			tf = float32(tfb)
+		}
+		if dead && docID[d] <= 0 {
+			continue
+		}
+		sc := idf * tf * k1p1 / (tf + scr.normOf(docLen[d], s.p, s.avg))
+		if best[d] == 0 {
+			inGroup = append(inGroup, d)
+		}
+		best[d] = max(best[d], sc)
+	}
+	s.inGroup = inGroup
 }
 
 // coverage returns, for each memory id, the share of the query's word
@@ -728,7 +818,11 @@ func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64, ki
 	// a small store BM25's own would weigh it zero).
 	idf := func(df float64) float64 { return math.Log(1 + (N-df+0.5)/(df+0.5)) }
 	var total float64
-	weight := map[uint32]float64{}
+	type termWeight struct {
+		tid uint32
+		w   float64
+	}
+	var weights []termWeight
 	stemWeight := map[string]float64{}
 	seen := map[string]bool{}
 	for _, w := range embed.Words(query) {
@@ -747,24 +841,35 @@ func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64, ki
 			continue
 		}
 		wt := idf(float64(t.df[tid]))
-		weight[tid] = wt
+		weights = append(weights, termWeight{tid, wt})
 		stemWeight[st] = wt
 		total += wt
 	}
 	if total <= 0 {
 		return out
 	}
-	kc := t.newKindCover(kinds, nouns, stemWeight)
+	terms := newTermTable(len(weights) + len(kinds))
+	for _, tw := range weights {
+		terms.setWeight(tw.tid, tw.w)
+	}
+	kc := t.newKindCover(kinds, nouns, stemWeight, &terms)
+	var groups []uint16 // a memory's kind terms' groups
 	for i, id := range ids {
 		d, ok := t.docOf(id)
 		if !ok {
 			continue
 		}
+		doc := t.docTerms(d)
 		var s float64
-		for _, tid := range t.docTerms(d) {
-			s += weight[tid]
+		groups = groups[:0]
+		for _, tid := range doc {
+			w, g := terms.get(tid)
+			s += w
+			if g != 0 {
+				groups = append(groups, g)
+			}
 		}
-		out[i] = (s + kc.weight(t.docTerms(d))) / total
+		out[i] = (s + kc.weight(doc, groups)) / total
 	}
 	return out
 }
