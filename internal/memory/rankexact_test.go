@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reverie-ai/reverie/internal/embed"
 )
@@ -468,6 +469,74 @@ func TestSlotTable(t *testing.T) {
 		st.reset()
 		if _, ok := st.get(0); ok {
 			t.Fatal("a reset table holds slot 0")
+		}
+	}
+}
+
+// finalScorePlain is finalScore as it was, computing the length prior
+// itself, the reference it must agree with bit for bit. It combines the
+// fused rank score with the re-scoring factors; see
+// doc.go for the formula. named: the query names the memory's speaker;
+// lenRatio is the memory's word count over the average.
+func (t Tuning) finalScorePlain(fused float64, m *slotMeta, in intent, named bool, when period, lenRatio float64, at int64) float64 {
+	maxFused := (t.TextWeight + t.VectorWeight) / (t.RRFK + 1)
+	rel := fused / maxFused
+	boost := 1 + t.RecencyBoost*recency(m, at, t.RecencyDays) +
+		t.StrengthBoost*retention(m, at, t.strengthDays(m.kind.Kind())) +
+		t.IntentBoost*intentMatch(in, m)
+	if named {
+		boost *= 1 + t.SpeakerBoost
+	}
+	if t.DateBoost > 0 && when.named() {
+		d := m.eventTime
+		if d == 0 {
+			d = m.createdAt
+		}
+		if when.contains(d, 24*time.Hour, time.Duration(t.DateSlackDays*float64(24*time.Hour))) {
+			boost *= 1 + t.DateBoost
+		}
+	}
+	if t.LengthPrior != 0 && lenRatio > 0 {
+		boost *= math.Pow(lenRatio, t.LengthPrior)
+	}
+	return rel * boost
+}
+
+// TestFinalScoreMatchesPlain: finalScore with the length prior computed
+// apart (lengthPrior, once per word count in rescore) scores every memory
+// bit for bit as the plain code, for every boost at once and with the
+// length prior off.
+func TestFinalScoreMatchesPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	off := DefaultTuning
+	off.LengthPrior = 0
+	intents := []intent{{}, {temporal: true}, {preference: true}, {procedure: true, opinion: true}}
+	periods := []period{queryPeriod("what did I do", at), queryPeriod("what happened in February 2026", at), queryPeriod("on 13 February, 2026", at)}
+	for _, tune := range []Tuning{DefaultTuning, off} {
+		for range 20000 {
+			m := &slotMeta{
+				createdAt:   ns(at.Add(-time.Duration(r.IntN(90*24)) * time.Hour)),
+				kind:        kindCode(r.IntN(6)),
+				words:       uint16(r.IntN(400)),
+				accessCount: int32(r.IntN(5)),
+				temporal:    r.IntN(2) == 0,
+			}
+			if r.IntN(2) == 0 {
+				m.eventTime = m.createdAt - int64(r.IntN(10*24))*int64(time.Hour)
+			}
+			if r.IntN(2) == 0 {
+				m.lastAccess = m.createdAt + int64(r.IntN(24))*int64(time.Hour)
+			}
+			fused := r.Float64() * 0.3
+			avgLen := 20 + r.Float64()*200
+			lenRatio := float64(max(m.words, 1)) / avgLen
+			in, when, named := intents[r.IntN(len(intents))], periods[r.IntN(len(periods))], r.IntN(3) == 0
+			got := tune.finalScore(fused, m, in, named, when, tune.lengthPrior(lenRatio), ns(at))
+			want := tune.finalScorePlain(fused, m, in, named, when, lenRatio, ns(at))
+			if math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("memory %+v: score %v, want %v", *m, got, want)
+			}
 		}
 	}
 }

@@ -96,6 +96,7 @@ type recallRun struct {
 
 	byslot slotTable // slot → index in cs
 	cs     []cand
+	priors []float64 // by word count: the length prior, NaN until known (rescore)
 }
 
 // newRecallRun validates the query, embeds it (before any lock is taken)
@@ -122,7 +123,7 @@ func (s *VectorStore) newRecallRun(ctx context.Context, q Query) (*recallRun, er
 	r := &recallRun{s: s, q: q, tune: tune, text: text, limit: limit, nCand: nCand, atNS: ns(at), qv: qv, gen: gen,
 		in: detectIntent(text), when: queryPeriod(text, at), bp: tune.bm25()}
 	if sc, ok := s.scratch.Get().(*recallScratch); ok {
-		r.byslot, r.cs = sc.byslot, sc.cs[:0]
+		r.byslot, r.cs, r.priors = sc.byslot, sc.cs[:0], sc.priors
 	} else {
 		r.byslot, r.cs = newSlotTable(3*nCand), make([]cand, 0, 3*nCand)
 	}
@@ -134,14 +135,15 @@ func (s *VectorStore) newRecallRun(ctx context.Context, q Query) (*recallRun, er
 type recallScratch struct {
 	byslot slotTable
 	cs     []cand
+	priors []float64
 }
 
 // release hands the run's candidate table to the next recall; the run
 // must not be used after.
 func (r *recallRun) release() {
 	r.byslot.reset()
-	r.s.scratch.Put(&recallScratch{byslot: r.byslot, cs: r.cs[:0]})
-	r.byslot, r.cs = slotTable{}, nil
+	r.s.scratch.Put(&recallScratch{byslot: r.byslot, cs: r.cs[:0], priors: r.priors})
+	r.byslot, r.cs, r.priors = slotTable{}, nil, nil
 }
 
 // bind resolves the query's thread and kinds against the index (under its
@@ -328,11 +330,36 @@ func (x *index) partner(sl int) (int, bool) {
 // rescore is phase 5: the fused score times the boosts of doc.go.
 func (r *recallRun) rescore() {
 	avgLen := r.s.text.avgLen()
+	// the length prior (math.Pow) once per word count: a long
+	// conversation's recall has some 400 candidates, of a few hundred
+	// lengths
+	var priors []float64
+	if len(r.cs) > 64 {
+		priors = r.priors[:cap(r.priors)]
+		if len(priors) == 0 {
+			priors = make([]float64, 1024)
+		}
+		nan := math.NaN()
+		for i := range priors {
+			priors[i] = nan
+		}
+		r.priors = priors
+	}
 	for i := range r.cs {
 		c := &r.cs[i]
 		m := &r.s.idx.metas[c.slot]
 		named := m.speaker != 0 && r.named[r.s.idx.str(m.speaker)]
-		c.score = r.tune.finalScore(c.fused, m, r.in, named, r.when, float64(max(m.words, 1))/avgLen, r.atNS)
+		w := max(m.words, 1)
+		var prior float64
+		if int(w) < len(priors) {
+			if prior = priors[w]; prior != prior {
+				prior = r.tune.lengthPrior(float64(w) / avgLen)
+				priors[w] = prior
+			}
+		} else {
+			prior = r.tune.lengthPrior(float64(w) / avgLen)
+		}
+		c.score = r.tune.finalScore(c.fused, m, r.in, named, r.when, prior, r.atNS)
 	}
 }
 

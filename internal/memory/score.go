@@ -271,10 +271,19 @@ func namedSpeakers(query string, speakers map[string]int) map[string]bool {
 	return out
 }
 
+// lengthPrior is the factor (len/avg)^γ of LengthPrior for a memory whose
+// word count over the average is lenRatio (1 when it is off).
+func (t Tuning) lengthPrior(lenRatio float64) float64 {
+	if t.LengthPrior != 0 && lenRatio > 0 {
+		return math.Pow(lenRatio, t.LengthPrior)
+	}
+	return 1
+}
+
 // finalScore combines the fused rank score with the re-scoring factors; see
 // doc.go for the formula. named: the query names the memory's speaker;
-// lenRatio is the memory's word count over the average.
-func (t Tuning) finalScore(fused float64, m *slotMeta, in intent, named bool, when period, lenRatio float64, at int64) float64 {
+// prior is the memory's lengthPrior.
+func (t Tuning) finalScore(fused float64, m *slotMeta, in intent, named bool, when period, prior float64, at int64) float64 {
 	maxFused := (t.TextWeight + t.VectorWeight) / (t.RRFK + 1)
 	rel := fused / maxFused
 	boost := 1 + t.RecencyBoost*recency(m, at, t.RecencyDays) +
@@ -292,9 +301,7 @@ func (t Tuning) finalScore(fused float64, m *slotMeta, in intent, named bool, wh
 			boost *= 1 + t.DateBoost
 		}
 	}
-	if t.LengthPrior != 0 && lenRatio > 0 {
-		boost *= math.Pow(lenRatio, t.LengthPrior)
-	}
+	boost *= prior // 1 when LengthPrior is off: boost unchanged
 	return rel * boost
 }
 
