@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +168,63 @@ func TestEmbeddingModelChangeReembeds(t *testing.T) {
 	}
 	if !a.embedFallback {
 		t.Error("the fallback is not marked: it would be re-embedded")
+	}
+}
+
+// An OpenAI-compatible embedding model refuses a text longer than its
+// context with HTTP 400. One such memory (a pasted document) must not keep
+// the others from their vectors, nor stop a change of model from finishing:
+// the batch is split, and the long text is embedded in pieces whose vectors
+// are averaged. A query as long gets a vector the same way.
+func TestEmbeddingModelRefusingLongText(t *testing.T) {
+	ctx := context.Background()
+	srv := llmtest.NewOpenAIServer(t)
+	srv.SetEmbeddingDimensions(16)
+	srv.SetEmbeddingInputLimit(40)
+	dir := filepath.Join(t.TempDir(), "data")
+	a := newEmbedApp(t, dir)
+	long := strings.TrimSpace(strings.Repeat("the quarterly report on the garden shed renovation lists every plank and nail we bought ", 20))
+	ms := []memory.Memory{{Text: "the user's sister is called Anna", Kind: memory.KindFact}, {Text: long, Kind: memory.KindFact}}
+	for i := range 30 {
+		ms = append(ms, memory.Memory{Text: fmt.Sprintf("fact number %d about the allotment %d", i, i%7), Kind: memory.KindFact})
+	}
+	ids, err := a.Memory.Store().AddBatch(ctx, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := fmt.Sprintf("models:\n  backends:\n    remote:\n      kind: openai\n      base_url: %s\n      api_key: {env: OLLAMA_KEY}\n  roles:\n    main: [remote/gpt-test]\nmemory:\n  embedding:\n    model: remote/text-embed\n", srv.BaseURL())
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a = newEmbedApp(t, dir)
+	if got := info(t, a); got.Pending != len(ms) {
+		t.Fatalf("info after the change = %+v", got)
+	}
+	events := a.Bus.Watch(ctx, "memory.reembed.", 64)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		a.Close()
+	}()
+	waitEvent(t, events, "memory.reembed.done")
+	if got := info(t, a); got.Pending != 0 || got.Done != len(ms) || got.Error != "" || got.Dimensions != 16 {
+		t.Fatalf("info after the re-embedding = %+v", got)
+	}
+	m, err := a.Memory.Store().Get(ctx, ids[1])
+	if err != nil || len(m.Embedding) != 16 {
+		t.Fatalf("the long memory: %d dimensions, %v", len(m.Embedding), err)
+	}
+	got, err := a.Memory.Search(ctx, memory.Query{Text: long, Peek: true})
+	if err != nil || len(got) == 0 || got[0].ID != ids[1] || got[0].VecRank == 0 {
+		t.Fatalf("recall by the long text: %+v, %v", got, err)
 	}
 }

@@ -13,6 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/reverie-ai/reverie/internal/providers"
 )
 
 // Embedder maps texts to fixed-size vectors.
@@ -52,25 +57,115 @@ func Wrap(p Provider, dims int, id string) *Adapter {
 }
 
 // Embed calls the provider and checks and normalises its answer.
+//
+// A text the model refuses (providers.ErrBadRequest: HTTP 400, 413, 422,
+// which is how OpenAI-compatible servers answer an input longer than the
+// model's context) does not sink the texts sent with it: a refused batch is
+// split in halves and sent again, and a refused text of more than
+// minSplitRunes characters is embedded in two halves (cut at a space near
+// the middle), whose vectors are averaged by length, down to
+// maxSplitDepth halvings. A text refused at its shortest is an error: the
+// model refuses more than its length.
 func (a *Adapter) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	if len(texts) == 0 {
 		return nil, nil
 	}
-	vecs, err := a.p.Embed(ctx, texts)
+	vecs, err := a.embed(ctx, texts, 0)
 	if err != nil {
 		return nil, fmt.Errorf("embed %d texts with %s: %w", len(texts), a.id, err)
 	}
+	return vecs, nil
+}
+
+// Splitting a refused text stops at pieces of minSplitRunes characters
+// (no model worth configuring refuses less) or after maxSplitDepth
+// halvings (256 pieces).
+const (
+	minSplitRunes = 256
+	maxSplitDepth = 8
+)
+
+// embed is Embed at a depth of halvings, with vectors checked and
+// normalised.
+func (a *Adapter) embed(ctx context.Context, texts []string, depth int) ([][]float32, error) {
+	vecs, err := a.p.Embed(ctx, texts)
+	if err != nil {
+		if !errors.Is(err, providers.ErrBadRequest) || ctx.Err() != nil {
+			return nil, err
+		}
+		return a.refused(ctx, texts, depth, err)
+	}
 	if len(vecs) != len(texts) {
-		return nil, fmt.Errorf("embed with %s: got %d vectors for %d texts", a.id, len(vecs), len(texts))
+		return nil, fmt.Errorf("got %d vectors for %d texts", len(vecs), len(texts))
 	}
 	for i, v := range vecs {
 		if len(v) != a.dims {
-			return nil, fmt.Errorf("embed with %s: vector %d has %d dimensions, want %d: %w", a.id, i, len(v), a.dims, ErrDimensions)
+			return nil, fmt.Errorf("vector %d has %d dimensions, want %d: %w", i, len(v), a.dims, ErrDimensions)
 		}
 		Normalize(v)
 	}
 	return vecs, nil
 }
+
+// refused embeds texts, which the model refused together (err), in parts.
+func (a *Adapter) refused(ctx context.Context, texts []string, depth int, err error) ([][]float32, error) {
+	if len(texts) > 1 {
+		half := len(texts) / 2
+		first, err := a.embed(ctx, texts[:half], depth)
+		if err != nil {
+			return nil, err
+		}
+		second, err := a.embed(ctx, texts[half:], depth)
+		if err != nil {
+			return nil, err
+		}
+		return append(first, second...), nil
+	}
+	text := texts[0]
+	n := utf8.RuneCountInString(text)
+	if n <= minSplitRunes || depth >= maxSplitDepth {
+		return nil, fmt.Errorf("the model refuses a text of %d characters: %w", n, err)
+	}
+	left, right := halves(text)
+	vs, err := a.embed(ctx, []string{left, right}, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	wl, wr := float32(utf8.RuneCountInString(left)), float32(utf8.RuneCountInString(right))
+	v := vs[0]
+	for i := range v {
+		v[i] = wl*v[i] + wr*vs[1][i]
+	}
+	Normalize(v)
+	return [][]float32{v}, nil
+}
+
+// halves cuts text in two at the whitespace nearest its middle (at the
+// middle rune when it has none), leaving the whitespace out.
+func halves(text string) (string, string) {
+	mid := len(text) / 2
+	for mid > 0 && !utf8.RuneStart(text[mid]) {
+		mid--
+	}
+	best := -1
+	for d := 0; d <= len(text)/2 && best < 0; d++ {
+		for _, i := range []int{mid - d, mid + d} {
+			if i > 0 && i < len(text) && isSpace(text[i]) {
+				best = i
+				break
+			}
+		}
+	}
+	if best >= 0 {
+		left, right := strings.TrimRightFunc(text[:best], unicode.IsSpace), strings.TrimLeftFunc(text[best:], unicode.IsSpace)
+		if left != "" && right != "" {
+			return left, right
+		}
+	}
+	return text[:mid], text[mid:]
+}
+
+func isSpace(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b == '\r' }
 
 // Dimensions returns the declared vector length.
 func (a *Adapter) Dimensions() int { return a.dims }

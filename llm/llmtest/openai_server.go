@@ -168,6 +168,7 @@ type OpenAIServer struct {
 	embedDims       int
 	reverseEmbed    bool
 	embeddingStatus []ServerReply
+	inputLimit      int
 }
 
 // NewOpenAIServer starts a server that is closed when the test (or other
@@ -225,6 +226,16 @@ func (s *OpenAIServer) SetEmbeddingDimensions(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.embedDims = n
+}
+
+// SetEmbeddingInputLimit makes /embeddings refuse a request holding a text
+// of more than n tokens (whitespace-separated words here) with HTTP 400, as
+// OpenAI does for an input above the model's context ("Invalid
+// 'input[3]': maximum input length is 8192 tokens."); 0 lifts the limit.
+func (s *OpenAIServer) SetEmbeddingInputLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inputLimit = n
 }
 
 // ReverseEmbeddings makes /embeddings list its results in reverse order
@@ -510,7 +521,7 @@ func (s *OpenAIServer) listModels(w http.ResponseWriter) {
 
 func (s *OpenAIServer) embed(w http.ResponseWriter, req EmbeddingsRequest) {
 	s.mu.Lock()
-	dims, reverse := s.embedDims, s.reverseEmbed
+	dims, reverse, limit := s.embedDims, s.reverseEmbed, s.inputLimit
 	var fail *ServerReply
 	if len(s.embeddingStatus) > 0 {
 		fail = &s.embeddingStatus[0]
@@ -528,6 +539,13 @@ func (s *OpenAIServer) embed(w http.ResponseWriter, req EmbeddingsRequest) {
 		dims = req.Dimensions
 	}
 	texts := req.Texts()
+	for i, text := range texts {
+		if limit > 0 && len(strings.Fields(text)) > limit {
+			openAIError(w, ServerReply{Status: http.StatusBadRequest,
+				ErrorMessage: fmt.Sprintf("Invalid 'input[%d]': maximum input length is %d tokens.", i, limit)}, req.Model)
+			return
+		}
+	}
 	data := make([]map[string]any, len(texts))
 	tokens := 0
 	for i, text := range texts {
