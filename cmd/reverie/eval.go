@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/eval"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
 // newEvalCmd is `reverie eval`: measurements of the assistant's parts.
@@ -53,7 +55,7 @@ one is scored with them; the figures pool the held-out questions of every fold.`
 			if err != nil {
 				return err
 			}
-			defer in.file.Close()
+			defer in.close()
 			opts := eval.Options{K: in.k, Embedder: in.embedder, Progress: in.progress}
 			convs, err := eval.ParseLoCoMo(in.file)
 			if err != nil {
@@ -118,7 +120,16 @@ type evalInput struct {
 	file     *os.File
 	k        []int
 	embedder embed.Embedder
+	cache    *sql.DB // the --embedding model's vectors, by text, for this run
 	progress func(done, total int)
+}
+
+// close closes the data file and the run's vector cache.
+func (in evalInput) close() {
+	in.file.Close()
+	if in.cache != nil {
+		in.cache.Close()
+	}
 }
 
 // open checks the flags and opens the dataset; what names the dataset in
@@ -133,7 +144,7 @@ func (f *evalFlags) open(cmd *cobra.Command, g *globalFlags, env []string, what,
 	}
 	in := evalInput{k: k}
 	if f.embedding != "" {
-		if in.embedder, err = evalEmbedder(cmd, g, env, f.embedding, f.dims); err != nil {
+		if in.embedder, in.cache, err = evalEmbedder(cmd, g, env, f.embedding, f.dims); err != nil {
 			return evalInput{}, err
 		}
 	}
@@ -146,6 +157,9 @@ func (f *evalFlags) open(cmd *cobra.Command, g *globalFlags, env []string, what,
 		}
 	}
 	if in.file, err = os.Open(f.data); err != nil {
+		if in.cache != nil {
+			in.cache.Close()
+		}
 		return evalInput{}, fmt.Errorf("open %s data: %w", what, err)
 	}
 	return in, nil
@@ -185,26 +199,38 @@ func parseKs(ks string) ([]int, error) {
 
 // evalEmbedder builds the --embedding model. The config file is read when
 // there is one (for models.backends); none is needed for ollama/MODEL and
-// openai/MODEL.
-func evalEmbedder(cmd *cobra.Command, g *globalFlags, env []string, ref string, dims int) (embed.Embedder, error) {
+// openai/MODEL. The model is asked for each text once in a run: its vectors
+// are kept by text (embed.Cached, in a database of this run's memory, which
+// the caller closes), so --cv, which asks every question again for each
+// weight it tries, sends each question to the model once.
+func evalEmbedder(cmd *cobra.Command, g *globalFlags, env []string, ref string, dims int) (embed.Embedder, *sql.DB, error) {
 	models := config.ModelsConfig{}
 	if path, err := g.configPath(env); err == nil {
 		if _, err := os.Stat(path); err == nil {
 			cfg, err := loadConfig(path, env)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			models = cfg.Models
 		}
 	}
 	b, model, err := app.ResolveEmbeddingBackend(models, ref, env)
 	if err != nil {
-		return nil, exitError{code: 2, err: fmt.Errorf("--embedding: %w", err)}
+		return nil, nil, exitError{code: 2, err: fmt.Errorf("--embedding: %w", err)}
 	}
 	e, err := app.NewEmbeddingModel(cmd.Context(), b, ref, model, dims, 0)
 	if err != nil {
-		return nil, fmt.Errorf("--embedding: %w", err)
+		return nil, nil, fmt.Errorf("--embedding: %w", err)
+	}
+	db, err := sqlite.Open(cmd.Context(), ":memory:")
+	if err != nil {
+		return nil, nil, fmt.Errorf("--embedding: vector cache: %w", err)
+	}
+	cached, err := embed.NewCached(cmd.Context(), e, db, nil)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("--embedding: %w", err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "embedding model %s (%d dimensions)\n", ref, e.Dimensions())
-	return e, nil
+	return cached, db, nil
 }

@@ -79,3 +79,41 @@ func TestEvalLoCoMoEmbedding(t *testing.T) {
 		})
 	}
 }
+
+// With --cv the weights are tried over and over on the same questions; the
+// --embedding model is still asked for each text once in the run.
+func TestEvalCVEmbedsEachTextOnce(t *testing.T) {
+	data := filepath.Join("..", "..", "internal", "eval", "testdata", "longmemeval-synthetic.json")
+	oa := llmtest.NewOpenAIServer(t)
+	oa.SetEmbeddingDimensions(16)
+	dir := t.TempDir()
+	cfg := "models:\n  backends:\n    lab:\n      kind: openai\n      base_url: " + oa.BaseURL() + "\n      api_key: {env: LAB_KEY}\n  roles:\n    main: [lab/gpt-test]\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + t.TempDir(), "LAB_KEY=sk-test"}
+	code, out, errs := runCLI(t, env, "eval", "longmemeval", "--data", data, "--json", "--cv",
+		"--config", filepath.Join(dir, "config.yaml"), "--embedding", "lab/text-embedding-3-small")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, `"round"`) {
+		t.Fatalf("report %q", out)
+	}
+	seen := map[string]int{}
+	texts := 0
+	for _, r := range oa.EmbeddingRequests() {
+		for _, text := range r.Texts() {
+			seen[text]++
+			texts++
+		}
+	}
+	for text, n := range seen {
+		if n > 1 && text != "dimension probe" {
+			t.Errorf("%q was sent to the model %d times", text, n)
+		}
+	}
+	if texts < 10 {
+		t.Errorf("%d texts embedded: the run did not use the model", texts)
+	}
+}

@@ -37,7 +37,7 @@ message (with --json, under "misses").`,
 			if err != nil {
 				return err
 			}
-			defer in.file.Close()
+			defer in.close()
 			opts := eval.LMEOptions{K: in.k, Workers: workers, Embedder: in.embedder, Progress: in.progress, Misses: misses}
 			qs, err := eval.ParseLongMemEval(in.file)
 			if err != nil {
