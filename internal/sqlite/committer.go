@@ -186,7 +186,11 @@ func (c *Committer) checkpoint(ctx context.Context) error {
 		return fmt.Errorf("checkpoint the write-ahead log: %w", err)
 	}
 	defer func() {
-		if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout = %d`, BusyTimeout.Milliseconds())); err != nil {
+		// Even when ctx is done (the restart took its time, or Run ends),
+		// within resetWait of its own.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resetWait)
+		defer cancel()
+		if _, err := conn.ExecContext(rctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, BusyTimeout.Milliseconds())); err != nil {
 			// Not back in the pool with a short busy timeout.
 			conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
@@ -223,6 +227,11 @@ const restartResidual = 64
 // lock and for readers of older frames, while the Committer's writes wait
 // for it. A turn's reads take well under a millisecond each.
 const restartWait = 50 * time.Millisecond
+
+// resetWait is the longest Committer.checkpoint waits for the RESTART's
+// connection to take its busy timeout back (a PRAGMA that takes no lock
+// and returns in microseconds); past it the connection is discarded.
+const resetWait = time.Second
 
 // querier is what a checkpoint runs on: the database or a connection.
 type querier interface {

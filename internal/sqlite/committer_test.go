@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/reverie-ai/reverie/internal/logtest"
 )
@@ -268,6 +272,89 @@ func TestCommitterBoundsWAL(t *testing.T) {
 	if got, want := walSize(), max(limit, 32+4*(4096+24)); got > int64(want) {
 		t.Errorf("write-ahead log %d bytes after a write following a checkpoint that caught up; want at most %d (journal_size_limit, or that write's frames)", got, want)
 	}
+}
+
+// TestCommitterRestartResetWaits: the RESTART checkpoint's connection
+// takes its busy timeout back within resetWait even when that does not
+// answer (here a connection that answers it only once its context ends):
+// the checkpoint returns, and the connection is discarded rather than
+// pooled with restartWait's busy timeout.
+func TestCommitterRestartResetWaits(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		base, err := newCachingConnector(dsnOf(filepath.Join(dir, "test.db"), Options{ManualCheckpoint: true, WALLimit: 4 << 10}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := &stuckConnector{base: base, stuck: fmt.Sprintf(`PRAGMA busy_timeout = %d`, BusyTimeout.Milliseconds())}
+		db := sql.OpenDB(sc)
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE w (b BLOB NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		c := NewCommitter(db, nil)
+		blob := make([]byte, 6<<10)
+		for range 8 { // the log past restartFactor times its limit
+			if err := c.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO w (b) VALUES (?)`, blob)
+				return err
+			}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sc.on.Store(true)
+		start := time.Now()
+		if err := c.checkpoint(ctx); err != nil {
+			t.Fatalf("checkpoint = %v", err)
+		}
+		if c.restarts.Load() != 1 {
+			t.Fatal("no RESTART checkpoint ran")
+		}
+		if waited := time.Since(start); waited != resetWait {
+			t.Errorf("the checkpoint waited %v for the busy timeout's reset; want resetWait (%v)", waited, resetWait)
+		}
+		if got := sc.closed.Load(); got != 1 {
+			t.Errorf("%d connections closed; want the one whose busy timeout was not reset", got)
+		}
+	})
+}
+
+// stuckConnector opens the connections of base; while on is set, the
+// statement stuck does not answer on them until its context ends.
+type stuckConnector struct {
+	base   driver.Connector
+	stuck  string
+	on     atomic.Bool
+	closed atomic.Int64 // connections closed
+}
+
+func (c *stuckConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	cn, err := c.base.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return stuckConn{cn.(conn), c}, nil
+}
+
+func (c *stuckConnector) Driver() driver.Driver { return c.base.Driver() }
+
+type stuckConn struct {
+	conn
+	c *stuckConnector
+}
+
+func (s stuckConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if s.c.on.Load() && query == s.c.stuck {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.conn.ExecContext(ctx, query, args)
+}
+
+func (s stuckConn) Close() error {
+	s.c.closed.Add(1)
+	return s.conn.Close()
 }
 
 // TestCommitterLogsFailedCheckpoint: Run says when a checkpoint fails (the

@@ -87,25 +87,7 @@ func OpenWith(ctx context.Context, file string, o Options) (*sql.DB, error) {
 			return nil, fmt.Errorf("open database %s: %w", file, err)
 		}
 	}
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	if file != ":memory:" {
-		q.Add("_pragma", "journal_mode(WAL)")
-		if o.ManualCheckpoint {
-			q.Add("_pragma", "wal_autocheckpoint(0)")
-		}
-		limit := o.WALLimit
-		if limit <= 0 {
-			limit = DefaultWALLimit
-		}
-		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", limit))
-	}
-	q.Set("_txlock", "immediate")
-	q.Set("_time_format", "sqlite")
-	dsn := "file:" + file + "?" + q.Encode()
-	connector, err := newCachingConnector(dsn)
+	connector, err := newCachingConnector(dsnOf(file, o))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", file, err)
 	}
@@ -133,6 +115,28 @@ func OpenWith(ctx context.Context, file string, o Options) (*sql.DB, error) {
 		}
 	}
 	return db, nil
+}
+
+// dsnOf is the driver's data source name for file opened with o.
+func dsnOf(file string, o Options) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if file != ":memory:" {
+		q.Add("_pragma", "journal_mode(WAL)")
+		if o.ManualCheckpoint {
+			q.Add("_pragma", "wal_autocheckpoint(0)")
+		}
+		limit := o.WALLimit
+		if limit <= 0 {
+			limit = DefaultWALLimit
+		}
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", limit))
+	}
+	q.Set("_txlock", "immediate")
+	q.Set("_time_format", "sqlite")
+	return "file:" + file + "?" + q.Encode()
 }
 
 // Ready opens connections in db's pool until it holds n idle ones with the
