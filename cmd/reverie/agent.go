@@ -18,7 +18,7 @@ func newAgentCmd(g *globalFlags, env []string) *cobra.Command {
 start every enabled extension and serve until SIGINT or SIGTERM, then shut down gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := g.dataDir(env)
+			dir, err := g.startingDataDir(env)
 			if err != nil {
 				return err
 			}

@@ -191,8 +191,9 @@ func TestEmptyNamedDataDirIsUsed(t *testing.T) {
 }
 
 // A named data dir that exists and holds other files but nothing of a data
-// dir (the home directory, a project) is refused by the commands that do
-// not start Reverie, and nothing is written into it.
+// dir (the home directory, a project) is refused by every command but
+// init, those that start Reverie too (run, agent, and reverie alone), and
+// nothing is written into it.
 func TestOtherDirIsNotFilled(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "my home")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -201,7 +202,8 @@ func TestOtherDirIsNotFilled(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"memory", "list"}, {"memory", "add", "Likes green tea."}, {"send", "hello"}, {"dream", "list"}} {
+	for _, args := range [][]string{{"memory", "list"}, {"memory", "add", "Likes green tea."}, {"send", "hello"}, {"dream", "list"},
+		{"run"}, {"agent"}, {}} {
 		code, out, errs := runCLI(t, []string{"HOME=" + t.TempDir(), "OLLAMA_HOST=127.0.0.1:1"}, append(args, "--data", dir)...)
 		want := "reverie: " + dir + " is not a Reverie data dir: it holds other files and no config.yaml or reverie.db (reverie init --data '" + dir + "' makes it one)\n"
 		if code != ExitDataDir || out != "" || errs != want {
@@ -214,5 +216,32 @@ func TestOtherDirIsNotFilled(t *testing.T) {
 		if len(entries) != 1 {
 			t.Errorf("%v wrote into %s: %v", args, dir, entries)
 		}
+	}
+}
+
+// The commands that start Reverie still make a data dir of a named
+// directory that is empty (made by hand for it) or does not exist yet.
+func TestStartFillsEmptyOrNewDataDir(t *testing.T) {
+	for _, tc := range []struct {
+		name, ready string
+		args        []string
+		empty       bool // the directory exists, empty; else it does not exist
+	}{
+		{name: "agent, empty directory", ready: "agent ready", args: []string{"agent"}, empty: true},
+		{name: "run, empty directory", ready: "agent is healthy", args: []string{"run"}, empty: true},
+		{name: "agent, new directory", ready: "agent ready", args: []string{"agent"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if tc.empty {
+				if err := os.Mkdir(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			startChild(t, childEnv(t, "REVERIE_WEB__LISTEN="+freeAddr(t), "REVERIE_SUPERVISOR__HEALTH_INTERVAL=50ms"), tc.ready, append(tc.args, "--data", dir)...)
+			if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err != nil {
+				t.Errorf("the data dir was not prepared: %v", err)
+			}
+		})
 	}
 }

@@ -89,6 +89,22 @@ func (g *globalFlags) existingDataDir(env []string) (string, error) {
 	return dir, checkDataDir(dir)
 }
 
+// startingDataDir is dataDir for the commands that start Reverie (run,
+// agent): a named data dir that does not exist is created, and an empty
+// one filled, as by the first start, but one that exists and holds other
+// files and nothing of a data dir (--data ~) is refused as checkDataDir
+// refuses it, and nothing is written there.
+func (g *globalFlags) startingDataDir(env []string) (string, error) {
+	dir, err := g.dataDir(env)
+	if err != nil || !g.namedDataDir(env) {
+		return dir, err
+	}
+	if err := checkDataDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return dir, err
+	}
+	return dir, nil
+}
+
 // namedDataDir reports whether the data dir was named (--data,
 // $REVERIE_HOME) rather than the default. Naming the default's own path
 // (as the README's MCP client configuration does) counts as the default.

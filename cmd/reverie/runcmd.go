@@ -55,7 +55,7 @@ in a small executable with under 2 MiB of private memory instead of ~4.5.
 Set REVERIE_SUPERVISOR=builtin to supervise in the reverie process instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := g.dataDir(env)
+			dir, err := g.startingDataDir(env)
 			if err != nil {
 				return err
 			}
