@@ -41,7 +41,11 @@ people talk and the assistant listens: one episode per dialogue turn with only w
 (the speaker's name, the words, the session's date; no image captions, no dataset ids). Then
 ask every question and report recall@k = |gold ∩ top-k| / |gold|, averaged per category
 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial) and overall over
-categories 1–4. Uses the offline embedder (no network, no data dir) unless --embedding names a model:
+categories 1–4. It also reports what the turn's recall would put into the prompt (the code a live turn
+runs): memory lines and tokens a question, how many lines are excerpts of a long episode, how often every
+evidence turn is among them, and how often their text holds the answer (of the questions whose answer an
+evidence turn holds verbatim, compared without case and punctuation); --whole-memories shows every memory
+whole, to compare. Uses the offline embedder (no network, no data dir) unless --embedding names a model:
 BACKEND/MODEL of models.backends in the config file (an openai or ollama backend, as for
 memory.embedding.model), or ollama/MODEL (OLLAMA_HOST, else 127.0.0.1:11434) or openai/MODEL
 (OPENAI_BASE_URL, OPENAI_API_KEY) when no backend has that name.
@@ -56,7 +60,7 @@ one is scored with them; the figures pool the held-out questions of every fold.`
 				return err
 			}
 			defer in.close()
-			opts := eval.Options{K: in.k, Embedder: in.embedder, Progress: in.progress}
+			opts := eval.Options{K: in.k, Embedder: in.embedder, Progress: in.progress, Whole: f.whole}
 			convs, err := eval.ParseLoCoMo(in.file)
 			if err != nil {
 				return err
@@ -92,7 +96,7 @@ one is scored with them; the figures pool the held-out questions of every fold.`
 	}
 	f.register(cmd, "LoCoMo-format JSON file",
 		"cross-validate: choose the weights on the other conversations, score each held-out one",
-		`print one JSON object: {"overall":{"recall@1":…},"by_category":{…},"questions":N}`)
+		`print one JSON object: {"overall":{"recall@1":…},"by_category":{…},"questions":N,"injected":{…}}`)
 	cmd.Flags().BoolVar(&fit, "fit", false, "choose the weights on all the conversations and print them as JSON (for memory.DefaultTuning)")
 	return cmd
 }
@@ -101,7 +105,7 @@ one is scored with them; the figures pool the held-out questions of every fold.`
 type evalFlags struct {
 	data, ks, embedding string
 	dims                int
-	asJSON, cv          bool
+	asJSON, cv, whole   bool
 }
 
 func (f *evalFlags) register(cmd *cobra.Command, dataHelp, cvHelp, jsonHelp string) {
@@ -111,6 +115,7 @@ func (f *evalFlags) register(cmd *cobra.Command, dataHelp, cvHelp, jsonHelp stri
 	cmd.Flags().IntVar(&f.dims, "embedding-dimensions", 0, "vector size to ask the --embedding model for (0: its own, asked with one call)")
 	cmd.Flags().BoolVar(&f.cv, "cv", false, cvHelp)
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, jsonHelp)
+	cmd.Flags().BoolVar(&f.whole, "whole-memories", false, "inject every recalled memory whole, as before long episodes were cut to excerpts (to measure the excerpts against)")
 }
 
 // evalInput is what the flags resolve to: the open data file (the caller

@@ -20,8 +20,10 @@ a live turn is recorded with), ask the question at its date and report, at round
 and the reply after it) and session level, recall_any@k (some evidence among the first k distinct units
 of the ranking), recall_all@k (all of it) and NDCG@10, overall and by question type. Abstention
 questions (ids ending in _abs) are left out of recall and reported apart. It also reports what the
-turn's recall would put into the prompt: memory lines and tokens a question, and how often every
-evidence round or session is among them. Uses the offline embedder unless --embedding names a model
+turn's recall would put into the prompt: memory lines and tokens a question, how many lines are
+excerpts of a long episode, how often every evidence round or session is among them, and how often
+their text holds the answer (of the questions whose answer an evidence turn holds verbatim, compared
+without case and punctuation); --whole-memories shows every memory whole, to compare. Uses the offline embedder unless --embedding names a model
 (as for reverie eval locomo).
 
 With --cv, folds over the questions: every retrieval weight is chosen (coordinate search from a
@@ -38,7 +40,7 @@ message (with --json, under "misses").`,
 				return err
 			}
 			defer in.close()
-			opts := eval.LMEOptions{K: in.k, Workers: workers, Embedder: in.embedder, Progress: in.progress, Misses: misses}
+			opts := eval.LMEOptions{K: in.k, Workers: workers, Embedder: in.embedder, Progress: in.progress, Misses: misses, Whole: f.whole}
 			qs, err := eval.ParseLongMemEval(in.file)
 			if err != nil {
 				return err

@@ -43,7 +43,23 @@ var recallNotes = []string{
 // request (the items of its recall packet), one line each.
 func memoryLines(t *testing.T, req llmtest.ChatRequest) []string {
 	t.Helper()
-	start := `{"kind":"memory","title":` + strconv.Quote(memory.RecallTitle)
+	p, ok := recallPacket(t, req)
+	if !ok {
+		return nil
+	}
+	out := []string{}
+	for _, it := range p.Items {
+		out = append(out, it.Text)
+	}
+	return out
+}
+
+// recallPacket returns the recall packet in the prompt of a chat request
+// (its title RecallTitle, followed by RecallExcerptNote when some line is
+// an excerpt); ok is false when the prompt has none.
+func recallPacket(t *testing.T, req llmtest.ChatRequest) (evidence.Packet, bool) {
+	t.Helper()
+	start := `{"kind":"memory","title":` + strings.TrimSuffix(strconv.Quote(memory.RecallTitle), `"`)
 	for _, m := range req.Messages {
 		var text string
 		if json.Unmarshal(m.Content, &text) != nil {
@@ -57,13 +73,9 @@ func memoryLines(t *testing.T, req llmtest.ChatRequest) []string {
 		if err := json.NewDecoder(strings.NewReader(text[i:])).Decode(&p); err != nil {
 			t.Fatalf("the prompt's recall packet does not decode: %v\n%s", err, text[i:])
 		}
-		out := []string{}
-		for _, it := range p.Items {
-			out = append(out, it.Text)
-		}
-		return out
+		return p, true
 	}
-	return nil
+	return evidence.Packet{}, false
 }
 
 // Recall earns its place in the prompt: with 20 unrelated notes in memory,

@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -84,6 +85,10 @@ type Options struct {
 	// Trace, when non-nil, is called once per scored question.
 	Trace  func(QuestionResult)
 	Logger *slog.Logger
+	// Whole shows every recalled memory whole in the injected block (no
+	// excerpts: memory.RecallContext.Whole), to measure the excerpts
+	// against.
+	Whole bool
 }
 
 // QuestionResult is the outcome of one question, for Options.Trace.
@@ -102,6 +107,53 @@ type Report struct {
 	Counts     map[Category]int             // questions scored per category
 	Questions  int                          // questions scored, all categories
 	Skipped    int                          // questions without usable evidence ids
+	// Injected is what a turn's recall would put into the prompt for the
+	// scored questions (Run measures it; cross-validation does not).
+	Injected *Injected
+}
+
+// Injected describes what a turn's recall (memory.RecallContext, the
+// code a live turn runs) puts into the prompt, over a set of questions.
+type Injected struct {
+	Questions    int
+	MeanLines    float64 // memory lines per question
+	MeanTokens   float64 // their tokens per question
+	MeanExcerpts float64 // lines per question shown as an excerpt
+	// EvidenceAll is the percentage of questions whose every evidence
+	// memory is among the lines.
+	EvidenceAll float64
+	// Checkable is how many questions have their answer, normalised
+	// (case, punctuation), verbatim in an evidence turn; AnswerIn the
+	// percentage of them whose lines' text holds it.
+	Checkable int
+	AnswerIn  float64
+}
+
+// injTally accumulates Injected.
+type injTally struct {
+	questions, lines, tokens, excerpts, evidenceAll, checkable, answerIn int
+}
+
+func (t *injTally) add(o injTally) {
+	t.questions += o.questions
+	t.lines += o.lines
+	t.tokens += o.tokens
+	t.excerpts += o.excerpts
+	t.evidenceAll += o.evidenceAll
+	t.checkable += o.checkable
+	t.answerIn += o.answerIn
+}
+
+func (t injTally) report() *Injected {
+	in := &Injected{Questions: t.questions, Checkable: t.checkable}
+	if n := float64(t.questions); n > 0 {
+		in.MeanLines, in.MeanTokens, in.MeanExcerpts = float64(t.lines)/n, float64(t.tokens)/n, float64(t.excerpts)/n
+		in.EvidenceAll = 100 * float64(t.evidenceAll) / n
+	}
+	if t.checkable > 0 {
+		in.AnswerIn = 100 * float64(t.answerIn) / float64(t.checkable)
+	}
+	return in
 }
 
 // Turn is one dialogue turn of a LoCoMo conversation.
@@ -278,9 +330,14 @@ func Run(ctx context.Context, convs []Conversation, opts Options) (Report, error
 		tune = *opts.Tuning
 	}
 	t := newTally(ks)
+	t.inj = &injTally{}
 	for ci, c := range convs {
 		g, err := ingest(ctx, c, opts)
 		if err != nil {
+			return Report{}, fmt.Errorf("locomo %s: %w", c.ID, err)
+		}
+		if err := g.serve(opts); err != nil {
+			g.close(ctx)
 			return Report{}, fmt.Errorf("locomo %s: %w", c.ID, err)
 		}
 		err = g.score(ctx, tune, t, opts.Trace)
@@ -301,6 +358,7 @@ type tally struct {
 	sums    map[Category]map[int]float64
 	counts  map[Category]int
 	skipped int
+	inj     *injTally // what recall injects, when measured
 }
 
 func newTally(ks []int) *tally {
@@ -322,6 +380,9 @@ func (t *tally) add(o *tally) {
 
 func (t *tally) report() Report {
 	rep := Report{K: t.ks, Counts: t.counts, Skipped: t.skipped, ByCategory: map[Category]map[int]float64{}, Overall: map[int]float64{}}
+	if t.inj != nil {
+		rep.Injected = t.inj.report()
+	}
 	overallCats := 0
 	for cat, n := range t.counts {
 		m := map[int]float64{}
@@ -354,6 +415,23 @@ type ingested struct {
 	store *memory.VectorStore
 	byID  map[int64]string  // memory id → dialogue id
 	memo  map[string]*tally // recall@10 per tuning (cross-validation)
+	// svc serves the store as the app does, for the turn's recall (serve);
+	// dir is its data dir.
+	svc   *memory.Service
+	dir   string
+	whole bool // inject every memory whole (Options.Whole)
+}
+
+// serve puts the store behind a memory service, as the app does, so that
+// score also measures what a turn's recall would inject.
+func (g *ingested) serve(opts Options) error {
+	dir, err := os.MkdirTemp("", "reverie-locomo-")
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	g.dir, g.whole = dir, opts.Whole
+	g.svc, err = memory.NewService(memory.ServiceOptions{Store: g.store, DataDir: dir, Logger: opts.Logger})
+	return err
 }
 
 // ingest stores c's turns through Ingest, the live path of a group room,
@@ -383,6 +461,9 @@ func ingest(ctx context.Context, c Conversation, opts Options) (*ingested, error
 func (g *ingested) close(ctx context.Context) {
 	g.store.Shutdown(context.WithoutCancel(ctx))
 	g.db.Close()
+	if g.dir != "" {
+		os.RemoveAll(g.dir)
+	}
 }
 
 // score asks every question of the conversation with tuning tune and adds
@@ -419,12 +500,56 @@ func (g *ingested) score(ctx context.Context, tune memory.Tuning, t *tally, trac
 			t.sums[qa.Category][k] += float64(n) / float64(len(gold))
 		}
 		t.counts[qa.Category]++
+		if g.svc != nil && t.inj != nil {
+			if err := g.inject(ctx, qa, gold, t.inj); err != nil {
+				return err
+			}
+		}
 		if trace != nil {
 			var got []string
 			for _, r := range res {
 				got = append(got, g.byID[r.ID])
 			}
 			trace(QuestionResult{Conversation: g.conv.ID, QA: qa, Gold: gold, Retrieved: got})
+		}
+	}
+	return nil
+}
+
+// inject runs the turn's recall for qa as the prompt would show it and
+// adds what it put there to t.
+func (g *ingested) inject(ctx context.Context, qa QA, gold []string, t *injTally) error {
+	rec, err := (&memory.RecallContext{Service: g.svc, Whole: g.whole}).Recall(ctx, qa.Question)
+	if err != nil {
+		return fmt.Errorf("recall %q: %w", qa.Question, err)
+	}
+	t.questions++
+	t.lines += len(rec.Memories)
+	t.tokens += rec.Tokens
+	t.excerpts += rec.Excerpts
+	shown := map[string]bool{}
+	for _, m := range rec.Memories {
+		shown[g.byID[m.ID]] = true
+	}
+	all := true
+	for _, gd := range gold {
+		all = all && shown[gd]
+	}
+	if all {
+		t.evidenceAll++
+	}
+	var evid []string
+	for _, s := range g.conv.Sessions {
+		for _, turn := range s.Turns {
+			if slices.Contains(gold, turn.DiaID) {
+				evid = append(evid, turn.Text)
+			}
+		}
+	}
+	if a := checkableAnswer(answerOf(qa.Answer), evid); a != "" {
+		t.checkable++
+		if shownHolds(rec, a) {
+			t.answerIn++
 		}
 	}
 	return nil
@@ -463,7 +588,12 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		fmt.Fprintf(&b, "%q:", c.String())
 		writeKs(m)
 	}
-	fmt.Fprintf(&b, `},"questions":%d}`, r.Questions)
+	fmt.Fprintf(&b, `},"questions":%d`, r.Questions)
+	if in := r.Injected; in != nil {
+		fmt.Fprintf(&b, `,"injected":{"questions":%d,"mean_lines":%s,"mean_tokens":%s,"mean_excerpts":%s,"evidence_all":%s,"answer_checkable":%d,"answer_in_text":%s}`,
+			in.Questions, jsonNum(in.MeanLines), jsonNum(in.MeanTokens), jsonNum(in.MeanExcerpts), jsonNum(in.EvidenceAll), in.Checkable, jsonNum(in.AnswerIn))
+	}
+	b.WriteByte('}')
 	return b.Bytes(), nil
 }
 
@@ -494,6 +624,13 @@ func (r Report) WriteTable(w io.Writer) error {
 	row("overall (1-4)", overallN, r.Overall)
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
+	}
+	if in := r.Injected; in != nil {
+		if _, err := fmt.Fprintf(w, "injected into the prompt: %.2f lines (%.0f tokens) a question; every evidence turn among them %.1f%%\n"+
+			"  excerpts: %.2f of the lines; answer in the lines' text: %.1f%% of the %d questions whose answer an evidence turn holds verbatim\n",
+			in.MeanLines, in.MeanTokens, in.EvidenceAll, in.MeanExcerpts, in.AnswerIn, in.Checkable); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
 	}
 	return nil
 }

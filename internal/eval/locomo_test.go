@@ -114,13 +114,15 @@ func TestLoCoMoSynthetic(t *testing.T) {
 		Overall    map[string]float64            `json:"overall"`
 		ByCategory map[string]map[string]float64 `json:"by_category"`
 		Questions  int                           `json:"questions"`
+		Injected   map[string]float64            `json:"injected"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&shape); err != nil {
 		t.Fatalf("json %s: %v", js, err)
 	}
-	if len(shape.Overall) != 3 || len(shape.ByCategory) != 5 || shape.Questions != 5 {
+	if len(shape.Overall) != 3 || len(shape.ByCategory) != 5 || shape.Questions != 5 ||
+		shape.Injected["questions"] != 5 || shape.Injected["mean_lines"] <= 0 {
 		t.Errorf("json shape %s", js)
 	}
 	if !strings.HasPrefix(string(js), `{"overall":{"recall@1":`) {

@@ -111,6 +111,10 @@ type LMEOptions struct {
 	// goroutine at a time).
 	Progress func(done, total int)
 	Logger   *slog.Logger
+	// Whole shows every recalled memory whole in the injected block (no
+	// excerpts: memory.RecallContext.Whole), to measure the excerpts
+	// against.
+	Whole bool
 	// Misses, when set, makes the report list every question whose
 	// evidence rounds are not all in the top ten, with where each ranked
 	// (LMEReport.Misses).
@@ -153,6 +157,10 @@ type lmeStore struct {
 	goldRnd []int         // evidence rounds
 	// rounds[n] is round n's haystack session and the turns it holds.
 	rounds []lmeRoundAt
+	// answer is the question's answer, normalised, when an evidence turn
+	// holds it (checkableAnswer), else "".
+	answer string
+	whole  bool // inject every memory whole (LMEOptions.Whole)
 }
 
 // lmeRoundAt locates a round in its question's haystack.
@@ -239,7 +247,16 @@ func ingestLME(ctx context.Context, q LMEQuestion, opts LMEOptions) (*lmeStore, 
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	g := &lmeStore{q: q, at: at, db: db, dir: dir, store: store, clock: clk, session: map[int64]int{}, round: map[int64]int{}}
+	g := &lmeStore{q: q, at: at, db: db, dir: dir, store: store, clock: clk, session: map[int64]int{}, round: map[int64]int{}, whole: opts.Whole}
+	var evid []string
+	for _, turns := range q.Sessions {
+		for _, t := range turns {
+			if t.HasAnswer {
+				evid = append(evid, t.Content)
+			}
+		}
+	}
+	g.answer = checkableAnswer(answerOf(q.Answer), evid)
 	g.svc, err = memory.NewService(memory.ServiceOptions{Store: store, DataDir: dir, Now: clk.now, Logger: opts.Logger})
 	if err != nil {
 		g.close(ctx)
@@ -322,8 +339,11 @@ type lmeResult struct {
 	all  [2][]float64 // level → per cut-off: 1 when all of it is
 	ndcg [2]float64   // level → NDCG@10
 	// What the turn's recall would put into the prompt.
-	lines, tokens int
-	inAll         [2]float64 // level → 1 when every evidence unit is among the lines
+	lines, tokens, excerpts int
+	inAll                   [2]float64 // level → 1 when every evidence unit is among the lines
+	// checkable: the answer occurs in an evidence turn; answerIn: the
+	// lines' text holds it
+	checkable, answerIn bool
 	// miss is where the evidence ranked, when asked for and not all of it
 	// is in the top ten rounds.
 	miss *LMEMiss
@@ -392,11 +412,14 @@ func (g *lmeStore) score(ctx context.Context, ks []int, tune *memory.Tuning, gat
 		}
 	}
 	if inject {
-		rec, err := (&memory.RecallContext{Service: g.svc, Gate: gate}).Recall(ctx, g.q.Question)
+		rec, err := (&memory.RecallContext{Service: g.svc, Gate: gate, Whole: g.whole}).Recall(ctx, g.q.Question)
 		if err != nil {
 			return out, fmt.Errorf("recall %s: %w", g.q.ID, err)
 		}
-		out.lines, out.tokens = len(rec.Memories), rec.Tokens
+		out.lines, out.tokens, out.excerpts = len(rec.Memories), rec.Tokens, rec.Excerpts
+		if g.answer != "" {
+			out.checkable, out.answerIn = true, shownHolds(rec, g.answer)
+		}
 		for _, l := range levels {
 			unit, gold := g.units(l)
 			got := ranked(rec.Memories, unit)
@@ -457,6 +480,13 @@ type LMEInjected struct {
 	// RecallAll is, per level, the percentage of questions whose every
 	// evidence unit is among the lines.
 	RecallAll [2]float64
+	// MeanExcerpts is how many of the lines a question are excerpts.
+	MeanExcerpts float64
+	// Checkable is how many questions have their answer, normalised
+	// (case, punctuation), verbatim in an evidence turn; AnswerIn the
+	// percentage of them whose lines' text holds it.
+	Checkable int
+	AnswerIn  float64
 }
 
 // LMEAbstention describes the abstention questions (left out of recall).
@@ -531,6 +561,11 @@ func lmeReport(ks []int, rs []lmeResult) LMEReport {
 		byType[r.typ] = append(byType[r.typ], r)
 		rep.Injected.MeanLines += float64(r.lines)
 		rep.Injected.MeanTokens += float64(r.tokens)
+		rep.Injected.MeanExcerpts += float64(r.excerpts)
+		if r.checkable {
+			rep.Injected.Checkable++
+			rep.Injected.AnswerIn += b2f(r.answerIn)
+		}
 		for _, l := range levels {
 			rep.Injected.RecallAll[l] += r.inAll[l]
 		}
@@ -539,9 +574,13 @@ func lmeReport(ks []int, rs []lmeResult) LMEReport {
 	if n := float64(len(scored)); n > 0 {
 		rep.Injected.MeanLines /= n
 		rep.Injected.MeanTokens /= n
+		rep.Injected.MeanExcerpts /= n
 		for _, l := range levels {
 			rep.Injected.RecallAll[l] *= 100 / n
 		}
+	}
+	if rep.Injected.Checkable > 0 {
+		rep.Injected.AnswerIn *= 100 / float64(rep.Injected.Checkable)
 	}
 	if n := float64(rep.Abstention.Questions); n > 0 {
 		rep.Abstention.MeanLines /= n

@@ -46,7 +46,8 @@ func (r LMEReport) writeLevel(b *bytes.Buffer, lr LMELevelReport) {
 // MarshalJSON writes {"round":{"recall_any@5":…,"recall_all@10":…,
 // "ndcg@10":…},"session":{…},"by_type":{"multi-session":{"questions":N,
 // "round":{…},"session":{…}},…},"questions":N,"injected":{"mean_lines":…,
-// "mean_tokens":…,"round_recall_all":…,"session_recall_all":…},
+// "mean_tokens":…,"round_recall_all":…,"session_recall_all":…,"mean_excerpts":…,
+// "answer_checkable":N,"answer_in_text":…},
 // "abstention":{"questions":N,"mean_lines":…,"mean_tokens":…}}, in percent
 // rounded to two decimals (means of lines and tokens as they are), and,
 // when the report has misses, "misses":[{"id":…,"type":…,"question":…,
@@ -70,9 +71,10 @@ func (r LMEReport) MarshalJSON() ([]byte, error) {
 		r.writeLevel(&b, tr.Levels[SessionLevel])
 		b.WriteByte('}')
 	}
-	fmt.Fprintf(&b, `},"questions":%d,"injected":{"mean_lines":%s,"mean_tokens":%s,"round_recall_all":%s,"session_recall_all":%s}`,
+	fmt.Fprintf(&b, `},"questions":%d,"injected":{"mean_lines":%s,"mean_tokens":%s,"round_recall_all":%s,"session_recall_all":%s,"mean_excerpts":%s,"answer_checkable":%d,"answer_in_text":%s}`,
 		r.Questions, jsonNum(r.Injected.MeanLines), jsonNum(r.Injected.MeanTokens),
-		jsonNum(r.Injected.RecallAll[RoundLevel]), jsonNum(r.Injected.RecallAll[SessionLevel]))
+		jsonNum(r.Injected.RecallAll[RoundLevel]), jsonNum(r.Injected.RecallAll[SessionLevel]),
+		jsonNum(r.Injected.MeanExcerpts), r.Injected.Checkable, jsonNum(r.Injected.AnswerIn))
 	fmt.Fprintf(&b, `,"abstention":{"questions":%d,"mean_lines":%s,"mean_tokens":%s}`,
 		r.Abstention.Questions, jsonNum(r.Abstention.MeanLines), jsonNum(r.Abstention.MeanTokens))
 	if len(r.Misses) > 0 {
@@ -119,8 +121,10 @@ func (r LMEReport) WriteTable(w io.Writer) error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	_, err := fmt.Fprintf(w, "injected into the prompt: %.2f lines (%.0f tokens) a question; every evidence round among them %.1f%%, every evidence session %.1f%%\n"+
+		"  excerpts: %.2f of the lines; answer in the lines' text: %.1f%% of the %d questions whose answer an evidence turn holds verbatim\n"+
 		"abstention (left out of recall): %d questions, %.2f lines (%.0f tokens) injected a question\n",
 		r.Injected.MeanLines, r.Injected.MeanTokens, r.Injected.RecallAll[RoundLevel], r.Injected.RecallAll[SessionLevel],
+		r.Injected.MeanExcerpts, r.Injected.AnswerIn, r.Injected.Checkable,
 		r.Abstention.Questions, r.Abstention.MeanLines, r.Abstention.MeanTokens)
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)

@@ -43,40 +43,75 @@ func ContextBlock(ctx context.Context, s Store, query string, budgetTokens int, 
 		return "", fmt.Errorf("memory context: %w", err)
 	}
 	f := newPacketFit(evidence.Packet{Kind: evidence.Memory, Title: "Long-term memories", Meta: evidence.Meta{Source: "recall", Query: query}}, budgetTokens, count)
+	fc := focusFor(s, query)
 	for _, r := range res {
-		if !f.add(memoryItem(r.Memory)) {
+		if !f.add(r.Memory, fc) {
 			break
 		}
 	}
 	if len(f.p.Items) == 0 {
 		return "", nil
 	}
-	return f.p.Encode(), nil
+	text, _ := f.shownPacket()
+	return text, nil
 }
 
-// packetFit fills a packet with items while its encoding stays within a
-// token budget.
+// packetFit fills a packet with memories while its encoding, every memory
+// whole, stays within a token budget, and keeps each memory's line as the
+// prompt shows it: a long episode as an excerpt about the query
+// (excerptItem). The budget is charged for the whole memory, so which
+// memories are shown does not depend on the cuts: the prompt is only
+// shorter.
 type packetFit struct {
-	p      evidence.Packet
-	used   int // tokens of the packet so far
+	p      evidence.Packet // the memories whole
+	used   int             // tokens of p so far
 	budget int
 	count  func(string) int
+	// shown is p's items as the prompt shows them; cut counts the
+	// excerpts among them.
+	shown []evidence.Item
+	cut   int
 }
 
 func newPacketFit(p evidence.Packet, budget int, count func(string) int) *packetFit {
 	return &packetFit{p: p, used: count(p.Encode()), budget: budget, count: count}
 }
 
-// add appends it when its line still fits the budget and reports whether
-// it did.
-func (f *packetFit) add(it evidence.Item) bool {
+// add appends m when its line, whole, still fits the budget and reports
+// whether it did; its line as shown is an excerpt about fc (none when fc
+// is nil).
+func (f *packetFit) add(m Memory, fc *focus) bool {
+	it := memoryItem(m)
 	c := f.count(evidence.EncodeItem(it) + ",\n")
 	if f.used+c > f.budget {
 		return false
 	}
 	f.used += c
 	f.p.Items = append(f.p.Items, it)
+	sh, cut := excerptItem(m, fc)
+	if cut {
+		f.cut++
+	}
+	f.shown = append(f.shown, sh)
 	return true
+}
+
+// shownPacket returns the packet as the prompt shows it, its title
+// followed by RecallExcerptNote when some line is an excerpt, and its size
+// in tokens, counted as add counts them (the header, then each line).
+func (f *packetFit) shownPacket() (string, int) {
+	if f.cut == 0 {
+		return f.p.Encode(), f.used
+	}
+	p := f.p
+	p.Title += RecallExcerptNote
+	p.Items = nil
+	n := f.count(p.Encode())
+	for _, it := range f.shown {
+		n += f.count(evidence.EncodeItem(it) + ",\n")
+	}
+	p.Items = f.shown
+	return p.Encode(), n
 }
 
 // ContextBlock is the package ContextBlock over this store.
@@ -103,6 +138,10 @@ type RecallContext struct {
 	// Gate decides which recalled memories earn a line (DefaultGate when
 	// zero).
 	Gate Gate
+
+	// Whole shows every memory whole: no long episode is cut to an
+	// excerpt (the evaluation measures the cuts against it).
+	Whole bool
 
 	// OnRecall, when set, is told what each turn's recall added (the app
 	// publishes it as a memory.recalled event).
@@ -203,6 +242,9 @@ type Recalled struct {
 	Memories []Scored // the memories shown, best first
 	Text     string   // the block added to the prompt ("" when none)
 	Tokens   int      // its size in tokens, as Count measures them
+	// Excerpts is how many of the memories the block shows as an excerpt
+	// (a long episode cut to its parts about the message).
+	Excerpts int
 }
 
 // Recall chooses the memories a turn's prompt shows for query, without
@@ -230,6 +272,10 @@ func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, err
 	}
 	mm, _ := r.Service.store.(matchMeasurer)
 	f := newPacketFit(evidence.Packet{Kind: evidence.Memory, Title: RecallTitle, Meta: evidence.Meta{Source: "recall"}}, budget, count)
+	var fc *focus // nil finds nothing: every memory whole
+	if !r.Whole {
+		fc = focusFor(r.Service.store, query)
+	}
 	var out Recalled
 	// consider shows s when it earns a line; done: no later memory can.
 	consider := func(s *Scored) (done bool) {
@@ -246,7 +292,7 @@ func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, err
 		if !gate.pass(s, best, mm != nil && mm.measuresMatch(s.Memory)) {
 			return false
 		}
-		if !f.add(memoryItem(s.Memory)) {
+		if !f.add(s.Memory, fc) {
 			return true
 		}
 		out.Memories = append(out.Memories, *s)
@@ -268,7 +314,8 @@ func (r *RecallContext) Recall(ctx context.Context, query string) (Recalled, err
 		return Recalled{}, fmt.Errorf("memory context: %w", err)
 	}
 	if len(out.Memories) > 0 {
-		out.Text, out.Tokens = f.p.Encode(), f.used
+		out.Text, out.Tokens = f.shownPacket()
+		out.Excerpts = f.cut
 	}
 	return out, nil
 }
