@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/reverie-ai/reverie/internal/app"
+	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/prompt"
 	"github.com/reverie-ai/reverie/llm"
 	"github.com/reverie-ai/reverie/llm/llmtest"
@@ -66,6 +67,7 @@ func BenchmarkHTTPTurns(b *testing.B) {
 	latency := map[int][]float64{}
 	tokens := map[int][]float64{}
 	allTokens := map[int][]float64{}
+	memTokens := map[int][]float64{}
 	compactions := 0
 	var walMax, walEnd []float64
 	b.ResetTimer()
@@ -76,14 +78,16 @@ func BenchmarkHTTPTurns(b *testing.B) {
 			profilePrefix = ""
 			for _, m := range marks {
 				lo, hi := m-5, m+4
-				var in, all float64
+				var in, all, mem float64
 				for t := lo; t <= hi; t++ {
 					latency[m] = append(latency[m], r.took[t].Seconds()*1000)
 					in += float64(r.mainTokens[t])
 					all += float64(r.mainTokens[t] + r.compactionTokens[t])
+					mem += float64(r.memoryTokens[t])
 				}
 				tokens[m] = append(tokens[m], in/float64(hi-lo+1))
 				allTokens[m] = append(allTokens[m], all/float64(hi-lo+1))
+				memTokens[m] = append(memTokens[m], mem/float64(hi-lo+1))
 			}
 			compactions += r.compactions
 			walMax = append(walMax, float64(r.walMax)/(1<<20))
@@ -96,6 +100,7 @@ func BenchmarkHTTPTurns(b *testing.B) {
 		b.ReportMetric(median(latency[m]), fmt.Sprintf("ms-turn%d", m))
 		b.ReportMetric(median(tokens[m]), fmt.Sprintf("in-tok-turn%d", m))
 		b.ReportMetric(median(allTokens[m]), fmt.Sprintf("all-tok-turn%d", m))
+		b.ReportMetric(median(memTokens[m]), fmt.Sprintf("mem-tok-turn%d", m))
 	}
 	b.ReportMetric(median(latency[last])/median(latency[first]), fmt.Sprintf("ratio-ms-%d/%d", last, first))
 	if len(marks) > 2 {
@@ -111,7 +116,10 @@ func BenchmarkHTTPTurns(b *testing.B) {
 type turnRecord struct {
 	took                         []time.Duration
 	mainTokens, compactionTokens []int
-	compactions                  int
+	// memoryTokens is the tokens of the recalled memories' packet in the
+	// turn's model calls (part of mainTokens).
+	memoryTokens []int
+	compactions  int
 	// walMax is the largest size of the database's write-ahead log seen
 	// after a turn, walEnd its size after the last turn, in bytes.
 	walMax, walEnd int64
@@ -140,7 +148,8 @@ func runConversation(b *testing.B, turns int, marks []int, profilePrefix string)
 		b.Fatal(err)
 	}
 	counter := prompt.NewCounter("")
-	r := turnRecord{took: make([]time.Duration, turns+1), mainTokens: make([]int, turns+1), compactionTokens: make([]int, turns+1)}
+	r := turnRecord{took: make([]time.Duration, turns+1), mainTokens: make([]int, turns+1), compactionTokens: make([]int, turns+1),
+		memoryTokens: make([]int, turns+1)}
 	counted := map[int]bool{}
 	for _, m := range marks {
 		for t := m - 5; t <= m+4; t++ {
@@ -221,6 +230,7 @@ func runConversation(b *testing.B, turns int, marks []int, profilePrefix string)
 			r.compactionTokens[k.turn] += n
 		} else {
 			r.mainTokens[k.turn] += n
+			r.memoryTokens[k.turn] += counter.Count(recallBlock(k.req))
 		}
 	}
 	return r
@@ -245,6 +255,26 @@ func benchPost(b *testing.B, client *http.Client, w *WebHarness, path string, bo
 		b.Fatalf("POST %s: read: %v", path, err)
 	}
 	return resp.StatusCode, data
+}
+
+// recallBlock returns the packet of recalled memories in req's messages,
+// as the prompt holds it, or "".
+func recallBlock(req llmtest.ChatRequest) string {
+	start := `{"kind":"memory","title":` + strings.TrimSuffix(strconv.Quote(memory.RecallTitle), `"`)
+	for _, m := range req.Messages {
+		text := m.Text()
+		i := strings.Index(text, start)
+		if i < 0 {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(text[i:]))
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return ""
+		}
+		return text[i : i+int(dec.InputOffset())]
+	}
+	return ""
 }
 
 // isTurnRequest reports whether req is a conversation turn's model call:

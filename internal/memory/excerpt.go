@@ -48,6 +48,10 @@ type focus struct {
 	w        relWeights
 	stems    map[string]bool
 	temporal bool
+	// first[c] is set when some stem starts with the byte c: a word
+	// starting otherwise is not stemmed (a stem keeps its word's first
+	// letter), which saves most of the stemming of a long memory.
+	first, kindFirst [256]bool
 	// kinds is read from the lexicon when first needed (kindStems): the
 	// lookups are most of what reading a query costs, and most excerpts
 	// are found by the query's own words.
@@ -96,6 +100,9 @@ func newFocus(query string, w relWeights) *focus {
 			f.stems[embed.Stem(x)] = true
 		}
 	}
+	for st := range f.stems {
+		f.first[st[0]] = true
+	}
 	return f
 }
 
@@ -131,8 +138,9 @@ func (f *focus) kindStems() map[string]bool {
 					continue
 				}
 				for k, stem := range found.Stems(lexicon.Relation(r)) {
-					if !embed.IsStopWord(string(k)) && !f.stems[string(stem)] {
+					if !embed.IsStopWord(string(k)) && !f.stems[string(stem)] && len(stem) > 0 {
 						f.kinds[string(stem)] = true
+						f.kindFirst[stem[0]] = true
 					}
 				}
 			}
@@ -150,7 +158,7 @@ func (f *focus) holds(s string) bool {
 		return false
 	}
 	for _, x := range embed.Words(s) {
-		if f.stems[embed.Stem(x)] {
+		if f.first[x[0]] && f.stems[embed.Stem(x)] {
 			return true
 		}
 	}
@@ -168,7 +176,7 @@ func (f *focus) holdsKind(s string) bool {
 		return false
 	}
 	for _, x := range embed.Words(s) {
-		if kinds[embed.Stem(x)] {
+		if f.kindFirst[x[0]] && kinds[embed.Stem(x)] {
 			return true
 		}
 	}

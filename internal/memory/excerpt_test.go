@@ -206,3 +206,16 @@ func TestPacketFitExcerpts(t *testing.T) {
 		t.Errorf("a packet without excerpts: %s (%d tokens, %d whole)", text, n, whole.used)
 	}
 }
+
+// BenchmarkExcerptItem is the cost a turn pays per long recalled episode:
+// reading a reply of ~1,300 characters for the query's words.
+func BenchmarkExcerptItem(b *testing.B) {
+	m := Memory{Text: longReply + " " + longReply[:400], Kind: KindEpisode}
+	f := newFocus("Where do I keep my old sneakers now?", DefaultTuning.relWeights())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, cut := excerptItem(m, f); !cut {
+			b.Fatal("not cut")
+		}
+	}
+}
