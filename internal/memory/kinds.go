@@ -111,7 +111,7 @@ func related(e lexicon.Entry, w relWeights) bool {
 // kindCover measures how much of a query's word weight a memory holds
 // through the kinds of its nouns.
 type kindCover struct {
-	terms *termTable // kind term → its group
+	terms *idTable[termVal] // kind term → its group
 	// nouns[g−1] is group g's noun's stems: nounAt[nounOff[g-1]:nounOff[g]]
 	// index stems, the distinct stems of every noun
 	nounOff []int
@@ -132,9 +132,9 @@ type nounStem struct {
 // newKindCover prepares kindCover for the kinds and nouns kindTerms
 // returned, stemWeight being the query stems' weights; the kinds' groups
 // are set in terms.
-func (t *textIndex) newKindCover(kinds []qterm, nouns [][]string, stemWeight map[string]float64, terms *termTable) kindCover {
+func (t *textIndex) newKindCover(kinds []qterm, nouns [][]string, stemWeight map[string]float64, terms *idTable[termVal]) kindCover {
 	for _, k := range kinds {
-		terms.setGroup(k.tid, k.group)
+		terms.ref(k.tid).group = k.group
 	}
 	kc := kindCover{terms: terms}
 	if len(kinds) == 0 {

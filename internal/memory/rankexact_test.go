@@ -443,23 +443,26 @@ func TestBestFirstMatchesSort(t *testing.T) {
 	}
 }
 
-// TestSlotTable: the table holds what a map holds, through growth and
-// resets, for slots from 0 on.
+// TestSlotTable: the table of recall's candidates by slot holds what a map
+// holds, through growth and resets, for slots from 0 on; ref finds what
+// the table holds.
 func TestSlotTable(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
-	st := newSlotTable(8)
+	st := newIDTable[int32](8)
 	for round := range 4 {
-		want := map[int]int{}
-		for i := range 3000 {
-			sl := r.IntN(5000)
+		want := map[uint32]int32{}
+		for i := range int32(3000) {
+			sl := uint32(r.IntN(5000))
 			if round == 0 && i == 0 {
 				sl = 0
 			}
-			if _, ok := want[sl]; !ok {
+			if w, ok := want[sl]; !ok {
 				want[sl] = i
-				st.put(sl, i)
+				*st.ref(sl) = i
+			} else if got := *st.ref(sl); got != w {
+				t.Fatalf("round %d: ref(%d) = %d, want %d", round, sl, got, w)
 			}
-			probe := r.IntN(5000)
+			probe := uint32(r.IntN(5000))
 			got, ok := st.get(probe)
 			w, wok := want[probe]
 			if ok != wok || (ok && got != w) {

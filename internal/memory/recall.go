@@ -94,7 +94,7 @@ type recallRun struct {
 	kterms []qterm         // the kinds of the query's nouns (kindTerms)
 	nouns  [][]string      // by kinds' group − 1: the stems of the noun's words
 
-	byslot slotTable // slot → index in cs
+	byslot idTable[int32] // slot → index in cs
 	cs     []cand
 	priors []float64 // by word count: the length prior, NaN until known (rescore)
 }
@@ -125,7 +125,7 @@ func (s *VectorStore) newRecallRun(ctx context.Context, q Query) (*recallRun, er
 	if sc, ok := s.scratch.Get().(*recallScratch); ok {
 		r.byslot, r.cs, r.priors = sc.byslot, sc.cs[:0], sc.priors
 	} else {
-		r.byslot, r.cs = newSlotTable(3*nCand), make([]cand, 0, 3*nCand)
+		r.byslot, r.cs = newIDTable[int32](3*nCand), make([]cand, 0, 3*nCand)
 	}
 	return r, nil
 }
@@ -133,7 +133,7 @@ func (s *VectorStore) newRecallRun(ctx context.Context, q Query) (*recallRun, er
 // recallScratch is a recall's candidate table, kept for the next recall
 // (VectorStore.scratch).
 type recallScratch struct {
-	byslot slotTable
+	byslot idTable[int32]
 	cs     []cand
 	priors []float64
 }
@@ -143,7 +143,7 @@ type recallScratch struct {
 func (r *recallRun) release() {
 	r.byslot.reset()
 	r.s.scratch.Put(&recallScratch{byslot: r.byslot, cs: r.cs[:0], priors: r.priors})
-	r.byslot, r.cs, r.priors = slotTable{}, nil, nil
+	r.byslot, r.cs, r.priors = idTable[int32]{}, nil, nil
 }
 
 // bind resolves the query's thread and kinds against the index (under its
@@ -185,10 +185,10 @@ func (r *recallRun) keepID(id int64) bool {
 // get returns the candidate for slot sl, adding it when new; the pointer is
 // valid until the next get.
 func (r *recallRun) get(sl int) *cand {
-	i, ok := r.byslot.get(sl)
+	i, ok := r.byslot.get(uint32(sl))
 	if !ok {
-		i = len(r.cs)
-		r.byslot.put(sl, i)
+		i = int32(len(r.cs))
+		*r.byslot.ref(uint32(sl)) = i
 		r.cs = append(r.cs, cand{slot: sl})
 	}
 	return &r.cs[i]
@@ -259,7 +259,7 @@ func (r *recallRun) spread() {
 			return
 		}
 		var o float64
-		if i, ok := r.byslot.get(nb); ok && i < n {
+		if i, ok := r.byslot.get(uint32(nb)); ok && int(i) < n {
 			o = own[i]
 		}
 		c := r.get(nb)

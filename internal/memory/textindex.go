@@ -848,9 +848,9 @@ func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64, ki
 	if total <= 0 {
 		return out
 	}
-	terms := newTermTable(len(weights) + len(kinds))
+	terms := newIDTable[termVal](len(weights) + len(kinds))
 	for _, tw := range weights {
-		terms.setWeight(tw.tid, tw.w)
+		terms.ref(tw.tid).weight = tw.w
 	}
 	kc := t.newKindCover(kinds, nouns, stemWeight, &terms)
 	var groups []uint16 // a memory's kind terms' groups
@@ -863,10 +863,10 @@ func (t *textIndex) coverage(query string, skip map[string]bool, ids []int64, ki
 		var s float64
 		groups = groups[:0]
 		for _, tid := range doc {
-			w, g := terms.get(tid)
-			s += w
-			if g != 0 {
-				groups = append(groups, g)
+			v, _ := terms.get(tid)
+			s += v.weight
+			if v.group != 0 {
+				groups = append(groups, v.group)
 			}
 		}
 		out[i] = (s + kc.weight(doc, groups)) / total
