@@ -2,12 +2,15 @@ package memory
 
 import (
 	"context"
+	"database/sql"
 	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
+	"testing/synctest"
 	"time"
 
 	"github.com/reverie-ai/reverie/internal/embed"
@@ -174,5 +177,175 @@ func TestAccessReadsUseKeys(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// openShared opens a store at path whose writes go through a Committer.
+func openShared(t *testing.T, ctx context.Context, path string) (*VectorStore, *sqlite.Committer, *sql.DB) {
+	t.Helper()
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sqlite.NewCommitter(db, nil)
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	st, err := Open(ctx, Options{DB: db, Commits: c, Embedder: embed.NewOffline(0), Now: clk.now})
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return st.(*VectorStore), c, db
+}
+
+// accessCounts reads the stored access counts of ids.
+func accessCounts(t *testing.T, ctx context.Context, db *sql.DB, ids []int64) []int64 {
+	t.Helper()
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		if err := db.QueryRowContext(ctx, `SELECT access_count FROM memories_read WHERE id = ?`, id).Scan(&out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestAccessRidesSharedCommit: with a Committer, the accesses a recall
+// records go out with the next shared transaction (a turn's next write),
+// not in a commit of their own; when no write comes, the Committer's Run
+// commits them within sqlite.DeferWithin; accesses recorded within
+// accessDeferEvery of a write queued wait for the next one.
+func TestAccessRidesSharedCommit(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		s, c, db := openShared(t, ctx, filepath.Join(dir, "m.db"))
+		defer db.Close()
+		defer func() {
+			if err := s.Shutdown(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE turn_writes (n INTEGER)`); err != nil {
+			t.Fatal(err)
+		}
+		ids := seed(t, s, Memory{Text: "The ferry leaves at nine."}, Memory{Text: "The user likes green tea."})
+		rctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := c.Run(rctx); err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		})
+		defer wg.Wait()
+		defer stop()
+		synctest.Wait() // Run runs
+
+		before := c.Committed()
+		if err := s.RecordAccess(ctx, ids, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO turn_writes VALUES (1)`)
+			return err
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := accessCounts(t, ctx, db, ids); !slices.Equal(got, []int64{1, 1}) {
+			t.Errorf("access counts after the next write = %v; want [1 1]", got)
+		}
+		if n := c.Committed() - before; n != 1 {
+			t.Errorf("%d shared transactions for an access and a write; want 1", n)
+		}
+
+		time.Sleep(accessDeferEvery)
+		before = c.Committed()
+		if err := s.RecordAccess(ctx, ids[:1], time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(sqlite.DeferWithin)
+		synctest.Wait()
+		if got := accessCounts(t, ctx, db, ids); !slices.Equal(got, []int64{2, 1}) {
+			t.Errorf("access counts %v after DeferWithin with no write; want [2 1]", got)
+		}
+		if n := c.Committed() - before; n != 1 {
+			t.Errorf("%d shared transactions for an access alone; want 1", n)
+		}
+
+		// Within accessDeferEvery of the last, an access waits for the
+		// next write queued (under concurrent turns: one a second).
+		before = c.Committed()
+		if err := s.RecordAccess(ctx, ids[1:], time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(sqlite.DeferWithin)
+		synctest.Wait()
+		if got := accessCounts(t, ctx, db, ids); !slices.Equal(got, []int64{2, 1}) || c.Committed() != before {
+			t.Errorf("access counts %v, %d shared transactions, right after one went out; want [2 1] and none", got, c.Committed()-before)
+		}
+		time.Sleep(accessFlushEvery)
+		synctest.Wait()
+		if got := accessCounts(t, ctx, db, ids); !slices.Equal(got, []int64{2, 2}) {
+			t.Errorf("access counts %v after accessFlushEvery; want [2 2]", got)
+		}
+		if n := c.Committed() - before; n != 1 {
+			t.Errorf("%d shared transactions for the waiting access; want 1", n)
+		}
+	})
+}
+
+// TestAccessSharedCommitFails: what a shared transaction that failed to
+// commit took is written by the next one, once; two writes of the
+// accesses in one transaction count each access once.
+func TestAccessSharedCommitFails(t *testing.T) {
+	ctx := context.Background()
+	s, _, db := openShared(t, ctx, filepath.Join(t.TempDir(), "m.db"))
+	t.Cleanup(func() {
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+		db.Close()
+	})
+	ids := seed(t, s, Memory{Text: "The ferry leaves at nine."}, Memory{Text: "The user likes green tea."})
+	a := s.access
+	// as a shared transaction would, with two access writes in it
+	inTx := func(commit bool) {
+		t.Helper()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []int64{ids[1], ids[0]} {
+			a.mu.Lock()
+			a.pending[id] = accessDelta{count: 1, last: 20}
+			a.mu.Unlock()
+			if err := a.writeTx(ctx, tx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !commit {
+			tx.Rollback() // the commit failed
+			return
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		a.committed()
+	}
+	inTx(false)
+	if got := accessCounts(t, ctx, db, ids); !slices.Equal(got, []int64{0, 0}) {
+		t.Fatalf("access counts after a failed commit = %v; want [0 0]", got)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := accessCounts(t, ctx, db, ids); !slices.Equal(got, []int64{1, 1}) {
+		t.Fatalf("access counts after the failed commit's retry = %v; want [1 1]", got)
+	}
+	inTx(true)
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := accessCounts(t, ctx, db, ids); !slices.Equal(got, []int64{2, 2}) {
+		t.Fatalf("access counts after a committed transaction = %v; want [2 2]", got)
 	}
 }

@@ -150,9 +150,15 @@
 // Recall holds the index read lock only while ranking (not during SQL or
 // embedding), so readers never wait for the database and a recall sees
 // every write that returned before it started. Access statistics are applied
-// to the in-memory index at once and written to SQLite in batches by one
-// goroutine the store owns (on 256 pending memories or every 5 s); Flush
-// writes them now, and Shutdown stops the goroutine and flushes. The index
+// to the in-memory index at once and written to SQLite later: with the
+// database's shared group commit (Options.Commits, the agent's) in its next
+// transaction (sqlite.Committer.Defer: a turn's next write, or the
+// Committer's own within 50 ms), one write of all that is pending queued
+// at most once a second and by the store's goroutine every 5 s; without
+// it, in a transaction of its own by that goroutine (on 256 pending
+// memories or every 5 s). A crash loses the accesses not yet written: at
+// most those of the last 5 s, as before. Flush writes them now,
+// and Shutdown stops the goroutine and flushes. The index
 // is read from SQLite by another goroutine the store owns, started by
 // LoadIndex or by the first reader or writer of the index, not by Open: the
 // index lock is held from Open until the load is done, so the first recall

@@ -45,7 +45,9 @@ type Options struct {
 	// Commits, when set, is the database's group commit shared with the
 	// other stores (sqlite.Committer): the memories AddBatch writes
 	// commit in the same transaction as the concurrent writes of every
-	// store using it; nil: they commit on their own.
+	// store using it, and the access statistics recall records go out
+	// with its next one (sqlite.Committer.Defer); nil: they commit on
+	// their own.
 	Commits *sqlite.Committer
 }
 
@@ -62,11 +64,10 @@ func Open(ctx context.Context, o Options) (Store, error) {
 		if e == nil {
 			e = embed.NewOffline(embed.DefaultDimensions)
 		}
-		s, err := openVector(ctx, o.Migrations, o.DB, e, o.Previous, o.Now, o.Logger, tune)
+		s, err := openVector(ctx, o.Migrations, o.Commits, o.DB, e, o.Previous, o.Now, o.Logger, tune)
 		if err != nil {
 			return nil, err
 		}
-		s.commits = o.Commits
 		return s, nil
 	case BackendFlat:
 		if o.DataDir == "" {

@@ -579,16 +579,37 @@ type accessDelta struct {
 const (
 	accessFlushAt    = 256
 	accessFlushEvery = 5 * time.Second
+	// accessDeferEvery: with a Committer, how soon after queuing a write
+	// of the statistics recording an access queues the next one.
+	accessDeferEvery = time.Second
 )
 
-// accessQueue batches access-statistic updates and writes them from one
-// goroutine it owns; stop waits for it.
+// accessQueue batches access-statistic updates. Without a Committer it
+// writes them in a transaction of its own from one goroutine it owns, on
+// accessFlushAt pending memories or every accessFlushEvery; stop waits for
+// it. With one (the agent's), recording an access queues a write of every
+// pending one (sqlite.Committer.Defer) that goes out with the next shared
+// transaction, at most once every accessDeferEvery, and the goroutine
+// queues one every accessFlushEvery for what is still pending: a turn's
+// recall then adds no commit of its own (its memory.recalled event is
+// deferred alike), where the periodic flush made one, and concurrent
+// turns write their accesses in one statement a second, not one each.
 type accessQueue struct {
-	db  *sql.DB
-	log *slog.Logger
+	db      *sql.DB
+	commits *sqlite.Committer // nil: the queue writes on its own
+	log     *slog.Logger
 
 	mu      sync.Mutex
 	pending map[int64]accessDelta
+	// queued: a deferred write (commits) is queued and has not taken
+	// pending yet; deferred is when the last one was queued.
+	queued   bool
+	deferred time.Time
+	// taken is what the writes of transaction tx took from pending; tx
+	// committed unless it is still tx when the next one writes, and the
+	// writes it took are then taken again (a failed commit loses nothing).
+	taken   map[int64]accessDelta
+	takenTx *sql.Tx
 	flushMu sync.Mutex // one flush at a time
 
 	kick     chan struct{}
@@ -597,8 +618,8 @@ type accessQueue struct {
 	stopOnce sync.Once
 }
 
-func newAccessQueue(db *sql.DB, log *slog.Logger) *accessQueue {
-	a := &accessQueue{db: db, log: log, pending: map[int64]accessDelta{},
+func newAccessQueue(db *sql.DB, commits *sqlite.Committer, log *slog.Logger) *accessQueue {
+	a := &accessQueue{db: db, commits: commits, log: log, pending: map[int64]accessDelta{},
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go a.run()
 	return a
@@ -614,6 +635,10 @@ func (a *accessQueue) run() {
 			return
 		case <-a.kick:
 		case <-t.C:
+		}
+		if a.commits != nil {
+			a.deferWrite(true)
+			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := a.flush(ctx); err != nil {
@@ -633,11 +658,36 @@ func (a *accessQueue) add(ids []int64, at int64) {
 	}
 	n := len(a.pending)
 	a.mu.Unlock()
+	if a.commits != nil {
+		a.deferWrite(false)
+		return
+	}
 	if n >= accessFlushAt {
 		select {
 		case a.kick <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// deferWrite queues a write of the pending statistics with the Committer,
+// unless one is queued or (but on the periodic tick) was queued less than
+// accessDeferEvery ago. A write queued accessFlushEvery ago that has not
+// run (its transaction failed to begin) is queued again on the tick.
+func (a *accessQueue) deferWrite(tick bool) {
+	a.mu.Lock()
+	now := time.Now()
+	since := now.Sub(a.deferred)
+	due := (len(a.pending) > 0 || a.taken != nil) &&
+		(!a.queued && (tick || since >= accessDeferEvery) || a.queued && tick && since >= accessFlushEvery)
+	if due {
+		a.queued, a.deferred = true, now
+	}
+	a.mu.Unlock()
+	if due {
+		// Outside mu: before the Committer's Run (or after it), Defer
+		// writes at once, through writeTx.
+		a.commits.Defer(context.Background(), "memory access statistics", a.writeTx, a.committed)
 	}
 }
 
@@ -665,6 +715,18 @@ func (a *accessQueue) forget(id int64) {
 func (a *accessQueue) flush(ctx context.Context) error {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
+	if a.commits != nil {
+		a.mu.Lock()
+		idle := len(a.pending) == 0 && a.taken == nil
+		a.mu.Unlock()
+		if idle {
+			return nil
+		}
+		if err := a.commits.Write(ctx, a.writeTx, a.committed); err != nil {
+			return fmt.Errorf("write access statistics: %w", err)
+		}
+		return nil
+	}
 	a.mu.Lock()
 	batch := a.pending
 	a.pending = map[int64]accessDelta{}
@@ -678,16 +740,64 @@ func (a *accessQueue) flush(ctx context.Context) error {
 	})
 	if err != nil {
 		a.mu.Lock()
-		for id, d := range batch {
-			p := a.pending[id]
-			p.count += d.count
-			p.last = max(p.last, d.last)
-			a.pending[id] = p
-		}
+		a.putBack(batch)
 		a.mu.Unlock()
 		return fmt.Errorf("write access statistics: %w", err)
 	}
 	return nil
+}
+
+// writeTx writes the pending deltas in tx, a transaction of the Committer
+// (it runs on whichever goroutine writes the batch, and takes only mu);
+// committed forgets them once tx is committed.
+func (a *accessQueue) writeTx(ctx context.Context, tx *sql.Tx) error {
+	a.mu.Lock()
+	a.queued = false
+	if a.taken != nil && a.takenTx != tx {
+		// The transaction that took them failed to commit.
+		a.putBack(a.taken)
+		a.taken, a.takenTx = nil, nil
+	}
+	batch := a.pending
+	a.pending = map[int64]accessDelta{}
+	a.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, flushAccessSQL, accessJSON(batch)); err != nil {
+		a.mu.Lock()
+		a.putBack(batch)
+		a.mu.Unlock()
+		return fmt.Errorf("write access statistics: %w", err)
+	}
+	a.mu.Lock()
+	if a.taken == nil {
+		a.taken, a.takenTx = batch, tx
+	} else { // a second write in the same transaction
+		a.putInto(a.taken, batch)
+	}
+	a.mu.Unlock()
+	return nil
+}
+
+// committed forgets the deltas the committed transaction's writeTx took.
+func (a *accessQueue) committed() {
+	a.mu.Lock()
+	a.taken, a.takenTx = nil, nil
+	a.mu.Unlock()
+}
+
+// putBack adds batch to the pending deltas (under mu).
+func (a *accessQueue) putBack(batch map[int64]accessDelta) { a.putInto(a.pending, batch) }
+
+// putInto adds the deltas of batch to dst.
+func (a *accessQueue) putInto(dst, batch map[int64]accessDelta) {
+	for id, d := range batch {
+		p := dst[id]
+		p.count += d.count
+		p.last = max(p.last, d.last)
+		dst[id] = p
+	}
 }
 
 // flushAccessSQL adds a JSON array of [id, count, last] deltas (accessJSON)

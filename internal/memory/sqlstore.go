@@ -95,11 +95,12 @@ func OpenVector(ctx context.Context, db *sql.DB, e vec.Embedder, now func() time
 // recall keeps using them until Reembed has re-embedded every memory with
 // e (see Reembed).
 func OpenVectorMigrating(ctx context.Context, db *sql.DB, e vec.Embedder, prev Previous, now func() time.Time, log *slog.Logger, tune Tuning) (*VectorStore, error) {
-	return openVector(ctx, nil, db, e, prev, now, log, tune)
+	return openVector(ctx, nil, nil, db, e, prev, now, log, tune)
 }
 
-// openVector is OpenVectorMigrating, migrating through m (nil: on its own).
-func openVector(ctx context.Context, m *sqlite.Migrations, db *sql.DB, e vec.Embedder, prev Previous, now func() time.Time, log *slog.Logger, tune Tuning) (*VectorStore, error) {
+// openVector is OpenVectorMigrating, migrating through m (nil: on its own)
+// and writing through commits (Options.Commits; nil: on its own).
+func openVector(ctx context.Context, m *sqlite.Migrations, commits *sqlite.Committer, db *sql.DB, e vec.Embedder, prev Previous, now func() time.Time, log *slog.Logger, tune Tuning) (*VectorStore, error) {
 	if db == nil || e == nil || e.Dimensions() <= 0 {
 		return nil, fmt.Errorf("open memory store: %w: database and embedder are required", ErrInvalid)
 	}
@@ -112,7 +113,7 @@ func openVector(ctx context.Context, m *sqlite.Migrations, db *sql.DB, e vec.Emb
 	if err := migrate(ctx, m, db); err != nil {
 		return nil, err
 	}
-	s := &VectorStore{db: db, emb: e, now: now, log: log, model: e.ID(), loaded: make(chan struct{}), fts: newFTSIndex()}
+	s := &VectorStore{db: db, emb: e, now: now, log: log, model: e.ID(), loaded: make(chan struct{}), fts: newFTSIndex(), commits: commits}
 	dir, err := databaseDir(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("open memory store: %w", err)
@@ -122,7 +123,7 @@ func openVector(ctx context.Context, m *sqlite.Migrations, db *sql.DB, e vec.Emb
 	if err := s.chooseServing(ctx, prev); err != nil {
 		return nil, err
 	}
-	s.access = newAccessQueue(db, log)
+	s.access = newAccessQueue(db, commits, log)
 	s.mu.Lock() // until the index is in place: see LoadIndex
 	return s, nil
 }
