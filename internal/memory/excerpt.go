@@ -121,31 +121,17 @@ func (f *focus) kindStems() map[string]bool {
 	f.kinds = map[string]bool{}
 	words := embed.Words(f.query)
 	content := func(x string) bool { return !embed.IsStopWord(x) }
-	for i := 0; i < len(words); i++ {
-		if !content(words[i]) {
-			continue
-		}
-		for n := min(maxKindPhrase, len(words)-i); n >= 1; n-- {
-			if !content(words[i+n-1]) {
+	for _, found := range kindPhrases(words, content, f.w) {
+		for r, rw := range f.w {
+			if rw <= 0 {
 				continue
 			}
-			found, ok := lexicon.Lookup(strings.Join(words[i:i+n], " "))
-			if !ok || !related(found, f.w) {
-				continue
-			}
-			for r, rw := range f.w {
-				if rw <= 0 {
-					continue
-				}
-				for k, stem := range found.Stems(lexicon.Relation(r)) {
-					if !embed.IsStopWord(string(k)) && !f.stems[string(stem)] && len(stem) > 0 {
-						f.kinds[string(stem)] = true
-						f.kindFirst[stem[0]] = true
-					}
+			for k, stem := range found.Stems(lexicon.Relation(r)) {
+				if !embed.IsStopWord(string(k)) && !f.stems[string(stem)] && len(stem) > 0 {
+					f.kinds[string(stem)] = true
+					f.kindFirst[stem[0]] = true
 				}
 			}
-			i += n - 1
-			break
 		}
 	}
 	return f.kinds

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"iter"
 	"slices"
 	"strings"
 
@@ -47,54 +48,69 @@ func (t *textIndex) kindTerms(query string, skip map[string]bool, have []qterm, 
 	}
 	var group uint16
 	content := func(w string) bool { return !skip[w] && !embed.IsStopWord(w) }
-	for i := 0; i < len(words); i++ {
-		if !content(words[i]) {
-			continue
+	for phrase, found := range kindPhrases(words, content, w) {
+		group++
+		var stems []string
+		for _, x := range phrase {
+			if content(x) {
+				stems = append(stems, embed.Stem(x))
+			}
 		}
-		for n := min(maxKindPhrase, len(words)-i); n >= 1; n-- {
-			if !content(words[i+n-1]) {
+		nouns = append(nouns, stems)
+		first := len(kinds)
+		for r, rw := range w {
+			if rw <= 0 {
 				continue
 			}
-			found, ok := lexicon.Lookup(strings.Join(words[i:i+n], " "))
-			if !ok || !related(found, w) {
-				continue
-			}
-			group++
-			var stems []string
-			for _, x := range words[i : i+n] {
-				if content(x) {
-					stems = append(stems, embed.Stem(x))
-				}
-			}
-			nouns = append(nouns, stems)
-			first := len(kinds)
-			for r, rw := range w {
-				if rw <= 0 {
+			for k, stem := range found.Stems(lexicon.Relation(r)) {
+				tid, ok := t.terms[string(stem)]
+				if !ok || t.df[tid] == 0 || embed.IsStopWord(string(k)) {
 					continue
 				}
-				for k, stem := range found.Stems(lexicon.Relation(r)) {
-					tid, ok := t.terms[string(stem)]
-					if !ok || t.df[tid] == 0 || embed.IsStopWord(string(k)) {
-						continue
-					}
-					if !seen[tid] {
-						seen[tid] = true
-						kinds = append(kinds, qterm{tid: tid, w: rw, group: group})
-						continue
-					}
-					// related twice: the larger weight
-					for j := first; j < len(kinds); j++ {
-						if kinds[j].tid == tid {
-							kinds[j].w = max(kinds[j].w, rw)
-						}
+				if !seen[tid] {
+					seen[tid] = true
+					kinds = append(kinds, qterm{tid: tid, w: rw, group: group})
+					continue
+				}
+				// related twice: the larger weight
+				for j := first; j < len(kinds); j++ {
+					if kinds[j].tid == tid {
+						kinds[j].w = max(kinds[j].w, rw)
 					}
 				}
 			}
-			i += n - 1
-			break
 		}
 	}
 	return kinds, nouns
+}
+
+// kindPhrases yields, left to right, the phrases of words kindTerms and
+// the excerpts' focus expand, with what the lexicon holds of each: at each
+// position the longest phrase of up to maxKindPhrase words, beginning and
+// ending with a content word, that the lexicon relates words to by some
+// relation of non-zero weight in w; its words are not looked up again.
+func kindPhrases(words []string, content func(string) bool, w relWeights) iter.Seq2[[]string, lexicon.Entry] {
+	return func(yield func([]string, lexicon.Entry) bool) {
+		for i := 0; i < len(words); i++ {
+			if !content(words[i]) {
+				continue
+			}
+			for n := min(maxKindPhrase, len(words)-i); n >= 1; n-- {
+				if !content(words[i+n-1]) {
+					continue
+				}
+				found, ok := lexicon.Lookup(strings.Join(words[i:i+n], " "))
+				if !ok || !related(found, w) {
+					continue
+				}
+				if !yield(words[i:i+n], found) {
+					return
+				}
+				i += n - 1
+				break
+			}
+		}
+	}
 }
 
 // related reports whether the entry relates some word to its phrase by a
