@@ -134,16 +134,6 @@ type injTally struct {
 	questions, lines, tokens, excerpts, evidenceAll, checkable, answerIn int
 }
 
-func (t *injTally) add(o injTally) {
-	t.questions += o.questions
-	t.lines += o.lines
-	t.tokens += o.tokens
-	t.excerpts += o.excerpts
-	t.evidenceAll += o.evidenceAll
-	t.checkable += o.checkable
-	t.answerIn += o.answerIn
-}
-
 func (t injTally) report() *Injected {
 	in := &Injected{Questions: t.questions, Checkable: t.checkable}
 	if n := float64(t.questions); n > 0 {
