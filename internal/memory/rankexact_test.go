@@ -127,15 +127,7 @@ func TestScoreTermsMatchesPlain(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(11, 12))
-			ti := newTextIndex()
-			for i := range tc.n {
-				ti.put(int64(i+1), tc.docs(r, i))
-			}
-			if tc.drop > 0 {
-				for id := int64(tc.drop); id <= int64(tc.n); id += int64(tc.drop) {
-					ti.remove(id)
-				}
-			}
+			ti := indexOf(r, tc.n, tc.drop, tc.docs)
 			keep := func(id int64) bool { return tc.keep == 0 || id%int64(tc.keep) != 0 }
 			for q := range 40 {
 				query := convText(r, 5+r.IntN(50))
@@ -358,15 +350,7 @@ func TestCoverageMatchesPlain(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(21, 22))
-			ti := newTextIndex()
-			for i := range tc.n {
-				ti.put(int64(i+1), tc.docs(r, i))
-			}
-			if tc.drop > 0 {
-				for id := int64(tc.drop); id <= int64(tc.n); id += int64(tc.drop) {
-					ti.remove(id)
-				}
-			}
+			ti := indexOf(r, tc.n, tc.drop, tc.docs)
 			all := func(int64) bool { return true }
 			withKinds := 0
 			for q := range 60 {
@@ -542,4 +526,19 @@ func TestFinalScoreMatchesPlain(t *testing.T) {
 			}
 		}
 	}
+}
+
+// indexOf is a text index of n documents docs(r, i), ids 1..n, with every
+// drop-th id removed again (none when drop is 0).
+func indexOf(r *rand.Rand, n, drop int, docs func(*rand.Rand, int) string) *textIndex {
+	ti := newTextIndex()
+	for i := range n {
+		ti.put(int64(i+1), docs(r, i))
+	}
+	if drop > 0 {
+		for id := int64(drop); id <= int64(n); id += int64(drop) {
+			ti.remove(id)
+		}
+	}
+	return ti
 }
