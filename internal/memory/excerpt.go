@@ -2,8 +2,15 @@ package memory
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/yuin/goldmark/ast"
+	gmext "github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	gmtext "github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 
 	"github.com/reverie-ai/reverie/evidence"
 	"github.com/reverie-ai/reverie/internal/embed"
@@ -260,115 +267,65 @@ func excerpt(text string, f *focus) (string, bool) {
 type span struct{ from, to int }
 
 // segment splits text into the parts an excerpt keeps or leaves out, in
-// order, without the white space between them: the sentences of its
-// paragraphs, and whole (never cut mid-way) each list item with the
-// indented lines that continue it, each heading, each table (consecutive
-// lines starting with "|") and each fenced code block ("```" or "~~~" to
-// the matching fence, or to the end of the text).
+// order, without the white space between them, reading it as Markdown
+// (CommonMark with GitHub's tables, by goldmark): the sentences of each
+// paragraph (in a block quote too), and whole (never cut mid-way) each
+// heading, table, code block, HTML block and thematic break, and each list
+// item's paragraphs, a nested list's items being parts of their own. What
+// the parser keeps out of its blocks (a link reference definition) stays
+// in the part before it: no text is lost.
 func segment(text string) []span {
-	var lines []span
-	for at := 0; at < len(text); {
-		end := strings.IndexByte(text[at:], '\n')
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += at
-		}
-		lines = append(lines, span{at, end})
-		at = end + 1
-	}
-	line := func(i int) string { return text[lines[i].from:lines[i].to] }
-	trimmed := func(i int) string { return strings.TrimSpace(line(i)) }
-	blank := func(i int) bool { return trimmed(i) == "" }
+	doc := markdownBlocks().Parse(gmtext.NewReader([]byte(text)))
 	var out []span
-	whole := func(i, j int) { // lines i..j as one part
-		out = append(out, trim(text, span{lines[i].from, lines[j].to}))
-	}
-	for i := 0; i < len(lines); {
-		t := trimmed(i)
-		switch {
-		case t == "":
-			i++
-		case fence(t) != "":
-			open := fence(t)
-			j := i + 1
-			for j < len(lines) && !closesFence(trimmed(j), open) {
-				j++
+	var walk func(parent ast.Node, from, to int)
+	walk = func(parent ast.Node, from, to int) {
+		for n := parent.FirstChild(); n != nil; n = n.NextSibling() {
+			start := n.Pos()
+			if n == parent.FirstChild() {
+				start = from // with the container's marker ("- ", "> ")
 			}
-			j = min(j, len(lines)-1)
-			whole(i, j)
-			i = j + 1
-		case strings.HasPrefix(t, "|"):
-			j := i
-			for j+1 < len(lines) && strings.HasPrefix(trimmed(j+1), "|") {
-				j++
+			if start < 0 {
+				continue // a block of no text of its own
 			}
-			whole(i, j)
-			i = j + 1
-		case strings.HasPrefix(t, "#"):
-			whole(i, i)
-			i++
-		case listItem(t):
-			j := i
-			for j+1 < len(lines) && !blank(j+1) && startsIndented(line(j+1)) && !block(trimmed(j+1)) {
-				j++
+			end := to // up to the next block that has a place
+			for next := n.NextSibling(); next != nil; next = next.NextSibling() {
+				if next.Pos() >= 0 {
+					end = next.Pos()
+					break
+				}
 			}
-			whole(i, j)
-			i = j + 1
-		default:
-			j := i
-			for j+1 < len(lines) && !blank(j+1) && !block(trimmed(j+1)) {
-				j++
+			switch n.Kind() {
+			case ast.KindList, ast.KindListItem, ast.KindBlockquote:
+				if n.HasChildren() {
+					walk(n, start, end)
+					continue
+				}
+				out = appendSpan(out, text, span{start, end}) // "- " alone
+			case ast.KindParagraph:
+				if parent.Kind() != ast.KindListItem {
+					out = append(out, sentences(text, span{start, end})...)
+					continue
+				}
+				out = appendSpan(out, text, span{start, end})
+			default:
+				out = appendSpan(out, text, span{start, end})
 			}
-			out = append(out, sentences(text, span{lines[i].from, lines[j].to})...)
-			i = j + 1
 		}
 	}
+	walk(doc, 0, len(text))
 	return out
 }
 
-// block reports whether the trimmed line t starts a part of its own
-// (a fence, a table row, a heading or a list item) rather than continuing
-// a paragraph or a list item.
-func block(t string) bool {
-	return fence(t) != "" || strings.HasPrefix(t, "|") || strings.HasPrefix(t, "#") || listItem(t)
-}
-
-// fence returns the fence a trimmed line opens a code block with ("```" or
-// "~~~", however long), or "".
-func fence(t string) string {
-	for _, c := range []string{"`", "~"} {
-		n := len(t) - len(strings.TrimLeft(t, c))
-		if n >= 3 {
-			return t[:n]
-		}
-	}
-	return ""
-}
-
-// closesFence reports whether the trimmed line t closes a code block
-// opened with open: a fence of the same character, at least as long, with
-// nothing after it.
-func closesFence(t, open string) bool {
-	f := fence(t)
-	return f != "" && f[0] == open[0] && len(f) >= len(open) && strings.TrimSpace(t[len(f):]) == ""
-}
-
-// listItem reports whether the trimmed line t starts a list item: "-", "*"
-// or "+", or a number with "." or ")", then a space.
-func listItem(t string) bool {
-	if len(t) >= 2 && strings.ContainsRune("-*+", rune(t[0])) && t[1] == ' ' {
-		return true
-	}
-	n := 0
-	for n < len(t) && n < 9 && isDigit(t[n]) {
-		n++
-	}
-	return n > 0 && n+1 < len(t) && (t[n] == '.' || t[n] == ')') && t[n+1] == ' '
-}
-
-// startsIndented reports whether the line starts with white space.
-func startsIndented(l string) bool { return l != "" && (l[0] == ' ' || l[0] == '\t') }
+// markdownBlocks is the parser segment reads a text's blocks with: every
+// CommonMark block and GitHub's tables, no inline markup (the parts need
+// none).
+var markdownBlocks = sync.OnceValue(func() parser.Parser {
+	return parser.NewParser(
+		parser.WithBlockParsers(parser.DefaultBlockParsers()...),
+		parser.WithParagraphTransformers(append(parser.DefaultParagraphTransformers(),
+			util.Prioritized(gmext.NewTableParagraphTransformer(), 200))...),
+	)
+})
 
 // trim is sp without the white space at either end.
 func trim(text string, sp span) span {

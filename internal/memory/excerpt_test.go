@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/reverie-ai/reverie/evidence"
@@ -106,8 +107,16 @@ func TestSegment(t *testing.T) {
 		{"a lower-case word after a dot continues the sentence", "It costs approx. five euros. Then go.", []string{"It costs approx. five euros.", "Then go."}},
 		{"initials and abbreviations", "J. K. Rowling met Dr. Okafor. Fine.", []string{"J. K. Rowling met Dr. Okafor.", "Fine."}},
 		{"decimals and closing quotes", `It was 3.5 km. "Really?" she asked. Yes.`, []string{"It was 3.5 km.", `"Really?" she asked.`, "Yes."}},
-		{"a list item with its indented continuation", "Intro line.\n- first item. Still first.\n  more of it\n- second\nAfter.", []string{"Intro line.", "- first item. Still first.\n  more of it", "- second", "After."}},
-		{"headings and tables", "# Title\n| a | b |\n|---|---|\n| 1 | 2 |\nText.", []string{"# Title", "| a | b |\n|---|---|\n| 1 | 2 |", "Text."}},
+		{"a list item with its indented continuation", "Intro line.\n- first item. Still first.\n  more of it\n- second\n\nAfter.", []string{"Intro line.", "- first item. Still first.\n  more of it", "- second", "After."}},
+		{"a line right after a list item continues it (CommonMark's lazy continuation)", "- second\nAfter.", []string{"- second\nAfter."}},
+		{"headings and tables", "# Title\n| a | b |\n|---|---|\n| 1 | 2 |\n\nText.", []string{"# Title", "| a | b |\n|---|---|\n| 1 | 2 |", "Text."}},
+		{"a line right after a table is a row of it (GitHub's tables)", "| a | b |\n|---|---|\nText.", []string{"| a | b |\n|---|---|\nText."}},
+		{"rows without a delimiter row are a paragraph", "| a | b |\n| 1 | 2 |", []string{"| a | b |\n| 1 | 2 |"}},
+		{"a nested list's items are parts of their own", "1. Fruit. Ripe ones.\n   - apples\n   - pears\n2. Bread", []string{"1. Fruit. Ripe ones.", "- apples", "- pears", "2. Bread"}},
+		{"a loose item's paragraphs are each whole", "- First. Part one.\n\n  Second paragraph. Still.\n- Next", []string{"- First. Part one.", "Second paragraph. Still.", "- Next"}},
+		{"a block quote's sentences", "> Quoted one. Quoted two.\n\nMine.", []string{"> Quoted one.", "Quoted two.", "Mine."}},
+		{"setext headings and thematic breaks are whole", "Title here. Yes\n===\n\n***\n\nText. More.", []string{"Title here. Yes\n===", "***", "Text.", "More."}},
+		{"an indented code block is whole", "Run this:\n\n    go test ./... \n    echo done. Then\n\nDone.", []string{"Run this:", "go test ./... \n    echo done. Then", "Done."}},
 		{"an unclosed fence runs to the end", "Before.\n```\ncode. More.\n\nstill code", []string{"Before.", "```\ncode. More.\n\nstill code"}},
 		{"a longer closing fence closes, a different one does not", "````\n```\nx\n~~~~\n`````\nAfter.", []string{"````\n```\nx\n~~~~\n`````", "After."}},
 		{"paragraph lines join", "One line\nwraps here. Next.\n\nNew paragraph.", []string{"One line\nwraps here.", "Next.", "New paragraph."}},
@@ -124,6 +133,38 @@ func TestSegment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzSegment checks the parts of any text are in order, do not overlap,
+// are trimmed and not empty, and hold every character of the text but
+// white space.
+func FuzzSegment(f *testing.F) {
+	for _, seed := range []string{"One. Two! Three? Four", "Intro line.\n- first item.\n  more\n- second\nAfter.",
+		"# Title\n| a | b |\n|---|---|\n| 1 | 2 |\nText.", "Before.\n```\ncode.\n\nstill", "[a]: /url\n\nText. More [a].",
+		"> q1\n> - item\n>\n> q2. Q3.", "1. a\n   - b\n     - c\n2. d", "<div>\nx. Y.\n</div>\n\nz", "\t\tcode\n\n晴れ。雨！"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		covered := make([]bool, len(text))
+		last := 0
+		for _, sp := range segment(text) {
+			if sp.from < last || sp.to <= sp.from || sp.to > len(text) {
+				t.Fatalf("segment(%q): part %v after %d", text, sp, last)
+			}
+			if p := text[sp.from:sp.to]; strings.TrimSpace(p) != p {
+				t.Fatalf("segment(%q): part %q not trimmed", text, p)
+			}
+			for i := sp.from; i < sp.to; i++ {
+				covered[i] = true
+			}
+			last = sp.to
+		}
+		for i, r := range text {
+			if !covered[i] && !unicode.IsSpace(r) {
+				t.Fatalf("segment(%q) loses %q at %d", text, r, i)
+			}
+		}
+	})
 }
 
 func TestExcerptItem(t *testing.T) {
