@@ -16,6 +16,9 @@
 # Usage: bench/turns.sh [RUNS [TURNS]] [-- GO_TEST_FLAGS…]   (defaults 3 1000)
 #   bench/turns.sh 1 300                        a quick look
 #   bench/turns.sh 3 1000 -- -cpuprofile cpu.out   then: go tool pprof -top cpu.out
+#   REVERIE_BENCH_CONVERSATIONS=../shared/data/longmemeval/longmemeval-s-dev.json bench/turns.sh 3 1000
+#                                               real conversations' messages and replies (LongMemEval's
+#                                               sessions) instead of texts made from a word list
 # The machine's load shows in the latencies: compare ratios, not absolute
 # figures, and run it more than once on a shared machine.
 set -euo pipefail
@@ -25,6 +28,10 @@ turns=1000
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then runs=$1; shift; fi
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then turns=$1; shift; fi
 if [ $# -gt 0 ] && [ "$1" = "--" ]; then shift; fi
+if [ -n "${REVERIE_BENCH_CONVERSATIONS:-}" ]; then # the test runs in internal/apptest
+  REVERIE_BENCH_CONVERSATIONS=$(realpath "$REVERIE_BENCH_CONVERSATIONS")
+  export REVERIE_BENCH_CONVERSATIONS
+fi
 REVERIE_BENCH_RUNS=$runs REVERIE_BENCH_TURNS=$turns \
   go test -run '^$' -bench '^BenchmarkHTTPTurns$' -benchtime=1x -timeout 2h "$@" ./internal/apptest/ |
   awk '/^BenchmarkHTTPTurns/ {

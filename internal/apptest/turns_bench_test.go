@@ -41,6 +41,12 @@ import (
 // own schedule) and so is the web rate limit (a turn can take less than
 // its 50 ms); everything else is as configured by default.
 //
+// REVERIE_BENCH_CONVERSATIONS=FILE takes the messages and replies from a
+// LongMemEval-format file instead (../shared/data/longmemeval: real
+// user–assistant conversations on many topics; see conversationTexts), so
+// that recall, its gate and its excerpts act on real text: the word list's
+// texts share words in every sentence, so nothing recalled is cut.
+//
 // REVERIE_BENCH_TURNS sets the turns of a conversation (default 1000, plus
 // 5 so that the last window is centred) and REVERIE_BENCH_RUNS how many
 // conversations are run, each on a fresh app (default 3);
@@ -58,6 +64,13 @@ import (
 func BenchmarkHTTPTurns(b *testing.B) {
 	turns := benchEnvInt(b, "REVERIE_BENCH_TURNS", 1000)
 	runs := benchEnvInt(b, "REVERIE_BENCH_RUNS", 3)
+	var texts []exchangeText
+	if file := os.Getenv("REVERIE_BENCH_CONVERSATIONS"); file != "" {
+		var err error
+		if texts, err = conversationTexts(file, turns+5); err != nil {
+			b.Fatal(err)
+		}
+	}
 	var marks []int
 	for _, m := range []int{10, 100, 1000, 10000} {
 		if m <= turns {
@@ -74,7 +87,7 @@ func BenchmarkHTTPTurns(b *testing.B) {
 	profilePrefix := os.Getenv("REVERIE_BENCH_PROFILE")
 	for range b.N {
 		for range runs {
-			r := runConversation(b, turns+5, marks, profilePrefix)
+			r := runConversation(b, turns+5, marks, profilePrefix, texts)
 			profilePrefix = ""
 			for _, m := range marks {
 				lo, hi := m-5, m+4
@@ -125,11 +138,64 @@ type turnRecord struct {
 	walMax, walEnd int64
 }
 
+// exchangeText is a user's message and the assistant's reply to it.
+type exchangeText struct{ message, reply string }
+
+// conversationTexts reads, from a LongMemEval-format file (a JSON array of
+// questions, each with haystack_session_ids and haystack_sessions of
+// {role, content} turns), the first n exchanges of its sessions in order,
+// each session once: every user turn with the assistant turn right after
+// it. Only as many questions are decoded as the n exchanges need.
+func conversationTexts(file string, n int) ([]exchangeText, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("read conversations: %w", err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	if _, err := dec.Token(); err != nil { // [
+		return nil, fmt.Errorf("read conversations from %s: %w", file, err)
+	}
+	seen := map[string]bool{}
+	var out []exchangeText
+	for len(out) < n && dec.More() {
+		var q struct {
+			IDs      []string `json:"haystack_session_ids"`
+			Sessions [][]struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"haystack_sessions"`
+		}
+		if err := dec.Decode(&q); err != nil {
+			return nil, fmt.Errorf("read conversations from %s: %w", file, err)
+		}
+		for i, s := range q.Sessions {
+			if i < len(q.IDs) {
+				if seen[q.IDs[i]] {
+					continue
+				}
+				seen[q.IDs[i]] = true
+			}
+			for j := 0; j+1 < len(s); j++ {
+				if s[j].Role == "user" && s[j+1].Role == "assistant" && strings.TrimSpace(s[j].Content) != "" {
+					out = append(out, exchangeText{s[j].Content, s[j+1].Content})
+				}
+			}
+		}
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("read conversations from %s: %d exchanges, the run needs %d", file, len(out), n)
+	}
+	return out[:n], nil
+}
+
 // runConversation starts a fresh app and runs turns turns on one thread.
 // The requests of the turns around marks are kept and their tokens counted
 // after the run, so that counting does not slow the turns it measures.
-// With profilePrefix, parts of the run are profiled (see profiler).
-func runConversation(b *testing.B, turns int, marks []int, profilePrefix string) turnRecord {
+// With profilePrefix, parts of the run are profiled (see profiler). With
+// texts, turn t sends texts[t-1].message and the model answers with its
+// reply; without, both are made from benchWords.
+func runConversation(b *testing.B, turns int, marks []int, profilePrefix string, texts []exchangeText) turnRecord {
 	b.StopTimer()
 	w := StartWeb(b, WithEnv("REVERIE_HARVEST__ENABLED=false", "REVERIE_WEB__RATE_PER_SECOND=0"),
 		WithModelEnv(func(url string) []string {
@@ -180,6 +246,9 @@ func runConversation(b *testing.B, turns int, marks []int, profilePrefix string)
 			if last.Role == "user" && turn%7 == 0 {
 				return llmtest.ServerReply{ToolCalls: []llm.ToolCall{{Name: "read_file", Arguments: json.RawMessage(`{"path":"notes.txt"}`)}}}
 			}
+			if texts != nil {
+				return llmtest.ServerReply{Text: texts[turn-1].reply}
+			}
 			return llmtest.ServerReply{Text: benchText(rng, 120+rng.IntN(121))}
 		case strings.Contains(lastUser(req), "[PRIOR SUMMARY]"):
 			if counted[turn] {
@@ -209,7 +278,11 @@ func runConversation(b *testing.B, turns int, marks []int, profilePrefix string)
 		mu.Lock()
 		turn = t
 		mu.Unlock()
-		body, _ := json.Marshal(map[string]string{"text": benchText(msgRng, 30+msgRng.IntN(31)) + "?"})
+		text := benchText(msgRng, 30+msgRng.IntN(31)) + "?"
+		if texts != nil {
+			text = texts[t-1].message
+		}
+		body, _ := json.Marshal(map[string]string{"text": text})
 		start := time.Now()
 		code, resp := benchPost(b, client, w, "/threads/web:long/messages", body)
 		r.took[t] = time.Since(start)
@@ -384,4 +457,43 @@ func (p *profiler) stop() {
 		p.b.Error(err)
 	}
 	p.f = nil
+}
+
+func TestConversationTexts(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "lme.json")
+	data := `[
+ {"haystack_session_ids": ["s1", "s2"], "haystack_sessions": [
+   [{"role": "user", "content": "m1"}, {"role": "assistant", "content": "r1"}, {"role": "user", "content": "m2"}],
+   [{"role": "assistant", "content": "hello"}, {"role": "user", "content": "m3"}, {"role": "assistant", "content": "r3"}]]},
+ {"haystack_session_ids": ["s2", "s3"], "haystack_sessions": [
+   [{"role": "user", "content": "m3"}, {"role": "assistant", "content": "r3"}],
+   [{"role": "user", "content": " "}, {"role": "assistant", "content": "r4"}, {"role": "user", "content": "m5"}, {"role": "assistant", "content": "r5"}]]},
+ {"broken": `
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		n    int
+		want []exchangeText
+		err  string
+	}{
+		{"each session once, a message with the reply after it", 3, []exchangeText{{"m1", "r1"}, {"m3", "r3"}, {"m5", "r5"}}, ""},
+		{"only the questions needed are read", 2, []exchangeText{{"m1", "r1"}, {"m3", "r3"}}, ""},
+		{"too few exchanges", 4, nil, "read conversations from"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := conversationTexts(file, c.n)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want one holding %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, c.want) {
+				t.Fatalf("conversationTexts = %v, %v; want %v", got, err, c.want)
+			}
+		})
+	}
 }
