@@ -38,8 +38,10 @@ func newEvalLoCoMoCmd(g *globalFlags, env []string) *cobra.Command {
 		Long: `Ingest each conversation of a LoCoMo-format JSON file into a fresh memory store, through
 the function every live channel's messages go through (memory.Ingest), as a group room where its two
 people talk and the assistant listens: one episode per dialogue turn with only what a channel supplies
-(the speaker's name, the words, the session's date; no image captions, no dataset ids). Then
-ask every question and report recall@k = |gold ∩ top-k| / |gold|, averaged per category
+(the speaker's name, the words, the session's date; no image captions, no dataset ids), on the
+conversation's own clock: the store's clock stands at each session's date while it is stored, as a
+live room stores a message when it is said. Then ask every question an hour after the latest session
+(LoCoMo's questions carry no date) and report recall@k = |gold ∩ top-k| / |gold|, averaged per category
 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial) and overall over
 categories 1–4. It also reports what the turn's recall would put into the prompt (the code a live turn
 runs): memory lines and tokens a question, how many lines are excerpts of a long episode, how often every

@@ -40,6 +40,7 @@ type settings struct {
 	dataDir  string
 	console  io.Writer
 	clock    providers.Clock
+	now      func() time.Time
 	handler  func(llmtest.ChatRequest) llmtest.ServerReply
 }
 
@@ -53,6 +54,10 @@ func WithModel(handler func(llmtest.ChatRequest) llmtest.ServerReply) Option {
 // WithModelClock drives the model providers' retry waits and timeouts
 // with clock (providerstest.Clock: a 429's Retry-After takes no time).
 func WithModelClock(clock providers.Clock) Option { return func(s *settings) { s.clock = clock } }
+
+// WithNow runs the app on the clock now instead of time.Now (app.Options.Now):
+// what it stores, reads and schedules is dated by now.
+func WithNow(now func() time.Time) Option { return func(s *settings) { s.now = now } }
 
 // WithConsole copies the app's console log to w (it also goes to the test
 // log).
@@ -108,7 +113,7 @@ func Start(t testing.TB, opts ...Option) *Harness {
 	if s.console != nil {
 		console = io.MultiWriter(console, s.console)
 	}
-	a, err := app.New(ctx, app.Options{DataDir: dir, Env: env, Console: console, Registry: registry, ModelClock: s.clock})
+	a, err := app.New(ctx, app.Options{DataDir: dir, Env: env, Console: console, Registry: registry, ModelClock: s.clock, Now: s.now})
 	if err != nil {
 		cancel()
 		t.Fatalf("start app: %v", err)

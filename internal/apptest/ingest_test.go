@@ -25,7 +25,11 @@ import (
 // through the eval's ingest (a group room with two named members, the
 // assistant listening) stores exactly the memory rows the running app
 // stores when the same two people say the same things, at the same times,
-// in a Telegram group where the bot only listens. A turn that shared an
+// in a Telegram group where the bot only listens. Both run on the
+// conversation's own clock, as a live room stores a message when it is
+// said: the rows' creation and validity times are each session's date on
+// both sides (an eval on the machine's clock would date them today, and
+// read recency and retention years after the conversation). A turn that shared an
 // image is sent as a photo with the turn's words as its caption: the
 // dataset's machine caption of the image reaches neither store.
 func TestLoCoMoIngestEqualsGroupRoom(t *testing.T) {
@@ -42,19 +46,21 @@ func TestLoCoMoIngestEqualsGroupRoom(t *testing.T) {
 	group := telegramtest.Group(-100700, "two friends")
 	room := chat.Address{Channel: telegram.ChannelName, Thread: chat.NewThreadID(telegram.ChannelName, strconv.FormatInt(group.ID, 10))}
 
-	// The eval's side: a fresh store, as `reverie eval locomo` opens it.
+	// The eval's side: a fresh store on its own clock, as `reverie eval
+	// locomo` opens it.
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, ":memory:")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	store, err := memory.OpenVector(ctx, db, embed.NewOffline(embed.DefaultDimensions), nil, nil, memory.DefaultTuning)
+	evalClock := &locomo.Clock{}
+	store, err := memory.OpenVector(ctx, db, embed.NewOffline(embed.DefaultDimensions), evalClock.Now, nil, memory.DefaultTuning)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Shutdown(ctx)
-	if _, err := locomo.Ingest(ctx, store, conv, room); err != nil {
+	if _, err := locomo.Ingest(ctx, store, evalClock, conv, room); err != nil {
 		t.Fatal(err)
 	}
 	want, err := store.List(ctx, memory.Filter{Kinds: []memory.Kind{memory.KindEpisode}})
@@ -64,12 +70,16 @@ func TestLoCoMoIngestEqualsGroupRoom(t *testing.T) {
 
 	// The product's side: the two speakers are allowed members of a
 	// Telegram group (group_mode mention: the bot listens to what is not
-	// addressed to it).
+	// addressed to it). The app's clock stands at each session's date
+	// while its messages are said and handled.
 	srv := telegramtest.New(t, tgToken)
-	h, _ := startTelegram(t, srv, WithEnv("REVERIE_TIMEZONE=UTC"))
+	appClock := &locomo.Clock{}
+	appClock.Set(conv.Sessions[0].Date)
+	h, _ := startTelegram(t, srv, WithEnv("REVERIE_TIMEZONE=UTC"), WithNow(appClock.Now))
 	members := map[string]telegramtest.User{}
 	var last int64
 	for _, s := range conv.Sessions {
+		appClock.Set(s.Date)
 		for _, turn := range s.Turns {
 			u, ok := members[turn.Speaker]
 			if !ok {
@@ -86,10 +96,10 @@ func TestLoCoMoIngestEqualsGroupRoom(t *testing.T) {
 			}
 			last = srv.Send(in)
 		}
+		// An update is confirmed once handled, and an overheard message
+		// is handled once it is stored: the session is over.
+		srv.WaitFor(t, "the session's messages to be handled", func() bool { return srv.Offset() > last })
 	}
-	// An update is confirmed once handled, and an overheard message is
-	// handled once it is stored.
-	srv.WaitFor(t, "every message to be handled", func() bool { return srv.Offset() > last })
 	got, err := h.App.Memory.List(ctx, memory.Filter{Kinds: []memory.Kind{memory.KindEpisode}})
 	if err != nil {
 		t.Fatal(err)
@@ -124,17 +134,21 @@ func TestLoCoMoIngestEqualsGroupRoom(t *testing.T) {
 	}
 }
 
-// storedFields is m without what only says when and in which order a store
-// wrote it (its id and the storing times); every field from the
-// conversation — text, kind, source, thread, session, speaker, role, event
-// time, vector — stays.
+// storedFields is m without its id, which only says in which order a store
+// wrote it, and with its times in UTC; every other field — text, kind,
+// source, the creation, update and validity times, thread, session,
+// speaker, role, event time, vector — stays.
 func storedFields(m memory.Memory) memory.Memory {
 	m.ID = 0
-	m.CreatedAt, m.UpdatedAt, m.ValidFrom = time.Time{}, time.Time{}, time.Time{}
-	if m.EventTime != nil {
-		t := m.EventTime.UTC()
-		m.EventTime = &t
+	utc := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		u := t.UTC()
+		return &u
 	}
+	m.CreatedAt, m.UpdatedAt, m.ValidFrom = m.CreatedAt.UTC(), m.UpdatedAt.UTC(), m.ValidFrom.UTC()
+	m.ValidTo, m.LastAccess, m.EventTime = utc(m.ValidTo), utc(m.LastAccess), utc(m.EventTime)
 	return m
 }
 

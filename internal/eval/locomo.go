@@ -279,11 +279,17 @@ func GroupRoom(c Conversation, room chat.Address) ([]chat.Inbound, []string) {
 // Ingest stores c in st the way the assistant stores what it hears in a
 // group room: every message of GroupRoom(c, room) through memory.Ingest,
 // the function the live channels' messages go through, in the UTC zone and
-// with no reply. It returns the dialogue id of each stored episode.
-func Ingest(ctx context.Context, st memory.Store, c Conversation, room chat.Address) (map[int64]string, error) {
+// with no reply. clk is st's clock: a live room stores a message when it is
+// said, so Ingest stands it at each message's time (its session's date)
+// before storing it; a message of an undated session is stored where the
+// clock stands. It returns the dialogue id of each stored episode.
+func Ingest(ctx context.Context, st memory.Store, clk *Clock, c Conversation, room chat.Address) (map[int64]string, error) {
 	msgs, dias := GroupRoom(c, room)
 	byID := make(map[int64]string, len(msgs))
 	for i, m := range msgs {
+		if !m.Received.IsZero() {
+			clk.Set(m.Received)
+		}
 		ids, err := memory.Ingest(ctx, st, time.UTC, m, memory.Reply{})
 		if err != nil {
 			return nil, fmt.Errorf("ingest %s: %w", dias[i], err)
@@ -293,6 +299,27 @@ func Ingest(ctx context.Context, st memory.Store, c Conversation, room chat.Addr
 		}
 	}
 	return byID, nil
+}
+
+// AskStep is how long after the latest session's date LoCoMo's questions
+// are asked (AskTime).
+const AskStep = time.Hour
+
+// AskTime is when c's questions are asked. LoCoMo's questions carry no
+// date; they are about the whole conversation, so they come after its
+// latest session, and soon after (AskStep), as a member would ask in the
+// room: everything said is stored and valid by then (a session's turns all
+// carry the session's start time), and the last session is the
+// conversation's recent past, not years before. An undated session counts
+// at the Unix epoch, where a fresh Clock stands.
+func AskTime(c Conversation) time.Time {
+	latest := time.Unix(0, 0).UTC()
+	for _, s := range c.Sessions {
+		if s.Date.After(latest) {
+			latest = s.Date
+		}
+	}
+	return latest.Add(AskStep)
 }
 
 // cutoffs returns the sorted, distinct, positive k of opts.
@@ -404,6 +431,7 @@ type ingested struct {
 	db    *sql.DB
 	store *memory.VectorStore
 	byID  map[int64]string  // memory id → dialogue id
+	clock *Clock            // the store's clock: at AskTime once ingested
 	memo  map[string]*tally // recall@10 per tuning (cross-validation)
 	// svc serves the store as the app does, for the turn's recall (serve);
 	// dir is its data dir.
@@ -420,12 +448,13 @@ func (g *ingested) serve(opts Options) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	g.dir, g.whole = dir, opts.Whole
-	g.svc, err = memory.NewService(memory.ServiceOptions{Store: g.store, DataDir: dir, Logger: opts.Logger})
+	g.svc, err = memory.NewService(memory.ServiceOptions{Store: g.store, DataDir: dir, Now: g.clock.Now, Logger: opts.Logger})
 	return err
 }
 
 // ingest stores c's turns through Ingest, the live path of a group room,
-// into a fresh in-memory store.
+// into a fresh in-memory store whose clock stands at each session's date
+// while it is stored, then at AskTime(c), where the questions are asked.
 func ingest(ctx context.Context, c Conversation, opts Options) (*ingested, error) {
 	emb := opts.Embedder
 	if emb == nil {
@@ -435,16 +464,18 @@ func ingest(ctx context.Context, c Conversation, opts Options) (*ingested, error
 	if err != nil {
 		return nil, err
 	}
-	store, err := memory.OpenVector(ctx, db, emb, nil, opts.Logger, memory.DefaultTuning)
+	clk := &Clock{}
+	store, err := memory.OpenVector(ctx, db, emb, clk.Now, opts.Logger, memory.DefaultTuning)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	g := &ingested{conv: c, db: db, store: store}
-	if g.byID, err = Ingest(ctx, store, c, DefaultRoom); err != nil {
+	g := &ingested{conv: c, db: db, store: store, clock: clk}
+	if g.byID, err = Ingest(ctx, store, clk, c, DefaultRoom); err != nil {
 		g.close(ctx)
 		return nil, err
 	}
+	clk.Set(AskTime(c))
 	return g, nil
 }
 

@@ -12,8 +12,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reverie-ai/reverie/chat"
+	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/memory"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -27,7 +30,10 @@ func runLoCoMo(ctx context.Context, r io.Reader, opts Options) (Report, error) {
 	return Run(ctx, convs, opts)
 }
 
-func TestParseAndHelpers(t *testing.T) {
+// readSynthetic parses testdata/synthetic.json: one conversation of two
+// sessions.
+func readSynthetic(t *testing.T) []Conversation {
+	t.Helper()
 	f, err := os.Open("testdata/synthetic.json")
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +43,11 @@ func TestParseAndHelpers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return convs
+}
+
+func TestParseAndHelpers(t *testing.T) {
+	convs := readSynthetic(t)
 	if len(convs) != 1 || len(convs[0].Sessions) != 2 || len(convs[0].QA) != 6 {
 		t.Fatalf("parsed %+v", convs)
 	}
@@ -74,6 +85,62 @@ func TestParseAndHelpers(t *testing.T) {
 	}
 	if _, err := ParseLoCoMo(strings.NewReader("{")); err == nil {
 		t.Error("truncated JSON accepted")
+	}
+}
+
+// The eval stores a conversation on its own clock, as a live room stores a
+// message when it is said: every episode is created and valid from its
+// session's date (not the day the eval runs), and the questions are asked
+// just after the latest session, so recency, retention and what a recall
+// marks as accessed are read in the conversation's present.
+func TestLoCoMoConversationClock(t *testing.T) {
+	convs := readSynthetic(t)
+	conv := convs[0]
+	ctx := context.Background()
+	g, err := ingest(ctx, conv, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.close(ctx)
+	said := map[string]time.Time{}
+	for _, s := range conv.Sessions {
+		for _, turn := range s.Turns {
+			said[turn.DiaID] = s.Date
+		}
+	}
+	eps, err := g.store.List(ctx, memory.Filter{Kinds: []memory.Kind{memory.KindEpisode}})
+	if err != nil || len(eps) == 0 {
+		t.Fatalf("%d episodes, %v", len(eps), err)
+	}
+	for _, m := range eps {
+		want := said[g.byID[m.ID]]
+		if !m.CreatedAt.Equal(want) || !m.ValidFrom.Equal(want) {
+			t.Errorf("%s created %v, valid from %v, want its session's date %v", g.byID[m.ID], m.CreatedAt, m.ValidFrom, want)
+		}
+	}
+	last := conv.Sessions[len(conv.Sessions)-1].Date
+	if at := AskTime(conv); !at.Equal(last.Add(AskStep)) || !g.clock.Now().Equal(at) {
+		t.Fatalf("asked at %v (AskTime %v), want %v after the last session (%v)", g.clock.Now(), at, AskStep, last)
+	}
+	if err := g.serve(Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// A turn's recall marks what it shows as accessed, at the service's
+	// time.
+	rc := &memory.RecallContext{Service: g.svc}
+	rec, err := rc.Recall(ctx, conv.QA[0].Question)
+	if err != nil || len(rec.Memories) == 0 {
+		t.Fatalf("recall at the question's time: %d memories, %v", len(rec.Memories), err)
+	}
+	if _, err := rc.PromptContext(ctx, extension.ContextRequest{Query: conv.QA[0].Question}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := g.store.Get(ctx, rec.Memories[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.LastAccess == nil || !m.LastAccess.Equal(AskTime(conv)) {
+		t.Errorf("a recalled memory was last accessed at %v, want the question's time %v", m.LastAccess, AskTime(conv))
 	}
 }
 
@@ -256,15 +323,7 @@ func TestLoCoMoCrossValidated(t *testing.T) {
 }
 
 func TestCrossValidateSynthetic(t *testing.T) {
-	f, err := os.Open("testdata/synthetic.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	convs, err := ParseLoCoMo(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	convs := readSynthetic(t)
 	second := convs[0]
 	second.ID = "copy"
 	convs = append(convs, second)

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -135,13 +134,6 @@ func (o LMEOptions) cutoffs() ([]int, error) {
 	return cutoffs(Options{K: o.K})
 }
 
-// clock is the store's clock in the evaluation: the time of the session
-// being told while ingesting, the question's date while asking.
-type clock struct{ ns atomic.Int64 }
-
-func (c *clock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
-func (c *clock) now() time.Time  { return time.Unix(0, c.ns.Load()).UTC() }
-
 // lmeStore is one question's haystack stored as episodes in a fresh store.
 type lmeStore struct {
 	q       LMEQuestion
@@ -150,7 +142,7 @@ type lmeStore struct {
 	dir     string
 	store   *memory.VectorStore
 	svc     *memory.Service
-	clock   *clock
+	clock   *Clock
 	session map[int64]int // memory id → haystack session index
 	round   map[int64]int // memory id → round number (within the question)
 	goldSes []int         // evidence sessions
@@ -236,12 +228,12 @@ func ingestLME(ctx context.Context, q LMEQuestion, opts LMEOptions) (*lmeStore, 
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	clk := &clock{}
+	clk := &Clock{}
 	tune := memory.DefaultTuning
 	if opts.Tuning != nil {
 		tune = *opts.Tuning
 	}
-	store, err := memory.OpenVector(ctx, db, emb, clk.now, opts.Logger, tune)
+	store, err := memory.OpenVector(ctx, db, emb, clk.Now, opts.Logger, tune)
 	if err != nil {
 		db.Close()
 		os.RemoveAll(dir)
@@ -257,7 +249,7 @@ func ingestLME(ctx context.Context, q LMEQuestion, opts LMEOptions) (*lmeStore, 
 		}
 	}
 	g.answer = checkableAnswer(answerOf(q.Answer), evid)
-	g.svc, err = memory.NewService(memory.ServiceOptions{Store: store, DataDir: dir, Now: clk.now, Logger: opts.Logger})
+	g.svc, err = memory.NewService(memory.ServiceOptions{Store: store, DataDir: dir, Now: clk.Now, Logger: opts.Logger})
 	if err != nil {
 		g.close(ctx)
 		return nil, err
@@ -272,7 +264,7 @@ func ingestLME(ctx context.Context, q LMEQuestion, opts LMEOptions) (*lmeStore, 
 		if gold[q.SessionIDs[si]] {
 			g.goldSes = append(g.goldSes, si)
 		}
-		clk.set(when)
+		clk.Set(when)
 		at = maxTime(at, when)
 		for _, r := range lmeRounds(chat.NewThreadID("web", fmt.Sprintf("s%d", si+1)), when, turns, user, assistant) {
 			ids, err := g.svc.Ingest(ctx, time.UTC, r.msg, r.reply)
@@ -298,7 +290,7 @@ func ingestLME(ctx context.Context, q LMEQuestion, opts LMEOptions) (*lmeStore, 
 	// itself, which a live user could not have asked about yet (their
 	// episodes would not be valid at the question's time).
 	g.at = at
-	clk.set(at)
+	clk.Set(at)
 	return g, nil
 }
 
