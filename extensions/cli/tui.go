@@ -340,6 +340,7 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 			m.in.set("")
 			m.histIdx = m.hist.Len()
 			m.print(m.st.dim.Render("edit cancelled; your message stays as it was"))
+			m.drain()
 		}
 	case "tab":
 		m.in.insert("  ")
@@ -400,14 +401,11 @@ func (m *model) submit() {
 	if id := m.editing; id != 0 {
 		m.editing = 0
 		m.edit(id, text)
+		m.drain() // when the edit was refused: nothing is being answered
 		return
 	}
 	if p, ok := localCommand(text, "retry"); ok && p != "" {
 		m.print(m.st.dim.Render("/retry takes no argument: it answers your last message again (/edit TEXT changes it)"))
-		return
-	}
-	if p, ok := localCommand(text, "edit"); ok && p == "" {
-		m.startEdit("")
 		return
 	}
 	if p, ok := localCommand(text, "rename"); ok {
@@ -433,8 +431,9 @@ func (m *model) submit() {
 	m.run(text)
 }
 
-// run sends text, or runs the chat command it is (/retry, /edit TEXT: they
-// wait in the queue like messages while a reply is being written).
+// run sends text, or runs the chat command it is (/retry, /edit [TEXT]:
+// they wait in the queue like messages while a reply is being written,
+// which it still is for a moment after the reply is shown).
 func (m *model) run(text string) {
 	if _, ok := localCommand(text, "retry"); ok {
 		m.retry()
@@ -583,6 +582,10 @@ func (m *model) startEdit(text string) {
 	}
 	if text != "" {
 		m.edit(msg.ID, text)
+		return
+	}
+	if !m.in.empty() { // typed while a bare /edit waited in the queue
+		m.print(m.st.fail.Render("✗ not editing: the input holds a draft; send or clear it, then /edit"))
 		return
 	}
 	m.editing = msg.ID
@@ -762,12 +765,19 @@ func (m *model) event(ev Event) {
 				m.print("\n" + d)
 			}
 			m.deferred = nil
-			if len(m.queued) > 0 {
-				next := m.queued[0]
-				m.queued = m.queued[1:]
-				m.run(next)
-			}
+			m.drain()
 		}
+	}
+}
+
+// drain runs what was typed while a reply was being written, in order,
+// until one of them is being answered, or a bare /edit has put the last
+// message in the input (the rest waits until it is resent or cancelled).
+func (m *model) drain() {
+	for m.pending == 0 && m.editing == 0 && len(m.queued) > 0 {
+		next := m.queued[0]
+		m.queued = m.queued[1:]
+		m.run(next)
 	}
 }
 

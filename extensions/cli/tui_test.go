@@ -385,11 +385,41 @@ func TestInteractiveRedo(t *testing.T) {
 			redone(t, b, "regenerate")
 			tm.WaitFor("↻ answering again")
 		}, []string{"hello"}},
-		{"bare edit while a reply is written", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+		{"bare edit while a reply is written waits for it", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
 			tm.Type("hello", clitest.Enter)
 			recvText(t, b.sentc)
 			tm.Type("/edit", clitest.Enter)
-			tm.WaitFor("✗ a reply is still being written; /edit when it is done (or Ctrl+C it)")
+			tm.WaitFor("1 queued")
+			b.q.Push(Event{Kind: EventDone, Text: "First9"})
+			b.q.Push(Event{Kind: EventIdle})
+			tm.WaitFor("✎ editing your last message")
+			tm.WaitFor("plan my day") // the last message, in the input
+		}, []string{"hello"}},
+		{"what waits after a bare edit is sent once the edit is", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("hello", clitest.Enter)
+			recvText(t, b.sentc)
+			tm.Type("/edit", clitest.Enter)
+			tm.Type("then this", clitest.Enter)
+			tm.WaitFor("2 queued")
+			b.q.Push(Event{Kind: EventDone, Text: "First9"})
+			b.q.Push(Event{Kind: EventIdle})
+			tm.WaitFor("✎ editing your last message")
+			tm.Type("\x1b")
+			tm.WaitFor("edit cancelled")
+			if got := recvText(t, b.sentc); got != "then this" {
+				t.Errorf("sent %q after the cancelled edit, want %q", got, "then this")
+			}
+		}, []string{"hello", "then this"}},
+		{"a draft typed while a bare edit waits is kept", last, nil, func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
+			tm.Type("hello", clitest.Enter)
+			recvText(t, b.sentc)
+			tm.Type("/edit", clitest.Enter)
+			tm.WaitFor("1 queued")
+			tm.Type("my draft")
+			tm.WaitFor("my draft")
+			b.q.Push(Event{Kind: EventDone, Text: "First9"})
+			b.q.Push(Event{Kind: EventIdle})
+			tm.WaitFor("✗ not editing: the input holds a draft; send or clear it, then /edit")
 		}, []string{"hello"}},
 		{"retry refused", last, errors.New("the server is busy"), func(t *testing.T, b *fakeBackend, tm *clitest.Terminal) {
 			tm.Type("/retry", clitest.Enter)
