@@ -16,6 +16,7 @@
 
 const http = require("http");
 const fs = require("fs");
+const readline = require("readline");
 const use = require("./use");
 
 const DIMS = use.DIMS;
@@ -39,10 +40,13 @@ const maxTokens = Number(flag("--max-tokens", "0"));
 const cache = new Map(); // text -> Float32Array
 const stats = { requests: 0, texts: 0, hits: 0, embedded: 0, modelMs: 0, calls: 0 };
 
-function loadCache() {
+// loadCache reads the cache line by line: a whole LongMemEval split's
+// vectors (68k texts, ~840 MB of JSON) is more than one JavaScript string
+// can hold.
+async function loadCache() {
   if (!cacheFile || !fs.existsSync(cacheFile)) return;
-  const lines = fs.readFileSync(cacheFile, "utf8").split("\n");
-  for (const line of lines) {
+  const lines = readline.createInterface({ input: fs.createReadStream(cacheFile, "utf8"), crlfDelay: Infinity });
+  for await (const line of lines) {
     if (!line) continue;
     try {
       const [t, v, cap] = JSON.parse(line);
@@ -152,7 +156,7 @@ function check(body) {
 }
 
 async function main() {
-  loadCache();
+  await loadCache();
   if (cacheFile) cacheOut = fs.createWriteStream(cacheFile, { flags: "a" });
   const t0 = Date.now();
   const model = await use.load();
