@@ -184,13 +184,11 @@ func TestBrowserToolsWholeApp(t *testing.T) {
 	if got := tracker.all(); len(got) != 0 {
 		t.Errorf("the denied tracker was reached: %v", got)
 	}
-	var pages []string
-	for _, h := range site.all() {
-		if h != "GET /favicon.ico" {
-			pages = append(pages, h)
-		}
-	}
-	if len(pages) != 2 || pages[0] != "GET /quiz" || pages[1] != "POST /answer" {
+	// Chromium's own favicon request is answered by the proxy: it never
+	// reaches the site, and was never asked about (it once came during
+	// browser_type, after the quiz page had tainted the conversation, and
+	// took the place of the form post's approval).
+	if pages := site.all(); len(pages) != 2 || pages[0] != "GET /quiz" || pages[1] != "POST /answer" {
 		t.Errorf("the site got %v; want the quiz and the approved post", pages)
 	}
 	opened, _ := seen.Load("call_open")

@@ -10,7 +10,11 @@
 // (tool.GateFrom): a request to a host not yet approved in this browser
 // is a further destination of the running call, asked about like a
 // redirect fetch_url follows. Requests made while no browser call runs
-// are refused. Chromium is started so that it has no way around the
+// are refused. Chromium's own request for a site's default icon
+// (GET /favicon.ico, which it makes once a page has loaded, possibly
+// after the call that opened it) is answered by the proxy with 404: it
+// never leaves, and no one is asked about a request the page did not
+// make. Chromium is started so that it has no way around the
 // proxy: loopback is not bypassed, QUIC, DNS prefetch, background
 // networking and non-proxied WebRTC are off, and its own name resolution
 // is disabled.

@@ -114,6 +114,16 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	if browserFavicon(r) {
+		// Chromium's own request for a site's default icon, made when a
+		// page has finished loading, which may be after its call ended
+		// and during the next (in a conversation tainted since), where
+		// it would be put to the approval gate as if the page had made
+		// it. Headless, no icon is shown: it is answered here, leaves
+		// nothing and asks nothing.
+		http.NotFound(w, r)
+		return
+	}
 	defer p.begin()()
 	if r.Method == http.MethodConnect {
 		p.tunnel(w, r)
@@ -124,6 +134,15 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.forward(w, r)
+}
+
+// browserFavicon reports whether r is the request Chromium makes for a
+// site's default icon: GET http(s)://host/favicon.ico, no query, no body.
+// An icon a page names (<link rel="icon">) has its own URL, chosen by the
+// page, and goes through the gate like any request of the page.
+func browserFavicon(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.IsAbs() && (r.URL.Scheme == "http" || r.URL.Scheme == "https") &&
+		r.URL.Path == "/favicon.ico" && r.URL.RawQuery == "" && !r.URL.ForceQuery && r.ContentLength == 0
 }
 
 // refuse answers a refused request with 403 and a text the page (and a
