@@ -3,6 +3,7 @@ package embed
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Words splits text into lower-cased word tokens: runs of letters and
@@ -10,30 +11,40 @@ import (
 // English clitics ("Caroline's" → "caroline", "don't" → "dont").
 func Words(text string) []string {
 	var out []string
+	EachWord(text, func(w string, _ int) { out = append(out, w) })
+	return out
+}
+
+// EachWord calls fn with each word of text in order, as Words splits them,
+// and the byte offset in text of the word's first letter or digit.
+func EachWord(text string, fn func(w string, at int)) {
 	var b strings.Builder
+	start := 0
 	flush := func() {
 		if b.Len() == 0 {
 			return
 		}
 		w := b.String()
 		b.Reset()
-		out = append(out, w)
+		fn(w, start)
 	}
-	rs := []rune(text)
-	for i := 0; i < len(rs); i++ {
-		r := rs[i]
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(unicode.ToLower(r))
-		case (r == '\'' || r == '’') && b.Len() > 0 && i+1 < len(rs) && unicode.IsLetter(rs[i+1]):
-			// possessive 's and clitics: "'s" ends the word, "n't"/"'re"/"'ll" are glued on
-			j := i + 1
-			for j < len(rs) && unicode.IsLetter(rs[j]) {
-				j++
+			if b.Len() == 0 {
+				start = i
 			}
-			suffix := strings.ToLower(string(rs[i+1 : j]))
-			if suffix == "s" {
-				i = j - 1
+			b.WriteRune(unicode.ToLower(r))
+		case (r == '\'' || r == '’') && b.Len() > 0 && letterAt(text, i+n):
+			// possessive 's and clitics: "'s" ends the word, "n't"/"'re"/"'ll" are glued on
+			j := i + n
+			for letterAt(text, j) {
+				_, m := utf8.DecodeRuneInString(text[j:])
+				j += m
+			}
+			if strings.ToLower(text[i+n:j]) == "s" {
+				i = j
 				flush()
 				continue
 			}
@@ -41,9 +52,18 @@ func Words(text string) []string {
 		default:
 			flush()
 		}
+		i += n
 	}
 	flush()
-	return out
+}
+
+// letterAt reports whether a letter starts at text[i:].
+func letterAt(text string, i int) bool {
+	if i >= len(text) {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(text[i:])
+	return unicode.IsLetter(r)
 }
 
 // CountWords returns len(Words(text)) without building the words.

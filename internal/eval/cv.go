@@ -63,6 +63,8 @@ var knobs = []knob{
 		func(t *memory.Tuning) float64 { return t.KindWeight }, func(t *memory.Tuning, v float64) { t.KindWeight = v }},
 	{"derived_weight", []float64{0, 0.1, 0.2, 0.35, 0.5},
 		func(t *memory.Tuning) float64 { return t.DerivedWeight }, func(t *memory.Tuning, v float64) { t.DerivedWeight = v }},
+	{"passage_weight", []float64{0, 0.25, 0.5, 1},
+		func(t *memory.Tuning) float64 { return t.PassageWeight }, func(t *memory.Tuning, v float64) { t.PassageWeight = v }},
 }
 
 // NeutralTuning is where the cross-validation's search starts: the
@@ -77,6 +79,7 @@ func NeutralTuning() memory.Tuning {
 	t.ExchangeSpread = 0
 	t.DateBoost, t.DateSlackDays, t.LengthPrior, t.IntentBoost = 0, 3, 0, 0
 	t.KindWeight, t.DerivedWeight = 0, 0
+	t.PassageWeight = 0
 	return t
 }
 

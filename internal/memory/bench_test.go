@@ -292,7 +292,7 @@ func processCPU() time.Duration {
 
 // BenchmarkIndexFootprint reports the Go heap the in-memory indexes hold
 // per stored episode (the vectors, their sign sketches, the metadata and
-// the documents' term ids apart: they are in file mappings, as in an
+// the documents' term ids and sentences apart: they are in file mappings, as in an
 // agent), for 20k episodes of one conversation,
 // a user's message and the reply in turn, as the agent stores them:
 // index-B/memory for the vector index's metadata and maps, text-B/memory
@@ -318,7 +318,9 @@ func BenchmarkIndexFootprint(b *testing.B) {
 		signs, err2 := newVecSpace(dir)
 		metas, err3 := newVecSpace(dir)
 		terms, err4 := newVecSpace(dir)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
+		sents, err5 := newVecSpace(dir)
+		offs, err6 := newVecSpace(dir)
+		if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 			b.Fatal(err)
 		}
 		x := newIndexIn(embed.DefaultDimensions, space, signs, metas)
@@ -331,7 +333,7 @@ func BenchmarkIndexFootprint(b *testing.B) {
 			x.put(int64(i+1), m, nil)
 		}
 		h1 := heap()
-		t := newTextIndexIn(terms)
+		t := newTextIndexIn(terms, sents, offs)
 		for i, s := range texts {
 			t.put(int64(i+1), s)
 		}

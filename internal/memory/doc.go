@@ -51,7 +51,15 @@
 //     other words than the question).
 //  3. Fuses the rankings by reciprocal rank fusion:
 //     fused(m) = Wt/(k + rank_text(m)) + Wv/(k + rank_vec(m)), a missing
-//     rank contributing 0 (k = RRFK).
+//     rank contributing 0 (k = RRFK). With PassageWeight > 0 a passage
+//     ranking joins them at that weight: the candidates so far, and the
+//     next full-text matches up to PassageCandidates, ranked by their best
+//     window of PassageWidth consecutive sentences (each line of the text
+//     split into sentences as an excerpt splits a paragraph), scored as
+//     the sum over the query terms it holds of idf·tf·(k1+1)/(tf+k1), tf
+//     counted in the window, a kind group counting its best term; a memory
+//     with no query term scores nothing and is not ranked. It finds the
+//     one sentence of a long message that holds the answer.
 //  4. Spreads relevance to conversational context along the episode chains
 //     linked at ingest (each episode to the one told just before and after
 //     it in the same thread and session, by the stored Thread and Session):

@@ -214,11 +214,11 @@ func TestTextIndexCompactionKeepsScores(t *testing.T) {
 			return sp
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testTextIndexCompaction(t, tc.space(t)) })
+		t.Run(tc.name, func(t *testing.T) { testTextIndexCompaction(t, tc.space(t), tc.space(t), tc.space(t)) })
 	}
 }
 
-func testTextIndexCompaction(t *testing.T, space vecSpace) {
+func testTextIndexCompaction(t *testing.T, space, sents, offs vecSpace) {
 	words := strings.Fields("garden bike piano boat kitchen camera novel tent violin car Lyon Oslo Kyoto Lisbon weekend trip fixed repaired played")
 	text := func(i int64, v int) string {
 		var b strings.Builder
@@ -228,9 +228,12 @@ func testTextIndexCompaction(t *testing.T, space vecSpace) {
 		if i%11 == 0 {
 			b.WriteString("garden garden garden")
 		}
+		if i%5 == 0 {
+			b.WriteString(". Then " + words[(i+int64(v))%int64(len(words))] + " again!\nA new line")
+		}
 		return b.String()
 	}
-	old, fresh := newTextIndexIn(space), newTextIndex()
+	old, fresh := newTextIndexIn(space, sents, offs), newTextIndex()
 	for i := int64(1); i <= 4000; i++ {
 		old.put(i, text(i, 0))
 	}
@@ -257,6 +260,13 @@ func testTextIndexCompaction(t *testing.T, space vecSpace) {
 		t.Fatalf("live %d/%d, total length %d/%d", old.live, fresh.live, old.totalLen, fresh.totalLen)
 	}
 	old.trim() // term ids in a file are read back from it
+	for _, id := range fresh.docID {
+		a, _ := old.docOf(id)
+		b, _ := fresh.docOf(id)
+		if sa, sb := sentenceTerms(old, a), sentenceTerms(fresh, b); !slices.EqualFunc(sa, sb, slices.Equal) {
+			t.Fatalf("memory %d: sentences after compaction %v, built afresh %v", id, sa, sb)
+		}
+	}
 	all := func(int64) bool { return true }
 	for _, q := range []string{"garden", "bike trip to Lyon", "the camera and the violin", "weekend"} {
 		a, b := old.search(q, nil, defaultBM25, 50, all, nil), fresh.search(q, nil, defaultBM25, 50, all, nil)

@@ -55,6 +55,7 @@ func (r *recallRun) rank() ([]Scored, error) {
 	r.textCandidates()
 	r.feedback()
 	r.vectorCandidates()
+	r.passage()
 	r.spread()
 	r.rescore()
 	return r.top(), nil
@@ -91,6 +92,7 @@ type recallRun struct {
 	kinds  uint32          // bit c set: kindCode c recalled (all when Query.Kinds is empty)
 	skip   map[string]bool // their words, left out of the full-text query
 	hits   []textHit       // full-text candidates
+	pool   []textHit       // the full-text matches past them, for the passage ranking
 	kterms []qterm         // the kinds of the query's nouns (kindTerms)
 	nouns  [][]string      // by kinds' group − 1: the stems of the noun's words
 
@@ -209,7 +211,10 @@ func (r *recallRun) textCandidates() {
 	if w := r.tune.relWeights(); w.any() {
 		r.kterms, r.nouns = r.s.text.kindTerms(r.text, r.skip, r.s.text.queryTerms(r.text, r.skip), w)
 	}
-	r.hits = r.s.text.search(r.text, r.skip, r.bp, r.nCand, r.keepID, r.kterms)
+	r.hits = r.s.text.search(r.text, r.skip, r.bp, max(r.nCand, r.passagePool()), r.keepID, r.kterms)
+	if len(r.hits) > r.nCand {
+		r.pool, r.hits = r.hits[r.nCand:], r.hits[:r.nCand]
+	}
 	for i, h := range r.hits {
 		c := r.get(r.s.idx.slotOrZero(h.id))
 		c.tr = i + 1

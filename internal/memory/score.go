@@ -81,6 +81,19 @@ type Tuning struct {
 	// derives from the query's words in another part of speech (married →
 	// marriage, photography → photographer); 0 turns it off.
 	DerivedWeight float64
+	// PassageWeight is the weight of the passage ranking: the candidates
+	// of the other rankings, and PassageCandidates full-text matches
+	// besides, ranked by their best window of PassageWidth consecutive
+	// sentences (passageScore: idf times saturated term frequency, as
+	// BM25 without length normalisation), so that a long memory with one
+	// sentence about the query is found as a short one is; 0 turns it off.
+	PassageWeight float64
+	// PassageWidth is the passage ranking's window, in sentences (0: 1).
+	PassageWidth int
+	// PassageCandidates is how many of the best full-text matches the
+	// passage ranking scores: those past Candidates join the candidates
+	// when they score.
+	PassageCandidates int
 }
 
 // relWeights returns the weights of the lexicon's relations.
@@ -155,6 +168,8 @@ var DefaultTuning = Tuning{
 	LengthPrior:         0.4,
 	KindWeight:          0.2,
 	DerivedWeight:       0.2,
+	PassageWeight:       0,
+	PassageWidth:        1,
 }
 
 // intent is what kind of memory a query asks for.

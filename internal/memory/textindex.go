@@ -2,6 +2,7 @@ package memory
 
 import (
 	"cmp"
+	"encoding/binary"
 	"math"
 	"slices"
 	"strings"
@@ -44,6 +45,14 @@ type textIndex struct {
 	// out of the resident memory.
 	termIDs   []uint32
 	termSpace vecSpace
+	// sents holds every document's indexed terms grouped by sentence
+	// (appendSentences), from sentOff[docno]: read only for the few
+	// hundred documents a recall's passage ranking scores (passageScore),
+	// so both are in file mappings too (sentSpace, offSpace), as termIDs.
+	sents     []byte
+	sentOff   []uint32
+	sentSpace vecSpace
+	offSpace  vecSpace
 	// byID maps memory ids to live docnos once a document came out of
 	// order; nil while the ids ascend with the docnos (memories are put
 	// in the order the database numbers them), when docOf finds them by
@@ -128,12 +137,13 @@ var defaultBM25 = bm25{k1: 1.2, b: 0.75}
 
 // newTextIndex returns an empty text index keeping everything in the
 // heap.
-func newTextIndex() *textIndex { return newTextIndexIn(heapSpace{}) }
+func newTextIndex() *textIndex { return newTextIndexIn(heapSpace{}, heapSpace{}, heapSpace{}) }
 
 // newTextIndexIn returns an empty text index keeping the documents' term
-// ids in space.
-func newTextIndexIn(space vecSpace) *textIndex {
-	return &textIndex{terms: map[string]uint32{}, termSpace: space}
+// ids in terms, their sentences in sents and where each document's
+// sentences start in offs.
+func newTextIndexIn(terms, sents, offs vecSpace) *textIndex {
+	return &textIndex{terms: map[string]uint32{}, termSpace: terms, sentSpace: sents, offSpace: offs}
 }
 
 // growTermIDs makes room for n more term ids in t.termIDs, its capacity
@@ -144,6 +154,35 @@ func (t *textIndex) growTermIDs(n int) {
 		c := max(need, cap(t.termIDs)+cap(t.termIDs)/4, 64)
 		t.termIDs = int8sAsUint32s(t.termSpace.grow(uint32sAsInt8s(t.termIDs), 4*c))
 	}
+}
+
+// growSents makes room for n more bytes of sentences in t.sents and one
+// more offset in t.sentOff, as growTermIDs does.
+func (t *textIndex) growSents(n int) {
+	if need := len(t.sents) + n; need > cap(t.sents) {
+		c := max(need, cap(t.sents)+cap(t.sents)/4, 256)
+		t.sents = int8sAsBytes(t.sentSpace.grow(bytesAsInt8s(t.sents), c))
+	}
+	if need := len(t.sentOff) + 1; need > cap(t.sentOff) {
+		c := max(need, cap(t.sentOff)+cap(t.sentOff)/4, 64)
+		t.sentOff = int8sAsUint32s(t.offSpace.grow(uint32sAsInt8s(t.sentOff), 4*c))
+	}
+}
+
+// bytesAsInt8s and int8sAsBytes view the same memory as bytes of either
+// type.
+func bytesAsInt8s(b []byte) []int8 {
+	if cap(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), cap(b))[:len(b)]
+}
+
+func int8sAsBytes(b []int8) []byte {
+	if cap(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), cap(b))[:len(b)]
 }
 
 // uint32sAsInt8s and int8sAsUint32s view the same memory as term ids or as
@@ -162,9 +201,13 @@ func int8sAsUint32s(b []int8) []uint32 {
 	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), cap(b)/4)[:len(b)/4]
 }
 
-// trim drops the term ids' pages from the resident memory when they are
-// in a file mapping (see vecSpace).
-func (t *textIndex) trim() { t.termSpace.trim() }
+// trim drops the term ids' and sentences' pages from the resident memory
+// when they are in file mappings (see vecSpace).
+func (t *textIndex) trim() {
+	t.termSpace.trim()
+	t.sentSpace.trim()
+	t.offSpace.trim()
+}
 
 // reserve makes room for n more documents (see index.reserve).
 func (t *textIndex) reserve(n int) {
@@ -201,18 +244,87 @@ func (t *textIndex) mapIDs() {
 	}
 }
 
-// indexTerms returns the stemmed content words of text, the unit both
-// documents and queries are matched on.
-// The length, used for BM25 length normalisation, counts every word.
-func indexTerms(text string) ([]string, int) {
-	var out []string
-	words := embed.Words(text)
-	for _, w := range words {
-		if !embed.IsStopWord(w) {
-			out = append(out, embed.Stem(w))
+// indexText returns the stemmed content words of text in order, the unit
+// both documents and queries are matched on, and the number of words,
+// stop words included (for BM25's length normalisation), from one pass
+// over its words. cuts are the indexes in terms where a sentence starts
+// (the first's, 0, left out): each line of text is split into sentences as
+// an excerpt splits a paragraph (sentences), and a sentence without a
+// content word starts none.
+func indexText(text string) (terms []string, cuts []int, length int) {
+	ends := sentenceEnds(text)
+	k, last := 0, 0 // the sentence of the word at hand, of the last term
+	embed.EachWord(text, func(w string, at int) {
+		length++
+		if embed.IsStopWord(w) {
+			return
 		}
+		for k+1 < len(ends) && at >= ends[k] {
+			k++
+		}
+		if k != last && len(terms) > 0 {
+			cuts = append(cuts, len(terms))
+		}
+		last = k
+		terms = append(terms, embed.Stem(w))
+	})
+	return terms, cuts, length
+}
+
+// sentenceEnds returns where each sentence of text ends (ascending byte
+// offsets): its lines split as sentences splits a paragraph, so that a
+// heading, a list item, a line of code or of a table is a sentence or
+// more of its own.
+func sentenceEnds(text string) []int {
+	var ends []int
+	for from := 0; from < len(text); {
+		to := strings.IndexByte(text[from:], '\n')
+		if to < 0 {
+			to = len(text)
+		} else {
+			to += from
+		}
+		for _, sp := range sentences(text, span{from, to}) {
+			ends = append(ends, sp.to)
+		}
+		from = to + 1
 	}
-	return out, len(words)
+	return ends
+}
+
+// A document's sentences (sents, from sentOff[docno]) are its indexed
+// terms in text order, each one uvarint of the term's index among the
+// document's distinct terms (docTerms, in order of first occurrence) plus
+// one, and a 0 between two sentences. Most terms take one byte. A
+// document of one sentence whose terms are all distinct (the sequence
+// would be 1, 2, …, n) stores nothing: the empty sequence stands for it,
+// as for a document without terms.
+
+// appendSentences appends the sentences of a document's terms (in text
+// order, a sentence starting at each of cuts) to b, given each distinct
+// term's index among the document's (local; distinct of them).
+func appendSentences(b []byte, terms []string, cuts []int, local map[string]int, distinct int) []byte {
+	if len(cuts) == 0 && len(terms) == distinct {
+		return b
+	}
+	for i, w := range terms {
+		if len(cuts) > 0 && cuts[0] == i {
+			b = append(b, 0)
+			cuts = cuts[1:]
+		}
+		b = binary.AppendUvarint(b, uint64(local[w])+1)
+	}
+	return b
+}
+
+// docSentences returns document d's sentences (see appendSentences; in
+// sents: valid until the next put or compaction).
+func (t *textIndex) docSentences(d uint32) []byte {
+	end := uint32(len(t.sents))
+	if int(d)+1 < len(t.sentOff) {
+		end = t.sentOff[d+1]
+	}
+	return t.sents[t.sentOff[d]:end]
 }
 
 // put indexes text for id, replacing any previous text of id.
@@ -221,23 +333,30 @@ func (t *textIndex) put(id int64, text string) {
 	if n := len(t.docID); t.byID == nil && n > 0 && id <= max(t.docID[n-1], -t.docID[n-1]) {
 		t.mapIDs()
 	}
-	terms, length := indexTerms(text)
-	tf := map[string]int{}
+	terms, cuts, length := indexText(text)
+	// each distinct term's index among the document's (in order of first
+	// occurrence), and its frequency by that index
+	local := map[string]int{}
 	var order []string
-	count := func(w string) {
-		if tf[w] == 0 {
-			order = append(order, w)
-		}
-		tf[w]++
-	}
+	var tf []int
 	for _, w := range terms {
-		count(w)
+		i, ok := local[w]
+		if !ok {
+			i = len(order)
+			local[w] = i
+			order = append(order, w)
+			tf = append(tf, 0)
+		}
+		tf[i]++
 	}
 	doc := uint32(len(t.docID))
 	t.docOff = append(room(t.docOff, 1), uint32(len(t.termIDs)))
+	t.growSents(len(cuts) + binary.MaxVarintLen32*len(terms))
+	t.sentOff = append(t.sentOff, uint32(len(t.sents)))
+	t.sents = appendSentences(t.sents, terms, cuts, local, len(order))
 	t.growTermIDs(len(order))
-	for _, w := range order {
-		n := tf[w]
+	for i, w := range order {
+		n := tf[i]
 		tid, ok := t.terms[w]
 		if !ok {
 			tid = uint32(len(t.postings))
@@ -343,6 +462,8 @@ func (t *textIndex) compact() {
 	lens := make([]uint16, 0, t.live)
 	offs := make([]uint32, 0, t.live)
 	tids := make([]uint32, 0, len(t.termIDs)-t.dead)
+	sentOff := make([]uint32, 0, t.live)
+	var sents []byte
 	for d, id := range t.docID {
 		if id <= 0 {
 			remap[d] = math.MaxUint32
@@ -356,6 +477,8 @@ func (t *textIndex) compact() {
 		lens = append(lens, t.docLen[d])
 		offs = append(offs, uint32(len(tids)))
 		tids = append(tids, t.docTerms(uint32(d))...)
+		sentOff = append(sentOff, uint32(len(sents)))
+		sents = append(sents, t.docSentences(uint32(d))...)
 	}
 	for tid, p := range t.postings {
 		var out []byte
@@ -370,11 +493,18 @@ func (t *textIndex) compact() {
 		}
 		t.postings[tid], t.lastDoc[tid] = out, last
 	}
-	// the live term ids, collected in the heap, replace the old ones in
-	// their space
+	// the live term ids and sentences, collected in the heap, replace the
+	// old ones in their spaces
 	t.termIDs = t.termIDs[:0]
 	t.growTermIDs(len(tids))
 	t.termIDs = append(t.termIDs, tids...)
+	t.sents, t.sentOff = t.sents[:0], t.sentOff[:0]
+	t.growSents(len(sents))
+	t.sents = append(t.sents, sents...)
+	if need := len(sentOff); need > cap(t.sentOff) {
+		t.sentOff = int8sAsUint32s(t.offSpace.grow(uint32sAsInt8s(t.sentOff), 4*need))
+	}
+	t.sentOff = append(t.sentOff, sentOff...)
 	t.docID, t.docLen, t.docOff, t.dead = ids, lens, offs, 0
 	t.pool = sync.Pool{}
 }

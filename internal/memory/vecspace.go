@@ -118,13 +118,21 @@ func databaseDir(ctx context.Context, db *sql.DB) (string, error) {
 	return "", rows.Err()
 }
 
-// newTextIndex returns an empty text index whose documents' term ids are
-// in a file next to the database when it can be made (see vecSpace), else
-// in the heap (logged).
+// newTextIndex returns an empty text index whose documents' term ids and
+// sentences are in files next to the database when they can be made (see
+// vecSpace), else in the heap (logged).
 func (s *VectorStore) newTextIndex() *textIndex {
 	space, err := newVecSpace(s.vecDir)
 	if err != nil {
 		s.log.Warn("full-text index stays in private memory", "err", err)
 	}
-	return newTextIndexIn(space)
+	sents, err := newVecSpace(s.vecDir)
+	if err != nil {
+		s.log.Warn("full-text index's sentences stay in private memory", "err", err)
+	}
+	offs, err := newVecSpace(s.vecDir)
+	if err != nil {
+		s.log.Warn("full-text index's sentence offsets stay in private memory", "err", err)
+	}
+	return newTextIndexIn(space, sents, offs)
 }
