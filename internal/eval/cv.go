@@ -59,6 +59,11 @@ var knobs = []knob{
 		func(t *memory.Tuning) float64 { return t.LengthPrior }, func(t *memory.Tuning, v float64) { t.LengthPrior = v }},
 	{"intent_boost", []float64{0, 0.15, 0.3},
 		func(t *memory.Tuning) float64 { return t.IntentBoost }, func(t *memory.Tuning, v float64) { t.IntentBoost = v }},
+	// StrengthBoost is no knob: it weighs what recall added to a memory's
+	// retention, and the evaluations only peek (record no recall), so it
+	// is 0 there at any weight.
+	{"recency_boost", []float64{0, 0.05, 0.1, 0.2},
+		func(t *memory.Tuning) float64 { return t.RecencyBoost }, func(t *memory.Tuning, v float64) { t.RecencyBoost = v }},
 	{"kind_weight", []float64{0, 0.1, 0.2, 0.35, 0.5},
 		func(t *memory.Tuning) float64 { return t.KindWeight }, func(t *memory.Tuning, v float64) { t.KindWeight = v }},
 	{"derived_weight", []float64{0, 0.1, 0.2, 0.35, 0.5},
@@ -76,6 +81,7 @@ func NeutralTuning() memory.Tuning {
 	t.VectorWeight, t.RRFK, t.BM25B, t.BM25K1 = 0.15, 20, 0.75, 1.2
 	t.FeedbackWeight, t.FeedbackTerms, t.FeedbackDocs = 0, 5, 8
 	t.SpeakerBoost, t.Spread, t.AnswerSpread, t.SpreadReach = 0, 0, 0, 1
+	t.RecencyBoost, t.StrengthBoost = 0, 0
 	t.ExchangeSpread = 0
 	t.DateBoost, t.DateSlackDays, t.LengthPrior, t.IntentBoost = 0, 3, 0, 0
 	t.KindWeight, t.DerivedWeight = 0, 0

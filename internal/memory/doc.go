@@ -76,13 +76,18 @@
 //     other topics, which the chain's reach would otherwise pull into the
 //     top ranks. A group room's overheard messages spread along the chain.
 //  5. Re-scores: score(m) = fused(m)/((Wt+Wv)/(k+1)) ·
-//     (1 + Br·e^(−age/τr) + Bs·R + Bi·intent) · (1 + Bsp if the query names
+//     (1 + Br·e^(−age/τr) + Bs·G + Bi·intent) · (1 + Bsp if the query names
 //     m's speaker) · (1 + Bd if m is dated within the time the query names)
 //     · (len(m)/avglen)^γ, where len counts words (γ = LengthPrior: short
 //     memories such as "Thanks, see you!" seldom hold the answer), age is
-//     the time since creation, R = e^(−Δ/S) is Ebbinghaus retention with Δ
-//     the time since the last access (or creation) and stability
-//     S = S0·(1 + ln(1 + accesses)) growing with every recall, and
+//     the time since creation, G = R − R0 is what recall has added to the
+//     memory's Ebbinghaus retention R = e^(−Δ/S), with Δ the time since
+//     its last recall (an access: shown in a turn's prompt, say) and stability
+//     S = S0·(1 + ln(1 + accesses)) growing with every recall, over the
+//     retention R0 = e^(−age/S0) of the memory had it never been recalled
+//     (G = 0 for a memory never recalled, however old: a memory used often
+//     and lately outranks an equal one never used, and age alone does not
+//     count against a memory), and
 //     intent ∈ [0,1] is the fit to the query's intent: a time question
 //     (when, what date, how long ago, before/after, …) scores ½ for a dated
 //     memory or an episode and ½ for text mentioning a date or relative

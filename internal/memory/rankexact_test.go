@@ -469,7 +469,7 @@ func (t Tuning) finalScorePlain(fused float64, m *slotMeta, in intent, named boo
 	maxFused := (t.TextWeight + t.VectorWeight) / (t.RRFK + 1)
 	rel := fused / maxFused
 	boost := 1 + t.RecencyBoost*recency(m, at, t.RecencyDays) +
-		t.StrengthBoost*retention(m, at, t.strengthDays(m.kind.Kind())) +
+		t.StrengthBoost*recallGain(m, at, t.strengthDays(m.kind.Kind())) +
 		t.IntentBoost*intentMatch(in, m)
 	if named {
 		boost *= 1 + t.SpeakerBoost
