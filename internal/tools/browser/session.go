@@ -138,6 +138,12 @@ func (s *session) start() error {
 		chromedp.Flag("google-base-url", "http://"+p.addr()+"/"),
 		chromedp.Flag("google-apis-url", "http://"+p.addr()+"/"),
 		chromedp.Flag("lso-url", "http://"+p.addr()+"/"),
+		// A component a feature asks for on demand is fetched even with
+		// the component updater off (CI once saw a CONNECT to
+		// update.googleapis.com and a POST of its update check put to the
+		// approval gate during a page's call): its update server is the
+		// proxy itself too.
+		chromedp.Flag("component-updater", "url-source=http://"+p.addr()+"/service/update2/json"),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
