@@ -152,3 +152,24 @@ func openConversation(b *testing.B, n int) *VectorStore {
 	}
 	return s
 }
+
+// BenchmarkTextIndexPut is what indexing a text costs the full-text index
+// (its terms, postings and sentences), for conversation turns shaped as
+// convExchange makes them, into an index that already holds 2,000: the
+// share of an episode's ingest that is the index's.
+func BenchmarkTextIndexPut(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	texts := make([]string, 512)
+	for i := 0; i < len(texts); i += 2 {
+		texts[i], texts[i+1] = convExchange(r)
+	}
+	ti := newTextIndex()
+	for i := range 2000 {
+		ti.put(int64(i+1), texts[i%len(texts)])
+	}
+	id := int64(2000)
+	for b.Loop() {
+		id++
+		ti.put(id, texts[id%int64(len(texts))])
+	}
+}
