@@ -148,12 +148,17 @@ func newTextIndexIn(terms, sents, offs vecSpace) *textIndex {
 
 // growTermIDs makes room for n more term ids in t.termIDs, its capacity
 // grown by a quarter when it must grow (as room).
-func (t *textIndex) growTermIDs(n int) {
-	need := len(t.termIDs) + n
-	if need > cap(t.termIDs) {
-		c := max(need, cap(t.termIDs)+cap(t.termIDs)/4, 64)
-		t.termIDs = int8sAsUint32s(t.termSpace.grow(uint32sAsInt8s(t.termIDs), 4*c))
+func (t *textIndex) growTermIDs(n int) { t.termIDs = growUint32s(t.termSpace, t.termIDs, n) }
+
+// growUint32s makes room for n more values in u, kept in space, its
+// capacity grown by a quarter (at least 64) when it must grow.
+func growUint32s(space vecSpace, u []uint32, n int) []uint32 {
+	need := len(u) + n
+	if need > cap(u) {
+		c := max(need, cap(u)+cap(u)/4, 64)
+		u = int8sAsUint32s(space.grow(uint32sAsInt8s(u), 4*c))
 	}
+	return u
 }
 
 // growSents makes room for n more bytes of sentences in t.sents and one
@@ -163,10 +168,7 @@ func (t *textIndex) growSents(n int) {
 		c := max(need, cap(t.sents)+cap(t.sents)/4, 256)
 		t.sents = int8sAsBytes(t.sentSpace.grow(bytesAsInt8s(t.sents), c))
 	}
-	if need := len(t.sentOff) + 1; need > cap(t.sentOff) {
-		c := max(need, cap(t.sentOff)+cap(t.sentOff)/4, 64)
-		t.sentOff = int8sAsUint32s(t.offSpace.grow(uint32sAsInt8s(t.sentOff), 4*c))
-	}
+	t.sentOff = growUint32s(t.offSpace, t.sentOff, 1)
 }
 
 // bytesAsInt8s and int8sAsBytes view the same memory as bytes of either
@@ -501,9 +503,7 @@ func (t *textIndex) compact() {
 	t.sents, t.sentOff = t.sents[:0], t.sentOff[:0]
 	t.growSents(len(sents))
 	t.sents = append(t.sents, sents...)
-	if need := len(sentOff); need > cap(t.sentOff) {
-		t.sentOff = int8sAsUint32s(t.offSpace.grow(uint32sAsInt8s(t.sentOff), 4*need))
-	}
+	t.sentOff = growUint32s(t.offSpace, t.sentOff, len(sentOff))
 	t.sentOff = append(t.sentOff, sentOff...)
 	t.docID, t.docLen, t.docOff, t.dead = ids, lens, offs, 0
 	t.pool = sync.Pool{}

@@ -80,19 +80,7 @@ func newVecSpace(dir string) (vecSpace, error) {
 // the memories' metadata are in files next to the database when they can
 // be made (see vecSpace), else in the heap (logged).
 func (s *VectorStore) newIndex(dims int) *index {
-	space, err := newVecSpace(s.vecDir)
-	if err != nil {
-		s.log.Warn("memory vectors stay in private memory", "err", err)
-	}
-	signs, err := newVecSpace(s.vecDir)
-	if err != nil {
-		s.log.Warn("memory vectors' sketches stay in private memory", "err", err)
-	}
-	metas, err := newVecSpace(s.vecDir)
-	if err != nil {
-		s.log.Warn("memory metadata stays in private memory", "err", err)
-	}
-	return newIndexIn(dims, space, signs, metas)
+	return newIndexIn(dims, s.space("memory vectors"), s.space("memory vectors' sketches"), s.space("memory metadata"))
 }
 
 // databaseDir returns the directory of db's main database file, "" when it
@@ -122,17 +110,17 @@ func databaseDir(ctx context.Context, db *sql.DB) (string, error) {
 // sentences are in files next to the database when they can be made (see
 // vecSpace), else in the heap (logged).
 func (s *VectorStore) newTextIndex() *textIndex {
-	space, err := newVecSpace(s.vecDir)
+	return newTextIndexIn(s.space("full-text index"), s.space("full-text index's sentences"),
+		s.space("full-text index's sentence offsets"))
+}
+
+// space returns a new vecSpace in a file next to the database when it can
+// be made, else in the heap, logging which of the store's parts (what)
+// stays in private memory.
+func (s *VectorStore) space(what string) vecSpace {
+	sp, err := newVecSpace(s.vecDir)
 	if err != nil {
-		s.log.Warn("full-text index stays in private memory", "err", err)
+		s.log.Warn("memory store part kept in private memory", "part", what, "err", err)
 	}
-	sents, err := newVecSpace(s.vecDir)
-	if err != nil {
-		s.log.Warn("full-text index's sentences stay in private memory", "err", err)
-	}
-	offs, err := newVecSpace(s.vecDir)
-	if err != nil {
-		s.log.Warn("full-text index's sentence offsets stay in private memory", "err", err)
-	}
-	return newTextIndexIn(space, sents, offs)
+	return sp
 }
