@@ -39,6 +39,11 @@ func TestEvalLongMemEvalCLI(t *testing.T) {
 	if code, out, errs := runCLI(t, env, "eval", "longmemeval", "--data", data); code != ExitOK || !strings.Contains(out, "session") || !strings.Contains(errs, "questions 3/3") {
 		t.Fatalf("table: exit %d\n%s\n%s", code, out, errs)
 	}
+	code, out, errs = runCLI(t, env, "eval", "longmemeval", "--data", data, "--json", "--cv", "--cv-repeats", "2")
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &rep); code != ExitOK || err != nil || rep.Questions != 2 ||
+		!strings.Contains(out, `"repeats":[{"repeat":0,`) || !strings.Contains(out, `"spread":{"round":{"recall_all@10":{"mean":`) {
+		t.Fatalf("--cv-repeats 2: exit %d (%v)\n%s\n%s", code, err, out, errs)
+	}
 	ol := llmtest.NewOllamaServer(t)
 	ol.AddModel("nomic-embed-text", 24)
 	code, out, errs = runCLI(t, append(env, "OLLAMA_HOST="+ol.URL()), "eval", "longmemeval", "--data", data, "--json", "--embedding", "ollama/nomic-embed-text")
@@ -53,6 +58,10 @@ func TestEvalLongMemEvalCLI(t *testing.T) {
 		{"no data", nil, "--data"},
 		{"bad k", []string{"--data", data, "--k", "0"}, "--k"},
 		{"missing file", []string{"--data", "/nonexistent.json"}, "open LongMemEval data"},
+		{"repeats without cv", []string{"--data", data, "--cv-repeats", "3"}, "--cv-repeats needs --cv"},
+		{"no repeats", []string{"--data", data, "--cv", "--cv-repeats", "0"}, "--cv-repeats: 0 is not a positive number"},
+		{"negative repeats", []string{"--data", data, "--cv", "--cv-repeats", "-2"}, "--cv-repeats: -2"},
+		{"repeats not a number", []string{"--data", data, "--cv", "--cv-repeats", "many"}, "cv-repeats"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, errs := runCLI(t, env, append([]string{"eval", "longmemeval"}, c.args...)...)

@@ -356,21 +356,28 @@ func withFolds(base []byte, folds []foldJSON) ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{%s,"tuning":{`, f.head)
-		for j, k := range knobs {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, "%q:%s", k.name, strconv.FormatFloat(k.get(&f.tuning), 'f', -1, 64))
-		}
+		fmt.Fprintf(&b, `{%s,"tuning":`, f.head)
+		writeTuning(&b, f.tuning)
 		tb, err := f.test.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&b, `},"test":%s}`, tb)
+		fmt.Fprintf(&b, `,"test":%s}`, tb)
 	}
 	b.WriteString(`]}`)
 	return b.Bytes(), nil
+}
+
+// writeTuning writes the knobs of t as {"name":value,…}, in knobs' order.
+func writeTuning(b *bytes.Buffer, t memory.Tuning) {
+	b.WriteByte('{')
+	for j, k := range knobs {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(b, "%q:%s", k.name, strconv.FormatFloat(k.get(&t), 'f', -1, 64))
+	}
+	b.WriteByte('}')
 }
 
 // WriteTable prints the pooled table, then one line per fold.

@@ -118,6 +118,11 @@ type LMEOptions struct {
 	// evidence rounds are not all in the top ten, with where each ranked
 	// (LMEReport.Misses).
 	Misses bool
+	// CVRepeats is how many times CrossValidateLongMemEval repeats its
+	// cross-validation, each repeat over another partition of the
+	// questions into folds (0 or 1: once, over lmeFold's; negative: an
+	// error).
+	CVRepeats int
 }
 
 // LMEDefaultK are the cut-offs reported when LMEOptions.K is empty.
