@@ -25,9 +25,13 @@ type knob struct {
 
 // knobs are every retrieval weight the cross-validation chooses. The
 // values are coarse grids around the textbook settings; nothing in them
-// names a phrase, a person or a date.
+// names a phrase, a person or a date. The vector weight's grid reaches the
+// full-text ranking's weight (TextWeight, 1) and past it (1.5): with an
+// embedding model the folds chose its top value when it stopped at 0.6,
+// and a choice at a grid's edge says the grid is too short, whichever
+// embedder is measured.
 var knobs = []knob{
-	{"vector_weight", []float64{0.05, 0.1, 0.15, 0.25, 0.4, 0.6},
+	{"vector_weight", []float64{0.05, 0.1, 0.15, 0.25, 0.4, 0.6, 1, 1.5},
 		func(t *memory.Tuning) float64 { return t.VectorWeight }, func(t *memory.Tuning, v float64) { t.VectorWeight = v }},
 	{"rrf_k", []float64{5, 10, 20, 40, 60},
 		func(t *memory.Tuning) float64 { return t.RRFK }, func(t *memory.Tuning, v float64) { t.RRFK = v }},

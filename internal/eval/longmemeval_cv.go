@@ -268,10 +268,18 @@ func CrossValidateLongMemEval(ctx context.Context, qs []LMEQuestion, opts LMEOpt
 		}
 	}()
 	ts := make([]*lmeTrain, len(gs))
-	stored := make([]LMEQuestion, len(gs))
 	for i, g := range gs {
 		ts[i] = &lmeTrain{g: g, memo: map[memory.Tuning]lmeResult{}}
-		stored[i] = g.q
+	}
+	return crossValidateStored(ctx, ts, ks, opts, repeats, workers)
+}
+
+// crossValidateStored is CrossValidateLongMemEval's cross-validation of
+// the stored questions ts.
+func crossValidateStored(ctx context.Context, ts []*lmeTrain, ks []int, opts LMEOptions, repeats, workers int) (LMECVReport, error) {
+	stored := make([]LMEQuestion, len(ts))
+	for i, t := range ts {
+		stored[i] = t.g.q
 	}
 	var out LMECVReport
 	for r := range repeats {
