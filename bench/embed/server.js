@@ -4,7 +4,7 @@
 // measure a real sentence-embedding model through `reverie eval
 // --embedding openai/use-lite`; it is a bench tool, not part of Reverie.
 //
-//   node server.js [--port 8931] [--host 127.0.0.1] [--cache FILE] [--max-tokens N]
+//   node server.js [--port 8931] [--host 127.0.0.1] [--cache FILE] [--max-tokens N] [--static TABLE [--tokens FILE]]
 //
 // POST /v1/embeddings {"model": "...", "input": "text" | ["text", ...]}
 // answers {"object":"list","data":[{"object":"embedding","index":i,
@@ -12,12 +12,22 @@
 // cached in memory by text (and, with --cache, appended to a JSON-lines
 // file read back at start), so re-runs of an evaluation embed nothing twice.
 // GET /stats reports the cache and the model's time per text.
+//
+// With --static TABLE[,TABLE...] (tables of word-piece vectors distill.js
+// made from the same model) it serves those instead of the graph: a text's
+// vector is the mean of its SentencePiece pieces' rows (every piece, no
+// cap), L2-normalised. The first table is `use-static`, and each is also
+// `use-static-NAME` (NAME its file name without .bin), chosen by the
+// request's model. Their vectors are not cached (a lookup per piece);
+// --tokens FILE keeps each text's pieces, which cost far more.
 "use strict";
 
 const http = require("http");
 const fs = require("fs");
+const path = require("path");
 const readline = require("readline");
 const use = require("./use");
+const staticTable = require("./static");
 
 const DIMS = use.DIMS;
 const MAX_BODY = 32 << 20; // bytes of one request body
@@ -36,6 +46,7 @@ const cacheFile = flag("--cache", "");
 // --max-tokens N keeps a text's first N SentencePiece tokens (0: all). The
 // model's cost grows with a text's length; a port would cap it the same way.
 const maxTokens = Number(flag("--max-tokens", "0"));
+const staticFile = flag("--static", "");
 
 const cache = new Map(); // text -> Float32Array
 const stats = { requests: 0, texts: 0, hits: 0, embedded: 0, modelMs: 0, calls: 0 };
@@ -94,7 +105,7 @@ async function embedTexts(model, texts) {
       const t0 = process.hrtime.bigint();
       // USE's tokenizer maps an empty text to no tokens, which the graph
       // cannot take; a space gives the model's vector for "nothing".
-      const v = await use.embed(model, part.map((t) => (t.trim() === "" ? " " : t)), maxTokens);
+      const v = await model.embed(part.map((t) => (t.trim() === "" ? " " : t)));
       stats.modelMs += Number(process.hrtime.bigint() - t0) / 1e6;
       stats.calls++;
       return v;
@@ -139,7 +150,7 @@ function readBody(req) {
 }
 
 // check returns the request's texts, or throws an error with a status.
-function check(body) {
+function check(body, dims) {
   const bad = (m) => Object.assign(new Error(m), { status: 400 });
   if (body === null || typeof body !== "object" || Array.isArray(body)) throw bad("body must be a JSON object");
   const { input, dimensions, encoding_format: format } = body;
@@ -150,7 +161,7 @@ function check(body) {
   if (texts.length > MAX_INPUTS) throw bad(`input has ${texts.length} texts, at most ${MAX_INPUTS}`);
   const long = texts.findIndex((t) => t.length > MAX_TEXT);
   if (long >= 0) throw bad(`input[${long}] has ${texts[long].length} characters, at most ${MAX_TEXT}`);
-  if (dimensions !== undefined && dimensions !== DIMS) throw bad(`this model has ${DIMS} dimensions, not ${dimensions}`);
+  if (dimensions !== undefined && dimensions !== dims) throw bad(`this model has ${dims} dimensions, not ${dimensions}`);
   if (format !== undefined && format !== "float" && format !== "base64") throw bad(`encoding_format ${format} is not float or base64`);
   return { texts, format: format || "float" };
 }
@@ -159,8 +170,26 @@ async function main() {
   await loadCache();
   if (cacheFile) cacheOut = fs.createWriteStream(cacheFile, { flags: "a" });
   const t0 = Date.now();
-  const model = await use.load();
-  await use.embed(model, ["warm up"], maxTokens);
+  // models: name -> {dims, embed(texts) -> vectors}; the first is the
+  // default, and a server of one model answers whatever model a request names.
+  const models = new Map();
+  if (staticFile) {
+    // A static table's vectors would mix with the full model's in a cache file.
+    if (cacheFile) throw new Error("--static takes no --cache");
+    const tokens = staticTable.tokenCache(flag("--tokens", ""));
+    await tokens.read();
+    for (const file of staticFile.split(",")) {
+      const table = staticTable.load(file, tokens);
+      const m = { dims: table.dims, embed: async (texts) => texts.map((t) => table.embed(t)) };
+      if (models.size === 0) models.set("use-static", m);
+      models.set(`use-static-${path.basename(file, ".bin")}`, m);
+    }
+  } else {
+    const m = await use.load();
+    await use.embed(m, ["warm up"], maxTokens);
+    models.set("use-lite", { dims: DIMS, embed: (texts) => embedTexts({ embed: (t) => use.embed(m, t, maxTokens) }, texts) });
+  }
+  const [defaultName] = models.keys();
   console.error(`model loaded in ${Date.now() - t0} ms, rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(1)} MiB`);
 
   const server = http.createServer(async (req, res) => {
@@ -176,7 +205,7 @@ async function main() {
         });
       }
       if (req.method === "GET" && url === "/v1/models") {
-        return send(res, 200, { object: "list", data: [{ id: "use-lite", object: "model", owned_by: "google" }] });
+        return send(res, 200, { object: "list", data: [...models.keys()].map((id) => ({ id, object: "model", owned_by: "google" })) });
       }
       if (url !== "/v1/embeddings") return fail(res, 404, `no route ${req.method} ${url}`, "not_found");
       if (req.method !== "POST") return fail(res, 405, "use POST");
@@ -186,14 +215,18 @@ async function main() {
       } catch (e) {
         return fail(res, e.status || 400, e.status ? e.message : `body is not JSON: ${e.message}`);
       }
-      const { texts, format } = check(body);
+      let name = typeof body.model === "string" ? body.model : defaultName;
+      if (new Set(models.values()).size === 1) name = defaultName;
+      const model = models.get(name);
+      if (!model) return fail(res, 404, `no model ${name}: serving ${[...models.keys()].join(", ")}`, "model_not_found");
+      const { texts, format } = check(body, model.dims);
       stats.requests++;
       stats.texts += texts.length;
-      const vecs = await embedTexts(model, texts);
+      const vecs = await model.embed(texts);
       const chars = texts.reduce((n, t) => n + t.length, 0);
       send(res, 200, {
         object: "list",
-        model: typeof body.model === "string" ? body.model : "use-lite",
+        model: name,
         data: vecs.map((v, i) => ({
           object: "embedding",
           index: i,
