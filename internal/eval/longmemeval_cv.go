@@ -129,9 +129,10 @@ func lmeFold(id string) int {
 // repeat r. Repeat 0 is lmeFold's partition. Repeat r ≥ 1 orders the
 // questions of each question type (abstention questions apart from the
 // others) by a hash of their id salted with r and deals them to the folds
-// in turn, the count running on from one type to the next: a different
-// partition for every r, in which each fold holds each type's share to
-// within one question and the folds' sizes differ by at most one.
+// in turn, the count running on from one type to the next: another
+// partition for each r (as far as the hashes differ), in which each fold
+// holds each type's share to within one question and the folds' sizes
+// differ by at most one.
 func lmeFolds(qs []LMEQuestion, r int) []int {
 	out := make([]int, len(qs))
 	if r == 0 {
