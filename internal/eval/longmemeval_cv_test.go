@@ -149,14 +149,7 @@ func TestSpreadOf(t *testing.T) {
 // figures) and adds "repeats" and "spread"; with one repeat it is the
 // report of the plain cross-validation, byte for byte.
 func TestCrossValidateLongMemEvalRepeats(t *testing.T) {
-	base := readLMESynthetic(t)
-	var qs []LMEQuestion
-	for _, id := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		for _, q := range base {
-			q.ID = id + q.ID
-			qs = append(qs, q)
-		}
-	}
+	qs := readLMESyntheticCopies(t)
 	ctx := context.Background()
 	if _, err := CrossValidateLongMemEval(ctx, qs, LMEOptions{CVRepeats: -1}); err == nil || !strings.Contains(err.Error(), "repeats") {
 		t.Errorf("CVRepeats -1: error %v", err)

@@ -27,6 +27,21 @@ func readLMESynthetic(t *testing.T) []LMEQuestion {
 	return qs
 }
 
+// readLMESyntheticCopies is the synthetic set eight times over under
+// distinct ids, enough questions for every fold of a cross-validation.
+func readLMESyntheticCopies(t *testing.T) []LMEQuestion {
+	t.Helper()
+	base := readLMESynthetic(t)
+	var qs []LMEQuestion
+	for _, id := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		for _, q := range base {
+			q.ID = id + q.ID
+			qs = append(qs, q)
+		}
+	}
+	return qs
+}
+
 func TestParseLongMemEvalErrors(t *testing.T) {
 	for _, tc := range []struct{ name, in string }{
 		{"truncated", `[{"question_id":"a"`},
@@ -159,14 +174,7 @@ func TestLongMemEvalSynthetic(t *testing.T) {
 }
 
 func TestCrossValidateLongMemEvalSynthetic(t *testing.T) {
-	base := readLMESynthetic(t)
-	var qs []LMEQuestion
-	for _, id := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		for _, q := range base {
-			q.ID = id + q.ID
-			qs = append(qs, q)
-		}
-	}
+	qs := readLMESyntheticCopies(t)
 	rep, err := CrossValidateLongMemEval(context.Background(), qs, LMEOptions{K: []int{5, 10}})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +190,7 @@ func TestCrossValidateLongMemEvalSynthetic(t *testing.T) {
 	if err != nil || !json.Valid(js) || !strings.Contains(string(js), `"cross_validated":true`) {
 		t.Errorf("json %s (%v)", js, err)
 	}
-	if _, err := CrossValidateLongMemEval(context.Background(), base[:1], LMEOptions{}); err == nil {
+	if _, err := CrossValidateLongMemEval(context.Background(), qs[:1], LMEOptions{}); err == nil {
 		t.Error("cross-validation of one question accepted")
 	}
 }
