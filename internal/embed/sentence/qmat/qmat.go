@@ -1,0 +1,88 @@
+// Package qmat provides the matrix products of the built-in sentence
+// encoder: an int8 matrix with a float32 scale per row (weights, read in
+// place from the binary) times float32 activations, and the float32
+// products of attention.
+//
+// Every function is pure and safe for concurrent use; none allocates.
+package qmat
+
+// Matrix is a Rows×Cols int8 matrix stored row by row with one float32
+// scale per row: element (r, c) is Scale[r] * float32(Q[r*Cols+c]).
+type Matrix struct {
+	Rows, Cols int
+	Q          []int8
+	Scale      []float32
+}
+
+// MulT sets dst[i*m.Rows+r] to Σ_c x[i*m.Cols+c] · m(r, c) for each of the
+// n rows of x: dst = x · mᵀ, where x holds n rows of m.Cols values and dst
+// receives n rows of m.Rows. It panics if a slice is too short.
+func (m *Matrix) MulT(dst, x []float32, n int) {
+	_ = dst[n*m.Rows-1]
+	_ = x[n*m.Cols-1]
+	for r := 0; r < m.Rows; r++ {
+		row := m.Q[r*m.Cols : (r+1)*m.Cols]
+		s := m.Scale[r]
+		for i := 0; i < n; i++ {
+			xi := x[i*m.Cols : (i+1)*m.Cols]
+			var acc float32
+			for c, q := range row {
+				acc += xi[c] * float32(q)
+			}
+			dst[i*m.Rows+r] = acc * s
+		}
+	}
+}
+
+// Row returns row r of m as float32 values in dst (len(dst) ≥ m.Cols), as
+// an embedding lookup reads it.
+func (m *Matrix) Row(dst []float32, r int) {
+	row := m.Q[r*m.Cols : (r+1)*m.Cols]
+	s := m.Scale[r]
+	for c, q := range row {
+		dst[c] = s * float32(q)
+	}
+}
+
+// MulABT sets dst[i*m+j] to Σ_l a[i*k+l] · b[j*k+l]: dst = a · bᵀ for a of
+// n×k and b of m×k (attention's scores, Q·Kᵀ).
+func MulABT(dst, a, b []float32, n, m, k int) {
+	_ = dst[n*m-1]
+	for i := 0; i < n; i++ {
+		ai := a[i*k : (i+1)*k]
+		for j := 0; j < m; j++ {
+			dst[i*m+j] = Dot(ai, b[j*k:(j+1)*k])
+		}
+	}
+}
+
+// MulAB sets dst[i*m+j] to Σ_l a[i*k+l] · b[l*m+j]: dst = a · b for a of
+// n×k and b of k×m (attention's weighted values, P·V).
+func MulAB(dst, a, b []float32, n, m, k int) {
+	_ = dst[n*m-1]
+	for i := 0; i < n; i++ {
+		di := dst[i*m : (i+1)*m]
+		clear(di)
+		for l := 0; l < k; l++ {
+			Axpy(di, b[l*m:(l+1)*m], a[i*k+l])
+		}
+	}
+}
+
+// Dot returns Σ a[i]·b[i] over len(a) values (b at least as long).
+func Dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var acc float32
+	for i, v := range a {
+		acc += v * b[i]
+	}
+	return acc
+}
+
+// Axpy adds alpha·x[i] to y[i] over len(y) values (x at least as long).
+func Axpy(y, x []float32, alpha float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += alpha * x[i]
+	}
+}
