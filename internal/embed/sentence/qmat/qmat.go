@@ -17,9 +17,33 @@ type Matrix struct {
 // MulT sets dst[i*m.Rows+r] to Σ_c x[i*m.Cols+c] · m(r, c) for each of the
 // n rows of x: dst = x · mᵀ, where x holds n rows of m.Cols values and dst
 // receives n rows of m.Rows. It panics if a slice is too short.
+//
+// The sums are float32 in an order that depends on the machine's kernel, so
+// results agree with the element-by-element product to float32 rounding,
+// not bit for bit across machines.
 func (m *Matrix) MulT(dst, x []float32, n int) {
+	if n <= 0 || m.Rows == 0 {
+		return
+	}
 	_ = dst[n*m.Rows-1]
+	if m.Cols == 0 {
+		clear(dst[:n*m.Rows])
+		return
+	}
 	_ = x[n*m.Cols-1]
+	_ = m.Q[m.Rows*m.Cols-1]
+	_ = m.Scale[m.Rows-1]
+	mulT(m, dst, x, n)
+}
+
+// mulT is the kernel MulT runs: mulTGo, or a SIMD kernel chosen at init
+// when the CPU has one. Its arguments are checked by MulT. Tests switch it
+// to run every path on one machine.
+var mulT = mulTGo
+
+// mulTRef is the element-by-element product, the reference the kernels are
+// tested and measured against.
+func mulTRef(m *Matrix, dst, x []float32, n int) {
 	for r := 0; r < m.Rows; r++ {
 		row := m.Q[r*m.Cols : (r+1)*m.Cols]
 		s := m.Scale[r]

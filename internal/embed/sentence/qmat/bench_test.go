@@ -1,0 +1,45 @@
+package qmat
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// encoderShapes are the rows×cols of the weight matrices the sentence
+// encoder multiplies per text (input width → output width).
+var encoderShapes = []struct{ cols, rows int }{
+	{256, 768}, {256, 512}, {512, 1536}, {1536, 512}, {512, 512},
+}
+
+// benchMulT reports GFLOP/s (2·n·rows·cols per call) of f on the encoder's
+// shapes for a 12-piece query and a 128-piece text.
+func benchMulT(b *testing.B, f func(m *Matrix, dst, x []float32, n int)) {
+	for _, n := range []int{1, 12, 128} {
+		for _, s := range encoderShapes {
+			b.Run(fmt.Sprintf("n=%d/%dx%d", n, s.cols, s.rows), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(7, 7))
+				m := randMatrix(rng, s.rows, s.cols)
+				x := randVec(rng, n*s.cols)
+				dst := make([]float32, n*s.rows)
+				b.ReportAllocs()
+				for b.Loop() {
+					f(m, dst, x, n)
+				}
+				flop := 2 * float64(n*s.rows*s.cols)
+				b.ReportMetric(flop*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkMulT measures the path MulT takes on this machine.
+func BenchmarkMulT(b *testing.B) {
+	benchMulT(b, func(m *Matrix, dst, x []float32, n int) { m.MulT(dst, x, n) })
+}
+
+// BenchmarkMulTRef measures the element-by-element reference.
+func BenchmarkMulTRef(b *testing.B) { benchMulT(b, mulTRef) }
+
+// BenchmarkMulTGo measures the portable blocked path.
+func BenchmarkMulTGo(b *testing.B) { benchMulT(b, mulTGo) }

@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package qmat
+
+func simdKernels() []kernel { return nil }
