@@ -43,3 +43,10 @@ func BenchmarkMulTRef(b *testing.B) { benchMulT(b, mulTRef) }
 
 // BenchmarkMulTGo measures the portable blocked path.
 func BenchmarkMulTGo(b *testing.B) { benchMulT(b, mulTGo) }
+
+// BenchmarkMulTSIMD measures each SIMD kernel this CPU runs.
+func BenchmarkMulTSIMD(b *testing.B) {
+	for _, k := range simdKernels() {
+		b.Run(k.name, func(b *testing.B) { benchMulT(b, k.f) })
+	}
+}
