@@ -1,13 +1,16 @@
 //go:build ignore
 
-// asm_gen writes mult_amd64.s, the AVX2+FMA micro-kernels of mulTAVX2:
+// asm_gen writes mult_amd64.s, the AVX2+FMA kernels of mulTAVX2:
 // go run asm_gen.go (go generate runs it).
 //
-// Kernel dotAVX2xJ (J = 1..6) dots two int8 weight rows q0, q1 against J
-// float32 activation rows x, x+xstride, ... over k columns (a multiple of
-// 8), eight columns at a time: both weight rows are widened to float32 once
-// (VPMOVSXBD, VCVTDQ2PS) and multiplied into 2·J accumulators (VFMADD231PS).
-// It writes the 2·J sums to out as out[2j+w] = Σ x_j · q_w.
+// Kernel mulAVX2xJ (J = 1..6) multiplies J float32 activation rows by
+// pairs of int8 weight rows. For each pair it dots both weight rows against
+// the J activation rows over k columns (a positive multiple of 8), eight
+// columns at a time: the two weight rows' bytes are widened to float32 once
+// (VPMOVSXBD, VCVTDQ2PS) and multiplied into 2·J accumulators
+// (VFMADD231PS). It then sums each accumulator's lanes, multiplies by the
+// rows' scales and stores dst[j*dstride+2p+w] for activation row j and
+// weight row w of pair p.
 package main
 
 import (
@@ -34,20 +37,35 @@ func xaddr(j int) string {
 	return [...]string{"(BX)", "(BX)(DX*1)", "(BX)(DX*2)", "(R8)", "(BX)(DX*4)", "(R8)(DX*2)"}[j]
 }
 
+// daddr is the address of row j of dst at the current pair: R13 is row 0,
+// AX row 3, R10 the stride in bytes.
+func daddr(j int) string {
+	return [...]string{"(R13)", "(R13)(R10*1)", "(R13)(R10*2)", "(AX)", "(R13)(R10*4)", "(AX)(R10*2)"}[j]
+}
+
 func kernel(b *bytes.Buffer, rows int) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, "\t"+format+"\n", a...) }
-	fmt.Fprintf(b, "\n// func dotAVX2x%d(q0, q1 *int8, x *float32, xstride, k int, out *float32)\n", rows)
-	fmt.Fprintf(b, "TEXT ·dotAVX2x%d(SB), NOSPLIT, $0-48\n", rows)
-	p("MOVQ q0+0(FP), SI")
-	p("MOVQ q1+8(FP), DI")
-	p("MOVQ x+16(FP), BX")
-	p("MOVQ xstride+24(FP), DX")
+	fmt.Fprintf(b, "\n// func mulAVX2x%d(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)\n", rows)
+	fmt.Fprintf(b, "TEXT ·mulAVX2x%d(SB), NOSPLIT, $0-72\n", rows)
+	p("MOVQ q+0(FP), SI")
+	p("MOVQ scale+8(FP), R12")
+	p("MOVQ pairs+16(FP), R11")
+	p("MOVQ cols+24(FP), R9")
+	p("SHLQ $1, R9")
+	p("SUBQ k+32(FP), R9") // SI's step from the end of a pair's first row to the next pair
+	p("MOVQ xstride+48(FP), DX")
 	p("SHLQ $2, DX")
+	p("MOVQ dst+56(FP), R13")
+	p("MOVQ dstride+64(FP), R10")
+	p("SHLQ $2, R10")
+	fmt.Fprintf(b, "pair:\n")
+	p("MOVQ cols+24(FP), DI")
+	p("ADDQ SI, DI")
+	p("MOVQ x+40(FP), BX")
 	p("LEAQ (BX)(DX*2), R8")
 	p("ADDQ DX, R8")
 	p("MOVQ k+32(FP), CX")
 	p("SHRQ $3, CX")
-	p("MOVQ out+40(FP), R9")
 	for a := 0; a < 2*rows; a++ {
 		p("VXORPS Y%d, Y%d, Y%d", a, a, a)
 	}
@@ -68,7 +86,12 @@ func kernel(b *bytes.Buffer, rows int) {
 	p("ADDQ $32, R8")
 	p("DECQ CX")
 	p("JNZ loop")
-	// Reduce: four accumulators at a time into one XMM of four sums.
+	// Reduce two activation rows (four accumulators) at a time into one
+	// XMM [x_j·q0, x_j·q1, x_j+1·q0, x_j+1·q1], scale it by [s0, s1, s0, s1]
+	// and store its halves into dst rows j and j+1.
+	p("VMOVDDUP (R12), X15")
+	p("LEAQ (R13)(R10*2), AX")
+	p("ADDQ R10, AX")
 	a := 0
 	for ; a+4 <= 2*rows; a += 4 {
 		p("VHADDPS Y%d, Y%d, Y%d", a+1, a, a)
@@ -76,15 +99,23 @@ func kernel(b *bytes.Buffer, rows int) {
 		p("VHADDPS Y%d, Y%d, Y%d", a+2, a, a)
 		p("VEXTRACTF128 $1, Y%d, X%d", a, a+1)
 		p("VADDPS X%d, X%d, X%d", a+1, a, a)
-		p("VMOVUPS X%d, %d(R9)", a, 4*a)
+		p("VMULPS X15, X%d, X%d", a, a)
+		p("VMOVSD X%d, %s", a, daddr(a/2))
+		p("VMOVHPS X%d, %s", a, daddr(a/2+1))
 	}
 	if a < 2*rows {
 		p("VHADDPS Y%d, Y%d, Y%d", a+1, a, a)
 		p("VHADDPS Y%d, Y%d, Y%d", a, a, a)
 		p("VEXTRACTF128 $1, Y%d, X%d", a, a+1)
 		p("VADDPS X%d, X%d, X%d", a+1, a, a)
-		p("VMOVSD X%d, %d(R9)", a, 4*a)
+		p("VMULPS X15, X%d, X%d", a, a)
+		p("VMOVSD X%d, %s", a, daddr(a/2))
 	}
+	p("ADDQ R9, SI")
+	p("ADDQ $8, R12")
+	p("ADDQ $8, R13")
+	p("DECQ R11")
+	p("JNZ pair")
 	p("VZEROUPPER")
 	p("RET")
 }

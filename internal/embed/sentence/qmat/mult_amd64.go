@@ -12,73 +12,87 @@ func init() {
 	}
 }
 
-// The dotAVX2xJ kernels (mult_amd64.s, written by asm_gen.go) dot the int8
-// weight rows q0 and q1 against J activation rows starting at x, xstride
-// float32 values apart, over k columns (a positive multiple of 8), and set
-// out[2j+w] to the sum of activation row j times weight row w.
+// The mulAVX2xJ kernels (mult_amd64.s, written by asm_gen.go) multiply J
+// activation rows starting at x, xstride float32 values apart, by pairs of
+// int8 weight rows starting at q: pair p is the rows at q+2p·cols and
+// q+(2p+1)·cols (both at q when cols is 0, pairs being 1). Over the first k
+// columns (a positive multiple of 8) they set dst[j*dstride+2p+w] to
+// scale[2p+w] times the dot product of activation row j and weight row
+// 2p+w.
 
 //go:noescape
-func dotAVX2x1(q0, q1 *int8, x *float32, xstride, k int, out *float32)
+func mulAVX2x1(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
 
 //go:noescape
-func dotAVX2x2(q0, q1 *int8, x *float32, xstride, k int, out *float32)
+func mulAVX2x2(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
 
 //go:noescape
-func dotAVX2x3(q0, q1 *int8, x *float32, xstride, k int, out *float32)
+func mulAVX2x3(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
 
 //go:noescape
-func dotAVX2x4(q0, q1 *int8, x *float32, xstride, k int, out *float32)
+func mulAVX2x4(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
 
 //go:noescape
-func dotAVX2x5(q0, q1 *int8, x *float32, xstride, k int, out *float32)
+func mulAVX2x5(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
 
 //go:noescape
-func dotAVX2x6(q0, q1 *int8, x *float32, xstride, k int, out *float32)
+func mulAVX2x6(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
 
-// mulTAVX2 is the AVX2+FMA kernel: for each block of six activation rows
-// (kept in L1 cache while every weight row streams past them), it runs a
-// micro-kernel per pair of weight rows, then adds the columns past the last
-// multiple of 8 and applies the rows' scales.
+// mulAVX2 runs the kernel for xr (1..6) activation rows.
+func mulAVX2(xr int, q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int) {
+	switch xr {
+	case 6:
+		mulAVX2x6(q, scale, pairs, cols, k, x, xstride, dst, dstride)
+	case 5:
+		mulAVX2x5(q, scale, pairs, cols, k, x, xstride, dst, dstride)
+	case 4:
+		mulAVX2x4(q, scale, pairs, cols, k, x, xstride, dst, dstride)
+	case 3:
+		mulAVX2x3(q, scale, pairs, cols, k, x, xstride, dst, dstride)
+	case 2:
+		mulAVX2x2(q, scale, pairs, cols, k, x, xstride, dst, dstride)
+	default:
+		mulAVX2x1(q, scale, pairs, cols, k, x, xstride, dst, dstride)
+	}
+}
+
+// mulTAVX2 is the AVX2+FMA kernel. For each block of six activation rows
+// (kept in L1 cache while every weight row streams past them) one assembly
+// call runs all pairs of weight rows; an odd last row runs as a pair of
+// itself into a scratch, and columns past the last multiple of 8 are added
+// in Go.
 func mulTAVX2(m *Matrix, dst, x []float32, n int) {
 	rows, cols := m.Rows, m.Cols
 	k8 := cols &^ 7
-	var out [12]float32
+	if k8 == 0 {
+		mulTGo(m, dst, x, n)
+		return
+	}
+	pairs := rows / 2
 	for i := 0; i < n; i += 6 {
 		xr := min(6, n-i)
-		xi := &x[i*cols]
-		for r := 0; r < rows; r += 2 {
-			r1 := min(r+1, rows-1) // an odd last row is computed twice, stored once
-			q0, q1 := m.Q[r*cols:(r+1)*cols], m.Q[r1*cols:(r1+1)*cols]
-			if k8 > 0 {
-				switch xr {
-				case 6:
-					dotAVX2x6(&q0[0], &q1[0], xi, cols, k8, &out[0])
-				case 5:
-					dotAVX2x5(&q0[0], &q1[0], xi, cols, k8, &out[0])
-				case 4:
-					dotAVX2x4(&q0[0], &q1[0], xi, cols, k8, &out[0])
-				case 3:
-					dotAVX2x3(&q0[0], &q1[0], xi, cols, k8, &out[0])
-				case 2:
-					dotAVX2x2(&q0[0], &q1[0], xi, cols, k8, &out[0])
-				default:
-					dotAVX2x1(&q0[0], &q1[0], xi, cols, k8, &out[0])
-				}
-			} else {
-				clear(out[:])
-			}
-			s0, s1 := m.Scale[r], m.Scale[r1]
+		if pairs > 0 {
+			mulAVX2(xr, &m.Q[0], &m.Scale[0], pairs, cols, k8, &x[i*cols], cols, &dst[i*rows], rows)
+		}
+		if rows%2 == 1 {
+			r := rows - 1
+			s := [2]float32{m.Scale[r], m.Scale[r]}
+			var out [12]float32
+			mulAVX2(xr, &m.Q[r*cols], &s[0], 1, 0, k8, &x[i*cols], cols, &out[0], 2)
 			for j := range xr {
-				a, b := out[2*j], out[2*j+1]
-				xj := x[(i+j)*cols : (i+j+1)*cols]
-				for c := k8; c < cols; c++ {
-					a += xj[c] * float32(q0[c])
-					b += xj[c] * float32(q1[c])
-				}
-				d := dst[(i+j)*rows:]
-				d[r] = a * s0
-				if r1 > r {
-					d[r1] = b * s1
+				dst[(i+j)*rows+r] = out[2*j]
+			}
+		}
+		if k8 < cols {
+			for j := range xr {
+				xj := x[(i+j)*cols+k8 : (i+j+1)*cols]
+				for r := range rows {
+					q := m.Q[r*cols+k8 : (r+1)*cols]
+					var a float32
+					for c, v := range xj {
+						a += v * float32(q[c])
+					}
+					dst[(i+j)*rows+r] += a * m.Scale[r]
 				}
 			}
 		}

@@ -4,18 +4,27 @@
 
 #include "textflag.h"
 
-// func dotAVX2x1(q0, q1 *int8, x *float32, xstride, k int, out *float32)
-TEXT ·dotAVX2x1(SB), NOSPLIT, $0-48
-	MOVQ q0+0(FP), SI
-	MOVQ q1+8(FP), DI
-	MOVQ x+16(FP), BX
-	MOVQ xstride+24(FP), DX
+// func mulAVX2x1(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+TEXT ·mulAVX2x1(SB), NOSPLIT, $0-72
+	MOVQ q+0(FP), SI
+	MOVQ scale+8(FP), R12
+	MOVQ pairs+16(FP), R11
+	MOVQ cols+24(FP), R9
+	SHLQ $1, R9
+	SUBQ k+32(FP), R9
+	MOVQ xstride+48(FP), DX
 	SHLQ $2, DX
+	MOVQ dst+56(FP), R13
+	MOVQ dstride+64(FP), R10
+	SHLQ $2, R10
+pair:
+	MOVQ cols+24(FP), DI
+	ADDQ SI, DI
+	MOVQ x+40(FP), BX
 	LEAQ (BX)(DX*2), R8
 	ADDQ DX, R8
 	MOVQ k+32(FP), CX
 	SHRQ $3, CX
-	MOVQ out+40(FP), R9
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 loop:
@@ -32,26 +41,44 @@ loop:
 	ADDQ $32, R8
 	DECQ CX
 	JNZ loop
+	VMOVDDUP (R12), X15
+	LEAQ (R13)(R10*2), AX
+	ADDQ R10, AX
 	VHADDPS Y1, Y0, Y0
 	VHADDPS Y0, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
-	VMOVSD X0, 0(R9)
+	VMULPS X15, X0, X0
+	VMOVSD X0, (R13)
+	ADDQ R9, SI
+	ADDQ $8, R12
+	ADDQ $8, R13
+	DECQ R11
+	JNZ pair
 	VZEROUPPER
 	RET
 
-// func dotAVX2x2(q0, q1 *int8, x *float32, xstride, k int, out *float32)
-TEXT ·dotAVX2x2(SB), NOSPLIT, $0-48
-	MOVQ q0+0(FP), SI
-	MOVQ q1+8(FP), DI
-	MOVQ x+16(FP), BX
-	MOVQ xstride+24(FP), DX
+// func mulAVX2x2(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+TEXT ·mulAVX2x2(SB), NOSPLIT, $0-72
+	MOVQ q+0(FP), SI
+	MOVQ scale+8(FP), R12
+	MOVQ pairs+16(FP), R11
+	MOVQ cols+24(FP), R9
+	SHLQ $1, R9
+	SUBQ k+32(FP), R9
+	MOVQ xstride+48(FP), DX
 	SHLQ $2, DX
+	MOVQ dst+56(FP), R13
+	MOVQ dstride+64(FP), R10
+	SHLQ $2, R10
+pair:
+	MOVQ cols+24(FP), DI
+	ADDQ SI, DI
+	MOVQ x+40(FP), BX
 	LEAQ (BX)(DX*2), R8
 	ADDQ DX, R8
 	MOVQ k+32(FP), CX
 	SHRQ $3, CX
-	MOVQ out+40(FP), R9
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -73,27 +100,46 @@ loop:
 	ADDQ $32, R8
 	DECQ CX
 	JNZ loop
+	VMOVDDUP (R12), X15
+	LEAQ (R13)(R10*2), AX
+	ADDQ R10, AX
 	VHADDPS Y1, Y0, Y0
 	VHADDPS Y3, Y2, Y2
 	VHADDPS Y2, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
-	VMOVUPS X0, 0(R9)
+	VMULPS X15, X0, X0
+	VMOVSD X0, (R13)
+	VMOVHPS X0, (R13)(R10*1)
+	ADDQ R9, SI
+	ADDQ $8, R12
+	ADDQ $8, R13
+	DECQ R11
+	JNZ pair
 	VZEROUPPER
 	RET
 
-// func dotAVX2x3(q0, q1 *int8, x *float32, xstride, k int, out *float32)
-TEXT ·dotAVX2x3(SB), NOSPLIT, $0-48
-	MOVQ q0+0(FP), SI
-	MOVQ q1+8(FP), DI
-	MOVQ x+16(FP), BX
-	MOVQ xstride+24(FP), DX
+// func mulAVX2x3(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+TEXT ·mulAVX2x3(SB), NOSPLIT, $0-72
+	MOVQ q+0(FP), SI
+	MOVQ scale+8(FP), R12
+	MOVQ pairs+16(FP), R11
+	MOVQ cols+24(FP), R9
+	SHLQ $1, R9
+	SUBQ k+32(FP), R9
+	MOVQ xstride+48(FP), DX
 	SHLQ $2, DX
+	MOVQ dst+56(FP), R13
+	MOVQ dstride+64(FP), R10
+	SHLQ $2, R10
+pair:
+	MOVQ cols+24(FP), DI
+	ADDQ SI, DI
+	MOVQ x+40(FP), BX
 	LEAQ (BX)(DX*2), R8
 	ADDQ DX, R8
 	MOVQ k+32(FP), CX
 	SHRQ $3, CX
-	MOVQ out+40(FP), R9
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -120,32 +166,52 @@ loop:
 	ADDQ $32, R8
 	DECQ CX
 	JNZ loop
+	VMOVDDUP (R12), X15
+	LEAQ (R13)(R10*2), AX
+	ADDQ R10, AX
 	VHADDPS Y1, Y0, Y0
 	VHADDPS Y3, Y2, Y2
 	VHADDPS Y2, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
-	VMOVUPS X0, 0(R9)
+	VMULPS X15, X0, X0
+	VMOVSD X0, (R13)
+	VMOVHPS X0, (R13)(R10*1)
 	VHADDPS Y5, Y4, Y4
 	VHADDPS Y4, Y4, Y4
 	VEXTRACTF128 $1, Y4, X5
 	VADDPS X5, X4, X4
-	VMOVSD X4, 16(R9)
+	VMULPS X15, X4, X4
+	VMOVSD X4, (R13)(R10*2)
+	ADDQ R9, SI
+	ADDQ $8, R12
+	ADDQ $8, R13
+	DECQ R11
+	JNZ pair
 	VZEROUPPER
 	RET
 
-// func dotAVX2x4(q0, q1 *int8, x *float32, xstride, k int, out *float32)
-TEXT ·dotAVX2x4(SB), NOSPLIT, $0-48
-	MOVQ q0+0(FP), SI
-	MOVQ q1+8(FP), DI
-	MOVQ x+16(FP), BX
-	MOVQ xstride+24(FP), DX
+// func mulAVX2x4(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+TEXT ·mulAVX2x4(SB), NOSPLIT, $0-72
+	MOVQ q+0(FP), SI
+	MOVQ scale+8(FP), R12
+	MOVQ pairs+16(FP), R11
+	MOVQ cols+24(FP), R9
+	SHLQ $1, R9
+	SUBQ k+32(FP), R9
+	MOVQ xstride+48(FP), DX
 	SHLQ $2, DX
+	MOVQ dst+56(FP), R13
+	MOVQ dstride+64(FP), R10
+	SHLQ $2, R10
+pair:
+	MOVQ cols+24(FP), DI
+	ADDQ SI, DI
+	MOVQ x+40(FP), BX
 	LEAQ (BX)(DX*2), R8
 	ADDQ DX, R8
 	MOVQ k+32(FP), CX
 	SHRQ $3, CX
-	MOVQ out+40(FP), R9
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -177,33 +243,54 @@ loop:
 	ADDQ $32, R8
 	DECQ CX
 	JNZ loop
+	VMOVDDUP (R12), X15
+	LEAQ (R13)(R10*2), AX
+	ADDQ R10, AX
 	VHADDPS Y1, Y0, Y0
 	VHADDPS Y3, Y2, Y2
 	VHADDPS Y2, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
-	VMOVUPS X0, 0(R9)
+	VMULPS X15, X0, X0
+	VMOVSD X0, (R13)
+	VMOVHPS X0, (R13)(R10*1)
 	VHADDPS Y5, Y4, Y4
 	VHADDPS Y7, Y6, Y6
 	VHADDPS Y6, Y4, Y4
 	VEXTRACTF128 $1, Y4, X5
 	VADDPS X5, X4, X4
-	VMOVUPS X4, 16(R9)
+	VMULPS X15, X4, X4
+	VMOVSD X4, (R13)(R10*2)
+	VMOVHPS X4, (AX)
+	ADDQ R9, SI
+	ADDQ $8, R12
+	ADDQ $8, R13
+	DECQ R11
+	JNZ pair
 	VZEROUPPER
 	RET
 
-// func dotAVX2x5(q0, q1 *int8, x *float32, xstride, k int, out *float32)
-TEXT ·dotAVX2x5(SB), NOSPLIT, $0-48
-	MOVQ q0+0(FP), SI
-	MOVQ q1+8(FP), DI
-	MOVQ x+16(FP), BX
-	MOVQ xstride+24(FP), DX
+// func mulAVX2x5(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+TEXT ·mulAVX2x5(SB), NOSPLIT, $0-72
+	MOVQ q+0(FP), SI
+	MOVQ scale+8(FP), R12
+	MOVQ pairs+16(FP), R11
+	MOVQ cols+24(FP), R9
+	SHLQ $1, R9
+	SUBQ k+32(FP), R9
+	MOVQ xstride+48(FP), DX
 	SHLQ $2, DX
+	MOVQ dst+56(FP), R13
+	MOVQ dstride+64(FP), R10
+	SHLQ $2, R10
+pair:
+	MOVQ cols+24(FP), DI
+	ADDQ SI, DI
+	MOVQ x+40(FP), BX
 	LEAQ (BX)(DX*2), R8
 	ADDQ DX, R8
 	MOVQ k+32(FP), CX
 	SHRQ $3, CX
-	MOVQ out+40(FP), R9
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -240,38 +327,60 @@ loop:
 	ADDQ $32, R8
 	DECQ CX
 	JNZ loop
+	VMOVDDUP (R12), X15
+	LEAQ (R13)(R10*2), AX
+	ADDQ R10, AX
 	VHADDPS Y1, Y0, Y0
 	VHADDPS Y3, Y2, Y2
 	VHADDPS Y2, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
-	VMOVUPS X0, 0(R9)
+	VMULPS X15, X0, X0
+	VMOVSD X0, (R13)
+	VMOVHPS X0, (R13)(R10*1)
 	VHADDPS Y5, Y4, Y4
 	VHADDPS Y7, Y6, Y6
 	VHADDPS Y6, Y4, Y4
 	VEXTRACTF128 $1, Y4, X5
 	VADDPS X5, X4, X4
-	VMOVUPS X4, 16(R9)
+	VMULPS X15, X4, X4
+	VMOVSD X4, (R13)(R10*2)
+	VMOVHPS X4, (AX)
 	VHADDPS Y9, Y8, Y8
 	VHADDPS Y8, Y8, Y8
 	VEXTRACTF128 $1, Y8, X9
 	VADDPS X9, X8, X8
-	VMOVSD X8, 32(R9)
+	VMULPS X15, X8, X8
+	VMOVSD X8, (R13)(R10*4)
+	ADDQ R9, SI
+	ADDQ $8, R12
+	ADDQ $8, R13
+	DECQ R11
+	JNZ pair
 	VZEROUPPER
 	RET
 
-// func dotAVX2x6(q0, q1 *int8, x *float32, xstride, k int, out *float32)
-TEXT ·dotAVX2x6(SB), NOSPLIT, $0-48
-	MOVQ q0+0(FP), SI
-	MOVQ q1+8(FP), DI
-	MOVQ x+16(FP), BX
-	MOVQ xstride+24(FP), DX
+// func mulAVX2x6(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+TEXT ·mulAVX2x6(SB), NOSPLIT, $0-72
+	MOVQ q+0(FP), SI
+	MOVQ scale+8(FP), R12
+	MOVQ pairs+16(FP), R11
+	MOVQ cols+24(FP), R9
+	SHLQ $1, R9
+	SUBQ k+32(FP), R9
+	MOVQ xstride+48(FP), DX
 	SHLQ $2, DX
+	MOVQ dst+56(FP), R13
+	MOVQ dstride+64(FP), R10
+	SHLQ $2, R10
+pair:
+	MOVQ cols+24(FP), DI
+	ADDQ SI, DI
+	MOVQ x+40(FP), BX
 	LEAQ (BX)(DX*2), R8
 	ADDQ DX, R8
 	MOVQ k+32(FP), CX
 	SHRQ $3, CX
-	MOVQ out+40(FP), R9
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -313,23 +422,37 @@ loop:
 	ADDQ $32, R8
 	DECQ CX
 	JNZ loop
+	VMOVDDUP (R12), X15
+	LEAQ (R13)(R10*2), AX
+	ADDQ R10, AX
 	VHADDPS Y1, Y0, Y0
 	VHADDPS Y3, Y2, Y2
 	VHADDPS Y2, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
-	VMOVUPS X0, 0(R9)
+	VMULPS X15, X0, X0
+	VMOVSD X0, (R13)
+	VMOVHPS X0, (R13)(R10*1)
 	VHADDPS Y5, Y4, Y4
 	VHADDPS Y7, Y6, Y6
 	VHADDPS Y6, Y4, Y4
 	VEXTRACTF128 $1, Y4, X5
 	VADDPS X5, X4, X4
-	VMOVUPS X4, 16(R9)
+	VMULPS X15, X4, X4
+	VMOVSD X4, (R13)(R10*2)
+	VMOVHPS X4, (AX)
 	VHADDPS Y9, Y8, Y8
 	VHADDPS Y11, Y10, Y10
 	VHADDPS Y10, Y8, Y8
 	VEXTRACTF128 $1, Y8, X9
 	VADDPS X9, X8, X8
-	VMOVUPS X8, 32(R9)
+	VMULPS X15, X8, X8
+	VMOVSD X8, (R13)(R10*4)
+	VMOVHPS X8, (AX)(R10*2)
+	ADDQ R9, SI
+	ADDQ $8, R12
+	ADDQ $8, R13
+	DECQ R11
+	JNZ pair
 	VZEROUPPER
 	RET

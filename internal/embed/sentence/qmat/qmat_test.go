@@ -67,6 +67,8 @@ func TestMulT(t *testing.T) {
 		{"one by one", 1, 1, 1},
 		{"one row", 1, 7, 5},
 		{"one column", 5, 9, 1},
+		{"one weight row", 3, 1, 24},
+		{"seven columns", 7, 4, 7},
 		{"odd sizes", 3, 13, 37},
 		{"tails of every block", 7, 11, 45},
 		{"primes", 13, 17, 131},
