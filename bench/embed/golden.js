@@ -7,7 +7,8 @@
 // tokens: one JSON line {"text", "ids"} per text, the ids of
 // @energetic-ai/embeddings' tokenizer (unclipped). vectors: one line
 // {"text", "ids", "vec"} per text, vec the reference embedding (ids clipped
-// to the first 128, as the eval used) as base64 little-endian float32.
+// to the first 128, as the eval used; a blank text sent as a space, as
+// server.js sends it) as base64 little-endian float32.
 // Every text is written here (fixed lists and a seeded generator); none comes
 // from an evaluation data set.
 "use strict";
@@ -177,7 +178,7 @@ function tokenTexts() {
 
 function vectorTexts() {
   const r = rng(4646);
-  const texts = [...sentences, "", "a", "🎉", "Café, naïve, résumé", "こんにちは世界",
+  const texts = [...sentences, "", " \t\n", "a", "🎉", "Café, naïve, résumé", "こんにちは世界",
     "Meeting at 9:00, lunch at 12:30 :)", "# Heading\n\n- item one\n- item two",
     "multiple    internal     spaces"];
   for (let i = 0; i < 10; i++) texts.push(words(r, 5 + Math.floor(r() * 60)));
@@ -198,10 +199,12 @@ async function main() {
   if (mode === "vectors") {
     const texts = vectorTexts();
     for (const text of texts) {
-      // One text a call, as a live turn embeds it.
-      const [vec] = await embed(model, [text], MAX_TOKENS);
+      // One text a call, as a live turn embeds it; a blank text as a
+      // space, as server.js sends it (the graph cannot take no tokens).
+      const sent = text.trim() === "" ? " " : text;
+      const [vec] = await embed(model, [sent], MAX_TOKENS);
       const buf = Buffer.from(new Float32Array(vec).buffer);
-      process.stdout.write(JSON.stringify({ text, ids: tokens(model, text, MAX_TOKENS), vec: buf.toString("base64") }) + "\n");
+      process.stdout.write(JSON.stringify({ text, ids: tokens(model, sent, MAX_TOKENS), vec: buf.toString("base64") }) + "\n");
     }
     return;
   }

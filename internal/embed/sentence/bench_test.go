@@ -1,0 +1,43 @@
+package sentence
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// BenchmarkEmbed measures one text a call: a short query and a passage of
+// maxPieces pieces.
+func BenchmarkEmbed(b *testing.B) {
+	enc, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	passage := strings.Repeat("We went hiking in the mountains last weekend and the weather was lovely. ", 12)
+	for _, bc := range []struct{ name, text string }{
+		{"query", "What did I say about my sister's birthday party?"},
+		{"passage", passage},
+	} {
+		pieces := len(enc.tok.encode(bc.text, maxPieces))
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			texts := []string{bc.text}
+			for b.Loop() {
+				if _, err := enc.Embed(ctx, texts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(pieces), "pieces")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "texts/s")
+		})
+	}
+}
+
+// BenchmarkTokenize measures the tokenizer alone on a passage.
+func BenchmarkTokenize(b *testing.B) {
+	tok := testTokenizer(b)
+	passage := strings.Repeat("We went hiking in the mountains last weekend and the weather was lovely. ", 12)
+	for b.Loop() {
+		tok.encode(passage, maxPieces)
+	}
+}

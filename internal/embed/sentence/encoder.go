@@ -1,0 +1,281 @@
+package sentence
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/embed/sentence/qmat"
+)
+
+const (
+	// Dimensions is the length of the encoder's vectors.
+	Dimensions = 512
+	// ID names the encoder's vectors (model, dimensions stored / produced):
+	// vectors of different IDs are never compared.
+	ID = "builtin/use-lite@512/512"
+
+	embeddingRows = 8002 // the graph's table: the 8,000 pieces and two spare rows
+	ffnDim        = 1536
+	lnEpsilon     = 1e-6  // the graph's layer-norm epsilon (float32 1e-6)
+	l2Floor       = 1e-12 // l2_normalize's floor on the squared norm
+)
+
+var _ embed.Embedder = (*Encoder)(nil)
+
+// Encoder embeds texts with USE-lite. It is immutable and safe for
+// concurrent use.
+type Encoder struct {
+	tok     *tokenizer
+	w       *weights
+	scratch sync.Pool // *scratch
+}
+
+// New returns an Encoder over the weights and vocabulary embedded in the
+// binary. It views the weights in place (no copy) and builds the
+// tokenizer's trie (a few hundred kilobytes); call it once and share the
+// Encoder.
+func New() (*Encoder, error) {
+	return newEncoder(blob, vocabText)
+}
+
+func newEncoder(weightsBlob, vocab string) (*Encoder, error) {
+	w, err := parseWeights(weightsBlob)
+	if err != nil {
+		return nil, fmt.Errorf("loading the sentence encoder: %w", err)
+	}
+	tok, err := newTokenizer(vocab)
+	if err != nil {
+		return nil, fmt.Errorf("loading the sentence encoder: %w", err)
+	}
+	if len(tok.score) > embeddingRows {
+		return nil, fmt.Errorf("loading the sentence encoder: %d pieces for %d embeddings", len(tok.score), embeddingRows)
+	}
+	return &Encoder{tok: tok, w: w}, nil
+}
+
+// Dimensions returns 512.
+func (e *Encoder) Dimensions() int { return Dimensions }
+
+// ID returns the identity of the encoder's vectors.
+func (e *Encoder) ID() string { return ID }
+
+// Embed returns one L2-normalised 512-float vector per text, read from the
+// text's first maxPieces (128) pieces. A blank text (empty or only
+// white space) is read as one space, as bench/embed's server sent it to the
+// reference model (which cannot take no pieces). It stops between texts
+// when ctx is done.
+func (e *Encoder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	s, _ := e.scratch.Get().(*scratch)
+	if s == nil {
+		s = newScratch()
+	}
+	defer e.scratch.Put(s)
+	for i, t := range texts {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("embedding text %d of %d: %w", i+1, len(texts), err)
+		}
+		if strings.TrimFunc(t, isJSSpace) == "" {
+			t = " "
+		}
+		ids := e.tok.encode(t, maxPieces)
+		v := make([]float32, Dimensions)
+		e.forward(s, ids, v)
+		out[i] = v
+	}
+	return out, nil
+}
+
+// isJSSpace reports whether JavaScript's String.prototype.trim removes r.
+func isJSSpace(r rune) bool {
+	return r == '\uFEFF' || (unicode.IsSpace(r) && r != '\u0085')
+}
+
+// scratch holds one forward pass's activations, sized for maxPieces.
+type scratch struct {
+	h      []float32 // n × 512: the residual stream
+	y      []float32 // n × 512: layer-norm output (the embeddings first)
+	big    []float32 // n × 1536: q, k, v, then the FFN's hidden units
+	a      []float32 // n × 512: a sublayer's output
+	o      []float32 // n × 512: attention's heads combined
+	qh     []float32 // n × headDepth: one head's queries
+	kh, vh []float32
+	scores []float32 // n × n
+	pool   []float32 // 512
+}
+
+func newScratch() *scratch {
+	const n = maxPieces
+	return &scratch{
+		h: make([]float32, n*512), y: make([]float32, n*512), big: make([]float32, n*ffnDim),
+		a: make([]float32, n*512), o: make([]float32, n*512),
+		qh: make([]float32, n*128), kh: make([]float32, n*128), vh: make([]float32, n*128),
+		scores: make([]float32, n*n), pool: make([]float32, Dimensions),
+	}
+}
+
+// forward writes the embedding of the pieces ids (at most maxPieces) to
+// dst, as the TF.js graph computes it for one text.
+func (e *Encoder) forward(s *scratch, ids []int32, dst []float32) {
+	w := e.w
+	n := len(ids)
+	if n > 0 {
+		// The embeddings plus (the embeddings plus the timing signal): the
+		// graph adds AddTimingSignal's output to its own input, so each
+		// embedding counts twice. The timing signal is the sin of position
+		// × inverse timescale in the first 128 dimensions, the cos in the
+		// next.
+		x := s.y[:n*256]
+		for p, id := range ids {
+			row := x[p*256 : (p+1)*256]
+			w.embedding.Row(row, int(id))
+			for d := range row {
+				row[d] += row[d]
+			}
+			for d, inv := range w.timing {
+				t := float64(float32(p) * inv)
+				row[d] += float32(math.Sin(t))
+				row[128+d] += float32(math.Cos(t))
+			}
+		}
+		e.layer(s, &w.layers[0], n)
+		e.layer(s, &w.layers[1], n)
+	}
+	// Mean over the pieces (divided by at least 1), then tanh layer.
+	clear(s.pool)
+	for p := 0; p < n; p++ {
+		qmat.Axpy(s.pool, s.h[p*512:(p+1)*512], 1)
+	}
+	inv := 1 / float32(max(n, 1))
+	for d := range s.pool {
+		s.pool[d] *= inv
+	}
+	w.pool.MulT(dst, s.pool, 1)
+	var ss float64
+	for d := range dst {
+		v := float32(math.Tanh(float64(dst[d] + w.poolB[d])))
+		dst[d] = v
+		ss += float64(v) * float64(v)
+	}
+	scale := float32(1 / math.Sqrt(math.Max(ss, l2Floor)))
+	for d := range dst {
+		dst[d] *= scale
+	}
+}
+
+// layer runs one transformer layer: its input is s.y (layer 0: the n × 256
+// embeddings) or s.h (layer 1), its output s.h.
+func (e *Encoder) layer(s *scratch, l *layer, n int) {
+	d := l.dim
+	if l.res != nil {
+		// Layer 0 widens the residual 256 → 512 with a dense layer, and
+		// normalises the embeddings for attention.
+		l.res.MulT(s.h[:n*512], s.y[:n*256], n)
+		addBias(s.h[:n*512], l.resB)
+		layerNorm(s.y[:n*d], s.y[:n*d], l.ln1g, l.ln1b, n)
+	} else {
+		layerNorm(s.y[:n*d], s.h[:n*d], l.ln1g, l.ln1b, n)
+	}
+	// Multi-head self-attention over the n pieces (all real: no mask).
+	qkv := s.big[:n*3*d]
+	l.qkv.MulT(qkv, s.y[:n*d], n)
+	addBias(qkv, l.qkvB)
+	hd := l.headDepth
+	qh, kh, vh, sc := s.qh[:n*hd], s.kh[:n*hd], s.vh[:n*hd], s.scores[:n*n]
+	for h := 0; h < l.heads; h++ {
+		for p := 0; p < n; p++ {
+			row := qkv[p*3*d:]
+			q := qh[p*hd : (p+1)*hd]
+			for j, v := range row[h*hd : (h+1)*hd] {
+				q[j] = v * l.scale
+			}
+			copy(kh[p*hd:(p+1)*hd], row[d+h*hd:d+(h+1)*hd])
+			copy(vh[p*hd:(p+1)*hd], row[2*d+h*hd:2*d+(h+1)*hd])
+		}
+		qmat.MulABT(sc, qh, kh, n, n, hd)
+		for p := 0; p < n; p++ {
+			softmax(sc[p*n : (p+1)*n])
+		}
+		qmat.MulAB(qh, sc, vh, n, hd, n) // the head's output, over its queries
+		for p := 0; p < n; p++ {
+			copy(s.o[p*d+h*hd:p*d+(h+1)*hd], qh[p*hd:(p+1)*hd])
+		}
+	}
+	l.out.MulT(s.a[:n*512], s.o[:n*d], n)
+	addBias(s.a[:n*512], l.outB)
+	add(s.h[:n*512], s.a[:n*512])
+	// Feed-forward: layer norm, 512 → 1536 ReLU → 512, residual.
+	layerNorm(s.y[:n*512], s.h[:n*512], l.ln2g, l.ln2b, n)
+	f := s.big[:n*ffnDim]
+	l.ffn1.MulT(f, s.y[:n*512], n)
+	addBias(f, l.ffn1B)
+	for k, v := range f {
+		if v < 0 {
+			f[k] = 0
+		}
+	}
+	l.ffn2.MulT(s.a[:n*512], f, n)
+	addBias(s.a[:n*512], l.ffn2B)
+	add(s.h[:n*512], s.a[:n*512])
+}
+
+// layerNorm sets each row of dst (n rows of len(g)) to g·(x−mean)/√(var+ε)+b
+// of the same row of x; dst may be x.
+func layerNorm(dst, x, g, b []float32, n int) {
+	d := len(g)
+	for r := 0; r < n; r++ {
+		xr, dr := x[r*d:(r+1)*d], dst[r*d:(r+1)*d]
+		var sum float64
+		for _, v := range xr {
+			sum += float64(v)
+		}
+		mean := float32(sum / float64(d))
+		var sq float64
+		for _, v := range xr {
+			c := float64(v - mean)
+			sq += c * c
+		}
+		inv := float32(1 / math.Sqrt(sq/float64(d)+lnEpsilon))
+		for k, v := range xr {
+			dr[k] = g[k]*inv*(v-mean) + b[k]
+		}
+	}
+}
+
+// softmax replaces v by its softmax.
+func softmax(v []float32) {
+	m := v[0]
+	for _, x := range v[1:] {
+		m = max(m, x)
+	}
+	var sum float64
+	for k, x := range v {
+		ex := math.Exp(float64(x - m))
+		v[k] = float32(ex)
+		sum += ex
+	}
+	inv := float32(1 / sum)
+	for k := range v {
+		v[k] *= inv
+	}
+}
+
+// addBias adds b to each row of x (rows of len(b)).
+func addBias(x, b []float32) {
+	for r := 0; r < len(x); r += len(b) {
+		add(x[r:r+len(b)], b)
+	}
+}
+
+// add adds x to y.
+func add(y, x []float32) {
+	x = x[:len(y)]
+	for k := range y {
+		y[k] += x[k]
+	}
+}
