@@ -9,6 +9,9 @@ import "golang.org/x/sys/cpu"
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		mulT = mulTAVX2
+		if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL {
+			mulT = mulTAVX512
+		}
 	}
 }
 
@@ -68,21 +71,9 @@ func mulTAVX2(m *Matrix, dst, x []float32, n int) {
 		mulTGo(m, dst, x, n)
 		return
 	}
-	pairs := rows / 2
 	for i := 0; i < n; i += 6 {
 		xr := min(6, n-i)
-		if pairs > 0 {
-			mulAVX2(xr, &m.Q[0], &m.Scale[0], pairs, cols, k8, &x[i*cols], cols, &dst[i*rows], rows)
-		}
-		if rows%2 == 1 {
-			r := rows - 1
-			s := [2]float32{m.Scale[r], m.Scale[r]}
-			var out [12]float32
-			mulAVX2(xr, &m.Q[r*cols], &s[0], 1, 0, k8, &x[i*cols], cols, &out[0], 2)
-			for j := range xr {
-				dst[(i+j)*rows+r] = out[2*j]
-			}
-		}
+		avx2Rows(m, 0, k8, dst, x, i, xr)
 		if k8 < cols {
 			for j := range xr {
 				xj := x[(i+j)*cols+k8 : (i+j+1)*cols]
@@ -95,6 +86,86 @@ func mulTAVX2(m *Matrix, dst, x []float32, n int) {
 					dst[(i+j)*rows+r] += a * m.Scale[r]
 				}
 			}
+		}
+	}
+}
+
+// avx2Rows sets dst's rows i..i+xr-1 (xr ≤ 6), columns r0 to m.Rows-1, to
+// the scaled products of x's rows i..i+xr-1 and m's rows r0.. over their
+// first k columns (a positive multiple of 8).
+func avx2Rows(m *Matrix, r0, k int, dst, x []float32, i, xr int) {
+	rows, cols := m.Rows, m.Cols
+	if pairs := (rows - r0) / 2; pairs > 0 {
+		mulAVX2(xr, &m.Q[r0*cols], &m.Scale[r0], pairs, cols, k, &x[i*cols], cols, &dst[i*rows+r0], rows)
+	}
+	if (rows-r0)%2 == 1 {
+		r := rows - 1
+		s := [2]float32{m.Scale[r], m.Scale[r]}
+		var out [12]float32
+		mulAVX2(xr, &m.Q[r*cols], &s[0], 1, 0, k, &x[i*cols], cols, &out[0], 2)
+		for j := range xr {
+			dst[(i+j)*rows+r] = out[2*j]
+		}
+	}
+}
+
+// The mulAVX512xJ kernels are the AVX-512 counterparts of mulAVX2xJ: they
+// take groups of four weight rows, cols apart, and k a positive multiple
+// of 16, and set dst[j*dstride+4g+w] for activation row j and weight row w
+// of group g.
+
+//go:noescape
+func mulAVX512x1(q *int8, scale *float32, groups, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+
+//go:noescape
+func mulAVX512x2(q *int8, scale *float32, groups, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+
+//go:noescape
+func mulAVX512x3(q *int8, scale *float32, groups, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+
+//go:noescape
+func mulAVX512x4(q *int8, scale *float32, groups, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+
+//go:noescape
+func mulAVX512x5(q *int8, scale *float32, groups, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+
+//go:noescape
+func mulAVX512x6(q *int8, scale *float32, groups, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+
+// mulAVX512 runs the kernel for xr (1..6) activation rows.
+func mulAVX512(xr int, q *int8, scale *float32, groups, cols, k int, x *float32, xstride int, dst *float32, dstride int) {
+	switch xr {
+	case 6:
+		mulAVX512x6(q, scale, groups, cols, k, x, xstride, dst, dstride)
+	case 5:
+		mulAVX512x5(q, scale, groups, cols, k, x, xstride, dst, dstride)
+	case 4:
+		mulAVX512x4(q, scale, groups, cols, k, x, xstride, dst, dstride)
+	case 3:
+		mulAVX512x3(q, scale, groups, cols, k, x, xstride, dst, dstride)
+	case 2:
+		mulAVX512x2(q, scale, groups, cols, k, x, xstride, dst, dstride)
+	default:
+		mulAVX512x1(q, scale, groups, cols, k, x, xstride, dst, dstride)
+	}
+}
+
+// mulTAVX512 is the AVX-512 kernel: like mulTAVX2 with sixteen columns and
+// four weight rows at a time; the last rows short of a group of four run
+// on the AVX2 kernel. Matrices whose columns are not a multiple of 16 take
+// mulTAVX2.
+func mulTAVX512(m *Matrix, dst, x []float32, n int) {
+	rows, cols := m.Rows, m.Cols
+	groups := rows / 4
+	if cols%16 != 0 || groups == 0 {
+		mulTAVX2(m, dst, x, n)
+		return
+	}
+	for i := 0; i < n; i += 6 {
+		xr := min(6, n-i)
+		mulAVX512(xr, &m.Q[0], &m.Scale[0], groups, cols, cols, &x[i*cols], cols, &dst[i*rows], rows)
+		if 4*groups < rows {
+			avx2Rows(m, 4*groups, cols, dst, x, i, xr)
 		}
 	}
 }
