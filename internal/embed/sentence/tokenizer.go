@@ -1,11 +1,13 @@
 package sentence
 
 import (
-	"bufio"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -21,63 +23,73 @@ const separator = '▁'
 // @energetic-ai/embeddings' Tokenizer does (the one
 // @tensorflow-models/universal-sentence-encoder ships): NFKC, a separator
 // before the text and for each space, then the segmentation maximising the
-// sum of the pieces' scores over a trie of the pieces, an unknown
-// character scoring 0 as id 0, consecutive unknowns merged. Its quirks are
-// kept on purpose, since the model was measured through it: a position no
-// piece reaches counts as score 0, a tie goes to the later candidate, and
-// the walk back steps by the piece's length in UTF-16 units.
+// sum of the pieces' scores over every piece matching at each position, an
+// unknown character scoring 0 as id 0, consecutive unknowns merged. Its
+// quirks are kept on purpose, since the model was measured through it: a
+// position no piece reaches counts as score 0, a tie goes to the later
+// candidate, and the walk back steps by the piece's length in UTF-16 units.
 //
-// It is immutable after newTokenizer and safe for concurrent use.
+// The pieces are read in place from the vocabulary text; what it builds is
+// an index sorted by piece (about 140 KB). It is immutable after
+// newTokenizer and safe for concurrent use.
 type tokenizer struct {
-	// edges maps (node, rune) to the child node; node 0 is the root.
-	edges map[uint64]int32
-	// end[node] is the id of the piece ending at node, or -1.
-	end []int32
+	vocab string
+	// off[id] and size[id] locate piece id in vocab.
+	off  []uint32
+	size []uint16
 	// score[id] and units[id] are piece id's score and length in UTF-16
 	// code units (what the JS walk back steps by).
 	score []float64
-	units []int32
+	units []uint8
+	// sorted holds the ids the segmentation may use (not the reserved
+	// ones; of a piece listed twice, the later id, as the JS trie keeps),
+	// by piece bytewise: the pieces starting with a prefix are a run of it.
+	sorted []uint16
 }
 
-func edgeKey(node int32, r rune) uint64 { return uint64(node)<<32 | uint64(uint32(r)) }
+func (t *tokenizer) piece(id uint16) string {
+	return t.vocab[t.off[id] : t.off[id]+uint32(t.size[id])]
+}
 
 // newTokenizer reads a vocabulary of "piece\tscore" lines, one per id.
 func newTokenizer(vocab string) (*tokenizer, error) {
-	t := &tokenizer{edges: map[uint64]int32{}, end: []int32{-1}}
-	sc := bufio.NewScanner(strings.NewReader(vocab))
-	for id := 0; sc.Scan(); id++ {
-		piece, s, ok := strings.Cut(sc.Text(), "\t")
-		if !ok || piece == "" {
+	t := &tokenizer{vocab: vocab}
+	for id, at := 0, 0; at < len(vocab); id++ {
+		line, _, _ := strings.Cut(vocab[at:], "\n")
+		piece, s, ok := strings.Cut(line, "\t")
+		if !ok || piece == "" || len(piece) > 0xffff || id > 0xffff {
 			return nil, fmt.Errorf("vocabulary line %d: want piece<TAB>score", id+1)
 		}
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			return nil, fmt.Errorf("vocabulary line %d: %w", id+1, err)
 		}
-		t.score = append(t.score, f)
-		t.units = append(t.units, int32(len(utf16.Encode([]rune(piece)))))
-		if id < reservedPieces {
-			continue
-		}
-		node := int32(0)
+		units := 0
 		for _, r := range piece {
-			k := edgeKey(node, r)
-			next, ok := t.edges[k]
-			if !ok {
-				next = int32(len(t.end))
-				t.edges[k] = next
-				t.end = append(t.end, -1)
-			}
-			node = next
+			units += utf16.RuneLen(r)
 		}
-		t.end[node] = int32(id) // a later duplicate replaces an earlier one, as in JS
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the vocabulary: %w", err)
+		t.off = append(t.off, uint32(at))
+		t.size = append(t.size, uint16(len(piece)))
+		t.score = append(t.score, f)
+		t.units = append(t.units, uint8(min(units, 255)))
+		at += len(line) + 1
 	}
 	if len(t.score) <= reservedPieces {
 		return nil, fmt.Errorf("vocabulary has %d pieces", len(t.score))
 	}
+	for id := reservedPieces; id < len(t.score); id++ {
+		t.sorted = append(t.sorted, uint16(id))
+	}
+	// By piece, and a piece listed twice by id descending, so that the
+	// later id comes first and the others are dropped.
+	slices.SortFunc(t.sorted, func(a, b uint16) int {
+		if c := strings.Compare(t.piece(a), t.piece(b)); c != 0 {
+			return c
+		}
+		return int(b) - int(a)
+	})
+	t.sorted = slices.CompactFunc(t.sorted, func(a, b uint16) bool { return t.piece(a) == t.piece(b) })
+	t.sorted = slices.Clip(t.sorted)
 	return t, nil
 }
 
@@ -95,29 +107,43 @@ func (t *tokenizer) encode(text string, max int) []int32 {
 	if text == "" {
 		return nil
 	}
-	syms := make([]rune, 0, len(text)+1)
-	syms = append(syms, separator)
+	// buf is the text with the separators; at[k] is where its k-th
+	// character starts (at[n] = len(buf)).
+	buf := make([]byte, 0, len(text)+3+2*strings.Count(text, " "))
+	at := make([]int32, 0, len(text)+2)
+	at = append(at, 0)
+	buf = utf8.AppendRune(buf, separator)
 	for _, r := range text {
+		at = append(at, int32(len(buf)))
 		if r == ' ' {
 			r = separator
 		}
-		syms = append(syms, r)
+		buf = utf8.AppendRune(buf, r)
 	}
-	n := len(syms)
+	n := len(at)
+	at = append(at, int32(len(buf)))
+	sbuf := string(buf)
 	// ends[e] lists the candidates ending at e, by start ascending (the
 	// order JS iterates its object keyed by start).
 	ends := make([][]candidate, n+1)
 	for i := 0; i < n; i++ {
-		node := int32(0)
+		lo, hi := 0, len(t.sorted)
 		found := false
-		for j := i; j < n; j++ {
-			next, ok := t.edges[edgeKey(node, syms[j])]
-			if !ok {
+		for j := i + 1; j <= n; j++ {
+			prefix := sbuf[at[i]:at[j]]
+			// The pieces starting with prefix are a run from the first
+			// piece ≥ prefix (within those starting with the previous
+			// prefix); none starts with it when that one does not.
+			lo += sort.Search(hi-lo, func(k int) bool { return t.piece(t.sorted[lo+k]) >= prefix })
+			if lo == hi {
 				break
 			}
-			node = next
-			if id := t.end[node]; id >= 0 {
-				ends[j+1] = append(ends[j+1], candidate{int32(i), id})
+			p := t.piece(t.sorted[lo])
+			if !strings.HasPrefix(p, prefix) {
+				break
+			}
+			if p == prefix {
+				ends[j] = append(ends[j], candidate{int32(i), int32(t.sorted[lo])})
 				found = true
 			}
 		}
