@@ -39,9 +39,9 @@ CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$version" \
   -o "$ctx/rootfs/usr/local/bin/" ./cmd/reverie ./cmd/reverie-supervisor
 cp "$certs" "$ctx/rootfs/etc/ssl/certs/"
 # the binary embeds a table derived from WordNet, whose licence asks for its
-# notice on every copy
+# notice on every copy, and USE-lite's weights (Apache-2.0)
 mkdir -p "$ctx/rootfs/usr/share/doc/reverie"
-cp internal/lexicon/LICENSE-WordNet "$ctx/rootfs/usr/share/doc/reverie/"
+cp internal/lexicon/LICENSE-WordNet internal/embed/sentence/LICENSE-USE-lite "$ctx/rootfs/usr/share/doc/reverie/"
 printf 'root:x:0:0:root:/root:/sbin/nologin\nreverie:x:65532:65532:Reverie:/data:/sbin/nologin\n' > "$ctx/rootfs/etc/passwd"
 printf 'root:x:0:\nreverie:x:65532:\n' > "$ctx/rootfs/etc/group"
 cp Containerfile "$ctx/"

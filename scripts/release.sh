@@ -12,7 +12,9 @@
 #   PLATFORMS=linux/amd64 scripts/release.sh v0.3.0   one platform only
 # Output: OUT/reverie-VERSION-OS-ARCH.tar.gz (reverie, reverie-supervisor,
 # README.md, LICENSE-WordNet: the binary embeds a table derived from WordNet,
-# whose licence asks for its notice on every copy) and OUT/SHA256SUMS-VERSION.
+# whose licence asks for its notice on every copy; LICENSE-USE-lite: and the
+# weights of Universal Sentence Encoder Lite, Apache-2.0) and
+# OUT/SHA256SUMS-VERSION.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${1:?usage: scripts/release.sh VERSION [OUT]}
@@ -34,7 +36,7 @@ for p in $platforms; do
   echo "--- $name"
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "-s -w -X main.version=$version" \
     -o "$dir/" ./cmd/reverie ./cmd/reverie-supervisor
-  cp README.md internal/lexicon/LICENSE-WordNet "$dir/"
+  cp README.md internal/lexicon/LICENSE-WordNet internal/embed/sentence/LICENSE-USE-lite "$dir/"
   tar -C "$out" -czf "$out/$name.tar.gz" "$name"
   tarballs+=("$name.tar.gz")
 done
