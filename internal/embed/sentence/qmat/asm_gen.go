@@ -1,7 +1,8 @@
 //go:build ignore
 
-// asm_gen writes mult_amd64.s, the AVX2+FMA kernels of mulTAVX2 and the
-// AVX-512 kernels of mulTAVX512: go run asm_gen.go (go generate runs it).
+// asm_gen writes mult_amd64.s, the AVX2+FMA kernels of mulTAVX2,
+// mulABTAVX2 and mulABAVX2 and the AVX-512 kernels of mulTAVX512:
+// go run asm_gen.go (go generate runs it).
 //
 // Kernel mulAVX2xJ (J = 1..6) multiplies J float32 activation rows by
 // pairs of int8 weight rows. For each pair it dots both weight rows against
@@ -28,6 +29,12 @@ func main() {
 	}
 	for j := 1; j <= 6; j++ {
 		kernel512(&b, j)
+	}
+	for j := 1; j <= 6; j++ {
+		kernelABT(&b, j)
+	}
+	for j := 1; j <= 6; j++ {
+		kernelAB(&b, j)
 	}
 	if err := os.WriteFile("mult_amd64.s", b.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
@@ -198,6 +205,133 @@ func kernel512(b *bytes.Buffer, rows int) {
 	p("ADDQ $16, R13")
 	p("DECQ R11")
 	p("JNZ group")
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// kernelABT writes abtAVX2xJ (J = 1..6), mulAVX2xJ's float32 twin without
+// scales: pairs of float32 rows of b, bstride apart (both at b when bstride
+// is 0, pairs being 1), dotted against J rows of a, astride apart, over k
+// columns (a positive multiple of 8), into dst[j*dstride+2p+w].
+func kernelABT(b *bytes.Buffer, rows int) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, "\t"+format+"\n", a...) }
+	fmt.Fprintf(b, "\n// func abtAVX2x%d(b *float32, pairs, bstride, k int, a *float32, astride int, dst *float32, dstride int)\n", rows)
+	fmt.Fprintf(b, "TEXT ·abtAVX2x%d(SB), NOSPLIT, $0-64\n", rows)
+	p("MOVQ b+0(FP), SI")
+	p("MOVQ pairs+8(FP), R11")
+	p("MOVQ bstride+16(FP), R9")
+	p("SHLQ $1, R9")
+	p("SUBQ k+24(FP), R9")
+	p("SHLQ $2, R9") // SI's step in bytes from the end of a pair's first row to the next pair
+	p("MOVQ astride+40(FP), DX")
+	p("SHLQ $2, DX")
+	p("MOVQ dst+48(FP), R13")
+	p("MOVQ dstride+56(FP), R10")
+	p("SHLQ $2, R10")
+	fmt.Fprintf(b, "pair:\n")
+	p("MOVQ bstride+16(FP), DI")
+	p("LEAQ (SI)(DI*4), DI")
+	p("MOVQ a+32(FP), BX")
+	p("LEAQ (BX)(DX*2), R8")
+	p("ADDQ DX, R8")
+	p("MOVQ k+24(FP), CX")
+	p("SHRQ $3, CX")
+	for a := 0; a < 2*rows; a++ {
+		p("VXORPS Y%d, Y%d, Y%d", a, a, a)
+	}
+	fmt.Fprintf(b, "loop:\n")
+	p("VMOVUPS (SI), Y12")
+	p("VMOVUPS (DI), Y13")
+	for j := 0; j < rows; j++ {
+		t := 14 + j%2
+		p("VMOVUPS %s, Y%d", xaddr(j), t)
+		p("VFMADD231PS Y%d, Y12, Y%d", t, 2*j)
+		p("VFMADD231PS Y%d, Y13, Y%d", t, 2*j+1)
+	}
+	p("ADDQ $32, SI")
+	p("ADDQ $32, DI")
+	p("ADDQ $32, BX")
+	p("ADDQ $32, R8")
+	p("DECQ CX")
+	p("JNZ loop")
+	p("LEAQ (R13)(R10*2), AX")
+	p("ADDQ R10, AX")
+	a := 0
+	for ; a+4 <= 2*rows; a += 4 {
+		p("VHADDPS Y%d, Y%d, Y%d", a+1, a, a)
+		p("VHADDPS Y%d, Y%d, Y%d", a+3, a+2, a+2)
+		p("VHADDPS Y%d, Y%d, Y%d", a+2, a, a)
+		p("VEXTRACTF128 $1, Y%d, X%d", a, a+1)
+		p("VADDPS X%d, X%d, X%d", a+1, a, a)
+		p("VMOVSD X%d, %s", a, daddr(a/2))
+		p("VMOVHPS X%d, %s", a, daddr(a/2+1))
+	}
+	if a < 2*rows {
+		p("VHADDPS Y%d, Y%d, Y%d", a+1, a, a)
+		p("VHADDPS Y%d, Y%d, Y%d", a, a, a)
+		p("VEXTRACTF128 $1, Y%d, X%d", a, a+1)
+		p("VADDPS X%d, X%d, X%d", a+1, a, a)
+		p("VMOVSD X%d, %s", a, daddr(a/2))
+	}
+	p("ADDQ R9, SI")
+	p("ADDQ $8, R13")
+	p("DECQ R11")
+	p("JNZ pair")
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// kernelAB writes abAVX2xJ (J = 1..6): dst = a·b for J rows of a (astride
+// apart) over blocks of sixteen columns of b and dst, k rows of b (bstride
+// apart, k positive). For each block it keeps the J×16 sums in 2·J
+// accumulators and, for each l < k, loads b's row l there and adds a(j, l)
+// (broadcast) times it: no lane sums at the end.
+func kernelAB(b *bytes.Buffer, rows int) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, "\t"+format+"\n", a...) }
+	fmt.Fprintf(b, "\n// func abAVX2x%d(a *float32, astride, k int, b *float32, bstride, blocks int, dst *float32, dstride int)\n", rows)
+	fmt.Fprintf(b, "TEXT ·abAVX2x%d(SB), NOSPLIT, $0-64\n", rows)
+	p("MOVQ astride+8(FP), DX")
+	p("SHLQ $2, DX")
+	p("MOVQ b+24(FP), SI")
+	p("MOVQ bstride+32(FP), R9")
+	p("SHLQ $2, R9")
+	p("MOVQ blocks+40(FP), R11")
+	p("MOVQ dst+48(FP), R13")
+	p("MOVQ dstride+56(FP), R10")
+	p("SHLQ $2, R10")
+	fmt.Fprintf(b, "block:\n")
+	p("MOVQ a+0(FP), BX")
+	p("LEAQ (BX)(DX*2), R8")
+	p("ADDQ DX, R8")
+	p("MOVQ SI, DI")
+	p("MOVQ k+16(FP), CX")
+	for a := 0; a < 2*rows; a++ {
+		p("VXORPS Y%d, Y%d, Y%d", a, a, a)
+	}
+	fmt.Fprintf(b, "loop:\n")
+	p("VMOVUPS (DI), Y12")
+	p("VMOVUPS 32(DI), Y13")
+	for j := 0; j < rows; j++ {
+		t := 14 + j%2
+		p("VBROADCASTSS %s, Y%d", xaddr(j), t)
+		p("VFMADD231PS Y%d, Y12, Y%d", t, 2*j)
+		p("VFMADD231PS Y%d, Y13, Y%d", t, 2*j+1)
+	}
+	p("ADDQ $4, BX")
+	p("ADDQ $4, R8")
+	p("ADDQ R9, DI")
+	p("DECQ CX")
+	p("JNZ loop")
+	p("LEAQ (R13)(R10*2), AX")
+	p("ADDQ R10, AX")
+	for j := 0; j < rows; j++ {
+		p("VMOVUPS Y%d, %s", 2*j, daddr(j))
+		p("VMOVUPS Y%d, 32%s", 2*j+1, daddr(j))
+	}
+	p("ADDQ $64, SI")
+	p("ADDQ $64, R13")
+	p("DECQ R11")
+	p("JNZ block")
 	p("VZEROUPPER")
 	p("RET")
 }

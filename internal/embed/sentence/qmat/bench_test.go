@@ -50,3 +50,32 @@ func BenchmarkMulTSIMD(b *testing.B) {
 		b.Run(k.name, func(b *testing.B) { benchMulT(b, k.f) })
 	}
 }
+
+// BenchmarkAttention reports GFLOP/s of MulABT and MulAB on attention's
+// shapes (scores n×n over a head's depth; values n×depth over n pieces)
+// for every kernel this machine runs.
+func BenchmarkAttention(b *testing.B) {
+	for _, fk := range floatKernels() {
+		for _, n := range []int{12, 128} {
+			for _, hd := range []int{64, 128} {
+				rng := rand.New(rand.NewPCG(3, 3))
+				q, k := randVec(rng, n*hd), randVec(rng, n*hd)
+				p := randVec(rng, n*n)
+				dst := make([]float32, n*max(n, hd))
+				flop := 2 * float64(n*n*hd)
+				b.Run(fmt.Sprintf("%s/ABT/n=%d/depth=%d", fk.name, n, hd), func(b *testing.B) {
+					for b.Loop() {
+						fk.abt(dst, q, k, n, n, hd)
+					}
+					b.ReportMetric(flop*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GFLOP/s")
+				})
+				b.Run(fmt.Sprintf("%s/AB/n=%d/depth=%d", fk.name, n, hd), func(b *testing.B) {
+					for b.Loop() {
+						fk.ab(dst, p, k, n, hd, n)
+					}
+					b.ReportMetric(flop*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GFLOP/s")
+				})
+			}
+		}
+	}
+}

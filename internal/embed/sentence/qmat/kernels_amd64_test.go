@@ -14,3 +14,10 @@ func simdKernels() []kernel {
 	}
 	return ks
 }
+
+func simdFloatKernels() []floatKernel {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		return []floatKernel{{"avx2", mulABTAVX2, mulABAVX2}}
+	}
+	return nil
+}

@@ -3,3 +3,5 @@
 package qmat
 
 func simdKernels() []kernel { return nil }
+
+func simdFloatKernels() []floatKernel { return nil }

@@ -9,6 +9,8 @@ import "golang.org/x/sys/cpu"
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		mulT = mulTAVX2
+		mulABT = mulABTAVX2
+		mulAB = mulABAVX2
 		if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL {
 			mulT = mulTAVX512
 		}
@@ -166,6 +168,142 @@ func mulTAVX512(m *Matrix, dst, x []float32, n int) {
 		mulAVX512(xr, &m.Q[0], &m.Scale[0], groups, cols, cols, &x[i*cols], cols, &dst[i*rows], rows)
 		if 4*groups < rows {
 			avx2Rows(m, 4*groups, cols, dst, x, i, xr)
+		}
+	}
+}
+
+// The abtAVX2xJ kernels are mulAVX2xJ for float32 rows of b (pairs of
+// them, bstride apart; both at b when bstride is 0, pairs being 1) and no
+// scales: over the first k columns (a positive multiple of 8) they set
+// dst[j*dstride+2p+w] to the dot product of row j of a (astride apart) and
+// row 2p+w of b.
+
+//go:noescape
+func abtAVX2x1(b *float32, pairs, bstride, k int, a *float32, astride int, dst *float32, dstride int)
+
+//go:noescape
+func abtAVX2x2(b *float32, pairs, bstride, k int, a *float32, astride int, dst *float32, dstride int)
+
+//go:noescape
+func abtAVX2x3(b *float32, pairs, bstride, k int, a *float32, astride int, dst *float32, dstride int)
+
+//go:noescape
+func abtAVX2x4(b *float32, pairs, bstride, k int, a *float32, astride int, dst *float32, dstride int)
+
+//go:noescape
+func abtAVX2x5(b *float32, pairs, bstride, k int, a *float32, astride int, dst *float32, dstride int)
+
+//go:noescape
+func abtAVX2x6(b *float32, pairs, bstride, k int, a *float32, astride int, dst *float32, dstride int)
+
+// abtAVX2 runs the kernel for xr (1..6) rows of a.
+func abtAVX2(xr int, b *float32, pairs, bstride, k int, a *float32, astride int, dst *float32, dstride int) {
+	switch xr {
+	case 6:
+		abtAVX2x6(b, pairs, bstride, k, a, astride, dst, dstride)
+	case 5:
+		abtAVX2x5(b, pairs, bstride, k, a, astride, dst, dstride)
+	case 4:
+		abtAVX2x4(b, pairs, bstride, k, a, astride, dst, dstride)
+	case 3:
+		abtAVX2x3(b, pairs, bstride, k, a, astride, dst, dstride)
+	case 2:
+		abtAVX2x2(b, pairs, bstride, k, a, astride, dst, dstride)
+	default:
+		abtAVX2x1(b, pairs, bstride, k, a, astride, dst, dstride)
+	}
+}
+
+// mulABTAVX2 is a · bᵀ in the layout of mulTAVX2: six rows of a at a time
+// against pairs of rows of b, an odd last row of b paired with itself into
+// a scratch, columns past the last multiple of 8 added in Go.
+func mulABTAVX2(dst, a, b []float32, n, m, k int) {
+	k8 := k &^ 7
+	if k8 == 0 {
+		mulABTGo(dst, a, b, n, m, k)
+		return
+	}
+	for i := 0; i < n; i += 6 {
+		xr := min(6, n-i)
+		if pairs := m / 2; pairs > 0 {
+			abtAVX2(xr, &b[0], pairs, k, k8, &a[i*k], k, &dst[i*m], m)
+		}
+		if m%2 == 1 {
+			j := m - 1
+			var out [12]float32
+			abtAVX2(xr, &b[j*k], 1, 0, k8, &a[i*k], k, &out[0], 2)
+			for r := range xr {
+				dst[(i+r)*m+j] = out[2*r]
+			}
+		}
+		if k8 < k {
+			for r := range xr {
+				ar := a[(i+r)*k+k8 : (i+r+1)*k]
+				for j := range m {
+					dst[(i+r)*m+j] += Dot(ar, b[j*k+k8:(j+1)*k])
+				}
+			}
+		}
+	}
+}
+
+// The abAVX2xJ kernels set dst = a · b for J rows of a (astride apart,
+// dst's dstride apart) over k rows of b (bstride apart, k positive) and
+// blocks·16 columns of b and dst.
+
+//go:noescape
+func abAVX2x1(a *float32, astride, k int, b *float32, bstride, blocks int, dst *float32, dstride int)
+
+//go:noescape
+func abAVX2x2(a *float32, astride, k int, b *float32, bstride, blocks int, dst *float32, dstride int)
+
+//go:noescape
+func abAVX2x3(a *float32, astride, k int, b *float32, bstride, blocks int, dst *float32, dstride int)
+
+//go:noescape
+func abAVX2x4(a *float32, astride, k int, b *float32, bstride, blocks int, dst *float32, dstride int)
+
+//go:noescape
+func abAVX2x5(a *float32, astride, k int, b *float32, bstride, blocks int, dst *float32, dstride int)
+
+//go:noescape
+func abAVX2x6(a *float32, astride, k int, b *float32, bstride, blocks int, dst *float32, dstride int)
+
+// abAVX2 runs the kernel for xr (1..6) rows of a.
+func abAVX2(xr int, a *float32, astride, k int, b *float32, bstride, blocks int, dst *float32, dstride int) {
+	switch xr {
+	case 6:
+		abAVX2x6(a, astride, k, b, bstride, blocks, dst, dstride)
+	case 5:
+		abAVX2x5(a, astride, k, b, bstride, blocks, dst, dstride)
+	case 4:
+		abAVX2x4(a, astride, k, b, bstride, blocks, dst, dstride)
+	case 3:
+		abAVX2x3(a, astride, k, b, bstride, blocks, dst, dstride)
+	case 2:
+		abAVX2x2(a, astride, k, b, bstride, blocks, dst, dstride)
+	default:
+		abAVX2x1(a, astride, k, b, bstride, blocks, dst, dstride)
+	}
+}
+
+// mulABAVX2 is a · b six rows of a and sixteen columns of b at a time;
+// columns past the last multiple of 16 are done in Go.
+func mulABAVX2(dst, a, b []float32, n, m, k int) {
+	blocks := m / 16
+	for i := 0; i < n; i += 6 {
+		xr := min(6, n-i)
+		if blocks > 0 {
+			abAVX2(xr, &a[i*k], k, k, &b[0], m, blocks, &dst[i*m], m)
+		}
+		if m16 := 16 * blocks; m16 < m {
+			for r := range xr {
+				d := dst[(i+r)*m+m16 : (i+r+1)*m]
+				clear(d)
+				for l := range k {
+					Axpy(d, b[l*m+m16:(l+1)*m], a[(i+r)*k+l])
+				}
+			}
 		}
 	}
 }

@@ -69,9 +69,48 @@ func (m *Matrix) Row(dst []float32, r int) {
 }
 
 // MulABT sets dst[i*m+j] to Σ_l a[i*k+l] · b[j*k+l]: dst = a · bᵀ for a of
-// n×k and b of m×k (attention's scores, Q·Kᵀ).
+// n×k and b of m×k (attention's scores, Q·Kᵀ). It panics if a slice is
+// too short.
 func MulABT(dst, a, b []float32, n, m, k int) {
+	if n <= 0 || m <= 0 {
+		return
+	}
 	_ = dst[n*m-1]
+	if k <= 0 {
+		clear(dst[:n*m])
+		return
+	}
+	_ = a[n*k-1]
+	_ = b[m*k-1]
+	mulABT(dst, a, b, n, m, k)
+}
+
+// MulAB sets dst[i*m+j] to Σ_l a[i*k+l] · b[l*m+j]: dst = a · b for a of
+// n×k and b of k×m (attention's weighted values, P·V). It panics if a
+// slice is too short.
+func MulAB(dst, a, b []float32, n, m, k int) {
+	if n <= 0 || m <= 0 {
+		return
+	}
+	_ = dst[n*m-1]
+	if k <= 0 {
+		clear(dst[:n*m])
+		return
+	}
+	_ = a[n*k-1]
+	_ = b[k*m-1]
+	mulAB(dst, a, b, n, m, k)
+}
+
+// mulABT and mulAB are the kernels MulABT and MulAB run, with arguments
+// they checked: the portable ones, or SIMD ones chosen at init.
+var (
+	mulABT = mulABTGo
+	mulAB  = mulABGo
+)
+
+// mulABTGo is the portable a · bᵀ: one Dot per element.
+func mulABTGo(dst, a, b []float32, n, m, k int) {
 	for i := 0; i < n; i++ {
 		ai := a[i*k : (i+1)*k]
 		for j := 0; j < m; j++ {
@@ -80,10 +119,8 @@ func MulABT(dst, a, b []float32, n, m, k int) {
 	}
 }
 
-// MulAB sets dst[i*m+j] to Σ_l a[i*k+l] · b[l*m+j]: dst = a · b for a of
-// n×k and b of k×m (attention's weighted values, P·V).
-func MulAB(dst, a, b []float32, n, m, k int) {
-	_ = dst[n*m-1]
+// mulABGo is the portable a · b: one Axpy per element of a.
+func mulABGo(dst, a, b []float32, n, m, k int) {
 	for i := 0; i < n; i++ {
 		di := dst[i*m : (i+1)*m]
 		clear(di)

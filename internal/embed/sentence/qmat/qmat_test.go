@@ -188,29 +188,118 @@ func FuzzMulT(f *testing.F) {
 	})
 }
 
-func TestMulABAndABT(t *testing.T) {
-	rng := rand.New(rand.NewPCG(2, 3))
-	const n, m, k = 5, 6, 7
+// floatKernel is one implementation of mulABT and mulAB.
+type floatKernel struct {
+	name    string
+	abt, ab func(dst, a, b []float32, n, m, k int)
+}
+
+// floatKernels lists every mulABT and mulAB this machine can run.
+func floatKernels() []floatKernel {
+	return append([]floatKernel{{"go", mulABTGo, mulABGo}}, simdFloatKernels()...)
+}
+
+// checkABT compares dst with a·bᵀ (bT false) or a·b (bT true: b is k×m)
+// in float64, allowing float32 rounding relative to the terms' magnitudes.
+func checkAB(t *testing.T, what string, dst, a, b []float32, n, m, k int, kByM bool) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		for j := 0; j < m; j++ {
+			var want, mag float64
+			for l := 0; l < k; l++ {
+				bv := b[j*k+l]
+				if kByM {
+					bv = b[l*m+j]
+				}
+				v := float64(a[i*k+l]) * float64(bv)
+				want += v
+				mag += math.Abs(v)
+			}
+			got := float64(dst[i*m+j])
+			if d := math.Abs(got - want); d > 1e-6*mag*math.Sqrt(float64(k)+1)+1e-30 || math.IsNaN(got) {
+				t.Fatalf("%s n=%d m=%d k=%d: dst[%d][%d] = %v, want %v (terms' magnitude %v)", what, n, m, k, i, j, got, want, mag)
+			}
+		}
+	}
+}
+
+// runFloat runs MulABT and MulAB with kernel fk on random a and b and
+// checks both, with a guard past dst's end.
+func runFloat(t *testing.T, fk floatKernel, rng *rand.Rand, n, m, k int) {
+	t.Helper()
+	prevABT, prevAB := mulABT, mulAB
+	mulABT, mulAB = fk.abt, fk.ab
+	defer func() { mulABT, mulAB = prevABT, prevAB }()
 	a := randVec(rng, n*k)
-	b := randVec(rng, m*k) // m×k for ABT
-	dst := make([]float32, n*m)
-	MulABT(dst, a, b, n, m, k)
-	bt := make([]float32, k*m) // bᵀ, k×m, for AB
-	for j := 0; j < m; j++ {
-		for l := 0; l < k; l++ {
-			bt[l*m+j] = b[j*k+l]
+	b := randVec(rng, m*k)
+	for _, op := range []struct {
+		name string
+		f    func(dst, a, b []float32, n, m, k int)
+		kByM bool
+	}{{"MulABT", MulABT, false}, {"MulAB", MulAB, true}} {
+		dst := make([]float32, n*m+8)
+		for i := range dst {
+			dst[i] = 12345
+		}
+		op.f(dst[:n*m], a, b, n, m, k)
+		checkAB(t, op.name+"/"+fk.name, dst, a, b, n, m, k, op.kByM)
+		for i, v := range dst[n*m:] {
+			if v != 12345 {
+				t.Fatalf("%s/%s: guard[%d] = %v: written past dst", op.name, fk.name, i, v)
+			}
 		}
 	}
-	dst2 := make([]float32, n*m)
-	MulAB(dst2, a, bt, n, m, k)
-	for i := range dst {
-		var want float64
-		ii, j := i/m, i%m
-		for l := 0; l < k; l++ {
-			want += float64(a[ii*k+l]) * float64(b[j*k+l])
-		}
-		if math.Abs(float64(dst[i])-want) > 1e-5 || math.Abs(float64(dst2[i])-want) > 1e-5 {
-			t.Fatalf("[%d]: ABT %v, AB %v, want %v", i, dst[i], dst2[i], want)
+}
+
+func TestMulABAndABT(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n, m, k int
+	}{
+		{"one by one", 1, 1, 1},
+		{"small odd", 5, 6, 7},
+		{"odd everything", 7, 13, 37},
+		{"eight", 8, 8, 8},
+		{"sixteen wide", 3, 16, 9},
+		{"past sixteen", 7, 17, 24},
+		{"thirty-three", 13, 33, 33},
+		{"attention layer 0", 12, 12, 64},
+		{"attention layer 1", 128, 128, 128},
+		{"values layer 0", 20, 64, 20},
+		{"long k", 2, 5, 300},
+	} {
+		for _, fk := range floatKernels() {
+			t.Run(tc.name+"/"+fk.name, func(t *testing.T) {
+				runFloat(t, fk, rand.New(rand.NewPCG(2, uint64(tc.n*10000+tc.m*100+tc.k))), tc.n, tc.m, tc.k)
+			})
 		}
 	}
+}
+
+// FuzzMulAB checks every MulABT and MulAB kernel against the float64
+// products on shapes drawn from the fuzzer's bytes.
+func FuzzMulAB(f *testing.F) {
+	f.Add(uint8(1), uint8(1), uint8(1), uint64(1))
+	f.Add(uint8(13), uint8(17), uint8(64), uint64(2))
+	f.Fuzz(func(t *testing.T, n, m, k uint8, seed uint64) {
+		rng := rand.New(rand.NewPCG(seed, seed>>5))
+		for _, fk := range floatKernels() {
+			runFloat(t, fk, rng, int(n%40)+1, int(m%70)+1, int(k%140)+1)
+		}
+	})
+}
+
+func TestFloatEmpty(t *testing.T) {
+	dst := []float32{1, 2}
+	MulABT(dst, nil, nil, 1, 2, 0)
+	if dst[0] != 0 || dst[1] != 0 {
+		t.Fatalf("MulABT with k=0: dst = %v, want zeros", dst)
+	}
+	dst = []float32{1, 2}
+	MulAB(dst, nil, nil, 2, 1, 0)
+	if dst[0] != 0 || dst[1] != 0 {
+		t.Fatalf("MulAB with k=0: dst = %v, want zeros", dst)
+	}
+	MulABT(nil, nil, nil, 0, 3, 3)
+	MulAB(nil, nil, nil, 3, 0, 3)
 }
