@@ -127,20 +127,15 @@ func (e *Encoder) forward(s *scratch, ids []int32, dst []float32) {
 	if n > 0 {
 		// The embeddings plus (the embeddings plus the timing signal): the
 		// graph adds AddTimingSignal's output to its own input, so each
-		// embedding counts twice. The timing signal is the sin of position
-		// × inverse timescale in the first 128 dimensions, the cos in the
-		// next.
+		// embedding counts twice. The timing signal (sin of position ×
+		// inverse timescale in the first 128 dimensions, cos in the next)
+		// is in the blob.
 		x := s.y[:n*256]
 		for p, id := range ids {
 			row := x[p*256 : (p+1)*256]
 			w.embedding.Row(row, int(id))
-			for d := range row {
-				row[d] += row[d]
-			}
-			for d, inv := range w.timing {
-				t := float64(float32(p) * inv)
-				row[d] += float32(math.Sin(t))
-				row[128+d] += float32(math.Cos(t))
+			for d, t := range w.timing[p*256 : (p+1)*256] {
+				row[d] += row[d] + t
 			}
 		}
 		e.layer(s, &w.layers[0], n)

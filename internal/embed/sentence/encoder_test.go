@@ -6,9 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -179,4 +182,69 @@ func TestEmbedHonoursContext(t *testing.T) {
 	if _, err := enc.Embed(ctx, []string{"a"}); err == nil {
 		t.Fatal("no error from a cancelled context")
 	}
+}
+
+// TestEmbedConcurrent runs Embed from several goroutines at once (with
+// -race): each gets the vectors a lone call gets.
+func TestEmbedConcurrent(t *testing.T) {
+	enc, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"How old is your dog?", "", "The meeting has been moved to Thursday afternoon.", "🎉"}
+	want, err := enc.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		wg.Go(func() {
+			for range 3 {
+				got, err := enc.Embed(context.Background(), texts)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i := range got {
+					if !slices.Equal(got[i], want[i]) {
+						errs <- fmt.Errorf("%q: vector differs from a lone call's", texts[i])
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// FuzzEmbed checks that any text gets a finite unit vector.
+func FuzzEmbed(f *testing.F) {
+	enc, err := New()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"", " ", "a", "Hello, world!", "\xff", "🇫🇷", strings.Repeat("ab ", 200)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := enc.Embed(context.Background(), []string{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var norm float64
+		for _, x := range v[0] {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				t.Fatalf("%q: non-finite value", s)
+			}
+			norm += float64(x) * float64(x)
+		}
+		if math.Abs(norm-1) > 1e-4 {
+			t.Fatalf("%q: norm² %v", s, norm)
+		}
+	})
 }

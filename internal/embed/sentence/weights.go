@@ -59,8 +59,8 @@ type layer struct {
 
 // weights are the model's parameters, viewing the blob.
 type weights struct {
-	embedding linear // 8002 × 256
-	timing    []float32
+	embedding linear    // 8002 × 256
+	timing    []float32 // maxPieces × 256: each position's timing signal
 	layers    [2]layer
 	pool      linear // 512 × 512
 	poolB     []float32
@@ -157,7 +157,7 @@ func parseWeights(data string) (*weights, error) {
 	}
 	w := &weights{
 		embedding: mat("embedding", embeddingRows, 256),
-		timing:    vec("timing", 128),
+		timing:    vec("timing", maxPieces*256),
 		pool:      mat("pool", Dimensions, Dimensions),
 		poolB:     vec("pool.b", Dimensions),
 	}

@@ -13,8 +13,9 @@
 // largest magnitude maps to 127), stored row by row with one row per
 // output unit (TF's [in, out] kernels are transposed), so that
 // qmat.Matrix.MulT computes x·Wᵀ; the embedding table is int8 per row too;
-// biases, layer-norm gains and offsets and the timing signal's inverse
-// timescales are float32. -f32 writes the matrices as float32 instead (for
+// biases, layer-norm gains and offsets and the timing signal of each of
+// the 128 positions (computed from the graph's inverse timescales) are
+// float32. -f32 writes the matrices as float32 instead (for
 // checking the port's exactness during development; not committed).
 //
 // Layout (little-endian): the magic "USELITE1", a uint32 count, then for
@@ -240,9 +241,22 @@ func build(dist string, f32 bool) (blob, vocab []byte, err error) {
 		return nil, nil, err
 	}
 	outs = append(outs, out{name: "embedding", kind: 1, rows: 8002, cols: 256, data: emb})
-	if err := vec("timing", stack+"Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1", 128); err != nil {
+	// The timing signal of each of the 128 positions the graph reads:
+	// sin(position × inverse timescale) for the 128 timescales, then cos,
+	// each product rounded to float32 as the graph computes it.
+	inv, err := get(stack+"Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1", 1, 128)
+	if err != nil {
 		return nil, nil, err
 	}
+	timing := make([]float32, 128*256)
+	for p := 0; p < 128; p++ {
+		for d, f := range inv {
+			x := float64(float32(p) * f)
+			timing[p*256+d] = float32(math.Sin(x))
+			timing[p*256+128+d] = float32(math.Cos(x))
+		}
+	}
+	outs = append(outs, out{name: "timing", kind: 0, rows: 128, cols: 256, data: timing})
 	for l, d := range []int{256, 512} {
 		p := fmt.Sprintf("l%d.", l)
 		lay := fmt.Sprintf("%sLayer_%d/TransformerLayer/", encode, l)
