@@ -131,13 +131,24 @@ func mulABGo(dst, a, b []float32, n, m, k int) {
 }
 
 // Dot returns Σ a[i]·b[i] over len(a) values (b at least as long).
+//
+// It keeps four partial sums (elements i mod 4) so that the additions do
+// not wait on each other, and adds them as (s0+s1)+(s2+s3).
 func Dot(a, b []float32) float32 {
 	b = b[:len(a)]
-	var acc float32
-	for i, v := range a {
-		acc += v * b[i]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		x, y := a[i:i+4], b[i:i+4]
+		s0 += x[0] * y[0]
+		s1 += x[1] * y[1]
+		s2 += x[2] * y[2]
+		s3 += x[3] * y[3]
 	}
-	return acc
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // Axpy adds alpha·x[i] to y[i] over len(y) values (x at least as long).
