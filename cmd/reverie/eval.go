@@ -48,8 +48,9 @@ runs): memory lines and tokens a question, how many lines are excerpts of a long
 evidence turn is among them, and how often their text holds the answer (of the questions whose answer an
 evidence turn holds verbatim, compared without case and punctuation); --whole-memories shows every memory
 whole, to compare. Uses the offline embedder (no network, no data dir) unless --embedding names a model:
-BACKEND/MODEL of models.backends in the config file (an openai or ollama backend, as for
-memory.embedding.model), or ollama/MODEL (OLLAMA_HOST, else 127.0.0.1:11434) or openai/MODEL
+builtin/use-lite (the sentence encoder built into the binary, no network), BACKEND/MODEL of
+models.backends in the config file (an openai or ollama backend, as for memory.embedding.model),
+or ollama/MODEL (OLLAMA_HOST, else 127.0.0.1:11434) or openai/MODEL
 (OPENAI_BASE_URL, OPENAI_API_KEY) when no backend has that name.
 
 With --cv, leave-one-conversation-out: for each conversation every retrieval weight is

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/embed/sentence"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/providers"
 	"github.com/reverie-ai/reverie/internal/providers/ollama"
@@ -26,8 +27,9 @@ const embedCallTimeout = 2 * time.Minute
 
 // EmbeddingBackend is where an embedding model is served.
 type EmbeddingBackend struct {
-	// Kind is config.ModelKindOpenAI (any OpenAI-compatible server) or
-	// config.ModelKindOllama.
+	// Kind is config.ModelKindOpenAI (any OpenAI-compatible server),
+	// config.ModelKindOllama, or config.EmbeddingBuiltin (a model run in
+	// this process; no URL or key).
 	Kind    string
 	BaseURL string
 	APIKey  string
@@ -72,6 +74,8 @@ func ResolveEmbeddingBackend(models config.ModelsConfig, ref string, env []strin
 		return EmbeddingBackend{Kind: bc.Kind, BaseURL: bc.BaseURL, APIKey: key}, model, nil
 	}
 	switch name {
+	case config.EmbeddingBuiltin:
+		return EmbeddingBackend{Kind: config.EmbeddingBuiltin}, model, nil
 	case config.ModelKindOllama:
 		return EmbeddingBackend{Kind: config.ModelKindOllama, BaseURL: get("OLLAMA_HOST")}, model, nil
 	case config.ModelKindOpenAI:
@@ -81,18 +85,22 @@ func ResolveEmbeddingBackend(models config.ModelsConfig, ref string, env []strin
 		}
 		return EmbeddingBackend{Kind: config.ModelKindOpenAI, BaseURL: base, APIKey: get("OPENAI_API_KEY")}, model, nil
 	}
-	return EmbeddingBackend{}, "", fmt.Errorf("%w: %q is not under models.backends (or use ollama/MODEL or openai/MODEL)", ErrNoEmbeddingBackend, name)
+	return EmbeddingBackend{}, "", fmt.Errorf("%w: %q is not under models.backends (or use %s, ollama/MODEL or openai/MODEL)",
+		ErrNoEmbeddingBackend, name, config.EmbeddingBuiltinUSELite)
 }
 
 // NewEmbeddingModel builds the embedding model ref ("backend/model") served
-// by b: an OpenAI-compatible /embeddings through the official SDK, or
-// Ollama's native /api/embed. dims 0 asks the model for its vector size
+// by b: the sentence encoder built into the binary, an OpenAI-compatible
+// /embeddings through the official SDK, or Ollama's native /api/embed.
+// dims 0 asks the model for its vector size
 // with one call (bounded by embedProbeTimeout). Every answer is checked to
 // have dims dimensions and L2-normalised (embed.Wrap); the embedder's ID is
 // ref@dims/dims, the tag stored with each vector.
 func NewEmbeddingModel(ctx context.Context, b EmbeddingBackend, ref, model string, dims, batch int) (embed.Embedder, error) {
 	var p embed.Provider
 	switch b.Kind {
+	case config.EmbeddingBuiltin:
+		return builtinEmbedder(ref, dims)
 	case config.ModelKindOllama:
 		e, err := ollama.NewEmbedder(ollama.Options{Name: ref, BaseURL: b.BaseURL, Model: model, Dimensions: dims, BatchSize: batch,
 			Timeouts: providers.Timeouts{Total: embedCallTimeout}})
@@ -121,6 +129,23 @@ func NewEmbeddingModel(ctx context.Context, b EmbeddingBackend, ref, model strin
 		dims = len(vecs[0])
 	}
 	return embed.Wrap(p, dims, ref+"@"+strconv.Itoa(dims)), nil
+}
+
+// builtinEmbedder returns the built-in model ref, which must be
+// config.EmbeddingBuiltinUSELite at its own size (dims 0 or 512). Its ID has
+// the form NewEmbeddingModel gives every model, ref@dims/dims.
+func builtinEmbedder(ref string, dims int) (embed.Embedder, error) {
+	if ref != config.EmbeddingBuiltinUSELite {
+		return nil, fmt.Errorf("%w: the built-in models are %s; %q is not one", ErrNoEmbeddingBackend, config.EmbeddingBuiltinUSELite, ref)
+	}
+	e, err := sentence.New()
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", ref, err)
+	}
+	if dims != 0 && dims != e.Dimensions() {
+		return nil, fmt.Errorf("%s has %d dimensions, not %d: %w", ref, e.Dimensions(), dims, embed.ErrDimensions)
+	}
+	return e, nil
 }
 
 // embeddingRef splits an embedder ID made by NewEmbeddingModel into the
@@ -193,11 +218,16 @@ func (e embedders) configured(ctx context.Context, ec config.EmbeddingConfig, st
 	if err != nil {
 		return nil, err
 	}
-	return e.cached(ctx, m)
+	return e.cached(ctx, b, m)
 }
 
-// cached wraps m in the embedding cache of the database.
-func (e embedders) cached(ctx context.Context, m embed.Embedder) (embed.Embedder, error) {
+// cached wraps m, served by b, in the embedding cache of the database. A
+// built-in model is computed in this process in milliseconds: nothing is
+// kept.
+func (e embedders) cached(ctx context.Context, b EmbeddingBackend, m embed.Embedder) (embed.Embedder, error) {
+	if b.Kind == config.EmbeddingBuiltin {
+		return m, nil
+	}
 	c, err := embed.NewCached(ctx, m, e.a.DB, e.a.migrations)
 	if err != nil {
 		return nil, fmt.Errorf("open embedding cache: %w", err)
@@ -224,7 +254,7 @@ func (e embedders) previous(ctx context.Context) memory.Previous {
 		if err != nil {
 			return nil, false
 		}
-		c, err := e.cached(ctx, m)
+		c, err := e.cached(ctx, b, m)
 		if err != nil || c.ID() != id {
 			return nil, false
 		}

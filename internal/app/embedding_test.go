@@ -228,3 +228,43 @@ func TestEmbeddingModelRefusingLongText(t *testing.T) {
 		t.Fatalf("recall by the long text: %+v, %v", got, err)
 	}
 }
+
+// memory.embedding.model: builtin/use-lite needs no backend and no network:
+// memories get the built-in sentence encoder's vectors as they are stored,
+// /api/v1/info names it, and recall finds a memory by its meaning when no
+// word is shared (which the offline hashing embedder cannot).
+func TestEmbeddingBuiltinSentenceEncoder(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	embedConfig(t, dir, "http://127.0.0.1:1", "builtin/use-lite")
+	a := newEmbedApp(t, dir)
+	defer a.Close()
+	const model = "builtin/use-lite@512/512"
+	if got := info(t, a); got.Model != model || got.Serving != model || got.Dimensions != 512 || got.Pending != 0 {
+		t.Fatalf("info with the built-in encoder = %+v", got)
+	}
+	texts := []string{
+		"We bought a car last week, a blue hatchback.",
+		"My sister lives in Lisbon and teaches piano.",
+		"The garden shed needs a new coat of paint.",
+		"I am allergic to peanuts.",
+		"Our team meeting moved to Thursday mornings.",
+	}
+	var ms []memory.Memory
+	for _, s := range texts {
+		ms = append(ms, memory.Memory{Text: s, Kind: memory.KindFact})
+	}
+	if _, err := a.Memory.Store().AddBatch(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Memory.Search(ctx, memory.Query{Text: "Did I purchase an automobile recently?", Peek: true})
+	if err != nil || len(got) == 0 {
+		t.Fatalf("recall: %+v, %v", got, err)
+	}
+	if got[0].Text != texts[0] || got[0].VecRank != 1 {
+		t.Errorf("recall by meaning: first %q (vector rank %d), want %q at vector rank 1", got[0].Text, got[0].VecRank, texts[0])
+	}
+}

@@ -27,8 +27,10 @@ type MemoryConfig struct {
 // EmbeddingConfig selects the model that turns memories into vectors.
 type EmbeddingConfig struct {
 	// Model is "backend/model" naming a backend of models.backends (kind
-	// openai or ollama), e.g. "local/nomic-embed-text". Empty means the
-	// built-in offline embedder (no network, deterministic).
+	// openai or ollama), e.g. "local/nomic-embed-text", or
+	// EmbeddingBuiltinUSELite, the sentence encoder built into the binary
+	// (no network). Empty means the built-in offline hashing embedder (no
+	// network, deterministic).
 	Model string `yaml:"model"`
 	// Dimensions is the vector size the model returns; 0 asks the model once
 	// at start.
@@ -36,6 +38,17 @@ type EmbeddingConfig struct {
 	// BatchSize is how many texts are sent per request.
 	BatchSize int `yaml:"batch_size"`
 }
+
+// The embedding models built into the binary: memory.embedding.model
+// names one as EmbeddingBuiltin + "/" + its name, unless models.backends
+// defines a backend called EmbeddingBuiltin.
+const (
+	EmbeddingBuiltin = "builtin"
+	// EmbeddingBuiltinUSELite is Universal Sentence Encoder Lite, run in
+	// process (internal/embed/sentence), 512 dimensions.
+	EmbeddingBuiltinUSELite    = EmbeddingBuiltin + "/use-lite"
+	EmbeddingBuiltinDimensions = 512
+)
 
 // MemoryBackendMCP is memory.backend's value for an MCP memory server.
 const MemoryBackendMCP = "mcp"
@@ -111,6 +124,15 @@ func (c *Config) validateMemory() error {
 		return c.invalid("memory.embedding.model", "%q is not \"backend/model\"", e.Model)
 	}
 	b, found := c.Models.Backends[backend]
+	if !found && backend == EmbeddingBuiltin {
+		if e.Model != EmbeddingBuiltinUSELite {
+			return c.invalid("memory.embedding.model", "the built-in models are %q; %q is not one", EmbeddingBuiltinUSELite, e.Model)
+		}
+		if e.Dimensions != 0 && e.Dimensions != EmbeddingBuiltinDimensions {
+			return c.invalid("memory.embedding.dimensions", "%s has %d dimensions", e.Model, EmbeddingBuiltinDimensions)
+		}
+		return nil
+	}
 	if !found {
 		return c.invalid("memory.embedding.model", "backend %q is not defined under models.backends", backend)
 	}
