@@ -179,18 +179,25 @@ func (e *Encoder) layer(s *scratch, l *layer, n int) {
 	// Multi-head self-attention over the n pieces (all real: no mask).
 	qkv := s.big[:n*3*d]
 	l.qkv.MulT(qkv, s.y[:n*d], n)
-	addBias(qkv, l.qkvB)
 	hd := l.headDepth
 	qh, kh, vh, sc := s.qh[:n*hd], s.kh[:n*hd], s.vh[:n*hd], s.scores[:n*n]
 	for h := 0; h < l.heads; h++ {
+		// The head's queries (scaled), keys and values, biases added.
+		qb := l.qkvB[h*hd : (h+1)*hd]
+		kb := l.qkvB[d+h*hd : d+(h+1)*hd]
+		vb := l.qkvB[2*d+h*hd : 2*d+(h+1)*hd]
 		for p := 0; p < n; p++ {
-			row := qkv[p*3*d:]
-			q := qh[p*hd : (p+1)*hd]
-			for j, v := range row[h*hd : (h+1)*hd] {
-				q[j] = v * l.scale
+			row := qkv[p*3*d : (p+1)*3*d]
+			q, k, v := qh[p*hd:(p+1)*hd], kh[p*hd:(p+1)*hd], vh[p*hd:(p+1)*hd]
+			for j, x := range row[h*hd : (h+1)*hd] {
+				q[j] = (x + qb[j]) * l.scale
 			}
-			copy(kh[p*hd:(p+1)*hd], row[d+h*hd:d+(h+1)*hd])
-			copy(vh[p*hd:(p+1)*hd], row[2*d+h*hd:2*d+(h+1)*hd])
+			for j, x := range row[d+h*hd : d+(h+1)*hd] {
+				k[j] = x + kb[j]
+			}
+			for j, x := range row[2*d+h*hd : 2*d+(h+1)*hd] {
+				v[j] = x + vb[j]
+			}
 		}
 		qmat.MulABT(sc, qh, kh, n, n, hd)
 		for p := 0; p < n; p++ {
@@ -202,21 +209,19 @@ func (e *Encoder) layer(s *scratch, l *layer, n int) {
 		}
 	}
 	l.out.MulT(s.a[:n*512], s.o[:n*d], n)
-	addBias(s.a[:n*512], l.outB)
-	add(s.h[:n*512], s.a[:n*512])
+	addResidual(s.h[:n*512], s.a[:n*512], l.outB)
 	// Feed-forward: layer norm, 512 → 1536 ReLU → 512, residual.
 	layerNorm(s.y[:n*512], s.h[:n*512], l.ln2g, l.ln2b, n)
 	f := s.big[:n*ffnDim]
 	l.ffn1.MulT(f, s.y[:n*512], n)
-	addBias(f, l.ffn1B)
-	for k, v := range f {
-		if v < 0 {
-			f[k] = 0
+	for r := 0; r < len(f); r += ffnDim {
+		row := f[r : r+ffnDim]
+		for k, b := range l.ffn1B {
+			row[k] = max(row[k]+b, 0)
 		}
 	}
 	l.ffn2.MulT(s.a[:n*512], f, n)
-	addBias(s.a[:n*512], l.ffn2B)
-	add(s.h[:n*512], s.a[:n*512])
+	addResidual(s.h[:n*512], s.a[:n*512], l.ffn2B)
 }
 
 // layerNorm sets each row of dst (n rows of len(g)) to g·(x−mean)/√(var+ε)+b
@@ -248,29 +253,55 @@ func softmax(v []float32) {
 	for _, x := range v[1:] {
 		m = max(m, x)
 	}
-	var sum float64
+	var sum float32
 	for k, x := range v {
-		ex := math.Exp(float64(x - m))
-		v[k] = float32(ex)
+		ex := expNeg(x - m)
+		v[k] = ex
 		sum += ex
 	}
-	inv := float32(1 / sum)
+	inv := 1 / sum
 	for k := range v {
 		v[k] *= inv
 	}
 }
 
+// expNeg returns e^x for x ≤ 0 to float32 precision (Cephes' expf: x =
+// k·ln 2 + r with |r| ≤ ln 2 / 2, a degree-6 polynomial for e^r, 2^k put
+// in the exponent), 0 below −87.
+func expNeg(x float32) float32 {
+	if x < -87 {
+		return 0
+	}
+	k := float32(math.Floor(float64(x*1.44269504088896341 + 0.5)))
+	r := x - k*0.693359375 + k*2.12194440e-4
+	p := float32(1.9875691500e-4)
+	p = p*r + 1.3981999507e-3
+	p = p*r + 8.3334519073e-3
+	p = p*r + 4.1665795894e-2
+	p = p*r + 1.6666665459e-1
+	p = p*r + 5.0000001201e-1
+	e := p*r*r + r + 1
+	return e * math.Float32frombits(uint32(int32(k)+127)<<23)
+}
+
 // addBias adds b to each row of x (rows of len(b)).
 func addBias(x, b []float32) {
 	for r := 0; r < len(x); r += len(b) {
-		add(x[r:r+len(b)], b)
+		row := x[r : r+len(b)]
+		for k, v := range b {
+			row[k] += v
+		}
 	}
 }
 
-// add adds x to y.
-func add(y, x []float32) {
-	x = x[:len(y)]
-	for k := range y {
-		y[k] += x[k]
+// addResidual adds each row of a plus b to the same row of h (rows of
+// len(b)), in the graph's order: h + (a + b).
+func addResidual(h, a, b []float32) {
+	a = a[:len(h)]
+	for r := 0; r < len(h); r += len(b) {
+		hr, ar := h[r:r+len(b)], a[r:r+len(b)]
+		for k, v := range b {
+			hr[k] += ar[k] + v
+		}
 	}
 }

@@ -45,6 +45,9 @@ type tokenizer struct {
 	// ones; of a piece listed twice, the later id, as the JS trie keeps),
 	// by piece bytewise: the pieces starting with a prefix are a run of it.
 	sorted []uint16
+	// first[b] is where the pieces starting with a byte ≥ b begin in
+	// sorted: those starting with byte b are sorted[first[b]:first[b+1]].
+	first [257]uint16
 }
 
 func (t *tokenizer) piece(id uint16) string {
@@ -90,6 +93,13 @@ func newTokenizer(vocab string) (*tokenizer, error) {
 	})
 	t.sorted = slices.CompactFunc(t.sorted, func(a, b uint16) bool { return t.piece(a) == t.piece(b) })
 	t.sorted = slices.Clip(t.sorted)
+	k := 0
+	for b := range 257 {
+		for k < len(t.sorted) && int(t.piece(t.sorted[k])[0]) < b {
+			k++
+		}
+		t.first[b] = uint16(k)
+	}
 	return t, nil
 }
 
@@ -127,7 +137,8 @@ func (t *tokenizer) encode(text string, max int) []int32 {
 	// order JS iterates its object keyed by start).
 	ends := make([][]candidate, n+1)
 	for i := 0; i < n; i++ {
-		lo, hi := 0, len(t.sorted)
+		c := buf[at[i]]
+		lo, hi := int(t.first[c]), int(t.first[int(c)+1])
 		found := false
 		for j := i + 1; j <= n; j++ {
 			prefix := sbuf[at[i]:at[j]]
