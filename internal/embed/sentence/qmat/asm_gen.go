@@ -30,6 +30,7 @@ func main() {
 	for j := 1; j <= 6; j++ {
 		kernel512(&b, j)
 	}
+	kernel512x12(&b)
 	for j := 1; j <= 6; j++ {
 		kernelABT(&b, j)
 	}
@@ -332,6 +333,99 @@ func kernelAB(b *bytes.Buffer, rows int) {
 	p("ADDQ $64, R13")
 	p("DECQ R11")
 	p("JNZ block")
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// kernel512x12 writes mulAVX512x12: mulAVX2x6's layout for twelve
+// activation rows and sixteen columns at a time in ZMM registers: pairs of
+// int8 weight rows, cols apart, widened once per sixteen columns for 24
+// multiply-adds; k is a positive multiple of 16. Twelve rows of k
+// activations must fit in L1 cache next to the weights' stream, so the
+// caller uses it for k up to 768.
+func kernel512x12(b *bytes.Buffer) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, "\t"+format+"\n", a...) }
+	fmt.Fprintf(b, "\n// func mulAVX512x12(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)\n")
+	fmt.Fprintf(b, "TEXT ·mulAVX512x12(SB), NOSPLIT, $0-72\n")
+	p("MOVQ q+0(FP), SI")
+	p("MOVQ scale+8(FP), R12")
+	p("MOVQ pairs+16(FP), R11")
+	p("MOVQ xstride+48(FP), DX")
+	p("SHLQ $2, DX")
+	p("MOVQ dst+56(FP), R13")
+	p("MOVQ dstride+64(FP), R10")
+	p("SHLQ $2, R10")
+	fmt.Fprintf(b, "pair:\n")
+	p("MOVQ cols+24(FP), DI")
+	p("ADDQ SI, DI")
+	// Activation rows 0-2 at BX, 3-5 at R8, 6-8 at R9, 9-11 at R14.
+	p("MOVQ x+40(FP), BX")
+	p("LEAQ (DX)(DX*2), AX")
+	p("LEAQ (BX)(AX*1), R8")
+	p("LEAQ (R8)(AX*1), R9")
+	p("LEAQ (R9)(AX*1), R14")
+	p("MOVQ k+32(FP), CX")
+	p("SHRQ $4, CX")
+	for a := 0; a < 24; a++ {
+		p("VPXORD Z%d, Z%d, Z%d", a, a, a)
+	}
+	base := [...]string{"BX", "R8", "R9", "R14"}
+	xa := func(j int) string {
+		return [...]string{"(%s)", "(%s)(DX*1)", "(%s)(DX*2)"}[j%3]
+	}
+	fmt.Fprintf(b, "loop:\n")
+	p("VPMOVSXBD (SI), Z24")
+	p("VPMOVSXBD (DI), Z25")
+	p("VCVTDQ2PS Z24, Z24")
+	p("VCVTDQ2PS Z25, Z25")
+	for j := 0; j < 12; j++ {
+		t := 26 + j%4
+		p("VMOVUPS "+xa(j)+", Z%d", base[j/3], t)
+		p("VFMADD231PS Z%d, Z24, Z%d", t, 2*j)
+		p("VFMADD231PS Z%d, Z25, Z%d", t, 2*j+1)
+	}
+	p("ADDQ $16, SI")
+	p("ADDQ $16, DI")
+	p("ADDQ $64, BX")
+	p("ADDQ $64, R8")
+	p("ADDQ $64, R9")
+	p("ADDQ $64, R14")
+	p("DECQ CX")
+	p("JNZ loop")
+	// dst rows 0-2 at R13, 3-5 at AX, 6-8 at BX, 9-11 at R8. For each two
+	// activation rows: fold their four accumulators to YMM in Y0..Y3, sum
+	// lanes into X0 = [x_j·q0, x_j·q1, x_j+1·q0, x_j+1·q1], scale by
+	// [s0, s1, s0, s1] and store its halves.
+	p("VMOVDDUP (R12), X30")
+	p("LEAQ (R10)(R10*2), CX")
+	p("LEAQ (R13)(CX*1), AX")
+	p("LEAQ (AX)(CX*1), BX")
+	p("LEAQ (BX)(CX*1), R8")
+	dbase := [...]string{"R13", "AX", "BX", "R8"}
+	da := func(j int) string {
+		return fmt.Sprintf([...]string{"(%s)", "(%s)(R10*1)", "(%s)(R10*2)"}[j%3], dbase[j/3])
+	}
+	for j := 0; j < 12; j += 2 {
+		for w := 0; w < 4; w++ {
+			p("VEXTRACTF64X4 $1, Z%d, Y28", 2*j+w)
+			p("VADDPS Y28, Y%d, Y%d", 2*j+w, w)
+		}
+		p("VHADDPS Y1, Y0, Y0")
+		p("VHADDPS Y3, Y2, Y2")
+		p("VHADDPS Y2, Y0, Y0")
+		p("VEXTRACTF128 $1, Y0, X1")
+		p("VADDPS X1, X0, X0")
+		p("VMULPS X30, X0, X0")
+		p("VMOVSD X0, %s", da(j))
+		p("VMOVHPS X0, %s", da(j+1))
+	}
+	p("MOVQ cols+24(FP), DI")
+	p("LEAQ (SI)(DI*2), SI")
+	p("SUBQ k+32(FP), SI") // the next pair's first row
+	p("ADDQ $8, R12")
+	p("ADDQ $8, R13")
+	p("DECQ R11")
+	p("JNZ pair")
 	p("VZEROUPPER")
 	p("RET")
 }

@@ -3,6 +3,7 @@ package qmat
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -13,7 +14,8 @@ var encoderShapes = []struct{ cols, rows int }{
 }
 
 // benchMulT reports GFLOP/s (2·n·rows·cols per call) of f on the encoder's
-// shapes for a 12-piece query and a 128-piece text.
+// shapes for a 12-piece query and a 128-piece text: over wall time, and as
+// cpu-GFLOP/s over the thread's CPU time, steadier on a shared machine.
 func benchMulT(b *testing.B, f func(m *Matrix, dst, x []float32, n int)) {
 	for _, n := range []int{1, 12, 128} {
 		for _, s := range encoderShapes {
@@ -22,15 +24,30 @@ func benchMulT(b *testing.B, f func(m *Matrix, dst, x []float32, n int)) {
 				m := randMatrix(rng, s.rows, s.cols)
 				x := randVec(rng, n*s.cols)
 				dst := make([]float32, n*s.rows)
-				b.ReportAllocs()
-				for b.Loop() {
-					f(m, dst, x, n)
-				}
 				flop := 2 * float64(n*s.rows*s.cols)
+				rate := measure(b, flop, func() { f(m, dst, x, n) })
+				b.ReportMetric(rate, "cpu-GFLOP/s")
 				b.ReportMetric(flop*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GFLOP/s")
 			})
 		}
 	}
+}
+
+// measure runs call in b's loop on one locked thread and returns its
+// GFLOP/s over that thread's CPU time (0 where that is not measured).
+func measure(b *testing.B, flop float64, call func()) float64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	t0 := threadCPU()
+	for b.Loop() {
+		call()
+	}
+	cpu := threadCPU() - t0
+	if cpu <= 0 {
+		return 0
+	}
+	return flop * float64(b.N) / float64(cpu.Nanoseconds())
 }
 
 // BenchmarkMulT measures the path MulT takes on this machine.
@@ -64,15 +81,11 @@ func BenchmarkAttention(b *testing.B) {
 				dst := make([]float32, n*max(n, hd))
 				flop := 2 * float64(n*n*hd)
 				b.Run(fmt.Sprintf("%s/ABT/n=%d/depth=%d", fk.name, n, hd), func(b *testing.B) {
-					for b.Loop() {
-						fk.abt(dst, q, k, n, n, hd)
-					}
+					b.ReportMetric(measure(b, flop, func() { fk.abt(dst, q, k, n, n, hd) }), "cpu-GFLOP/s")
 					b.ReportMetric(flop*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GFLOP/s")
 				})
 				b.Run(fmt.Sprintf("%s/AB/n=%d/depth=%d", fk.name, n, hd), func(b *testing.B) {
-					for b.Loop() {
-						fk.ab(dst, p, k, n, hd, n)
-					}
+					b.ReportMetric(measure(b, flop, func() { fk.ab(dst, p, k, n, hd, n) }), "cpu-GFLOP/s")
 					b.ReportMetric(flop*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GFLOP/s")
 				})
 			}

@@ -134,6 +134,13 @@ func mulAVX512x5(q *int8, scale *float32, groups, cols, k int, x *float32, xstri
 //go:noescape
 func mulAVX512x6(q *int8, scale *float32, groups, cols, k int, x *float32, xstride int, dst *float32, dstride int)
 
+// mulAVX512x12 is mulAVX2x6's layout for twelve activation rows with
+// sixteen columns at a time: pairs of weight rows, cols apart, k a positive
+// multiple of 16.
+//
+//go:noescape
+func mulAVX512x12(q *int8, scale *float32, pairs, cols, k int, x *float32, xstride int, dst *float32, dstride int)
+
 // mulAVX512 runs the kernel for xr (1..6) activation rows.
 func mulAVX512(xr int, q *int8, scale *float32, groups, cols, k int, x *float32, xstride int, dst *float32, dstride int) {
 	switch xr {
@@ -154,7 +161,8 @@ func mulAVX512(xr int, q *int8, scale *float32, groups, cols, k int, x *float32,
 
 // mulTAVX512 is the AVX-512 kernel: like mulTAVX2 with sixteen columns and
 // four weight rows at a time; the last rows short of a group of four run
-// on the AVX2 kernel. Matrices whose columns are not a multiple of 16 take
+// on the AVX2 kernel. For widths up to 768 it takes twelve activation rows
+// at a time while it can. Matrices whose columns are not a multiple of 16 take
 // mulTAVX2.
 func mulTAVX512(m *Matrix, dst, x []float32, n int) {
 	rows, cols := m.Rows, m.Cols
@@ -163,7 +171,20 @@ func mulTAVX512(m *Matrix, dst, x []float32, n int) {
 		mulTAVX2(m, dst, x, n)
 		return
 	}
-	for i := 0; i < n; i += 6 {
+	i := 0
+	if cols <= 768 {
+		// Twelve rows of activations (at most 36 KiB) stay in L1: run
+		// pairs of weight rows against them, which widens half as many
+		// weights per multiply-add as the six-row kernel.
+		for ; i+12 <= n; i += 12 {
+			mulAVX512x12(&m.Q[0], &m.Scale[0], rows/2, cols, cols, &x[i*cols], cols, &dst[i*rows], rows)
+			if rows%2 == 1 {
+				avx2Rows(m, rows-1, cols, dst, x, i, 6)
+				avx2Rows(m, rows-1, cols, dst, x, i+6, 6)
+			}
+		}
+	}
+	for ; i < n; i += 6 {
 		xr := min(6, n-i)
 		mulAVX512(xr, &m.Q[0], &m.Scale[0], groups, cols, cols, &x[i*cols], cols, &dst[i*rows], rows)
 		if 4*groups < rows {

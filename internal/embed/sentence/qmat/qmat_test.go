@@ -82,6 +82,8 @@ func TestMulT(t *testing.T) {
 		{"two rows past groups", 8, 10, 64},
 		{"sixteen columns", 6, 4, 16},
 		{"encoder sized", 9, 64, 256},
+		{"twelve-row blocks, odd weight rows", 25, 7, 48},
+		{"twelve-row blocks past 768 columns", 13, 8, 784},
 		{"query", 12, 32, 512},
 		{"wide", 2, 6, 1536},
 		{"text", 128, 16, 256},
