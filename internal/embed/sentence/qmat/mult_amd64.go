@@ -177,10 +177,12 @@ func mulTAVX512(m *Matrix, dst, x []float32, n int) {
 		// pairs of weight rows against them, which widens half as many
 		// weights per multiply-add as the six-row kernel.
 		for ; i+12 <= n; i += 12 {
-			mulAVX512x12(&m.Q[0], &m.Scale[0], rows/2, cols, cols, &x[i*cols], cols, &dst[i*rows], rows)
-			if rows%2 == 1 {
-				avx2Rows(m, rows-1, cols, dst, x, i, 6)
-				avx2Rows(m, rows-1, cols, dst, x, i+6, 6)
+			// The same weight rows as below, so that a row of x gets the
+			// same sums, bit for bit, in either kernel.
+			mulAVX512x12(&m.Q[0], &m.Scale[0], 2*groups, cols, cols, &x[i*cols], cols, &dst[i*rows], rows)
+			if 4*groups < rows {
+				avx2Rows(m, 4*groups, cols, dst, x, i, 6)
+				avx2Rows(m, 4*groups, cols, dst, x, i+6, 6)
 			}
 		}
 	}

@@ -49,22 +49,17 @@ func mulTGo(m *Matrix, dst, x []float32, n int) {
 				store2(dst[(i+3)*rows+r:], s30, s31, k0)
 			}
 			for ; i < n; i++ {
+				// The order of the four-row loop, so that a row of x gets
+				// the same sums, bit for bit, wherever it falls.
 				xi := x[i*cols+k0 : i*cols+k0+kl]
 				xi, w1 := xi[:len(w0)], w1[:len(w0)]
-				var s0, s1, t0, t1 float32
-				c := 0
-				for ; c+2 <= len(w0); c += 2 {
-					v, u := xi[c], xi[c+1]
-					s0 += v * w0[c]
+				var s0, s1 float32
+				for c, a := range w0 {
+					v := xi[c]
+					s0 += v * a
 					s1 += v * w1[c]
-					t0 += u * w0[c+1]
-					t1 += u * w1[c+1]
 				}
-				if c < len(w0) {
-					s0 += xi[c] * w0[c]
-					s1 += xi[c] * w1[c]
-				}
-				store2(dst[i*rows+r:], s0+t0, s1+t1, k0)
+				store2(dst[i*rows+r:], s0, s1, k0)
 			}
 		}
 		s0, s1 := m.Scale[r], m.Scale[r+1]

@@ -3,7 +3,25 @@
 // place from the binary) times float32 activations, and the float32
 // products of attention.
 //
-// Every function is pure and safe for concurrent use; none allocates.
+// Every function is pure and safe for concurrent use; none allocates or
+// starts goroutines (callers run texts in parallel if they want to).
+//
+// The products run on the fastest kernel the CPU has, chosen once at init
+// from golang.org/x/sys/cpu: on amd64 with AVX2 and FMA, Go assembly
+// written by asm_gen.go (go generate) for MulT, MulABT and MulAB, and with
+// AVX-512F and VL wider MulT kernels; elsewhere, or built with -tags
+// purego, blocked pure Go. The int8 weights are widened in registers or a
+// small stack scratch (never copied to the heap) and every sum is float32
+// (with fused multiply-adds in assembly), so the kernels agree with the
+// element-by-element product to float32 rounding but not bit for bit. On
+// one machine each row of a result depends only on its own row of input,
+// bit for bit, whatever rows come with it (TestMulTRowsIndependent);
+// between machines with different CPU features the last bits may differ.
+//
+// The tests check every kernel the machine runs against a float64 product
+// (TestMulT, FuzzMulT, FuzzMulAB); BenchmarkMulT, BenchmarkMulTSIMD and
+// BenchmarkAttention report GFLOP/s over wall time and over the thread's
+// CPU time.
 package qmat
 
 // Matrix is a Rows×Cols int8 matrix stored row by row with one float32

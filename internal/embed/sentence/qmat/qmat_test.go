@@ -1,6 +1,7 @@
 package qmat
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -304,4 +305,59 @@ func TestFloatEmpty(t *testing.T) {
 	}
 	MulABT(nil, nil, nil, 0, 3, 3)
 	MulAB(nil, nil, nil, 3, 0, 3)
+}
+
+// TestMulTRowsIndependent checks that each kernel computes a row of x the
+// same, bit for bit, whatever block of rows it falls in: a text's vectors
+// do not depend on how many pieces it has around them.
+func TestMulTRowsIndependent(t *testing.T) {
+	for _, k := range kernels() {
+		for _, s := range []struct{ rows, cols int }{{7, 48}, {16, 256}, {9, 784}, {10, 37}} {
+			t.Run(fmt.Sprintf("%s/%dx%d", k.name, s.cols, s.rows), func(t *testing.T) {
+				const n = 29
+				rng := rand.New(rand.NewPCG(5, uint64(s.cols)))
+				m := randMatrix(rng, s.rows, s.cols)
+				x := randVec(rng, n*s.cols)
+				all := make([]float32, n*s.rows)
+				k.f(m, all, x, n)
+				one := make([]float32, s.rows)
+				for i := 0; i < n; i++ {
+					k.f(m, one, x[i*s.cols:(i+1)*s.cols], 1)
+					for r, v := range one {
+						if all[i*s.rows+r] != v {
+							t.Fatalf("row %d of %d, column %d: %v, alone %v", i, n, r, all[i*s.rows+r], v)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestFloatRowsIndependent is TestMulTRowsIndependent for MulABT and
+// MulAB: row i of a gives the same row of dst alone or among n rows.
+func TestFloatRowsIndependent(t *testing.T) {
+	const n, m, k = 29, 37, 70
+	rng := rand.New(rand.NewPCG(6, 6))
+	a, b := randVec(rng, n*k), randVec(rng, m*k)
+	for _, fk := range floatKernels() {
+		for _, op := range []struct {
+			name string
+			f    func(dst, a, b []float32, n, m, k int)
+		}{{"ABT", fk.abt}, {"AB", fk.ab}} {
+			t.Run(fk.name+"/"+op.name, func(t *testing.T) {
+				all := make([]float32, n*m)
+				op.f(all, a, b, n, m, k)
+				one := make([]float32, m)
+				for i := 0; i < n; i++ {
+					op.f(one, a[i*k:(i+1)*k], b, 1, m, k)
+					for j, v := range one {
+						if all[i*m+j] != v {
+							t.Fatalf("row %d of %d, column %d: %v, alone %v", i, n, j, all[i*m+j], v)
+						}
+					}
+				}
+			})
+		}
+	}
 }
