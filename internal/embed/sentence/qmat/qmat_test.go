@@ -149,22 +149,33 @@ func TestMulTEmpty(t *testing.T) {
 	m.MulT(nil, nil, 0) // no rows of x: nothing to do, nothing to check
 }
 
-func TestMulTShortSlices(t *testing.T) {
-	m := &Matrix{Rows: 2, Cols: 3, Q: make([]int8, 6), Scale: make([]float32, 2)}
+// TestShortSlices checks that every product panics on a slice too short
+// for its shape, before any kernel (assembly has no bounds checks) runs.
+func TestShortSlices(t *testing.T) {
+	m := &Matrix{Rows: 2, Cols: 16, Q: make([]int8, 32), Scale: make([]float32, 2)}
+	f := func(n int) []float32 { return make([]float32, n) }
 	for _, tc := range []struct {
-		name   string
-		dst, x []float32
+		name string
+		call func()
 	}{
-		{"short dst", make([]float32, 3), make([]float32, 6)},
-		{"short x", make([]float32, 4), make([]float32, 5)},
+		{"MulT short dst", func() { m.MulT(f(3), f(32), 2) }},
+		{"MulT short x", func() { m.MulT(f(4), f(31), 2) }},
+		{"MulT short Q", func() { (&Matrix{Rows: 2, Cols: 16, Q: make([]int8, 31), Scale: f(2)}).MulT(f(4), f(32), 2) }},
+		{"MulT short Scale", func() { (&Matrix{Rows: 2, Cols: 16, Q: make([]int8, 32), Scale: f(1)}).MulT(f(4), f(32), 2) }},
+		{"MulABT short dst", func() { MulABT(f(5), f(32), f(48), 2, 3, 16) }},
+		{"MulABT short a", func() { MulABT(f(6), f(31), f(48), 2, 3, 16) }},
+		{"MulABT short b", func() { MulABT(f(6), f(32), f(47), 2, 3, 16) }},
+		{"MulAB short dst", func() { MulAB(f(31), f(32), f(256), 2, 16, 16) }},
+		{"MulAB short a", func() { MulAB(f(32), f(31), f(256), 2, 16, 16) }},
+		{"MulAB short b", func() { MulAB(f(32), f(32), f(255), 2, 16, 16) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
 				if recover() == nil {
-					t.Fatal("MulT did not panic")
+					t.Fatal("no panic")
 				}
 			}()
-			m.MulT(tc.dst, tc.x, 2)
+			tc.call()
 		})
 	}
 }
