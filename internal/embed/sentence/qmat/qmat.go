@@ -59,23 +59,6 @@ func (m *Matrix) MulT(dst, x []float32, n int) {
 // to run every path on one machine.
 var mulT = mulTGo
 
-// mulTRef is the element-by-element product, the reference the kernels are
-// tested and measured against.
-func mulTRef(m *Matrix, dst, x []float32, n int) {
-	for r := 0; r < m.Rows; r++ {
-		row := m.Q[r*m.Cols : (r+1)*m.Cols]
-		s := m.Scale[r]
-		for i := 0; i < n; i++ {
-			xi := x[i*m.Cols : (i+1)*m.Cols]
-			var acc float32
-			for c, q := range row {
-				acc += xi[c] * float32(q)
-			}
-			dst[i*m.Rows+r] = acc * s
-		}
-	}
-}
-
 // Row returns row r of m as float32 values in dst (len(dst) ≥ m.Cols), as
 // an embedding lookup reads it.
 func (m *Matrix) Row(dst []float32, r int) {

@@ -7,6 +7,23 @@ import (
 	"testing"
 )
 
+// mulTRef is the element-by-element product (the API's first, reference
+// implementation), which the kernels are tested and measured against.
+func mulTRef(m *Matrix, dst, x []float32, n int) {
+	for r := 0; r < m.Rows; r++ {
+		row := m.Q[r*m.Cols : (r+1)*m.Cols]
+		s := m.Scale[r]
+		for i := 0; i < n; i++ {
+			xi := x[i*m.Cols : (i+1)*m.Cols]
+			var acc float32
+			for c, q := range row {
+				acc += xi[c] * float32(q)
+			}
+			dst[i*m.Rows+r] = acc * s
+		}
+	}
+}
+
 func randMatrix(rng *rand.Rand, rows, cols int) *Matrix {
 	m := &Matrix{Rows: rows, Cols: cols, Q: make([]int8, rows*cols), Scale: make([]float32, rows)}
 	for i := range m.Q {
