@@ -41,3 +41,20 @@ func BenchmarkTokenize(b *testing.B) {
 		tok.encode(passage, maxPieces)
 	}
 }
+
+// BenchmarkTokenizeLong measures the first maxPieces pieces of a 100 KB
+// text: from a prefix (encode), and segmenting the whole text.
+func BenchmarkTokenizeLong(b *testing.B) {
+	tok := testTokenizer(b)
+	long := strings.Repeat("We went hiking in the mountains last weekend and the weather was lovely. ", 1400)
+	b.Run("prefix", func(b *testing.B) {
+		for b.Loop() {
+			tok.encode(long, maxPieces)
+		}
+	})
+	b.Run("whole", func(b *testing.B) {
+		for b.Loop() {
+			tok.segment(long, maxPieces)
+		}
+	})
+}

@@ -103,16 +103,47 @@ func newTokenizer(vocab string) (*tokenizer, error) {
 	return t, nil
 }
 
-// candidate is a piece from start to end (rune positions) of the text.
-type candidate struct {
-	start int32
-	id    int32
+// prefixBytes is the length of the first prefix encode segments when it
+// wants only the first pieces of a long text.
+const prefixBytes = 2048
+
+// encode returns the ids of text's pieces, at most most of them from the
+// start when most > 0.
+//
+// For the first pieces of a long text it segments a prefix cut just
+// before a space, then a four times longer one while that gives fewer
+// than most pieces: the ids of such a prefix are the first ids of the
+// whole text. (A space is a separator, and no piece holds a separator
+// but at its start, so no piece spans the cut, and nothing before it
+// depends on what follows; the piece after the cut starts with the
+// separator, a known piece, so no unknowns merge across it. NFKC does not
+// reach across a space either.) The whole text costs memory in
+// proportion to its length, and a pasted document may be megabytes.
+func (t *tokenizer) encode(text string, most int) []int32 {
+	return t.encodePrefix(text, most, prefixBytes)
 }
 
-// encode returns the ids of text's pieces, at most max of them from the
-// start when max > 0 (the whole text is segmented first, as the
-// segmentation of a prefix can depend on what follows).
-func (t *tokenizer) encode(text string, max int) []int32 {
+func (t *tokenizer) encodePrefix(text string, most, limit int) []int32 {
+	for most > 0 && limit < len(text) {
+		cut := strings.LastIndexByte(text[:limit], ' ')
+		if cut <= 0 {
+			cut = strings.IndexByte(text[limit:], ' ')
+			if cut < 0 {
+				break
+			}
+			cut += limit
+		}
+		if ids := t.segment(text[:cut], most); len(ids) >= most {
+			return ids
+		}
+		limit = 4 * max(limit, cut)
+	}
+	return t.segment(text, most)
+}
+
+// segment returns the ids of text's pieces, at most most of them from the
+// start when most > 0 (the whole text is segmented first).
+func (t *tokenizer) segment(text string, most int) []int32 {
 	text = norm.NFKC.String(text)
 	if text == "" {
 		return nil
@@ -133,9 +164,24 @@ func (t *tokenizer) encode(text string, max int) []int32 {
 	n := len(at)
 	at = append(at, int32(len(buf)))
 	sbuf := string(buf)
-	// ends[e] lists the candidates ending at e, by start ascending (the
-	// order JS iterates its object keyed by start).
-	ends := make([][]candidate, n+1)
+	// The JS tokenizer lists every candidate piece, then for each end
+	// position by start ascending keeps the best. Taking each candidate as
+	// it is found, by start ascending, compares the same scores in the
+	// same order: best[i] is final when the pieces starting at i are
+	// found, since all pieces ending at i start before it.
+	best := make([]float64, n+1)
+	words := make([]int32, n+1)
+	take := func(start, end int, id int32) {
+		var s float64
+		if id != 0 {
+			s = t.score[id]
+		}
+		s += best[start]
+		if best[end] == 0 || s >= best[end] {
+			best[end] = s
+			words[end] = id
+		}
+	}
 	for i := 0; i < n; i++ {
 		c := buf[at[i]]
 		lo, hi := int(t.first[c]), int(t.first[int(c)+1])
@@ -154,28 +200,12 @@ func (t *tokenizer) encode(text string, max int) []int32 {
 				break
 			}
 			if p == prefix {
-				ends[j] = append(ends[j], candidate{int32(i), int32(t.sorted[lo])})
+				take(i, j, int32(t.sorted[lo]))
 				found = true
 			}
 		}
 		if !found {
-			ends[i+1] = append(ends[i+1], candidate{int32(i), 0})
-		}
-	}
-	best := make([]float64, n+1)
-	words := make([]int32, n+1)
-	for e := 0; e <= n; e++ {
-		// Candidates were appended by start ascending already.
-		for _, c := range ends[e] {
-			var s float64
-			if c.id != 0 {
-				s = t.score[c.id]
-			}
-			s += best[c.start]
-			if best[e] == 0 || s >= best[e] {
-				best[e] = s
-				words[e] = c.id
-			}
+			take(i, i+1, 0) // an unknown character: id 0, score 0
 		}
 	}
 	var rev []int32
@@ -193,8 +223,8 @@ func (t *tokenizer) encode(text string, max int) []int32 {
 	for a, b := 0, len(ids)-1; a < b; a, b = a+1, b-1 {
 		ids[a], ids[b] = ids[b], ids[a]
 	}
-	if max > 0 && len(ids) > max {
-		ids = ids[:max]
+	if most > 0 && len(ids) > most {
+		ids = ids[:most]
 	}
 	return ids
 }

@@ -42,9 +42,11 @@ func TestTokenizerGolden(t *testing.T) {
 		if got := tok.encode(g.Text, 0); !slices.Equal(got, g.IDs) {
 			t.Errorf("encode(%q)\n got %v\nwant %v", g.Text, got, g.IDs)
 		}
-		if len(g.IDs) > maxPieces {
-			if got := tok.encode(g.Text, maxPieces); !slices.Equal(got, g.IDs[:maxPieces]) {
-				t.Errorf("encode(%q, %d) is not the first %d ids", g.Text, maxPieces, maxPieces)
+		// The first pieces, from prefixes of any length cut at spaces.
+		for _, c := range []struct{ most, limit int }{{maxPieces, prefixBytes}, {maxPieces, 64}, {5, 16}, {1, 1}} {
+			want := g.IDs[:min(c.most, len(g.IDs))]
+			if got := tok.encodePrefix(g.Text, c.most, c.limit); !slices.Equal(got, want) {
+				t.Errorf("encodePrefix(%q, %d, %d)\n got %v\nwant %v", g.Text, c.most, c.limit, got, want)
 			}
 		}
 	}
@@ -87,8 +89,10 @@ func FuzzTokenizer(f *testing.F) {
 				t.Fatalf("encode(%q): id %d out of range", s, id)
 			}
 		}
-		if c := tok.encode(s, 3); len(c) > 3 || !slices.Equal(c, ids[:min(3, len(ids))]) {
-			t.Fatalf("encode(%q, 3) = %v, not a prefix of %v", s, c, ids)
+		for _, c := range []struct{ most, limit int }{{3, prefixBytes}, {3, 1}, {3, 8}, {20, 16}} {
+			if got := tok.encodePrefix(s, c.most, c.limit); !slices.Equal(got, ids[:min(c.most, len(ids))]) {
+				t.Fatalf("encodePrefix(%q, %d, %d) = %v, not the first ids of %v", s, c.most, c.limit, got, ids)
+			}
 		}
 	})
 }
