@@ -107,6 +107,7 @@ one is scored with them; the figures pool the held-out questions of every fold.`
 // evalFlags are the flags every `reverie eval` dataset command takes.
 type evalFlags struct {
 	data, ks, embedding string
+	embeddingCache      string
 	dims                int
 	asJSON, cv, whole   bool
 }
@@ -116,6 +117,7 @@ func (f *evalFlags) register(cmd *cobra.Command, dataHelp, cvHelp, jsonHelp stri
 	cmd.Flags().StringVar(&f.ks, "k", "1,5,10,25", "recall cut-offs, comma-separated")
 	cmd.Flags().StringVar(&f.embedding, "embedding", "", "embedding model BACKEND/MODEL instead of the offline embedder")
 	cmd.Flags().IntVar(&f.dims, "embedding-dimensions", 0, "vector size to ask the --embedding model for (0: its own, asked with one call)")
+	cmd.Flags().StringVar(&f.embeddingCache, "embedding-cache", "", "keep the --embedding model's vectors in this SQLite file across runs (by model and text), instead of for this run only")
 	cmd.Flags().BoolVar(&f.cv, "cv", false, cvHelp)
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, jsonHelp)
 	cmd.Flags().BoolVar(&f.whole, "whole-memories", false, "inject every recalled memory whole, as before long episodes were cut to excerpts (to measure the excerpts against)")
@@ -151,8 +153,11 @@ func (f *evalFlags) open(cmd *cobra.Command, g *globalFlags, env []string, what,
 		return evalInput{}, err
 	}
 	in := evalInput{k: k}
+	if f.embeddingCache != "" && f.embedding == "" {
+		return evalInput{}, exitError{code: 2, err: fmt.Errorf("--embedding-cache needs --embedding (the offline embedder keeps nothing)")}
+	}
 	if f.embedding != "" {
-		if in.embedder, in.cache, err = evalEmbedder(cmd, g, env, f.embedding, f.dims); err != nil {
+		if in.embedder, in.cache, err = evalEmbedder(cmd, g, env, f.embedding, f.dims, f.embeddingCache); err != nil {
 			return evalInput{}, err
 		}
 	}
@@ -208,10 +213,11 @@ func parseKs(ks string) ([]int, error) {
 // evalEmbedder builds the --embedding model. The config file is read when
 // there is one (for models.backends); none is needed for ollama/MODEL and
 // openai/MODEL. The model is asked for each text once in a run: its vectors
-// are kept by text (embed.Cached, in a database of this run's memory, which
-// the caller closes), so --cv, which asks every question again for each
-// weight it tries, sends each question to the model once.
-func evalEmbedder(cmd *cobra.Command, g *globalFlags, env []string, ref string, dims int) (embed.Embedder, *sql.DB, error) {
+// are kept by text (embed.Cached, in a database of this run's memory, or in
+// the file cachePath names to keep them across runs; the caller closes it),
+// so --cv, which asks every question again for each weight it tries, sends
+// each question to the model once.
+func evalEmbedder(cmd *cobra.Command, g *globalFlags, env []string, ref string, dims int, cachePath string) (embed.Embedder, *sql.DB, error) {
 	models := config.ModelsConfig{}
 	if path, err := g.configPath(env); err == nil {
 		if _, err := os.Stat(path); err == nil {
@@ -230,9 +236,12 @@ func evalEmbedder(cmd *cobra.Command, g *globalFlags, env []string, ref string, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("--embedding: %w", err)
 	}
-	db, err := sqlite.Open(cmd.Context(), ":memory:")
+	if cachePath == "" {
+		cachePath = ":memory:"
+	}
+	db, err := sqlite.Open(cmd.Context(), cachePath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--embedding: vector cache: %w", err)
+		return nil, nil, fmt.Errorf("--embedding: vector cache %s: %w", cachePath, err)
 	}
 	cached, err := embed.NewCached(cmd.Context(), e, db, nil)
 	if err != nil {

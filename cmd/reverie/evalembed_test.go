@@ -28,12 +28,13 @@ func TestEvalLoCoMoEmbedding(t *testing.T) {
 	}
 	home := []string{"HOME=" + t.TempDir()}
 	cases := []struct {
-		name     string
-		env      []string
-		args     []string
-		ok       bool
-		want     string // in stderr
-		requests func() int
+		name      string
+		env       []string
+		args      []string
+		ok        bool
+		want      string // in stderr
+		requests  func() int
+		cacheFile string // kept after the run, when --embedding-cache names one
 	}{
 		{name: "configured OpenAI-compatible backend", env: append(home, "LAB_KEY=sk-test"), args: []string{"--config", filepath.Join(dir, "config.yaml"), "--embedding", "lab/text-embedding-3-small"},
 			ok: true, want: "lab/text-embedding-3-small (16 dimensions)", requests: func() int { return len(oa.EmbeddingRequests()) }},
@@ -43,6 +44,12 @@ func TestEvalLoCoMoEmbedding(t *testing.T) {
 			ok: true, want: "(8 dimensions)", requests: func() int { return len(ol.Requests()) }},
 		{name: "model not pulled", env: append(home, "OLLAMA_HOST="+ol.URL()), args: []string{"--embedding", "ollama/missing"},
 			want: `model "missing" not found`},
+		{name: "built-in sentence encoder", env: home, args: []string{"--embedding", "builtin/use-lite"},
+			ok: true, want: "builtin/use-lite (512 dimensions)"},
+		{name: "built-in encoder with a cache file", env: home, args: []string{"--embedding", "builtin/use-lite", "--embedding-cache", filepath.Join(dir, "vectors.db")},
+			ok: true, want: "builtin/use-lite (512 dimensions)", cacheFile: filepath.Join(dir, "vectors.db")},
+		{name: "unknown built-in model", env: home, args: []string{"--embedding", "builtin/bert"}, want: "the built-in models are"},
+		{name: "cache file without a model", env: home, args: []string{"--embedding-cache", filepath.Join(dir, "x.db")}, want: "--embedding-cache needs --embedding"},
 		{name: "unknown backend", env: home, args: []string{"--embedding", "elsewhere/model"}, want: "not under models.backends"},
 		{name: "not backend/model", env: home, args: []string{"--embedding", "model"}, want: `not "backend/model"`},
 	}
@@ -73,7 +80,12 @@ func TestEvalLoCoMoEmbedding(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Questions == 0 {
 				t.Fatalf("report %q: %v", out, err)
 			}
-			if c.requests() <= before+1 {
+			if c.cacheFile != "" {
+				if st, err := os.Stat(c.cacheFile); err != nil || st.Size() == 0 {
+					t.Errorf("vector cache file: %v", err)
+				}
+			}
+			if c.requests != nil && c.requests() <= before+1 {
 				t.Errorf("%d embedding requests, want the probe and the conversation's", c.requests()-before)
 			}
 		})
