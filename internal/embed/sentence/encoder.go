@@ -36,9 +36,9 @@ type Encoder struct {
 }
 
 // New returns an Encoder over the weights and vocabulary embedded in the
-// binary. It views the weights in place (no copy) and builds the
-// tokenizer's trie (a few hundred kilobytes); call it once and share the
-// Encoder.
+// binary. It views the weights and the pieces in place (no copy) and
+// builds the tokenizer's index of the pieces (about 120 KB of heap); call
+// it once and share the Encoder.
 func New() (*Encoder, error) {
 	return newEncoder(blob, vocabText)
 }

@@ -113,7 +113,7 @@ func parseWeights(data string) (*weights, error) {
 		if e.off < 0 || e.off+size > len(b) {
 			return nil, fmt.Errorf("weights: %s out of the blob", name)
 		}
-		entries[name] = entry(e)
+		entries[name] = e
 	}
 	floats := func(off, n int) []float32 {
 		if n == 0 {
