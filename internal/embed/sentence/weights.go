@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/reverie-ai/reverie/internal/embed/sentence/qmat"
@@ -39,6 +40,42 @@ func (m *f32Matrix) MulT(dst, x []float32, n int) {
 }
 
 func (m *f32Matrix) Row(dst []float32, r int) { copy(dst, m.w[r*m.cols:(r+1)*m.cols]) }
+
+// int8Size is the size in the blob of an int8 rows×cols matrix.
+func int8Size(rows, cols int) int { return 4*rows + rows*cols }
+
+// int8x2 is a weight matrix held as an int8 matrix plus its rounding error
+// as another (go run ./internal/gen -int8x2): float32's precision for
+// twice the size and multiplications.
+type int8x2 struct {
+	m, err *qmat.Matrix
+	tmp    sync.Pool // *[]float32, maxPieces × m.Rows
+}
+
+func (q *int8x2) MulT(dst, x []float32, n int) {
+	q.m.MulT(dst, x, n)
+	p, _ := q.tmp.Get().(*[]float32)
+	if p == nil {
+		b := make([]float32, maxPieces*q.m.Rows)
+		p = &b
+	}
+	defer q.tmp.Put(p)
+	if len(*p) < n*q.m.Rows {
+		*p = make([]float32, n*q.m.Rows)
+	}
+	e := (*p)[:n*q.m.Rows]
+	q.err.MulT(e, x, n)
+	for k, v := range e {
+		dst[k] += v
+	}
+}
+
+func (q *int8x2) Row(dst []float32, r int) {
+	q.m.Row(dst, r)
+	for c, v := range q.err.Q[r*q.err.Cols : (r+1)*q.err.Cols] {
+		dst[c] += q.err.Scale[r] * float32(v)
+	}
+}
 
 // layer is one transformer layer's weights.
 type layer struct {
@@ -107,8 +144,11 @@ func parseWeights(data string) (*weights, error) {
 		}
 		p += 13
 		size := 4 * e.rows * e.cols
-		if e.kind == 1 {
-			size = 4*e.rows + e.rows*e.cols
+		switch e.kind {
+		case 1:
+			size = int8Size(e.rows, e.cols)
+		case 3:
+			size = (int8Size(e.rows, e.cols)+3)/4*4 + int8Size(e.rows, e.cols)
 		}
 		if e.off < 0 || e.off+size > len(b) {
 			return nil, fmt.Errorf("weights: %s out of the blob", name)
@@ -144,11 +184,16 @@ func parseWeights(data string) (*weights, error) {
 			errs = append(errs, fmt.Errorf("weights: matrix %s missing or not %d×%d", name, rows, cols))
 			return &f32Matrix{rows: rows, cols: cols, w: make([]float32, rows*cols)}
 		}
+		int8At := func(off int) *qmat.Matrix {
+			return &qmat.Matrix{Rows: rows, Cols: cols,
+				Scale: floats(off, rows),
+				Q:     unsafe.Slice((*int8)(unsafe.Pointer(&b[off+4*rows])), rows*cols)}
+		}
 		switch e.kind {
 		case 1:
-			return &qmat.Matrix{Rows: rows, Cols: cols,
-				Scale: floats(e.off, rows),
-				Q:     unsafe.Slice((*int8)(unsafe.Pointer(&b[e.off+4*rows])), rows*cols)}
+			return int8At(e.off)
+		case 3:
+			return &int8x2{m: int8At(e.off), err: int8At(e.off + (int8Size(rows, cols)+3)/4*4)}
 		case 2:
 			return &f32Matrix{rows: rows, cols: cols, w: floats(e.off, rows*cols)}
 		}

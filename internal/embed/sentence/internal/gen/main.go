@@ -3,7 +3,7 @@
 // model.json, seven weight shards, vocab.json), into the two files package
 // sentence embeds:
 //
-//	go run ./internal/embed/sentence/internal/gen [-dist DIR] [-o use-lite.bin] [-vocab vocab.txt] [-f32]
+//	go run ./internal/embed/sentence/internal/gen [-dist DIR] [-o use-lite.bin] [-vocab vocab.txt] [-f32 | -int8x2]
 //
 // DIR defaults to bench/embed's node_modules copy of the package (get it
 // with `cd bench/embed && npm ci`), then /work/lb/embed's.
@@ -17,13 +17,17 @@
 // the 128 positions (computed from the graph's inverse timescales) are
 // float32. -f32 writes the matrices as float32 instead (for
 // checking the port's exactness during development; not committed).
+// -int8x2 writes each matrix as two int8 matrices, the second quantising
+// the first's rounding error: twice the size (+6.9 MB) and the
+// multiplications, and vectors within 1e-7 of float32's.
 //
 // Layout (little-endian): the magic "USELITE1", a uint32 count, then for
 // each tensor its name (uint8 length, bytes), kind (uint8: 0 float32
-// vector, 1 int8 matrix, 2 float32 matrix), rows, cols and offset
+// vector, 1 int8 matrix, 2 float32 matrix, 3 int8x2), rows, cols and offset
 // (uint32 each); each tensor's data starts at a multiple of 64 bytes. An
 // int8 matrix's data is its rows float32 scales followed by rows·cols int8
-// values.
+// values; an int8x2 matrix (kind 3) is two of them, the second starting at
+// a multiple of 4 bytes.
 //
 // vocab.txt holds the SentencePiece vocabulary, one "piece<TAB>score" line
 // per id in id order. vocab.json is not quite well formed: seven pieces
@@ -57,11 +61,19 @@ func main() {
 	out := flag.String("o", "use-lite.bin", "weights file to write")
 	vocabOut := flag.String("vocab", "vocab.txt", "vocabulary file to write")
 	f32 := flag.Bool("f32", false, "write float32 matrices (development only)")
+	twice := flag.Bool("int8x2", false, "write each matrix as two int8 matrices, the second the first's rounding error: twice the size and the multiplications, float32's rankings")
 	flag.Parse()
 	if *dist == "" {
 		*dist = findDist()
 	}
-	blob, vocab, err := build(*dist, *f32)
+	kind := byte(1)
+	switch {
+	case *f32:
+		kind = 2
+	case *twice:
+		kind = 3
+	}
+	blob, vocab, err := build(*dist, kind)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
@@ -185,12 +197,14 @@ const (
 // out is one tensor of the blob.
 type out struct {
 	name       string
-	kind       byte // 0 f32 vector, 1 int8 matrix, 2 f32 matrix
+	kind       byte // 0 f32 vector, 1 int8 matrix, 2 f32 matrix, 3 int8 matrix twice
 	rows, cols int
 	data       []float32 // row-major rows×cols (one output unit a row)
 }
 
-func build(dist string, f32 bool) (blob, vocab []byte, err error) {
+// build returns the blob, its matrices of the given kind (1 int8, 2
+// float32, 3 int8 twice), and the vocabulary.
+func build(dist string, matrixKind byte) (blob, vocab []byte, err error) {
 	w, err := readWeights(dist)
 	if err != nil {
 		return nil, nil, err
@@ -292,11 +306,9 @@ func build(dist string, f32 bool) (blob, vocab []byte, err error) {
 	); err != nil {
 		return nil, nil, err
 	}
-	if f32 {
-		for k := range outs {
-			if outs[k].kind == 1 {
-				outs[k].kind = 2
-			}
+	for k := range outs {
+		if outs[k].kind == 1 {
+			outs[k].kind = matrixKind
 		}
 	}
 	blob = encodeBlob(outs)
@@ -370,6 +382,16 @@ func quantize(v []float32, rows, cols int) ([]int8, []float32) {
 
 const align = 64
 
+// writeInt8 writes an int8 matrix's scales, then its values.
+func writeInt8(data *bytes.Buffer, q []int8, s []float32) {
+	for _, x := range s {
+		binary.Write(data, binary.LittleEndian, math.Float32bits(x))
+	}
+	for _, x := range q {
+		data.WriteByte(byte(x))
+	}
+}
+
 func encodeBlob(outs []out) []byte {
 	var hdr bytes.Buffer
 	hdr.WriteString("USELITE1")
@@ -391,13 +413,20 @@ func encodeBlob(outs []out) []byte {
 			for _, x := range o.data {
 				binary.Write(&data, binary.LittleEndian, math.Float32bits(x))
 			}
-		case 1:
+		case 1, 3:
 			q, s := quantize(o.data, o.rows, o.cols)
-			for _, x := range s {
-				binary.Write(&data, binary.LittleEndian, math.Float32bits(x))
-			}
-			for _, x := range q {
-				data.WriteByte(byte(x))
+			writeInt8(&data, q, s)
+			if o.kind == 3 {
+				// The rounding error, quantised the same way.
+				e := make([]float32, len(o.data))
+				for k, x := range o.data {
+					e[k] = x - s[k/o.cols]*float32(q[k])
+				}
+				for data.Len()%4 != 0 {
+					data.WriteByte(0)
+				}
+				q2, s2 := quantize(e, o.rows, o.cols)
+				writeInt8(&data, q2, s2)
 			}
 		}
 	}

@@ -15,7 +15,7 @@ func TestBlobIsGenerated(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dist, "model.json")); err != nil {
 		t.Skipf("the npm package is not installed (cd bench/embed && npm ci): %v", err)
 	}
-	blob, vocab, err := build(dist, false)
+	blob, vocab, err := build(dist, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
