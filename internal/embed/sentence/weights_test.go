@@ -3,6 +3,7 @@ package sentence
 import (
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/reverie-ai/reverie/internal/embed/sentence/qmat"
 )
@@ -65,5 +66,33 @@ func TestParseWeightsRejects(t *testing.T) {
 				t.Fatal("no error")
 			}
 		})
+	}
+}
+
+// TestWeightsInPlace checks that the weights are views of the embedded
+// blob, not copies (the binary's pages, not the heap), on a little-endian
+// machine where the blob is aligned as the linker places it.
+func TestWeightsInPlace(t *testing.T) {
+	if !littleEndian {
+		t.Skip("big-endian: the float32 sections are decoded into copies")
+	}
+	w, err := parseWeights(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(blob)))
+	hi := lo + uintptr(len(blob))
+	inBlob := func(p unsafe.Pointer) bool { return uintptr(p) >= lo && uintptr(p) < hi }
+	m := w.layers[1].ffn2.(*qmat.Matrix)
+	for name, p := range map[string]unsafe.Pointer{
+		"embedding values": unsafe.Pointer(&w.embedding.(*qmat.Matrix).Q[0]),
+		"ffn2 values":      unsafe.Pointer(&m.Q[0]),
+		"ffn2 scales":      unsafe.Pointer(&m.Scale[0]),
+		"timing":           unsafe.Pointer(&w.timing[0]),
+		"pool bias":        unsafe.Pointer(&w.poolB[0]),
+	} {
+		if !inBlob(p) {
+			t.Errorf("%s: a copy, not a view of the blob", name)
+		}
 	}
 }
