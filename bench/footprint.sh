@@ -20,6 +20,8 @@
 # when it supervises in process (REVERIE_SUPERVISOR=builtin, or REVERIE_BIN
 # without reverie-supervisor next to it).
 # Usage: bench/footprint.sh [FIRST [SECOND [TURNS]]]     (defaults 10 60 500; `bench/footprint.sh 2 5 50` for a quick run)
+# REVERIE_BENCH_EMBEDDING=MODEL sets every agent's memory.embedding.model
+# (e.g. builtin/use-lite, the sentence encoder built into the binary).
 set -euo pipefail
 FIRST=${1:-10}
 SECOND=${2:-60}
@@ -40,6 +42,8 @@ if [ -z "$bin" ]; then
 fi
 port=$(( 20000 + RANDOM % 20000 ))
 export REVERIE_WEB__LISTEN=127.0.0.1:$port
+embedding=${REVERIE_BENCH_EMBEDDING:-}
+if [ -n "$embedding" ]; then export REVERIE_MEMORY__EMBEDDING__MODEL=$embedding; fi
 
 wait_healthy() {
   local i
@@ -96,5 +100,5 @@ if [ "$TURNS" -gt 0 ]; then
   go build -o "$work/turnload" ./bench/turnload
   checkpoints=$TURNS
   [ "$TURNS" -le 20 ] || checkpoints="20,$TURNS"
-  "$work/turnload" footprint -turns "$checkpoints" -settle "${SECOND}s" "$bin"
+  "$work/turnload" footprint -turns "$checkpoints" -settle "${SECOND}s" -embedding "$embedding" "$bin"
 fi

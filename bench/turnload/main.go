@@ -5,9 +5,13 @@
 // `BIN agent` process on a data dir made with `BIN init`, with its default
 // configuration (episodes on) unless told otherwise.
 //
-//	go run ./bench/turnload footprint [-turns 20,500,1500,2500] [-settle 60s] BIN
-//	go run ./bench/turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=false] [-each] BIN [BIN…]
-//	go run ./bench/turnload memories [-n 10000,100000] [-settle 60s] BIN
+//	go run ./bench/turnload footprint [-turns 20,500,1500,2500] [-settle 60s] [-embedding M] BIN
+//	go run ./bench/turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=false] [-each] [-embedding M] BIN [BIN…]
+//	go run ./bench/turnload memories [-n 10000,100000] [-settle 60s] [-embedding M] BIN
+//
+// -embedding M sets the agents' memory.embedding.model to M (through
+// REVERIE_MEMORY__EMBEDDING__MODEL; empty: the build's default), such as
+// builtin/use-lite, the sentence encoder built into the binary.
 //
 // footprint: the agent's private memory (RssAnon, from /proc/PID/status),
 // its proportional set size (Pss, from /proc/PID/smaps_rollup: it also
@@ -31,7 +35,8 @@
 // memories: the agent's RssAnon and Pss (and the index files' share of
 // it) on a data dir holding N long-term memories (a fifth of each kind,
 // episodes in 50 conversations; stored through the memory store with the
-// default offline embedder, as the agent stores them), -settle after ready
+// -embedding model when it is builtin/use-lite, else with the offline
+// embedder, as the agent stores them), -settle after ready
 // (the index loads in the background) and -settle after one turn (which
 // recalls from them).
 package main
@@ -59,7 +64,9 @@ import (
 	"github.com/reverie-ai/reverie/bench/benchproc"
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/embed/sentence"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm"
@@ -67,9 +74,9 @@ import (
 )
 
 const usage = `usage:
-  turnload footprint [-turns 20,500,1500,2500] [-settle 60s] [-episodes=true] BIN
-  turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=true] [-each] BIN [BIN…]
-  turnload memories [-n 10000,100000] [-settle 60s] BIN`
+  turnload footprint [-turns 20,500,1500,2500] [-settle 60s] [-episodes=true] [-embedding MODEL] BIN
+  turnload concurrency [-clients 20] [-turns 20] [-runs 5] [-episodes=true] [-each] [-embedding MODEL] BIN [BIN…]
+  turnload memories [-n 10000,100000] [-settle 60s] [-embedding MODEL] BIN`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -251,6 +258,20 @@ func episodesEnv(on bool) []string {
 	return []string{"REVERIE_MEMORY__EPISODES=false"}
 }
 
+// embeddingEnv sets memory.embedding.model to model; empty leaves the
+// build's default.
+func embeddingEnv(model string) []string {
+	if model == "" {
+		return nil
+	}
+	return []string{"REVERIE_MEMORY__EMBEDDING__MODEL=" + model}
+}
+
+// embeddingFlag declares -embedding on fs.
+func embeddingFlag(fs *flag.FlagSet) *string {
+	return fs.String("embedding", "", "memory.embedding.model of the agents (empty: the build's default), e.g. "+config.EmbeddingBuiltinUSELite)
+}
+
 // indexFiles is in the name of the memory index's unlinked files (see
 // internal/memory's vecSpace).
 const indexFiles = ".memory-vectors-"
@@ -260,6 +281,7 @@ func footprintCmd(ctx context.Context, o *owner, args []string) error {
 	turnsFlag := fs.String("turns", "20,500,1500,2500", "checkpoints: total turns in the conversation, ascending")
 	settle := fs.Duration("settle", 60*time.Second, "idle wait before each second sample")
 	episodes := fs.Bool("episodes", true, "memory.episodes")
+	embedding := embeddingFlag(fs)
 	hold := fs.Duration("hold", 0, "keep the agent running this long after the last sample (to profile it)")
 	fs.Parse(args)
 	if fs.NArg() != 1 {
@@ -286,7 +308,7 @@ func footprintCmd(ctx context.Context, o *owner, args []string) error {
 	if err := initData(bin, dir); err != nil {
 		return err
 	}
-	env := append(startModel(o), episodesEnv(*episodes)...)
+	env := append(append(startModel(o), episodesEnv(*episodes)...), embeddingEnv(*embedding)...)
 	a, err := startAgent(bin, dir, env)
 	if err != nil {
 		return err
@@ -304,7 +326,7 @@ func footprintCmd(ctx context.Context, o *owner, args []string) error {
 		fmt.Printf("  %-34s RssAnon %6d KiB (%5.1f MiB)  Pss %6d KiB, of it index files %5d KiB  threads %2d\n", label, kib, float64(kib)/1024, p, idx, threads)
 		return nil
 	}
-	fmt.Printf("%s agent, fresh data dir, episodes %v, one conversation:\n", bin, *episodes)
+	fmt.Printf("%s agent, fresh data dir, episodes %v, embedding %q, one conversation:\n", bin, *episodes, *embedding)
 	if err := extension.Sleep(ctx, *settle); err != nil {
 		return err
 	}
@@ -344,6 +366,7 @@ func concurrencyCmd(ctx context.Context, o *owner, args []string) error {
 	runs := fs.Int("runs", 5, "measured runs per build")
 	episodes := fs.Bool("episodes", true, "memory.episodes")
 	each := fs.Bool("each", false, "print each run's figures (and the agent's pid) as it ends")
+	embedding := embeddingFlag(fs)
 	fs.Parse(args)
 	if fs.NArg() == 0 {
 		return errors.New(usage)
@@ -353,7 +376,7 @@ func concurrencyCmd(ctx context.Context, o *owner, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	env := append(startModel(o), episodesEnv(*episodes)...)
+	env := append(append(startModel(o), episodesEnv(*episodes)...), embeddingEnv(*embedding)...)
 	bins := make([]string, fs.NArg())
 	for i, b := range fs.Args() {
 		if bins[i], err = filepath.Abs(b); err != nil {
@@ -377,8 +400,8 @@ func concurrencyCmd(ctx context.Context, o *owner, args []string) error {
 			os.RemoveAll(dir)
 		}
 	}
-	fmt.Printf("%d clients × %d turns through HTTP, episodes %v, %d interleaved runs per build:\n",
-		*clients, *turns, *episodes, *runs)
+	fmt.Printf("%d clients × %d turns through HTTP, episodes %v, embedding %q, %d interleaved runs per build:\n",
+		*clients, *turns, *episodes, *embedding, *runs)
 	report("turns/s", bins, rates)
 	report("agent CPU ms/turn", bins, cpus)
 	return nil
@@ -496,6 +519,7 @@ func memoriesCmd(ctx context.Context, o *owner, args []string) error {
 	fs := flag.NewFlagSet("memories", flag.ExitOnError)
 	counts := fs.String("n", "10000,100000", "numbers of memories, one data dir each")
 	settle := fs.Duration("settle", 60*time.Second, "idle wait before each sample")
+	embedding := embeddingFlag(fs)
 	fs.Parse(args)
 	if fs.NArg() != 1 {
 		return errors.New(usage)
@@ -504,20 +528,26 @@ func memoriesCmd(ctx context.Context, o *owner, args []string) error {
 	if err != nil {
 		return err
 	}
-	env := startModel(o)
+	env := append(startModel(o), embeddingEnv(*embedding)...)
+	emb := embed.Embedder(embed.NewOffline(embed.DefaultDimensions))
+	if *embedding == config.EmbeddingBuiltinUSELite {
+		if emb, err = sentence.New(); err != nil {
+			return err
+		}
+	}
 	for f := range strings.SplitSeq(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 0 {
 			return fmt.Errorf("-n: %q is not a list of counts", *counts)
 		}
-		if err := memoriesOnce(ctx, bin, env, n, *settle); err != nil {
+		if err := memoriesOnce(ctx, bin, env, emb, n, *settle); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func memoriesOnce(ctx context.Context, bin string, env []string, n int, settle time.Duration) error {
+func memoriesOnce(ctx context.Context, bin string, env []string, emb embed.Embedder, n int, settle time.Duration) error {
 	work, err := os.MkdirTemp("", "turnload")
 	if err != nil {
 		return err
@@ -534,7 +564,7 @@ func memoriesOnce(ctx context.Context, bin string, env []string, n int, settle t
 	}
 	a.stop()
 	t0 := time.Now()
-	if err := seedMemories(ctx, filepath.Join(dir, "reverie.db"), n); err != nil {
+	if err := seedMemories(ctx, filepath.Join(dir, "reverie.db"), emb, n); err != nil {
 		return err
 	}
 	fmt.Printf("%s agent, %d memories (stored in %.0f s):\n", bin, n, time.Since(t0).Seconds())
@@ -569,14 +599,14 @@ func memoriesOnce(ctx context.Context, bin string, env []string, n int, settle t
 }
 
 // seedMemories stores n synthetic memories in the database at path through
-// the memory store, with the agent's default (offline) embedder.
-func seedMemories(ctx context.Context, path string, n int) error {
+// the memory store, with the embedder emb (the agent's).
+func seedMemories(ctx context.Context, path string, emb embed.Embedder, n int) error {
 	db, err := sqlite.Open(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	s, err := memory.OpenVector(ctx, db, embed.NewOffline(embed.DefaultDimensions), nil, nil, memory.DefaultTuning)
+	s, err := memory.OpenVector(ctx, db, emb, nil, nil, memory.DefaultTuning)
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/embed/sentence"
 	"github.com/reverie-ai/reverie/internal/eventbus"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/memory"
@@ -34,6 +37,11 @@ import (
 //
 // The memories=10k variant adds the recall context provider over 10,000
 // long-term memories (offline embedder), as the app runs every turn.
+// REVERIE_BENCH_EMBEDDING=builtin/use-lite stores and recalls them with the
+// sentence encoder built into the binary instead; the time the embedder
+// takes in a turn (the query's vector: model time, as an embedding
+// server's would be) is reported apart (embed-p50-ms) and the turn without
+// it as p50-ex-embed-ms and p99-ex-embed-ms.
 func BenchmarkTurnOverhead(b *testing.B) {
 	for _, active := range []int{40, 400} {
 		b.Run(fmt.Sprintf("active=%d", active), func(b *testing.B) { benchTurn(b, active, 0) })
@@ -84,8 +92,9 @@ func benchTurn(b *testing.B, active, memories int) {
 		return llm.Response{Message: llm.AssistantText("Sure, here you go."), Usage: llm.Usage{InputTokens: 1000, OutputTokens: 5}}, nil
 	})
 	var providers []extension.ContextProvider
+	emb := &timedEmbedder{Embedder: benchEmbedder(b)}
 	if memories > 0 {
-		vs, err := memory.OpenVector(ctx, db, embed.NewOffline(embed.DefaultDimensions), nil, nil, memory.DefaultTuning)
+		vs, err := memory.OpenVector(ctx, db, emb, nil, nil, memory.DefaultTuning)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -116,14 +125,19 @@ func benchTurn(b *testing.B, active, memories int) {
 		b.Fatal(err)
 	}
 	durations := make([]time.Duration, 0, b.N)
+	exEmbed := make([]time.Duration, 0, b.N)
+	embeds := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		start := time.Now()
+		start, e0 := time.Now(), emb.spent.Load()
 		if _, err := a.Turn(ctx, Input{Thread: thread, Text: fmt.Sprintf("question number %d about the plan", i)}); err != nil {
 			b.Fatal(err)
 		}
-		durations = append(durations, time.Since(start))
+		d, e := time.Since(start), time.Duration(emb.spent.Load()-e0)
+		durations = append(durations, d)
+		exEmbed = append(exEmbed, d-e)
+		embeds = append(embeds, e)
 		b.StopTimer()
 		last, err := store.LastMessageID(ctx, thread)
 		if err != nil {
@@ -136,10 +150,46 @@ func benchTurn(b *testing.B, active, memories int) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	slices.Sort(durations)
-	pct := func(p float64) float64 {
-		return float64(durations[min(len(durations)-1, int(float64(len(durations))*p))].Microseconds()) / 1000
+	pct := func(ds []time.Duration, p float64) float64 {
+		slices.Sort(ds)
+		return float64(ds[min(len(ds)-1, int(float64(len(ds))*p))].Microseconds()) / 1000
 	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(pct(durations, 0.50), "p50-ms")
+	b.ReportMetric(pct(durations, 0.99), "p99-ms")
+	if memories > 0 {
+		b.ReportMetric(pct(embeds, 0.50), "embed-p50-ms")
+		b.ReportMetric(pct(exEmbed, 0.50), "p50-ex-embed-ms")
+		b.ReportMetric(pct(exEmbed, 0.99), "p99-ex-embed-ms")
+	}
+}
+
+// benchEmbedder is the memories' embedder: the offline one, or with
+// REVERIE_BENCH_EMBEDDING=builtin/use-lite the built-in sentence encoder.
+func benchEmbedder(b *testing.B) embed.Embedder {
+	b.Helper()
+	switch m := os.Getenv("REVERIE_BENCH_EMBEDDING"); m {
+	case "", "offline":
+		return embed.NewOffline(embed.DefaultDimensions)
+	case "builtin/use-lite":
+		e, err := sentence.New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return e
+	default:
+		b.Fatalf("REVERIE_BENCH_EMBEDDING=%q: want offline or builtin/use-lite", m)
+		return nil
+	}
+}
+
+// timedEmbedder adds up the wall time its calls take.
+type timedEmbedder struct {
+	embed.Embedder
+	spent atomic.Int64 // nanoseconds
+}
+
+func (t *timedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	t0 := time.Now()
+	defer func() { t.spent.Add(int64(time.Since(t0))) }()
+	return t.Embedder.Embed(ctx, texts)
 }

@@ -47,6 +47,10 @@ import (
 // that recall, its gate and its excerpts act on real text: the word list's
 // texts share words in every sentence, so nothing recalled is cut.
 //
+// REVERIE_BENCH_EMBEDDING=MODEL sets memory.embedding.model (such as
+// builtin/use-lite, the sentence encoder built into the binary: each turn
+// then embeds the message, the reply and recall's query with it).
+//
 // REVERIE_BENCH_TURNS sets the turns of a conversation (default 1000, plus
 // 5 so that the last window is centred) and REVERIE_BENCH_RUNS how many
 // conversations are run, each on a fresh app (default 3);
@@ -197,7 +201,11 @@ func conversationTexts(file string, n int) ([]exchangeText, error) {
 // reply; without, both are made from benchWords.
 func runConversation(b *testing.B, turns int, marks []int, profilePrefix string, texts []exchangeText) turnRecord {
 	b.StopTimer()
-	w := StartWeb(b, WithEnv("REVERIE_HARVEST__ENABLED=false", "REVERIE_WEB__RATE_PER_SECOND=0"),
+	env := []string{"REVERIE_HARVEST__ENABLED=false", "REVERIE_WEB__RATE_PER_SECOND=0"}
+	if m := os.Getenv("REVERIE_BENCH_EMBEDDING"); m != "" {
+		env = append(env, "REVERIE_MEMORY__EMBEDDING__MODEL="+m)
+	}
+	w := StartWeb(b, WithEnv(env...),
 		WithModelEnv(func(url string) []string {
 			return []string{
 				"REVERIE_MODELS__BACKENDS={bench: {kind: openai, base_url: '" + url + "', api_key: sk-test, context_size: 200000}}",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/embed/sentence"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
@@ -62,6 +63,66 @@ func benchQuery(r *rand.Rand) string {
 	}
 }
 
+// benchEmbedder is the embedder of the recall benchmarks' stores: the
+// offline embedder, or with REVERIE_BENCH_EMBEDDING=builtin/use-lite the
+// sentence encoder built into the binary (the databases are then built
+// with it too, which takes minutes at 100k).
+func benchEmbedder(b *testing.B) embed.Embedder {
+	b.Helper()
+	switch m := os.Getenv("REVERIE_BENCH_EMBEDDING"); m {
+	case "", "offline":
+		return embed.NewOffline(0)
+	case "builtin/use-lite":
+		e, err := sentence.New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return e
+	default:
+		b.Fatalf("REVERIE_BENCH_EMBEDDING=%q: want offline or builtin/use-lite", m)
+		return nil
+	}
+}
+
+// memoEmbedder answers from the vectors it was primed with, else asks the
+// embedder it wraps: recall timed without the query's embedding.
+type memoEmbedder struct {
+	embed.Embedder
+	mu   sync.Mutex
+	vecs map[string][]float32
+}
+
+func (m *memoEmbedder) prime(ctx context.Context, texts []string) error {
+	vs, err := m.Embedder.Embed(ctx, texts)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.vecs == nil {
+		m.vecs = make(map[string][]float32, len(texts))
+	}
+	for i, t := range texts {
+		m.vecs[t] = vs[i]
+	}
+	return nil
+}
+
+func (m *memoEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	m.mu.Lock()
+	miss := false
+	for i, t := range texts {
+		v, ok := m.vecs[t]
+		out[i], miss = v, miss || !ok
+	}
+	m.mu.Unlock()
+	if miss {
+		return m.Embedder.Embed(ctx, texts)
+	}
+	return out, nil
+}
+
 var (
 	benchDBs   sync.Map // size → path of a built database
 	benchDir   string
@@ -77,7 +138,9 @@ func TestMain(m *testing.M) {
 }
 
 // benchDB returns the path of a database holding n synthetic memories,
-// building it once per process.
+// building it once per process. With REVERIE_BENCH_DB_DIR=DIR it is built
+// once into DIR (a file per size and embedder) and each process works on
+// a copy: interleaved runs then need not rebuild it.
 func benchDB(b *testing.B, n int) string {
 	b.Helper()
 	if p, ok := benchDBs.Load(n); ok {
@@ -97,12 +160,23 @@ func benchDB(b *testing.B, n int) string {
 	}
 	ctx := context.Background()
 	path := filepath.Join(benchDir, "m"+strconv.Itoa(n)+".db")
+	var kept string
+	if dir := os.Getenv("REVERIE_BENCH_DB_DIR"); dir != "" {
+		kept = filepath.Join(dir, "m"+strconv.Itoa(n)+"-"+strings.NewReplacer("/", "_", "@", "_").Replace(benchEmbedder(b).ID())+".db")
+		if data, err := os.ReadFile(kept); err == nil {
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				b.Fatal(err)
+			}
+			benchDBs.Store(n, path)
+			return path
+		}
+	}
 	db, err := sqlite.Open(ctx, path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	s, err := OpenVector(ctx, db, embed.NewOffline(0), nil, nil, DefaultTuning)
+	s, err := OpenVector(ctx, db, benchEmbedder(b), nil, nil, DefaultTuning)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,18 +197,36 @@ func benchDB(b *testing.B, n int) string {
 		}
 	}
 	s.Shutdown(ctx)
+	db.Close()
+	if kept != "" {
+		data, err := os.ReadFile(path)
+		if err == nil {
+			err = os.WriteFile(kept, data, 0o600)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 	benchDBs.Store(n, path)
 	return path
 }
 
 func openBench(b *testing.B, n int) *VectorStore {
 	b.Helper()
+	return openBenchWith(b, n, benchEmbedder(b))
+}
+
+// openBenchWith opens the benchmark database of n memories with e, which
+// must be the embedder that built it (or wrap it).
+func openBenchWith(b *testing.B, n int, e embed.Embedder) *VectorStore {
+	b.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, benchDB(b, n))
+	path := benchDB(b, n)
+	db, err := sqlite.Open(ctx, path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := OpenVector(ctx, db, embed.NewOffline(0), nil, nil, DefaultTuning)
+	s, err := OpenVector(ctx, db, e, nil, nil, DefaultTuning)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -152,26 +244,43 @@ func reportPercentiles(b *testing.B, d []time.Duration) {
 	b.ReportMetric(at(0.99), "p99-ms")
 }
 
-func benchRecall(b *testing.B, n int) {
-	s := openBench(b, n)
+func benchRecall(b *testing.B, n int, queryEmbedded bool) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(3, 4))
 	qs := make([]string, 512)
 	for i := range qs {
 		qs[i] = benchQuery(r)
 	}
+	var s *VectorStore
+	if queryEmbedded {
+		s = openBench(b, n)
+	} else {
+		m := &memoEmbedder{Embedder: benchEmbedder(b)}
+		if err := m.prime(ctx, qs); err != nil {
+			b.Fatal(err)
+		}
+		s = openBenchWith(b, n, m)
+	}
 	timeEach(b, func(i int) {
 		if _, err := s.Recall(ctx, Query{Text: qs[i%len(qs)], Limit: 10}); err != nil {
 			b.Fatal(err)
 		}
 	})
+	if fi, err := os.Stat(benchDB(b, n)); err == nil {
+		b.ReportMetric(float64(fi.Size())/1e6, "db-MB")
+	}
 }
 
 // BenchmarkRecall10k and BenchmarkRecall100k measure hybrid recall latency
 // (query embedding, FTS5 BM25, vector search, fusion, row fetch, access
 // recording). Run on one core: go test -bench Recall -cpu 1 -benchtime 2000x.
-func BenchmarkRecall10k(b *testing.B)  { benchRecall(b, 10_000) }
-func BenchmarkRecall100k(b *testing.B) { benchRecall(b, 100_000) }
+// BenchmarkRecall100kEmbedded is BenchmarkRecall100k with the queries'
+// vectors made before the timing (what recall costs beyond the model).
+// REVERIE_BENCH_EMBEDDING=builtin/use-lite measures them with the sentence
+// encoder (its stores built with it); db-MB is the database file's size.
+func BenchmarkRecall10k(b *testing.B)          { benchRecall(b, 10_000, true) }
+func BenchmarkRecall100k(b *testing.B)         { benchRecall(b, 100_000, true) }
+func BenchmarkRecall100kEmbedded(b *testing.B) { benchRecall(b, 100_000, false) }
 
 // BenchmarkIngest measures Add (one memory per transaction, as the tools
 // do) and AddBatch (100 per transaction, as imports do) into a store that

@@ -19,7 +19,11 @@ func BenchmarkEmbed(b *testing.B) {
 		{"query", "What did I say about my sister's birthday party?"},
 		{"passage", passage},
 	} {
-		pieces := len(enc.tok.encode(bc.text, maxPieces))
+		tok, err := enc.tokenizer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		pieces := len(tok.encode(bc.text, maxPieces))
 		b.Run(bc.name, func(b *testing.B) {
 			ctx := context.Background()
 			texts := []string{bc.text}
@@ -65,4 +69,26 @@ func BenchmarkTokenizeLong(b *testing.B) {
 			tok.segment(long, maxPieces)
 		}
 	})
+}
+
+// BenchmarkNew measures New: what a start that uses the encoder pays
+// (viewing the weights in place; the tokenizer waits for the first Embed).
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := New(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNewTokenizer measures what the first Embed pays once: the
+// tokenizer's index of the vocabulary.
+func BenchmarkNewTokenizer(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := newTokenizer(vocabText); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -56,7 +56,9 @@ func (t *tokenizer) piece(id uint16) string {
 
 // newTokenizer reads a vocabulary of "piece\tscore" lines, one per id.
 func newTokenizer(vocab string) (*tokenizer, error) {
-	t := &tokenizer{vocab: vocab}
+	n := strings.Count(vocab, "\n") + 1
+	t := &tokenizer{vocab: vocab, off: make([]uint32, 0, n), size: make([]uint16, 0, n),
+		score: make([]float64, 0, n), units: make([]uint8, 0, n), sorted: make([]uint16, 0, n)}
 	for id, at := 0, 0; at < len(vocab); id++ {
 		line, _, _ := strings.Cut(vocab[at:], "\n")
 		piece, s, ok := strings.Cut(line, "\t")
