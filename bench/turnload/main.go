@@ -10,8 +10,9 @@
 //	go run ./bench/turnload memories [-n 10000,100000] [-settle 60s] [-embedding M] BIN
 //
 // -embedding M sets the agents' memory.embedding.model to M (through
-// REVERIE_MEMORY__EMBEDDING__MODEL; empty: the build's default), such as
-// builtin/use-lite, the sentence encoder built into the binary.
+// REVERIE_MEMORY__EMBEDDING__MODEL; empty: the build's default, the
+// sentence encoder built into the binary, builtin/use-lite), such as
+// builtin/hashing, the offline hashing embedder.
 //
 // footprint: the agent's private memory (RssAnon, from /proc/PID/status),
 // its proportional set size (Pss, from /proc/PID/smaps_rollup: it also
@@ -35,8 +36,10 @@
 // memories: the agent's RssAnon and Pss (and the index files' share of
 // it) on a data dir holding N long-term memories (a fifth of each kind,
 // episodes in 50 conversations; stored through the memory store with the
-// -embedding model when it is builtin/use-lite, else with the offline
-// embedder, as the agent stores them), -settle after ready
+// sentence encoder, or with the offline hashing embedder when -embedding is
+// builtin/hashing, as the agent stores them: a build whose default differs,
+// or another -embedding model, re-embeds them in the background at its
+// start), -settle after ready
 // (the index loads in the background) and -settle after one turn (which
 // recalls from them).
 package main
@@ -269,7 +272,7 @@ func embeddingEnv(model string) []string {
 
 // embeddingFlag declares -embedding on fs.
 func embeddingFlag(fs *flag.FlagSet) *string {
-	return fs.String("embedding", "", "memory.embedding.model of the agents (empty: the build's default), e.g. "+config.EmbeddingBuiltinUSELite)
+	return fs.String("embedding", "", "memory.embedding.model of the agents (empty: the build's default), e.g. "+config.EmbeddingBuiltinHashing)
 }
 
 // indexFiles is in the name of the memory index's unlinked files (see
@@ -529,8 +532,8 @@ func memoriesCmd(ctx context.Context, o *owner, args []string) error {
 		return err
 	}
 	env := append(startModel(o), embeddingEnv(*embedding)...)
-	emb := embed.Embedder(embed.NewOffline(embed.DefaultDimensions))
-	if *embedding == config.EmbeddingBuiltinUSELite {
+	var emb embed.Embedder = embed.NewOffline(embed.DefaultDimensions)
+	if *embedding != config.EmbeddingBuiltinHashing {
 		if emb, err = sentence.New(); err != nil {
 			return err
 		}

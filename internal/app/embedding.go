@@ -131,12 +131,20 @@ func NewEmbeddingModel(ctx context.Context, b EmbeddingBackend, ref, model strin
 	return embed.Wrap(p, dims, ref+"@"+strconv.Itoa(dims)), nil
 }
 
-// builtinEmbedder returns the built-in model ref, which must be
-// config.EmbeddingBuiltinUSELite at its own size (dims 0 or 512). Its ID has
-// the form NewEmbeddingModel gives every model, ref@dims/dims.
+// builtinEmbedder returns the built-in model ref:
+// config.EmbeddingBuiltinUSELite at its own size (dims 0 or 512), whose ID
+// has the form NewEmbeddingModel gives every model, ref@dims/dims; or
+// config.EmbeddingBuiltinHashing, the offline hashing embedder (dims 0:
+// embed.DefaultDimensions), whose vectors keep the offline-… ID they had
+// when it was the default.
 func builtinEmbedder(ref string, dims int) (embed.Embedder, error) {
-	if ref != config.EmbeddingBuiltinUSELite {
-		return nil, fmt.Errorf("%w: the built-in models are %s; %q is not one", ErrNoEmbeddingBackend, config.EmbeddingBuiltinUSELite, ref)
+	switch ref {
+	case config.EmbeddingBuiltinHashing:
+		return embed.NewOffline(dims), nil
+	case config.EmbeddingBuiltinUSELite:
+	default:
+		return nil, fmt.Errorf("%w: the built-in models are %s and %s; %q is not one", ErrNoEmbeddingBackend,
+			config.EmbeddingBuiltinUSELite, config.EmbeddingBuiltinHashing, ref)
 	}
 	e, err := sentence.New()
 	if err != nil {
@@ -194,12 +202,14 @@ type embedders struct {
 	log *slog.Logger
 }
 
-// configured returns the configured embedding model, or why it cannot be
-// used. dims come from the configuration, else from the vectors the store
-// already holds of that model (no call), else from one call to the model.
+// configured returns the configured embedding model (none configured: the
+// built-in sentence encoder, config.EmbeddingBuiltinUSELite), or why it
+// cannot be used. dims come from the configuration, else from the vectors
+// the store already holds of that model (no call), else from one call to
+// the model.
 func (e embedders) configured(ctx context.Context, ec config.EmbeddingConfig, stored []string) (embed.Embedder, error) {
 	if ec.Model == "" {
-		return embed.NewOffline(embed.DefaultDimensions), nil
+		ec.Model = config.EmbeddingBuiltinUSELite
 	}
 	b, model, err := ResolveEmbeddingBackend(e.a.Config.Models, ec.Model, e.a.opts.Env)
 	if err != nil {
@@ -236,7 +246,8 @@ func (e embedders) cached(ctx context.Context, b EmbeddingBackend, m embed.Embed
 }
 
 // previous builds the model of stored vectors by their ID (memory.Previous):
-// the offline embedder, or a model of a backend still configured.
+// the offline hashing embedder, a built-in model, or a model of a backend
+// still configured.
 func (e embedders) previous(ctx context.Context) memory.Previous {
 	return func(id string) (embed.Embedder, bool) {
 		if off, ok := offlineByID(id); ok {
@@ -264,8 +275,9 @@ func (e embedders) previous(ctx context.Context) memory.Previous {
 
 // forStore chooses the store's embedding model: the configured one, or —
 // when it cannot be used (its server does not answer the size probe, its
-// backend is gone) — with a warning, the model of the stored vectors when
-// it can be built, else the offline embedder. In the fallback nothing is
+// backend is gone, the built-in encoder does not load) — with a warning,
+// the model of the stored vectors when it can be built, else the offline
+// hashing embedder. In the fallback nothing is
 // re-embedded (the vectors stay those of the model in use) until a start
 // finds the configured model answering.
 // fallback is true when the configured model is not the one returned.
@@ -285,7 +297,7 @@ func (e embedders) forStore(ctx context.Context, ec config.EmbeddingConfig) (m e
 			return p, true, nil
 		}
 	}
-	e.log.Warn("the embedding model cannot be used; the offline embedder is used until it can (next start), and nothing is re-embedded meanwhile",
+	e.log.Warn("the embedding model cannot be used; the offline hashing embedder is used until it can (next start), and nothing is re-embedded meanwhile",
 		"model", ec.Model, "err", err)
 	return embed.NewOffline(embed.DefaultDimensions), true, nil
 }

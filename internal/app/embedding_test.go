@@ -13,6 +13,7 @@ import (
 	"github.com/reverie-ai/reverie/api"
 	"github.com/reverie-ai/reverie/extension"
 	"github.com/reverie-ai/reverie/internal/embed"
+	"github.com/reverie-ai/reverie/internal/embed/sentence"
 	"github.com/reverie-ai/reverie/internal/memory"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
@@ -65,11 +66,11 @@ func waitEvent(t *testing.T, ch <-chan extension.Event, topic string) {
 
 // Changing memory.embedding.model re-embeds in the background: the start
 // probes the new model for its size, recall keeps answering from the
-// offline vectors (queries are not sent to the new model) while the
-// re-embedding waits on the server, /api/v1/info and memory.reembed.*
-// events show the progress, and when it is done recall uses the new model.
-// Switching to a model that does not answer keeps the old vectors with a
-// warning and re-embeds nothing.
+// default model's vectors (the built-in sentence encoder's; queries are not
+// sent to the new model) while the re-embedding waits on the server,
+// /api/v1/info and memory.reembed.* events show the progress, and when it
+// is done recall uses the new model. Switching to a model that does not
+// answer keeps the old vectors with a warning and re-embeds nothing.
 func TestEmbeddingModelChangeReembeds(t *testing.T) {
 	ctx := context.Background()
 	ol := llmtest.NewOllamaServer(t)
@@ -84,18 +85,18 @@ func TestEmbeddingModelChangeReembeds(t *testing.T) {
 	if _, err := a.Memory.Store().AddBatch(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	offline := embed.NewOffline(embed.DefaultDimensions).ID()
-	if got := info(t, a); got.Model != offline || got.Serving != offline || got.Pending != 0 {
-		t.Fatalf("info with the offline embedder = %+v", got)
+	def := sentence.ID // no memory.embedding.model: the built-in encoder
+	if got := info(t, a); got.Model != def || got.Serving != def || got.Pending != 0 {
+		t.Fatalf("info with the default embedder = %+v", got)
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	// A model that is not there: the offline vectors stay in use.
+	// A model that is not there: the default model's vectors stay in use.
 	embedConfig(t, dir, ol.URL(), "local/missing-model")
 	a = newEmbedApp(t, dir)
-	if got := info(t, a); got.Model != offline || got.Serving != offline || got.Pending != 0 {
+	if got := info(t, a); got.Model != def || got.Serving != def || got.Pending != 0 {
 		t.Fatalf("info with a missing model = %+v", got)
 	}
 	if err := a.Close(); err != nil {
@@ -105,7 +106,7 @@ func TestEmbeddingModelChangeReembeds(t *testing.T) {
 	embedConfig(t, dir, ol.URL(), "local/nomic-embed-text")
 	a = newEmbedApp(t, dir)
 	model := "local/nomic-embed-text@24/24"
-	if got := info(t, a); got.Model != model || got.Serving != offline || got.Dimensions != embed.DefaultDimensions || got.Pending != 100 {
+	if got := info(t, a); got.Model != model || got.Serving != def || got.Dimensions != sentence.Dimensions || got.Pending != 100 {
 		t.Fatalf("info after the change = %+v", got)
 	}
 	events := a.Bus.Watch(ctx, "memory.reembed.", 64)
@@ -128,10 +129,10 @@ func TestEmbeddingModelChangeReembeds(t *testing.T) {
 	}()
 	ol.WaitHeld() // the first batch is at the server
 	waitEvent(t, events, "memory.reembed.started")
-	if got := info(t, a); !got.Reembedding || got.Serving != offline || got.Pending != 100 {
+	if got := info(t, a); !got.Reembedding || got.Serving != def || got.Pending != 100 {
 		t.Fatalf("info during the re-embedding = %+v", got)
 	}
-	if got, want := a.memoryStatus(ctx), "embedding model "+offline+"; re-embedding with "+model+": 0 of 100"; got != want {
+	if got, want := a.memoryStatus(ctx), "embedding model "+def+"; re-embedding with "+model+": 0 of 100"; got != want {
 		t.Errorf("/status memory line %q, want %q", got, want)
 	}
 	before := len(ol.Requests())
@@ -159,7 +160,7 @@ func TestEmbeddingModelChangeReembeds(t *testing.T) {
 	stop()
 
 	// Now a model that is not there: the stored vectors' model stays in
-	// use (not the offline embedder), and nothing is re-embedded.
+	// use (not the default one), and nothing is re-embedded.
 	embedConfig(t, dir, ol.URL(), "local/missing-model")
 	a = newEmbedApp(t, dir)
 	defer a.Close()
@@ -266,5 +267,79 @@ func TestEmbeddingBuiltinSentenceEncoder(t *testing.T) {
 	}
 	if got[0].Text != texts[0] || got[0].VecRank != 1 {
 		t.Errorf("recall by meaning: first %q (vector rank %d), want %q at vector rank 1", got[0].Text, got[0].VecRank, texts[0])
+	}
+}
+
+// A store whose vectors are the offline hashing embedder's (the default
+// before the sentence encoder) keeps them with memory.embedding.model:
+// builtin/hashing, and is re-embedded with the built-in encoder in the
+// background at the first start with no model configured (the new
+// default); recall answers from the old vectors until it is done.
+func TestEmbeddingDefaultReembedsHashingStore(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	embedConfig(t, dir, "http://127.0.0.1:1", "builtin/hashing")
+	a := newEmbedApp(t, dir)
+	var ms []memory.Memory
+	for i := range 40 {
+		ms = append(ms, memory.Memory{Text: fmt.Sprintf("note %d: the allotment by the river needs %d new stakes", i, i%7), Kind: memory.KindFact})
+	}
+	ids, err := a.Memory.Store().AddBatch(ctx, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashing := embed.NewOffline(embed.DefaultDimensions).ID()
+	if got := info(t, a); got.Model != hashing || got.Serving != hashing || got.Dimensions != embed.DefaultDimensions || got.Pending != 0 {
+		t.Fatalf("info with builtin/hashing = %+v", got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// builtin/hashing again: the vectors are kept as they are.
+	a = newEmbedApp(t, dir)
+	if got := info(t, a); got.Model != hashing || got.Serving != hashing || got.Pending != 0 {
+		t.Fatalf("info at the second start with builtin/hashing = %+v", got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// No model configured: the encoder is the model, the hashing vectors
+	// serve recall until the background re-embedding has replaced them.
+	embedConfig(t, dir, "http://127.0.0.1:1", "")
+	a = newEmbedApp(t, dir)
+	if got := info(t, a); got.Model != sentence.ID || got.Serving != hashing || got.Pending != len(ms) {
+		t.Fatalf("info at the first start with the default = %+v", got)
+	}
+	got, err := a.Memory.Search(ctx, memory.Query{Text: "how many stakes for the allotment", Peek: true})
+	if err != nil || len(got) == 0 || got[0].VecRank == 0 {
+		t.Fatalf("recall before the re-embedding: %+v, %v", got, err)
+	}
+	events := a.Bus.Watch(ctx, "memory.reembed.", 64)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		a.Close()
+	}()
+	waitEvent(t, events, "memory.reembed.done")
+	if got := info(t, a); got.Reembedding || got.Model != sentence.ID || got.Serving != sentence.ID ||
+		got.Dimensions != sentence.Dimensions || got.Pending != 0 || got.Done != len(ms) || got.Error != "" {
+		t.Fatalf("info after the re-embedding = %+v", got)
+	}
+	m, err := a.Memory.Store().Get(ctx, ids[3])
+	if err != nil || len(m.Embedding) != sentence.Dimensions {
+		t.Fatalf("a memory after the re-embedding: %d dimensions, %v", len(m.Embedding), err)
+	}
+	if a.embedFallback {
+		t.Error("the default encoder is marked as a fallback")
 	}
 }

@@ -356,6 +356,8 @@ func TestValidate(t *testing.T) {
 			key: "memory.mcp.server", message: "needs the name of a server"},
 		{name: "built-in sentence encoder", yaml: "memory:\n  embedding:\n    model: builtin/use-lite\n"},
 		{name: "built-in sentence encoder at its size", yaml: "memory:\n  embedding:\n    model: builtin/use-lite\n    dimensions: 512\n"},
+		{name: "built-in hashing embedder", yaml: "memory:\n  embedding:\n    model: builtin/hashing\n"},
+		{name: "built-in hashing embedder at a size", yaml: "memory:\n  embedding:\n    model: builtin/hashing\n    dimensions: 256\n"},
 		{name: "unknown built-in model", yaml: "memory:\n  embedding:\n    model: builtin/bert\n",
 			key: "memory.embedding.model", line: 3, message: "the built-in models are"},
 		{name: "built-in model at another size", yaml: "memory:\n  embedding:\n    model: builtin/use-lite\n    dimensions: 256\n",

@@ -29,8 +29,9 @@ type EmbeddingConfig struct {
 	// Model is "backend/model" naming a backend of models.backends (kind
 	// openai or ollama), e.g. "local/nomic-embed-text", or
 	// EmbeddingBuiltinUSELite, the sentence encoder built into the binary
-	// (no network). Empty means the built-in offline hashing embedder (no
-	// network, deterministic).
+	// (no network), or EmbeddingBuiltinHashing, the offline hashing
+	// embedder (no network, words only). Empty means
+	// EmbeddingBuiltinUSELite.
 	Model string `yaml:"model"`
 	// Dimensions is the vector size the model returns; 0 asks the model once
 	// at start.
@@ -48,6 +49,11 @@ const (
 	// process (internal/embed/sentence), 512 dimensions.
 	EmbeddingBuiltinUSELite    = EmbeddingBuiltin + "/use-lite"
 	EmbeddingBuiltinDimensions = 512
+	// EmbeddingBuiltinHashing is the offline hashing embedder
+	// (internal/embed.NewOffline: stemmed words and their character
+	// n-grams hashed into the vector), the default before the sentence
+	// encoder; memory.embedding.dimensions sets its size (0: its default).
+	EmbeddingBuiltinHashing = EmbeddingBuiltin + "/hashing"
 )
 
 // MemoryBackendMCP is memory.backend's value for an MCP memory server.
@@ -125,8 +131,12 @@ func (c *Config) validateMemory() error {
 	}
 	b, found := c.Models.Backends[backend]
 	if !found && backend == EmbeddingBuiltin {
-		if e.Model != EmbeddingBuiltinUSELite {
-			return c.invalid("memory.embedding.model", "the built-in models are %q; %q is not one", EmbeddingBuiltinUSELite, e.Model)
+		switch e.Model {
+		case EmbeddingBuiltinHashing:
+			return nil
+		case EmbeddingBuiltinUSELite:
+		default:
+			return c.invalid("memory.embedding.model", "the built-in models are %q and %q; %q is not one", EmbeddingBuiltinUSELite, EmbeddingBuiltinHashing, e.Model)
 		}
 		if e.Dimensions != 0 && e.Dimensions != EmbeddingBuiltinDimensions {
 			return c.invalid("memory.embedding.dimensions", "%s has %d dimensions", e.Model, EmbeddingBuiltinDimensions)

@@ -128,7 +128,8 @@ type Options struct {
 	Memory  *memory.Service // required
 	Pulse   Pulse           // nil: the pulse phase is skipped
 	Model   Model           // the dreaming role (required)
-	// Embedder compares skills (nil: the offline embedder).
+	// Embedder compares skills (nil: the offline hashing embedder; see
+	// skillsPass.vectors).
 	Embedder interface {
 		Embed(ctx context.Context, texts []string) ([][]float32, error)
 	}

@@ -124,7 +124,13 @@ type skillsPass struct {
 	refused int
 }
 
-// vectors embeds every skill (name and text) to compare them.
+// vectors embeds every skill (name and text) to compare them. With no
+// Embedder set (the app sets none) it is the offline hashing embedder, not
+// the memory store's model: a skill is a document often longer than the
+// sentence encoder's 128 pieces, of which it would read only the head, two
+// skills to merge are ones that say the same steps in the same words (which
+// hashed words and n-grams measure), and SkillMergeThreshold is set on its
+// cosines.
 func (p *skillsPass) vectors(ctx context.Context) ([][]float32, error) {
 	var emb interface {
 		Embed(ctx context.Context, texts []string) ([][]float32, error)

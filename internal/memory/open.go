@@ -52,7 +52,10 @@ type Options struct {
 }
 
 // Open returns the configured backend. For local_vector a nil Embedder
-// means the offline embedder with embed.DefaultDimensions.
+// means the offline hashing embedder with embed.DefaultDimensions: it is
+// for stores opened without a model (tests, tools); the product's default
+// model, the built-in sentence encoder, is chosen by the app, which always
+// passes one (internal/app/embedding.go).
 func Open(ctx context.Context, o Options) (Store, error) {
 	tune := DefaultTuning
 	if o.Tuning != nil {
