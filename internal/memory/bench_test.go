@@ -274,12 +274,13 @@ func benchRecall(b *testing.B, n int, queryEmbedded bool) {
 // BenchmarkRecall10k and BenchmarkRecall100k measure hybrid recall latency
 // (query embedding, FTS5 BM25, vector search, fusion, row fetch, access
 // recording). Run on one core: go test -bench Recall -cpu 1 -benchtime 2000x.
-// BenchmarkRecall100kEmbedded is BenchmarkRecall100k with the queries'
-// vectors made before the timing (what recall costs beyond the model).
+// BenchmarkRecall10kEmbedded and BenchmarkRecall100kEmbedded are the same
+// with the queries' vectors made before the timing (what recall costs beyond the model).
 // REVERIE_BENCH_EMBEDDING=builtin/use-lite measures them with the sentence
 // encoder (its stores built with it); db-MB is the database file's size.
 func BenchmarkRecall10k(b *testing.B)          { benchRecall(b, 10_000, true) }
 func BenchmarkRecall100k(b *testing.B)         { benchRecall(b, 100_000, true) }
+func BenchmarkRecall10kEmbedded(b *testing.B)  { benchRecall(b, 10_000, false) }
 func BenchmarkRecall100kEmbedded(b *testing.B) { benchRecall(b, 100_000, false) }
 
 // BenchmarkIngest measures Add (one memory per transaction, as the tools
