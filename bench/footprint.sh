@@ -21,7 +21,8 @@
 # without reverie-supervisor next to it).
 # Usage: bench/footprint.sh [FIRST [SECOND [TURNS]]]     (defaults 10 60 500; `bench/footprint.sh 2 5 50` for a quick run)
 # REVERIE_BENCH_EMBEDDING=MODEL sets every agent's memory.embedding.model
-# (e.g. builtin/use-lite, the sentence encoder built into the binary).
+# (e.g. builtin/hashing, the offline hashing embedder; default: the sentence
+# encoder built into the binary, builtin/use-lite).
 set -euo pipefail
 FIRST=${1:-10}
 SECOND=${2:-60}

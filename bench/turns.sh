@@ -16,8 +16,9 @@
 # Usage: bench/turns.sh [RUNS [TURNS]] [-- GO_TEST_FLAGS…]   (defaults 3 1000)
 #   bench/turns.sh 1 300                        a quick look
 #   bench/turns.sh 3 1000 -- -cpuprofile cpu.out   then: go tool pprof -top cpu.out
-#   REVERIE_BENCH_EMBEDDING=builtin/use-lite bench/turns.sh 3 1000
-#                                               memories embedded by the built-in sentence encoder
+#   REVERIE_BENCH_EMBEDDING=builtin/hashing bench/turns.sh 3 1000
+#                                               memories embedded by the hashing embedder instead of
+#                                               the default, the built-in sentence encoder
 #   REVERIE_BENCH_CONVERSATIONS=../shared/data/longmemeval/longmemeval-s-dev.json bench/turns.sh 3 1000
 #                                               real conversations' messages and replies (LongMemEval's
 #                                               sessions) instead of texts made from a word list

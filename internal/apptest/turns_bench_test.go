@@ -28,7 +28,7 @@ import (
 // BenchmarkHTTPTurns drives one long conversation the way a user of the
 // HTTP API has it: each turn is a POST /api/v1/threads/{thread}/messages to
 // the web extension of the whole app, run in process on a real data dir
-// (SQLite, the shipped prompts, episodes on with the offline embedder,
+// (SQLite, the shipped prompts, episodes on with the default embedder,
 // the default history budget), against the fake OpenAI-compatible server
 // configured as a backend with a 200k-token context window (as today's
 // large models have; the history budget, not the window, bounds requests),
@@ -47,9 +47,10 @@ import (
 // that recall, its gate and its excerpts act on real text: the word list's
 // texts share words in every sentence, so nothing recalled is cut.
 //
-// REVERIE_BENCH_EMBEDDING=MODEL sets memory.embedding.model (such as
-// builtin/use-lite, the sentence encoder built into the binary: each turn
-// then embeds the message, the reply and recall's query with it).
+// REVERIE_BENCH_EMBEDDING=MODEL sets memory.embedding.model (default: the
+// sentence encoder built into the binary, builtin/use-lite, with which each
+// turn embeds the message, once for recall and storing, and the reply;
+// builtin/hashing: the offline hashing embedder).
 //
 // REVERIE_BENCH_TURNS sets the turns of a conversation (default 1000, plus
 // 5 so that the last window is centred) and REVERIE_BENCH_RUNS how many

@@ -70,7 +70,7 @@ func benchQuery(r *rand.Rand) string {
 func benchEmbedder(b *testing.B) embed.Embedder {
 	b.Helper()
 	switch m := os.Getenv("REVERIE_BENCH_EMBEDDING"); m {
-	case "", "offline":
+	case "", "offline", "builtin/hashing":
 		return embed.NewOffline(0)
 	case "builtin/use-lite":
 		e, err := sentence.New()
@@ -79,7 +79,7 @@ func benchEmbedder(b *testing.B) embed.Embedder {
 		}
 		return e
 	default:
-		b.Fatalf("REVERIE_BENCH_EMBEDDING=%q: want offline or builtin/use-lite", m)
+		b.Fatalf("REVERIE_BENCH_EMBEDDING=%q: want builtin/hashing (offline) or builtin/use-lite", m)
 		return nil
 	}
 }
