@@ -105,13 +105,13 @@ func isJSSpace(r rune) bool {
 	return r == '\uFEFF' || (unicode.IsSpace(r) && r != '\u0085')
 }
 
-// scratch holds one forward pass's activations, sized for maxPieces.
+// scratch holds one forward pass's activations, sized for maxPieces
+// (1.5 MB): each buffer is reused once what it held has been read (see
+// layer).
 type scratch struct {
 	h      []float32 // n × 512: the residual stream
-	y      []float32 // n × 512: layer-norm output (the embeddings first)
-	big    []float32 // n × 1536: q, k, v, then the FFN's hidden units; one spare row
-	a      []float32 // n × 512: a sublayer's output
-	o      []float32 // n × 512: attention's heads combined
+	y      []float32 // n × 512: layer-norm output (the embeddings first), attention's heads combined, the FFN's output
+	big    []float32 // n × 1536: q, k, v, then attention's output, then the FFN's hidden units; one spare row
 	qh     []float32 // n × headDepth: one head's queries
 	kh, vh []float32
 	scores []float32 // n × n
@@ -122,7 +122,6 @@ func newScratch() *scratch {
 	const n = maxPieces
 	return &scratch{
 		h: make([]float32, n*512), y: make([]float32, n*512), big: make([]float32, (n+1)*ffnDim),
-		a: make([]float32, n*512), o: make([]float32, n*512),
 		qh: make([]float32, n*128), kh: make([]float32, n*128), vh: make([]float32, n*128),
 		scores: make([]float32, n*n), pool: make([]float32, Dimensions),
 	}
@@ -181,8 +180,12 @@ func (e *Encoder) layer(s *scratch, l *layer, n int, mean bool) {
 		layerNorm(s.y[:n*d], s.h[:n*d], l.ln1g, l.ln1b, n)
 	}
 	// Multi-head self-attention over the n pieces (all real: no mask).
+	// Once q, k and v are made, s.y is free: the heads' outputs go there
+	// (o), and once they are all made, s.big is: the output projection
+	// goes there (a).
 	qkv := s.big[:n*3*d]
 	l.qkv.MulT(qkv, s.y[:n*d], n)
+	o := s.y[:n*d]
 	hd := l.headDepth
 	qh, kh, vh, sc := s.qh[:n*hd], s.kh[:n*hd], s.vh[:n*hd], s.scores[:n*n]
 	for h := 0; h < l.heads; h++ {
@@ -209,11 +212,12 @@ func (e *Encoder) layer(s *scratch, l *layer, n int, mean bool) {
 		}
 		qmat.MulAB(qh, sc, vh, n, hd, n) // the head's output, over its queries
 		for p := 0; p < n; p++ {
-			copy(s.o[p*d+h*hd:p*d+(h+1)*hd], qh[p*hd:(p+1)*hd])
+			copy(o[p*d+h*hd:p*d+(h+1)*hd], qh[p*hd:(p+1)*hd])
 		}
 	}
-	l.out.MulT(s.a[:n*512], s.o[:n*d], n)
-	addResidual(s.h[:n*512], s.a[:n*512], l.outB)
+	a := s.big[:n*512]
+	l.out.MulT(a, o, n)
+	addResidual(s.h[:n*512], a, l.outB)
 	// Feed-forward: layer norm, 512 → 1536 ReLU → 512, residual.
 	layerNorm(s.y[:n*512], s.h[:n*512], l.ln2g, l.ln2b, n)
 	f := s.big[:n*ffnDim]
@@ -225,8 +229,9 @@ func (e *Encoder) layer(s *scratch, l *layer, n int, mean bool) {
 		}
 	}
 	if !mean {
-		l.ffn2.MulT(s.a[:n*512], f, n)
-		addResidual(s.h[:n*512], s.a[:n*512], l.ffn2B)
+		// s.y (the FFN's input) has been read: its output goes there.
+		l.ffn2.MulT(s.y[:n*512], f, n)
+		addResidual(s.h[:n*512], s.y[:n*512], l.ffn2B)
 		return
 	}
 	// The FFN's last product is linear and the pooling a mean, so the mean
@@ -243,8 +248,8 @@ func (e *Encoder) layer(s *scratch, l *layer, n int, mean bool) {
 	for k := range fm {
 		fm[k] *= inv
 	}
-	l.ffn2.MulT(s.a[:512], fm, 1)
-	for k, v := range s.a[:512] {
+	l.ffn2.MulT(s.y[:512], fm, 1)
+	for k, v := range s.y[:512] {
 		s.pool[k] = s.pool[k]*inv + v + l.ffn2B[k]
 	}
 }
