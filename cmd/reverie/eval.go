@@ -1,7 +1,6 @@
 package main
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,10 +46,11 @@ categories 1–4. It also reports what the turn's recall would put into the prom
 runs): memory lines and tokens a question, how many lines are excerpts of a long episode, how often every
 evidence turn is among them, and how often their text holds the answer (of the questions whose answer an
 evidence turn holds verbatim, compared without case and punctuation); --whole-memories shows every memory
-whole, to compare. Uses the offline embedder (no network, no data dir) unless --embedding names a model:
-builtin/use-lite (the sentence encoder built into the binary, no network), BACKEND/MODEL of
-models.backends in the config file (an openai or ollama backend, as for memory.embedding.model),
-or ollama/MODEL (OLLAMA_HOST, else 127.0.0.1:11434) or openai/MODEL
+whole, to compare. Uses the product's default embedding model, builtin/use-lite (the sentence encoder
+built into the binary: no network, no data dir), each text embedded once in a run (--embedding-cache
+FILE keeps the vectors across runs), unless --embedding names another: builtin/hashing (the offline
+hashing embedder), BACKEND/MODEL of models.backends in the config file (an openai or ollama backend,
+as for memory.embedding.model), or ollama/MODEL (OLLAMA_HOST, else 127.0.0.1:11434) or openai/MODEL
 (OPENAI_BASE_URL, OPENAI_API_KEY) when no backend has that name.
 
 With --cv, leave-one-conversation-out: for each conversation every retrieval weight is
@@ -115,22 +115,22 @@ type evalFlags struct {
 func (f *evalFlags) register(cmd *cobra.Command, dataHelp, cvHelp, jsonHelp string) {
 	cmd.Flags().StringVar(&f.data, "data", "", dataHelp)
 	cmd.Flags().StringVar(&f.ks, "k", "1,5,10,25", "recall cut-offs, comma-separated")
-	cmd.Flags().StringVar(&f.embedding, "embedding", "", "embedding model BACKEND/MODEL instead of the offline embedder")
+	cmd.Flags().StringVar(&f.embedding, "embedding", "", "embedding model BACKEND/MODEL instead of the built-in sentence encoder (builtin/use-lite); builtin/hashing is the offline hashing embedder")
 	cmd.Flags().IntVar(&f.dims, "embedding-dimensions", 0, "vector size to ask the --embedding model for (0: its own, asked with one call)")
-	cmd.Flags().StringVar(&f.embeddingCache, "embedding-cache", "", "keep the --embedding model's vectors in this SQLite file across runs (by model and text), instead of for this run only")
+	cmd.Flags().StringVar(&f.embeddingCache, "embedding-cache", "", "keep the embedding model's vectors in this SQLite file across runs (by model and text), instead of for this run only")
 	cmd.Flags().BoolVar(&f.cv, "cv", false, cvHelp)
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, jsonHelp)
 	cmd.Flags().BoolVar(&f.whole, "whole-memories", false, "inject every recalled memory whole, as before long episodes were cut to excerpts (to measure the excerpts against)")
 }
 
 // evalInput is what the flags resolve to: the open data file (the caller
-// closes it), the cut-offs, the --embedding model (nil: the offline
-// embedder) and the progress line (nil with --json).
+// closes it), the cut-offs, the embedding model (--embedding, else
+// eval.DefaultEmbedder's) and the progress line (nil with --json).
 type evalInput struct {
 	file     *os.File
 	k        []int
 	embedder embed.Embedder
-	cache    *sql.DB // the --embedding model's vectors, by text, for this run
+	cache    io.Closer // the model's vectors, by text, for this run (nil: none kept)
 	progress func(done, total int)
 }
 
@@ -153,13 +153,16 @@ func (f *evalFlags) open(cmd *cobra.Command, g *globalFlags, env []string, what,
 		return evalInput{}, err
 	}
 	in := evalInput{k: k}
-	if f.embeddingCache != "" && f.embedding == "" {
-		return evalInput{}, exitError{code: 2, err: fmt.Errorf("--embedding-cache needs --embedding (the offline embedder keeps nothing)")}
-	}
-	if f.embedding != "" {
-		if in.embedder, in.cache, err = evalEmbedder(cmd, g, env, f.embedding, f.dims, f.embeddingCache); err != nil {
+	if f.embedding == "" {
+		if f.dims != 0 {
+			return evalInput{}, exitError{code: 2, err: fmt.Errorf("--embedding-dimensions needs --embedding (%s has %d)", config.EmbeddingBuiltinUSELite, config.EmbeddingBuiltinDimensions)}
+		}
+		if in.embedder, in.cache, err = eval.DefaultEmbedder(cmd.Context(), f.embeddingCache); err != nil {
 			return evalInput{}, err
 		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "embedding model %s (%d dimensions)\n", config.EmbeddingBuiltinUSELite, in.embedder.Dimensions())
+	} else if in.embedder, in.cache, err = evalEmbedder(cmd, g, env, f.embedding, f.dims, f.embeddingCache); err != nil {
+		return evalInput{}, err
 	}
 	if !f.asJSON {
 		in.progress = func(done, total int) {
@@ -216,8 +219,9 @@ func parseKs(ks string) ([]int, error) {
 // are kept by text (embed.Cached, in a database of this run's memory, or in
 // the file cachePath names to keep them across runs; the caller closes it),
 // so --cv, which asks every question again for each weight it tries, sends
-// each question to the model once.
-func evalEmbedder(cmd *cobra.Command, g *globalFlags, env []string, ref string, dims int, cachePath string) (embed.Embedder, *sql.DB, error) {
+// each question to the model once. builtin/hashing computes a vector faster
+// than a cache finds it: nothing is kept (nil closer).
+func evalEmbedder(cmd *cobra.Command, g *globalFlags, env []string, ref string, dims int, cachePath string) (embed.Embedder, io.Closer, error) {
 	models := config.ModelsConfig{}
 	if path, err := g.configPath(env); err == nil {
 		if _, err := os.Stat(path); err == nil {
@@ -235,6 +239,13 @@ func evalEmbedder(cmd *cobra.Command, g *globalFlags, env []string, ref string, 
 	e, err := app.NewEmbeddingModel(cmd.Context(), b, ref, model, dims, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--embedding: %w", err)
+	}
+	if b.Kind == config.EmbeddingBuiltin && ref == config.EmbeddingBuiltinHashing {
+		if cachePath != "" {
+			return nil, nil, exitError{code: 2, err: fmt.Errorf("--embedding-cache: %s keeps nothing (it computes a vector faster than a cache finds it)", ref)}
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "embedding model %s (%d dimensions)\n", ref, e.Dimensions())
+		return e, nil, nil
 	}
 	if cachePath == "" {
 		cachePath = ":memory:"

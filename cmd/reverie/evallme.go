@@ -26,8 +26,9 @@ questions (ids ending in _abs) are left out of recall and reported apart. It als
 turn's recall would put into the prompt: memory lines and tokens a question, how many lines are
 excerpts of a long episode, how often every evidence round or session is among them, and how often
 their text holds the answer (of the questions whose answer an evidence turn holds verbatim, compared
-without case and punctuation); --whole-memories shows every memory whole, to compare. Uses the offline embedder unless --embedding names a model
-(as for reverie eval locomo).
+without case and punctuation); --whole-memories shows every memory whole, to compare. Uses the built-in
+sentence encoder (builtin/use-lite, the product's default) unless --embedding names another model (as
+for reverie eval locomo: builtin/hashing is the offline hashing embedder).
 
 With --cv, folds over the questions: every retrieval weight is chosen (coordinate search from a
 neutral start) on the other folds and each fold is scored with them. --cv-repeats N repeats the

@@ -14,7 +14,7 @@ func BenchmarkScoreConversation(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	g, err := ingest(ctx, convs[0], Options{})
+	g, err := ingest(ctx, convs[0], Options{Embedder: defaultEmbedder(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

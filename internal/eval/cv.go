@@ -124,6 +124,12 @@ func CrossValidate(ctx context.Context, convs []Conversation, opts Options) (CVR
 	if len(convs) < 2 {
 		return CVReport{}, fmt.Errorf("locomo: cross-validation needs at least 2 conversations, got %d", len(convs))
 	}
+	emb, done, err := orDefault(ctx, opts.Embedder)
+	if err != nil {
+		return CVReport{}, err
+	}
+	defer done()
+	opts.Embedder = emb
 	gs := make([]*ingested, 0, len(convs))
 	defer func() {
 		for _, g := range gs {
@@ -302,6 +308,12 @@ func search(obj func(memory.Tuning) (float64, error)) (memory.Tuning, float64, e
 // FitAll ingests every conversation and fits the knobs on all of them (the
 // dev-fitted setting, for DefaultTuning).
 func FitAll(ctx context.Context, convs []Conversation, opts Options) (memory.Tuning, float64, error) {
+	emb, done, err := orDefault(ctx, opts.Embedder)
+	if err != nil {
+		return memory.Tuning{}, 0, err
+	}
+	defer done()
+	opts.Embedder = emb
 	var gs []*ingested
 	defer func() {
 		for _, g := range gs {

@@ -77,7 +77,7 @@ var DefaultK = []int{1, 5, 10}
 // Options configure a LoCoMo run.
 type Options struct {
 	K        []int          // recall cut-offs; DefaultK when empty
-	Embedder embed.Embedder // offline 384-dim embedder when nil
+	Embedder embed.Embedder // DefaultEmbedder's when nil (the built-in sentence encoder)
 	// Tuning overrides the store's retrieval parameters when non-nil.
 	Tuning *memory.Tuning
 	// Progress, when non-nil, is called after each conversation.
@@ -342,6 +342,12 @@ func Run(ctx context.Context, convs []Conversation, opts Options) (Report, error
 	if err != nil {
 		return Report{}, err
 	}
+	emb, done, err := orDefault(ctx, opts.Embedder)
+	if err != nil {
+		return Report{}, err
+	}
+	defer done()
+	opts.Embedder = emb
 	tune := memory.DefaultTuning
 	if opts.Tuning != nil {
 		tune = *opts.Tuning
@@ -455,10 +461,11 @@ func (g *ingested) serve(opts Options) error {
 // ingest stores c's turns through Ingest, the live path of a group room,
 // into a fresh in-memory store whose clock stands at each session's date
 // while it is stored, then at AskTime(c), where the questions are asked.
+// opts.Embedder must be set (the entry points resolve it).
 func ingest(ctx context.Context, c Conversation, opts Options) (*ingested, error) {
 	emb := opts.Embedder
 	if emb == nil {
-		emb = embed.NewOffline(embed.DefaultDimensions)
+		return nil, fmt.Errorf("locomo %s: no embedding model", c.ID)
 	}
 	db, err := sqlite.Open(ctx, ":memory:")
 	if err != nil {

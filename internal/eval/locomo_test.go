@@ -16,6 +16,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/extension"
+	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/memory"
 )
 
@@ -97,7 +98,7 @@ func TestLoCoMoConversationClock(t *testing.T) {
 	convs := readSynthetic(t)
 	conv := convs[0]
 	ctx := context.Background()
-	g, err := ingest(ctx, conv, Options{})
+	g, err := ingest(ctx, conv, Options{Embedder: defaultEmbedder(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,4 +362,17 @@ func TestCrossValidateSynthetic(t *testing.T) {
 	if err := json.Unmarshal(js, &shape); err != nil || !shape.CrossValidated || len(shape.Folds) != 2 || len(shape.Folds[0].Tuning) != len(knobs) {
 		t.Errorf("json %s (%v)", js, err)
 	}
+}
+
+// defaultEmbedder is DefaultEmbedder's model, closed when tb ends, for the
+// tests that call ingest or ingestLME directly (the entry points resolve it
+// themselves).
+func defaultEmbedder(tb testing.TB) embed.Embedder {
+	tb.Helper()
+	e, c, err := DefaultEmbedder(context.Background(), "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return e
 }

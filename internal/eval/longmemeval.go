@@ -93,7 +93,7 @@ func parseLMEDate(s string) (time.Time, error) {
 // LMEOptions configure a LongMemEval run.
 type LMEOptions struct {
 	K        []int          // cut-offs; LMEDefaultK when empty
-	Embedder embed.Embedder // offline 384-dim embedder when nil
+	Embedder embed.Embedder // DefaultEmbedder's when nil (the built-in sentence encoder)
 	Tuning   *memory.Tuning // the store's retrieval parameters when nil
 	// UserName and AssistantName are the speakers stored on the user's
 	// turns and on the replies, as a private web conversation stores them:
@@ -208,10 +208,11 @@ func lmeRounds(thread chat.ThreadID, at time.Time, turns []LMETurn, user, assist
 // ingestLME stores q's haystack through memory.Service.Ingest, the call a
 // live web turn's episodes go through, into
 // a fresh in-memory store whose clock stands at each session's time.
+// opts.Embedder must be set (the entry points resolve it).
 func ingestLME(ctx context.Context, q LMEQuestion, opts LMEOptions) (*lmeStore, error) {
 	emb := opts.Embedder
 	if emb == nil {
-		emb = embed.NewOffline(embed.DefaultDimensions)
+		return nil, fmt.Errorf("longmemeval %s: no embedding model", q.ID)
 	}
 	user, assistant := opts.UserName, opts.AssistantName
 	if user == "" {
@@ -652,6 +653,12 @@ func RunLongMemEval(ctx context.Context, qs []LMEQuestion, opts LMEOptions) (LME
 	if err != nil {
 		return LMEReport{}, err
 	}
+	emb, done, err := orDefault(ctx, opts.Embedder)
+	if err != nil {
+		return LMEReport{}, err
+	}
+	defer done()
+	opts.Embedder = emb
 	rs, _, err := forQuestions(ctx, qs, opts, false, func(ctx context.Context, g *lmeStore) (lmeResult, error) {
 		return g.score(ctx, ks, nil, opts.Gate, true, opts.Misses)
 	})

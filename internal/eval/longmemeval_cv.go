@@ -253,6 +253,12 @@ func CrossValidateLongMemEval(ctx context.Context, qs []LMEQuestion, opts LMEOpt
 	if opts.CVRepeats < 0 {
 		return LMECVReport{}, fmt.Errorf("longmemeval: cross-validation repeats must be at least 1, got %d", opts.CVRepeats)
 	}
+	emb, done, err := orDefault(ctx, opts.Embedder)
+	if err != nil {
+		return LMECVReport{}, err
+	}
+	defer done()
+	opts.Embedder = emb
 	repeats := max(opts.CVRepeats, 1)
 	workers := opts.Workers
 	if workers <= 0 {

@@ -88,7 +88,7 @@ func TestLongMemEvalAsksAfterTheLastSession(t *testing.T) {
 func TestLongMemEvalStoresWhatAWebTurnStores(t *testing.T) {
 	ctx := context.Background()
 	q := readLMESynthetic(t)[0]
-	g, err := ingestLME(ctx, q, LMEOptions{})
+	g, err := ingestLME(ctx, q, LMEOptions{Embedder: defaultEmbedder(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
