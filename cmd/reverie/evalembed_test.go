@@ -13,7 +13,10 @@ import (
 // `reverie eval locomo --embedding BACKEND/MODEL` embeds with that model: a
 // backend of the config file (OpenAI-compatible /v1/embeddings), or
 // ollama/MODEL at OLLAMA_HOST (/api/embed) without a config file; a model
-// that does not answer is an error that says so, not a silent offline run.
+// that does not answer is an error that says so, not a silent run with
+// another model. Without --embedding it is the built-in sentence encoder
+// (the product's default), with --embedding-cache too; builtin/hashing is
+// the offline hashing embedder, which keeps nothing.
 func TestEvalLoCoMoEmbedding(t *testing.T) {
 	data := filepath.Join("..", "..", "internal", "eval", "testdata", "synthetic.json")
 	oa := llmtest.NewOpenAIServer(t)

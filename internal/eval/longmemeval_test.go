@@ -223,9 +223,11 @@ func readLMEDevSplit(t *testing.T) []LMEQuestion {
 	return qs
 }
 
-// TestLongMemEvalDevSplit runs the dev split through the live path. The
-// floors are set with a margin below the measured figures (README: round
-// recall_all@10 82.5, session recall_any@5 97.1 with DefaultTuning).
+// TestLongMemEvalDevSplit runs the dev split through the live path, with
+// the default embedder (the built-in sentence encoder, each text embedded
+// once). The floors are set with a margin below the measured figures
+// (round recall_all@10 86.86, session recall_any@5 97.81 with DefaultTuning;
+// 82.48 / 97.08 with the offline hashing embedder).
 func TestLongMemEvalDevSplit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("LongMemEval dev split skipped in -short mode")
@@ -260,6 +262,6 @@ func TestLongMemEvalDevSplit(t *testing.T) {
 
 // The dev split's floors, a margin below the measured figures.
 const (
-	lmeMinRoundAll10  = 78
-	lmeMinSessionAny5 = 94
+	lmeMinRoundAll10  = 84
+	lmeMinSessionAny5 = 95
 )
