@@ -14,7 +14,6 @@ import (
 	"github.com/reverie-ai/reverie/internal/config"
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/eval"
-	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
 // newEvalCmd is `reverie eval`: measurements of the assistant's parts.
@@ -247,18 +246,10 @@ func evalEmbedder(cmd *cobra.Command, g *globalFlags, env []string, ref string, 
 		fmt.Fprintf(cmd.ErrOrStderr(), "embedding model %s (%d dimensions)\n", ref, e.Dimensions())
 		return e, nil, nil
 	}
-	if cachePath == "" {
-		cachePath = ":memory:"
-	}
-	db, err := sqlite.Open(cmd.Context(), cachePath)
+	cached, closer, err := eval.CacheVectors(cmd.Context(), e, cachePath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--embedding: vector cache %s: %w", cachePath, err)
-	}
-	cached, err := embed.NewCached(cmd.Context(), e, db, nil)
-	if err != nil {
-		db.Close()
 		return nil, nil, fmt.Errorf("--embedding: %w", err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "embedding model %s (%d dimensions)\n", ref, e.Dimensions())
-	return cached, db, nil
+	return cached, closer, nil
 }

@@ -23,6 +23,14 @@ func DefaultEmbedder(ctx context.Context, cachePath string) (embed.Embedder, io.
 	if err != nil {
 		return nil, nil, fmt.Errorf("load the built-in sentence encoder: %w", err)
 	}
+	return CacheVectors(ctx, enc, cachePath)
+}
+
+// CacheVectors wraps e so that each text is embedded once: its vectors are
+// kept by model and text in an embed.Cached over the SQLite database at
+// cachePath ("" means ":memory:", this run's memory; a file keeps them
+// across runs). The caller closes the returned Closer after the run.
+func CacheVectors(ctx context.Context, e embed.Embedder, cachePath string) (embed.Embedder, io.Closer, error) {
 	if cachePath == "" {
 		cachePath = ":memory:"
 	}
@@ -30,7 +38,7 @@ func DefaultEmbedder(ctx context.Context, cachePath string) (embed.Embedder, io.
 	if err != nil {
 		return nil, nil, fmt.Errorf("vector cache %s: %w", cachePath, err)
 	}
-	c, err := embed.NewCached(ctx, enc, db, nil)
+	c, err := embed.NewCached(ctx, e, db, nil)
 	if err != nil {
 		db.Close()
 		return nil, nil, fmt.Errorf("vector cache %s: %w", cachePath, err)
