@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -15,7 +14,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/conversation"
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/embed"
-	"github.com/reverie-ai/reverie/internal/embed/sentence"
+	"github.com/reverie-ai/reverie/internal/embed/embedtest"
 	"github.com/reverie-ai/reverie/internal/eventbus"
 	"github.com/reverie-ai/reverie/internal/interactions"
 	"github.com/reverie-ai/reverie/internal/memory"
@@ -92,7 +91,7 @@ func benchTurn(b *testing.B, active, memories int) {
 		return llm.Response{Message: llm.AssistantText("Sure, here you go."), Usage: llm.Usage{InputTokens: 1000, OutputTokens: 5}}, nil
 	})
 	var providers []extension.ContextProvider
-	emb := &timedEmbedder{Embedder: benchEmbedder(b)}
+	emb := &timedEmbedder{Embedder: embedtest.FromEnv(b)}
 	if memories > 0 {
 		vs, err := memory.OpenVector(ctx, db, emb, nil, nil, memory.DefaultTuning)
 		if err != nil {
@@ -160,25 +159,6 @@ func benchTurn(b *testing.B, active, memories int) {
 		b.ReportMetric(pct(embeds, 0.50), "embed-p50-ms")
 		b.ReportMetric(pct(exEmbed, 0.50), "p50-ex-embed-ms")
 		b.ReportMetric(pct(exEmbed, 0.99), "p99-ex-embed-ms")
-	}
-}
-
-// benchEmbedder is the memories' embedder: the offline one, or with
-// REVERIE_BENCH_EMBEDDING=builtin/use-lite the built-in sentence encoder.
-func benchEmbedder(b *testing.B) embed.Embedder {
-	b.Helper()
-	switch m := os.Getenv("REVERIE_BENCH_EMBEDDING"); m {
-	case "", "offline", "builtin/hashing":
-		return embed.NewOffline(embed.DefaultDimensions)
-	case "builtin/use-lite":
-		e, err := sentence.New()
-		if err != nil {
-			b.Fatal(err)
-		}
-		return e
-	default:
-		b.Fatalf("REVERIE_BENCH_EMBEDDING=%q: want builtin/hashing (offline) or builtin/use-lite", m)
-		return nil
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/reverie-ai/reverie/chat"
 	"github.com/reverie-ai/reverie/internal/embed"
-	"github.com/reverie-ai/reverie/internal/embed/sentence"
+	"github.com/reverie-ai/reverie/internal/embed/embedtest"
 	"github.com/reverie-ai/reverie/internal/sqlite"
 )
 
@@ -60,27 +60,6 @@ func benchQuery(r *rand.Rand) string {
 		return fmt.Sprintf("who went to %s with a %s", pick(r, benchPlaces), pick(r, benchThings))
 	default:
 		return fmt.Sprintf("how does %s look after the %s", pick(r, benchNames), pick(r, benchThings))
-	}
-}
-
-// benchEmbedder is the embedder of the recall benchmarks' stores: the
-// offline embedder, or with REVERIE_BENCH_EMBEDDING=builtin/use-lite the
-// sentence encoder built into the binary (the databases are then built
-// with it too, which takes minutes at 100k).
-func benchEmbedder(b *testing.B) embed.Embedder {
-	b.Helper()
-	switch m := os.Getenv("REVERIE_BENCH_EMBEDDING"); m {
-	case "", "offline", "builtin/hashing":
-		return embed.NewOffline(0)
-	case "builtin/use-lite":
-		e, err := sentence.New()
-		if err != nil {
-			b.Fatal(err)
-		}
-		return e
-	default:
-		b.Fatalf("REVERIE_BENCH_EMBEDDING=%q: want builtin/hashing (offline) or builtin/use-lite", m)
-		return nil
 	}
 }
 
@@ -162,7 +141,7 @@ func benchDB(b *testing.B, n int) string {
 	path := filepath.Join(benchDir, "m"+strconv.Itoa(n)+".db")
 	var kept string
 	if dir := os.Getenv("REVERIE_BENCH_DB_DIR"); dir != "" {
-		kept = filepath.Join(dir, "m"+strconv.Itoa(n)+"-"+strings.NewReplacer("/", "_", "@", "_").Replace(benchEmbedder(b).ID())+".db")
+		kept = filepath.Join(dir, "m"+strconv.Itoa(n)+"-"+strings.NewReplacer("/", "_", "@", "_").Replace(embedtest.FromEnv(b).ID())+".db")
 		if data, err := os.ReadFile(kept); err == nil {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				b.Fatal(err)
@@ -176,7 +155,7 @@ func benchDB(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	s, err := OpenVector(ctx, db, benchEmbedder(b), nil, nil, DefaultTuning)
+	s, err := OpenVector(ctx, db, embedtest.FromEnv(b), nil, nil, DefaultTuning)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -213,7 +192,7 @@ func benchDB(b *testing.B, n int) string {
 
 func openBench(b *testing.B, n int) *VectorStore {
 	b.Helper()
-	return openBenchWith(b, n, benchEmbedder(b))
+	return openBenchWith(b, n, embedtest.FromEnv(b))
 }
 
 // openBenchWith opens the benchmark database of n memories with e, which
@@ -255,7 +234,7 @@ func benchRecall(b *testing.B, n int, queryEmbedded bool) {
 	if queryEmbedded {
 		s = openBench(b, n)
 	} else {
-		m := &memoEmbedder{Embedder: benchEmbedder(b)}
+		m := &memoEmbedder{Embedder: embedtest.FromEnv(b)}
 		if err := m.prime(ctx, qs); err != nil {
 			b.Fatal(err)
 		}

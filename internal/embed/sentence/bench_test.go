@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/reverie-ai/reverie/internal/benchtest"
 )
 
 // BenchmarkEmbed measures one text a call: a short query and a passage of
@@ -29,13 +31,13 @@ func BenchmarkEmbed(b *testing.B) {
 			texts := []string{bc.text}
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			c0 := threadCPU()
+			c0 := benchtest.ThreadCPU()
 			for b.Loop() {
 				if _, err := enc.Embed(ctx, texts); err != nil {
 					b.Fatal(err)
 				}
 			}
-			if cpu := threadCPU() - c0; cpu > 0 {
+			if cpu := benchtest.ThreadCPU() - c0; cpu > 0 {
 				// Steadier than ns/op on a shared machine.
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
 			}

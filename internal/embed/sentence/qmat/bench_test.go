@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"github.com/reverie-ai/reverie/internal/benchtest"
 )
 
 // encoderShapes are the rows×cols of the weight matrices the sentence
@@ -39,11 +41,11 @@ func measure(b *testing.B, flop float64, call func()) float64 {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
-	t0 := threadCPU()
+	t0 := benchtest.ThreadCPU()
 	for b.Loop() {
 		call()
 	}
-	cpu := threadCPU() - t0
+	cpu := benchtest.ThreadCPU() - t0
 	if cpu <= 0 {
 		return 0
 	}
