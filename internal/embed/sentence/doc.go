@@ -17,12 +17,18 @@
 // read-only embedded weights and vocabulary.
 package sentence
 
-//go:generate go run ./internal/gen -o use-lite.bin -vocab vocab.txt
+//go:generate go run ./internal/gen -o use-lite.bin -vocab vocab.txt -index vocab.idx
 
 import _ "embed"
 
 //go:embed vocab.txt
 var vocabText string
+
+// vocabIndex is vocabText's index for the tokenizer (see ./internal/gen),
+// read in place.
+//
+//go:embed vocab.idx
+var vocabIndex string
 
 // maxPieces is how many of a text's pieces the encoder reads, the first
 // ones: the graph itself clips its input at 128 positions

@@ -1,20 +1,16 @@
 package sentence
 
 import (
+	"encoding/binary"
 	"fmt"
-	"slices"
+	"math"
 	"sort"
-	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/text/unicode/norm"
 )
-
-// reservedPieces is how many leading vocabulary entries (<unk>, <s>, </s>
-// and three extra ids) the tokenizer never produces except <unk> (id 0).
-const reservedPieces = 6
 
 // separator stands for a space in a piece (SentencePiece's U+2581).
 const separator = '▁'
@@ -29,9 +25,14 @@ const separator = '▁'
 // position no piece reaches counts as score 0, a tie goes to the later
 // candidate, and the walk back steps by the piece's length in UTF-16 units.
 //
-// The pieces are read in place from the vocabulary text; what it builds is
-// an index sorted by piece (about 140 KB). It is immutable after
-// newTokenizer and safe for concurrent use.
+// The pieces are read in place from the vocabulary text, and everything
+// else from its index, vocab.idx (made by ./internal/gen, which documents
+// its layout): the pieces sorted bytewise, so that those starting with a
+// prefix are a run of them, and per id the piece's place in the text, its
+// score and its length in UTF-16 units. Both are in the binary and viewed
+// where they lie (on a little-endian machine, as the weights are), so a
+// tokenizer costs no heap and no time to build. It is immutable and safe
+// for concurrent use.
 type tokenizer struct {
 	vocab string
 	// off[id] and size[id] locate piece id in vocab.
@@ -41,68 +42,87 @@ type tokenizer struct {
 	// code units (what the JS walk back steps by).
 	score []float64
 	units []uint8
-	// sorted holds the ids the segmentation may use (not the reserved
-	// ones; of a piece listed twice, the later id, as the JS trie keeps),
-	// by piece bytewise: the pieces starting with a prefix are a run of it.
+	// sorted holds the ids the segmentation may use by piece bytewise:
+	// the pieces starting with a prefix are a run of it.
 	sorted []uint16
 	// first[b] is where the pieces starting with a byte ≥ b begin in
 	// sorted: those starting with byte b are sorted[first[b]:first[b+1]].
-	first [257]uint16
+	first []uint16
 }
 
 func (t *tokenizer) piece(id uint16) string {
 	return t.vocab[t.off[id] : t.off[id]+uint32(t.size[id])]
 }
 
-// newTokenizer reads a vocabulary of "piece\tscore" lines, one per id.
-func newTokenizer(vocab string) (*tokenizer, error) {
-	n := strings.Count(vocab, "\n") + 1
-	t := &tokenizer{vocab: vocab, off: make([]uint32, 0, n), size: make([]uint16, 0, n),
-		score: make([]float64, 0, n), units: make([]uint8, 0, n), sorted: make([]uint16, 0, n)}
-	for id, at := 0, 0; at < len(vocab); id++ {
-		line, _, _ := strings.Cut(vocab[at:], "\n")
-		piece, s, ok := strings.Cut(line, "\t")
-		if !ok || piece == "" || len(piece) > 0xffff || id > 0xffff {
-			return nil, fmt.Errorf("vocabulary line %d: want piece<TAB>score", id+1)
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, fmt.Errorf("vocabulary line %d: %w", id+1, err)
-		}
-		units := 0
-		for _, r := range piece {
-			units += utf16.RuneLen(r)
-		}
-		t.off = append(t.off, uint32(at))
-		t.size = append(t.size, uint16(len(piece)))
-		t.score = append(t.score, f)
-		t.units = append(t.units, uint8(min(units, 255)))
-		at += len(line) + 1
+// newTokenizer views a vocabulary of "piece\tscore" lines, one per id, and
+// its index (vocab.idx's layout) in place. It checks that the index fits the
+// text, so that a mismatched pair fails here rather than in a segmentation.
+func newTokenizer(vocab, index string) (*tokenizer, error) {
+	const magic = "USEVIDX1"
+	if len(index) < len(magic)+8 || index[:len(magic)] != magic {
+		return nil, fmt.Errorf("vocabulary index: not a USE-lite index")
 	}
-	if len(t.score) <= reservedPieces {
-		return nil, fmt.Errorf("vocabulary has %d pieces", len(t.score))
+	b := unsafe.Slice(unsafe.StringData(index), len(index))
+	n := int(binary.LittleEndian.Uint32(b[8:]))
+	m := int(binary.LittleEndian.Uint32(b[12:]))
+	if lines := strings.Count(vocab, "\n"); n != lines || n > 0xffff || m > n {
+		return nil, fmt.Errorf("vocabulary index: %d ids and %d sorted pieces for a vocabulary of %d", n, m, lines)
 	}
-	for id := reservedPieces; id < len(t.score); id++ {
-		t.sorted = append(t.sorted, uint16(id))
+	if want := 16 + 8*n + 4*n + 2*n + 2*m + 2*257 + n; len(b) != want {
+		return nil, fmt.Errorf("vocabulary index: %d bytes, want %d", len(b), want)
 	}
-	// By piece, and a piece listed twice by id descending, so that the
-	// later id comes first and the others are dropped.
-	slices.SortFunc(t.sorted, func(a, b uint16) int {
-		if c := strings.Compare(t.piece(a), t.piece(b)); c != 0 {
-			return c
+	t := &tokenizer{vocab: vocab}
+	p := 16
+	t.score, p = view[float64](b, p, n), p+8*n
+	t.off, p = view[uint32](b, p, n), p+4*n
+	t.size, p = view[uint16](b, p, n), p+2*n
+	t.sorted, p = view[uint16](b, p, m), p+2*m
+	t.first, p = view[uint16](b, p, 257), p+2*257
+	t.units = b[p : p+n : p+n]
+	for id := range n {
+		if o, l := int(t.off[id]), int(t.size[id]); l == 0 || o+l >= len(vocab) || vocab[o+l] != '\t' {
+			return nil, fmt.Errorf("vocabulary index: piece %d is not where the vocabulary has it", id)
 		}
-		return int(b) - int(a)
-	})
-	t.sorted = slices.CompactFunc(t.sorted, func(a, b uint16) bool { return t.piece(a) == t.piece(b) })
-	t.sorted = slices.Clip(t.sorted)
-	k := 0
-	for b := range 257 {
-		for k < len(t.sorted) && int(t.piece(t.sorted[k])[0]) < b {
-			k++
+	}
+	for k, id := range t.sorted {
+		if int(id) >= n {
+			return nil, fmt.Errorf("vocabulary index: sorted piece %d has id %d of %d", k, id, n)
 		}
-		t.first[b] = uint16(k)
+	}
+	for c := range 256 {
+		if t.first[c] > t.first[c+1] || int(t.first[c+1]) > m {
+			return nil, fmt.Errorf("vocabulary index: byte %d's pieces out of order", c)
+		}
 	}
 	return t, nil
+}
+
+// view returns the n little-endian numbers at b[off:]: the bytes
+// themselves when the machine is little-endian and they are aligned for
+// T, else a decoded copy.
+func view[T uint16 | uint32 | float64](b []byte, off, n int) []T {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if n == 0 {
+		return nil
+	}
+	_ = b[off+size*n-1]
+	ptr := unsafe.Pointer(&b[off])
+	if littleEndian && uintptr(ptr)%uintptr(size) == 0 {
+		return unsafe.Slice((*T)(ptr), n)
+	}
+	v := make([]T, n)
+	for k := range v {
+		switch x := any(&v[k]).(type) {
+		case *uint16:
+			*x = binary.LittleEndian.Uint16(b[off+2*k:])
+		case *uint32:
+			*x = binary.LittleEndian.Uint32(b[off+4*k:])
+		case *float64:
+			*x = math.Float64frombits(binary.LittleEndian.Uint64(b[off+8*k:]))
+		}
+	}
+	return v
 }
 
 // prefixBytes is the length of the first prefix encode segments when it

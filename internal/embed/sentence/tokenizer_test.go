@@ -2,15 +2,19 @@ package sentence
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 func testTokenizer(t testing.TB) *tokenizer {
 	t.Helper()
-	tok, err := newTokenizer(vocabText)
+	tok, err := newTokenizer(vocabText, vocabIndex)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,4 +99,79 @@ func FuzzTokenizer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTokenizerInPlace checks that the tokenizer's index is a view of the
+// embedded vocab.idx, not a copy in the heap, on a little-endian machine
+// where the file is aligned as the linker places it.
+func TestTokenizerInPlace(t *testing.T) {
+	if !littleEndian {
+		t.Skip("big-endian: the index is decoded into copies")
+	}
+	tok := testTokenizer(t)
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(vocabIndex)))
+	hi := lo + uintptr(len(vocabIndex))
+	for name, p := range map[string]unsafe.Pointer{
+		"score": unsafe.Pointer(&tok.score[0]), "off": unsafe.Pointer(&tok.off[0]),
+		"size": unsafe.Pointer(&tok.size[0]), "sorted": unsafe.Pointer(&tok.sorted[0]),
+		"first": unsafe.Pointer(&tok.first[0]), "units": unsafe.Pointer(&tok.units[0]),
+	} {
+		if uintptr(p) < lo || uintptr(p) >= hi {
+			t.Errorf("%s: a copy, not a view of vocab.idx", name)
+		}
+	}
+}
+
+func TestTokenizerIndexErrors(t *testing.T) {
+	// at returns the index with the little-endian uint32 or uint16 at off
+	// replaced by v.
+	at := func(off, size int, v uint32) string {
+		b := []byte(vocabIndex)
+		if size == 4 {
+			binary.LittleEndian.PutUint32(b[off:], v)
+		} else {
+			binary.LittleEndian.PutUint16(b[off:], uint16(v))
+		}
+		return string(b)
+	}
+	n := strings.Count(vocabText, "\n")
+	m := int(binary.LittleEndian.Uint32([]byte(vocabIndex[12:])))
+	offAt := 16 + 8*n
+	sortedAt := offAt + 4*n + 2*n
+	firstAt := sortedAt + 2*m
+	for _, tc := range []struct {
+		name, vocab, index string
+	}{
+		{"not an index", vocabText, "USEVIDX0" + vocabIndex[8:]},
+		{"empty", vocabText, ""},
+		{"another vocabulary", vocabText + "extra\t0\n", vocabIndex},
+		{"truncated", vocabText, vocabIndex[:len(vocabIndex)-1]},
+		{"piece elsewhere", vocabText, at(offAt+4*7, 4, 3)},
+		{"piece past the text", vocabText, at(offAt+4*7, 4, uint32(len(vocabText)))},
+		{"sorted id out of range", vocabText, at(sortedAt, 2, uint32(n))},
+		{"bytes out of order", vocabText, at(firstAt+2*'a', 2, uint32(m))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := newTokenizer(tc.vocab, tc.index); err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+}
+
+// TestViewMisaligned checks the copy view makes of numbers not aligned for
+// their type.
+func TestViewMisaligned(t *testing.T) {
+	b := make([]byte, 1+8*2)
+	binary.LittleEndian.PutUint64(b[1:], math.Float64bits(-1.5))
+	binary.LittleEndian.PutUint64(b[9:], math.Float64bits(2))
+	if got := view[float64](b, 1, 2); !slices.Equal(got, []float64{-1.5, 2}) {
+		t.Errorf("float64s: %v", got)
+	}
+	if got := view[uint32](b, 1, 2); got[0] != binary.LittleEndian.Uint32(b[1:]) || got[1] != binary.LittleEndian.Uint32(b[5:]) {
+		t.Errorf("uint32s: %v", got)
+	}
+	if got := view[uint16](b, 1, 1); got[0] != binary.LittleEndian.Uint16(b[1:]) {
+		t.Errorf("uint16s: %v", got)
+	}
 }

