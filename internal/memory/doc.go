@@ -9,14 +9,17 @@
 //     "memories" (migration component "memory"), an FTS5 index for
 //     TextSearch (external content, porter + unicode61 tokenizer) that takes
 //     new memories in batches (ftsBatch; TextSearch catches up first), the
-//     float32 embedding stored as a BLOB next to the id of the model that
-//     made it, and an in-memory index holding every memory's
-//     metadata plus an int8-quantised copy and a sign-bit sketch of its
-//     vector (about 0.45 KB per 384-dim memory). The int8 copies live in
-//     a shared mapping of an unlinked file next to the database (vecSpace:
-//     file cache the kernel can drop and read back, not the process's
-//     private memory), rebuilt from the BLOBs at every load; in the heap
-//     for an in-memory database or where the file cannot be made.
+//     embedding stored as a BLOB next to the id of the model that made it,
+//     compact: int8 codes and one float32 scale (vecblob.go; 518 bytes at
+//     512 dimensions, where float32 took 2,048; stores of older versions
+//     are converted in the background, compact.go), and an in-memory
+//     index holding every memory's metadata plus the same int8 codes and
+//     a sign-bit sketch of its vector (about 0.45 KB per 384-dim memory).
+//     The int8 codes live in a shared mapping of an unlinked file next to
+//     the database (vecSpace: file cache the kernel can drop and read
+//     back, not the process's private memory), copied from the BLOBs at
+//     every load; in the heap for an in-memory database or where the file
+//     cannot be made.
 //   - flat (FlatStore): MEMORIES.txt only, one memory per line, BM25 recall.
 //
 // # Hybrid recall

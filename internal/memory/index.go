@@ -372,6 +372,46 @@ func (x *index) mapSlots() {
 
 // put inserts or replaces the entry for id. vec may be nil (no vector).
 func (x *index) put(id int64, m meta, vec []float32) {
+	s, q, sg := x.place(id, m, len(vec))
+	if q == nil {
+		return
+	}
+	x.scale[s] = quantise(vec, q)
+	for i, v := range vec {
+		if v > 0 {
+			sg[i/64] |= 1 << (uint(i) % 64)
+		}
+	}
+}
+
+// putCodes is put for a vector read in its stored compact form
+// (encodeVector): its codes and scale. The entry is the one put makes of
+// the vector that was encoded, byte for byte.
+func (x *index) putCodes(id int64, m meta, codes []int8, scale float32) {
+	s, q, sg := x.place(id, m, len(codes))
+	if q == nil {
+		return
+	}
+	x.scale[s] = scale
+	for i, c := range codes {
+		switch {
+		case c == posZero:
+			q[i] = 0
+			sg[i/64] |= 1 << (uint(i) % 64)
+		case c > 0:
+			q[i] = c
+			sg[i/64] |= 1 << (uint(i) % 64)
+		default:
+			q[i] = c
+		}
+	}
+}
+
+// place inserts or replaces id's entry with metadata m, for a vector of
+// dims dimensions, and returns its slot with the slot's vector row and
+// sign sketch (cleared) to fill; nil rows when the entry has no vector
+// (dims is not the index's).
+func (x *index) place(id int64, m meta, dims int) (int, []int8, []uint64) {
 	s, ok := x.slotOf(id)
 	if !ok {
 		if n := len(x.ids); x.slot == nil && n > 0 && id < x.ids[n-1] {
@@ -391,7 +431,7 @@ func (x *index) put(id int64, m meta, vec []float32) {
 		x.sign = x.sign[:len(x.sign)+x.words] // put clears the row
 	}
 	x.setMeta(s, m)
-	x.metas[s].hasVector = len(vec) == x.dims
+	x.metas[s].hasVector = dims == x.dims
 	if !ok {
 		x.link(id, s)
 	}
@@ -401,14 +441,9 @@ func (x *index) put(id int64, m meta, vec []float32) {
 	if !x.metas[s].hasVector {
 		clear(q)
 		x.scale[s] = 0
-		return
+		return s, nil, nil
 	}
-	x.scale[s] = quantise(vec, q)
-	for i, v := range vec {
-		if v > 0 {
-			sg[i/64] |= 1 << (uint(i) % 64)
-		}
-	}
+	return s, q, sg
 }
 
 // setMeta replaces slot s's metadata, keeping its chain links, whether it

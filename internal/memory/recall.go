@@ -567,8 +567,10 @@ func (s *VectorStore) applyPendingAccess(m *Memory) {
 // Flush writes pending access statistics now.
 func (s *VectorStore) Flush(ctx context.Context) error { return s.access.flush(ctx) }
 
-// Shutdown stops the access writer and flushes what is pending.
+// Shutdown stops the conversion of stored vectors (convertStored) and the
+// access writer, and flushes what is pending.
 func (s *VectorStore) Shutdown(ctx context.Context) error {
+	s.stop()
 	s.loading.Wait()
 	return s.access.stop(ctx)
 }

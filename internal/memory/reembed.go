@@ -346,10 +346,10 @@ func (s *VectorStore) storeVectors(ctx context.Context, ids []int64, texts []str
 			var err error
 			if aside {
 				res, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO memory_pending_embeddings (id, model, embedding)
-					SELECT id, ?, ? FROM memories WHERE id = ? AND text = ?`, s.model, vec.Encode(vecs[i]), id, texts[i])
+					SELECT id, ?, ? FROM memories WHERE id = ? AND text = ?`, s.model, encodeVector(vecs[i]), id, texts[i])
 			} else {
 				res, err = tx.ExecContext(ctx, `UPDATE memories SET embedding = ?, embed_model = ? WHERE id = ? AND text = ?`,
-					vec.Encode(vecs[i]), s.model, id, texts[i])
+					encodeVector(vecs[i]), s.model, id, texts[i])
 			}
 			if err != nil {
 				return err
@@ -412,10 +412,12 @@ func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*i
 	}
 	// in id order, so each thread's episodes are linked in the order told
 	stale, wrongDims := 0, 0
-	// Every row's vector is read in place (RawBytes) and decoded into one
-	// buffer: the index keeps only its quantised copy, and at 100k memories
-	// a copy and a decoded vector per row were ~300 MB of garbage, which
-	// the heap grew to hold before the footprint keeper's next release.
+	// Every row's vector is read in place (RawBytes): a compact one's codes
+	// are copied into the index as they are, a legacy float32 one (not
+	// converted yet, compact.go) is decoded into one buffer and quantised.
+	// At 100k memories a copy and a decoded vector per row were ~300 MB of
+	// garbage, which the heap grew to hold before the footprint keeper's
+	// next release.
 	var buf []float32
 	err := sqlite.Each(ctx, s.db, func(rows *sql.Rows) error {
 		var (
@@ -433,22 +435,29 @@ func (s *VectorStore) loadIndex(ctx context.Context, model string, dims int) (*i
 		m := meta{kind: Kind(kind), createdAt: created, validFrom: from, validTo: to.Int64, eventTime: event.Int64,
 			lastAccess: last.Int64, accessCount: count, thread: thr, session: session, speaker: normSpeaker(speaker), role: Role(role)}
 		m.setText(txt)
-		var v []float32
+		var sv storedVector
 		if mmodel == model && blob != nil {
 			var err error
-			if v, err = vec.DecodeInto(buf, blob); err != nil {
+			if sv, err = decodeVector(blob, buf); err != nil {
 				return fmt.Errorf("memory %d: %w", id, err)
 			}
-			buf = v
-			if len(v) != dims {
+			if sv.floats != nil {
+				buf = sv.floats
+			}
+			if sv.dims() != dims {
 				wrongDims++
-				v = nil
+				sv = storedVector{}
 			}
 		}
-		if v == nil {
+		switch {
+		case sv.floats != nil:
+			idx.put(id, m, sv.floats)
+		case sv.codes != nil:
+			idx.putCodes(id, m, sv.codes, sv.scale)
+		default:
 			stale++
+			idx.put(id, m, nil)
 		}
-		idx.put(id, m, v)
 		text.put(id, txt)
 		return nil
 	}, `SELECT id, text, kind, created_at, valid_from, valid_to, access_count, last_access, event_time, thread, session, speaker, role, embedding, embed_model FROM memories_read ORDER BY id`)

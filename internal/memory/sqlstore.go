@@ -34,7 +34,7 @@ func migrate(ctx context.Context, m *sqlite.Migrations, db *sql.DB) error {
 }
 
 // VectorStore is the local_vector backend: memories in SQLite with an FTS5
-// index, float32 embeddings stored as BLOBs, and an in-memory quantised
+// index, embeddings stored as int8 BLOBs (vecblob.go), and an in-memory quantised
 // vector index read by LoadIndex or at its first use, not by Open. See doc.go
 // for scoring and concurrency.
 type VectorStore struct {
@@ -79,6 +79,11 @@ type VectorStore struct {
 
 	access *accessQueue
 	re     reembedState
+	// stopCtx is cancelled by Shutdown (stop): it stops the conversion of
+	// stored vectors to the compact format (convertStored), which the
+	// index load's goroutine runs once the index is in place.
+	stopCtx context.Context
+	stop    context.CancelFunc
 }
 
 var _ Vectors = (*VectorStore)(nil)
@@ -124,6 +129,7 @@ func openVector(ctx context.Context, m *sqlite.Migrations, commits *sqlite.Commi
 		return nil, err
 	}
 	s.access = newAccessQueue(db, commits, log)
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.mu.Lock() // until the index is in place: see LoadIndex
 	return s, nil
 }
@@ -136,9 +142,16 @@ func openVector(ctx context.Context, m *sqlite.Migrations, commits *sqlite.Commi
 // starts the load if nobody did. The agent calls LoadIndex once it is
 // ready, a one-shot process right after Open. A failed load leaves an
 // empty index and makes every recall fail with its error (logged once).
-// Shutdown waits for the goroutine.
+// Once the index is in place the goroutine converts vectors stored in the
+// float32 format of older versions to the compact one, if any are left
+// (convertStored). Shutdown stops and waits for the goroutine.
 func (s *VectorStore) LoadIndex() {
-	s.loadOnce.Do(func() { s.loading.Go(s.load) })
+	s.loadOnce.Do(func() {
+		s.loading.Go(func() {
+			s.load()
+			s.convertStored()
+		})
+	})
 }
 
 // Loaded is closed once the index load has finished (successfully or
@@ -473,7 +486,7 @@ func (s *VectorStore) insert(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, m M
 	}
 	var blob []byte
 	if v != nil {
-		blob = vec.Encode(v)
+		blob = encodeVector(v)
 	}
 	res, err := ins.ExecContext(ctx, m.Text, normalise(m.Text), string(m.Kind), string(m.Source), ns(now), ns(now), ns(from),
 		nullNS(m.EventTime), m.Thread, m.Session, m.Speaker, string(m.Role), blob, s.model)
@@ -527,7 +540,7 @@ func (s *VectorStore) Get(ctx context.Context, id int64) (Memory, error) {
 		return Memory{}, fmt.Errorf("get memory %d: %w", id, err)
 	}
 	if blob != nil {
-		if m.Embedding, err = vec.Decode(blob); err != nil {
+		if m.Embedding, err = decodeFloats(blob); err != nil {
 			return Memory{}, fmt.Errorf("get memory %d: %w", id, err)
 		}
 	}
@@ -1005,7 +1018,7 @@ func (s *VectorStore) AllVectors(ctx context.Context) iter.Seq2[Vector, error] {
 				yield(Vector{}, fmt.Errorf("read vectors: %w", err))
 				return
 			}
-			if v.Vector, err = vec.Decode(blob); err != nil {
+			if v.Vector, err = decodeFloats(blob); err != nil {
 				yield(Vector{}, fmt.Errorf("read vector %d: %w", v.ID, err))
 				return
 			}

@@ -19,8 +19,8 @@ import (
 // offline embedder, 38 MB at 100k memories) is memory the kernel can drop
 // under pressure and read back, and only the rows a recall touches are
 // resident. The file is a cache rebuilt from the database at every load
-// (the vectors' source of truth stays the database's float32 BLOBs); it has
-// no name, so nothing is left behind. Elsewhere, or when the file cannot be
+// (the vectors' source of truth stays the database's BLOBs, which hold the
+// same int8 codes: vecblob.go); it has no name, so nothing is left behind. Elsewhere, or when the file cannot be
 // made, the rows are an ordinary Go slice (heapSpace).
 type vecSpace interface {
 	// grow returns an array of at least n bytes whose first len(old) hold
