@@ -327,10 +327,13 @@ func BenchmarkIngestEpisodes(b *testing.B) {
 	}
 }
 
-// BenchmarkLoad100k opens a store over 100k memories and reports the time
-// to load the index and the Go heap it holds.
-func BenchmarkLoad100k(b *testing.B) {
-	path := benchDB(b, 100_000)
+// BenchmarkLoad10k and BenchmarkLoad100k open a store over 10k and 100k
+// memories and report the time to load the index and the Go heap it holds.
+func BenchmarkLoad10k(b *testing.B)  { benchLoad(b, 10_000) }
+func BenchmarkLoad100k(b *testing.B) { benchLoad(b, 100_000) }
+
+func benchLoad(b *testing.B, n int) {
+	path := benchDB(b, n)
 	ctx := context.Background()
 	var keep []*VectorStore
 	for b.Loop() {
@@ -341,7 +344,7 @@ func BenchmarkLoad100k(b *testing.B) {
 		var before runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		s, err := OpenVector(ctx, db, embed.NewOffline(0), nil, nil, DefaultTuning)
+		s, err := OpenVector(ctx, db, embedtest.FromEnv(b), nil, nil, DefaultTuning)
 		if err != nil {
 			b.Fatal(err)
 		}
