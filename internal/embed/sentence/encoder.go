@@ -104,10 +104,14 @@ func isJSSpace(r rune) bool {
 	return r == '\uFEFF' || (unicode.IsSpace(r) && r != '\u0085')
 }
 
-// scratch holds one forward pass's activations, sized for maxPieces
-// (1.5 MB): each buffer is reused once what it held has been read (see
-// layer).
+// scratch holds one forward pass's activations for up to pieces pieces:
+// each buffer is reused once what it held has been read (see layer).
+// forward grows it to the text's pieces in steps (16, 32, 64, 128), so
+// that a short query's pass takes 0.2 MB instead of the 1.5 MB that 128
+// pieces take: less garbage for the collector, fewer collections, a lower
+// peak heap.
 type scratch struct {
+	pieces int
 	h      []float32 // n × 512: the residual stream
 	y      []float32 // n × 512: layer-norm output (the embeddings first), attention's heads combined, the FFN's output
 	big    []float32 // n × 1536: q, k, v, then attention's output, then the FFN's hidden units; one spare row
@@ -118,11 +122,27 @@ type scratch struct {
 }
 
 func newScratch() *scratch {
-	const n = maxPieces
-	return &scratch{
-		h: make([]float32, n*512), y: make([]float32, n*512), big: make([]float32, (n+1)*ffnDim),
-		qh: make([]float32, n*128), kh: make([]float32, n*128), vh: make([]float32, n*128),
-		scores: make([]float32, n*n), pool: make([]float32, Dimensions),
+	return &scratch{pool: make([]float32, Dimensions)}
+}
+
+// scratchStep is the fewest pieces a scratch is made for.
+const scratchStep = 16
+
+// fit makes room for n pieces (at most maxPieces).
+func (s *scratch) fit(n int) {
+	if n <= s.pieces {
+		return
+	}
+	m := scratchStep
+	for m < n {
+		m *= 2
+	}
+	m = min(m, maxPieces)
+	*s = scratch{
+		pieces: m, pool: s.pool,
+		h: make([]float32, m*512), y: make([]float32, m*512), big: make([]float32, (m+1)*ffnDim),
+		qh: make([]float32, m*128), kh: make([]float32, m*128), vh: make([]float32, m*128),
+		scores: make([]float32, m*m),
 	}
 }
 
@@ -132,6 +152,7 @@ func (e *Encoder) forward(s *scratch, ids []int32, dst []float32) {
 	w := e.w
 	n := len(ids)
 	if n > 0 {
+		s.fit(n)
 		// The embeddings plus (the embeddings plus the timing signal): the
 		// graph adds AddTimingSignal's output to its own input, so each
 		// embedding counts twice. The timing signal (sin of position ×
