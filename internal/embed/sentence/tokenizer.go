@@ -3,7 +3,6 @@ package sentence
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -95,34 +94,6 @@ func newTokenizer(vocab, index string) (*tokenizer, error) {
 		}
 	}
 	return t, nil
-}
-
-// view returns the n little-endian numbers at b[off:]: the bytes
-// themselves when the machine is little-endian and they are aligned for
-// T, else a decoded copy.
-func view[T uint16 | uint32 | float64](b []byte, off, n int) []T {
-	var zero T
-	size := int(unsafe.Sizeof(zero))
-	if n == 0 {
-		return nil
-	}
-	_ = b[off+size*n-1]
-	ptr := unsafe.Pointer(&b[off])
-	if littleEndian && uintptr(ptr)%uintptr(size) == 0 {
-		return unsafe.Slice((*T)(ptr), n)
-	}
-	v := make([]T, n)
-	for k := range v {
-		switch x := any(&v[k]).(type) {
-		case *uint16:
-			*x = binary.LittleEndian.Uint16(b[off+2*k:])
-		case *uint32:
-			*x = binary.LittleEndian.Uint32(b[off+4*k:])
-		case *float64:
-			*x = math.Float64frombits(binary.LittleEndian.Uint64(b[off+8*k:]))
-		}
-	}
-	return v
 }
 
 // prefixBytes is the length of the first prefix encode segments when it

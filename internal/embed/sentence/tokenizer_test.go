@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -156,22 +155,5 @@ func TestTokenizerIndexErrors(t *testing.T) {
 				t.Fatal("no error")
 			}
 		})
-	}
-}
-
-// TestViewMisaligned checks the copy view makes of numbers not aligned for
-// their type.
-func TestViewMisaligned(t *testing.T) {
-	b := make([]byte, 1+8*2)
-	binary.LittleEndian.PutUint64(b[1:], math.Float64bits(-1.5))
-	binary.LittleEndian.PutUint64(b[9:], math.Float64bits(2))
-	if got := view[float64](b, 1, 2); !slices.Equal(got, []float64{-1.5, 2}) {
-		t.Errorf("float64s: %v", got)
-	}
-	if got := view[uint32](b, 1, 2); got[0] != binary.LittleEndian.Uint32(b[1:]) || got[1] != binary.LittleEndian.Uint32(b[5:]) {
-		t.Errorf("uint32s: %v", got)
-	}
-	if got := view[uint16](b, 1, 1); got[0] != binary.LittleEndian.Uint16(b[1:]) {
-		t.Errorf("uint16s: %v", got)
 	}
 }

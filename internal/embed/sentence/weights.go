@@ -115,6 +115,36 @@ var littleEndian = func() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }()
 
+// view returns the n little-endian numbers at b[off:]: the bytes
+// themselves when the machine is little-endian and they are aligned for
+// T, else a decoded copy.
+func view[T uint16 | uint32 | float32 | float64](b []byte, off, n int) []T {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if n == 0 {
+		return nil
+	}
+	_ = b[off+size*n-1]
+	ptr := unsafe.Pointer(&b[off])
+	if littleEndian && uintptr(ptr)%uintptr(size) == 0 {
+		return unsafe.Slice((*T)(ptr), n)
+	}
+	v := make([]T, n)
+	for k := range v {
+		switch x := any(&v[k]).(type) {
+		case *uint16:
+			*x = binary.LittleEndian.Uint16(b[off+2*k:])
+		case *uint32:
+			*x = binary.LittleEndian.Uint32(b[off+4*k:])
+		case *float32:
+			*x = math.Float32frombits(binary.LittleEndian.Uint32(b[off+4*k:]))
+		case *float64:
+			*x = math.Float64frombits(binary.LittleEndian.Uint64(b[off+8*k:]))
+		}
+	}
+	return v
+}
+
 // parseWeights views data (use-lite.bin's layout) as the model's weights.
 // Float32 sections are viewed in place when aligned and little-endian, and
 // decoded into a copy otherwise; int8 sections are always viewed.
@@ -155,20 +185,7 @@ func parseWeights(data string) (*weights, error) {
 		}
 		entries[name] = e
 	}
-	floats := func(off, n int) []float32 {
-		if n == 0 {
-			return nil
-		}
-		ptr := unsafe.Pointer(&b[off])
-		if littleEndian && uintptr(ptr)%4 == 0 {
-			return unsafe.Slice((*float32)(ptr), n)
-		}
-		v := make([]float32, n)
-		for k := range v {
-			v[k] = math.Float32frombits(binary.LittleEndian.Uint32(b[off+4*k:]))
-		}
-		return v
-	}
+	floats := func(off, n int) []float32 { return view[float32](b, off, n) }
 	var errs []error
 	vec := func(name string, n int) []float32 {
 		e, ok := entries[name]
