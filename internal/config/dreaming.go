@@ -11,7 +11,8 @@ type DreamingConfig struct {
 	Enabled bool `yaml:"enabled"`
 	// At is the time of day (HH:MM, in the configured time zone).
 	At string `yaml:"at"`
-	// DedupThreshold: memories at cosine similarity ≥ this are merged.
+	// DedupThreshold: memories at cosine similarity ≥ this (every two of a
+	// group) are merged when the model says they state one fact.
 	DedupThreshold float64 `yaml:"dedup_threshold"`
 	// ContradictionFloor: pairs between this and dedup_threshold are checked
 	// for contradictions, at most MaxContradictions per dream.

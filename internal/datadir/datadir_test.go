@@ -413,13 +413,16 @@ func TestShippedPromptContracts(t *testing.T) {
 		}
 	}
 	contra := read(DreamContradictionPrompt)
-	for _, want := range []string{`"decision"`, `"merged"`, `"reason"`, "keep_first", "keep_second", "merge"} {
+	for _, want := range []string{`"decision"`, `"merged"`, `"reason"`, "keep_first", "keep_second", "merge", "keep_both"} {
 		if !strings.Contains(contra, want) {
 			t.Errorf("contradiction prompt lacks %s", want)
 		}
 	}
-	if dedup := read(DreamDedupPrompt); !strings.Contains(dedup, "Output only the merged text") {
-		t.Error("dedup prompt does not ask for the merged text only")
+	dedup := read(DreamDedupPrompt)
+	for _, want := range []string{`"decision"`, `"merged"`, `"reason"`, `"merge"`, `"distinct"`} {
+		if !strings.Contains(dedup, want) {
+			t.Errorf("dedup prompt lacks %s", want)
+		}
 	}
 	if pulse := read(DreamPulsePrompt); !strings.Contains(pulse, `"actions"`) {
 		t.Error("pulse prompt does not define the JSON actions")

@@ -16,7 +16,7 @@
 //	prompts/SEED_<lang>.txt              the conversation opener, one per language
 //	prompts/DREAM_MEMORIES_PROMPT.txt    nightly consolidation of MEMORIES.txt      {content}
 //	prompts/DREAM_PULSE_PROMPT.txt       nightly review of pulse items (JSON)      {content}
-//	prompts/DREAM_DEDUP_PROMPT.txt       merge one cluster of similar memories     {content}
+//	prompts/DREAM_DEDUP_PROMPT.txt       merge a cluster of similar memories or not (JSON) {content}
 //	prompts/DREAM_CONTRADICTION_PROMPT.txt  resolve two conflicting memories (JSON) {content}
 //	prompts/DREAM_SKILLS_PROMPT.txt      merge overlapping skills / condense one    {content}
 //	prompts/REFLECTION_PROMPT.txt        analyse the reflection rules' findings (JSON) {content}

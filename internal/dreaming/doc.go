@@ -6,13 +6,25 @@
 // the `dreaming` model role (no tool loop, no conversation side effects);
 // one failing or refused component does not stop the others.
 //
-//   - Memories, vector backend: (1) dedup clusters — connected components
-//     of pairs at cosine ≥ 0.85 (union-find) — each merged by the model
-//     (DREAM_DEDUP_PROMPT.txt) into one new memory (source dream) while the
-//     originals are closed (valid_to set, never erased); (2) up to 20 of the
-//     most similar pairs in [0.5, 0.85) resolved by a JSON decision
-//     keep_first | keep_second | merge (DREAM_CONTRADICTION_PROMPT.txt), the
-//     loser closed; (3) stale pruning: not recalled for 90 days and fewer
+//   - Memories, vector backend: (1) dedup clusters — pairs at cosine ≥
+//     0.85 grouped by complete linkage (every two members at ≥ 0.85, at most
+//     6 members; single linkage chained "sister lives in Porto" ~ "brother
+//     lives in Porto" ~ "brother lives in Lisbon" into one) — each judged by
+//     the model (DREAM_DEDUP_PROMPT.txt, JSON merge | distinct): merge
+//     writes one new memory (source dream) and closes the originals
+//     (valid_to set, never erased); distinct changes nothing; (2) up to 20
+//     of the most similar pairs in [0.5, 0.85) resolved by a JSON decision
+//     keep_first | keep_second | merge | keep_both
+//     (DREAM_CONTRADICTION_PROMPT.txt), the loser closed, keep_both changing
+//     nothing. A distinct or keep_both verdict is remembered for the two
+//     texts (dream_seen rows "pair:A:B"), so later dreams do not ask again
+//     and the 20 go to other pairs; a cluster's distinct pairs may still be
+//     checked as pairs. With the built-in encoder cosine does not tell a
+//     paraphrase from an update or from another fact worded alike
+//     (testdata/pairs.tsv, hand-written: paraphrases median 0.70, updates
+//     0.84, different facts 0.65; at ≥ 0.85 7, 19 and 3 of 40 each), so
+//     the model's decision, not the threshold, is what keeps two facts
+//     apart; (3) stale pruning: not recalled for 90 days and fewer
 //     than 3 recalls, closed, except source=user_explicit; (4) the top 50
 //     by recalls written to MEMORIES.txt (lines hand-written into the file
 //     are first imported into the store, so the export never loses them).
@@ -52,8 +64,9 @@
 //
 // # Cost at scale
 //
-// The similarity pass never builds a matrix: pairs are streamed, clusters
-// grow in a union-find and the suspicious pairs are kept in a bounded heap,
+// The similarity pass never builds a matrix: pairs are streamed, each item
+// keeps its 16 most similar partners at ≥ the threshold (from which the
+// clusters are built) and the suspicious pairs are kept in a bounded heap,
 // so memory is O(N). Up to ExactLimit memories every pair is compared
 // (N²/2 dot products of 384 dims; 4,000 → 8M); above, candidates come from
 // locality-sensitive hashing (16 tables of 8 random-hyperplane bits,

@@ -79,7 +79,8 @@ type CommitFunc func(ctx context.Context, message string, paths ...string) (stri
 
 // Settings are the tunables of seed 001 and the safety guard.
 type Settings struct {
-	// DedupThreshold: memories at cosine ≥ this are one cluster (0.85).
+	// DedupThreshold: memories at cosine ≥ this, every two of them, may be
+	// one cluster (0.85), which the model merges or calls distinct.
 	DedupThreshold float64
 	// ContradictionFloor: pairs in [floor, threshold) are checked (0.5).
 	ContradictionFloor float64

@@ -40,6 +40,9 @@ var axes = map[string]struct {
 	"cat": {6, 1}, "dentist": {7, 1}, "marathon": {8, 1}, "sister": {9, 1}, "python": {10, 1}, "garden": {11, 1},
 	"bicycle": {12, 1}, "novel": {13, 1}, "allergy": {14, 1}, "passport": {15, 1}, "sushi": {16, 1}, "chess": {17, 1},
 	"trip": {18, 1}, "budget": {19, 1},
+	// A chain: "niece lives porto" ~ "nephew lives porto" ~ "nephew lives
+	// lisbon" at ≈ 0.86 each step, the two ends at ≈ 0.79.
+	"niece": {20, 0.3}, "nephew": {21, 0.3}, "porto": {22, 0.3}, "lisbon": {23, 0.3},
 }
 
 const topicDims = 128
@@ -197,8 +200,8 @@ var fillers = []string{"Plays the piano on Sundays.", "Has a cat called Miso.", 
 func vectorReply(decision string) func(string) string {
 	return func(p string) string {
 		switch {
-		case strings.Contains(p, "say largely the same thing"):
-			return "The user drinks black coffee every morning."
+		case strings.Contains(p, "are worded alike"):
+			return `{"decision":"merge","merged":"The user drinks black coffee every morning.","reason":"same habit"}`
 		case strings.Contains(p, "may contradict each other"):
 			if decision == "merge" {
 				return `{"decision":"merge","merged":"The user lived in Lyon and now lives in Berlin.","reason":"moved"}`
@@ -551,7 +554,7 @@ func TestFindSimilarLSHFindsPlantedDuplicates(t *testing.T) {
 		items[dst].vec = v
 		planted[[2]int{src, dst}] = true
 	}
-	sim := findSimilar(items, 0.5, 0.85, 20)
+	sim := findSimilar(items, 0.5, 0.85, 20, nil)
 	found := 0
 	for _, cl := range sim.clusters {
 		for p := range planted {

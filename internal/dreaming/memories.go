@@ -3,6 +3,7 @@ package dreaming
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/reverie-ai/reverie/internal/datadir"
 	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/internal/textclip"
 	"github.com/reverie-ai/reverie/llm"
 )
@@ -205,7 +207,12 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 		}
 	}
 	slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.id, b.id) })
-	sim := findSimilar(items, float32(r.d.set.ContradictionFloor), float32(r.d.set.DedupThreshold), r.d.set.MaxContradictions)
+	verdicts, err := r.verdicts(ctx, byID)
+	if err != nil {
+		return ComponentReport{Status: StatusFailed, Detail: err.Error()}
+	}
+	sim := findSimilar(items, float32(r.d.set.ContradictionFloor), float32(r.d.set.DedupThreshold), r.d.set.MaxContradictions,
+		func(i, j int) verdict { return verdicts.of(byID[items[i].id], byID[items[j].id]) })
 	r.d.log.Info("dreaming: similarity pass", "memories", len(items), "compared_pairs", sim.compared,
 		"clusters", len(sim.clusters), "suspicious_pairs", len(sim.pairs))
 
@@ -224,13 +231,29 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 			members = append(members, m)
 			b.WriteString("- " + describe(m) + "\n")
 		}
-		out, err := r.ask(ctx, datadir.DreamDedupPrompt, strings.TrimRight(b.String(), "\n"), nil)
+		out, err := r.ask(ctx, datadir.DreamDedupPrompt, strings.TrimRight(b.String(), "\n"), dedupFormat)
 		if err != nil {
 			return ComponentReport{Status: StatusFailed, Detail: err.Error()}
 		}
-		text := textclip.OneLine(stripFences(out))
+		dec, err := dedupDecision(out)
+		if err != nil {
+			rep.Lines = append(rep.Lines, fmt.Sprintf("kept a cluster of %d as it was (%s): the decision did not parse (%v)", len(members), ids(members), err))
+			continue
+		}
+		if dec.Decision == "distinct" {
+			// Not one fact: each pair may still be checked on its own
+			// (the contradiction step), but not clustered again.
+			for x := range members {
+				for y := x + 1; y < len(members); y++ {
+					r.judge(ctx, members[x], members[y], notSame)
+				}
+			}
+			rep.Lines = append(rep.Lines, fmt.Sprintf("kept %s apart: not the same fact (%s)", quoted(members), cmp.Or(dec.Reason, "no reason given")))
+			continue
+		}
+		text := textclip.OneLine(dec.Merged)
 		if bad := badMemoryText(text); bad != "" {
-			rep.Lines = append(rep.Lines, fmt.Sprintf("kept a cluster of %d as it was: the merge %s", len(members), bad))
+			rep.Lines = append(rep.Lines, fmt.Sprintf("kept a cluster of %d as it was (%s): the merge %s", len(members), ids(members), bad))
 			continue
 		}
 		merges = append(merges, mergeOp{members: members, text: text})
@@ -251,16 +274,16 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 		if err != nil {
 			return ComponentReport{Status: StatusFailed, Detail: err.Error()}
 		}
-		var dec struct {
-			Decision string `json:"decision"`
-			Merged   string `json:"merged"`
-			Reason   string `json:"reason"`
-		}
+		var dec decision
 		if err := decodeJSON(out, &dec); err != nil {
 			rep.Lines = append(rep.Lines, fmt.Sprintf("left #%d and #%d alone: the decision did not parse (%v)", a.ID, b.ID, err))
 			continue
 		}
 		switch dec.Decision {
+		case "keep_both":
+			r.judge(ctx, a, b, apart)
+			rep.Lines = append(rep.Lines, fmt.Sprintf("kept both %q and %q (%s)", a.Text, b.Text, cmp.Or(dec.Reason, "no reason given")))
+			continue
 		case "keep_first", "keep_second":
 		case "merge":
 			dec.Merged = textclip.OneLine(dec.Merged)
@@ -488,13 +511,159 @@ func (r *run) export(ctx context.Context, svc *memory.Service) (int, int, error)
 var contradictionFormat = &llm.ResponseFormat{Name: "contradiction_decision", Schema: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "decision": {"type": "string", "enum": ["keep_first", "keep_second", "merge"]},
+    "decision": {"type": "string", "enum": ["keep_first", "keep_second", "merge", "keep_both"]},
     "merged": {"type": "string"},
     "reason": {"type": "string"}
   },
   "required": ["decision", "merged", "reason"],
   "additionalProperties": false
 }`)}
+
+var dedupFormat = &llm.ResponseFormat{Name: "dedup_decision", Schema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "decision": {"type": "string", "enum": ["merge", "distinct"]},
+    "merged": {"type": "string"},
+    "reason": {"type": "string"}
+  },
+  "required": ["decision", "merged", "reason"],
+  "additionalProperties": false
+}`)}
+
+type decision struct {
+	Decision string `json:"decision"`
+	Merged   string `json:"merged"`
+	Reason   string `json:"reason"`
+}
+
+// dedupDecision reads the dedup answer: a JSON decision merge | distinct.
+// An answer with no JSON object at all is the merged text itself, as a
+// DREAM_DEDUP_PROMPT.txt written before stop 47 asks for (a data dir keeps
+// its prompt files), unless it is the word DISTINCT.
+func dedupDecision(out string) (decision, error) {
+	var dec decision
+	plain := stripFences(out)
+	if !strings.Contains(plain, "{") {
+		if strings.EqualFold(strings.Trim(plain, " .\"'"), "distinct") {
+			return decision{Decision: "distinct"}, nil
+		}
+		return decision{Decision: "merge", Merged: plain}, nil
+	}
+	if err := decodeJSON(out, &dec); err != nil {
+		return dec, err
+	}
+	switch dec.Decision {
+	case "merge", "distinct":
+		return dec, nil
+	}
+	return dec, fmt.Errorf("unknown decision %q", dec.Decision)
+}
+
+// verdicts are what earlier dreams' model said of memory pairs, by the
+// pair's ids (smaller first), each with the fingerprint of the two texts it
+// was said of.
+type verdicts map[[2]int64]judgement
+
+type judgement struct {
+	v  verdict
+	fp string
+}
+
+// of is the verdict on a and b, unjudged unless it was said of these texts.
+func (vs verdicts) of(a, b memory.Memory) verdict {
+	got, ok := vs[pairKey(a.ID, b.ID)]
+	if !ok || got.fp != pairFingerprint(a, b) {
+		return unjudged
+	}
+	return got.v
+}
+
+func pairKey(a, b int64) [2]int64 { return [2]int64{min(a, b), max(a, b)} }
+
+// pairFingerprint identifies the two texts, smaller id first.
+func pairFingerprint(a, b memory.Memory) string {
+	if a.ID > b.ID {
+		a, b = b, a
+	}
+	return fingerprint(a.Text + "\x00" + b.Text)
+}
+
+// verdicts reads the verdicts of earlier dreams (rows "pair:A:B" of
+// dream_seen, valued "distinct FP" or "apart FP") on pairs of current
+// memories; the rows of pairs with a memory no longer current are deleted.
+func (r *run) verdicts(ctx context.Context, current map[int64]memory.Memory) (verdicts, error) {
+	out := verdicts{}
+	var gone []string
+	err := sqlite.Each(ctx, r.d.o.DB, func(rows *sql.Rows) error {
+		var key, val string
+		if err := rows.Scan(&key, &val); err != nil {
+			return err
+		}
+		var a, b int64
+		if _, err := fmt.Sscanf(key, "pair:%d:%d", &a, &b); err != nil {
+			return nil // not a pair's row
+		}
+		if _, ok := current[a]; !ok {
+			gone = append(gone, key)
+			return nil
+		}
+		if _, ok := current[b]; !ok {
+			gone = append(gone, key)
+			return nil
+		}
+		word, fp, _ := strings.Cut(val, " ")
+		switch word {
+		case "distinct":
+			out[pairKey(a, b)] = judgement{notSame, fp}
+		case "apart":
+			out[pairKey(a, b)] = judgement{apart, fp}
+		}
+		return nil
+	}, `SELECT key, hash FROM dream_seen WHERE key LIKE 'pair:%'`)
+	if err != nil {
+		return nil, fmt.Errorf("read earlier dreams' verdicts: %w", err)
+	}
+	for _, k := range gone {
+		if _, err := r.d.o.DB.ExecContext(ctx, `DELETE FROM dream_seen WHERE key = ?`, k); err != nil {
+			return nil, fmt.Errorf("forget a verdict: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// judge records the model's verdict on a pair, so later dreams do not ask
+// again while the two texts are the same. A verdict is not a change of the
+// user's data: Revert leaves it.
+func (r *run) judge(ctx context.Context, a, b memory.Memory, v verdict) {
+	val := "distinct "
+	if v == apart {
+		val = "apart "
+	}
+	k := pairKey(a.ID, b.ID)
+	key := fmt.Sprintf("pair:%d:%d", k[0], k[1])
+	if _, err := r.d.o.DB.ExecContext(ctx, `INSERT INTO dream_seen (key, hash) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET hash = excluded.hash`,
+		key, val+pairFingerprint(a, b)); err != nil {
+		r.d.log.Warn("dreaming: could not record a verdict", "pair", key, "err", err)
+	}
+}
+
+// ids renders the memories' ids for a report line ("#3, #7").
+func ids(ms []memory.Memory) string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = "#" + strconv.FormatInt(m.ID, 10)
+	}
+	return strings.Join(out, ", ")
+}
+
+// quoted renders the memories' texts for a report line.
+func quoted(ms []memory.Memory) string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = strconv.Quote(textclip.OneLine(m.Text))
+	}
+	return strings.Join(out, ", ")
+}
 
 // describe renders a memory for a prompt: text with its date and kind.
 func describe(m memory.Memory) string {

@@ -35,26 +35,89 @@ type pair struct {
 	cos  float32
 }
 
-// similarity is the result of one pass: dedup clusters (connected
-// components of pairs with cos ≥ hi, via union-find) and the most similar
-// "suspicious" pairs with lo ≤ cos < hi, at most maxPairs, most similar
-// first. Memory use is O(N + maxPairs): no matrix is built.
+// maxClusterSize caps a dedup cluster: one model call merges at most this
+// many memories (or skills).
+const maxClusterSize = 6
+
+// maxLinks is how many of its most similar partners at cosine ≥ hi an item
+// remembers for clustering. A pair dropped from both its items' lists counts
+// as not linked, which only makes clusters smaller (never looser), and
+// memory stays O(N·maxLinks) whatever the data.
+const maxLinks = 16
+
+// similarity is the result of one pass: dedup clusters (complete linkage:
+// every two members of a cluster are at cos ≥ hi, at most maxClusterSize
+// members) and the most similar "suspicious" pairs with lo ≤ cos < hi, at
+// most maxPairs, most similar first. Memory use is O(N·maxLinks +
+// maxPairs): no matrix is built.
 type similarity struct {
 	clusters [][]int // each with ≥ 2 item indexes, sorted
 	pairs    []pair
 	compared int // pairs whose cosine was computed
 }
 
-func findSimilar(items []item, lo, hi float32, maxPairs int) similarity {
-	uf := newUnionFind(len(items))
+// verdict is what an earlier dream's model said of a pair.
+type verdict uint8
+
+const (
+	unjudged verdict = iota
+	// notSame: not one fact (a dedup cluster answered "distinct"); the pair
+	// is not linked for clustering but may still be a suspicious pair,
+	// judged on its own.
+	notSame
+	// apart: two facts to keep (a contradiction check answered
+	// "keep_both"); the pair is neither linked nor suspicious.
+	apart
+)
+
+// findSimilar compares the items' vectors. judged, when not nil, says what
+// an earlier dream's model decided about a pair (item indexes, i < j).
+//
+// Clusters are tight on purpose: single linkage (connected components)
+// chains "my sister lives in Porto" ~ "my brother lives in Porto" ~ "my
+// brother lives in Lisbon" into one cluster although the first and last are
+// far apart. Here pairs at cos ≥ hi are taken most similar first, and two
+// clusters join only when every pair across them is linked and the union
+// stays within maxClusterSize (greedy complete linkage).
+func findSimilar(items []item, lo, hi float32, maxPairs int, judged func(i, j int) verdict) similarity {
+	links := make([][]pair, len(items)) // per item, its best partners at ≥ hi
+	link := func(i, j int, c float32) {
+		l := links[i]
+		if len(l) < maxLinks {
+			links[i] = append(l, pair{i, j, c})
+			return
+		}
+		w := 0
+		for k := range l {
+			if l[k].cos < l[w].cos {
+				w = k
+			}
+		}
+		if c > l[w].cos {
+			l[w] = pair{i, j, c}
+		}
+	}
 	h := &pairHeap{}
 	var s similarity
 	consider := func(i, j int) {
 		s.compared++
 		c := embed.Dot(items[i].vec, items[j].vec)
+		if c < lo && c < hi {
+			return
+		}
+		v := unjudged
+		if judged != nil {
+			v = judged(i, j)
+		}
 		switch {
-		case c >= hi:
-			uf.union(i, j)
+		case v == apart:
+			return
+		case c >= hi && v != notSame:
+			if linked(links, i, j) {
+				return // seen through another hash table
+			}
+			link(i, j, c)
+			link(j, i, c)
 		case c >= lo && maxPairs > 0:
 			if h.has(i, j) {
 				return // seen through another hash table
@@ -91,18 +154,7 @@ func findSimilar(items []item, lo, hi float32, maxPairs int) similarity {
 			}
 		}
 	}
-	groups := map[int][]int{}
-	for i := range items {
-		r := uf.find(i)
-		groups[r] = append(groups[r], i)
-	}
-	for _, g := range groups {
-		if len(g) > 1 {
-			slices.Sort(g)
-			s.clusters = append(s.clusters, g)
-		}
-	}
-	slices.SortFunc(s.clusters, func(a, b []int) int { return cmp.Compare(a[0], b[0]) })
+	s.clusters = completeLinkage(links)
 	s.pairs = *h
 	slices.SortFunc(s.pairs, func(a, b pair) int {
 		if c := cmp.Compare(b.cos, a.cos); c != 0 {
@@ -111,6 +163,90 @@ func findSimilar(items []item, lo, hi float32, maxPairs int) similarity {
 		return cmp.Compare(a.a, b.a)
 	})
 	return s
+}
+
+// linked reports whether i and j are linked (at cos ≥ hi and remembered by
+// either).
+func linked(links [][]pair, i, j int) bool {
+	return slices.ContainsFunc(links[i], func(p pair) bool { return p.b == j }) ||
+		slices.ContainsFunc(links[j], func(p pair) bool { return p.b == i })
+}
+
+// completeLinkage groups linked items: links most similar first, two groups
+// joined only when every pair across them is linked and the union has at
+// most maxClusterSize members. It returns the groups of two or more, each
+// sorted, ordered by their first member.
+func completeLinkage(links [][]pair) [][]int {
+	var edges []pair
+	for i, l := range links {
+		for _, p := range l {
+			// Each link once: from its smaller index, or from the other
+			// side when the smaller one dropped it.
+			if i < p.b || !slices.ContainsFunc(links[p.b], func(q pair) bool { return q.b == i }) {
+				edges = append(edges, pair{min(i, p.b), max(i, p.b), p.cos})
+			}
+		}
+	}
+	if len(edges) == 0 {
+		return nil
+	}
+	slices.SortFunc(edges, func(a, b pair) int {
+		if c := cmp.Compare(b.cos, a.cos); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.a, b.a); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.b, b.b)
+	})
+	group := make([]int, len(links)) // item → group id (its first item)
+	members := map[int][]int{}
+	for i := range group {
+		group[i] = i
+	}
+	for _, e := range edges {
+		ga, gb := group[e.a], group[e.b]
+		if ga == gb {
+			continue
+		}
+		ma, mb := members[ga], members[gb]
+		if ma == nil {
+			ma = []int{ga}
+		}
+		if mb == nil {
+			mb = []int{gb}
+		}
+		if len(ma)+len(mb) > maxClusterSize {
+			continue
+		}
+		tight := true
+		for _, x := range ma {
+			for _, y := range mb {
+				if !linked(links, x, y) {
+					tight = false
+					break
+				}
+			}
+			if !tight {
+				break
+			}
+		}
+		if !tight {
+			continue
+		}
+		for _, y := range mb {
+			group[y] = ga
+		}
+		members[ga] = append(ma, mb...)
+		delete(members, gb)
+	}
+	var out [][]int
+	for _, g := range members {
+		slices.Sort(g)
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b []int) int { return cmp.Compare(a[0], b[0]) })
+	return out
 }
 
 // lshBuckets hashes every item into lshTables tables of 2^lshBits buckets
@@ -150,38 +286,6 @@ func lshBuckets(items []item) [][]int {
 		}
 	}
 	return out
-}
-
-type unionFind struct{ parent, rank []int }
-
-func newUnionFind(n int) *unionFind {
-	u := &unionFind{parent: make([]int, n), rank: make([]int, n)}
-	for i := range u.parent {
-		u.parent[i] = i
-	}
-	return u
-}
-
-func (u *unionFind) find(x int) int {
-	for u.parent[x] != x {
-		u.parent[x] = u.parent[u.parent[x]]
-		x = u.parent[x]
-	}
-	return x
-}
-
-func (u *unionFind) union(a, b int) {
-	ra, rb := u.find(a), u.find(b)
-	if ra == rb {
-		return
-	}
-	if u.rank[ra] < u.rank[rb] {
-		ra, rb = rb, ra
-	}
-	u.parent[rb] = ra
-	if u.rank[ra] == u.rank[rb] {
-		u.rank[ra]++
-	}
 }
 
 // pairHeap is a min-heap by cosine (the weakest kept pair on top).

@@ -154,7 +154,7 @@ func (p *skillsPass) planMerges(ctx context.Context, vecs [][]float32) ([]skillM
 	for i, v := range vecs {
 		items[i] = item{id: int64(i), vec: v}
 	}
-	sim := findSimilar(items, 1, float32(r.d.set.SkillMergeThreshold), 0)
+	sim := findSimilar(items, 1, float32(r.d.set.SkillMergeThreshold), 0, nil)
 	var plans []skillMerge
 	for _, cl := range sim.clusters {
 		fresh := false
