@@ -140,8 +140,10 @@ func convertBatch(ctx context.Context, db *sql.DB, table string, after int64, ba
 func (s *VectorStore) convertStored() {
 	ctx := s.stopCtx
 	start := time.Now()
-	n, err := convertVectors(ctx, s.db, compactBatch, func(done int) {
-		if done == compactBatch {
+	told := false
+	n, err := convertVectors(ctx, s.db, compactBatch, func(int) {
+		if !told {
+			told = true
 			s.log.Info("memory vectors: converting the stored float32 vectors to the compact format")
 		}
 	})
@@ -152,6 +154,6 @@ func (s *VectorStore) convertStored() {
 		s.log.Warn("memory vectors: conversion to the compact format failed; it resumes at the next start", "converted", n, "err", err)
 	case n > 0:
 		s.log.Info("memory vectors: stored in the compact format", "converted", n, "took", time.Since(start).Round(time.Millisecond),
-			"note", "the database file keeps its size until new memories fill the freed pages (or a VACUUM while the agent is stopped)")
+			"note", "the rows shrank in place: the database file keeps its size until a VACUUM (sqlite3 reverie.db VACUUM with the agent stopped)")
 	}
 }
