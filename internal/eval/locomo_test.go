@@ -281,11 +281,12 @@ func TestLoCoMoDevSplit(t *testing.T) {
 	var table bytes.Buffer
 	rep.WriteTable(&table)
 	t.Logf("LoCoMo %s, built-in sentence encoder, hybrid recall:\n%s", f.Name(), table.String())
-	// Measured 68.77 with the built-in sentence encoder (the default
-	// embedder) through the live group-room path (memory.Ingest), on the
-	// conversation's clock; 67.28 with the offline hashing embedder.
-	if rep.Overall[10] < 65 {
-		t.Errorf("recall@10 over categories 1-4 = %.2f, want ≥ 65", rep.Overall[10])
+	// Measured 69.52 with the built-in sentence encoder (the default
+	// embedder) and DefaultTuning through the live group-room path
+	// (memory.Ingest), on the conversation's clock (68.77 with stop 46's
+	// hashing-era weights); 67.28 with the offline hashing embedder.
+	if rep.Overall[10] < 66 {
+		t.Errorf("recall@10 over categories 1-4 = %.2f, want ≥ 66", rep.Overall[10])
 	}
 }
 

@@ -226,8 +226,9 @@ func readLMEDevSplit(t *testing.T) []LMEQuestion {
 // TestLongMemEvalDevSplit runs the dev split through the live path, with
 // the default embedder (the built-in sentence encoder, each text embedded
 // once). The floors are set with a margin below the measured figures
-// (round recall_all@10 86.86, session recall_any@5 97.81 with DefaultTuning;
-// 82.48 / 97.08 with the offline hashing embedder).
+// (round recall_all@10 88.32, session recall_any@5 97.81 with DefaultTuning;
+// 86.86 / 97.81 with stop 46's hashing-era weights; 82.48 / 97.08 with the
+// offline hashing embedder).
 func TestLongMemEvalDevSplit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("LongMemEval dev split skipped in -short mode")
@@ -262,6 +263,6 @@ func TestLongMemEvalDevSplit(t *testing.T) {
 
 // The dev split's floors, a margin below the measured figures.
 const (
-	lmeMinRoundAll10  = 84
+	lmeMinRoundAll10  = 86
 	lmeMinSessionAny5 = 95
 )

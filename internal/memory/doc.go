@@ -111,9 +111,9 @@
 //
 // Recall's phases are one method each of recallRun (recall.go); Rank runs
 // them without reading the rows back. Tuning holds every constant;
-// DefaultTuning was chosen on the LoCoMo dev split with the offline
-// embedder by the same search that `reverie eval locomo --cv` validates
-// (see internal/eval).
+// DefaultTuning was measured on the LoCoMo and LongMemEval dev splits with
+// the built-in sentence encoder, each weight set where the
+// cross-validations' folds point (see internal/eval and DefaultTuning).
 //
 // # Episodes
 //
