@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/reverie-ai/reverie/internal/datadir"
@@ -53,7 +54,11 @@ func BenchmarkDream10k(b *testing.B) {
 		}
 		svc, _ := memory.NewService(memory.ServiceOptions{Store: vs, DataDir: dir})
 		d, err := New(ctx, Options{DB: db, DataDir: dir, Memory: svc, Model: llmtest.Func(func(_ context.Context, req llm.Request) (llm.Response, error) {
-			return llm.Response{Message: llm.AssistantText(`{"decision":"keep_first","merged":"","reason":"x"}`)}, nil
+			answer := `{"decision":"keep_first","merged":"","reason":"x"}`
+			if strings.Contains(req.Messages[0].Text(), "are worded alike") {
+				answer = `{"decision":"merge","merged":"A merged memory.","reason":"x"}`
+			}
+			return llm.Response{Message: llm.AssistantText(answer)}, nil
 		})})
 		if err != nil {
 			b.Fatal(err)
@@ -68,5 +73,36 @@ func BenchmarkDream10k(b *testing.B) {
 		vs.Shutdown(ctx)
 		db.Close()
 		b.StartTimer()
+	}
+}
+
+// BenchmarkFindSimilar is the similarity pass alone over clustered random
+// vectors (groups of near-copies among unrelated ones): every pair below
+// ExactLimit, locality-sensitive hashing above.
+func BenchmarkFindSimilar(b *testing.B) {
+	for _, n := range []int{4000, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(3, 3))
+			items := make([]item, n)
+			for i := range items {
+				v := make([]float32, embed.DefaultDimensions)
+				if i%10 < 3 && i > 0 { // a near-copy of the item before
+					copy(v, items[i-1].vec)
+					for d := range v {
+						v[d] += float32(rng.NormFloat64()) * 0.02
+					}
+				} else {
+					for d := range v {
+						v[d] = float32(rng.NormFloat64())
+					}
+				}
+				embed.Normalize(v)
+				items[i] = item{id: int64(i), vec: v}
+			}
+			for b.Loop() {
+				s := findSimilar(items, 0.5, 0.85, 20, nil)
+				b.ReportMetric(float64(len(s.clusters)), "clusters")
+			}
+		})
 	}
 }
