@@ -96,6 +96,9 @@ func TestDedupDistinctLeavesThemOpen(t *testing.T) {
 			t.Fatalf("night %d: %+v", night, mc)
 		}
 		lines = append(lines, mc.Lines...)
+		if night == 0 && (!strings.Contains(mc.Detail, "0 merged cluster(s)") || !strings.Contains(mc.Detail, "kept apart as different facts")) {
+			t.Errorf("night 1: %q", mc.Detail)
+		}
 		calls += rep.ModelCalls
 		if night == 4 && rep.ModelCalls != 0 {
 			t.Errorf("night 5 still made %d model call(s)", rep.ModelCalls)

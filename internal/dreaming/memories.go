@@ -219,6 +219,7 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 	// Phase 1: dedup clusters.
 	involved := map[int64]bool{}
 	var merges []mergeOp
+	keptApart := 0 // clusters answered distinct, pairs answered keep_both
 	for i, cl := range sim.clusters {
 		if i >= maxClustersPerDream {
 			rep.Lines = append(rep.Lines, fmt.Sprintf("%d more cluster(s) left for the next dream", len(sim.clusters)-i))
@@ -248,6 +249,7 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 					r.judge(ctx, members[x], members[y], notSame)
 				}
 			}
+			keptApart++
 			rep.Lines = append(rep.Lines, fmt.Sprintf("kept %s apart: not the same fact (%s)", quoted(members), cmp.Or(dec.Reason, "no reason given")))
 			continue
 		}
@@ -282,6 +284,7 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 		switch dec.Decision {
 		case "keep_both":
 			r.judge(ctx, a, b, apart)
+			keptApart++
 			rep.Lines = append(rep.Lines, fmt.Sprintf("kept both %q and %q (%s)", a.Text, b.Text, cmp.Or(dec.Reason, "no reason given")))
 			continue
 		case "keep_first", "keep_second":
@@ -379,6 +382,9 @@ func (r *run) vectorMemories(ctx context.Context) ComponentReport {
 	rep.Lines = append(rep.Lines, fmt.Sprintf("exported the top %d memories to MEMORIES.txt (%d line(s) left the working set, still recallable)", n, left))
 	rep.Status = StatusOK
 	rep.Detail = fmt.Sprintf("%d merged cluster(s), %d contradiction(s) resolved, %d pruned", len(merges), len(resolutions), len(stale))
+	if keptApart > 0 {
+		rep.Detail += fmt.Sprintf(", %d kept apart as different facts", keptApart)
+	}
 	if condensed > 0 {
 		rep.Detail += fmt.Sprintf(", %d episode(s) condensed into %d fact(s)", condensed, facts)
 	}
