@@ -133,10 +133,13 @@ func NewEmbeddingModel(ctx context.Context, b EmbeddingBackend, ref, model strin
 
 // builtinEmbedder returns the built-in model ref:
 // config.EmbeddingBuiltinUSELite at its own size (dims 0 or 512), whose ID
-// has the form NewEmbeddingModel gives every model, ref@dims/dims; or
-// config.EmbeddingBuiltinHashing, the offline hashing embedder (dims 0:
-// embed.DefaultDimensions), whose vectors keep the offline-… ID they had
-// when it was the default.
+// (sentence.ID) names how it reads a text as well (its windows:
+// builtin/use-lite/w128s96x8f67@512/512), so that the vectors of another
+// reading (sentence.ClippedID, which read a text's first 128 pieces only)
+// are re-embedded; or config.EmbeddingBuiltinHashing, the offline
+// hashing embedder (dims 0: embed.DefaultDimensions), whose vectors keep
+// the offline-… ID they had when it was the default. builtinByID finds
+// either by its ID.
 func builtinEmbedder(ref string, dims int) (embed.Embedder, error) {
 	switch ref {
 	case config.EmbeddingBuiltinHashing:
@@ -180,6 +183,25 @@ func cutLast(s, sep string) (string, string, bool) {
 		return "", "", false
 	}
 	return s[:i], s[i+len(sep):], true
+}
+
+// builtinByID returns the built-in sentence encoder whose vectors id
+// names: the windowed one (sentence.ID, not of the form ref@dims/dims
+// whose ref a configuration names), or the one that read a text's first
+// 128 pieces (sentence.ClippedID), which serves recall from a store of its
+// vectors while it is re-embedded.
+func builtinByID(id string) (embed.Embedder, bool) {
+	var e *sentence.Encoder
+	var err error
+	switch id {
+	case sentence.ID:
+		e, err = sentence.New()
+	case sentence.ClippedID:
+		e, err = sentence.NewClipped()
+	default:
+		return nil, false
+	}
+	return e, err == nil
 }
 
 // offlineByID returns the offline embedder with that ID, if it is one.
@@ -252,6 +274,9 @@ func (e embedders) previous(ctx context.Context) memory.Previous {
 	return func(id string) (embed.Embedder, bool) {
 		if off, ok := offlineByID(id); ok {
 			return off, true
+		}
+		if enc, ok := builtinByID(id); ok {
+			return enc, true
 		}
 		ref, dims, ok := embeddingRef(id)
 		if !ok {

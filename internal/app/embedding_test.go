@@ -15,6 +15,7 @@ import (
 	"github.com/reverie-ai/reverie/internal/embed"
 	"github.com/reverie-ai/reverie/internal/embed/sentence"
 	"github.com/reverie-ai/reverie/internal/memory"
+	"github.com/reverie-ai/reverie/internal/sqlite"
 	"github.com/reverie-ai/reverie/llm/llmtest"
 )
 
@@ -243,7 +244,7 @@ func TestEmbeddingBuiltinSentenceEncoder(t *testing.T) {
 	embedConfig(t, dir, "http://127.0.0.1:1", "builtin/use-lite")
 	a := newEmbedApp(t, dir)
 	defer a.Close()
-	const model = "builtin/use-lite@512/512"
+	model := sentence.ID
 	if got := info(t, a); got.Model != model || got.Serving != model || got.Dimensions != 512 || got.Pending != 0 {
 		t.Fatalf("info with the built-in encoder = %+v", got)
 	}
@@ -341,5 +342,69 @@ func TestEmbeddingDefaultReembedsHashingStore(t *testing.T) {
 	}
 	if a.embedFallback {
 		t.Error("the default encoder is marked as a fallback")
+	}
+}
+
+// A store whose vectors are the built-in encoder's before it read past a
+// text's first 128 pieces (sentence.ClippedID, stop 46) is re-embedded in
+// the background at the first start with the windowed encoder
+// (sentence.ID), as a store of hashing vectors is: the IDs differ, so the
+// two encoders' vectors are never compared; recall answers from the old
+// vectors (queries embedded by the clipped encoder) until it is done.
+func TestEmbeddingDefaultReembedsClippedEncoderStore(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const clipped = sentence.ClippedID // what stop 46's build stored
+	if sentence.ID == clipped {
+		t.Fatalf("the windowed encoder's ID is the clipped one's")
+	}
+	a := newEmbedApp(t, dir)
+	var ms []memory.Memory
+	for i := range 30 {
+		ms = append(ms, memory.Memory{Text: fmt.Sprintf("note %d: the orchard by the lake needs %d new ladders", i, i%5), Kind: memory.KindFact})
+	}
+	if _, err := a.Memory.Store().AddBatch(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What stop 46's build left: the same vectors under the old ID.
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "reverie.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE memories SET embed_model = ? WHERE embedding IS NOT NULL`, clipped); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	a = newEmbedApp(t, dir)
+	if got := info(t, a); got.Model != sentence.ID || got.Serving != clipped || got.Pending != len(ms) {
+		t.Fatalf("info at the first start with the windowed encoder = %+v", got)
+	}
+	got, err := a.Memory.Search(ctx, memory.Query{Text: "how many ladders for the orchard", Peek: true})
+	if err != nil || len(got) == 0 || got[0].VecRank == 0 {
+		t.Fatalf("recall from the clipped encoder's vectors before the re-embedding: %+v, %v", got, err)
+	}
+	events := a.Bus.Watch(ctx, "memory.reembed.", 64)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		a.Close()
+	}()
+	waitEvent(t, events, "memory.reembed.done")
+	if got := info(t, a); got.Reembedding || got.Model != sentence.ID || got.Serving != sentence.ID || got.Pending != 0 || got.Done != len(ms) || got.Error != "" {
+		t.Fatalf("info after the re-embedding = %+v", got)
 	}
 }

@@ -226,7 +226,9 @@ func readLMEDevSplit(t *testing.T) []LMEQuestion {
 // TestLongMemEvalDevSplit runs the dev split through the live path, with
 // the default embedder (the built-in sentence encoder, each text embedded
 // once). The floors are set with a margin below the measured figures
-// (round recall_all@10 88.32, session recall_any@5 97.81 with DefaultTuning;
+// (round recall_all@10 88.32, session recall_any@5 97.81 with DefaultTuning,
+// the encoder reading windows or, before stop 47's end, a text's first 128
+// pieces;
 // 86.86 / 97.81 with stop 46's hashing-era weights; 82.48 / 97.08 with the
 // offline hashing embedder).
 func TestLongMemEvalDevSplit(t *testing.T) {

@@ -2,6 +2,7 @@ package sentence
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -9,23 +10,27 @@ import (
 	"github.com/reverie-ai/reverie/internal/benchtest"
 )
 
-// BenchmarkEmbed measures one text a call: a short query and a passage of
-// maxPieces pieces; cpu-ms/op is over the thread's CPU time (Linux).
+// BenchmarkEmbed measures one text a call: a short query, and texts of
+// maxPieces pieces (one window), ~300 (a LongMemEval user message: 3
+// windows) and ~1,000 (a long reply: maxWindows windows, its first
+// maxTextPieces pieces read); cpu-ms/op is over the thread's CPU time
+// (Linux).
 func BenchmarkEmbed(b *testing.B) {
 	enc, err := New()
 	if err != nil {
 		b.Fatal(err)
 	}
-	passage := strings.Repeat("We went hiking in the mountains last weekend and the weather was lovely. ", 12)
+	tok, err := enc.tokenizer()
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, bc := range []struct{ name, text string }{
 		{"query", "What did I say about my sister's birthday party?"},
-		{"passage", passage},
+		{"pieces=128", passage(tok, maxPieces)},
+		{"pieces=300", passage(tok, 300)},
+		{"pieces=1000", passage(tok, 1000)},
 	} {
-		tok, err := enc.tokenizer()
-		if err != nil {
-			b.Fatal(err)
-		}
-		pieces := len(tok.encode(bc.text, maxPieces))
+		ids := tok.encode(bc.text, maxTextPieces)
 		b.Run(bc.name, func(b *testing.B) {
 			ctx := context.Background()
 			texts := []string{bc.text}
@@ -41,9 +46,28 @@ func BenchmarkEmbed(b *testing.B) {
 				// Steadier than ns/op on a shared machine.
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
 			}
-			b.ReportMetric(float64(pieces), "pieces")
+			nw := 1
+			if len(ids) > maxPieces {
+				nw = len(windows(len(ids)))
+			}
+			b.ReportMetric(float64(len(ids)), "pieces-read")
+			b.ReportMetric(float64(nw), "windows")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "texts/s")
 		})
+	}
+}
+
+// passage returns a text of distinct sentences, as many as fit in n
+// pieces.
+func passage(tok *tokenizer, n int) string {
+	var b strings.Builder
+	for i := 0; ; i++ {
+		next := fmt.Sprintf("On day %d we went hiking by the %s and the weather was %s. ", i,
+			[]string{"river", "lake", "mountains", "coast"}[i%4], []string{"lovely", "wet", "windy"}[i%3])
+		if len(tok.encode(b.String()+next, 0)) > n {
+			return b.String()
+		}
+		b.WriteString(next)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 type vectorGolden struct {
@@ -64,20 +65,36 @@ func cosine(a, b []float32) float64 {
 	return ab / math.Sqrt(aa*bb)
 }
 
-// goldenCosines embeds the golden texts with enc and returns the cosine of
-// each to the reference vector.
-func goldenCosines(t *testing.T, enc *Encoder) []float64 {
-	texts, ids, want := readVectorGolden(t)
-	got, err := enc.Embed(context.Background(), texts)
+// firstWindow returns the vector of text's first maxPieces pieces: what the
+// graph computes for it (it clips a text there), and Embed's vector for a
+// text no longer.
+func firstWindow(t testing.TB, enc *Encoder, text string) []float32 {
+	t.Helper()
+	tok, err := enc.tokenizer()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if isBlank(text) {
+		text = " "
+	}
+	v := make([]float32, Dimensions)
+	enc.forward(newScratch(), tok.encode(text, maxPieces), v)
+	return v
+}
+
+// goldenCosines embeds the golden texts' first windows with enc (the
+// reference clips a text at maxPieces pieces) and returns the cosine of
+// each to the reference vector.
+func goldenCosines(t *testing.T, enc *Encoder) []float64 {
+	texts, ids, want := readVectorGolden(t)
 	tok, err := enc.tokenizer()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cos := make([]float64, len(texts))
+	got := make([][]float32, len(texts))
 	for i := range texts {
+		got[i] = firstWindow(t, enc, texts[i])
 		tx := texts[i]
 		if isBlank(tx) {
 			tx = " "
@@ -262,4 +279,132 @@ func TestExpNeg(t *testing.T) {
 			t.Fatalf("expNeg(%v) = %v, want %v", x, got, want)
 		}
 	}
+}
+
+func TestWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		want []int
+	}{
+		{"one piece over", maxPieces + 1, []int{0, 1}},
+		{"one stride over", maxPieces + windowStride, []int{0, windowStride}},
+		{"just past a stride", maxPieces + windowStride + 1, []int{0, windowStride, windowStride + 1}},
+		{"300 pieces", 300, []int{0, 96, 172}},
+		{"the most read", maxTextPieces, []int{0, 96, 192, 288, 384, 480, 576, 672}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := windows(tc.n)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("windows(%d) = %v, want %v", tc.n, got, tc.want)
+			}
+			if len(got) > maxWindows {
+				t.Errorf("%d windows, at most %d", len(got), maxWindows)
+			}
+			for k, a := range got {
+				if k > 0 && (a <= got[k-1] || a-got[k-1] > windowStride) {
+					t.Errorf("window %d starts at %d after %d", k, a, got[k-1])
+				}
+			}
+			if last := got[len(got)-1] + maxPieces; last != tc.n {
+				t.Errorf("the last window ends at %d, want %d", last, tc.n)
+			}
+		})
+	}
+}
+
+// TestEmbedWindows checks the windowed reading: a text of at most
+// maxPieces pieces gets the graph's vector bit for bit (the vector of
+// builtin/use-lite@512/512), a longer one the normalised weighted sum of
+// its windows' vectors (firstWeight on the first, the graph's vector for
+// the text, the rest shared by the others).
+func TestEmbedWindows(t *testing.T) {
+	enc, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := enc.tokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, _, _ := readVectorGolden(t)
+	sentenceA := "We went hiking in the mountains last weekend and the weather was lovely. "
+	sentenceB := "My sister Ana moved to Porto in March and started teaching piano there. "
+	var past strings.Builder // past maxTextPieces
+	for i := range 90 {
+		fmt.Fprintf(&past, "Note %d: the %s by the river needs %d new stakes before %s. ", i,
+			[]string{"allotment", "orchard", "greenhouse", "hedge", "pond"}[i%5], i%9, time.Weekday(i%7))
+	}
+	long := []string{strings.Repeat(sentenceA, 12) + strings.Repeat(sentenceB, 6), past.String()}
+	for _, g := range golden {
+		if len(tok.encode(g, maxPieces+1)) > maxPieces {
+			long = append(long, g)
+		}
+	}
+	clipped, err := NewClipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc.ID() == clipped.ID() {
+		t.Fatalf("the windowed and the clipped encoder have one ID, %s", enc.ID())
+	}
+	for _, text := range append(golden, long...) {
+		got, err := enc.Embed(context.Background(), []string{text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := firstWindow(t, enc, text)
+		if c, err := clipped.Embed(context.Background(), []string{text}); err != nil || !slices.Equal(c[0], first) {
+			t.Errorf("%q: the clipped encoder's vector is not the graph's (%v)", cut(text), err)
+		}
+		ids := tok.encode(text, maxTextPieces)
+		if isBlank(text) {
+			ids = tok.encode(" ", maxTextPieces)
+		}
+		if len(ids) <= maxPieces {
+			if !slices.Equal(got[0], first) {
+				t.Errorf("%q (%d pieces): not the graph's vector", cut(text), len(ids))
+			}
+			continue
+		}
+		if !slices.Equal(ids[:maxPieces], tok.encode(text, maxPieces)) {
+			t.Errorf("%q: the first window's pieces are not the clipped text's", cut(text))
+		}
+		want := make([]float64, Dimensions)
+		s := newScratch()
+		at := windows(len(ids))
+		for k, a := range at {
+			v := make([]float32, Dimensions)
+			enc.forward(s, ids[a:a+maxPieces], v)
+			if k == 0 && !slices.Equal(v, first) {
+				t.Errorf("%q: the first window's vector is not the graph's", cut(text))
+			}
+			w := (1 - 2.0/3) / float64(len(at)-1)
+			if k == 0 {
+				w = 2.0 / 3
+			}
+			for d, x := range v {
+				want[d] += w * float64(x)
+			}
+		}
+		var norm float64
+		for _, x := range want {
+			norm += x * x
+		}
+		for d := range want {
+			if diff := math.Abs(want[d]/math.Sqrt(norm) - float64(got[0][d])); diff > 1e-6 {
+				t.Fatalf("%q: dimension %d is %v, the windows' weighted sum %v", cut(text), d, got[0][d], want[d]/math.Sqrt(norm))
+			}
+		}
+		if c := cosine(got[0], first); c > 0.9999 {
+			t.Errorf("%q: cosine %v to the first window's vector: the rest was not read", cut(text), c)
+		}
+	}
+}
+
+func cut(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }
