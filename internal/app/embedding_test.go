@@ -65,6 +65,24 @@ func waitEvent(t *testing.T, ch <-chan extension.Event, topic string) {
 	}
 }
 
+// runUntilReembedded runs a until its background re-embedding reports
+// done; a is stopped (Run waited for) and closed when the test ends.
+func runUntilReembedded(ctx context.Context, t *testing.T, a *App) {
+	t.Helper()
+	events := a.Bus.Watch(ctx, "memory.reembed.", 64)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(rctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		a.Close()
+	})
+	waitEvent(t, events, "memory.reembed.done")
+}
+
 // Changing memory.embedding.model re-embeds in the background: the start
 // probes the new model for its size, recall keeps answering from the
 // default model's vectors (the built-in sentence encoder's; queries are not
@@ -206,18 +224,7 @@ func TestEmbeddingModelRefusingLongText(t *testing.T) {
 	if got := info(t, a); got.Pending != len(ms) {
 		t.Fatalf("info after the change = %+v", got)
 	}
-	events := a.Bus.Watch(ctx, "memory.reembed.", 64)
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		a.Close()
-	}()
-	waitEvent(t, events, "memory.reembed.done")
+	runUntilReembedded(ctx, t, a)
 	if got := info(t, a); got.Pending != 0 || got.Done != len(ms) || got.Error != "" || got.Dimensions != 16 {
 		t.Fatalf("info after the re-embedding = %+v", got)
 	}
@@ -320,18 +327,7 @@ func TestEmbeddingDefaultReembedsHashingStore(t *testing.T) {
 	if err != nil || len(got) == 0 || got[0].VecRank == 0 {
 		t.Fatalf("recall before the re-embedding: %+v, %v", got, err)
 	}
-	events := a.Bus.Watch(ctx, "memory.reembed.", 64)
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		a.Close()
-	}()
-	waitEvent(t, events, "memory.reembed.done")
+	runUntilReembedded(ctx, t, a)
 	if got := info(t, a); got.Reembedding || got.Model != sentence.ID || got.Serving != sentence.ID ||
 		got.Dimensions != sentence.Dimensions || got.Pending != 0 || got.Done != len(ms) || got.Error != "" {
 		t.Fatalf("info after the re-embedding = %+v", got)
@@ -392,18 +388,7 @@ func TestEmbeddingDefaultReembedsClippedEncoderStore(t *testing.T) {
 	if err != nil || len(got) == 0 || got[0].VecRank == 0 {
 		t.Fatalf("recall from the clipped encoder's vectors before the re-embedding: %+v, %v", got, err)
 	}
-	events := a.Bus.Watch(ctx, "memory.reembed.", 64)
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		a.Close()
-	}()
-	waitEvent(t, events, "memory.reembed.done")
+	runUntilReembedded(ctx, t, a)
 	if got := info(t, a); got.Reembedding || got.Model != sentence.ID || got.Serving != sentence.ID || got.Pending != 0 || got.Done != len(ms) || got.Error != "" {
 		t.Fatalf("info after the re-embedding = %+v", got)
 	}

@@ -38,33 +38,26 @@ func convertVectors(ctx context.Context, db *sql.DB, batch int, progress func(do
 		return 0, fmt.Errorf("convert stored vectors: %w", err)
 	}
 	done := 0
-	// the pending vectors: few, and not marked (read again after a stop)
-	for last := int64(0); ; {
-		n, next, err := convertBatch(ctx, db, "memory_pending_embeddings", last, batch, false)
-		done += n
-		if err != nil {
-			return done, err
-		}
-		if next == last {
-			break
-		}
-		last = next
-		if progress != nil {
-			progress(done)
-		}
-	}
-	for {
-		n, next, err := convertBatch(ctx, db, "memories", after, batch, true)
-		done += n
-		if err != nil {
-			return done, err
-		}
-		if next == after {
-			break
-		}
-		after = next
-		if progress != nil {
-			progress(done)
+	// The pending vectors first (few, and not marked: read again after a
+	// stop), then the memories from the mark on.
+	for _, part := range []struct {
+		table string
+		from  int64
+		mark  bool
+	}{{"memory_pending_embeddings", 0, false}, {"memories", after, true}} {
+		for last := part.from; ; {
+			n, next, err := convertBatch(ctx, db, part.table, last, batch, part.mark)
+			done += n
+			if err != nil {
+				return done, err
+			}
+			if next == last {
+				break
+			}
+			last = next
+			if progress != nil {
+				progress(done)
+			}
 		}
 	}
 	if _, err := db.ExecContext(ctx, `DELETE FROM memory_vectors_float32`); err != nil {
