@@ -32,13 +32,10 @@ func chainReply(dedup, contra string, sizes *[]int) func(string) string {
 	}
 }
 
-func TestDedupChainIsNotOneCluster(t *testing.T) {
-	ctx := context.Background()
-	f := newFixture(t, false)
-	var sizes []int
-	// A model that merges whatever it is given: the clusters must be tight.
-	f.reply = chainReply(`{"decision":"merge","merged":"The user's niece and nephew live in Porto.","reason":"alike"}`,
-		`{"decision":"keep_both","merged":"","reason":"different people"}`, &sizes)
+// rememberChain stores the chain of similar facts, then the unrelated
+// fillers, and returns the chain's ids.
+func (f *fixture) rememberChain(t *testing.T) []int64 {
+	t.Helper()
 	var ids []int64
 	for _, s := range chain {
 		ids = append(ids, f.remember(t, s, memory.SourceAgent, false))
@@ -46,6 +43,17 @@ func TestDedupChainIsNotOneCluster(t *testing.T) {
 	for _, s := range fillers {
 		f.remember(t, s, memory.SourceAgent, false)
 	}
+	return ids
+}
+
+func TestDedupChainIsNotOneCluster(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false)
+	var sizes []int
+	// A model that merges whatever it is given: the clusters must be tight.
+	f.reply = chainReply(`{"decision":"merge","merged":"The user's niece and nephew live in Porto.","reason":"alike"}`,
+		`{"decision":"keep_both","merged":"","reason":"different people"}`, &sizes)
+	ids := f.rememberChain(t)
 	before := f.current(t)
 	rep, err := f.d.Dream(ctx, "test")
 	if err != nil {
@@ -74,13 +82,7 @@ func TestDedupDistinctLeavesThemOpen(t *testing.T) {
 	var sizes []int
 	f.reply = chainReply(`{"decision":"distinct","merged":"","reason":"different relatives"}`,
 		`{"decision":"keep_both","merged":"","reason":"different people"}`, &sizes)
-	var ids []int64
-	for _, s := range chain {
-		ids = append(ids, f.remember(t, s, memory.SourceAgent, false))
-	}
-	for _, s := range fillers {
-		f.remember(t, s, memory.SourceAgent, false)
-	}
+	ids := f.rememberChain(t)
 	before := f.current(t)
 	var lines []string
 	calls := 0

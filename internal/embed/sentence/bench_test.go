@@ -16,14 +16,7 @@ import (
 // maxTextPieces pieces read); cpu-ms/op is over the thread's CPU time
 // (Linux).
 func BenchmarkEmbed(b *testing.B) {
-	enc, err := New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	tok, err := enc.tokenizer()
-	if err != nil {
-		b.Fatal(err)
-	}
+	enc, tok := newTestEncoder(b)
 	for _, bc := range []struct{ name, text string }{
 		{"query", "What did I say about my sister's birthday party?"},
 		{"pieces=128", passage(tok, maxPieces)},

@@ -319,14 +319,7 @@ func TestWindows(t *testing.T) {
 // its windows' vectors (firstWeight on the first, the graph's vector for
 // the text, the rest shared by the others).
 func TestEmbedWindows(t *testing.T) {
-	enc, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := enc.tokenizer()
-	if err != nil {
-		t.Fatal(err)
-	}
+	enc, tok := newTestEncoder(t)
 	golden, _, _ := readVectorGolden(t)
 	sentenceA := "We went hiking in the mountains last weekend and the weather was lovely. "
 	sentenceB := "My sister Ana moved to Porto in March and started teaching piano there. "
@@ -407,4 +400,19 @@ func cut(s string) string {
 		return s[:40] + "…"
 	}
 	return s
+}
+
+// newTestEncoder returns the built-in encoder and its tokenizer, failing
+// the test if either cannot be loaded.
+func newTestEncoder(t testing.TB) (*Encoder, *tokenizer) {
+	t.Helper()
+	enc, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := enc.tokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc, tok
 }

@@ -10,14 +10,7 @@ import (
 // on the size of the scratch its pass ran in: fitted to its pieces, made
 // for maxPieces, or grown by a longer text before.
 func TestScratchSizeKeepsVectors(t *testing.T) {
-	enc, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := enc.tokenizer()
-	if err != nil {
-		t.Fatal(err)
-	}
+	enc, tok := newTestEncoder(t)
 	words := strings.Fields(strings.Repeat("We went hiking in the mountains last weekend and the weather was lovely. ", 20))
 	full := newScratch()
 	full.fit(maxPieces)
